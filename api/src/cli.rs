@@ -1,0 +1,336 @@
+//! The `askloop` command line: serving, migrating, admin set-up, and the agent side (`sign`,
+//! `ask`) that signs with the very code the server verifies with.
+
+use std::io::{IsTerminal, Read};
+use std::process::ExitCode;
+
+use chrono::Utc;
+use clap::{Parser, Subcommand, ValueEnum};
+use entity::niche_members::MemberRole;
+use entity::niches::NicheStatus;
+
+use crate::config::Config;
+use crate::domain::slug::Slug;
+use crate::service::accounts::{self, NewUser};
+use crate::service::audit::Actor;
+use crate::service::{demo, niches};
+use crate::startup::{self, Application};
+use crate::{graphql, telemetry};
+
+mod agent;
+mod loadgen;
+
+/// askloop: agents ask the questions they cannot settle; the people who have done the job answer.
+///
+/// Configured by the environment: DATABASE_URL, ASKLOOP_BIND, CHOVY_SIGNING_SECRET,
+/// CHOVY_SIGNING_SECRET_PREVIOUS, CHOVY_WEBHOOK_URL, ASKLOOP_MONITOR_SECRET, ASKLOOP_WEB_DIR,
+/// ASKLOOP_LOG_FORMAT (see .env.example).
+#[derive(Debug, Parser)]
+#[command(name = "askloop", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the API and the dashboard (the default). Migrates the database first.
+    Serve {
+        /// On an empty database, create a demo niche `games`, an operator and an admin, and
+        /// print how to sign in.
+        #[arg(long)]
+        demo: bool,
+    },
+    /// Bring the database schema up to date, then exit.
+    Migrate,
+    /// Manage niches.
+    Niche {
+        #[command(subcommand)]
+        action: NicheCommand,
+    },
+    /// Manage people. Passwords come from ASKLOOP_PASSWORD or a prompt, never an argument.
+    User {
+        #[command(subcommand)]
+        action: UserCommand,
+    },
+    /// Manage niche memberships.
+    Member {
+        #[command(subcommand)]
+        action: MemberCommand,
+    },
+    /// Manage integrators' API keys.
+    Apikey {
+        #[command(subcommand)]
+        action: ApiKeyCommand,
+    },
+    /// Agent side: print the X-Chovy-Signature header for the body on stdin.
+    Sign(agent::SignArgs),
+    /// Agent side: sign and post a question, from flags or a JSON file.
+    Ask(agent::AskArgs),
+    /// Print the GraphQL schema (SDL), as committed in schema.graphql.
+    Schema,
+    /// Post N signed questions with concurrency C and report throughput and latency, next to
+    /// the same number of plain inserts through the database driver.
+    Loadgen(loadgen::LoadgenArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum NicheCommand {
+    /// Create a niche.
+    Create {
+        /// 2..63 of a-z, 0-9 and '-' (lowercased).
+        #[arg(long)]
+        slug: String,
+        /// Display name.
+        #[arg(long)]
+        name: String,
+        /// Where it starts: `open` takes questions at once.
+        #[arg(long, value_enum, default_value_t = NicheStatusArg::Open)]
+        status: NicheStatusArg,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum NicheStatusArg {
+    Draft,
+    Open,
+    Operated,
+    Archived,
+}
+
+#[derive(Debug, Subcommand)]
+enum UserCommand {
+    /// Create a person.
+    Create {
+        /// 2..40 of a-z, 0-9, '_' and '-'.
+        #[arg(long)]
+        handle: String,
+        /// Their email address.
+        #[arg(long)]
+        email: String,
+        /// Make them an admin.
+        #[arg(long)]
+        admin: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum MemberCommand {
+    /// Make a person an active member of a niche.
+    Add {
+        /// The niche's slug.
+        #[arg(long)]
+        niche: String,
+        /// The person's handle.
+        #[arg(long)]
+        user: String,
+        /// Their role.
+        #[arg(long, value_enum, default_value_t = RoleArg::Operator)]
+        role: RoleArg,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RoleArg {
+    Operator,
+    Specialist,
+    Observer,
+}
+
+#[derive(Debug, Subcommand)]
+enum ApiKeyCommand {
+    /// Issue an API key; it is printed once and never again.
+    Create {
+        /// Whose key.
+        #[arg(long)]
+        user: String,
+        /// What to call it.
+        #[arg(long, default_value = "cli")]
+        name: String,
+    },
+}
+
+/// Parse the arguments, run the command, and turn any failure into a message and exit code 1.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::from_env() {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("askloop: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    telemetry::init(config.log_format);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("askloop: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli, config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("askloop: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
+    match cli.command.unwrap_or(Command::Serve { demo: false }) {
+        Command::Serve { demo } => serve(config, demo).await,
+        Command::Migrate => {
+            startup::connect_and_migrate(&config).await?;
+            println!("migrated {}", redact_url(&config.database_url));
+            Ok(())
+        }
+        Command::Niche {
+            action: NicheCommand::Create { slug, name, status },
+        } => {
+            let db = startup::connect_and_migrate(&config).await?;
+            let slug = Slug::parse(&slug)?;
+            let status = match status {
+                NicheStatusArg::Draft => NicheStatus::Draft,
+                NicheStatusArg::Open => NicheStatus::Open,
+                NicheStatusArg::Operated => NicheStatus::Operated,
+                NicheStatusArg::Archived => NicheStatus::Archived,
+            };
+            let niche = niches::create_niche(
+                &db,
+                niches::NewNiche { slug, name, status },
+                &Actor::Cli,
+                Utc::now(),
+            )
+            .await?;
+            println!("created niche '{}' (id {})", niche.slug, niche.id);
+            Ok(())
+        }
+        Command::User {
+            action: UserCommand::Create { handle, email, admin },
+        } => {
+            let password = read_password()?;
+            let db = startup::connect_and_migrate(&config).await?;
+            let user = accounts::create_user(
+                &db,
+                NewUser { handle, email, password, admin },
+                &Actor::Cli,
+                Utc::now(),
+            )
+            .await?;
+            println!("created user '{}' (id {})", user.handle, user.id);
+            Ok(())
+        }
+        Command::Member {
+            action: MemberCommand::Add { niche, user, role },
+        } => {
+            let db = startup::connect_and_migrate(&config).await?;
+            let role = match role {
+                RoleArg::Operator => MemberRole::Operator,
+                RoleArg::Specialist => MemberRole::Specialist,
+                RoleArg::Observer => MemberRole::Observer,
+            };
+            accounts::add_member(&db, &niche, &user, role, &Actor::Cli, Utc::now()).await?;
+            println!("'{user}' is now an active member of '{niche}'");
+            Ok(())
+        }
+        Command::Apikey {
+            action: ApiKeyCommand::Create { user, name },
+        } => {
+            let db = startup::connect_and_migrate(&config).await?;
+            let issued =
+                accounts::create_api_key(&db, &user, &name, &Actor::Cli, Utc::now()).await?;
+            eprintln!("API key for '{user}' (shown once; keep it safe):");
+            println!("{}", issued.token);
+            Ok(())
+        }
+        Command::Sign(args) => agent::sign(&config, args),
+        Command::Ask(args) => agent::ask(&config, args).await,
+        Command::Schema => {
+            print!("{}", graphql::sdl());
+            Ok(())
+        }
+        Command::Loadgen(args) => loadgen::run(config, args).await,
+    }
+}
+
+async fn serve(config: Config, demo: bool) -> anyhow::Result<()> {
+    let database = redact_url(&config.database_url);
+    let db = startup::connect_and_migrate(&config).await?;
+    if demo {
+        match demo::seed_demo(&db).await? {
+            Some(logins) => {
+                println!("Demo data created: niche 'games' with an operator and an admin.");
+                println!("  operator  handle: {}  password: {}", logins.operator.0, logins.operator.1);
+                println!("  admin     handle: {}  password: {}", logins.admin.0, logins.admin.1);
+                println!("These passwords are shown once; sign in at /login.");
+            }
+            None => println!("Demo data not created: the database already has people or niches."),
+        }
+    }
+    if !config.signing.is_configured() {
+        tracing::warn!("CHOVY_SIGNING_SECRET is not set: the signed intake routes answer 503");
+    }
+    let app = Application::build_with(config, db).await?;
+    let addr = app.local_addr();
+    tracing::info!(%addr, %database, "askloop is listening");
+    println!("askloop is serving on http://{addr}");
+    app.run_until(startup::shutdown_signal()).await
+}
+
+/// The password for a new user: ASKLOOP_PASSWORD, or typed at a prompt (twice).
+fn read_password() -> anyhow::Result<String> {
+    if let Ok(password) = std::env::var("ASKLOOP_PASSWORD") {
+        return Ok(password);
+    }
+    if !std::io::stdin().is_terminal() {
+        let mut password = String::new();
+        std::io::stdin().read_to_string(&mut password)?;
+        let password = password.trim_end_matches(['\n', '\r']).to_owned();
+        if password.is_empty() {
+            anyhow::bail!("no password: set ASKLOOP_PASSWORD or type one at the prompt");
+        }
+        return Ok(password);
+    }
+    let first = rpassword::prompt_password("Password: ")?;
+    let second = rpassword::prompt_password("Again: ")?;
+    if first != second {
+        anyhow::bail!("the two passwords differ");
+    }
+    Ok(first)
+}
+
+/// A database URL with any password replaced, fit for printing.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printed_database_urls_hide_the_password() {
+        assert_eq!(
+            redact_url("postgres://askloop:hunter2@db:5432/askloop"),
+            "postgres://askloop:***@db:5432/askloop"
+        );
+        assert_eq!(redact_url("sqlite://askloop.db?mode=rwc"), "sqlite://askloop.db?mode=rwc");
+        assert_eq!(redact_url("postgres://postgres@127.0.0.1/test"), "postgres://postgres@127.0.0.1/test");
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,145 @@
+//! The agent side of the loop: `askloop sign` and `askloop ask`.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::config::Config;
+use crate::domain::signing::SIGNATURE_HEADER;
+
+/// Arguments of `askloop sign`.
+#[derive(Debug, Args)]
+pub struct SignArgs {
+    /// Sign as of this unix time instead of now.
+    #[arg(long)]
+    at: Option<i64>,
+}
+
+/// Arguments of `askloop ask`.
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// Where askloop is.
+    #[arg(long, env = "ASKLOOP_URL", default_value = "http://127.0.0.1:3000")]
+    url: String,
+    /// A JSON file with the whole body, sent byte for byte (the flags below are then ignored).
+    #[arg(long, conflicts_with_all = ["niche", "title", "question"])]
+    file: Option<PathBuf>,
+    /// The niche's slug.
+    #[arg(long, required_unless_present = "file")]
+    niche: Option<String>,
+    /// The question's title.
+    #[arg(long, required_unless_present = "file")]
+    title: Option<String>,
+    /// The question itself.
+    #[arg(long, required_unless_present = "file")]
+    question: Option<String>,
+    /// What the agent found so far.
+    #[arg(long)]
+    context: Option<String>,
+    /// The agent's own id for the question (a repeat is recognised as a duplicate).
+    #[arg(long)]
+    external_id: Option<String>,
+    /// Which agent is asking.
+    #[arg(long)]
+    agent_id: Option<String>,
+    /// low, normal or high.
+    #[arg(long)]
+    urgency: Option<String>,
+    /// An option as id=label; repeat for more.
+    #[arg(long = "option", value_parser = parse_option)]
+    options: Vec<(String, String)>,
+    /// The bounty offered, in minor units.
+    #[arg(long)]
+    bounty_minor: Option<i64>,
+    /// How long the question may wait, in seconds.
+    #[arg(long)]
+    expires_in: Option<i64>,
+}
+
+fn parse_option(raw: &str) -> Result<(String, String), String> {
+    raw.split_once('=')
+        .map(|(id, label)| (id.to_owned(), label.to_owned()))
+        .filter(|(id, label)| !id.is_empty() && !label.is_empty())
+        .ok_or_else(|| format!("'{raw}' is not id=label"))
+}
+
+/// Print the signature header for stdin's bytes.
+pub fn sign(config: &Config, args: SignArgs) -> anyhow::Result<()> {
+    let mut body = Vec::new();
+    std::io::stdin().read_to_end(&mut body)?;
+    let at = args.at.unwrap_or_else(|| chrono::Utc::now().timestamp());
+    let header = config
+        .signing
+        .sign_header(&body, at)
+        .ok_or_else(|| anyhow::anyhow!("CHOVY_SIGNING_SECRET is not set"))?;
+    println!("{header}");
+    Ok(())
+}
+
+/// Sign and post a question; print the answer; fail unless askloop stored it.
+pub async fn ask(config: &Config, args: AskArgs) -> anyhow::Result<()> {
+    let body: Vec<u8> = match &args.file {
+        Some(path) => {
+            let bytes = std::fs::read(path)
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+            serde_json::from_slice::<Value>(&bytes)
+                .map_err(|e| anyhow::anyhow!("{} is not JSON: {e}", path.display()))?;
+            bytes
+        }
+        None => serde_json::to_vec(&body_from_flags(&args))?,
+    };
+    let header = config
+        .signing
+        .sign_header(&body, chrono::Utc::now().timestamp())
+        .ok_or_else(|| anyhow::anyhow!("CHOVY_SIGNING_SECRET is not set"))?;
+    let url = format!(
+        "{}/api/v1/internal/expert-questions",
+        args.url.trim_end_matches('/')
+    );
+    let response = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header(SIGNATURE_HEADER, header)
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot reach {url}: {e}"))?;
+    let status = response.status();
+    let text = response.text().await.unwrap_or_default();
+    println!("{} {text}", status.as_u16());
+    if status.is_success() {
+        Ok(())
+    } else {
+        anyhow::bail!("askloop refused the question ({status})")
+    }
+}
+
+fn body_from_flags(args: &AskArgs) -> Value {
+    let options: Vec<Value> = args
+        .options
+        .iter()
+        .map(|(id, label)| json!({ "id": id, "label": label }))
+        .collect();
+    let mut payload = json!({
+        "nicheSlug": args.niche,
+        "title": args.title,
+        "question": args.question,
+        "options": options,
+    });
+    let extra = [
+        ("context", args.context.clone().map(Value::from)),
+        ("externalId", args.external_id.clone().map(Value::from)),
+        ("agentId", args.agent_id.clone().map(Value::from)),
+        ("urgency", args.urgency.clone().map(Value::from)),
+        ("bountyMinor", args.bounty_minor.map(Value::from)),
+        ("expiresInSeconds", args.expires_in.map(Value::from)),
+    ];
+    for (key, value) in extra {
+        if let Some(value) = value {
+            payload[key] = value;
+        }
+    }
+    json!({ "payload": payload })
+}

@@ -1,0 +1,275 @@
+//! `askloop loadgen`: post N signed questions with concurrency C, report throughput and p50/p99,
+//! and the same number of plain inserts through the database driver (the floor under any web
+//! layer). By default it starts its own askloop on a free port against DATABASE_URL.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use clap::Args;
+use entity::niches::NicheStatus;
+use sea_orm::{DatabaseConnection, DbBackend};
+use serde_json::json;
+
+use crate::config::Config;
+use crate::domain::signing::{SIGNATURE_HEADER, SigningKeys};
+use crate::domain::slug::Slug;
+use crate::service::accounts::new_token;
+use crate::service::audit::Actor;
+use crate::service::niches::{NewNiche, create_niche};
+use crate::startup::{self, Application};
+
+/// Arguments of `askloop loadgen`.
+#[derive(Debug, Args)]
+pub struct LoadgenArgs {
+    /// How many questions to post.
+    #[arg(long, short = 'n', default_value_t = 2_000)]
+    requests: usize,
+    /// How many requests in flight at once.
+    #[arg(long, short = 'c', default_value_t = 32)]
+    concurrency: usize,
+    /// Skip the plain driver inserts.
+    #[arg(long)]
+    no_baseline: bool,
+}
+
+/// Latency figures for one run.
+struct Report {
+    label: &'static str,
+    count: usize,
+    failures: usize,
+    elapsed: Duration,
+    latencies: Vec<Duration>,
+}
+
+impl Report {
+    fn print(&mut self, backend: &str, concurrency: usize) {
+        self.latencies.sort_unstable();
+        let pick = |q: f64| {
+            let index = ((self.latencies.len() as f64 - 1.0) * q).round() as usize;
+            self.latencies
+                .get(index)
+                .map_or(0.0, |d| d.as_secs_f64() * 1_000.0)
+        };
+        println!(
+            "{:<7} {:<8} n={:<6} c={:<4} {:>9.1} per s   p50 {:>7.2} ms   p99 {:>7.2} ms   failures {}",
+            self.label,
+            backend,
+            self.count,
+            concurrency,
+            self.count as f64 / self.elapsed.as_secs_f64(),
+            pick(0.50),
+            pick(0.99),
+            self.failures,
+        );
+    }
+}
+
+/// Run the load generator.
+pub async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.requests > 0, "--requests must be at least 1");
+    anyhow::ensure!(args.concurrency > 0, "--concurrency must be at least 1");
+    let secret = new_token("");
+    config.signing = SigningKeys::new(Some(secret.clone()), None);
+    config.bind = "127.0.0.1:0".parse()?;
+    let db = startup::connect_and_migrate(&config).await?;
+    let backend = match db.get_database_backend() {
+        DbBackend::Postgres => "postgres",
+        DbBackend::Sqlite => "sqlite",
+        _ => "other",
+    };
+    let run_id = new_token("").chars().take(8).collect::<String>();
+    let slug = Slug::parse(&format!("loadgen-{run_id}"))?;
+    create_niche(
+        &db,
+        NewNiche {
+            slug: slug.clone(),
+            name: "Load generator".into(),
+            status: NicheStatus::Open,
+        },
+        &Actor::Cli,
+        Utc::now(),
+    )
+    .await?;
+
+    let app = Application::build_with(config, db.clone()).await?;
+    let url = format!(
+        "http://{}/api/v1/internal/expert-questions",
+        app.local_addr()
+    );
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until(async {
+        let _ = stop_rx.await;
+    }));
+
+    let mut intake = post_questions(&url, &secret, slug.as_str(), &run_id, &args).await?;
+    intake.print(backend, args.concurrency);
+    if !args.no_baseline {
+        let mut driver = driver_inserts(&db, &run_id, &args).await?;
+        driver.print(backend, args.concurrency);
+    }
+    let _ = stop_tx.send(());
+    server.await??;
+    Ok(())
+}
+
+async fn post_questions(
+    url: &str,
+    secret: &str,
+    slug: &str,
+    run_id: &str,
+    args: &LoadgenArgs,
+) -> anyhow::Result<Report> {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.concurrency)
+        .build()?;
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..args.concurrency {
+        let (client, next, url) = (client.clone(), next.clone(), url.to_owned());
+        let (secret, slug, run_id, total) =
+            (secret.to_owned(), slug.to_owned(), run_id.to_owned(), args.requests);
+        workers.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut failures = 0usize;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= total {
+                    break;
+                }
+                let body = serde_json::to_vec(&json!({"payload": {
+                    "nicheSlug": slug,
+                    "externalId": format!("{run_id}-{i}"),
+                    "title": format!("Load question {i}"),
+                    "question": "Which of the two sources is right?",
+                    "context": "Source A says 10%; source B says 15%.",
+                    "urgency": "normal",
+                    "options": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}],
+                }}))
+                .unwrap_or_default();
+                let header = crate::domain::signing::sign(&secret, &body, Utc::now().timestamp());
+                let sent = Instant::now();
+                let response = client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .header(SIGNATURE_HEADER, header)
+                    .body(body)
+                    .send()
+                    .await;
+                latencies.push(sent.elapsed());
+                if !matches!(&response, Ok(r) if r.status().as_u16() == 201) {
+                    failures += 1;
+                }
+            }
+            (latencies, failures)
+        }));
+    }
+    let mut report = Report {
+        label: "intake",
+        count: args.requests,
+        failures: 0,
+        elapsed: Duration::ZERO,
+        latencies: Vec::with_capacity(args.requests),
+    };
+    for worker in workers {
+        let (latencies, failures) = worker.await?;
+        report.latencies.extend(latencies);
+        report.failures += failures;
+    }
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+/// The same rows inserted with plain parameterised INSERTs straight through sqlx.
+async fn driver_inserts(
+    db: &DatabaseConnection,
+    run_id: &str,
+    args: &LoadgenArgs,
+) -> anyhow::Result<Report> {
+    let niche_id: i64 = {
+        use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+        entity::niches::Entity::find()
+            .filter(entity::niches::Column::Slug.eq(format!("loadgen-{run_id}")))
+            .one(db)
+            .await?
+            .map(|n| n.id)
+            .ok_or_else(|| anyhow::anyhow!("the load generator's niche vanished"))?
+    };
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..args.concurrency {
+        let (db, next, run_id, total) = (db.clone(), next.clone(), run_id.to_owned(), args.requests);
+        workers.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut failures = 0usize;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= total {
+                    break;
+                }
+                let sent = Instant::now();
+                let ok = plain_insert(&db, niche_id, &format!("{run_id}-driver-{i}")).await;
+                latencies.push(sent.elapsed());
+                if ok.is_err() {
+                    failures += 1;
+                }
+            }
+            (latencies, failures)
+        }));
+    }
+    let mut report = Report {
+        label: "driver",
+        count: args.requests,
+        failures: 0,
+        elapsed: Duration::ZERO,
+        latencies: Vec::with_capacity(args.requests),
+    };
+    for worker in workers {
+        let (latencies, failures) = worker.await?;
+        report.latencies.extend(latencies);
+        report.failures += failures;
+    }
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+async fn plain_insert(db: &DatabaseConnection, niche_id: i64, external_id: &str) -> anyhow::Result<()> {
+    let now = Utc::now();
+    let expires = now + chrono::Duration::days(7);
+    let options = r#"[{"id":"a","label":"A"},{"id":"b","label":"B"}]"#;
+    match db.get_database_backend() {
+        DbBackend::Postgres => {
+            sea_orm::sqlx::query(
+                "INSERT INTO agent_questions (niche_id, external_id, title, question, context, options, \
+                 urgency, related_resource_ids, status, bounty_minor, expires_at, created_at, updated_at) \
+                 VALUES ($1, $2, 'Load question', 'Which?', 'Source A', $3::json, 'normal', '[]'::json, 'open', 0, $4, $5, $5)",
+            )
+            .bind(niche_id)
+            .bind(external_id)
+            .bind(options)
+            .bind(expires)
+            .bind(now)
+            .execute(db.get_postgres_connection_pool())
+            .await?;
+        }
+        _ => {
+            sea_orm::sqlx::query(
+                "INSERT INTO agent_questions (niche_id, external_id, title, question, context, options, \
+                 urgency, related_resource_ids, status, bounty_minor, expires_at, created_at, updated_at) \
+                 VALUES (?, ?, 'Load question', 'Which?', 'Source A', ?, 'normal', '[]', 'open', 0, ?, ?, ?)",
+            )
+            .bind(niche_id)
+            .bind(external_id)
+            .bind(options)
+            .bind(expires)
+            .bind(now)
+            .bind(now)
+            .execute(db.get_sqlite_connection_pool())
+            .await?;
+        }
+    }
+    Ok(())
+}

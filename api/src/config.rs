@@ -1,0 +1,139 @@
+//! One [`Config`], built once (from the environment in `main`, in code in tests) and passed down.
+//! Secrets live in [`SigningKeys`] and are never printed.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::domain::signing::SigningKeys;
+
+/// The SQLite file used when `DATABASE_URL` is unset.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://askloop.db?mode=rwc";
+/// Where askloop listens when `ASKLOOP_BIND` is unset.
+pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Pretty,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
+/// Everything askloop is configured with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `sqlite://…` or `postgres://…`.
+    pub database_url: String,
+    /// The address to listen on; port 0 picks a free one.
+    pub bind: SocketAddr,
+    /// Secrets for the agent's signed routes and our outbound events.
+    pub signing: SigningKeys,
+    /// Secret for the monitor's anomaly signals.
+    pub monitor: SigningKeys,
+    /// Where answers are delivered to the agent.
+    pub webhook_url: Option<String>,
+    /// The built dashboard (index.html and the wasm bundle).
+    pub web_dir: PathBuf,
+    /// The largest request body accepted.
+    pub max_body_bytes: usize,
+    /// How long in-flight requests get to finish on shutdown.
+    pub shutdown_grace: Duration,
+    /// How log lines are written.
+    pub log_format: LogFormat,
+    /// The public origin (scheme://host[:port]) askloop is served from, when behind a proxy.
+    pub public_origin: Option<String>,
+}
+
+/// A configuration value that could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("{name}: {problem}")]
+pub struct ConfigError {
+    name: &'static str,
+    problem: String,
+}
+
+impl Config {
+    /// A config with askloop's defaults and no secrets.
+    pub fn defaults() -> Self {
+        Self {
+            database_url: DEFAULT_DATABASE_URL.to_owned(),
+            bind: DEFAULT_BIND.parse().unwrap_or_else(|_| unreachable!("valid default")),
+            signing: SigningKeys::default(),
+            monitor: SigningKeys::default(),
+            webhook_url: None,
+            web_dir: PathBuf::from("web/dist"),
+            max_body_bytes: 256 * 1024,
+            shutdown_grace: Duration::from_secs(20),
+            log_format: LogFormat::Pretty,
+            public_origin: None,
+        }
+    }
+
+    /// Read the configuration from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Read the configuration through `lookup` (the environment, or a map in tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let mut config = Self::defaults();
+        if let Some(url) = get("DATABASE_URL") {
+            config.database_url = url;
+        }
+        if let Some(bind) = get("ASKLOOP_BIND") {
+            config.bind = bind.parse().map_err(|e| ConfigError {
+                name: "ASKLOOP_BIND",
+                problem: format!("'{bind}' is not host:port ({e})"),
+            })?;
+        }
+        config.signing = SigningKeys::new(
+            get("CHOVY_SIGNING_SECRET"),
+            get("CHOVY_SIGNING_SECRET_PREVIOUS"),
+        );
+        config.monitor = SigningKeys::new(get("ASKLOOP_MONITOR_SECRET"), None);
+        config.webhook_url = get("CHOVY_WEBHOOK_URL");
+        if let Some(dir) = get("ASKLOOP_WEB_DIR") {
+            config.web_dir = PathBuf::from(dir);
+        }
+        config.log_format = match get("ASKLOOP_LOG_FORMAT").as_deref() {
+            None | Some("pretty") => LogFormat::Pretty,
+            Some("json") => LogFormat::Json,
+            Some(other) => {
+                return Err(ConfigError {
+                    name: "ASKLOOP_LOG_FORMAT",
+                    problem: format!("'{other}' is neither 'pretty' nor 'json'"),
+                });
+            }
+        };
+        config.public_origin = get("ASKLOOP_PUBLIC_ORIGIN");
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_values_count_as_unset() {
+        let config = Config::from_lookup(|name| match name {
+            "CHOVY_SIGNING_SECRET" => Some(String::new()),
+            "ASKLOOP_BIND" => Some("0.0.0.0:8080".into()),
+            _ => None,
+        })
+        .expect("valid");
+        assert!(!config.signing.is_configured());
+        assert_eq!(config.bind.port(), 8080);
+        assert_eq!(config.database_url, DEFAULT_DATABASE_URL);
+    }
+
+    #[test]
+    fn a_bad_bind_address_names_the_variable() {
+        let err = Config::from_lookup(|name| (name == "ASKLOOP_BIND").then(|| "nope".into()))
+            .expect_err("invalid");
+        assert!(err.to_string().starts_with("ASKLOOP_BIND: 'nope'"), "{err}");
+    }
+}

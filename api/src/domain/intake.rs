@@ -1,0 +1,376 @@
+//! Parsing an agent's question (design §5) into a validated [`NewQuestion`]: the edge where raw
+//! JSON becomes types, so the service only ever sees clean input.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::text::{
+    CONTEXT_MAX, IDENTIFIER_MAX, OPTION_LABEL_MAX, OPTIONS_MAX, QUESTION_MAX, RELATED_MAX,
+    TITLE_MAX, cap, char_len,
+};
+
+/// The shortest lifetime a question may ask for (design §10).
+pub const MIN_LIFETIME_SECS: i64 = 60;
+/// The longest lifetime a question may ask for: 30 days.
+pub const MAX_LIFETIME_SECS: i64 = 30 * 24 * 3600;
+
+/// How the agent named the niche.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NicheRef {
+    /// `nicheSlug` or `niche`, lowercased.
+    Slug(String),
+    /// `nicheId`.
+    Id(i64),
+}
+
+/// How urgent the agent says the question is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Urgency {
+    /// Whenever someone has a minute.
+    Low,
+    /// The default.
+    Normal,
+    /// The agent is blocked on it.
+    High,
+}
+
+impl Urgency {
+    /// The stored word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Urgency::Low => "low",
+            Urgency::Normal => "normal",
+            Urgency::High => "high",
+        }
+    }
+
+    /// Any word outside the three is `normal` (design §5), case aside.
+    pub fn parse_lenient(raw: Option<&str>) -> Self {
+        match raw.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+            Some("low") => Urgency::Low,
+            Some("high") => Urgency::High,
+            _ => Urgency::Normal,
+        }
+    }
+}
+
+/// One answer the agent offers to choose from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionOption {
+    /// The option's id, echoed back in the answer.
+    pub id: String,
+    /// What a person reads.
+    pub label: String,
+}
+
+/// A question as the service receives it: every field checked and capped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewQuestion {
+    /// The niche it is for.
+    pub niche: NicheRef,
+    /// The agent's own id for it; a second intake with the same id is a duplicate.
+    pub external_id: Option<String>,
+    /// Which agent asked.
+    pub agent_id: Option<String>,
+    /// Capped at [`TITLE_MAX`] chars.
+    pub title: String,
+    /// Capped at [`QUESTION_MAX`] chars.
+    pub question: String,
+    /// Untrusted research, capped at [`CONTEXT_MAX`] chars.
+    pub context: Option<String>,
+    /// At most [`OPTIONS_MAX`], ids unique.
+    pub options: Vec<QuestionOption>,
+    /// Low, normal or high.
+    pub urgency: Urgency,
+    /// Ids of resources the question is about.
+    pub related_resource_ids: Vec<String>,
+    /// The bounty the agent offers, when it names one.
+    pub bounty_minor: Option<i64>,
+    /// How long the question may wait, when the agent names it.
+    pub expires_in_seconds: Option<i64>,
+}
+
+/// Why an intake body was refused (a 400 with this text).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct IntakeError(pub String);
+
+fn bad(message: impl Into<String>) -> IntakeError {
+    IntakeError(message.into())
+}
+
+/// Parse an intake body: `{"payload": {...}}` or the bare object.
+pub fn parse_new_question(body: &Value) -> Result<NewQuestion, IntakeError> {
+    let envelope = body
+        .as_object()
+        .ok_or_else(|| bad("the body must be a JSON object"))?;
+    let fields = match envelope.get("payload") {
+        Some(Value::Object(payload)) => payload,
+        Some(_) => return Err(bad("payload must be an object")),
+        None => envelope,
+    };
+
+    let niche = parse_niche_ref(fields)?;
+    let external_id = match optional_identifier(fields, "externalId")? {
+        Some(id) => Some(id),
+        None => optional_identifier(envelope, "id")?,
+    };
+    let agent_id = optional_identifier(fields, "agentId")?;
+
+    let title = required_text(fields, "title", TITLE_MAX)?;
+    let question = required_text(fields, "question", QUESTION_MAX)?;
+    let context = optional_string(fields, "context")?
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| cap(&c, CONTEXT_MAX));
+
+    Ok(NewQuestion {
+        niche,
+        external_id,
+        agent_id,
+        title,
+        question,
+        context,
+        options: parse_options(fields.get("options"))?,
+        urgency: Urgency::parse_lenient(fields.get("urgency").and_then(Value::as_str)),
+        related_resource_ids: parse_related(fields.get("relatedResourceIds"))?,
+        bounty_minor: optional_integer(fields, "bountyMinor")?
+            .map(|b| {
+                if b < 0 {
+                    Err(bad("bountyMinor cannot be negative"))
+                } else {
+                    Ok(b)
+                }
+            })
+            .transpose()?,
+        expires_in_seconds: optional_integer(fields, "expiresInSeconds")?
+            .map(|s| {
+                if (MIN_LIFETIME_SECS..=MAX_LIFETIME_SECS).contains(&s) {
+                    Ok(s)
+                } else {
+                    Err(bad(format!(
+                        "expiresInSeconds must be between {MIN_LIFETIME_SECS} and {MAX_LIFETIME_SECS}"
+                    )))
+                }
+            })
+            .transpose()?,
+    })
+}
+
+fn parse_niche_ref(fields: &Map<String, Value>) -> Result<NicheRef, IntakeError> {
+    for key in ["nicheSlug", "niche"] {
+        if let Some(value) = fields.get(key).filter(|v| !v.is_null()) {
+            let slug = value
+                .as_str()
+                .map(|s| s.trim().to_lowercase())
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| bad(format!("{key} must be a non-empty string")))?;
+            return Ok(NicheRef::Slug(slug));
+        }
+    }
+    match fields.get("nicheId").filter(|v| !v.is_null()) {
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .map(NicheRef::Id)
+            .ok_or_else(|| bad("nicheId must be an integer")),
+        Some(Value::String(s)) => s
+            .trim()
+            .parse()
+            .map(NicheRef::Id)
+            .map_err(|_| bad("nicheId must be an integer")),
+        Some(_) => Err(bad("nicheId must be an integer")),
+        None => Err(bad("nicheSlug is required")),
+    }
+}
+
+fn optional_string(fields: &Map<String, Value>, key: &str) -> Result<Option<String>, IntakeError> {
+    match fields.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(bad(format!("{key} must be a string"))),
+    }
+}
+
+fn required_text(
+    fields: &Map<String, Value>,
+    key: &str,
+    max: usize,
+) -> Result<String, IntakeError> {
+    let text = optional_string(fields, key)?
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| bad(format!("{key} is required")))?;
+    Ok(cap(&text, max))
+}
+
+/// An identifier is refused rather than cut when too long: cutting two distinct ids could make
+/// them equal, and a duplicate would then silently swallow a real question.
+fn optional_identifier(
+    fields: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<String>, IntakeError> {
+    let id = match fields.get(key) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) => s.trim().to_owned(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(_) => return Err(bad(format!("{key} must be a string"))),
+    };
+    if id.is_empty() {
+        return Ok(None);
+    }
+    if char_len(&id) > IDENTIFIER_MAX {
+        return Err(bad(format!("{key} is longer than {IDENTIFIER_MAX} characters")));
+    }
+    Ok(Some(id))
+}
+
+fn optional_integer(fields: &Map<String, Value>, key: &str) -> Result<Option<i64>, IntakeError> {
+    match fields.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| bad(format!("{key} must be a whole number"))),
+        Some(_) => Err(bad(format!("{key} must be a whole number"))),
+    }
+}
+
+fn parse_options(value: Option<&Value>) -> Result<Vec<QuestionOption>, IntakeError> {
+    let items = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(bad("options must be a list of {id, label}")),
+    };
+    let mut options: Vec<QuestionOption> = Vec::new();
+    for (index, item) in items.iter().take(OPTIONS_MAX).enumerate() {
+        let id = item
+            .get("id")
+            .and_then(|v| match v {
+                Value::String(s) => Some(s.trim().to_owned()),
+                Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            })
+            .filter(|s| !s.is_empty() && char_len(s) <= IDENTIFIER_MAX);
+        let label = item
+            .get("label")
+            .and_then(Value::as_str)
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty());
+        let (Some(id), Some(label)) = (id, label) else {
+            return Err(bad(format!("options[{index}] needs an id and a label")));
+        };
+        if options.iter().any(|o| o.id == id) {
+            return Err(bad(format!("option id '{id}' appears twice")));
+        }
+        options.push(QuestionOption {
+            id,
+            label: cap(&label, OPTION_LABEL_MAX),
+        });
+    }
+    Ok(options)
+}
+
+fn parse_related(value: Option<&Value>) -> Result<Vec<String>, IntakeError> {
+    let items = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(bad("relatedResourceIds must be a list of strings")),
+    };
+    items
+        .iter()
+        .take(RELATED_MAX)
+        .map(|item| match item {
+            Value::String(s) => Ok(cap(s.trim(), IDENTIFIER_MAX)),
+            Value::Number(n) => Ok(n.to_string()),
+            _ => Err(bad("relatedResourceIds must be a list of strings")),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn minimal() -> Value {
+        json!({"nicheSlug": "games", "title": "Which date?", "question": "EA or 1.0?"})
+    }
+
+    #[test]
+    fn the_payload_envelope_and_the_bare_object_parse_alike() {
+        let bare = parse_new_question(&minimal()).expect("bare");
+        let wrapped = parse_new_question(&json!({"payload": minimal()})).expect("wrapped");
+        assert_eq!(bare, wrapped);
+        assert_eq!(bare.niche, NicheRef::Slug("games".into()));
+        assert_eq!(bare.urgency, Urgency::Normal);
+    }
+
+    #[test]
+    fn the_envelope_id_stands_in_for_a_missing_external_id() {
+        let q = parse_new_question(&json!({"id": "evt-9", "payload": minimal()})).expect("ok");
+        assert_eq!(q.external_id.as_deref(), Some("evt-9"));
+        let mut with_own = minimal();
+        with_own["externalId"] = json!("q-1");
+        let q = parse_new_question(&json!({"id": "evt-9", "payload": with_own})).expect("ok");
+        assert_eq!(q.external_id.as_deref(), Some("q-1"));
+    }
+
+    #[test]
+    fn missing_title_or_question_is_refused() {
+        for key in ["title", "question"] {
+            let mut body = minimal();
+            body[key] = json!("   ");
+            assert_eq!(
+                parse_new_question(&body),
+                Err(IntakeError(format!("{key} is required")))
+            );
+        }
+        let mut body = minimal();
+        body.as_object_mut().map(|o| o.remove("nicheSlug"));
+        assert_eq!(
+            parse_new_question(&body),
+            Err(IntakeError("nicheSlug is required".into()))
+        );
+    }
+
+    #[test]
+    fn caps_cut_in_chars_and_options_beyond_twelve_are_dropped() {
+        let mut body = minimal();
+        body["title"] = json!("é".repeat(301));
+        body["context"] = json!("🦀".repeat(20_001));
+        body["options"] = json!((0..15).map(|i| json!({"id": format!("o{i}"), "label": "x"})).collect::<Vec<_>>());
+        let q = parse_new_question(&body).expect("ok");
+        assert_eq!(char_len(&q.title), 300);
+        assert_eq!(q.context.as_deref().map(char_len), Some(20_000));
+        assert_eq!(q.options.len(), 12);
+        assert_eq!(q.options[11].id, "o11");
+    }
+
+    #[test]
+    fn unknown_urgency_becomes_normal() {
+        let mut body = minimal();
+        body["urgency"] = json!("URGENT!!");
+        assert_eq!(parse_new_question(&body).map(|q| q.urgency), Ok(Urgency::Normal));
+        body["urgency"] = json!("High");
+        assert_eq!(parse_new_question(&body).map(|q| q.urgency), Ok(Urgency::High));
+    }
+
+    #[test]
+    fn malformed_fields_say_which() {
+        let cases = [
+            ("options", json!([{"id": "a"}]), "options[0] needs an id and a label"),
+            ("options", json!([{"id": "a", "label": "x"}, {"id": "a", "label": "y"}]), "option id 'a' appears twice"),
+            ("options", json!("a,b"), "options must be a list of {id, label}"),
+            ("bountyMinor", json!(-1), "bountyMinor cannot be negative"),
+            ("bountyMinor", json!(1.5), "bountyMinor must be a whole number"),
+            ("expiresInSeconds", json!(59), "expiresInSeconds must be between 60 and 2592000"),
+            ("externalId", json!("x".repeat(201)), "externalId is longer than 200 characters"),
+            ("title", json!(7), "title must be a string"),
+        ];
+        for (key, value, message) in cases {
+            let mut body = minimal();
+            body[key] = value;
+            assert_eq!(parse_new_question(&body), Err(IntakeError(message.into())), "{key}");
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! askloop: AI agents ask the questions they cannot settle, the people who have done the job
+//! answer, and those answers become paid, scored knowledge.
+//!
+//! The binary (`main.rs`) is thin; everything it runs lives here so the black-box tests and the
+//! load generator start exactly the same server.
+
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod domain;
+pub mod error;
+pub mod graphql;
+pub mod metrics;
+pub mod rest;
+pub mod service;
+pub mod startup;
+pub mod telemetry;

@@ -1,0 +1,65 @@
+//! Reading a signed request: the secret must be configured, the body within limits, the signature
+//! good over the exact bytes received — and only then is the body parsed as JSON.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, StatusCode};
+use serde_json::Value;
+
+use crate::domain::signing::{SIGNATURE_HEADER, SignatureError, SigningKeys};
+use crate::error::ServiceError;
+
+/// Why a signed request was refused, with a short label for the metrics.
+pub struct Refusal {
+    /// The error to answer with.
+    pub error: ServiceError,
+    /// The metrics label.
+    pub reason: &'static str,
+}
+
+/// Verify and parse a signed JSON request.
+pub fn verified_json(
+    keys: &SigningKeys,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    now: i64,
+) -> Result<Value, Refusal> {
+    if !keys.is_configured() {
+        return Err(Refusal {
+            error: ServiceError::Unavailable(SignatureError::NoSecret.to_string()),
+            reason: "no_secret",
+        });
+    }
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Refusal {
+                error: ServiceError::TooLarge("the request body is larger than 256 KiB".into()),
+                reason: "too_large",
+            }
+        } else {
+            Refusal {
+                error: ServiceError::BadInput(rejection.body_text()),
+                reason: "bad_body",
+            }
+        }
+    })?;
+    // A header that is not visible ASCII cannot carry a valid signature: treat it as malformed.
+    let header = match headers.get(SIGNATURE_HEADER) {
+        None => None,
+        Some(value) => Some(value.to_str().unwrap_or("\u{fffd}")),
+    };
+    keys.verify(header, &body, now).map_err(|err| Refusal {
+        error: ServiceError::Unauthenticated(err.to_string()),
+        reason: match err {
+            SignatureError::NoSecret => "no_secret",
+            SignatureError::Missing => "no_signature",
+            SignatureError::Malformed => "malformed_signature",
+            SignatureError::Expired => "expired_signature",
+            SignatureError::Mismatch => "bad_signature",
+        },
+    })?;
+    serde_json::from_slice(&body).map_err(|err| Refusal {
+        error: ServiceError::BadInput(format!("the body is not valid JSON: {err}")),
+        reason: "not_json",
+    })
+}

@@ -1,0 +1,236 @@
+//! People, memberships and API keys as an admin sets them up (the CLI today, GraphQL next).
+
+use argon2::password_hash::{PasswordHasher, SaltString, rand_core::OsRng};
+use argon2::Argon2;
+use chrono::{DateTime, Utc};
+use entity::niche_members::{self, MemberRole, MemberStatus};
+use entity::users::{self, UserRole};
+use entity::{api_keys, niches};
+use rand::RngCore;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter, SqlErr,
+    TransactionTrait,
+};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::error::ServiceError;
+use crate::service::audit::{self, Actor, AuditEntry};
+
+/// The shortest password askloop accepts.
+pub const PASSWORD_MIN: usize = 10;
+
+/// A person to create.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    /// 2..=40 of a-z, 0-9, '_' and '-', lowercased.
+    pub handle: String,
+    /// Must look like an address.
+    pub email: String,
+    /// At least [`PASSWORD_MIN`] chars; only its argon2id hash is kept.
+    pub password: String,
+    /// Whether they administer askloop.
+    pub admin: bool,
+}
+
+/// Create a person. Handles and emails are unique (case-insensitively: both are lowercased).
+pub async fn create_user(
+    db: &DatabaseConnection,
+    new: NewUser,
+    actor: &Actor,
+    now: DateTime<Utc>,
+) -> Result<users::Model, ServiceError> {
+    let handle = new.handle.trim().to_lowercase();
+    let handle_ok = (2..=40).contains(&handle.len())
+        && handle
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    if !handle_ok {
+        return Err(ServiceError::BadInput(
+            "a handle is 2 to 40 characters of a-z, 0-9, '_' and '-'".into(),
+        ));
+    }
+    let email = new.email.trim().to_lowercase();
+    let email_ok = email
+        .split_once('@')
+        .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'))
+        && email.len() <= 254;
+    if !email_ok {
+        return Err(ServiceError::BadInput(format!("'{email}' is not an email address")));
+    }
+    if new.password.chars().count() < PASSWORD_MIN {
+        return Err(ServiceError::BadInput(format!(
+            "a password needs at least {PASSWORD_MIN} characters"
+        )));
+    }
+    let credential_hash = hash_password(&new.password)?;
+    let txn = db.begin().await?;
+    let user = users::Entity::insert(users::ActiveModel {
+        id: NotSet,
+        handle: Set(handle.clone()),
+        email: Set(email),
+        credential_hash: Set(credential_hash),
+        role: Set(if new.admin { UserRole::Admin } else { UserRole::Member }),
+        created_at: Set(now),
+    })
+    .exec_with_returning(&txn)
+    .await
+    .map_err(|err| match err.sql_err() {
+        Some(SqlErr::UniqueConstraintViolation(_)) => {
+            ServiceError::Conflict("that handle or email is already taken".into())
+        }
+        _ => err.into(),
+    })?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor,
+            action: "user.created",
+            subject_type: "user",
+            subject_id: user.id,
+            niche_id: None,
+            detail: json!({ "handle": handle, "role": user.role }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(user)
+}
+
+fn hash_password(password: &str) -> Result<String, ServiceError> {
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|hash| hash.to_string())
+        .map_err(|e| ServiceError::Internal(anyhow::anyhow!("hashing a password: {e}")))
+}
+
+/// Find a person by handle, or say who is missing.
+pub async fn user_by_handle(
+    db: &DatabaseConnection,
+    handle: &str,
+) -> Result<users::Model, ServiceError> {
+    let handle = handle.trim().to_lowercase();
+    users::Entity::find()
+        .filter(users::Column::Handle.eq(handle.as_str()))
+        .one(db)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound(format!("no user '{handle}'")))
+}
+
+/// Make `handle` an active member of niche `slug` in `role`; an existing membership is a conflict.
+pub async fn add_member(
+    db: &DatabaseConnection,
+    slug: &str,
+    handle: &str,
+    role: MemberRole,
+    actor: &Actor,
+    now: DateTime<Utc>,
+) -> Result<niche_members::Model, ServiceError> {
+    let niche = niches::Entity::find()
+        .filter(niches::Column::Slug.eq(slug.trim().to_lowercase()))
+        .one(db)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound(format!("no niche '{slug}'")))?;
+    let user = user_by_handle(db, handle).await?;
+    let txn = db.begin().await?;
+    let member = niche_members::Entity::insert(niche_members::ActiveModel {
+        id: NotSet,
+        niche_id: Set(niche.id),
+        user_id: Set(user.id),
+        role: Set(role),
+        status: Set(MemberStatus::Active),
+        share_cap_bps: Set(8000),
+        created_at: Set(now),
+        updated_at: Set(now),
+    })
+    .exec_with_returning(&txn)
+    .await
+    .map_err(|err| match err.sql_err() {
+        Some(SqlErr::UniqueConstraintViolation(_)) => ServiceError::Conflict(format!(
+            "'{}' is already a member of '{}'",
+            user.handle, niche.slug
+        )),
+        _ => err.into(),
+    })?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor,
+            action: "member.added",
+            subject_type: "member",
+            subject_id: member.id,
+            niche_id: Some(niche.id),
+            detail: json!({ "user": user.handle, "role": role }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(member)
+}
+
+/// A new API key: the token is in here once and never again.
+pub struct IssuedApiKey {
+    /// The stored row (hash only).
+    pub key: api_keys::Model,
+    /// The token to hand to the integrator.
+    pub token: String,
+}
+
+/// Issue an API key for `handle`.
+pub async fn create_api_key(
+    db: &DatabaseConnection,
+    handle: &str,
+    name: &str,
+    actor: &Actor,
+    now: DateTime<Utc>,
+) -> Result<IssuedApiKey, ServiceError> {
+    let user = user_by_handle(db, handle).await?;
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 80 {
+        return Err(ServiceError::BadInput("a key name is 1 to 80 characters".into()));
+    }
+    let token = new_token("al_key_");
+    let txn = db.begin().await?;
+    let key = api_keys::Entity::insert(api_keys::ActiveModel {
+        id: NotSet,
+        user_id: Set(user.id),
+        name: Set(name.to_owned()),
+        prefix: Set(token.chars().take(14).collect()),
+        token_hash: Set(token_hash(&token)),
+        created_at: Set(now),
+        last_used_at: Set(None),
+        revoked_at: Set(None),
+    })
+    .exec_with_returning(&txn)
+    .await?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor,
+            action: "api_key.created",
+            subject_type: "api_key",
+            subject_id: key.id,
+            niche_id: None,
+            detail: json!({ "user": user.handle, "name": key.name, "prefix": key.prefix }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(IssuedApiKey { key, token })
+}
+
+/// A fresh random token: `prefix` and 32 random bytes as hex.
+pub fn new_token(prefix: &str) -> String {
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("{prefix}{}", hex::encode(bytes))
+}
+
+/// What is stored for a token: its SHA-256, hex. Tokens are random, so no salt is needed.
+pub fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}

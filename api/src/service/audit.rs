@@ -1,0 +1,69 @@
+//! Appending to the audit log, inside the caller's transaction so the record and the change it
+//! records commit (or vanish) together.
+
+use chrono::{DateTime, Utc};
+use entity::audit_log;
+use sea_orm::{ActiveValue::Set, ConnectionTrait, DbErr, EntityTrait, NotSet};
+use serde_json::Value;
+
+/// Who did something.
+#[derive(Debug, Clone)]
+pub enum Actor {
+    /// A signed-in person.
+    User(i64),
+    /// An agent over the signed routes (its `agentId`, when it sent one).
+    Agent(Option<String>),
+    /// An operator at the command line.
+    Cli,
+    /// askloop itself (workers, sweepers).
+    System,
+}
+
+impl Actor {
+    fn label(&self) -> String {
+        match self {
+            Actor::User(id) => format!("user:{id}"),
+            Actor::Agent(Some(id)) => format!("agent:{id}"),
+            Actor::Agent(None) => "agent".to_owned(),
+            Actor::Cli => "cli".to_owned(),
+            Actor::System => "system".to_owned(),
+        }
+    }
+}
+
+/// One audit entry.
+pub struct AuditEntry<'a> {
+    /// Who.
+    pub actor: &'a Actor,
+    /// What happened, as `subject.verb` (`question.created`).
+    pub action: &'a str,
+    /// The kind of subject (`question`, `niche`, `user`, `member`, `api_key`).
+    pub subject_type: &'a str,
+    /// The subject's id.
+    pub subject_id: i64,
+    /// The niche, when there is one.
+    pub niche_id: Option<i64>,
+    /// Details worth keeping.
+    pub detail: Value,
+}
+
+/// Append `entry` at `at`.
+pub async fn record<C: ConnectionTrait>(
+    conn: &C,
+    entry: AuditEntry<'_>,
+    at: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    audit_log::Entity::insert(audit_log::ActiveModel {
+        id: NotSet,
+        actor: Set(entry.actor.label()),
+        action: Set(entry.action.to_owned()),
+        subject_type: Set(entry.subject_type.to_owned()),
+        subject_id: Set(entry.subject_id.to_string()),
+        niche_id: Set(entry.niche_id),
+        detail: Set(entry.detail),
+        created_at: Set(at),
+    })
+    .exec_without_returning(conn)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! Niches: creating them and finding them by the ways agents and people name them.
+
+use chrono::{DateTime, Utc};
+use entity::niches::{self, NicheStatus};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, NotSet,
+    QueryFilter, QueryOrder, SqlErr, TransactionTrait,
+};
+use serde_json::json;
+
+use crate::domain::intake::NicheRef;
+use crate::domain::slug::Slug;
+use crate::error::ServiceError;
+use crate::service::audit::{self, Actor, AuditEntry};
+
+/// A niche to create.
+#[derive(Debug, Clone)]
+pub struct NewNiche {
+    /// Its slug.
+    pub slug: Slug,
+    /// Display name (1..=120 chars).
+    pub name: String,
+    /// Where it starts; `open` takes questions at once.
+    pub status: NicheStatus,
+}
+
+/// Create a niche; a taken slug is a conflict.
+pub async fn create_niche(
+    db: &DatabaseConnection,
+    new: NewNiche,
+    actor: &Actor,
+    now: DateTime<Utc>,
+) -> Result<niches::Model, ServiceError> {
+    let name = new.name.trim().to_owned();
+    if name.is_empty() || name.chars().count() > 120 {
+        return Err(ServiceError::BadInput(
+            "a niche name is 1 to 120 characters".into(),
+        ));
+    }
+    let txn = db.begin().await?;
+    let inserted = niches::Entity::insert(niches::ActiveModel {
+        id: NotSet,
+        slug: Set(new.slug.as_str().to_owned()),
+        name: Set(name),
+        description: Set(String::new()),
+        status: Set(new.status),
+        primary_agent_id: Set(None),
+        bounty_minor: Set(0),
+        max_bounty_minor: Set(0),
+        monthly_budget_minor: Set(None),
+        default_question_lifetime_secs: Set(7 * 24 * 3600),
+        created_at: Set(now),
+        updated_at: Set(now),
+    })
+    .exec_with_returning(&txn)
+    .await
+    .map_err(|err| match err.sql_err() {
+        Some(SqlErr::UniqueConstraintViolation(_)) => {
+            ServiceError::Conflict(format!("a niche with slug '{}' already exists", new.slug))
+        }
+        _ => err.into(),
+    })?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor,
+            action: "niche.created",
+            subject_type: "niche",
+            subject_id: inserted.id,
+            niche_id: Some(inserted.id),
+            detail: json!({ "slug": inserted.slug, "status": inserted.status }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(inserted)
+}
+
+/// The niche an agent named, if it exists.
+pub async fn find_niche<C: ConnectionTrait>(
+    conn: &C,
+    by: &NicheRef,
+) -> Result<Option<niches::Model>, ServiceError> {
+    let query = match by {
+        NicheRef::Slug(slug) => niches::Entity::find().filter(niches::Column::Slug.eq(slug.as_str())),
+        NicheRef::Id(id) => niches::Entity::find_by_id(*id),
+    };
+    Ok(query.one(conn).await?)
+}
+
+/// Niches anyone may see listed: those taking questions (open or operated), by name.
+pub async fn list_public_niches(
+    db: &DatabaseConnection,
+) -> Result<Vec<niches::Model>, ServiceError> {
+    Ok(niches::Entity::find()
+        .filter(niches::Column::Status.is_in([NicheStatus::Open, NicheStatus::Operated]))
+        .order_by_asc(niches::Column::Name)
+        .all(db)
+        .await?)
+}

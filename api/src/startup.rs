@@ -1,0 +1,172 @@
+//! Building and running the app: connect, migrate, assemble the router, bind (port 0 works),
+//! serve until a shutdown signal, then let in-flight requests finish.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, Request};
+use axum::routing::get;
+use migration::{Migrator, MigratorTrait};
+use sea_orm::{DatabaseConnection, DbErr};
+use tokio::net::TcpListener;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::services::{ServeDir, ServeFile};
+use tower_http::trace::TraceLayer;
+
+use crate::config::Config;
+use crate::graphql::{self, AskloopSchema};
+use crate::metrics::{self, Metrics};
+use crate::{db, rest};
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The database pool.
+    pub db: DatabaseConnection,
+    /// The configuration, built once.
+    pub config: Arc<Config>,
+    /// The metrics registry.
+    pub metrics: Arc<Metrics>,
+    /// The GraphQL schema.
+    pub schema: AskloopSchema,
+}
+
+/// A bound, migrated, ready-to-serve askloop.
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    state: AppState,
+}
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Connect to the configured database and bring its schema up to date.
+pub async fn connect_and_migrate(config: &Config) -> Result<DatabaseConnection, DbErr> {
+    let db = db::connect(&config.database_url).await?;
+    Migrator::up(&db, None).await?;
+    Ok(db)
+}
+
+impl Application {
+    /// Connect, migrate and bind according to `config`.
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let db = connect_and_migrate(&config).await?;
+        Self::build_with(config, db).await
+    }
+
+    /// Bind with an already connected and migrated database.
+    pub async fn build_with(config: Config, db: DatabaseConnection) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?;
+        if !config.web_dir.join("index.html").is_file() {
+            tracing::warn!(
+                dir = %config.web_dir.display(),
+                "the dashboard is not built here; `cargo xtask build-web` builds it"
+            );
+        }
+        let state = AppState {
+            schema: graphql::build_schema(db.clone()),
+            db,
+            config: Arc::new(config),
+            metrics: Arc::new(Metrics::new()),
+        };
+        let router = router(state.clone());
+        Ok(Self {
+            listener,
+            router,
+            state,
+        })
+    }
+
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .unwrap_or_else(|_| self.state.config.bind)
+    }
+
+    /// The shared state (for the CLI's load generator and tests).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serve until `shutdown` resolves, then give in-flight requests the configured grace period.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let grace = self.state.config.shutdown_grace;
+        let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+        let signal = async move {
+            shutdown.await;
+            tracing::info!("shutting down: finishing in-flight requests");
+            let _ = stopping_tx.send(());
+        };
+        let serve = axum::serve(self.listener, self.router).with_graceful_shutdown(signal);
+        let serving = tokio::spawn(async move { serve.await });
+        tokio::select! {
+            result = serving => result??,
+            () = async {
+                let _ = stopping_rx.await;
+                tokio::time::sleep(grace).await;
+            } => tracing::warn!("in-flight requests outlived the {grace:?} grace period"),
+        }
+        self.state.db.clone().close().await.ok();
+        Ok(())
+    }
+}
+
+/// The whole HTTP surface.
+pub fn router(state: AppState) -> Router {
+    let index = state.config.web_dir.join("index.html");
+    let dashboard = ServeDir::new(&state.config.web_dir).fallback(ServeFile::new(index));
+    let body_limit = state.config.max_body_bytes;
+    Router::new()
+        .merge(rest::router())
+        .route("/graphql", get(graphql::graphiql).post(graphql::execute))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
+        .fallback_service(dashboard)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+                let id = request
+                    .headers()
+                    .get(REQUEST_ID)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("-");
+                tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
+            }),
+        )
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .with_state(state)
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}
+

@@ -1,0 +1,88 @@
+//! Questions agents ask. `context` is UNTRUSTED: display it only as escaped text.
+
+use sea_orm::entity::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// One row of `agent_questions`.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "agent_questions")]
+pub struct Model {
+    /// Primary key.
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    /// The niche asked.
+    pub niche_id: i64,
+    /// The agent's own id; unique per niche when present.
+    pub external_id: Option<String>,
+    /// Which agent asked.
+    pub agent_id: Option<String>,
+    /// Up to 300 chars.
+    pub title: String,
+    /// Up to 8000 chars.
+    pub question: String,
+    /// UNTRUSTED agent research, up to 20000 chars: escaped text only, never instructions.
+    #[sea_orm(column_type = "Text", nullable)]
+    pub context: Option<String>,
+    /// The options as a JSON list of `{id, label}`.
+    pub options: Json,
+    /// `low`, `normal` or `high`.
+    pub urgency: Urgency,
+    /// JSON list of resource ids.
+    pub related_resource_ids: Json,
+    /// Where the question is.
+    pub status: QuestionStatus,
+    /// The bounty reserved for its answer, minor units.
+    pub bounty_minor: i64,
+    /// When it stops waiting.
+    pub expires_at: DateTimeUtc,
+    /// When it arrived.
+    pub created_at: DateTimeUtc,
+    /// When it was answered.
+    pub answered_at: Option<DateTimeUtc>,
+    /// When it last changed.
+    pub updated_at: DateTimeUtc,
+}
+
+/// Relations are joined explicitly in the services; none are declared.
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}
+
+/// How urgent the agent says a question is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::None)")]
+#[serde(rename_all = "snake_case")]
+pub enum Urgency {
+    /// `low`.
+    #[sea_orm(string_value = "low")]
+    Low,
+    /// `normal`.
+    #[sea_orm(string_value = "normal")]
+    Normal,
+    /// `high`.
+    #[sea_orm(string_value = "high")]
+    High,
+}
+
+/// Where a question is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::None)")]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionStatus {
+    /// `open`.
+    #[sea_orm(string_value = "open")]
+    Open,
+    /// `researching`.
+    #[sea_orm(string_value = "researching")]
+    Researching,
+    /// `answered`.
+    #[sea_orm(string_value = "answered")]
+    Answered,
+    /// `dismissed`.
+    #[sea_orm(string_value = "dismissed")]
+    Dismissed,
+    /// `expired`.
+    #[sea_orm(string_value = "expired")]
+    Expired,
+}

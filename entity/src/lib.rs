@@ -1,0 +1,32 @@
+//! askloop's sea-orm entities, one file per table. They are storage types: the API has its own.
+
+pub mod agent_answers;
+pub mod agent_questions;
+pub mod api_keys;
+pub mod audit_log;
+pub mod contribution_events;
+pub mod contribution_scores;
+pub mod contribution_tiers;
+pub mod contribution_types;
+pub mod niche_members;
+pub mod niches;
+pub mod sessions;
+pub mod tier_history;
+pub mod users;
+
+/// The entities under their table names.
+pub mod prelude {
+    pub use super::agent_answers::Entity as AgentAnswers;
+    pub use super::agent_questions::Entity as AgentQuestions;
+    pub use super::api_keys::Entity as ApiKeys;
+    pub use super::audit_log::Entity as AuditLog;
+    pub use super::contribution_events::Entity as ContributionEvents;
+    pub use super::contribution_scores::Entity as ContributionScores;
+    pub use super::contribution_tiers::Entity as ContributionTiers;
+    pub use super::contribution_types::Entity as ContributionTypes;
+    pub use super::niche_members::Entity as NicheMembers;
+    pub use super::niches::Entity as Niches;
+    pub use super::sessions::Entity as Sessions;
+    pub use super::tier_history::Entity as TierHistory;
+    pub use super::users::Entity as Users;
+}

@@ -1,0 +1,61 @@
+//! Niches: the field an agent works in and its operators answer for.
+
+use sea_orm::entity::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// One row of `niches`.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "niches")]
+pub struct Model {
+    /// Primary key.
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    /// Unique, lowercased slug.
+    #[sea_orm(unique)]
+    pub slug: String,
+    /// Display name.
+    pub name: String,
+    /// What the niche covers.
+    pub description: String,
+    /// `draft`, `open`, `operated` or `archived`.
+    pub status: NicheStatus,
+    /// The agent that mainly asks here.
+    pub primary_agent_id: Option<String>,
+    /// Default bounty per answer, minor units.
+    pub bounty_minor: i64,
+    /// Highest bounty a question may carry, minor units.
+    pub max_bounty_minor: i64,
+    /// The agent's monthly budget, minor units; none means no budget is set.
+    pub monthly_budget_minor: Option<i64>,
+    /// How long a question waits unless it asks otherwise.
+    pub default_question_lifetime_secs: i64,
+    /// When it was made.
+    pub created_at: DateTimeUtc,
+    /// When it last changed.
+    pub updated_at: DateTimeUtc,
+}
+
+/// Relations are joined explicitly in the services; none are declared.
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}
+
+/// Where a niche is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::None)")]
+#[serde(rename_all = "snake_case")]
+pub enum NicheStatus {
+    /// `draft`.
+    #[sea_orm(string_value = "draft")]
+    Draft,
+    /// `open`.
+    #[sea_orm(string_value = "open")]
+    Open,
+    /// `operated`.
+    #[sea_orm(string_value = "operated")]
+    Operated,
+    /// `archived`.
+    #[sea_orm(string_value = "archived")]
+    Archived,
+}

@@ -1,0 +1,30 @@
+//! Signed-in browser sessions; only a hash of each token is stored.
+
+use sea_orm::entity::prelude::*;
+
+
+/// One row of `sessions`.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "sessions")]
+pub struct Model {
+    /// Primary key.
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    /// Whose session.
+    pub user_id: i64,
+    /// SHA-256 of the token, hex.
+    #[sea_orm(unique)]
+    pub token_hash: String,
+    /// When it was opened.
+    pub created_at: DateTimeUtc,
+    /// When it stops working.
+    pub expires_at: DateTimeUtc,
+    /// When it was last used.
+    pub last_seen_at: DateTimeUtc,
+}
+
+/// Relations are joined explicitly in the services; none are declared.
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,29 @@
+//! askloop's schema, as sea-orm migrations that run unchanged on SQLite and PostgreSQL.
+//!
+//! Migrations never import `entity`: a migration describes the schema as it was on the day it
+//! was written, while entities follow the schema as it is now.
+
+pub use sea_orm_migration::prelude::*;
+
+mod columns;
+mod m20261129_000001_accounts_and_niches;
+mod m20261129_000002_questions_and_answers;
+mod m20261129_000003_contributions;
+mod m20261129_000004_audit_log;
+mod m20261129_000005_seed_reference_data;
+
+/// Every migration askloop knows, oldest first.
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![
+            Box::new(m20261129_000001_accounts_and_niches::Migration),
+            Box::new(m20261129_000002_questions_and_answers::Migration),
+            Box::new(m20261129_000003_contributions::Migration),
+            Box::new(m20261129_000004_audit_log::Migration),
+            Box::new(m20261129_000005_seed_reference_data::Migration),
+        ]
+    }
+}
