@@ -19,6 +19,7 @@ pub const MAX_COMPLEXITY: usize = 2_000;
 
 /// Every query, merged from the areas.
 #[derive(MergedObject, Default)]
+#[graphql(name = "Query")]
 pub struct QueryRoot(niches::NicheQuery);
 
 /// askloop's schema.

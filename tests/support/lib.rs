@@ -1,1 +1,341 @@
+//! The black-box harness: [`TestApp`] starts a real askloop on a random port over a fresh
+//! database (an SQLite file, or a new PostgreSQL database when `TEST_DATABASE_URL` is set) and
+//! tears it down afterwards.
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use askloop::config::Config;
+use askloop::domain::signing::{SIGNATURE_HEADER, SigningKeys, sign};
+use askloop::startup::Application;
+use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
+use tokio::sync::oneshot;
+
+/// The signing secret every test app is configured with.
+pub const SECRET: &str = "test-signing-secret";
+
+/// Which storage a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A fresh SQLite file.
+    Sqlite,
+    /// A fresh PostgreSQL database on `TEST_DATABASE_URL`'s server.
+    Postgres,
+}
+
+/// A fresh database, removed when dropped.
+pub struct TestDatabase {
+    /// Where it is.
+    pub url: String,
+    cleanup: Cleanup,
+}
+
+enum Cleanup {
+    SqliteDir(PathBuf),
+    Postgres { admin_url: String, name: String },
+}
+
+impl TestDatabase {
+    /// Make one; `None` for PostgreSQL when `TEST_DATABASE_URL` is not set.
+    pub async fn create(backend: Backend) -> Option<Self> {
+        let unique = uuid::Uuid::new_v4().simple().to_string();
+        match backend {
+            Backend::Sqlite => {
+                let dir = std::env::temp_dir().join(format!("askloop-test-{unique}"));
+                std::fs::create_dir_all(&dir).expect("create a temporary directory");
+                Some(Self {
+                    url: format!("sqlite://{}?mode=rwc", dir.join("askloop.db").display()),
+                    cleanup: Cleanup::SqliteDir(dir),
+                })
+            }
+            Backend::Postgres => {
+                let admin_url = std::env::var("TEST_DATABASE_URL").ok()?;
+                let name = format!("askloop_test_{unique}");
+                let admin = Database::connect(&admin_url)
+                    .await
+                    .expect("connect to TEST_DATABASE_URL");
+                admin
+                    .execute_unprepared(&format!("CREATE DATABASE {name}"))
+                    .await
+                    .expect("create a test database");
+                admin.close().await.ok();
+                Some(Self {
+                    url: replace_database(&admin_url, &name),
+                    cleanup: Cleanup::Postgres { admin_url, name },
+                })
+            }
+        }
+    }
+}
+
+/// `postgres://…/old?x` → `postgres://…/name?x`.
+fn replace_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let host_end = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
+    let mut out = format!("{}/{name}", &base[..host_end]);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        match &self.cleanup {
+            Cleanup::SqliteDir(dir) => {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            Cleanup::Postgres { admin_url, name } => {
+                let (admin_url, name) = (admin_url.clone(), name.clone());
+                // Drop runs inside the test's runtime, which cannot be blocked on: use a thread
+                // with a runtime of its own.
+                let dropped = std::thread::spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .expect("a runtime for cleanup");
+                    runtime.block_on(async {
+                        if let Ok(admin) = Database::connect(&admin_url).await {
+                            let _ = admin
+                                .execute_unprepared(&format!(
+                                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                                ))
+                                .await;
+                            admin.close().await.ok();
+                        }
+                    });
+                });
+                let _ = dropped.join();
+            }
+        }
+    }
+}
+
+/// A running askloop.
+pub struct TestApp {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// A client with a cookie store.
+    pub client: reqwest::Client,
+    /// A direct connection to the app's database, for setting up and checking.
+    pub db: DatabaseConnection,
+    /// Which storage it runs on.
+    pub backend: Backend,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    // Declared last: dropped after everything that holds connections to it.
+    _database: TestDatabase,
+}
+
+/// The config a test app starts from: a random port, the test secret, the built dashboard.
+pub fn test_config(database_url: &str) -> Config {
+    let mut config = Config::defaults();
+    config.database_url = database_url.to_owned();
+    config.bind = "127.0.0.1:0".parse().expect("an address");
+    config.signing = SigningKeys::new(Some(SECRET.to_owned()), None);
+    config.web_dir = web_dist();
+    config.shutdown_grace = std::time::Duration::from_secs(5);
+    config
+}
+
+/// Where `cargo xtask build-web` puts the dashboard.
+pub fn web_dist() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("web")
+        .join("dist")
+}
+
+impl TestApp {
+    /// Start askloop on `backend`; `None` for PostgreSQL when `TEST_DATABASE_URL` is not set.
+    pub async fn spawn(backend: Backend) -> Option<Self> {
+        Self::spawn_with(backend, |_| {}).await
+    }
+
+    /// Start askloop on `backend` with `adjust` applied to its config.
+    pub async fn spawn_with(backend: Backend, adjust: impl FnOnce(&mut Config)) -> Option<Self> {
+        let database = TestDatabase::create(backend).await?;
+        let mut config = test_config(&database.url);
+        adjust(&mut config);
+        let app = Application::build(config).await.expect("askloop starts");
+        let addr = app.local_addr();
+        let db = app.state().db.clone();
+        let (tx, rx) = oneshot::channel::<()>();
+        let server = tokio::spawn(app.run_until(async {
+            let _ = rx.await;
+        }));
+        Some(Self {
+            base: format!("http://{addr}"),
+            addr,
+            client: reqwest::Client::builder()
+                .cookie_store(true)
+                .build()
+                .expect("a client"),
+            db,
+            backend,
+            shutdown: Some(tx),
+            server: Some(server),
+            _database: database,
+        })
+    }
+
+    /// The full URL of `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// A signature header for `body`, made now with the test secret.
+    pub fn signature(&self, body: &str) -> String {
+        sign(SECRET, body.as_bytes(), chrono::Utc::now().timestamp())
+    }
+
+    /// POST `body` to `path` signed with the test secret.
+    pub async fn post_signed(&self, path: &str, body: &str) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .header(SIGNATURE_HEADER, self.signature(body))
+            .body(body.to_owned())
+            .send()
+            .await
+            .expect("the request is sent")
+    }
+
+    /// POST `body` to `path` with a chosen signature header (or none).
+    pub async fn post_with_signature(
+        &self,
+        path: &str,
+        body: &str,
+        signature: Option<&str>,
+    ) -> reqwest::Response {
+        let mut request = self
+            .client
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(signature) = signature {
+            request = request.header(SIGNATURE_HEADER, signature);
+        }
+        request.send().await.expect("the request is sent")
+    }
+
+    /// Stop the server and wait for it to finish.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.abort();
+        }
+    }
+}
+
+/// Generate a test per backend from `async fn name(app: TestApp)`: `name::sqlite` always runs;
+/// `name::postgres` runs when `TEST_DATABASE_URL` is set (CI sets it) and says it was skipped
+/// otherwise.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn sqlite() {
+                    let app = $crate::TestApp::spawn($crate::Backend::Sqlite)
+                        .await
+                        .expect("SQLite is always available");
+                    super::$name(app).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn postgres() {
+                    match $crate::TestApp::spawn($crate::Backend::Postgres).await {
+                        Some(app) => super::$name(app).await,
+                        None => eprintln!("skipped: TEST_DATABASE_URL is not set"),
+                    }
+                }
+            }
+        )+
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replace_database;
+
+    #[test]
+    fn the_test_database_replaces_the_admin_database_in_the_url() {
+        assert_eq!(
+            replace_database("postgres://postgres@127.0.0.1:5432/postgres", "t1"),
+            "postgres://postgres@127.0.0.1:5432/t1"
+        );
+        assert_eq!(
+            replace_database("postgres://u:p@h/db?sslmode=disable", "t2"),
+            "postgres://u:p@h/t2?sslmode=disable"
+        );
+        assert_eq!(replace_database("postgres://h", "t3"), "postgres://h/t3");
+    }
+}
+
+/// Fixtures: builder functions that set up exactly what a test needs through askloop's services.
+pub mod fixtures {
+    use askloop::domain::slug::Slug;
+    use askloop::service::audit::Actor;
+    use askloop::service::niches::{NewNiche, create_niche};
+    use entity::niches::{self, NicheStatus};
+    use sea_orm::DatabaseConnection;
+    use serde_json::{Value, json};
+
+    /// A niche `slug` in `status`.
+    pub async fn niche(db: &DatabaseConnection, slug: &str, status: NicheStatus) -> niches::Model {
+        create_niche(
+            db,
+            NewNiche {
+                slug: Slug::parse(slug).expect("a valid slug"),
+                name: format!("Niche {slug}"),
+                status,
+            },
+            &Actor::Cli,
+            chrono::Utc::now(),
+        )
+        .await
+        .expect("the niche is created")
+    }
+
+    /// An open niche `slug`.
+    pub async fn open_niche(db: &DatabaseConnection, slug: &str) -> niches::Model {
+        niche(db, slug, NicheStatus::Open).await
+    }
+
+    /// A valid intake body for niche `slug` with external id `external_id`.
+    pub fn question_body(slug: &str, external_id: &str) -> Value {
+        json!({"payload": {
+            "nicheSlug": slug,
+            "externalId": external_id,
+            "title": "Which date?",
+            "question": "Early access or 1.0?",
+            "context": "Steam lists both an early-access date and a 1.0 date.",
+            "urgency": "high",
+            "options": [{"id": "ea", "label": "Early access"}, {"id": "full", "label": "1.0"}],
+        }})
+    }
+}

@@ -1,1 +1,173 @@
-fn main() {}
+//! askloop's build helper, so the README's two commands work on a fresh machine:
+//!
+//! - `cargo xtask run [-- serve args]`: build the dashboard and the server, then serve.
+//! - `cargo xtask test`: build the dashboard, then run every test.
+//! - `cargo xtask build-web`: only the dashboard, into `web/dist`.
+//!
+//! The dashboard is compiled with cargo for `wasm32-unknown-unknown` and bound with the
+//! `wasm-bindgen-cli-support` library pinned to the same version as the `wasm-bindgen` crate, so
+//! nothing is downloaded at build time and the two can never drift apart.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, bail};
+
+const WASM_TARGET: &str = "wasm32-unknown-unknown";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("build-web") => build_web().map(|_| ()),
+        Some("run") => build_web().and_then(|_| run(&args[1..])),
+        Some("test") => build_web().and_then(|_| test(&args[1..])),
+        _ => {
+            eprintln!("usage: cargo xtask <build-web | run [-- serve args] | test [-- cargo test args]>");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn cargo() -> Command {
+    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    command.current_dir(workspace_root());
+    command
+}
+
+fn status(mut command: Command, what: &str) -> anyhow::Result<()> {
+    let status = command
+        .status()
+        .with_context(|| format!("cannot start {what}"))?;
+    if !status.success() {
+        bail!("{what} failed ({status})");
+    }
+    Ok(())
+}
+
+/// The wasm target must be there; install it with rustup, and fail loudly if that cannot be done.
+fn ensure_wasm_target() -> anyhow::Result<()> {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output();
+    if let Ok(output) = &installed
+        && String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .any(|line| line.trim() == WASM_TARGET)
+    {
+        return Ok(());
+    }
+    eprintln!("xtask: installing the {WASM_TARGET} target with rustup");
+    let mut add = Command::new("rustup");
+    add.args(["target", "add", WASM_TARGET]);
+    status(add, "`rustup target add wasm32-unknown-unknown`").context(
+        "the dashboard cannot be built without the wasm32-unknown-unknown target",
+    )
+}
+
+/// Build the dashboard into `web/dist`; returns that folder.
+fn build_web() -> anyhow::Result<PathBuf> {
+    ensure_wasm_target()?;
+    let root = workspace_root();
+    let mut build = cargo();
+    build.args(["build", "--release", "--package", "web", "--target", WASM_TARGET]);
+    status(build, "building the dashboard")?;
+
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let wasm = target_dir.join(WASM_TARGET).join("release").join("web.wasm");
+    let dist = root.join("web").join("dist");
+    let pkg = dist.join("pkg");
+    std::fs::create_dir_all(&pkg).with_context(|| format!("cannot create {}", pkg.display()))?;
+
+    let bound = pkg.join("web_bg.wasm");
+    if is_newer(&wasm, &bound) {
+        wasm_bindgen_cli_support::Bindgen::new()
+            .input_path(&wasm)
+            .web(true)?
+            .typescript(false)
+            .generate(&pkg)
+            .context("wasm-bindgen could not bind the dashboard")?;
+    }
+    for file in ["index.html", "style.css"] {
+        let from = root.join("web").join(file);
+        std::fs::copy(&from, dist.join(file))
+            .with_context(|| format!("cannot copy {}", from.display()))?;
+    }
+    let size = std::fs::metadata(&bound).map(|m| m.len()).unwrap_or(0);
+    eprintln!("xtask: dashboard built in {} ({} KiB of wasm)", dist.display(), size / 1024);
+    Ok(dist)
+}
+
+/// Whether `source` is newer than `output` (or `output` does not exist yet).
+fn is_newer(source: &Path, output: &Path) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    match (modified(source), modified(output)) {
+        (Some(source), Some(output)) => source > output,
+        _ => true,
+    }
+}
+
+fn run(args: &[String]) -> anyhow::Result<()> {
+    let mut serve = cargo();
+    serve.args(["run", "--release", "--package", "askloop", "--", "serve"]);
+    serve.args(args.iter().filter(|a| a.as_str() != "--"));
+    status(serve, "askloop")
+}
+
+/// The browser tests drive Debian's Chromium; install it when it is missing and we may.
+fn ensure_chromium() -> anyhow::Result<()> {
+    let browser = std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into());
+    if Command::new(&browser).arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return Ok(());
+    }
+    eprintln!("xtask: installing Chromium for the browser tests (apt-get)");
+    let mut update = Command::new("apt-get");
+    update.arg("update");
+    status(update, "`apt-get update`")?;
+    let mut install = Command::new("apt-get");
+    install.args(["install", "-y", "--no-install-recommends", "chromium", "chromium-driver"]);
+    status(install, "`apt-get install chromium chromium-driver`")
+        .context("the browser tests need Chromium (set CHROMIUM to another binary)")
+}
+
+/// PostgreSQL runs the storage tests too: use `TEST_DATABASE_URL` when set, else the local
+/// server when one answers on 127.0.0.1:5432, else say that only SQLite will run.
+fn test_database_url() -> Option<String> {
+    if let Ok(url) = std::env::var("TEST_DATABASE_URL") {
+        return Some(url);
+    }
+    let local = std::net::SocketAddr::from(([127, 0, 0, 1], 5432));
+    if std::net::TcpStream::connect_timeout(&local, std::time::Duration::from_secs(1)).is_ok() {
+        let url = "postgres://postgres@127.0.0.1:5432/postgres".to_owned();
+        eprintln!("xtask: TEST_DATABASE_URL is unset; using the local PostgreSQL at {url}");
+        return Some(url);
+    }
+    eprintln!("xtask: no PostgreSQL found; the PostgreSQL variants of the tests will be skipped");
+    None
+}
+
+fn test(args: &[String]) -> anyhow::Result<()> {
+    ensure_chromium()?;
+    let mut tests = cargo();
+    if let Some(url) = test_database_url() {
+        tests.env("TEST_DATABASE_URL", url);
+    }
+    tests.args(["test", "--workspace", "--exclude", "web"]);
+    tests.args(args.iter().skip_while(|a| a.as_str() == "--"));
+    status(tests, "the tests")
+}

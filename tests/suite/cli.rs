@@ -1,0 +1,166 @@
+//! The `askloop` command line, run as the real binary.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use askloop::domain::signing::SigningKeys;
+use askloop_tests::fixtures::open_niche;
+use askloop_tests::{Backend, SECRET, TestApp, TestDatabase};
+use entity::{api_keys, niche_members, users};
+use sea_orm::{Database, EntityTrait, PaginatorTrait};
+
+/// The `askloop` binary cargo built next to this test binary.
+fn askloop_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>");
+    let binary = dir.join("askloop");
+    assert!(binary.is_file(), "{} is not built", binary.display());
+    binary
+}
+
+fn askloop(database_url: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(askloop_binary());
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", database_url)
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null());
+    command
+}
+
+fn run(mut command: Command) -> Output {
+    command.output().expect("askloop runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn the_cli_sets_up_a_niche_a_person_a_membership_and_an_api_key() {
+    let database = TestDatabase::create(Backend::Sqlite).await.expect("a database");
+    let url = database.url.clone();
+    let steps: [&[&str]; 3] = [
+        &["niche", "create", "--slug", "Roofing", "--name", "Roofing"],
+        &["user", "create", "--handle", "ana", "--email", "ana@example.com"],
+        &["member", "add", "--niche", "roofing", "--user", "ana", "--role", "specialist"],
+    ];
+    for args in steps {
+        let mut command = askloop(&url, args);
+        command.env("ASKLOOP_PASSWORD", "a long enough password");
+        let output = run(command);
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+    }
+    let output = run(askloop(&url, &["apikey", "create", "--user", "ana"]));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let token = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    assert!(token.starts_with("al_key_") && token.len() == 71, "{token}");
+
+    let db = Database::connect(&url).await.expect("connect");
+    let person = users::Entity::find().one(&db).await.expect("query").expect("a user");
+    assert_eq!(person.handle, "ana");
+    assert!(person.credential_hash.starts_with("$argon2id$"));
+    assert!(!person.credential_hash.contains("a long enough password"));
+    let member = niche_members::Entity::find()
+        .one(&db)
+        .await
+        .expect("query")
+        .expect("a membership");
+    assert_eq!(member.role, niche_members::MemberRole::Specialist);
+    assert_eq!(member.status, niche_members::MemberStatus::Active);
+    let key = api_keys::Entity::find().one(&db).await.expect("query").expect("a key");
+    assert_ne!(key.token_hash, token, "only a hash of the key is stored");
+    db.close().await.ok();
+}
+
+#[tokio::test]
+async fn cli_errors_say_what_is_wrong_and_exit_non_zero() {
+    let database = TestDatabase::create(Backend::Sqlite).await.expect("a database");
+    let url = database.url.clone();
+    let created = run(askloop(&url, &["niche", "create", "--slug", "games", "--name", "Games"]));
+    assert!(created.status.success(), "{}", stderr(&created));
+
+    let cases: [(&[&str], &str); 5] = [
+        (&["niche", "create", "--slug", "games", "--name", "Again"], "already exists"),
+        (&["niche", "create", "--slug=-x", "--name", "Bad"], "a slug is 2 to 63 characters"),
+        (&["niche", "create", "--slug", "admin", "--name", "Admin"], "'admin' is reserved"),
+        (&["member", "add", "--niche", "games", "--user", "nobody"], "no user 'nobody'"),
+        (&["apikey", "create", "--user", "nobody"], "no user 'nobody'"),
+    ];
+    for (args, message) in cases {
+        let output = run(askloop(&url, args));
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&output).contains(message), "{args:?}: {}", stderr(&output));
+    }
+
+    let mut short = askloop(&url, &["user", "create", "--handle", "bo", "--email", "bo@example.com"]);
+    short.env("ASKLOOP_PASSWORD", "short");
+    let output = run(short);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("at least 10 characters"), "{}", stderr(&output));
+
+    let db = Database::connect(&url).await.expect("connect");
+    assert_eq!(users::Entity::find().count(&db).await.expect("count"), 0);
+    db.close().await.ok();
+}
+
+#[test]
+fn cli_sign_prints_a_header_that_askloop_verifies() {
+    let body = br#"{"payload":{"nicheSlug":"games","title":"t","question":"q"}}"#;
+    let mut child = askloop("sqlite::memory:", &["sign", "--at", "1700000000"])
+        .env("CHOVY_SIGNING_SECRET", SECRET)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("askloop runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(body)
+        .expect("write the body");
+    let output = child.wait_with_output().expect("askloop finishes");
+    assert!(output.status.success());
+    let header = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    assert!(header.starts_with("t=1700000000,v1="), "{header}");
+    let keys = SigningKeys::new(Some(SECRET.into()), None);
+    assert_eq!(keys.verify(Some(&header), body, 1_700_000_000), Ok(()));
+}
+
+#[test]
+fn cli_sign_without_a_secret_fails() {
+    let output = run(askloop("sqlite::memory:", &["sign"]));
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("CHOVY_SIGNING_SECRET is not set"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_ask_posts_a_signed_question() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let base = app.base.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        let mut ask = askloop(
+            "sqlite::memory:",
+            &[
+                "ask", "--url", &base, "--niche", "games", "--title", "Which date?", "--question",
+                "EA or 1.0?", "--external-id", "cli-1", "--option", "ea=Early access", "--option",
+                "full=1.0",
+            ],
+        );
+        ask.env("CHOVY_SIGNING_SECRET", SECRET);
+        run(ask)
+    })
+    .await
+    .expect("askloop finished");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.starts_with("201 "), "{stdout}");
+    assert!(stdout.contains(r#""duplicate":false"#), "{stdout}");
+}

@@ -1,0 +1,83 @@
+//! The GraphQL skeleton: the committed SDL, the niches query, GraphiQL and the limits.
+
+use askloop_tests::fixtures::niche;
+use askloop_tests::{TestApp, on_both_backends};
+use entity::niches::NicheStatus;
+use serde_json::{Value, json};
+
+#[test]
+fn the_committed_schema_matches_the_code() {
+    let committed = include_str!("../../schema.graphql");
+    let current = askloop::graphql::sdl();
+    assert!(
+        committed == current,
+        "schema.graphql is stale: run `cargo run -p askloop -- schema > schema.graphql`"
+    );
+}
+
+async fn query(app: &TestApp, body: Value) -> Value {
+    app.client
+        .post(app.url("/graphql"))
+        .json(&body)
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("JSON")
+}
+
+async fn niches_lists_only_niches_taking_questions(app: TestApp) {
+    niche(&app.db, "games", NicheStatus::Open).await;
+    niche(&app.db, "roofing", NicheStatus::Operated).await;
+    niche(&app.db, "drafty", NicheStatus::Draft).await;
+    niche(&app.db, "old", NicheStatus::Archived).await;
+    let body = query(&app, json!({"query": "{ niches { slug status } }"})).await;
+    assert_eq!(
+        body["data"]["niches"],
+        json!([{"slug": "games", "status": "open"}, {"slug": "roofing", "status": "operated"}])
+    );
+}
+
+async fn a_malformed_query_is_an_error_not_a_crash(app: TestApp) {
+    let body = query(&app, json!({"query": "{ niches { nope } }"})).await;
+    assert!(body["data"].is_null());
+    assert!(
+        body["errors"][0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("nope"),
+        "{body}"
+    );
+}
+
+on_both_backends!(
+    niches_lists_only_niches_taking_questions,
+    a_malformed_query_is_an_error_not_a_crash,
+);
+
+#[tokio::test]
+async fn graphiql_is_served_on_get() {
+    let app = TestApp::spawn(askloop_tests::Backend::Sqlite)
+        .await
+        .expect("an app");
+    let page = app.client.get(app.url("/graphql")).send().await.expect("sent");
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.expect("text").contains("graphiql"));
+}
+
+#[tokio::test]
+async fn queries_deeper_than_the_limit_are_refused() {
+    let app = TestApp::spawn(askloop_tests::Backend::Sqlite)
+        .await
+        .expect("an app");
+    // __schema, types, fields, type, eight ofType and name: 13 levels against a limit of 12.
+    let deep = format!(
+        "__schema {{ types {{ fields {{ type {{ {}name{} }} }} }} }}",
+        "ofType { ".repeat(8),
+        " }".repeat(8)
+    );
+    let body = query(&app, json!({"query": format!("{{ {deep} }}")})).await;
+    let message = body["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("nested too deep"), "{body}");
+}
