@@ -66,7 +66,7 @@ enum Command {
     /// Agent side: print the X-Chovy-Signature header for the body on stdin.
     Sign(agent::SignArgs),
     /// Agent side: sign and post a question, from flags or a JSON file.
-    Ask(agent::AskArgs),
+    Ask(Box<agent::AskArgs>),
     /// Print the GraphQL schema (SDL), as committed in schema.graphql.
     Schema,
     /// Post N signed questions with concurrency C and report throughput and latency, next to
@@ -207,13 +207,23 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             Ok(())
         }
         Command::User {
-            action: UserCommand::Create { handle, email, admin },
+            action:
+                UserCommand::Create {
+                    handle,
+                    email,
+                    admin,
+                },
         } => {
             let password = read_password()?;
             let db = startup::connect_and_migrate(&config).await?;
             let user = accounts::create_user(
                 &db,
-                NewUser { handle, email, password, admin },
+                NewUser {
+                    handle,
+                    email,
+                    password,
+                    admin,
+                },
                 &Actor::Cli,
                 Utc::now(),
             )
@@ -245,7 +255,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Sign(args) => agent::sign(&config, args),
-        Command::Ask(args) => agent::ask(&config, args).await,
+        Command::Ask(args) => agent::ask(&config, *args).await,
         Command::Schema => {
             print!("{}", graphql::sdl());
             Ok(())
@@ -261,8 +271,14 @@ async fn serve(config: Config, demo: bool) -> anyhow::Result<()> {
         match demo::seed_demo(&db).await? {
             Some(logins) => {
                 println!("Demo data created: niche 'games' with an operator and an admin.");
-                println!("  operator  handle: {}  password: {}", logins.operator.0, logins.operator.1);
-                println!("  admin     handle: {}  password: {}", logins.admin.0, logins.admin.1);
+                println!(
+                    "  operator  handle: {}  password: {}",
+                    logins.operator.0, logins.operator.1
+                );
+                println!(
+                    "  admin     handle: {}  password: {}",
+                    logins.admin.0, logins.admin.1
+                );
                 println!("These passwords are shown once; sign in at /login.");
             }
             None => println!("Demo data not created: the database already has people or niches."),
@@ -324,8 +340,14 @@ mod tests {
             redact_url("postgres://askloop:hunter2@db:5432/askloop"),
             "postgres://askloop:***@db:5432/askloop"
         );
-        assert_eq!(redact_url("sqlite://askloop.db?mode=rwc"), "sqlite://askloop.db?mode=rwc");
-        assert_eq!(redact_url("postgres://postgres@127.0.0.1/test"), "postgres://postgres@127.0.0.1/test");
+        assert_eq!(
+            redact_url("sqlite://askloop.db?mode=rwc"),
+            "sqlite://askloop.db?mode=rwc"
+        );
+        assert_eq!(
+            redact_url("postgres://postgres@127.0.0.1/test"),
+            "postgres://postgres@127.0.0.1/test"
+        );
     }
 
     #[test]

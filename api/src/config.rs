@@ -59,7 +59,9 @@ impl Config {
     pub fn defaults() -> Self {
         Self {
             database_url: DEFAULT_DATABASE_URL.to_owned(),
-            bind: DEFAULT_BIND.parse().unwrap_or_else(|_| unreachable!("valid default")),
+            bind: DEFAULT_BIND
+                .parse()
+                .unwrap_or_else(|_| unreachable!("valid default")),
             signing: SigningKeys::default(),
             monitor: SigningKeys::default(),
             webhook_url: None,

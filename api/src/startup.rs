@@ -95,7 +95,10 @@ impl Application {
     }
 
     /// Serve until `shutdown` resolves, then give in-flight requests the configured grace period.
-    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
         let grace = self.state.config.shutdown_grace;
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
         let signal = async move {
@@ -169,4 +172,3 @@ pub async fn shutdown_signal() {
         () = terminate => {},
     }
 }
-

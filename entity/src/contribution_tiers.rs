@@ -2,7 +2,6 @@
 
 use sea_orm::entity::prelude::*;
 
-
 /// One row of `contribution_tiers`.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "contribution_tiers")]

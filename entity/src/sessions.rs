@@ -2,7 +2,6 @@
 
 use sea_orm::entity::prelude::*;
 
-
 /// One row of `sessions`.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "sessions")]

@@ -2,7 +2,6 @@
 
 use sea_orm::entity::prelude::*;
 
-
 /// One row of `tier_history`.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "tier_history")]

@@ -88,8 +88,18 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(Users::Table)
                     .col(id(Users::Id))
-                    .col(ColumnDef::new(Users::Handle).string().not_null().unique_key())
-                    .col(ColumnDef::new(Users::Email).string().not_null().unique_key())
+                    .col(
+                        ColumnDef::new(Users::Handle)
+                            .string()
+                            .not_null()
+                            .unique_key(),
+                    )
+                    .col(
+                        ColumnDef::new(Users::Email)
+                            .string()
+                            .not_null()
+                            .unique_key(),
+                    )
                     .col(ColumnDef::new(Users::CredentialHash).string().not_null())
                     .col(one_of(Users::Role, &["admin", "member"]).default("member"))
                     .col(timestamp(Users::CreatedAt))
@@ -103,11 +113,20 @@ impl MigrationTrait for Migration {
                     .table(Sessions::Table)
                     .col(id(Sessions::Id))
                     .col(reference(Sessions::UserId))
-                    .col(ColumnDef::new(Sessions::TokenHash).string().not_null().unique_key())
+                    .col(
+                        ColumnDef::new(Sessions::TokenHash)
+                            .string()
+                            .not_null()
+                            .unique_key(),
+                    )
                     .col(timestamp(Sessions::CreatedAt))
                     .col(timestamp(Sessions::ExpiresAt))
                     .col(timestamp(Sessions::LastSeenAt))
-                    .foreign_key(&mut foreign_key(Sessions::Table, Sessions::UserId, Users::Table))
+                    .foreign_key(&mut foreign_key(
+                        Sessions::Table,
+                        Sessions::UserId,
+                        Users::Table,
+                    ))
                     .to_owned(),
             )
             .await?;
@@ -120,11 +139,20 @@ impl MigrationTrait for Migration {
                     .col(reference(ApiKeys::UserId))
                     .col(ColumnDef::new(ApiKeys::Name).string().not_null())
                     .col(ColumnDef::new(ApiKeys::Prefix).string().not_null())
-                    .col(ColumnDef::new(ApiKeys::TokenHash).string().not_null().unique_key())
+                    .col(
+                        ColumnDef::new(ApiKeys::TokenHash)
+                            .string()
+                            .not_null()
+                            .unique_key(),
+                    )
                     .col(timestamp(ApiKeys::CreatedAt))
                     .col(timestamp_null(ApiKeys::LastUsedAt))
                     .col(timestamp_null(ApiKeys::RevokedAt))
-                    .foreign_key(&mut foreign_key(ApiKeys::Table, ApiKeys::UserId, Users::Table))
+                    .foreign_key(&mut foreign_key(
+                        ApiKeys::Table,
+                        ApiKeys::UserId,
+                        Users::Table,
+                    ))
                     .to_owned(),
             )
             .await?;
@@ -134,9 +162,19 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(Niches::Table)
                     .col(id(Niches::Id))
-                    .col(ColumnDef::new(Niches::Slug).string().not_null().unique_key())
+                    .col(
+                        ColumnDef::new(Niches::Slug)
+                            .string()
+                            .not_null()
+                            .unique_key(),
+                    )
                     .col(ColumnDef::new(Niches::Name).string().not_null())
-                    .col(ColumnDef::new(Niches::Description).text().not_null().default(""))
+                    .col(
+                        ColumnDef::new(Niches::Description)
+                            .text()
+                            .not_null()
+                            .default(""),
+                    )
                     .col(
                         one_of(Niches::Status, &["draft", "open", "operated", "archived"])
                             .default("draft"),
@@ -155,11 +193,9 @@ impl MigrationTrait for Migration {
                             .big_integer()
                             .not_null()
                             .default(7 * 24 * 3600)
-                            .check(
-                                Expr::col(Niches::DefaultQuestionLifetimeSecs)
-                                    .gte(60)
-                                    .and(Expr::col(Niches::DefaultQuestionLifetimeSecs).lte(30 * 24 * 3600)),
-                            ),
+                            .check(Expr::col(Niches::DefaultQuestionLifetimeSecs).gte(60).and(
+                                Expr::col(Niches::DefaultQuestionLifetimeSecs).lte(30 * 24 * 3600),
+                            )),
                     )
                     .col(timestamp(Niches::CreatedAt))
                     .col(timestamp(Niches::UpdatedAt))
@@ -174,7 +210,10 @@ impl MigrationTrait for Migration {
                     .col(id(NicheMembers::Id))
                     .col(reference(NicheMembers::NicheId))
                     .col(reference(NicheMembers::UserId))
-                    .col(one_of(NicheMembers::Role, &["operator", "specialist", "observer"]))
+                    .col(one_of(
+                        NicheMembers::Role,
+                        &["operator", "specialist", "observer"],
+                    ))
                     .col(one_of(
                         NicheMembers::Status,
                         &["pending", "active", "suspended", "left"],

@@ -149,7 +149,11 @@ impl MigrationTrait for Migration {
                     ))
                     .col(ColumnDef::new(AgentAnswers::OptionId).string().null())
                     .col(ColumnDef::new(AgentAnswers::Body).text().null())
-                    .col(ColumnDef::new(AgentAnswers::ContributionEventId).big_integer().null())
+                    .col(
+                        ColumnDef::new(AgentAnswers::ContributionEventId)
+                            .big_integer()
+                            .null(),
+                    )
                     .col(timestamp(AgentAnswers::CreatedAt))
                     .col(timestamp(AgentAnswers::UpdatedAt))
                     .foreign_key(&mut foreign_key(

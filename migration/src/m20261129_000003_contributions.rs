@@ -100,13 +100,26 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(ContributionTypes::Table)
                     .col(id(ContributionTypes::Id))
-                    .col(ColumnDef::new(ContributionTypes::Key).string().not_null().unique_key())
+                    .col(
+                        ColumnDef::new(ContributionTypes::Key)
+                            .string()
+                            .not_null()
+                            .unique_key(),
+                    )
                     .col(ColumnDef::new(ContributionTypes::Name).string().not_null())
                     .col(non_negative(ContributionTypes::DefaultPoints))
                     .col(non_negative(ContributionTypes::MinPoints))
                     .col(non_negative(ContributionTypes::MaxPoints))
-                    .col(ColumnDef::new(ContributionTypes::DiminishAfter).integer().null())
-                    .col(ColumnDef::new(ContributionTypes::DiminishWindowDays).integer().null())
+                    .col(
+                        ColumnDef::new(ContributionTypes::DiminishAfter)
+                            .integer()
+                            .null(),
+                    )
+                    .col(
+                        ColumnDef::new(ContributionTypes::DiminishWindowDays)
+                            .integer()
+                            .null(),
+                    )
                     .col(
                         ColumnDef::new(ContributionTypes::AdminOnly)
                             .boolean()
@@ -126,7 +139,12 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(ContributionTiers::Table)
                     .col(id(ContributionTiers::Id))
-                    .col(ColumnDef::new(ContributionTiers::Name).string().not_null().unique_key())
+                    .col(
+                        ColumnDef::new(ContributionTiers::Name)
+                            .string()
+                            .not_null()
+                            .unique_key(),
+                    )
                     .col(non_negative(ContributionTiers::MinScore).unique_key())
                     .col(basis_points(ContributionTiers::ShareBps, 8000))
                     .to_owned(),
@@ -146,12 +164,32 @@ impl MigrationTrait for Migration {
                         ContributionEvents::Status,
                         &["pending", "verified", "rejected", "reversed"],
                     ))
-                    .col(ColumnDef::new(ContributionEvents::Source).string().not_null())
-                    .col(ColumnDef::new(ContributionEvents::Evidence).json().not_null())
-                    .col(ColumnDef::new(ContributionEvents::DedupeKey).string().null())
+                    .col(
+                        ColumnDef::new(ContributionEvents::Source)
+                            .string()
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(ContributionEvents::Evidence)
+                            .json()
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(ContributionEvents::DedupeKey)
+                            .string()
+                            .null(),
+                    )
                     .col(timestamp_null(ContributionEvents::VerifiedAt))
-                    .col(ColumnDef::new(ContributionEvents::VerifiedBy).big_integer().null())
-                    .col(ColumnDef::new(ContributionEvents::Reverses).big_integer().null())
+                    .col(
+                        ColumnDef::new(ContributionEvents::VerifiedBy)
+                            .big_integer()
+                            .null(),
+                    )
+                    .col(
+                        ColumnDef::new(ContributionEvents::Reverses)
+                            .big_integer()
+                            .null(),
+                    )
                     .col(timestamp(ContributionEvents::CreatedAt))
                     .foreign_key(&mut foreign_key(
                         ContributionEvents::Table,

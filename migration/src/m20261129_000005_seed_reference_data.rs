@@ -97,10 +97,18 @@ impl MigrationTrait for Migration {
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         manager
-            .exec_stmt(Query::delete().from_table(ContributionTiers::Table).to_owned())
+            .exec_stmt(
+                Query::delete()
+                    .from_table(ContributionTiers::Table)
+                    .to_owned(),
+            )
             .await?;
         manager
-            .exec_stmt(Query::delete().from_table(ContributionTypes::Table).to_owned())
+            .exec_stmt(
+                Query::delete()
+                    .from_table(ContributionTypes::Table)
+                    .to_owned(),
+            )
             .await
     }
 }

@@ -44,12 +44,30 @@ fn stderr(output: &Output) -> String {
 
 #[tokio::test]
 async fn the_cli_sets_up_a_niche_a_person_a_membership_and_an_api_key() {
-    let database = TestDatabase::create(Backend::Sqlite).await.expect("a database");
+    let database = TestDatabase::create(Backend::Sqlite)
+        .await
+        .expect("a database");
     let url = database.url.clone();
     let steps: [&[&str]; 3] = [
         &["niche", "create", "--slug", "Roofing", "--name", "Roofing"],
-        &["user", "create", "--handle", "ana", "--email", "ana@example.com"],
-        &["member", "add", "--niche", "roofing", "--user", "ana", "--role", "specialist"],
+        &[
+            "user",
+            "create",
+            "--handle",
+            "ana",
+            "--email",
+            "ana@example.com",
+        ],
+        &[
+            "member",
+            "add",
+            "--niche",
+            "roofing",
+            "--user",
+            "ana",
+            "--role",
+            "specialist",
+        ],
     ];
     for args in steps {
         let mut command = askloop(&url, args);
@@ -63,7 +81,11 @@ async fn the_cli_sets_up_a_niche_a_person_a_membership_and_an_api_key() {
     assert!(token.starts_with("al_key_") && token.len() == 71, "{token}");
 
     let db = Database::connect(&url).await.expect("connect");
-    let person = users::Entity::find().one(&db).await.expect("query").expect("a user");
+    let person = users::Entity::find()
+        .one(&db)
+        .await
+        .expect("query")
+        .expect("a user");
     assert_eq!(person.handle, "ana");
     assert!(person.credential_hash.starts_with("$argon2id$"));
     assert!(!person.credential_hash.contains("a long enough password"));
@@ -74,36 +96,78 @@ async fn the_cli_sets_up_a_niche_a_person_a_membership_and_an_api_key() {
         .expect("a membership");
     assert_eq!(member.role, niche_members::MemberRole::Specialist);
     assert_eq!(member.status, niche_members::MemberStatus::Active);
-    let key = api_keys::Entity::find().one(&db).await.expect("query").expect("a key");
+    let key = api_keys::Entity::find()
+        .one(&db)
+        .await
+        .expect("query")
+        .expect("a key");
     assert_ne!(key.token_hash, token, "only a hash of the key is stored");
     db.close().await.ok();
 }
 
 #[tokio::test]
 async fn cli_errors_say_what_is_wrong_and_exit_non_zero() {
-    let database = TestDatabase::create(Backend::Sqlite).await.expect("a database");
+    let database = TestDatabase::create(Backend::Sqlite)
+        .await
+        .expect("a database");
     let url = database.url.clone();
-    let created = run(askloop(&url, &["niche", "create", "--slug", "games", "--name", "Games"]));
+    let created = run(askloop(
+        &url,
+        &["niche", "create", "--slug", "games", "--name", "Games"],
+    ));
     assert!(created.status.success(), "{}", stderr(&created));
 
     let cases: [(&[&str], &str); 5] = [
-        (&["niche", "create", "--slug", "games", "--name", "Again"], "already exists"),
-        (&["niche", "create", "--slug=-x", "--name", "Bad"], "a slug is 2 to 63 characters"),
-        (&["niche", "create", "--slug", "admin", "--name", "Admin"], "'admin' is reserved"),
-        (&["member", "add", "--niche", "games", "--user", "nobody"], "no user 'nobody'"),
-        (&["apikey", "create", "--user", "nobody"], "no user 'nobody'"),
+        (
+            &["niche", "create", "--slug", "games", "--name", "Again"],
+            "already exists",
+        ),
+        (
+            &["niche", "create", "--slug=-x", "--name", "Bad"],
+            "a slug is 2 to 63 characters",
+        ),
+        (
+            &["niche", "create", "--slug", "admin", "--name", "Admin"],
+            "'admin' is reserved",
+        ),
+        (
+            &["member", "add", "--niche", "games", "--user", "nobody"],
+            "no user 'nobody'",
+        ),
+        (
+            &["apikey", "create", "--user", "nobody"],
+            "no user 'nobody'",
+        ),
     ];
     for (args, message) in cases {
         let output = run(askloop(&url, args));
         assert_eq!(output.status.code(), Some(1), "{args:?}");
-        assert!(stderr(&output).contains(message), "{args:?}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains(message),
+            "{args:?}: {}",
+            stderr(&output)
+        );
     }
 
-    let mut short = askloop(&url, &["user", "create", "--handle", "bo", "--email", "bo@example.com"]);
+    let mut short = askloop(
+        &url,
+        &[
+            "user",
+            "create",
+            "--handle",
+            "bo",
+            "--email",
+            "bo@example.com",
+        ],
+    );
     short.env("ASKLOOP_PASSWORD", "short");
     let output = run(short);
     assert_eq!(output.status.code(), Some(1));
-    assert!(stderr(&output).contains("at least 10 characters"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("at least 10 characters"),
+        "{}",
+        stderr(&output)
+    );
 
     let db = Database::connect(&url).await.expect("connect");
     assert_eq!(users::Entity::find().count(&db).await.expect("count"), 0);
@@ -149,8 +213,20 @@ async fn cli_ask_posts_a_signed_question() {
         let mut ask = askloop(
             "sqlite::memory:",
             &[
-                "ask", "--url", &base, "--niche", "games", "--title", "Which date?", "--question",
-                "EA or 1.0?", "--external-id", "cli-1", "--option", "ea=Early access", "--option",
+                "ask",
+                "--url",
+                &base,
+                "--niche",
+                "games",
+                "--title",
+                "Which date?",
+                "--question",
+                "EA or 1.0?",
+                "--external-id",
+                "cli-1",
+                "--option",
+                "ea=Early access",
+                "--option",
                 "full=1.0",
             ],
         );

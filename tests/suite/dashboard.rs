@@ -21,12 +21,22 @@ async fn the_dashboard_is_served_for_its_routes_and_deep_links() {
     for path in ["/", "/dashboard/niches", "/login"] {
         let page = app.client.get(app.url(path)).send().await.expect("sent");
         assert_eq!(page.status(), 200, "{path}");
-        assert!(page.text().await.expect("text").contains("/pkg/web.js"), "{path}");
+        assert!(
+            page.text().await.expect("text").contains("/pkg/web.js"),
+            "{path}"
+        );
     }
-    let wasm = app.client.get(app.url("/pkg/web_bg.wasm")).send().await.expect("sent");
+    let wasm = app
+        .client
+        .get(app.url("/pkg/web_bg.wasm"))
+        .send()
+        .await
+        .expect("sent");
     assert_eq!(wasm.status(), 200);
     assert_eq!(
-        wasm.headers().get("content-type").and_then(|v| v.to_str().ok()),
+        wasm.headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
         Some("application/wasm")
     );
 }
@@ -68,7 +78,13 @@ async fn the_dashboard_shows_the_niches_it_can_see_in_a_real_browser() {
     let dom = tokio::task::spawn_blocking(move || rendered_dom(&url))
         .await
         .expect("chromium finished");
-    assert!(dom.contains(r#"data-slug="games""#), "the niche is missing:\n{dom}");
+    assert!(
+        dom.contains(r#"data-slug="games""#),
+        "the niche is missing:\n{dom}"
+    );
     assert!(dom.contains("Niche games"), "{dom}");
-    assert!(!dom.contains("secret-draft"), "a draft niche leaked:\n{dom}");
+    assert!(
+        !dom.contains("secret-draft"),
+        "a draft niche leaked:\n{dom}"
+    );
 }

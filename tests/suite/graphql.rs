@@ -61,7 +61,12 @@ async fn graphiql_is_served_on_get() {
     let app = TestApp::spawn(askloop_tests::Backend::Sqlite)
         .await
         .expect("an app");
-    let page = app.client.get(app.url("/graphql")).send().await.expect("sent");
+    let page = app
+        .client
+        .get(app.url("/graphql"))
+        .send()
+        .await
+        .expect("sent");
     assert_eq!(page.status(), 200);
     assert!(page.text().await.expect("text").contains("graphiql"));
 }

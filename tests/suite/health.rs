@@ -4,18 +4,30 @@ use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::{TestApp, on_both_backends};
 
 async fn health_and_readiness_answer(app: TestApp) {
-    let health = app.client.get(app.url("/healthz")).send().await.expect("sent");
+    let health = app
+        .client
+        .get(app.url("/healthz"))
+        .send()
+        .await
+        .expect("sent");
     assert_eq!(health.status(), 200);
     assert_eq!(health.text().await.expect("text"), "ok");
-    let ready = app.client.get(app.url("/readyz")).send().await.expect("sent");
+    let ready = app
+        .client
+        .get(app.url("/readyz"))
+        .send()
+        .await
+        .expect("sent");
     assert_eq!(ready.status(), 200);
 }
 
 async fn metrics_count_requests_and_intake_outcomes(app: TestApp) {
     open_niche(&app.db, "games").await;
     let body = question_body("games", "m-1").to_string();
-    app.post_signed("/api/v1/internal/expert-questions", &body).await;
-    app.post_signed("/api/v1/internal/expert-questions", &body).await;
+    app.post_signed("/api/v1/internal/expert-questions", &body)
+        .await;
+    app.post_signed("/api/v1/internal/expert-questions", &body)
+        .await;
     app.post_with_signature("/api/v1/internal/expert-questions", &body, None)
         .await;
     let text = app
@@ -40,7 +52,12 @@ async fn metrics_count_requests_and_intake_outcomes(app: TestApp) {
 }
 
 async fn every_response_carries_a_request_id(app: TestApp) {
-    let response = app.client.get(app.url("/healthz")).send().await.expect("sent");
+    let response = app
+        .client
+        .get(app.url("/healthz"))
+        .send()
+        .await
+        .expect("sent");
     let id = response
         .headers()
         .get("x-request-id")
@@ -61,8 +78,18 @@ async fn readiness_fails_when_the_database_is_gone() {
         .await
         .expect("an app");
     app.db.clone().close().await.expect("close the pool");
-    let ready = app.client.get(app.url("/readyz")).send().await.expect("sent");
+    let ready = app
+        .client
+        .get(app.url("/readyz"))
+        .send()
+        .await
+        .expect("sent");
     assert_eq!(ready.status(), 503);
-    let health = app.client.get(app.url("/healthz")).send().await.expect("sent");
+    let health = app
+        .client
+        .get(app.url("/healthz"))
+        .send()
+        .await
+        .expect("sent");
     assert_eq!(health.status(), 200);
 }

@@ -80,12 +80,23 @@ async fn intake_refuses_unsigned_and_badly_signed_requests(app: TestApp) {
     let cases: [(Option<String>, &str); 5] = [
         (None, "no signature"),
         (Some("garbage".into()), "malformed signature"),
-        (Some(sign("some-other-secret", body.as_bytes(), now)), "bad signature"),
-        (Some(sign(askloop_tests::SECRET, body.as_bytes(), now - 301)), "signature expired"),
-        (Some(sign(askloop_tests::SECRET, b"{}", now)), "bad signature"),
+        (
+            Some(sign("some-other-secret", body.as_bytes(), now)),
+            "bad signature",
+        ),
+        (
+            Some(sign(askloop_tests::SECRET, body.as_bytes(), now - 301)),
+            "signature expired",
+        ),
+        (
+            Some(sign(askloop_tests::SECRET, b"{}", now)),
+            "bad signature",
+        ),
     ];
     for (signature, reason) in cases {
-        let response = app.post_with_signature(INTAKE, &body, signature.as_deref()).await;
+        let response = app
+            .post_with_signature(INTAKE, &body, signature.as_deref())
+            .await;
         assert_eq!(response.status(), 401, "{reason}");
         assert_eq!(json_of(response).await["error"], reason);
     }
@@ -98,7 +109,12 @@ async fn intake_refuses_a_signed_body_that_is_not_json(app: TestApp) {
     assert_eq!(response.status(), 400);
     let body = json_of(response).await;
     assert_eq!(body["code"], "BAD_USER_INPUT");
-    assert!(body["error"].as_str().unwrap_or_default().starts_with("the body is not valid JSON"));
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("the body is not valid JSON")
+    );
     assert_eq!(stored_questions(&app).await, 0);
 }
 
@@ -112,7 +128,10 @@ async fn intake_refuses_a_question_without_title_or_question(app: TestApp) {
             .remove(field);
         let response = app.post_signed(INTAKE, &body.to_string()).await;
         assert_eq!(response.status(), 400);
-        assert_eq!(json_of(response).await["error"], format!("{field} is required"));
+        assert_eq!(
+            json_of(response).await["error"],
+            format!("{field} is required")
+        );
     }
     assert_eq!(stored_questions(&app).await, 0);
 }
@@ -154,10 +173,16 @@ async fn intake_caps_fields_in_characters(app: TestApp) {
     body["payload"]["question"] = json!("🦀".repeat(9_000));
     body["payload"]["context"] = json!("ß".repeat(25_000));
     body["payload"]["urgency"] = json!("yesterday");
-    body["payload"]["options"] = json!((0..20).map(|i| json!({"id": format!("o{i}"), "label": "x"})).collect::<Vec<_>>());
+    body["payload"]["options"] = json!(
+        (0..20)
+            .map(|i| json!({"id": format!("o{i}"), "label": "x"}))
+            .collect::<Vec<_>>()
+    );
     let response = app.post_signed(INTAKE, &body.to_string()).await;
     assert_eq!(response.status(), 201);
-    let id = json_of(response).await["question"]["id"].as_i64().expect("an id");
+    let id = json_of(response).await["question"]["id"]
+        .as_i64()
+        .expect("an id");
     let row = agent_questions::Entity::find_by_id(id)
         .one(&app.db)
         .await
@@ -179,8 +204,16 @@ async fn identical_deliveries_at_once_store_one_question(app: TestApp) {
         .into_iter()
         .map(|r| r.status().as_u16())
         .collect();
-    assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 1, "{statuses:?}");
-    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 99, "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 201).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        99,
+        "{statuses:?}"
+    );
     assert_eq!(stored_questions(&app).await, 1);
 }
 
@@ -224,7 +257,10 @@ async fn intake_without_a_configured_secret_is_unavailable() {
     let body = question_body("games", "q-1").to_string();
     let response = app.post_signed(INTAKE, &body).await;
     assert_eq!(response.status(), 503);
-    assert_eq!(json_of(response).await["error"], "no signing secret is configured");
+    assert_eq!(
+        json_of(response).await["error"],
+        "no signing secret is configured"
+    );
     assert_eq!(stored_questions(&app).await, 0);
 }
 
@@ -245,7 +281,13 @@ async fn intake_accepts_the_previous_secret_while_rotating() {
         .await;
     assert_eq!(response.status(), 201);
     let body = question_body("games", "q-2").to_string();
-    let with_new = sign("the-new-secret", body.as_bytes(), chrono::Utc::now().timestamp());
-    let response = app.post_with_signature(INTAKE, &body, Some(&with_new)).await;
+    let with_new = sign(
+        "the-new-secret",
+        body.as_bytes(),
+        chrono::Utc::now().timestamp(),
+    );
+    let response = app
+        .post_with_signature(INTAKE, &body, Some(&with_new))
+        .await;
     assert_eq!(response.status(), 201);
 }

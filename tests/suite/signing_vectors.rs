@@ -6,7 +6,10 @@ use serde_json::Value;
 fn vectors() -> Vec<Value> {
     let text = include_str!("../vectors/signing.json");
     let doc: Value = serde_json::from_str(text).expect("vectors parse");
-    doc["vectors"].as_array().expect("a list of vectors").clone()
+    doc["vectors"]
+        .as_array()
+        .expect("a list of vectors")
+        .clone()
 }
 
 #[test]
@@ -28,19 +31,30 @@ fn every_verification_vector_holds() {
         }
         checked += 1;
     }
-    assert!(checked >= 20, "only {checked} verification vectors were found");
+    assert!(
+        checked >= 20,
+        "only {checked} verification vectors were found"
+    );
 }
 
 #[test]
 fn every_signing_vector_produces_the_pinned_header() {
     let mut checked = 0;
-    for v in vectors().iter().filter(|v| v.get("expect_header").is_some()) {
+    for v in vectors()
+        .iter()
+        .filter(|v| v.get("expect_header").is_some())
+    {
         let header = sign(
             v["secret"].as_str().unwrap_or_default(),
             v["body"].as_str().unwrap_or_default().as_bytes(),
             v["sign_at"].as_i64().expect("sign_at"),
         );
-        assert_eq!(Some(header.as_str()), v["expect_header"].as_str(), "{}", v["name"]);
+        assert_eq!(
+            Some(header.as_str()),
+            v["expect_header"].as_str(),
+            "{}",
+            v["name"]
+        );
         checked += 1;
     }
     assert!(checked >= 1);

@@ -16,7 +16,11 @@ pub struct ApiError {
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
+        // Matched on the code, never on the server's wording.
+        match self.code.as_str() {
+            "NETWORK" => write!(f, "askloop could not be reached ({})", self.message),
+            _ => f.write_str(&self.message),
+        }
     }
 }
 
@@ -53,7 +57,10 @@ async fn run<T: DeserializeOwned>(query: &str, variables: Value) -> Result<T, Ap
         .map_err(network)?;
     let body: GraphqlResponse<T> = response.json().await.map_err(network)?;
     if let Some(first) = body.errors.into_iter().next() {
-        let code = first.extensions["code"].as_str().unwrap_or("INTERNAL").to_owned();
+        let code = first.extensions["code"]
+            .as_str()
+            .unwrap_or("INTERNAL")
+            .to_owned();
         return Err(ApiError {
             code,
             message: first.message,

@@ -51,8 +51,9 @@ fn NicheList(niches: Vec<api::Niche>) -> impl IntoView {
             {niches
                 .into_iter()
                 .map(|niche| {
+                    let slug = niche.slug.clone();
                     view! {
-                        <li class="niche" data-slug=niche.slug.clone()>
+                        <li class="niche" data-slug=slug>
                             <strong>{niche.name}</strong>
                             " "
                             <code>{niche.slug}</code>

@@ -22,7 +22,9 @@ fn main() -> ExitCode {
         Some("run") => build_web().and_then(|_| run(&args[1..])),
         Some("test") => build_web().and_then(|_| test(&args[1..])),
         _ => {
-            eprintln!("usage: cargo xtask <build-web | run [-- serve args] | test [-- cargo test args]>");
+            eprintln!(
+                "usage: cargo xtask <build-web | run [-- serve args] | test [-- cargo test args]>"
+            );
             return ExitCode::from(2);
         }
     };
@@ -73,9 +75,8 @@ fn ensure_wasm_target() -> anyhow::Result<()> {
     eprintln!("xtask: installing the {WASM_TARGET} target with rustup");
     let mut add = Command::new("rustup");
     add.args(["target", "add", WASM_TARGET]);
-    status(add, "`rustup target add wasm32-unknown-unknown`").context(
-        "the dashboard cannot be built without the wasm32-unknown-unknown target",
-    )
+    status(add, "`rustup target add wasm32-unknown-unknown`")
+        .context("the dashboard cannot be built without the wasm32-unknown-unknown target")
 }
 
 /// Build the dashboard into `web/dist`; returns that folder.
@@ -83,13 +84,23 @@ fn build_web() -> anyhow::Result<PathBuf> {
     ensure_wasm_target()?;
     let root = workspace_root();
     let mut build = cargo();
-    build.args(["build", "--release", "--package", "web", "--target", WASM_TARGET]);
+    build.args([
+        "build",
+        "--release",
+        "--package",
+        "web",
+        "--target",
+        WASM_TARGET,
+    ]);
     status(build, "building the dashboard")?;
 
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    let wasm = target_dir.join(WASM_TARGET).join("release").join("web.wasm");
+    let wasm = target_dir
+        .join(WASM_TARGET)
+        .join("release")
+        .join("web.wasm");
     let dist = root.join("web").join("dist");
     let pkg = dist.join("pkg");
     std::fs::create_dir_all(&pkg).with_context(|| format!("cannot create {}", pkg.display()))?;
@@ -109,7 +120,11 @@ fn build_web() -> anyhow::Result<PathBuf> {
             .with_context(|| format!("cannot copy {}", from.display()))?;
     }
     let size = std::fs::metadata(&bound).map(|m| m.len()).unwrap_or(0);
-    eprintln!("xtask: dashboard built in {} ({} KiB of wasm)", dist.display(), size / 1024);
+    eprintln!(
+        "xtask: dashboard built in {} ({} KiB of wasm)",
+        dist.display(),
+        size / 1024
+    );
     Ok(dist)
 }
 
@@ -132,7 +147,11 @@ fn run(args: &[String]) -> anyhow::Result<()> {
 /// The browser tests drive Debian's Chromium; install it when it is missing and we may.
 fn ensure_chromium() -> anyhow::Result<()> {
     let browser = std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into());
-    if Command::new(&browser).arg("--version").output().is_ok_and(|o| o.status.success()) {
+    if Command::new(&browser)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
         return Ok(());
     }
     eprintln!("xtask: installing Chromium for the browser tests (apt-get)");
@@ -140,7 +159,13 @@ fn ensure_chromium() -> anyhow::Result<()> {
     update.arg("update");
     status(update, "`apt-get update`")?;
     let mut install = Command::new("apt-get");
-    install.args(["install", "-y", "--no-install-recommends", "chromium", "chromium-driver"]);
+    install.args([
+        "install",
+        "-y",
+        "--no-install-recommends",
+        "chromium",
+        "chromium-driver",
+    ]);
     status(install, "`apt-get install chromium chromium-driver`")
         .context("the browser tests need Chromium (set CHROMIUM to another binary)")
 }

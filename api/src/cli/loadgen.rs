@@ -129,8 +129,12 @@ async fn post_questions(
     let mut workers = Vec::new();
     for _ in 0..args.concurrency {
         let (client, next, url) = (client.clone(), next.clone(), url.to_owned());
-        let (secret, slug, run_id, total) =
-            (secret.to_owned(), slug.to_owned(), run_id.to_owned(), args.requests);
+        let (secret, slug, run_id, total) = (
+            secret.to_owned(),
+            slug.to_owned(),
+            run_id.to_owned(),
+            args.requests,
+        );
         workers.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             let mut failures = 0usize;
@@ -201,7 +205,8 @@ async fn driver_inserts(
     let started = Instant::now();
     let mut workers = Vec::new();
     for _ in 0..args.concurrency {
-        let (db, next, run_id, total) = (db.clone(), next.clone(), run_id.to_owned(), args.requests);
+        let (db, next, run_id, total) =
+            (db.clone(), next.clone(), run_id.to_owned(), args.requests);
         workers.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             let mut failures = 0usize;
@@ -236,7 +241,11 @@ async fn driver_inserts(
     Ok(report)
 }
 
-async fn plain_insert(db: &DatabaseConnection, niche_id: i64, external_id: &str) -> anyhow::Result<()> {
+async fn plain_insert(
+    db: &DatabaseConnection,
+    niche_id: i64,
+    external_id: &str,
+) -> anyhow::Result<()> {
     let now = Utc::now();
     let expires = now + chrono::Duration::days(7);
     let options = r#"[{"id":"a","label":"A"},{"id":"b","label":"B"}]"#;

@@ -219,7 +219,9 @@ fn optional_identifier(
         return Ok(None);
     }
     if char_len(&id) > IDENTIFIER_MAX {
-        return Err(bad(format!("{key} is longer than {IDENTIFIER_MAX} characters")));
+        return Err(bad(format!(
+            "{key} is longer than {IDENTIFIER_MAX} characters"
+        )));
     }
     Ok(Some(id))
 }
@@ -338,7 +340,11 @@ mod tests {
         let mut body = minimal();
         body["title"] = json!("é".repeat(301));
         body["context"] = json!("🦀".repeat(20_001));
-        body["options"] = json!((0..15).map(|i| json!({"id": format!("o{i}"), "label": "x"})).collect::<Vec<_>>());
+        body["options"] = json!(
+            (0..15)
+                .map(|i| json!({"id": format!("o{i}"), "label": "x"}))
+                .collect::<Vec<_>>()
+        );
         let q = parse_new_question(&body).expect("ok");
         assert_eq!(char_len(&q.title), 300);
         assert_eq!(q.context.as_deref().map(char_len), Some(20_000));
@@ -350,27 +356,61 @@ mod tests {
     fn unknown_urgency_becomes_normal() {
         let mut body = minimal();
         body["urgency"] = json!("URGENT!!");
-        assert_eq!(parse_new_question(&body).map(|q| q.urgency), Ok(Urgency::Normal));
+        assert_eq!(
+            parse_new_question(&body).map(|q| q.urgency),
+            Ok(Urgency::Normal)
+        );
         body["urgency"] = json!("High");
-        assert_eq!(parse_new_question(&body).map(|q| q.urgency), Ok(Urgency::High));
+        assert_eq!(
+            parse_new_question(&body).map(|q| q.urgency),
+            Ok(Urgency::High)
+        );
     }
 
     #[test]
     fn malformed_fields_say_which() {
         let cases = [
-            ("options", json!([{"id": "a"}]), "options[0] needs an id and a label"),
-            ("options", json!([{"id": "a", "label": "x"}, {"id": "a", "label": "y"}]), "option id 'a' appears twice"),
-            ("options", json!("a,b"), "options must be a list of {id, label}"),
+            (
+                "options",
+                json!([{"id": "a"}]),
+                "options[0] needs an id and a label",
+            ),
+            (
+                "options",
+                json!([{"id": "a", "label": "x"}, {"id": "a", "label": "y"}]),
+                "option id 'a' appears twice",
+            ),
+            (
+                "options",
+                json!("a,b"),
+                "options must be a list of {id, label}",
+            ),
             ("bountyMinor", json!(-1), "bountyMinor cannot be negative"),
-            ("bountyMinor", json!(1.5), "bountyMinor must be a whole number"),
-            ("expiresInSeconds", json!(59), "expiresInSeconds must be between 60 and 2592000"),
-            ("externalId", json!("x".repeat(201)), "externalId is longer than 200 characters"),
+            (
+                "bountyMinor",
+                json!(1.5),
+                "bountyMinor must be a whole number",
+            ),
+            (
+                "expiresInSeconds",
+                json!(59),
+                "expiresInSeconds must be between 60 and 2592000",
+            ),
+            (
+                "externalId",
+                json!("x".repeat(201)),
+                "externalId is longer than 200 characters",
+            ),
             ("title", json!(7), "title must be a string"),
         ];
         for (key, value, message) in cases {
             let mut body = minimal();
             body[key] = value;
-            assert_eq!(parse_new_question(&body), Err(IntakeError(message.into())), "{key}");
+            assert_eq!(
+                parse_new_question(&body),
+                Err(IntakeError(message.into())),
+                "{key}"
+            );
         }
     }
 }

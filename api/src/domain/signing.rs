@@ -72,11 +72,19 @@ impl SigningKeys {
 
     /// Every configured secret, current first.
     fn accepted(&self) -> impl Iterator<Item = &str> {
-        self.current.iter().chain(self.previous.iter()).map(String::as_str)
+        self.current
+            .iter()
+            .chain(self.previous.iter())
+            .map(String::as_str)
     }
 
     /// Verify `header` over `body` at clock `now` (unix seconds).
-    pub fn verify(&self, header: Option<&str>, body: &[u8], now: i64) -> Result<(), SignatureError> {
+    pub fn verify(
+        &self,
+        header: Option<&str>,
+        body: &[u8],
+        now: i64,
+    ) -> Result<(), SignatureError> {
         if !self.is_configured() {
             return Err(SignatureError::NoSecret);
         }
@@ -90,7 +98,11 @@ impl SigningKeys {
         }
         for secret in self.accepted() {
             let expected = mac_bytes(secret, parsed.timestamp, body);
-            if parsed.v1.iter().any(|candidate| matches(candidate, &expected)) {
+            if parsed
+                .v1
+                .iter()
+                .any(|candidate| matches(candidate, &expected))
+            {
                 return Ok(());
             }
         }
@@ -173,7 +185,10 @@ mod tests {
     #[test]
     fn a_signed_body_verifies_with_the_same_secret() {
         let header = sign("s3cret", b"{}", 1_700_000_000);
-        assert_eq!(keys("s3cret").verify(Some(&header), b"{}", 1_700_000_000), Ok(()));
+        assert_eq!(
+            keys("s3cret").verify(Some(&header), b"{}", 1_700_000_000),
+            Ok(())
+        );
     }
 
     #[test]
@@ -211,11 +226,20 @@ mod tests {
     fn hostile_headers_never_panic() {
         let k = keys("s");
         for header in [
-            "t=", "=", ",,,", "t=99999999999999999999999,v1=00", "t=-5,v1=zz", "v1=,t=1",
-            "t=1,v1=é", "t=\u{0},v1=\u{0}",
+            "t=",
+            "=",
+            ",,,",
+            "t=99999999999999999999999,v1=00",
+            "t=-5,v1=zz",
+            "v1=,t=1",
+            "t=1,v1=é",
+            "t=\u{0},v1=\u{0}",
         ] {
             assert!(k.verify(Some(header), b"", 1).is_err(), "{header}");
         }
-        assert_eq!(k.verify(Some("t=1,v1=00"), b"", i64::MIN), Err(SignatureError::Expired));
+        assert_eq!(
+            k.verify(Some("t=1,v1=00"), b"", i64::MIN),
+            Err(SignatureError::Expired)
+        );
     }
 }

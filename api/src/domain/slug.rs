@@ -2,8 +2,23 @@
 
 /// Words that name askloop's own routes or roles and so cannot be a niche.
 const RESERVED: &[&str] = &[
-    "admin", "api", "askloop", "assets", "dashboard", "graphql", "healthz", "internal", "login",
-    "logout", "metrics", "new", "niches", "readyz", "settings", "static", "www",
+    "admin",
+    "api",
+    "askloop",
+    "assets",
+    "dashboard",
+    "graphql",
+    "healthz",
+    "internal",
+    "login",
+    "logout",
+    "metrics",
+    "new",
+    "niches",
+    "readyz",
+    "settings",
+    "static",
+    "www",
 ];
 
 /// A validated niche slug.
@@ -58,12 +73,18 @@ mod tests {
     #[test]
     fn slugs_are_lowercased_and_shaped() {
         assert_eq!(Slug::parse("Roofing").map(|s| s.0), Ok("roofing".into()));
-        assert_eq!(Slug::parse("indie-games-2").map(|s| s.0), Ok("indie-games-2".into()));
+        assert_eq!(
+            Slug::parse("indie-games-2").map(|s| s.0),
+            Ok("indie-games-2".into())
+        );
         assert_eq!(Slug::parse("a"), Err(SlugError::Shape));
         assert_eq!(Slug::parse("-games"), Err(SlugError::Shape));
         assert_eq!(Slug::parse("gämes"), Err(SlugError::Shape));
         assert_eq!(Slug::parse(&"a".repeat(64)), Err(SlugError::Shape));
         assert!(Slug::parse(&"a".repeat(63)).is_ok());
-        assert_eq!(Slug::parse("Admin"), Err(SlugError::Reserved("admin".into())));
+        assert_eq!(
+            Slug::parse("Admin"),
+            Err(SlugError::Reserved("admin".into()))
+        );
     }
 }

@@ -13,7 +13,7 @@ use serde_json::json;
 use super::signed::verified_json;
 use crate::domain::intake::parse_new_question;
 use crate::error::ServiceError;
-use crate::service::intake::{IntakeOutcome, refusal_reason, receive_question as receive};
+use crate::service::intake::{IntakeOutcome, receive_question as receive, refusal_reason};
 use crate::startup::AppState;
 
 /// Verify, parse and store an agent's question.
@@ -39,9 +39,11 @@ pub async fn receive_question(
     };
     match receive(&state.db, new, now).await {
         Ok(outcome) => {
-            state
-                .metrics
-                .intake_outcome(if outcome.duplicate { "duplicate" } else { "created" });
+            state.metrics.intake_outcome(if outcome.duplicate {
+                "duplicate"
+            } else {
+                "created"
+            });
             intake_response(&outcome)
         }
         Err(err) => {

@@ -1,7 +1,7 @@
 //! People, memberships and API keys as an admin sets them up (the CLI today, GraphQL next).
 
-use argon2::password_hash::{PasswordHasher, SaltString, rand_core::OsRng};
 use argon2::Argon2;
+use argon2::password_hash::{PasswordHasher, SaltString, rand_core::OsRng};
 use chrono::{DateTime, Utc};
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::users::{self, UserRole};
@@ -56,7 +56,9 @@ pub async fn create_user(
         .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'))
         && email.len() <= 254;
     if !email_ok {
-        return Err(ServiceError::BadInput(format!("'{email}' is not an email address")));
+        return Err(ServiceError::BadInput(format!(
+            "'{email}' is not an email address"
+        )));
     }
     if new.password.chars().count() < PASSWORD_MIN {
         return Err(ServiceError::BadInput(format!(
@@ -70,7 +72,11 @@ pub async fn create_user(
         handle: Set(handle.clone()),
         email: Set(email),
         credential_hash: Set(credential_hash),
-        role: Set(if new.admin { UserRole::Admin } else { UserRole::Member }),
+        role: Set(if new.admin {
+            UserRole::Admin
+        } else {
+            UserRole::Member
+        }),
         created_at: Set(now),
     })
     .exec_with_returning(&txn)
@@ -190,7 +196,9 @@ pub async fn create_api_key(
     let user = user_by_handle(db, handle).await?;
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 80 {
-        return Err(ServiceError::BadInput("a key name is 1 to 80 characters".into()));
+        return Err(ServiceError::BadInput(
+            "a key name is 1 to 80 characters".into(),
+        ));
     }
     let token = new_token("al_key_");
     let txn = db.begin().await?;

@@ -107,7 +107,7 @@ pub async fn receive_question(
             agent_questions::Column::NicheId,
             agent_questions::Column::ExternalId,
         ])
-        .target_and_where(agent_questions::Column::ExternalId.is_not_null().into())
+        .target_and_where(agent_questions::Column::ExternalId.is_not_null())
         .do_nothing()
         .to_owned(),
     )

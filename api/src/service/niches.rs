@@ -83,7 +83,9 @@ pub async fn find_niche<C: ConnectionTrait>(
     by: &NicheRef,
 ) -> Result<Option<niches::Model>, ServiceError> {
     let query = match by {
-        NicheRef::Slug(slug) => niches::Entity::find().filter(niches::Column::Slug.eq(slug.as_str())),
+        NicheRef::Slug(slug) => {
+            niches::Entity::find().filter(niches::Column::Slug.eq(slug.as_str()))
+        }
         NicheRef::Id(id) => niches::Entity::find_by_id(*id),
     };
     Ok(query.one(conn).await?)
