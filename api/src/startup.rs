@@ -14,7 +14,7 @@ use sea_orm::{DatabaseConnection, DbErr};
 use tokio::net::TcpListener;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::services::{ServeDir, ServeFile};
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 use crate::config::Config;
 use crate::graphql::{self, AskloopSchema};
@@ -143,7 +143,8 @@ pub fn router(state: AppState) -> Router {
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or("-");
                 tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
-            }),
+            })
+            .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
         )
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)

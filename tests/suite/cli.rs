@@ -240,3 +240,63 @@ async fn cli_ask_posts_a_signed_question() {
     assert!(stdout.starts_with("201 "), "{stdout}");
     assert!(stdout.contains(r#""duplicate":false"#), "{stdout}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_seeds_the_demo_logs_json_and_stops_cleanly_on_sigterm() {
+    use std::io::{BufRead, BufReader};
+
+    let database = TestDatabase::create(Backend::Sqlite)
+        .await
+        .expect("a database");
+    let mut child = askloop(&database.url, &["serve", "--demo"])
+        .env("ASKLOOP_BIND", "127.0.0.1:0")
+        .env("ASKLOOP_LOG_FORMAT", "json")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("askloop starts");
+    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut printed = Vec::new();
+    let mut base = None;
+    for line in stdout.lines() {
+        let line = line.expect("a line");
+        if let Some(url) = line.strip_prefix("askloop is serving on ") {
+            base = Some(url.to_owned());
+            break;
+        }
+        printed.push(line);
+    }
+    let base = base.expect("askloop says where it serves");
+    let printed = printed.join("\n");
+    assert!(
+        printed.contains("operator  handle: operator  password: "),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("admin     handle: admin  password: "),
+        "{printed}"
+    );
+
+    let health = reqwest::get(format!("{base}/healthz")).await.expect("sent");
+    assert_eq!(health.status(), 200);
+
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(kill.success());
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .expect("joined")
+        .expect("askloop exits");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let logs = stderr(&output);
+    let request_line = logs
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|entry| entry["span"]["request_id"].is_string())
+        .unwrap_or_else(|| panic!("no JSON log line carries a request id:\n{logs}"));
+    assert_eq!(request_line["span"]["uri"], "/healthz");
+    assert!(logs.contains("shutting down"), "{logs}");
+}
