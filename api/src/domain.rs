@@ -1,6 +1,8 @@
 //! Pure rules: no I/O, no framework types, unit-tested in place.
 
+pub mod answer;
 pub mod intake;
+pub mod scoring;
 pub mod signing;
 pub mod slug;
 pub mod text;

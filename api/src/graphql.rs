@@ -1,16 +1,26 @@
 //! The GraphQL API (design §11): the schema is merged from one part per area; resolvers are thin
 //! (parse → service → map) and return GraphQL types, never entities.
 
+use std::sync::Arc;
+
 use async_graphql::http::GraphiQLSource;
-use async_graphql::{EmptyMutation, EmptySubscription, MergedObject, Schema};
+use async_graphql::{Context, EmptySubscription, ErrorExtensions, MergedObject, Response, Schema};
 use async_graphql_axum::{GraphQLRequest, GraphQLResponse};
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::{Html, IntoResponse};
 use sea_orm::DatabaseConnection;
 
+use crate::auth::{Caller, LoginThrottle, resolve_caller};
+use crate::config::Config;
 use crate::startup::AppState;
 
+mod accounts;
+mod admin;
 mod niches;
+mod questions;
+mod scores;
+pub mod types;
 
 /// How deep a query may nest.
 pub const MAX_DEPTH: usize = 12;
@@ -20,28 +30,76 @@ pub const MAX_COMPLEXITY: usize = 2_000;
 /// Every query, merged from the areas.
 #[derive(MergedObject, Default)]
 #[graphql(name = "Query")]
-pub struct QueryRoot(niches::NicheQuery);
+pub struct QueryRoot(
+    accounts::AccountQuery,
+    niches::NicheQuery,
+    questions::QuestionQuery,
+    scores::ScoreQuery,
+    admin::AdminQuery,
+);
+
+/// Every mutation, merged from the areas.
+#[derive(MergedObject, Default)]
+#[graphql(name = "Mutation")]
+pub struct MutationRoot(
+    accounts::AccountMutation,
+    questions::QuestionMutation,
+    admin::AdminMutation,
+);
 
 /// askloop's schema.
-pub type AskloopSchema = Schema<QueryRoot, EmptyMutation, EmptySubscription>;
+pub type AskloopSchema = Schema<QueryRoot, MutationRoot, EmptySubscription>;
 
 /// Build the schema with its limits and the data resolvers read.
-pub fn build_schema(db: DatabaseConnection) -> AskloopSchema {
-    Schema::build(QueryRoot::default(), EmptyMutation, EmptySubscription)
-        .limit_depth(MAX_DEPTH)
-        .limit_complexity(MAX_COMPLEXITY)
-        .data(db)
-        .finish()
+pub fn build_schema(
+    db: DatabaseConnection,
+    config: Arc<Config>,
+    throttle: Arc<LoginThrottle>,
+) -> AskloopSchema {
+    Schema::build(
+        QueryRoot::default(),
+        MutationRoot::default(),
+        EmptySubscription,
+    )
+    .limit_depth(MAX_DEPTH)
+    .limit_complexity(MAX_COMPLEXITY)
+    .data(db)
+    .data(config)
+    .data(throttle)
+    .finish()
 }
 
 /// The SDL of the schema, as committed in `schema.graphql`.
 pub fn sdl() -> String {
-    build_schema(DatabaseConnection::default()).sdl()
+    build_schema(
+        DatabaseConnection::default(),
+        Arc::new(Config::defaults()),
+        Arc::new(LoginThrottle::default()),
+    )
+    .sdl()
 }
 
-/// `POST /graphql`.
-pub async fn execute(State(state): State<AppState>, request: GraphQLRequest) -> GraphQLResponse {
-    state.schema.execute(request.into_inner()).await.into()
+/// The caller of the current request (inserted by [`execute`]).
+pub fn caller_of<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Caller> {
+    ctx.data::<Caller>()
+}
+
+/// `POST /graphql`: resolve the caller once, then run the operation with it.
+pub async fn execute(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    request: GraphQLRequest,
+) -> GraphQLResponse {
+    match resolve_caller(&headers, &state, chrono::Utc::now()).await {
+        Ok(caller) => state
+            .schema
+            .execute(request.into_inner().data(caller))
+            .await
+            .into(),
+        Err(err) => {
+            Response::from_errors(vec![err.extend().into_server_error(Default::default())]).into()
+        }
+    }
 }
 
 /// `GET /graphql`: GraphiQL.

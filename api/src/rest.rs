@@ -6,9 +6,13 @@ use axum::routing::{get, post};
 
 use crate::startup::AppState;
 
+mod forms;
 mod health;
 mod intake;
+mod queue;
+mod research;
 mod signed;
+mod views;
 
 /// The REST routes.
 pub fn router() -> Router<AppState> {
@@ -17,6 +21,17 @@ pub fn router() -> Router<AppState> {
             "/api/v1/internal/expert-questions",
             post(intake::receive_question),
         )
+        .route(
+            "/api/v1/internal/research-results",
+            post(research::research_returned),
+        )
+        .route("/api/v1/niches/{slug}/questions", get(queue::list))
+        .route(
+            "/api/v1/niches/{slug}/questions/{id}/answer",
+            post(queue::answer),
+        )
+        .route("/dashboard/questions/{id}/answer", post(forms::answer))
+        .route("/dashboard/questions/{id}/dismiss", post(forms::dismiss))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))

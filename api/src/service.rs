@@ -1,8 +1,16 @@
 //! Use-cases, one module per area. Services own their transactions and accept only validated
 //! input; they know nothing of HTTP or GraphQL.
 
+pub mod access;
 pub mod accounts;
+pub mod admin;
+pub mod answering;
 pub mod audit;
 pub mod demo;
 pub mod intake;
 pub mod niches;
+pub mod queue;
+pub mod research;
+pub mod scores;
+pub mod sessions;
+pub mod standing;

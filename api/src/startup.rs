@@ -16,6 +16,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::services::{ServeDir, ServeFile};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
+use crate::auth::LoginThrottle;
 use crate::config::Config;
 use crate::graphql::{self, AskloopSchema};
 use crate::metrics::{self, Metrics};
@@ -32,6 +33,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// The GraphQL schema.
     pub schema: AskloopSchema,
+    /// Failed sign-ins, to slow down guessing.
+    pub login_throttle: Arc<LoginThrottle>,
 }
 
 /// A bound, migrated, ready-to-serve askloop.
@@ -68,11 +71,14 @@ impl Application {
                 "the dashboard is not built here; `cargo xtask build-web` builds it"
             );
         }
+        let config = Arc::new(config);
+        let login_throttle = Arc::new(LoginThrottle::default());
         let state = AppState {
-            schema: graphql::build_schema(db.clone()),
+            schema: graphql::build_schema(db.clone(), config.clone(), login_throttle.clone()),
             db,
-            config: Arc::new(config),
+            config,
             metrics: Arc::new(Metrics::new()),
+            login_throttle,
         };
         let router = router(state.clone());
         Ok(Self {

@@ -23,6 +23,8 @@ pub struct Model {
     pub body: Option<String>,
     /// The contribution it earned.
     pub contribution_event_id: Option<i64>,
+    /// The question's research round when this answer was given.
+    pub research_round: i64,
     /// When it was given.
     pub created_at: DateTimeUtc,
     /// When it last changed (a decline may be replaced while the question waits).

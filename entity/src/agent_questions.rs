@@ -27,12 +27,16 @@ pub struct Model {
     pub options: Json,
     /// `low`, `normal` or `high`.
     pub urgency: Urgency,
+    /// high = 0, normal = 1, low = 2: the queue's sort key.
+    pub urgency_rank: i16,
     /// JSON list of resource ids.
     pub related_resource_ids: Json,
     /// Where the question is.
     pub status: QuestionStatus,
     /// The bounty reserved for its answer, minor units.
     pub bounty_minor: i64,
+    /// How many times research has come back.
+    pub research_round: i64,
     /// When it stops waiting.
     pub expires_at: DateTimeUtc,
     /// When it arrived.

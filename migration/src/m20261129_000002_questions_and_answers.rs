@@ -1,6 +1,7 @@
 //! The questions agents ask and the answers (and declines) operators give.
 
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::sea_query::ExprTrait;
 
 use crate::columns::{foreign_key, id, non_negative, one_of, reference, timestamp, timestamp_null};
 
@@ -34,9 +35,15 @@ enum AgentQuestions {
     Context,
     Options,
     Urgency,
+    /// high = 0, normal = 1, low = 2: the queue's sort key, kept as a number so the waiting
+    /// queue is read in index order.
+    UrgencyRank,
     RelatedResourceIds,
     Status,
     BountyMinor,
+    /// How many times research has come back; declines from an earlier round no longer hide
+    /// the question from the people who gave them.
+    ResearchRound,
     ExpiresAt,
     CreatedAt,
     AnsweredAt,
@@ -53,6 +60,8 @@ enum AgentAnswers {
     OptionId,
     Body,
     ContributionEventId,
+    /// The question's research round when this answer was given.
+    ResearchRound,
     CreatedAt,
     UpdatedAt,
 }
@@ -81,6 +90,13 @@ impl MigrationTrait for Migration {
                     )
                     .col(ColumnDef::new(AgentQuestions::Options).json().not_null())
                     .col(one_of(AgentQuestions::Urgency, &["low", "normal", "high"]).default("normal"))
+                    .col(
+                        ColumnDef::new(AgentQuestions::UrgencyRank)
+                            .small_integer()
+                            .not_null()
+                            .default(1)
+                            .check(Expr::col(AgentQuestions::UrgencyRank).is_in([0, 1, 2])),
+                    )
                     .col(ColumnDef::new(AgentQuestions::RelatedResourceIds).json().not_null())
                     .col(
                         one_of(
@@ -90,6 +106,7 @@ impl MigrationTrait for Migration {
                         .default("open"),
                     )
                     .col(non_negative(AgentQuestions::BountyMinor))
+                    .col(non_negative(AgentQuestions::ResearchRound))
                     .col(timestamp(AgentQuestions::ExpiresAt))
                     .col(timestamp(AgentQuestions::CreatedAt))
                     .col(timestamp_null(AgentQuestions::AnsweredAt))
@@ -113,14 +130,26 @@ impl MigrationTrait for Migration {
             )
             .await?;
 
+        // The waiting queue (open + researching), in the order people read it: most urgent first,
+        // then oldest (ids grow with arrival). Partial, so settled questions never bloat it.
+        manager
+            .get_connection()
+            .execute_unprepared(
+                "CREATE INDEX agent_questions_waiting_idx \
+                 ON agent_questions (niche_id, urgency_rank, id) \
+                 WHERE status IN ('open', 'researching')",
+            )
+            .await?;
+
+        // Every other status filter ("Settled"), newest first.
         manager
             .create_index(
                 Index::create()
-                    .name("agent_questions_queue_idx")
+                    .name("agent_questions_status_idx")
                     .table(AgentQuestions::Table)
                     .col(AgentQuestions::NicheId)
                     .col(AgentQuestions::Status)
-                    .col(AgentQuestions::CreatedAt)
+                    .col(AgentQuestions::Id)
                     .to_owned(),
             )
             .await?;
@@ -154,6 +183,7 @@ impl MigrationTrait for Migration {
                             .big_integer()
                             .null(),
                     )
+                    .col(non_negative(AgentAnswers::ResearchRound))
                     .col(timestamp(AgentAnswers::CreatedAt))
                     .col(timestamp(AgentAnswers::UpdatedAt))
                     .foreign_key(&mut foreign_key(

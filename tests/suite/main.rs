@@ -1,5 +1,6 @@
 //! askloop's black-box suite, compiled into one binary so linking stays fast.
 
+mod answering;
 mod cli;
 mod dashboard;
 mod graphql;

@@ -45,6 +45,15 @@ impl Urgency {
         }
     }
 
+    /// The queue's sort key: most urgent first.
+    pub fn rank(self) -> i16 {
+        match self {
+            Urgency::High => 0,
+            Urgency::Normal => 1,
+            Urgency::Low => 2,
+        }
+    }
+
     /// Any word outside the three is `normal` (design §5), case aside.
     pub fn parse_lenient(raw: Option<&str>) -> Self {
         match raw.map(|s| s.trim().to_ascii_lowercase()).as_deref() {

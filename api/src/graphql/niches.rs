@@ -1,41 +1,11 @@
-//! Niches in GraphQL.
+//! The public list of niches.
 
-use async_graphql::{Context, Object, Result, SimpleObject};
-use entity::niches;
+use async_graphql::{Context, Object, Result};
 use sea_orm::DatabaseConnection;
 
+use super::types::Niche;
 use crate::error::GqlResultExt;
 use crate::service;
-
-/// A niche: the field an agent works in.
-#[derive(SimpleObject)]
-pub struct Niche {
-    /// Unique, lowercased.
-    pub slug: String,
-    /// Display name.
-    pub name: String,
-    /// `draft`, `open`, `operated` or `archived`.
-    pub status: String,
-    /// What the niche covers.
-    pub description: String,
-}
-
-impl From<niches::Model> for Niche {
-    fn from(model: niches::Model) -> Self {
-        let status = match model.status {
-            niches::NicheStatus::Draft => "draft",
-            niches::NicheStatus::Open => "open",
-            niches::NicheStatus::Operated => "operated",
-            niches::NicheStatus::Archived => "archived",
-        };
-        Self {
-            slug: model.slug,
-            name: model.name,
-            status: status.to_owned(),
-            description: model.description,
-        }
-    }
-}
 
 /// Niche queries.
 #[derive(Default)]

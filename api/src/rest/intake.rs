@@ -7,10 +7,10 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use entity::agent_questions::QuestionStatus;
 use serde_json::json;
 
 use super::signed::verified_json;
+use super::views::status_word;
 use crate::domain::intake::parse_new_question;
 use crate::error::ServiceError;
 use crate::service::intake::{IntakeOutcome, receive_question as receive, refusal_reason};
@@ -65,14 +65,4 @@ fn intake_response(outcome: &IntakeOutcome) -> Response {
         "question": { "id": outcome.question_id, "status": status_word(outcome.status) },
     });
     (status, Json(body)).into_response()
-}
-
-fn status_word(status: QuestionStatus) -> &'static str {
-    match status {
-        QuestionStatus::Open => "open",
-        QuestionStatus::Researching => "researching",
-        QuestionStatus::Answered => "answered",
-        QuestionStatus::Dismissed => "dismissed",
-        QuestionStatus::Expired => "expired",
-    }
 }

@@ -1,0 +1,306 @@
+//! The caller extractor every surface uses: a bearer token (API key or session) or the session
+//! cookie resolves to a [`Viewer`]; nothing resolves to anonymous. It also records whether the
+//! request came from askloop's own origin, which cookie-authenticated writes require.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::extract::FromRequestParts;
+use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue};
+use chrono::{DateTime, Utc};
+
+use crate::config::Config;
+use crate::error::ServiceError;
+use crate::service::access::Viewer;
+use crate::service::sessions::{self, Credential};
+use crate::startup::AppState;
+
+/// The session cookie's name.
+pub const SESSION_COOKIE: &str = "askloop_session";
+
+/// Who is calling, and how.
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    /// The signed-in person, if any.
+    pub viewer: Option<Viewer>,
+    /// How they signed in.
+    pub credential: Option<Credential>,
+    /// The raw session token, when the caller used one (so logout can end it).
+    pub session_token: Option<String>,
+    /// Where the request came from, as far as the browser says.
+    pub origin: OriginCheck,
+}
+
+/// What the request's `Origin` (or `Sec-Fetch-Site`) says about where it came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OriginCheck {
+    /// askloop's own pages.
+    Same,
+    /// Another site.
+    Cross,
+    /// Nothing said (command-line clients, server-to-server calls).
+    #[default]
+    Unknown,
+}
+
+impl Caller {
+    /// The viewer, for reads.
+    pub fn viewer(&self) -> Option<&Viewer> {
+        self.viewer.as_ref()
+    }
+
+    /// Writes by a cookie session must come from askloop's own pages: a page elsewhere can make
+    /// the browser send our cookie, but not our Origin. API keys and bearer tokens are not sent
+    /// by browsers on their own, so they need no such check.
+    pub fn check_write(&self) -> Result<(), ServiceError> {
+        if self.credential == Some(Credential::Session)
+            && self.via_cookie()
+            && self.origin != OriginCheck::Same
+        {
+            return Err(ServiceError::Forbidden(
+                "cross-site request refused: writes with a session cookie must come from askloop's own pages".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Signing in from another site's page is refused (login CSRF); clients that send no Origin
+    /// at all are not browsers and may sign in.
+    pub fn check_login(&self) -> Result<(), ServiceError> {
+        if self.origin == OriginCheck::Cross {
+            return Err(ServiceError::Forbidden(
+                "cross-site request refused: sign in from askloop's own pages".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn via_cookie(&self) -> bool {
+        self.session_token.is_some()
+    }
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ServiceError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        resolve_caller(&parts.headers, state, Utc::now()).await
+    }
+}
+
+/// Resolve the caller from request headers.
+pub async fn resolve_caller(
+    headers: &HeaderMap,
+    state: &AppState,
+    now: DateTime<Utc>,
+) -> Result<Caller, ServiceError> {
+    let origin = origin_check(headers, &state.config);
+    if let Some(token) = bearer_token(headers) {
+        // A bearer that does not resolve is an error, not anonymity: the caller meant to be
+        // someone, and silently serving them as anonymous would hide the mistake.
+        let (viewer, credential) = sessions::resolve(&state.db, &token, now)
+            .await?
+            .ok_or_else(|| ServiceError::Unauthenticated("that token is not valid".into()))?;
+        return Ok(Caller {
+            viewer: Some(viewer),
+            credential: Some(credential),
+            session_token: None,
+            origin,
+        });
+    }
+    if let Some(token) = cookie_token(headers) {
+        // An expired or unknown cookie is simply anonymous: the browser will be sent to /login.
+        if let Some((viewer, credential)) = sessions::resolve(&state.db, &token, now).await? {
+            return Ok(Caller {
+                viewer: Some(viewer),
+                credential: Some(credential),
+                session_token: Some(token),
+                origin,
+            });
+        }
+    }
+    Ok(Caller {
+        origin,
+        ..Caller::default()
+    })
+}
+
+fn bearer_token(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim().to_owned())
+        .filter(|t| !t.is_empty())
+}
+
+/// The session token from the `Cookie` header(s).
+pub fn cookie_token(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// Whether the request's `Origin` is askloop's own: the configured public origin, or else the
+/// origin the `Host` header names. Without an `Origin`, `Sec-Fetch-Site` decides; without
+/// either, nothing is known.
+pub fn origin_check(headers: &HeaderMap, config: &Config) -> OriginCheck {
+    let same = |yes: bool| {
+        if yes {
+            OriginCheck::Same
+        } else {
+            OriginCheck::Cross
+        }
+    };
+    let origin = headers.get(ORIGIN).and_then(|v| v.to_str().ok());
+    match origin {
+        Some(origin) => same(match &config.public_origin {
+            Some(public) => origin.eq_ignore_ascii_case(public.trim_end_matches('/')),
+            None => {
+                let host = headers.get(HOST).and_then(|v| v.to_str().ok());
+                let origin_host = origin.split_once("://").map(|(_, rest)| rest);
+                matches!((origin_host, host), (Some(a), Some(b)) if a.eq_ignore_ascii_case(b))
+            }
+        }),
+        None => match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
+            Some("same-origin") => OriginCheck::Same,
+            Some("none") | None => OriginCheck::Unknown,
+            Some(_) => OriginCheck::Cross,
+        },
+    }
+}
+
+/// The `Set-Cookie` value that stores a session.
+pub fn session_cookie(token: &str, config: &Config) -> HeaderValue {
+    let secure = if config
+        .public_origin
+        .as_deref()
+        .is_some_and(|o| o.starts_with("https://"))
+    {
+        "; Secure"
+    } else {
+        ""
+    };
+    let max_age = sessions::SESSION_LIFETIME_DAYS * 24 * 3600;
+    HeaderValue::from_str(&format!(
+        "{SESSION_COOKIE}={token}; HttpOnly; SameSite=Lax; Path=/; Max-Age={max_age}{secure}"
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static("askloop_session=; Path=/; Max-Age=0"))
+}
+
+/// The `Set-Cookie` value that clears the session.
+pub fn clear_session_cookie() -> HeaderValue {
+    HeaderValue::from_static("askloop_session=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0")
+}
+
+/// Slows down guessing: after [`LoginThrottle::FREE_FAILURES`] failed sign-ins for a handle,
+/// each further attempt must wait, doubling up to fifteen minutes. Per process: with several
+/// instances the limit applies per instance.
+#[derive(Debug, Default)]
+pub struct LoginThrottle {
+    failures: Mutex<HashMap<String, (u32, Instant)>>,
+}
+
+impl LoginThrottle {
+    /// Failures allowed before waiting starts.
+    pub const FREE_FAILURES: u32 = 5;
+
+    /// How long `handle` must still wait before another attempt, if at all.
+    pub fn wait_for(&self, handle: &str, now: Instant) -> Option<Duration> {
+        let failures = self.failures.lock().ok()?;
+        let (count, last) = failures.get(&handle.to_lowercase())?;
+        let delay = Self::delay(*count)?;
+        let ready = *last + delay;
+        (ready > now).then(|| ready - now)
+    }
+
+    fn delay(count: u32) -> Option<Duration> {
+        let over = count.checked_sub(Self::FREE_FAILURES)?;
+        let seconds = 2u64.saturating_pow(over.min(20)).min(15 * 60);
+        Some(Duration::from_secs(seconds))
+    }
+
+    /// Record a failed attempt.
+    pub fn failed(&self, handle: &str, now: Instant) {
+        if let Ok(mut failures) = self.failures.lock() {
+            let entry = failures.entry(handle.to_lowercase()).or_insert((0, now));
+            entry.0 = entry.0.saturating_add(1);
+            entry.1 = now;
+        }
+    }
+
+    /// Forget failures after a successful sign-in.
+    pub fn succeeded(&self, handle: &str) {
+        if let Ok(mut failures) = self.failures.lock() {
+            failures.remove(&handle.to_lowercase());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_throttle_lets_five_failures_through_then_makes_people_wait_longer_each_time() {
+        let throttle = LoginThrottle::default();
+        let start = Instant::now();
+        for _ in 0..5 {
+            assert_eq!(throttle.wait_for("Ana", start), None);
+            throttle.failed("ana", start);
+        }
+        assert_eq!(
+            throttle.wait_for("ana", start),
+            Some(Duration::from_secs(1))
+        );
+        throttle.failed("ana", start);
+        assert_eq!(
+            throttle.wait_for("ANA", start),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            throttle.wait_for("ana", start + Duration::from_secs(2)),
+            None
+        );
+        throttle.succeeded("ana");
+        assert_eq!(throttle.wait_for("ana", start), None);
+    }
+
+    #[test]
+    fn the_origin_check_follows_origin_then_sec_fetch_site() {
+        let config = Config::defaults();
+        let mut headers = HeaderMap::new();
+        headers.insert(HOST, HeaderValue::from_static("127.0.0.1:3000"));
+        assert_eq!(origin_check(&headers, &config), OriginCheck::Unknown);
+        headers.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
+        assert_eq!(origin_check(&headers, &config), OriginCheck::Cross);
+        headers.insert("sec-fetch-site", HeaderValue::from_static("same-origin"));
+        assert_eq!(origin_check(&headers, &config), OriginCheck::Same);
+        headers.insert(ORIGIN, HeaderValue::from_static("http://evil.example"));
+        assert_eq!(origin_check(&headers, &config), OriginCheck::Cross);
+        headers.insert(ORIGIN, HeaderValue::from_static("http://127.0.0.1:3000"));
+        assert_eq!(origin_check(&headers, &config), OriginCheck::Same);
+    }
+
+    #[test]
+    fn the_session_cookie_is_read_among_others() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            COOKIE,
+            HeaderValue::from_static("a=1; askloop_session=al_sess_x; b=2"),
+        );
+        assert_eq!(cookie_token(&headers).as_deref(), Some("al_sess_x"));
+    }
+}

@@ -1,0 +1,299 @@
+//! Admin queries and mutations: niches, members, the review queue and manual adjustments.
+//! Every resolver checks for an admin through the service, which audits each decision.
+
+use async_graphql::{Context, ID, InputObject, Object, Result};
+use chrono::Utc;
+use entity::contribution_events::ContributionStatus;
+use entity::niche_members::MemberStatus;
+use sea_orm::DatabaseConnection;
+
+use super::caller_of;
+use super::types::{Contribution, Member, MemberRole, Niche, NicheStatus, member_view};
+use crate::domain::slug::Slug;
+use crate::error::{GqlResultExt, ServiceError};
+use crate::service::admin::{self, Decision, NicheChanges};
+use crate::service::audit::Actor;
+use crate::service::queue::page_size;
+use crate::service::{access, accounts, niches, standing};
+
+/// A niche to create.
+#[derive(InputObject)]
+pub struct CreateNicheInput {
+    /// 2..63 of a-z, 0-9 and '-'.
+    pub slug: String,
+    /// Display name.
+    pub name: String,
+    /// Where it starts.
+    #[graphql(default_with = "NicheStatus::Open")]
+    pub status: NicheStatus,
+}
+
+/// Changes to a niche; omitted fields stay as they are.
+#[derive(InputObject)]
+pub struct UpdateNicheInput {
+    /// New name.
+    pub name: Option<String>,
+    /// New description.
+    pub description: Option<String>,
+    /// New status.
+    pub status: Option<NicheStatus>,
+}
+
+fn contribution_id(id: &ID) -> Result<i64, ServiceError> {
+    id.parse()
+        .map_err(|_| ServiceError::BadInput(format!("'{}' is not a contribution id", id.as_str())))
+}
+
+/// Admin queries.
+#[derive(Default)]
+pub struct AdminQuery;
+
+#[Object]
+impl AdminQuery {
+    /// Contributions awaiting review, newest first (admins only).
+    async fn review_queue(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+    ) -> Result<Vec<Contribution>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        access::admin(caller_of(ctx)?.viewer()).gql()?;
+        let first = page_size(first).gql()?;
+        Ok(
+            standing::contributions(db, None, Some(ContributionStatus::Pending), first)
+                .await
+                .gql()?
+                .into_iter()
+                .map(Contribution::from)
+                .collect(),
+        )
+    }
+}
+
+/// Admin mutations.
+#[derive(Default)]
+pub struct AdminMutation;
+
+async fn decide(
+    ctx: &Context<'_>,
+    id: ID,
+    decision: Decision,
+    note: Option<String>,
+) -> Result<Contribution> {
+    let db = ctx.data::<DatabaseConnection>()?;
+    let caller = caller_of(ctx)?;
+    access::admin(caller.viewer()).gql()?;
+    caller.check_write().gql()?;
+    let event = admin::review(
+        db,
+        caller.viewer(),
+        contribution_id(&id).gql()?,
+        decision,
+        note,
+        Utc::now(),
+    )
+    .await
+    .gql()?;
+    Ok(standing::contribution(db, event.id).await.gql()?.into())
+}
+
+async fn member_status(
+    ctx: &Context<'_>,
+    niche_slug: String,
+    handle: String,
+    status: MemberStatus,
+) -> Result<Member> {
+    let db = ctx.data::<DatabaseConnection>()?;
+    let caller = caller_of(ctx)?;
+    access::admin(caller.viewer()).gql()?;
+    caller.check_write().gql()?;
+    let member = admin::set_member_status(
+        db,
+        caller.viewer(),
+        &niche_slug,
+        &handle,
+        status,
+        Utc::now(),
+    )
+    .await
+    .gql()?;
+    Ok(member_view(
+        &handle.to_lowercase(),
+        &niche_slug.to_lowercase(),
+        member.role,
+        member.status,
+        member.share_cap_bps,
+    ))
+}
+
+#[Object]
+impl AdminMutation {
+    /// Create a niche.
+    async fn create_niche(&self, ctx: &Context<'_>, input: CreateNicheInput) -> Result<Niche> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let caller = caller_of(ctx)?;
+        let admin = access::admin(caller.viewer()).gql()?;
+        caller.check_write().gql()?;
+        let slug = Slug::parse(&input.slug)
+            .map_err(|e| ServiceError::BadInput(e.to_string()))
+            .gql()?;
+        let niche = niches::create_niche(
+            db,
+            niches::NewNiche {
+                slug,
+                name: input.name,
+                status: input.status.into(),
+            },
+            &Actor::User(admin.user_id),
+            Utc::now(),
+        )
+        .await
+        .gql()?;
+        Ok(niche.into())
+    }
+
+    /// Change a niche's name, description or status.
+    async fn update_niche(
+        &self,
+        ctx: &Context<'_>,
+        slug: String,
+        input: UpdateNicheInput,
+    ) -> Result<Niche> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let caller = caller_of(ctx)?;
+        access::admin(caller.viewer()).gql()?;
+        caller.check_write().gql()?;
+        let niche = admin::update_niche(
+            db,
+            caller.viewer(),
+            &slug,
+            NicheChanges {
+                name: input.name,
+                description: input.description,
+                status: input.status.map(Into::into),
+            },
+            Utc::now(),
+        )
+        .await
+        .gql()?;
+        Ok(niche.into())
+    }
+
+    /// Make a person an active member of a niche.
+    async fn add_member(
+        &self,
+        ctx: &Context<'_>,
+        niche_slug: String,
+        handle: String,
+        #[graphql(default_with = "MemberRole::Operator")] role: MemberRole,
+    ) -> Result<Member> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let caller = caller_of(ctx)?;
+        let admin = access::admin(caller.viewer()).gql()?;
+        caller.check_write().gql()?;
+        let member = accounts::add_member(
+            db,
+            &niche_slug,
+            &handle,
+            role.into(),
+            &Actor::User(admin.user_id),
+            Utc::now(),
+        )
+        .await
+        .gql()?;
+        Ok(member_view(
+            &handle.to_lowercase(),
+            &niche_slug.to_lowercase(),
+            member.role,
+            member.status,
+            member.share_cap_bps,
+        ))
+    }
+
+    /// Suspend a member: they stop seeing and answering the niche's questions at once.
+    async fn suspend_member(
+        &self,
+        ctx: &Context<'_>,
+        niche_slug: String,
+        handle: String,
+    ) -> Result<Member> {
+        member_status(ctx, niche_slug, handle, MemberStatus::Suspended).await
+    }
+
+    /// Reinstate a suspended member.
+    async fn reinstate_member(
+        &self,
+        ctx: &Context<'_>,
+        niche_slug: String,
+        handle: String,
+    ) -> Result<Member> {
+        member_status(ctx, niche_slug, handle, MemberStatus::Active).await
+    }
+
+    /// Verify a pending contribution: its points start to count.
+    async fn verify_contribution(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        note: Option<String>,
+    ) -> Result<Contribution> {
+        decide(ctx, id, Decision::Verify, note).await
+    }
+
+    /// Reject a pending contribution: it never counts.
+    async fn reject_contribution(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        note: Option<String>,
+    ) -> Result<Contribution> {
+        decide(ctx, id, Decision::Reject, note).await
+    }
+
+    /// Reverse a verified contribution: it keeps its points but leaves the score.
+    async fn reverse_contribution(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        note: Option<String>,
+    ) -> Result<Contribution> {
+        decide(ctx, id, Decision::Reverse, note).await
+    }
+
+    /// Record a manual adjustment (0..500 points, verified at once) for a member.
+    async fn adjust_contribution(
+        &self,
+        ctx: &Context<'_>,
+        niche_slug: String,
+        handle: String,
+        points: i64,
+        note: String,
+    ) -> Result<Contribution> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let caller = caller_of(ctx)?;
+        access::admin(caller.viewer()).gql()?;
+        caller.check_write().gql()?;
+        let event = admin::manual_adjustment(
+            db,
+            caller.viewer(),
+            &niche_slug,
+            &handle,
+            points,
+            note,
+            Utc::now(),
+        )
+        .await
+        .gql()?;
+        Ok(Contribution {
+            id: ID(event.id.to_string()),
+            niche_slug: niche_slug.to_lowercase(),
+            kind: "manual_adjustment".into(),
+            points: event.points,
+            status: super::types::word(&event.status),
+            source: event.source,
+            evidence: event.evidence.to_string(),
+            created_at: event.created_at,
+            verified_at: event.verified_at,
+        })
+    }
+}

@@ -1,0 +1,151 @@
+//! Niches and their questions: reading queues, answering, declining, dismissing.
+
+use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
+use chrono::Utc;
+use entity::niches::NicheStatus;
+use sea_orm::DatabaseConnection;
+
+use super::caller_of;
+use super::types::{Answer, AnswerKind, Niche, Question, QuestionConnection, connection, word};
+use crate::error::{GqlResultExt, ServiceError};
+use crate::service::access;
+use crate::service::answering::{self, AnswerRequest};
+use crate::service::queue::{self, Cursor, QueueFilter};
+
+fn question_id(id: &ID) -> Result<i64, ServiceError> {
+    id.parse()
+        .map_err(|_| ServiceError::BadInput(format!("'{}' is not a question id", id.as_str())))
+}
+
+/// An answer to give.
+#[derive(InputObject)]
+pub struct AnswerInput {
+    /// The question.
+    pub question_id: ID,
+    /// What kind of answer.
+    pub kind: AnswerKind,
+    /// The option chosen.
+    pub option_id: Option<String>,
+    /// The words (at most 8000 characters).
+    pub body: Option<String>,
+}
+
+/// What answering did.
+#[derive(SimpleObject)]
+pub struct AnswerResult {
+    /// The stored answer.
+    pub answer: Answer,
+    /// The question after the change.
+    pub question: Question,
+    /// Points earned (0 for declines).
+    pub points: i64,
+    /// `pending` or `verified` for answers; null for declines.
+    pub contribution_status: Option<String>,
+    /// What happened, in words for the person.
+    pub notice: String,
+}
+
+/// Question queries.
+#[derive(Default)]
+pub struct QuestionQuery;
+
+#[Object]
+impl QuestionQuery {
+    /// A niche by slug. Drafts and archived niches only for their members and admins.
+    async fn niche(&self, ctx: &Context<'_>, slug: String) -> Result<Option<Niche>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let niche = match queue::niche_by_slug(db, &slug).await {
+            Ok(niche) => niche,
+            Err(ServiceError::NotFound(_)) => return Ok(None),
+            Err(err) => return Err(err).gql(),
+        };
+        if matches!(niche.status, NicheStatus::Open | NicheStatus::Operated) {
+            return Ok(Some(niche.into()));
+        }
+        let viewer = caller_of(ctx)?.viewer();
+        let visible = match viewer {
+            Some(v) if v.is_admin => true,
+            Some(v) => access::membership(db, v, niche.id).await.gql()?.is_some(),
+            None => false,
+        };
+        Ok(visible.then(|| niche.into()))
+    }
+
+    /// One question, for active members of its niche and admins.
+    async fn question(&self, ctx: &Context<'_>, id: ID) -> Result<Question> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let id = question_id(&id).gql()?;
+        let (question, _) = queue::question(db, caller_of(ctx)?.viewer(), id)
+            .await
+            .gql()?;
+        Ok(question.into())
+    }
+
+    /// "Your agent needs you": waiting questions in my niches that I have not acted on.
+    async fn awaiting_me(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> Result<QuestionConnection> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let first = queue::page_size(first).gql()?;
+        let after = after.as_deref().map(Cursor::decode).transpose().gql()?;
+        let page = queue::awaiting_me(db, caller_of(ctx)?.viewer(), first, after, Utc::now())
+            .await
+            .gql()?;
+        Ok(connection(page, QueueFilter::Waiting, after.is_some()))
+    }
+}
+
+/// Question mutations.
+#[derive(Default)]
+pub struct QuestionMutation;
+
+#[Object]
+impl QuestionMutation {
+    /// Answer, decline ("not enough context") or send back for research.
+    async fn answer_question(&self, ctx: &Context<'_>, input: AnswerInput) -> Result<AnswerResult> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let caller = caller_of(ctx)?;
+        access::signed_in(caller.viewer()).gql()?;
+        caller.check_write().gql()?;
+        let outcome = answering::answer_question(
+            db,
+            caller.viewer(),
+            AnswerRequest {
+                question_id: question_id(&input.question_id).gql()?,
+                kind: input.kind.word().to_owned(),
+                option_id: input.option_id,
+                body: input.body,
+            },
+            Utc::now(),
+        )
+        .await
+        .gql()?;
+        let handle = caller
+            .viewer()
+            .map(|v| v.handle.clone())
+            .unwrap_or_default();
+        Ok(AnswerResult {
+            answer: Answer::from_model(outcome.answer, handle),
+            question: outcome.question.into(),
+            points: outcome.points,
+            contribution_status: outcome.contribution_status.map(|s| word(&s)),
+            notice: outcome.notice,
+        })
+    }
+
+    /// "Not worth anybody's time": close a waiting question without an answer.
+    async fn dismiss_question(&self, ctx: &Context<'_>, id: ID) -> Result<Question> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let caller = caller_of(ctx)?;
+        access::signed_in(caller.viewer()).gql()?;
+        caller.check_write().gql()?;
+        let question =
+            answering::dismiss_question(db, caller.viewer(), question_id(&id).gql()?, Utc::now())
+                .await
+                .gql()?;
+        Ok(question.into())
+    }
+}

@@ -1,0 +1,47 @@
+//! The tier ladder and my contributions.
+
+use async_graphql::{Context, Object, Result};
+use sea_orm::DatabaseConnection;
+
+use super::caller_of;
+use super::types::{Contribution, Tier};
+use crate::error::GqlResultExt;
+use crate::service::queue::page_size;
+use crate::service::{access, scores, standing};
+
+/// Score queries.
+#[derive(Default)]
+pub struct ScoreQuery;
+
+#[Object]
+impl ScoreQuery {
+    /// The tier ladder, lowest first.
+    async fn tiers(&self, ctx: &Context<'_>) -> Result<Vec<Tier>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        Ok(scores::ladder(db)
+            .await
+            .gql()?
+            .into_iter()
+            .map(Tier::from)
+            .collect())
+    }
+
+    /// My contributions, newest first.
+    async fn my_contributions(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+    ) -> Result<Vec<Contribution>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let viewer = access::signed_in(caller_of(ctx)?.viewer()).gql()?;
+        let first = page_size(first).gql()?;
+        Ok(
+            standing::contributions(db, Some(viewer.user_id), None, first)
+                .await
+                .gql()?
+                .into_iter()
+                .map(Contribution::from)
+                .collect(),
+        )
+    }
+}

@@ -1,0 +1,565 @@
+//! GraphQL output types. They are their own structs, built from entities with `From`, so the
+//! storage schema can change without changing the API.
+
+use async_graphql::connection::{Connection, Edge};
+use async_graphql::{ComplexObject, Context, Enum, ID, Result, SimpleObject};
+use chrono::{DateTime, Utc};
+use entity::agent_answers::{self, AnswerKind as StoredKind};
+use entity::agent_questions::{self, QuestionStatus as StoredStatus};
+use entity::contribution_events::ContributionStatus;
+use entity::niche_members::{MemberRole as StoredRole, MemberStatus as StoredMemberStatus};
+use entity::{audit_log, niches, users};
+use sea_orm::{DatabaseConnection, EntityTrait};
+
+use super::caller_of;
+use crate::domain::scoring;
+use crate::error::GqlResultExt;
+use crate::service::queue::{self, Cursor, Page, QueueFilter as ServiceFilter};
+use crate::service::standing::{ContributionView, MembershipStanding};
+
+/// The three kinds of answer.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+pub enum AnswerKind {
+    /// Settles the question; scored.
+    Answered,
+    /// "Not enough context": free; the question stays open for someone else.
+    InsufficientContext,
+    /// Sent back to the agent for more research: free.
+    NeedsResearch,
+}
+
+impl AnswerKind {
+    /// The wire word the answering service checks.
+    pub fn word(self) -> &'static str {
+        match self {
+            AnswerKind::Answered => "answered",
+            AnswerKind::InsufficientContext => "insufficient_context",
+            AnswerKind::NeedsResearch => "needs_research",
+        }
+    }
+}
+
+impl From<StoredKind> for AnswerKind {
+    fn from(kind: StoredKind) -> Self {
+        match kind {
+            StoredKind::Answered => AnswerKind::Answered,
+            StoredKind::InsufficientContext => AnswerKind::InsufficientContext,
+            StoredKind::NeedsResearch => AnswerKind::NeedsResearch,
+        }
+    }
+}
+
+/// Where a question is.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+pub enum QuestionStatus {
+    /// Waiting for someone.
+    Open,
+    /// Sent back to the agent for more research.
+    Researching,
+    /// Answered.
+    Answered,
+    /// Not worth anybody's time.
+    Dismissed,
+    /// Nobody answered in time.
+    Expired,
+}
+
+impl From<StoredStatus> for QuestionStatus {
+    fn from(status: StoredStatus) -> Self {
+        match status {
+            StoredStatus::Open => QuestionStatus::Open,
+            StoredStatus::Researching => QuestionStatus::Researching,
+            StoredStatus::Answered => QuestionStatus::Answered,
+            StoredStatus::Dismissed => QuestionStatus::Dismissed,
+            StoredStatus::Expired => QuestionStatus::Expired,
+        }
+    }
+}
+
+/// Which questions to list.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+pub enum QueueFilter {
+    /// Open and researching.
+    Waiting,
+    /// Open only.
+    Open,
+    /// Researching only.
+    Researching,
+    /// Answered.
+    Answered,
+    /// Dismissed.
+    Dismissed,
+    /// Expired.
+    Expired,
+}
+
+impl From<QueueFilter> for ServiceFilter {
+    fn from(filter: QueueFilter) -> Self {
+        match filter {
+            QueueFilter::Waiting => ServiceFilter::Waiting,
+            QueueFilter::Open => ServiceFilter::Only(StoredStatus::Open),
+            QueueFilter::Researching => ServiceFilter::Only(StoredStatus::Researching),
+            QueueFilter::Answered => ServiceFilter::Only(StoredStatus::Answered),
+            QueueFilter::Dismissed => ServiceFilter::Only(StoredStatus::Dismissed),
+            QueueFilter::Expired => ServiceFilter::Only(StoredStatus::Expired),
+        }
+    }
+}
+
+/// A member's role in a niche.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+pub enum MemberRole {
+    /// Answers questions.
+    Operator,
+    /// Answers questions in a speciality.
+    Specialist,
+    /// Reads, never answers.
+    Observer,
+}
+
+impl From<MemberRole> for StoredRole {
+    fn from(role: MemberRole) -> Self {
+        match role {
+            MemberRole::Operator => StoredRole::Operator,
+            MemberRole::Specialist => StoredRole::Specialist,
+            MemberRole::Observer => StoredRole::Observer,
+        }
+    }
+}
+
+/// A niche's lifecycle status.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+pub enum NicheStatus {
+    /// Being set up; takes no questions.
+    Draft,
+    /// Takes questions.
+    Open,
+    /// Takes questions and has operators.
+    Operated,
+    /// Closed; its records are kept.
+    Archived,
+}
+
+impl From<NicheStatus> for niches::NicheStatus {
+    fn from(status: NicheStatus) -> Self {
+        match status {
+            NicheStatus::Draft => niches::NicheStatus::Draft,
+            NicheStatus::Open => niches::NicheStatus::Open,
+            NicheStatus::Operated => niches::NicheStatus::Operated,
+            NicheStatus::Archived => niches::NicheStatus::Archived,
+        }
+    }
+}
+
+/// The stored word of a serde-serialisable enum (`"open"`, `"verified"`, …).
+pub fn word<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// A person.
+#[derive(SimpleObject, Clone)]
+pub struct User {
+    /// Their id.
+    pub id: ID,
+    /// Their handle.
+    pub handle: String,
+    /// Whether they administer askloop.
+    pub is_admin: bool,
+}
+
+impl From<&users::Model> for User {
+    fn from(user: &users::Model) -> Self {
+        Self {
+            id: ID(user.id.to_string()),
+            handle: user.handle.clone(),
+            is_admin: user.role == users::UserRole::Admin,
+        }
+    }
+}
+
+/// A niche: the field an agent works in.
+#[derive(SimpleObject, Clone)]
+#[graphql(complex)]
+pub struct Niche {
+    #[graphql(skip)]
+    pub id: i64,
+    /// Unique, lowercased.
+    pub slug: String,
+    /// Display name.
+    pub name: String,
+    /// `draft`, `open`, `operated` or `archived`.
+    pub status: String,
+    /// What the niche covers.
+    pub description: String,
+}
+
+impl From<niches::Model> for Niche {
+    fn from(model: niches::Model) -> Self {
+        Self {
+            id: model.id,
+            status: word(&model.status),
+            slug: model.slug,
+            name: model.name,
+            description: model.description,
+        }
+    }
+}
+
+/// A connection of questions, Relay style.
+pub type QuestionConnection = Connection<String, Question>;
+
+/// Turn a service page into a connection.
+pub fn connection(page: Page, filter: ServiceFilter, had_cursor: bool) -> QuestionConnection {
+    let mut connection = Connection::new(had_cursor, page.has_next);
+    connection.edges.extend(
+        page.items
+            .into_iter()
+            .map(|q| Edge::new(Cursor::of(&q, filter).encode(), Question::from(q))),
+    );
+    connection
+}
+
+#[ComplexObject]
+impl Niche {
+    /// The niche's questions: only for its active members and admins.
+    async fn questions(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(default_with = "QueueFilter::Waiting")] status: QueueFilter,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> Result<QuestionConnection> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let caller = caller_of(ctx)?;
+        let first = queue::page_size(first).gql()?;
+        let after = after.as_deref().map(Cursor::decode).transpose().gql()?;
+        let niche = niches::Entity::find_by_id(self.id)
+            .one(db)
+            .await?
+            .ok_or_else(|| async_graphql::Error::new("niche vanished"))?;
+        let filter = ServiceFilter::from(status);
+        let page = queue::niche_questions(
+            db,
+            caller.viewer(),
+            &niche,
+            filter,
+            first,
+            after,
+            Utc::now(),
+        )
+        .await
+        .gql()?;
+        Ok(connection(page, filter, after.is_some()))
+    }
+}
+
+/// One of the answers an agent offers.
+#[derive(SimpleObject, Clone, serde::Deserialize)]
+pub struct QuestionOption {
+    /// Echoed back in the answer.
+    pub id: String,
+    /// What a person reads.
+    pub label: String,
+}
+
+/// A question an agent asked.
+#[derive(SimpleObject, Clone)]
+#[graphql(complex)]
+pub struct Question {
+    /// Its id.
+    pub id: ID,
+    #[graphql(skip)]
+    pub niche_id: i64,
+    /// The agent's own id for it.
+    pub external_id: Option<String>,
+    /// Up to 300 characters.
+    pub title: String,
+    /// Up to 8000 characters.
+    pub question: String,
+    /// What the agent found: UNTRUSTED text, to be shown only as text.
+    pub context: Option<String>,
+    /// The answers the agent offers.
+    pub options: Vec<QuestionOption>,
+    /// `low`, `normal` or `high`.
+    pub urgency: String,
+    /// Where it is.
+    pub status: QuestionStatus,
+    /// The bounty for its answer, minor units.
+    pub bounty_minor: i64,
+    /// How many times research has come back.
+    pub research_round: i64,
+    /// When it arrived.
+    pub created_at: DateTime<Utc>,
+    /// When it was answered.
+    pub answered_at: Option<DateTime<Utc>>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+    /// When it stops waiting.
+    pub expires_at: DateTime<Utc>,
+}
+
+impl From<agent_questions::Model> for Question {
+    fn from(q: agent_questions::Model) -> Self {
+        Self {
+            id: ID(q.id.to_string()),
+            niche_id: q.niche_id,
+            external_id: q.external_id,
+            title: q.title,
+            question: q.question,
+            context: q.context,
+            options: serde_json::from_value(q.options).unwrap_or_default(),
+            urgency: word(&q.urgency),
+            status: q.status.into(),
+            bounty_minor: q.bounty_minor,
+            research_round: q.research_round,
+            created_at: q.created_at,
+            answered_at: q.answered_at,
+            updated_at: q.updated_at,
+            expires_at: q.expires_at,
+        }
+    }
+}
+
+#[ComplexObject]
+impl Question {
+    /// The niche it was asked in.
+    async fn niche(&self, ctx: &Context<'_>) -> Result<Niche> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let niche = niches::Entity::find_by_id(self.niche_id)
+            .one(db)
+            .await?
+            .ok_or_else(|| async_graphql::Error::new("niche vanished"))?;
+        Ok(niche.into())
+    }
+
+    /// Every answer and decline given, oldest first.
+    async fn answers(&self, ctx: &Context<'_>) -> Result<Vec<Answer>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let id: i64 = self.id.parse()?;
+        let answers = queue::answers_of(db, id).await.gql()?;
+        let people = users::Entity::find().all(db).await?;
+        Ok(answers
+            .into_iter()
+            .map(|a| {
+                let handle = people
+                    .iter()
+                    .find(|u| u.id == a.user_id)
+                    .map_or_else(String::new, |u| u.handle.clone());
+                Answer::from_model(a, handle)
+            })
+            .collect())
+    }
+
+    /// What happened to it, oldest first.
+    async fn timeline(&self, ctx: &Context<'_>) -> Result<Vec<TimelineEntry>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let id: i64 = self.id.parse()?;
+        Ok(queue::timeline_of(db, id)
+            .await
+            .gql()?
+            .into_iter()
+            .map(TimelineEntry::from)
+            .collect())
+    }
+}
+
+/// An answer or decline.
+#[derive(SimpleObject, Clone)]
+pub struct Answer {
+    /// Its id.
+    pub id: ID,
+    /// What kind.
+    pub kind: AnswerKind,
+    /// The option chosen.
+    pub option_id: Option<String>,
+    /// The words.
+    pub body: Option<String>,
+    /// Who gave it.
+    pub answered_by: String,
+    /// When.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Answer {
+    /// From a stored answer and its author's handle.
+    pub fn from_model(a: agent_answers::Model, handle: String) -> Self {
+        Self {
+            id: ID(a.id.to_string()),
+            kind: a.kind.into(),
+            option_id: a.option_id,
+            body: a.body,
+            answered_by: handle,
+            created_at: a.created_at,
+            updated_at: a.updated_at,
+        }
+    }
+}
+
+/// One step in a question's life.
+#[derive(SimpleObject, Clone)]
+pub struct TimelineEntry {
+    /// When.
+    pub at: DateTime<Utc>,
+    /// Who (`user:<id>`, `agent:<id>`, `system`).
+    pub actor: String,
+    /// What (`question.created`, `question.answered`, …).
+    pub action: String,
+}
+
+impl From<audit_log::Model> for TimelineEntry {
+    fn from(entry: audit_log::Model) -> Self {
+        Self {
+            at: entry.created_at,
+            actor: entry.actor,
+            action: entry.action,
+        }
+    }
+}
+
+/// A rung of the tier ladder.
+#[derive(SimpleObject, Clone)]
+pub struct Tier {
+    /// Its name.
+    pub name: String,
+    /// The lowest score in it.
+    pub min_score: i64,
+    /// Its share of a niche's revenue, basis points.
+    pub share_bps: i32,
+}
+
+impl From<scoring::Tier> for Tier {
+    fn from(tier: scoring::Tier) -> Self {
+        Self {
+            name: tier.name,
+            min_score: tier.min_score,
+            share_bps: i32::try_from(tier.share_bps).unwrap_or(0),
+        }
+    }
+}
+
+/// A membership with where its holder stands.
+#[derive(SimpleObject, Clone)]
+pub struct Membership {
+    /// The niche.
+    pub niche: Niche,
+    /// `operator`, `specialist` or `observer`.
+    pub role: String,
+    /// `pending`, `active`, `suspended` or `left`.
+    pub status: String,
+    /// Sum of verified points.
+    pub score: i64,
+    /// Verified contributions.
+    pub verified_count: i64,
+    /// Contributions awaiting review.
+    pub pending_count: i64,
+    /// The tier the score is in.
+    pub tier: Tier,
+    /// The next tier up; none at the top of the ladder.
+    pub next_tier: Option<Tier>,
+    /// Points still needed for the next tier.
+    pub points_to_next_tier: Option<i64>,
+    /// Share of the niche's revenue, basis points (after the 80% split).
+    pub share_bps: i32,
+    /// The most this member's share may be, basis points.
+    pub share_cap_bps: i32,
+}
+
+impl From<MembershipStanding> for Membership {
+    fn from(s: MembershipStanding) -> Self {
+        Self {
+            role: word(&s.member.role),
+            status: word(&s.member.status),
+            score: s.score,
+            verified_count: s.verified_count,
+            pending_count: s.pending_count,
+            points_to_next_tier: s.next_tier.as_ref().map(|t| t.min_score - s.score),
+            next_tier: s.next_tier.map(Tier::from),
+            tier: s.tier.into(),
+            share_bps: i32::try_from(s.share_bps).unwrap_or(0),
+            share_cap_bps: s.member.share_cap_bps,
+            niche: s.niche.into(),
+        }
+    }
+}
+
+/// A member of a niche, as admins see them.
+#[derive(SimpleObject, Clone)]
+pub struct Member {
+    /// The person's handle.
+    pub handle: String,
+    /// The niche's slug.
+    pub niche_slug: String,
+    /// Their role.
+    pub role: String,
+    /// Their status.
+    pub status: String,
+    /// Their share cap, basis points.
+    pub share_cap_bps: i32,
+}
+
+/// A scored contribution.
+#[derive(SimpleObject, Clone)]
+pub struct Contribution {
+    /// Its id.
+    pub id: ID,
+    /// The niche's slug.
+    pub niche_slug: String,
+    /// The contribution type (`agent_answer`, `manual_adjustment`).
+    pub kind: String,
+    /// Its points (kept even when rejected or reversed).
+    pub points: i64,
+    /// `pending`, `verified`, `rejected` or `reversed`.
+    pub status: String,
+    /// What produced it.
+    pub source: String,
+    /// Supporting facts as JSON text (show as text).
+    pub evidence: String,
+    /// When it was recorded.
+    pub created_at: DateTime<Utc>,
+    /// When it was verified.
+    pub verified_at: Option<DateTime<Utc>>,
+}
+
+impl From<ContributionView> for Contribution {
+    fn from(view: ContributionView) -> Self {
+        let e = view.event;
+        Self {
+            id: ID(e.id.to_string()),
+            niche_slug: view.niche_slug,
+            kind: view.type_key,
+            points: e.points,
+            status: word(&e.status),
+            source: e.source,
+            evidence: e.evidence.to_string(),
+            created_at: e.created_at,
+            verified_at: e.verified_at,
+        }
+    }
+}
+
+/// A contribution's status word, for filters.
+pub fn contribution_status_word(status: ContributionStatus) -> String {
+    word(&status)
+}
+
+/// The roles and statuses stored for members.
+pub fn member_view(
+    handle: &str,
+    niche_slug: &str,
+    role: StoredRole,
+    status: StoredMemberStatus,
+    cap: i32,
+) -> Member {
+    Member {
+        handle: handle.to_owned(),
+        niche_slug: niche_slug.to_owned(),
+        role: word(&role),
+        status: word(&status),
+        share_cap_bps: cap,
+    }
+}

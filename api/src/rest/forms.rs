@@ -1,0 +1,165 @@
+//! What a plain HTML form posts: `POST /dashboard/questions/:id/answer|dismiss`. The answer is
+//! a 303 back to a same-site `next` with `notice` or `error` in its query — never an open
+//! redirect.
+
+use axum::Form;
+use axum::extract::{Path, State};
+use axum::http::header::LOCATION;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use serde::Deserialize;
+
+use crate::auth::Caller;
+use crate::error::ServiceError;
+use crate::service::answering::{self, AnswerRequest};
+use crate::startup::AppState;
+
+/// Where to go when `next` is missing or unsafe.
+const HOME: &str = "/dashboard/niches";
+
+/// Fields of the answer form.
+#[derive(Debug, Deserialize)]
+pub struct AnswerForm {
+    /// `answered`, `insufficient_context` or `needs_research`.
+    kind: Option<String>,
+    /// The chosen option (radio buttons).
+    option_id: Option<String>,
+    /// The words (text area).
+    body: Option<String>,
+    /// Where to return.
+    next: Option<String>,
+}
+
+/// Fields of the dismiss form.
+#[derive(Debug, Deserialize)]
+pub struct DismissForm {
+    /// Where to return.
+    next: Option<String>,
+}
+
+/// `next` if it is a path on this site; otherwise the dashboard. Rejects `//host`, `/\host`,
+/// schemes and anything with control characters.
+pub fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(path)
+            if path.starts_with('/')
+                && !path.starts_with("//")
+                && !path.starts_with("/\\")
+                && !path.chars().any(|c| c.is_control() || c == '\\') =>
+        {
+            path.to_owned()
+        }
+        _ => HOME.to_owned(),
+    }
+}
+
+fn see_other(next: &str, key: &str, message: &str) -> Response {
+    let separator = if next.contains('?') { '&' } else { '?' };
+    let query = serde_urlencoded::to_string([(key, message)]).unwrap_or_default();
+    let location = format!("{next}{separator}{query}");
+    match HeaderValue::from_str(&location) {
+        Ok(value) => (StatusCode::SEE_OTHER, [(LOCATION, value)]).into_response(),
+        Err(_) => (
+            StatusCode::SEE_OTHER,
+            [(LOCATION, HeaderValue::from_static(HOME))],
+        )
+            .into_response(),
+    }
+}
+
+fn outcome(next: &str, result: Result<String, ServiceError>) -> Response {
+    match result {
+        Ok(notice) => see_other(next, "notice", &notice),
+        Err(ServiceError::Unauthenticated(_)) => {
+            let query = serde_urlencoded::to_string([("next", next)]).unwrap_or_default();
+            match HeaderValue::from_str(&format!("/login?{query}")) {
+                Ok(value) => (StatusCode::SEE_OTHER, [(LOCATION, value)]).into_response(),
+                Err(_) => (
+                    StatusCode::SEE_OTHER,
+                    [(LOCATION, HeaderValue::from_static("/login"))],
+                )
+                    .into_response(),
+            }
+        }
+        Err(err @ ServiceError::Internal(_)) => err.into_response(),
+        Err(err) => see_other(next, "error", &err.to_string()),
+    }
+}
+
+/// Answer from a form.
+pub async fn answer(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Form(form): Form<AnswerForm>,
+) -> Response {
+    let next = safe_next(form.next.as_deref());
+    let result = async {
+        crate::service::access::signed_in(caller.viewer())?;
+        caller.check_write()?;
+        let question_id: i64 = id
+            .parse()
+            .map_err(|_| ServiceError::NotFound("no such question".into()))?;
+        let done = answering::answer_question(
+            &state.db,
+            caller.viewer(),
+            AnswerRequest {
+                question_id,
+                kind: form.kind.unwrap_or_default(),
+                option_id: form.option_id,
+                body: form.body,
+            },
+            Utc::now(),
+        )
+        .await?;
+        Ok(done.notice)
+    }
+    .await;
+    outcome(&next, result)
+}
+
+/// Dismiss from a form.
+pub async fn dismiss(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Form(form): Form<DismissForm>,
+) -> Response {
+    let next = safe_next(form.next.as_deref());
+    let result = async {
+        crate::service::access::signed_in(caller.viewer())?;
+        caller.check_write()?;
+        let question_id: i64 = id
+            .parse()
+            .map_err(|_| ServiceError::NotFound("no such question".into()))?;
+        answering::dismiss_question(&state.db, caller.viewer(), question_id, Utc::now()).await?;
+        Ok("Dismissed. Nobody will be asked about it again.".to_owned())
+    }
+    .await;
+    outcome(&next, result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_next;
+
+    #[test]
+    fn next_never_leaves_the_site() {
+        assert_eq!(
+            safe_next(Some("/dashboard/niches/games/questions")),
+            "/dashboard/niches/games/questions"
+        );
+        for hostile in [
+            "https://evil.example",
+            "//evil.example",
+            "/\\evil.example",
+            "javascript:alert(1)",
+            "/x\r\nSet-Cookie: a=b",
+            "",
+        ] {
+            assert_eq!(safe_next(Some(hostile)), "/dashboard/niches", "{hostile:?}");
+        }
+        assert_eq!(safe_next(None), "/dashboard/niches");
+    }
+}

@@ -1,0 +1,299 @@
+//! Admin decisions: niches, memberships and contribution review. Every decision is audited.
+
+use chrono::{DateTime, Utc};
+use entity::contribution_events::{self, ContributionStatus};
+use entity::niche_members::{self, MemberStatus};
+use entity::niches::{self, NicheStatus};
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet,
+    QueryFilter,
+};
+use serde_json::json;
+
+use crate::db::begin_write;
+use crate::error::ServiceError;
+use crate::service::access::{self, Viewer};
+use crate::service::accounts::user_by_handle;
+use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::queue::niche_by_slug;
+use crate::service::scores;
+
+/// Changes to a niche; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct NicheChanges {
+    /// New display name (1..=120 chars).
+    pub name: Option<String>,
+    /// New description (≤ 2000 chars).
+    pub description: Option<String>,
+    /// New status.
+    pub status: Option<NicheStatus>,
+}
+
+/// Update a niche.
+pub async fn update_niche(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    slug: &str,
+    changes: NicheChanges,
+    now: DateTime<Utc>,
+) -> Result<niches::Model, ServiceError> {
+    let admin = access::admin(viewer)?;
+    let niche = niche_by_slug(db, slug).await?;
+    let mut row: niches::ActiveModel = niche.clone().into();
+    if let Some(name) = changes.name {
+        let name = name.trim().to_owned();
+        if name.is_empty() || name.chars().count() > 120 {
+            return Err(ServiceError::BadInput(
+                "a niche name is 1 to 120 characters".into(),
+            ));
+        }
+        row.name = Set(name);
+    }
+    if let Some(description) = changes.description {
+        if description.chars().count() > 2000 {
+            return Err(ServiceError::BadInput(
+                "a description is at most 2000 characters".into(),
+            ));
+        }
+        row.description = Set(description);
+    }
+    if let Some(status) = changes.status {
+        row.status = Set(status);
+    }
+    row.updated_at = Set(now);
+    let txn = begin_write(db).await?;
+    let updated = row.update(&txn).await?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(admin.user_id),
+            action: "niche.updated",
+            subject_type: "niche",
+            subject_id: niche.id,
+            niche_id: Some(niche.id),
+            detail: json!({ "name": updated.name, "status": updated.status }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(updated)
+}
+
+/// Set a membership's status (suspend, reinstate, leave).
+pub async fn set_member_status(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    slug: &str,
+    handle: &str,
+    status: MemberStatus,
+    now: DateTime<Utc>,
+) -> Result<niche_members::Model, ServiceError> {
+    let admin = access::admin(viewer)?;
+    let niche = niche_by_slug(db, slug).await?;
+    let user = user_by_handle(db, handle).await?;
+    let member = niche_members::Entity::find()
+        .filter(niche_members::Column::NicheId.eq(niche.id))
+        .filter(niche_members::Column::UserId.eq(user.id))
+        .one(db)
+        .await?
+        .ok_or_else(|| {
+            ServiceError::NotFound(format!(
+                "'{}' is not a member of '{}'",
+                user.handle, niche.slug
+            ))
+        })?;
+    let txn = begin_write(db).await?;
+    let mut row: niche_members::ActiveModel = member.clone().into();
+    row.status = Set(status);
+    row.updated_at = Set(now);
+    let updated = row.update(&txn).await?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(admin.user_id),
+            action: "member.status_changed",
+            subject_type: "member",
+            subject_id: member.id,
+            niche_id: Some(niche.id),
+            detail: json!({ "user": user.handle, "from": member.status, "to": status }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(updated)
+}
+
+/// A review decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// pending → verified.
+    Verify,
+    /// pending → rejected.
+    Reject,
+    /// verified → reversed (the row keeps its points; they leave the sum).
+    Reverse,
+}
+
+/// Apply a review decision to a contribution and recompute its owner's score.
+pub async fn review(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    contribution_id: i64,
+    decision: Decision,
+    note: Option<String>,
+    now: DateTime<Utc>,
+) -> Result<contribution_events::Model, ServiceError> {
+    let admin = access::admin(viewer)?;
+    let event = contribution_events::Entity::find_by_id(contribution_id)
+        .one(db)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound("no such contribution".into()))?;
+    let (from, to, action) = match decision {
+        Decision::Verify => (
+            ContributionStatus::Pending,
+            ContributionStatus::Verified,
+            "contribution.verified",
+        ),
+        Decision::Reject => (
+            ContributionStatus::Pending,
+            ContributionStatus::Rejected,
+            "contribution.rejected",
+        ),
+        Decision::Reverse => (
+            ContributionStatus::Verified,
+            ContributionStatus::Reversed,
+            "contribution.reversed",
+        ),
+    };
+    let txn = begin_write(db).await?;
+    let mut update = contribution_events::Entity::update_many()
+        .col_expr(contribution_events::Column::Status, Expr::value(to));
+    if decision == Decision::Verify {
+        update = update
+            .col_expr(
+                contribution_events::Column::VerifiedAt,
+                Expr::value(Some(now)),
+            )
+            .col_expr(
+                contribution_events::Column::VerifiedBy,
+                Expr::value(Some(admin.user_id)),
+            );
+    }
+    let changed = update
+        .filter(contribution_events::Column::Id.eq(event.id))
+        .filter(contribution_events::Column::Status.eq(from))
+        .exec(&txn)
+        .await?;
+    if changed.rows_affected == 0 {
+        txn.rollback().await?;
+        let word = match decision {
+            Decision::Verify => "verified",
+            Decision::Reject => "rejected",
+            Decision::Reverse => "reversed",
+        };
+        let needed = if from == ContributionStatus::Pending {
+            "pending"
+        } else {
+            "verified"
+        };
+        return Err(ServiceError::Conflict(format!(
+            "only {needed} contributions can be {word}"
+        )));
+    }
+    scores::recompute(&txn, event.niche_id, event.user_id, now).await?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(admin.user_id),
+            action,
+            subject_type: "contribution",
+            subject_id: event.id,
+            niche_id: Some(event.niche_id),
+            detail: json!({ "note": note, "points": event.points }),
+        },
+        now,
+    )
+    .await?;
+    let updated = contribution_events::Entity::find_by_id(event.id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("contribution vanished")))?;
+    txn.commit().await?;
+    Ok(updated)
+}
+
+/// Record a manual adjustment (0..=500 points, verified at once) for a member of a niche.
+pub async fn manual_adjustment(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    slug: &str,
+    handle: &str,
+    points: i64,
+    note: String,
+    now: DateTime<Utc>,
+) -> Result<contribution_events::Model, ServiceError> {
+    let admin = access::admin(viewer)?;
+    let niche = niche_by_slug(db, slug).await?;
+    let user = user_by_handle(db, handle).await?;
+    let kind = scores::contribution_type(db, "manual_adjustment").await?;
+    if !(kind.min_points..=kind.max_points).contains(&points) {
+        return Err(ServiceError::BadInput(format!(
+            "a manual adjustment is {} to {} points",
+            kind.min_points, kind.max_points
+        )));
+    }
+    let note = note.trim().to_owned();
+    if note.is_empty() || note.chars().count() > 1000 {
+        return Err(ServiceError::BadInput(
+            "say why, in 1 to 1000 characters".into(),
+        ));
+    }
+    let member = niche_members::Entity::find()
+        .filter(niche_members::Column::NicheId.eq(niche.id))
+        .filter(niche_members::Column::UserId.eq(user.id))
+        .one(db)
+        .await?;
+    if member.is_none() {
+        return Err(ServiceError::NotFound(format!(
+            "'{}' is not a member of '{}'",
+            user.handle, niche.slug
+        )));
+    }
+    let txn = begin_write(db).await?;
+    let event = contribution_events::ActiveModel {
+        id: NotSet,
+        niche_id: Set(niche.id),
+        user_id: Set(user.id),
+        type_id: Set(kind.id),
+        points: Set(points),
+        status: Set(ContributionStatus::Verified),
+        source: Set("admin".into()),
+        evidence: Set(json!({ "note": note })),
+        dedupe_key: Set(None),
+        verified_at: Set(Some(now)),
+        verified_by: Set(Some(admin.user_id)),
+        reverses: Set(None),
+        created_at: Set(now),
+    }
+    .insert(&txn)
+    .await?;
+    scores::recompute(&txn, niche.id, user.id, now).await?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(admin.user_id),
+            action: "contribution.adjusted",
+            subject_type: "contribution",
+            subject_id: event.id,
+            niche_id: Some(niche.id),
+            detail: json!({ "user": user.handle, "points": points, "note": note }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(event)
+}

@@ -1,0 +1,444 @@
+//! Answering, declining and dismissing (design §6), in one place that every surface calls.
+//!
+//! Exactly one answer wins: the status change is a conditional UPDATE (only from open or
+//! researching, only before expiry) in the same transaction as the answer row and the
+//! contribution. The loser's UPDATE matches no row and it gets a clean 409.
+
+use chrono::{DateTime, Duration, Utc};
+use entity::agent_answers::{self, AnswerKind};
+use entity::agent_questions::{self, QuestionStatus};
+use entity::contribution_events::{self, ContributionStatus};
+use entity::niches;
+use sea_orm::sea_query::{Expr, OnConflict};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
+    DatabaseTransaction, EntityTrait, NotSet, QueryFilter, TryInsertResult,
+};
+use serde_json::json;
+
+use crate::db::begin_write;
+use crate::domain::answer::{self, Kind, ValidAnswer};
+use crate::domain::intake::QuestionOption;
+use crate::domain::scoring;
+use crate::error::ServiceError;
+use crate::service::access::{self, Viewer};
+use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::scores;
+
+/// An answer as a surface received it; checked here, after the caller's rights.
+#[derive(Debug, Clone)]
+pub struct AnswerRequest {
+    /// The question.
+    pub question_id: i64,
+    /// `answered`, `insufficient_context` or `needs_research`.
+    pub kind: String,
+    /// The chosen option.
+    pub option_id: Option<String>,
+    /// The words.
+    pub body: Option<String>,
+}
+
+/// What answering did.
+#[derive(Debug, Clone)]
+pub struct AnswerOutcome {
+    /// The stored answer row.
+    pub answer: agent_answers::Model,
+    /// The question after the change.
+    pub question: agent_questions::Model,
+    /// Points the answer earned (0 for declines).
+    pub points: i64,
+    /// The contribution's review state, for answers.
+    pub contribution_status: Option<ContributionStatus>,
+    /// What to tell the person.
+    pub notice: String,
+}
+
+/// The waiting statuses.
+pub const WAITING: [QuestionStatus; 2] = [QuestionStatus::Open, QuestionStatus::Researching];
+
+/// The question's options as stored.
+pub fn options_of(question: &agent_questions::Model) -> Vec<QuestionOption> {
+    serde_json::from_value(question.options.clone()).unwrap_or_default()
+}
+
+/// Whether a question still waits for someone at `now`.
+pub fn is_waiting(question: &agent_questions::Model, now: DateTime<Utc>) -> bool {
+    WAITING.contains(&question.status) && question.expires_at > now
+}
+
+/// The 409 for a question that no longer waits.
+fn not_waiting(question: &agent_questions::Model) -> ServiceError {
+    if question.status == QuestionStatus::Expired || WAITING.contains(&question.status) {
+        ServiceError::Conflict("that question has expired".into())
+    } else {
+        ServiceError::Conflict("that question is already settled".into())
+    }
+}
+
+async fn find_question<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+) -> Result<agent_questions::Model, ServiceError> {
+    agent_questions::Entity::find_by_id(id)
+        .one(conn)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound("no such question".into()))
+}
+
+async fn niche_of<C: ConnectionTrait>(
+    conn: &C,
+    question: &agent_questions::Model,
+) -> Result<niches::Model, ServiceError> {
+    niches::Entity::find_by_id(question.niche_id)
+        .one(conn)
+        .await?
+        .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("question without a niche")))
+}
+
+/// Answer, decline or send back a question, in the order of design §6: signed in (401) → the
+/// question exists (404) → it still waits (409) → an active, non-observer member of its niche
+/// (403) → a known kind (400) → an answer has an option or words (400) → one row per person.
+pub async fn answer_question(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    request: AnswerRequest,
+    now: DateTime<Utc>,
+) -> Result<AnswerOutcome, ServiceError> {
+    let viewer = access::signed_in(viewer)?;
+    let question = find_question(db, request.question_id).await?;
+    if !is_waiting(&question, now) {
+        return Err(not_waiting(&question));
+    }
+    let niche = niche_of(db, &question).await?;
+    if !access::acts_on_questions(access::membership(db, viewer, niche.id).await?.as_ref()) {
+        return Err(access::not_a_member(&niche));
+    }
+    let valid = answer::validate(
+        &request.kind,
+        request.option_id.as_deref(),
+        request.body.as_deref(),
+        &options_of(&question),
+    )
+    .map_err(ServiceError::BadInput)?;
+
+    let txn = begin_write(db).await?;
+    let result = match valid.kind {
+        Kind::Answered => settle(&txn, viewer, &question, &valid, now).await,
+        Kind::InsufficientContext | Kind::NeedsResearch => {
+            decline(&txn, viewer, &question, &valid, now).await
+        }
+    };
+    match result {
+        Ok(outcome) => {
+            txn.commit().await?;
+            Ok(outcome)
+        }
+        Err(err) => {
+            txn.rollback().await?;
+            Err(err)
+        }
+    }
+}
+
+/// The winning answer: close the question, store the answer, record the contribution.
+async fn settle(
+    txn: &DatabaseTransaction,
+    viewer: &Viewer,
+    question: &agent_questions::Model,
+    valid: &ValidAnswer,
+    now: DateTime<Utc>,
+) -> Result<AnswerOutcome, ServiceError> {
+    let closed = agent_questions::Entity::update_many()
+        .col_expr(
+            agent_questions::Column::Status,
+            Expr::value(QuestionStatus::Answered),
+        )
+        .col_expr(agent_questions::Column::AnsweredAt, Expr::value(Some(now)))
+        .col_expr(agent_questions::Column::UpdatedAt, Expr::value(now))
+        .filter(agent_questions::Column::Id.eq(question.id))
+        .filter(agent_questions::Column::Status.is_in(WAITING))
+        .filter(agent_questions::Column::ExpiresAt.gt(now))
+        .exec(txn)
+        .await?;
+    if closed.rows_affected == 0 {
+        // Someone else won (or the clock ran out) between our read and our write.
+        return Err(not_waiting(&find_question(txn, question.id).await?));
+    }
+
+    let answer_type = scores::contribution_type(txn, "agent_answer").await?;
+    let window_start = answer_type
+        .diminish_window_days
+        .map(|days| now - Duration::days(i64::from(days)));
+    let in_window = scores::verified_since(
+        txn,
+        question.niche_id,
+        viewer.user_id,
+        Some(answer_type.id),
+        window_start,
+    )
+    .await?;
+    let verified_in_niche =
+        scores::verified_since(txn, question.niche_id, viewer.user_id, None, None).await?;
+    let points = scoring::diminished_points(
+        answer_type.default_points,
+        in_window,
+        answer_type
+            .diminish_after
+            .map_or(0, |d| u64::try_from(d).unwrap_or(0)),
+    );
+    let status = if scoring::verifies_on_arrival(verified_in_niche) {
+        ContributionStatus::Verified
+    } else {
+        ContributionStatus::Pending
+    };
+    let verified = status == ContributionStatus::Verified;
+    // The dedupe key derives from the question, so even a double-scored path books once.
+    let dedupe_key = format!("agent_answer:question:{}", question.id);
+    let inserted = contribution_events::Entity::insert(contribution_events::ActiveModel {
+        id: NotSet,
+        niche_id: Set(question.niche_id),
+        user_id: Set(viewer.user_id),
+        type_id: Set(answer_type.id),
+        points: Set(points),
+        status: Set(status),
+        source: Set("answer".into()),
+        evidence: Set(json!({ "questionId": question.id, "optionId": valid.option_id })),
+        dedupe_key: Set(Some(dedupe_key.clone())),
+        verified_at: Set(verified.then_some(now)),
+        verified_by: Set(None),
+        reverses: Set(None),
+        created_at: Set(now),
+    })
+    .on_conflict(
+        OnConflict::columns([
+            contribution_events::Column::NicheId,
+            contribution_events::Column::UserId,
+            contribution_events::Column::DedupeKey,
+        ])
+        .target_and_where(contribution_events::Column::DedupeKey.is_not_null())
+        .do_nothing()
+        .to_owned(),
+    )
+    .try_insert()
+    .exec(txn)
+    .await?;
+    let event_id = match inserted {
+        TryInsertResult::Inserted(result) => result.last_insert_id,
+        TryInsertResult::Conflicted | TryInsertResult::Empty => contribution_events::Entity::find()
+            .filter(contribution_events::Column::NicheId.eq(question.niche_id))
+            .filter(contribution_events::Column::UserId.eq(viewer.user_id))
+            .filter(contribution_events::Column::DedupeKey.eq(dedupe_key))
+            .one(txn)
+            .await?
+            .map(|e| e.id)
+            .ok_or_else(|| {
+                ServiceError::Internal(anyhow::anyhow!("dedupe conflict without a row"))
+            })?,
+    };
+
+    let answer = store_answer(txn, viewer, question, valid, Some(event_id), now).await?;
+    scores::recompute(txn, question.niche_id, viewer.user_id, now).await?;
+    let actor = Actor::User(viewer.user_id);
+    audit::record(
+        txn,
+        AuditEntry {
+            actor: &actor,
+            action: "question.answered",
+            subject_type: "question",
+            subject_id: question.id,
+            niche_id: Some(question.niche_id),
+            detail: json!({ "answerId": answer.id, "optionId": valid.option_id }),
+        },
+        now,
+    )
+    .await?;
+    audit::record(
+        txn,
+        AuditEntry {
+            actor: &actor,
+            action: "contribution.created",
+            subject_type: "contribution",
+            subject_id: event_id,
+            niche_id: Some(question.niche_id),
+            detail: json!({ "points": points, "status": status, "questionId": question.id }),
+        },
+        now,
+    )
+    .await?;
+    let question = find_question(txn, question.id).await?;
+    let notice = if verified {
+        format!("Thanks. That is {points} points.")
+    } else {
+        "Thanks. It goes to review before it counts.".to_owned()
+    };
+    Ok(AnswerOutcome {
+        answer,
+        question,
+        points,
+        contribution_status: Some(status),
+        notice,
+    })
+}
+
+/// "Not enough context" or "ask the agent to research more": free, recorded, one row per person.
+async fn decline(
+    txn: &DatabaseTransaction,
+    viewer: &Viewer,
+    question: &agent_questions::Model,
+    valid: &ValidAnswer,
+    now: DateTime<Utc>,
+) -> Result<AnswerOutcome, ServiceError> {
+    let mut update = agent_questions::Entity::update_many()
+        .col_expr(agent_questions::Column::UpdatedAt, Expr::value(now));
+    if valid.kind == Kind::NeedsResearch {
+        update = update.col_expr(
+            agent_questions::Column::Status,
+            Expr::value(QuestionStatus::Researching),
+        );
+    }
+    // Conditional like the winning answer, so a decline never lands on a settled question.
+    let touched = update
+        .filter(agent_questions::Column::Id.eq(question.id))
+        .filter(agent_questions::Column::Status.is_in(WAITING))
+        .filter(agent_questions::Column::ExpiresAt.gt(now))
+        .exec(txn)
+        .await?;
+    if touched.rows_affected == 0 {
+        return Err(not_waiting(&find_question(txn, question.id).await?));
+    }
+    let answer = store_answer(txn, viewer, question, valid, None, now).await?;
+    let (action, notice) = match valid.kind {
+        Kind::NeedsResearch => (
+            "question.research_requested",
+            "Sent back to the agent for more research.",
+        ),
+        _ => (
+            "question.declined",
+            "Noted. It stays open for someone else.",
+        ),
+    };
+    audit::record(
+        txn,
+        AuditEntry {
+            actor: &Actor::User(viewer.user_id),
+            action,
+            subject_type: "question",
+            subject_id: question.id,
+            niche_id: Some(question.niche_id),
+            detail: json!({ "answerId": answer.id }),
+        },
+        now,
+    )
+    .await?;
+    Ok(AnswerOutcome {
+        answer,
+        question: find_question(txn, question.id).await?,
+        points: 0,
+        contribution_status: None,
+        notice: notice.to_owned(),
+    })
+}
+
+/// Insert the person's answer row, or replace their earlier decline. An `answered` row is final.
+async fn store_answer(
+    txn: &DatabaseTransaction,
+    viewer: &Viewer,
+    question: &agent_questions::Model,
+    valid: &ValidAnswer,
+    contribution_event_id: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<agent_answers::Model, ServiceError> {
+    let kind = match valid.kind {
+        Kind::Answered => AnswerKind::Answered,
+        Kind::InsufficientContext => AnswerKind::InsufficientContext,
+        Kind::NeedsResearch => AnswerKind::NeedsResearch,
+    };
+    let existing = agent_answers::Entity::find()
+        .filter(agent_answers::Column::QuestionId.eq(question.id))
+        .filter(agent_answers::Column::UserId.eq(viewer.user_id))
+        .one(txn)
+        .await?;
+    match existing {
+        Some(row) if row.kind == AnswerKind::Answered => Err(ServiceError::Conflict(
+            "you have already answered that question".into(),
+        )),
+        Some(row) => {
+            let mut row: agent_answers::ActiveModel = row.into();
+            row.kind = Set(kind);
+            row.option_id = Set(valid.option_id.clone());
+            row.body = Set(valid.body.clone());
+            row.contribution_event_id = Set(contribution_event_id);
+            row.research_round = Set(question.research_round);
+            row.updated_at = Set(now);
+            Ok(row.update(txn).await?)
+        }
+        None => Ok(agent_answers::ActiveModel {
+            id: NotSet,
+            question_id: Set(question.id),
+            user_id: Set(viewer.user_id),
+            kind: Set(kind),
+            option_id: Set(valid.option_id.clone()),
+            body: Set(valid.body.clone()),
+            contribution_event_id: Set(contribution_event_id),
+            research_round: Set(question.research_round),
+            created_at: Set(now),
+            updated_at: Set(now),
+        }
+        .insert(txn)
+        .await?),
+    }
+}
+
+/// "Not worth anybody's time": an active non-observer member or an admin closes a waiting
+/// question without an answer. No points.
+pub async fn dismiss_question(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    question_id: i64,
+    now: DateTime<Utc>,
+) -> Result<agent_questions::Model, ServiceError> {
+    let viewer = access::signed_in(viewer)?;
+    let question = find_question(db, question_id).await?;
+    if !is_waiting(&question, now) {
+        return Err(not_waiting(&question));
+    }
+    let niche = niche_of(db, &question).await?;
+    if !viewer.is_admin
+        && !access::acts_on_questions(access::membership(db, viewer, niche.id).await?.as_ref())
+    {
+        return Err(access::not_a_member(&niche));
+    }
+    let txn = begin_write(db).await?;
+    let closed = agent_questions::Entity::update_many()
+        .col_expr(
+            agent_questions::Column::Status,
+            Expr::value(QuestionStatus::Dismissed),
+        )
+        .col_expr(agent_questions::Column::UpdatedAt, Expr::value(now))
+        .filter(agent_questions::Column::Id.eq(question.id))
+        .filter(agent_questions::Column::Status.is_in(WAITING))
+        .filter(agent_questions::Column::ExpiresAt.gt(now))
+        .exec(&txn)
+        .await?;
+    if closed.rows_affected == 0 {
+        let current = find_question(&txn, question.id).await?;
+        txn.rollback().await?;
+        return Err(not_waiting(&current));
+    }
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(viewer.user_id),
+            action: "question.dismissed",
+            subject_type: "question",
+            subject_id: question.id,
+            niche_id: Some(question.niche_id),
+            detail: json!({}),
+        },
+        now,
+    )
+    .await?;
+    let question = find_question(&txn, question.id).await?;
+    txn.commit().await?;
+    Ok(question)
+}

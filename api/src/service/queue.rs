@@ -1,0 +1,264 @@
+//! Reading questions: a niche's queue (waiting: most urgent first, then oldest; settled: newest
+//! first), one question with its answers and timeline, and "awaiting me" across my niches.
+//! Pagination is keyset (a cursor, never an offset), so a page costs the same at any depth and
+//! every read walks an index.
+
+use chrono::{DateTime, Utc};
+use entity::agent_questions::{self, QuestionStatus};
+use entity::niche_members::{self, MemberRole, MemberStatus};
+use entity::{agent_answers, audit_log, niches};
+use sea_orm::sea_query::{Expr, ExprTrait, Query};
+use sea_orm::{
+    ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+};
+
+use crate::error::ServiceError;
+use crate::service::access::{self, Viewer};
+use crate::service::answering::WAITING;
+
+/// The most questions one page may hold.
+pub const MAX_PAGE: u64 = 100;
+/// The page size when none is asked for.
+pub const DEFAULT_PAGE: u64 = 20;
+
+/// Which questions to list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueFilter {
+    /// Open and researching: what still needs someone.
+    Waiting,
+    /// Only one status.
+    Only(QuestionStatus),
+}
+
+/// A page of questions and where the next one starts.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// The questions, in queue order.
+    pub items: Vec<agent_questions::Model>,
+    /// Whether more follow.
+    pub has_next: bool,
+}
+
+/// Where a page starts: after the question with this sort key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    /// The urgency rank (waiting order) or 0 (settled order).
+    pub rank: i16,
+    /// The question id.
+    pub id: i64,
+}
+
+impl Cursor {
+    /// The opaque text clients pass back.
+    pub fn encode(self) -> String {
+        format!("q{}.{}", self.rank, self.id)
+    }
+
+    /// Read a cursor a client passed back.
+    pub fn decode(raw: &str) -> Result<Self, ServiceError> {
+        let bad = || ServiceError::BadInput("that cursor is not one askloop gave out".into());
+        let rest = raw.strip_prefix('q').ok_or_else(bad)?;
+        let (rank, id) = rest.split_once('.').ok_or_else(bad)?;
+        Ok(Self {
+            rank: rank.parse().map_err(|_| bad())?,
+            id: id.parse().map_err(|_| bad())?,
+        })
+    }
+
+    /// The cursor of `question` in a list filtered by `filter`.
+    pub fn of(question: &agent_questions::Model, filter: QueueFilter) -> Self {
+        match sorts_by_urgency(filter) {
+            true => Self {
+                rank: question.urgency_rank,
+                id: question.id,
+            },
+            false => Self {
+                rank: 0,
+                id: question.id,
+            },
+        }
+    }
+}
+
+fn sorts_by_urgency(filter: QueueFilter) -> bool {
+    matches!(
+        filter,
+        QueueFilter::Waiting
+            | QueueFilter::Only(QuestionStatus::Open)
+            | QueueFilter::Only(QuestionStatus::Researching)
+    )
+}
+
+/// Clamp a requested page size to 1..=100; 0 or less is refused.
+pub fn page_size(first: Option<i32>) -> Result<u64, ServiceError> {
+    match first {
+        None => Ok(DEFAULT_PAGE),
+        Some(n) if n >= 1 && i64::from(n) <= MAX_PAGE as i64 => Ok(n as u64),
+        Some(_) => Err(ServiceError::BadInput(format!(
+            "first must be between 1 and {MAX_PAGE}"
+        ))),
+    }
+}
+
+/// The niche with this slug, or 404.
+pub async fn niche_by_slug(
+    db: &DatabaseConnection,
+    slug: &str,
+) -> Result<niches::Model, ServiceError> {
+    niches::Entity::find()
+        .filter(niches::Column::Slug.eq(slug.trim().to_lowercase()))
+        .one(db)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound(format!("no niche '{slug}'")))
+}
+
+/// A page of `niche`'s questions, for someone allowed to read them.
+pub async fn niche_questions(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    niche: &niches::Model,
+    filter: QueueFilter,
+    first: u64,
+    after: Option<Cursor>,
+    now: DateTime<Utc>,
+) -> Result<Page, ServiceError> {
+    access::can_read_questions(db, viewer, niche).await?;
+    let condition = Condition::all().add(agent_questions::Column::NicheId.eq(niche.id));
+    page(db, condition, filter, first, after, now).await
+}
+
+async fn page(
+    db: &DatabaseConnection,
+    condition: Condition,
+    filter: QueueFilter,
+    first: u64,
+    after: Option<Cursor>,
+    now: DateTime<Utc>,
+) -> Result<Page, ServiceError> {
+    let mut query = agent_questions::Entity::find().filter(condition);
+    query = match filter {
+        // The same IN list as the partial index's predicate, so the planner can use it.
+        QueueFilter::Waiting => query
+            .filter(agent_questions::Column::Status.is_in(WAITING))
+            .filter(agent_questions::Column::ExpiresAt.gt(now)),
+        QueueFilter::Only(status) => query.filter(agent_questions::Column::Status.eq(status)),
+    };
+    if sorts_by_urgency(filter) {
+        if let Some(after) = after {
+            query = query.filter(
+                Expr::tuple([
+                    Expr::col(agent_questions::Column::UrgencyRank),
+                    Expr::col(agent_questions::Column::Id),
+                ])
+                .gt(Expr::tuple([
+                    Expr::value(after.rank),
+                    Expr::value(after.id),
+                ])),
+            );
+        }
+        query = query
+            .order_by_asc(agent_questions::Column::UrgencyRank)
+            .order_by_asc(agent_questions::Column::Id);
+    } else {
+        if let Some(after) = after {
+            query = query.filter(agent_questions::Column::Id.lt(after.id));
+        }
+        query = query.order_by_desc(agent_questions::Column::Id);
+    }
+    let mut items = query.limit(first + 1).all(db).await?;
+    let has_next = items.len() as u64 > first;
+    items.truncate(first as usize);
+    Ok(Page { items, has_next })
+}
+
+/// "Your agent needs you": waiting questions in my active operator/specialist niches that I have
+/// not acted on in their current research round.
+pub async fn awaiting_me(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    first: u64,
+    after: Option<Cursor>,
+    now: DateTime<Utc>,
+) -> Result<Page, ServiceError> {
+    let viewer = access::signed_in(viewer)?;
+    let niche_ids: Vec<i64> = niche_members::Entity::find()
+        .select_only()
+        .column(niche_members::Column::NicheId)
+        .filter(niche_members::Column::UserId.eq(viewer.user_id))
+        .filter(niche_members::Column::Status.eq(MemberStatus::Active))
+        .filter(niche_members::Column::Role.ne(MemberRole::Observer))
+        .into_tuple()
+        .all(db)
+        .await?;
+    if niche_ids.is_empty() {
+        return Ok(Page {
+            items: Vec::new(),
+            has_next: false,
+        });
+    }
+    let acted = Query::select()
+        .expr(Expr::val(1))
+        .from(agent_answers::Entity)
+        .and_where(
+            Expr::col((agent_answers::Entity, agent_answers::Column::QuestionId))
+                .equals((agent_questions::Entity, agent_questions::Column::Id)),
+        )
+        .and_where(
+            Expr::col((agent_answers::Entity, agent_answers::Column::UserId)).eq(viewer.user_id),
+        )
+        .and_where(
+            Expr::col((agent_answers::Entity, agent_answers::Column::ResearchRound)).equals((
+                agent_questions::Entity,
+                agent_questions::Column::ResearchRound,
+            )),
+        )
+        .to_owned();
+    let condition = Condition::all()
+        .add(agent_questions::Column::NicheId.is_in(niche_ids))
+        .add(Expr::exists(acted).not());
+    page(db, condition, QueueFilter::Waiting, first, after, now).await
+}
+
+/// One question, for someone allowed to read its niche.
+pub async fn question(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    id: i64,
+) -> Result<(agent_questions::Model, niches::Model), ServiceError> {
+    let viewer = access::signed_in(viewer)?;
+    let question = agent_questions::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound("no such question".into()))?;
+    let niche = niches::Entity::find_by_id(question.niche_id)
+        .one(db)
+        .await?
+        .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("question without a niche")))?;
+    access::can_read_questions(db, Some(viewer), &niche).await?;
+    Ok((question, niche))
+}
+
+/// The answers given to a question, oldest first.
+pub async fn answers_of(
+    db: &DatabaseConnection,
+    question_id: i64,
+) -> Result<Vec<agent_answers::Model>, ServiceError> {
+    Ok(agent_answers::Entity::find()
+        .filter(agent_answers::Column::QuestionId.eq(question_id))
+        .order_by_asc(agent_answers::Column::Id)
+        .all(db)
+        .await?)
+}
+
+/// A question's timeline: its audit entries, oldest first.
+pub async fn timeline_of(
+    db: &DatabaseConnection,
+    question_id: i64,
+) -> Result<Vec<audit_log::Model>, ServiceError> {
+    Ok(audit_log::Entity::find()
+        .filter(audit_log::Column::SubjectType.eq("question"))
+        .filter(audit_log::Column::SubjectId.eq(question_id.to_string()))
+        .order_by_asc(audit_log::Column::Id)
+        .all(db)
+        .await?)
+}

@@ -1,0 +1,127 @@
+//! Research comes back (design §5): a question sent back to the agent returns to the queue with
+//! its new context, and reappears for the people who had declined it.
+
+use chrono::{DateTime, Utc};
+use entity::agent_questions::{self, QuestionStatus};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use serde_json::{Value, json};
+
+use crate::db::begin_write;
+use crate::domain::intake::NicheRef;
+use crate::domain::text::{CONTEXT_MAX, cap};
+use crate::error::ServiceError;
+use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::niches::find_niche;
+
+/// Research results as the agent sent them.
+#[derive(Debug, Clone)]
+pub struct ResearchResult {
+    /// The niche.
+    pub niche: NicheRef,
+    /// The agent's id for the question.
+    pub external_id: String,
+    /// The new context (untrusted; capped).
+    pub context: String,
+}
+
+/// Parse `{nicheSlug, externalId, context}` (or inside `payload`).
+pub fn parse(body: &Value) -> Result<ResearchResult, ServiceError> {
+    let fields = body
+        .get("payload")
+        .filter(|p| p.is_object())
+        .unwrap_or(body);
+    let bad = |m: &str| ServiceError::BadInput(m.to_owned());
+    let text = |key: &str| {
+        fields
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    };
+    let niche = match (
+        text("nicheSlug").or(text("niche")),
+        fields.get("nicheId").and_then(Value::as_i64),
+    ) {
+        (Some(slug), _) => NicheRef::Slug(slug.to_lowercase()),
+        (None, Some(id)) => NicheRef::Id(id),
+        (None, None) => return Err(bad("nicheSlug is required")),
+    };
+    Ok(ResearchResult {
+        niche,
+        external_id: text("externalId")
+            .ok_or_else(|| bad("externalId is required"))?
+            .to_owned(),
+        context: cap(
+            text("context").ok_or_else(|| bad("context is required"))?,
+            CONTEXT_MAX,
+        ),
+    })
+}
+
+/// Put a researching question back in the queue with its new context.
+pub async fn research_returned(
+    db: &DatabaseConnection,
+    result: ResearchResult,
+    now: DateTime<Utc>,
+) -> Result<agent_questions::Model, ServiceError> {
+    let niche = find_niche(db, &result.niche)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound("no such niche".into()))?;
+    let question = agent_questions::Entity::find()
+        .filter(agent_questions::Column::NicheId.eq(niche.id))
+        .filter(agent_questions::Column::ExternalId.eq(result.external_id.as_str()))
+        .one(db)
+        .await?
+        .ok_or_else(|| {
+            ServiceError::NotFound(format!(
+                "no question '{}' in '{}'",
+                result.external_id, niche.slug
+            ))
+        })?;
+    let txn = begin_write(db).await?;
+    let reopened = agent_questions::Entity::update_many()
+        .col_expr(
+            agent_questions::Column::Status,
+            Expr::value(QuestionStatus::Open),
+        )
+        .col_expr(
+            agent_questions::Column::Context,
+            Expr::value(Some(result.context)),
+        )
+        .col_expr(
+            agent_questions::Column::ResearchRound,
+            Expr::col(agent_questions::Column::ResearchRound).add(1),
+        )
+        .col_expr(agent_questions::Column::UpdatedAt, Expr::value(now))
+        .filter(agent_questions::Column::Id.eq(question.id))
+        .filter(agent_questions::Column::Status.eq(QuestionStatus::Researching))
+        .filter(agent_questions::Column::ExpiresAt.gt(now))
+        .exec(&txn)
+        .await?;
+    if reopened.rows_affected == 0 {
+        txn.rollback().await?;
+        return Err(ServiceError::Conflict(
+            "that question is not waiting for research".into(),
+        ));
+    }
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::Agent(question.agent_id.clone()),
+            action: "question.research_returned",
+            subject_type: "question",
+            subject_id: question.id,
+            niche_id: Some(niche.id),
+            detail: json!({ "round": question.research_round + 1 }),
+        },
+        now,
+    )
+    .await?;
+    let updated = agent_questions::Entity::find_by_id(question.id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("question vanished")))?;
+    txn.commit().await?;
+    Ok(updated)
+}

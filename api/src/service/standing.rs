@@ -1,0 +1,194 @@
+//! Where people stand: memberships with score, tier, share and next tier; the niche's shares
+//! split so they never exceed 80% together; a person's contributions.
+
+use entity::contribution_events::{self, ContributionStatus};
+use entity::niche_members::{self, MemberRole, MemberStatus};
+use entity::{contribution_scores, contribution_types, niches};
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+
+use crate::domain::scoring::{self, Tier};
+use crate::error::ServiceError;
+use crate::service::access::{self, Viewer};
+use crate::service::scores;
+
+/// One membership as its holder sees it.
+#[derive(Debug, Clone)]
+pub struct MembershipStanding {
+    /// The niche.
+    pub niche: niches::Model,
+    /// The membership.
+    pub member: niche_members::Model,
+    /// Sum of verified points.
+    pub score: i64,
+    /// Verified contributions.
+    pub verified_count: i64,
+    /// Contributions awaiting review.
+    pub pending_count: i64,
+    /// The tier the score is in.
+    pub tier: Tier,
+    /// The next tier up, if any.
+    pub next_tier: Option<Tier>,
+    /// The member's share of the niche's revenue, basis points, after the 80% split.
+    pub share_bps: u32,
+}
+
+/// Shares of every active operator/specialist of a niche, in membership order, after
+/// [`scoring::apportion`]: `(user_id, share_bps)`.
+pub async fn niche_shares(
+    db: &DatabaseConnection,
+    niche_id: i64,
+    ladder: &[Tier],
+) -> Result<Vec<(i64, u32)>, ServiceError> {
+    let members = niche_members::Entity::find()
+        .filter(niche_members::Column::NicheId.eq(niche_id))
+        .filter(niche_members::Column::Status.eq(MemberStatus::Active))
+        .filter(niche_members::Column::Role.ne(MemberRole::Observer))
+        .order_by_asc(niche_members::Column::Id)
+        .all(db)
+        .await?;
+    let scores: Vec<(i64, i64)> = contribution_scores::Entity::find()
+        .select_only()
+        .column(contribution_scores::Column::UserId)
+        .column(contribution_scores::Column::Score)
+        .filter(contribution_scores::Column::NicheId.eq(niche_id))
+        .into_tuple()
+        .all(db)
+        .await?;
+    let wants: Vec<u32> = members
+        .iter()
+        .map(|m| {
+            let score = scores
+                .iter()
+                .find(|(user, _)| *user == m.user_id)
+                .map_or(0, |(_, s)| *s);
+            let tier_share = scoring::tier_for(score, ladder).map_or(0, |t| t.share_bps);
+            scoring::member_share_bps(tier_share, u32::try_from(m.share_cap_bps).unwrap_or(0))
+        })
+        .collect();
+    let shares = scoring::apportion(&wants);
+    Ok(members.iter().map(|m| m.user_id).zip(shares).collect())
+}
+
+/// The viewer's memberships (every status), with their standing in each.
+pub async fn memberships(
+    db: &DatabaseConnection,
+    viewer: &Viewer,
+) -> Result<Vec<MembershipStanding>, ServiceError> {
+    let ladder = scores::ladder(db).await?;
+    let rows = niche_members::Entity::find()
+        .filter(niche_members::Column::UserId.eq(viewer.user_id))
+        .find_also_related(niches::Entity)
+        .order_by_asc(niche_members::Column::Id)
+        .all(db)
+        .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (member, niche) in rows {
+        let Some(niche) = niche else { continue };
+        let cached = contribution_scores::Entity::find()
+            .filter(contribution_scores::Column::NicheId.eq(niche.id))
+            .filter(contribution_scores::Column::UserId.eq(viewer.user_id))
+            .one(db)
+            .await?;
+        let (score, verified_count, pending_count) =
+            cached.map_or((0, 0, 0), |c| (c.score, c.verified_count, c.pending_count));
+        let tier = scoring::tier_for(score, &ladder)
+            .cloned()
+            .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("the tier ladder is empty")))?;
+        let share_bps = if access::acts_on_questions(Some(&member)) {
+            niche_shares(db, niche.id, &ladder)
+                .await?
+                .into_iter()
+                .find(|(user, _)| *user == viewer.user_id)
+                .map_or(0, |(_, share)| share)
+        } else {
+            0
+        };
+        out.push(MembershipStanding {
+            next_tier: scoring::next_tier(score, &ladder).cloned(),
+            niche,
+            member,
+            score,
+            verified_count,
+            pending_count,
+            tier,
+            share_bps,
+        });
+    }
+    Ok(out)
+}
+
+/// A contribution with its type's key and its niche.
+#[derive(Debug, Clone)]
+pub struct ContributionView {
+    /// The event.
+    pub event: contribution_events::Model,
+    /// Its type's key.
+    pub type_key: String,
+    /// Its niche's slug.
+    pub niche_slug: String,
+}
+
+/// One contribution with its type and niche.
+pub async fn contribution(
+    db: &DatabaseConnection,
+    id: i64,
+) -> Result<ContributionView, ServiceError> {
+    contributions_where(db, Some(id), None, None, 1)
+        .await?
+        .pop()
+        .ok_or_else(|| ServiceError::NotFound("no such contribution".into()))
+}
+
+/// Contributions, newest first, optionally only one person's or only one status.
+pub async fn contributions(
+    db: &DatabaseConnection,
+    user_id: Option<i64>,
+    status: Option<ContributionStatus>,
+    limit: u64,
+) -> Result<Vec<ContributionView>, ServiceError> {
+    contributions_where(db, None, user_id, status, limit).await
+}
+
+async fn contributions_where(
+    db: &DatabaseConnection,
+    id: Option<i64>,
+    user_id: Option<i64>,
+    status: Option<ContributionStatus>,
+    limit: u64,
+) -> Result<Vec<ContributionView>, ServiceError> {
+    let mut query = contribution_events::Entity::find();
+    if let Some(id) = id {
+        query = query.filter(contribution_events::Column::Id.eq(id));
+    }
+    if let Some(user_id) = user_id {
+        query = query.filter(contribution_events::Column::UserId.eq(user_id));
+    }
+    if let Some(status) = status {
+        query = query.filter(contribution_events::Column::Status.eq(status));
+    }
+    let events = query
+        .order_by_desc(contribution_events::Column::Id)
+        .limit(limit)
+        .all(db)
+        .await?;
+    let types = contribution_types::Entity::find().all(db).await?;
+    let niche_ids: Vec<i64> = events.iter().map(|e| e.niche_id).collect();
+    let niches = niches::Entity::find()
+        .filter(niches::Column::Id.is_in(niche_ids))
+        .all(db)
+        .await?;
+    Ok(events
+        .into_iter()
+        .map(|event| ContributionView {
+            type_key: types
+                .iter()
+                .find(|t| t.id == event.type_id)
+                .map_or_else(String::new, |t| t.key.clone()),
+            niche_slug: niches
+                .iter()
+                .find(|n| n.id == event.niche_id)
+                .map_or_else(String::new, |n| n.slug.clone()),
+            event,
+        })
+        .collect())
+}
