@@ -1,9 +1,12 @@
 //! askloop's black-box suite, compiled into one binary so linking stays fast.
 
+mod accounts;
 mod answering;
+mod authorization;
 mod cli;
 mod dashboard;
 mod graphql;
 mod health;
 mod intake;
+mod queue;
 mod signing_vectors;

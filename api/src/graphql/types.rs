@@ -228,7 +228,7 @@ impl Niche {
     async fn questions(
         &self,
         ctx: &Context<'_>,
-        #[graphql(default_with = "QueueFilter::Waiting")] status: QueueFilter,
+        #[graphql(default_with = "Some(QueueFilter::Waiting)")] status: Option<QueueFilter>,
         first: Option<i32>,
         after: Option<String>,
     ) -> Result<QuestionConnection> {
@@ -240,7 +240,7 @@ impl Niche {
             .one(db)
             .await?
             .ok_or_else(|| async_graphql::Error::new("niche vanished"))?;
-        let filter = ServiceFilter::from(status);
+        let filter = ServiceFilter::from(status.unwrap_or(QueueFilter::Waiting));
         let page = queue::niche_questions(
             db,
             caller.viewer(),

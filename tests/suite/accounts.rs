@@ -1,0 +1,179 @@
+//! Signing in and out, session cookies, the origin rule for cookie writes, API keys, and the
+//! slowing down of repeated failed sign-ins.
+
+use askloop_tests::fixtures::open_niche;
+use askloop_tests::people::{PASSWORD, operator, person};
+use askloop_tests::{Backend, TestApp, error_code, on_both_backends};
+use serde_json::{Value, json};
+
+const LOGIN: &str = "mutation($h: String!, $p: String!) { login(handle: $h, password: $p) { token user { handle isAdmin } } }";
+const VIEWER: &str = "{ viewer { user { handle } } }";
+
+async fn post_graphql(
+    app: &TestApp,
+    query: &str,
+    variables: Value,
+    origin: Option<&str>,
+) -> (reqwest::header::HeaderMap, Value) {
+    let mut request = app
+        .client
+        .post(app.url("/graphql"))
+        .json(&json!({"query": query, "variables": variables}));
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    let response = request.send().await.expect("sent");
+    let headers = response.headers().clone();
+    (headers, response.json().await.expect("JSON"))
+}
+
+async fn signing_in_sets_an_http_only_cookie_that_identifies_the_person(app: TestApp) {
+    person(&app.db, "ana", false).await;
+    let (headers, body) = post_graphql(&app, LOGIN, json!({"h": "Ana", "p": PASSWORD}), None).await;
+    assert_eq!(body["data"]["login"]["user"]["handle"], "ana", "{body}");
+    let cookie = headers
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session cookie");
+    assert!(cookie.starts_with("askloop_session=al_sess_"), "{cookie}");
+    for attribute in ["HttpOnly", "SameSite=Lax", "Path=/"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    // The client kept the cookie: the next request is ana's.
+    let (_, me) = post_graphql(&app, VIEWER, json!({}), None).await;
+    assert_eq!(me["data"]["viewer"]["user"]["handle"], "ana", "{me}");
+
+    // Signing out ends the session server-side and clears the cookie.
+    let own = app.base.clone();
+    let (headers, out) = post_graphql(&app, "mutation { logout }", json!({}), Some(&own)).await;
+    assert_eq!(out["data"]["logout"], true, "{out}");
+    assert!(
+        headers
+            .get("set-cookie")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .contains("Max-Age=0")
+    );
+    let (_, after) = post_graphql(&app, VIEWER, json!({}), None).await;
+    assert!(after["data"]["viewer"].is_null(), "{after}");
+}
+
+async fn a_wrong_password_or_handle_says_the_same_thing(app: TestApp) {
+    person(&app.db, "ana", false).await;
+    for (handle, password) in [("ana", "not the password"), ("nobody", PASSWORD)] {
+        let (headers, body) =
+            post_graphql(&app, LOGIN, json!({"h": handle, "p": password}), None).await;
+        assert_eq!(error_code(&body), Some("UNAUTHENTICATED"), "{body}");
+        assert_eq!(body["errors"][0]["message"], "wrong handle or password");
+        assert!(headers.get("set-cookie").is_none());
+    }
+}
+
+async fn cookie_writes_from_another_origin_are_refused(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    operator(&app.db, "games", "ana").await;
+    let question = app.ask("games", "csrf").await;
+    let (_, body) = post_graphql(&app, LOGIN, json!({"h": "ana", "p": PASSWORD}), None).await;
+    assert!(body["errors"].is_null(), "{body}");
+    let decline = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: INSUFFICIENT_CONTEXT}) { notice } }";
+    let vars = json!({"id": question.to_string()});
+    for origin in [Some("http://evil.example"), None] {
+        let (_, refused) = post_graphql(&app, decline, vars.clone(), origin).await;
+        assert_eq!(
+            error_code(&refused),
+            Some("FORBIDDEN"),
+            "{origin:?}: {refused}"
+        );
+    }
+    // Reads with the cookie are fine from anywhere; writes from our own origin go through.
+    let (_, read) = post_graphql(&app, VIEWER, json!({}), Some("http://evil.example")).await;
+    assert_eq!(read["data"]["viewer"]["user"]["handle"], "ana");
+    let own = app.base.clone();
+    let (_, ok) = post_graphql(&app, decline, vars, Some(&own)).await;
+    assert_eq!(
+        ok["data"]["answerQuestion"]["notice"], "Noted. It stays open for someone else.",
+        "{ok}"
+    );
+    // Signing in from another site's page is refused too.
+    let (_, cross) = post_graphql(
+        &app,
+        LOGIN,
+        json!({"h": "ana", "p": PASSWORD}),
+        Some("http://evil.example"),
+    )
+    .await;
+    assert_eq!(error_code(&cross), Some("FORBIDDEN"), "{cross}");
+}
+
+async fn api_keys_work_as_bearers_until_revoked(app: TestApp) {
+    let ana = person(&app.db, "ana", false).await;
+    let created = app
+        .graphql(
+            Some(&ana.token),
+            "mutation { createApiKey(name: \"ci\") { token key { id prefix } } }",
+            json!({}),
+        )
+        .await;
+    let key = created["data"]["createApiKey"]["token"]
+        .as_str()
+        .expect("a key")
+        .to_owned();
+    let id = created["data"]["createApiKey"]["key"]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    assert!(
+        key.starts_with(
+            created["data"]["createApiKey"]["key"]["prefix"]
+                .as_str()
+                .expect("prefix")
+        )
+    );
+    let me = app.graphql(Some(&key), VIEWER, json!({})).await;
+    assert_eq!(me["data"]["viewer"]["user"]["handle"], "ana", "{me}");
+    let revoked = app
+        .graphql(
+            Some(&key),
+            "mutation($id: ID!) { revokeApiKey(id: $id) }",
+            json!({"id": id}),
+        )
+        .await;
+    assert_eq!(revoked["data"]["revokeApiKey"], true, "{revoked}");
+    let after = app.graphql(Some(&key), VIEWER, json!({})).await;
+    assert_eq!(error_code(&after), Some("UNAUTHENTICATED"), "{after}");
+    let garbage = app.graphql(Some("al_key_nope"), VIEWER, json!({})).await;
+    assert_eq!(error_code(&garbage), Some("UNAUTHENTICATED"));
+    let rest = app
+        .client
+        .get(app.url("/api/v1/niches/games/questions"))
+        .bearer_auth("al_sess_nope")
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(rest.status(), 401);
+}
+
+on_both_backends!(
+    signing_in_sets_an_http_only_cookie_that_identifies_the_person,
+    a_wrong_password_or_handle_says_the_same_thing,
+    cookie_writes_from_another_origin_are_refused,
+    api_keys_work_as_bearers_until_revoked,
+);
+
+#[tokio::test]
+async fn repeated_failed_sign_ins_are_slowed_down() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    person(&app.db, "ana", false).await;
+    for _ in 0..5 {
+        let (_, body) = post_graphql(&app, LOGIN, json!({"h": "ana", "p": "guess"}), None).await;
+        assert_eq!(body["errors"][0]["message"], "wrong handle or password");
+    }
+    // Now even the right password has to wait.
+    let (_, body) = post_graphql(&app, LOGIN, json!({"h": "ana", "p": PASSWORD}), None).await;
+    let message = body["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("too many failed sign-ins; try again in"),
+        "{body}"
+    );
+    assert_eq!(error_code(&body), Some("UNAUTHENTICATED"));
+}
