@@ -18,6 +18,7 @@ use crate::startup::{self, Application};
 use crate::{graphql, telemetry};
 
 mod agent;
+mod bench_queue;
 mod loadgen;
 
 /// askloop: agents ask the questions they cannot settle; the people who have done the job answer.
@@ -72,6 +73,9 @@ enum Command {
     /// Post N signed questions with concurrency C and report throughput and latency, next to
     /// the same number of plain inserts through the database driver.
     Loadgen(loadgen::LoadgenArgs),
+    /// Fill a niche with N waiting questions and time the waiting-queue page (first and deep),
+    /// printing the database's plan for it.
+    BenchQueue(bench_queue::BenchQueueArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -261,6 +265,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Loadgen(args) => loadgen::run(config, args).await,
+        Command::BenchQueue(args) => bench_queue::run(config, args).await,
     }
 }
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::domain::signing::SigningKeys;
+use crate::live::LiveSettings;
 
 /// The SQLite file used when `DATABASE_URL` is unset.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://askloop.db?mode=rwc";
@@ -44,6 +45,8 @@ pub struct Config {
     pub log_format: LogFormat,
     /// The public origin (scheme://host[:port]) askloop is served from, when behind a proxy.
     pub public_origin: Option<String>,
+    /// How live updates are buffered and polled.
+    pub live: LiveSettings,
 }
 
 /// A configuration value that could not be used.
@@ -70,6 +73,7 @@ impl Config {
             shutdown_grace: Duration::from_secs(20),
             log_format: LogFormat::Pretty,
             public_origin: None,
+            live: LiveSettings::default(),
         }
     }
 

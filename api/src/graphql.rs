@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_graphql::http::GraphiQLSource;
-use async_graphql::{Context, EmptySubscription, ErrorExtensions, MergedObject, Response, Schema};
+use async_graphql::{Context, ErrorExtensions, MergedObject, MergedSubscription, Response, Schema};
 use async_graphql_axum::{GraphQLRequest, GraphQLResponse};
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -13,13 +13,16 @@ use sea_orm::DatabaseConnection;
 
 use crate::auth::{Caller, LoginThrottle, resolve_caller};
 use crate::config::Config;
+use crate::live::LiveHub;
 use crate::startup::AppState;
 
 mod accounts;
 mod admin;
+mod live;
 mod niches;
 mod questions;
 mod scores;
+pub mod socket;
 pub mod types;
 
 /// How deep a query may nest.
@@ -47,26 +50,36 @@ pub struct MutationRoot(
     admin::AdminMutation,
 );
 
-/// askloop's schema.
-pub type AskloopSchema = Schema<QueryRoot, MutationRoot, EmptySubscription>;
+/// Every subscription.
+#[derive(MergedSubscription, Default)]
+#[graphql(name = "Subscription")]
+pub struct SubscriptionRoot(live::LiveSubscription);
 
-/// Build the schema with its limits and the data resolvers read.
+/// askloop's schema.
+pub type AskloopSchema = Schema<QueryRoot, MutationRoot, SubscriptionRoot>;
+
+/// Build the schema with its limits and the data resolvers read. Without a hub (the SDL
+/// export) subscriptions answer with an error.
 pub fn build_schema(
     db: DatabaseConnection,
     config: Arc<Config>,
     throttle: Arc<LoginThrottle>,
+    hub: Option<LiveHub>,
 ) -> AskloopSchema {
-    Schema::build(
+    let mut builder = Schema::build(
         QueryRoot::default(),
         MutationRoot::default(),
-        EmptySubscription,
+        SubscriptionRoot::default(),
     )
     .limit_depth(MAX_DEPTH)
     .limit_complexity(MAX_COMPLEXITY)
     .data(db)
     .data(config)
-    .data(throttle)
-    .finish()
+    .data(throttle);
+    if let Some(hub) = hub {
+        builder = builder.data(hub);
+    }
+    builder.finish()
 }
 
 /// The SDL of the schema, as committed in `schema.graphql`.
@@ -75,8 +88,16 @@ pub fn sdl() -> String {
         DatabaseConnection::default(),
         Arc::new(Config::defaults()),
         Arc::new(LoginThrottle::default()),
+        None,
     )
     .sdl()
+}
+
+/// Tell the live hub a mutation wrote something (a hint; it never fails the mutation).
+pub fn changed(ctx: &Context<'_>) {
+    if let Ok(hub) = ctx.data::<LiveHub>() {
+        hub.changed();
+    }
 }
 
 /// The caller of the current request (inserted by [`execute`]).

@@ -11,6 +11,7 @@ pub mod db;
 pub mod domain;
 pub mod error;
 pub mod graphql;
+pub mod live;
 pub mod metrics;
 pub mod rest;
 pub mod service;

@@ -18,6 +18,7 @@ use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 use crate::auth::LoginThrottle;
 use crate::config::Config;
+use crate::live::LiveHub;
 use crate::graphql::{self, AskloopSchema};
 use crate::metrics::{self, Metrics};
 use crate::{db, rest};
@@ -35,6 +36,8 @@ pub struct AppState {
     pub schema: AskloopSchema,
     /// Failed sign-ins, to slow down guessing.
     pub login_throttle: Arc<LoginThrottle>,
+    /// Live updates for subscribers.
+    pub live: LiveHub,
 }
 
 /// A bound, migrated, ready-to-serve askloop.
@@ -71,14 +74,21 @@ impl Application {
                 "the dashboard is not built here; `cargo xtask build-web` builds it"
             );
         }
+        let live = LiveHub::start(db.clone(), config.live).await?;
         let config = Arc::new(config);
         let login_throttle = Arc::new(LoginThrottle::default());
         let state = AppState {
-            schema: graphql::build_schema(db.clone(), config.clone(), login_throttle.clone()),
+            schema: graphql::build_schema(
+                db.clone(),
+                config.clone(),
+                login_throttle.clone(),
+                Some(live.clone()),
+            ),
             db,
             config,
             metrics: Arc::new(Metrics::new()),
             login_throttle,
+            live,
         };
         let router = router(state.clone());
         Ok(Self {
@@ -134,6 +144,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(rest::router())
         .route("/graphql", get(graphql::graphiql).post(graphql::execute))
+        .route("/graphql/ws", get(graphql::socket::upgrade))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             metrics::track,

@@ -154,14 +154,13 @@ impl MigrationTrait for Migration {
             )
             .await?;
 
+        // The expiry sweeper's walk: waiting questions by deadline.
         manager
-            .create_index(
-                Index::create()
-                    .name("agent_questions_expiry_idx")
-                    .table(AgentQuestions::Table)
-                    .col(AgentQuestions::Status)
-                    .col(AgentQuestions::ExpiresAt)
-                    .to_owned(),
+            .get_connection()
+            .execute_unprepared(
+                "CREATE INDEX agent_questions_expiry_idx \
+                 ON agent_questions (expires_at) \
+                 WHERE status IN ('open', 'researching')",
             )
             .await?;
 

@@ -188,6 +188,11 @@ fn test_database_url() -> Option<String> {
 
 fn test(args: &[String]) -> anyhow::Result<()> {
     ensure_chromium()?;
+    // The suite runs the real `askloop` binary for its command-line tests; `cargo test` builds
+    // only test harnesses, so build the binary first (it shares the test build's artifacts).
+    let mut binary = cargo();
+    binary.args(["build", "--package", "askloop", "--bin", "askloop"]);
+    status(binary, "building the askloop binary")?;
     let mut tests = cargo();
     if let Some(url) = test_database_url() {
         tests.env("TEST_DATABASE_URL", url);

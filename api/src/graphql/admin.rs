@@ -117,6 +117,7 @@ async fn member_status(
     )
     .await
     .gql()?;
+    super::changed(ctx);
     Ok(member_view(
         &handle.to_lowercase(),
         &niche_slug.to_lowercase(),
@@ -201,6 +202,7 @@ impl AdminMutation {
         )
         .await
         .gql()?;
+    super::changed(ctx);
         Ok(member_view(
             &handle.to_lowercase(),
             &niche_slug.to_lowercase(),

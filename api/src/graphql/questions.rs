@@ -123,6 +123,7 @@ impl QuestionMutation {
         )
         .await
         .gql()?;
+        super::changed(ctx);
         let handle = caller
             .viewer()
             .map(|v| v.handle.clone())
@@ -146,6 +147,7 @@ impl QuestionMutation {
             answering::dismiss_question(db, caller.viewer(), question_id(&id).gql()?, Utc::now())
                 .await
                 .gql()?;
+        super::changed(ctx);
         Ok(question.into())
     }
 }

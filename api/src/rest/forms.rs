@@ -113,6 +113,7 @@ pub async fn answer(
             Utc::now(),
         )
         .await?;
+        state.live.changed();
         Ok(done.notice)
     }
     .await;
@@ -134,6 +135,7 @@ pub async fn dismiss(
             .parse()
             .map_err(|_| ServiceError::NotFound("no such question".into()))?;
         answering::dismiss_question(&state.db, caller.viewer(), question_id, Utc::now()).await?;
+        state.live.changed();
         Ok("Dismissed. Nobody will be asked about it again.".to_owned())
     }
     .await;

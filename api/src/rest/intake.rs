@@ -39,6 +39,9 @@ pub async fn receive_question(
     };
     match receive(&state.db, new, now).await {
         Ok(outcome) => {
+            if !outcome.duplicate {
+                state.live.changed();
+            }
             state.metrics.intake_outcome(if outcome.duplicate {
                 "duplicate"
             } else {

@@ -123,6 +123,7 @@ pub async fn answer(
         Utc::now(),
     )
     .await?;
+    state.live.changed();
     Ok(Json(json!({
         "answer": {
             "id": outcome.answer.id,

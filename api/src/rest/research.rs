@@ -30,10 +30,13 @@ pub async fn research_returned(
         Err(err) => return err.into_response(),
     };
     match research::research_returned(&state.db, result, now).await {
-        Ok(question) => Json(json!({
-            "question": { "id": question.id, "status": status_word(question.status) },
-        }))
-        .into_response(),
+        Ok(question) => {
+            state.live.changed();
+            Json(json!({
+                "question": { "id": question.id, "status": status_word(question.status) },
+            }))
+            .into_response()
+        }
         Err(err) => err.into_response(),
     }
 }

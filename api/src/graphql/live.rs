@@ -1,0 +1,83 @@
+//! Subscriptions: the live queue of a niche and "awaiting me", over `graphql-transport-ws`.
+
+use async_graphql::{Context, Enum, Result, SimpleObject, Subscription};
+use futures::{Stream, StreamExt};
+use sea_orm::DatabaseConnection;
+
+use super::caller_of;
+use super::types::Question;
+use crate::error::GqlResultExt;
+use crate::live::LiveHub;
+use crate::live::stream::{self, Change, ChangeKind, View};
+use crate::service::{access, queue};
+
+/// How a question changed for the subscriber.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+pub enum QueueChangeKind {
+    /// It appeared (a new question, or one back from research for someone who set it aside).
+    Added,
+    /// It is still waiting, changed (sent for research, research back, declined by someone).
+    Updated,
+    /// It left the queue (answered, dismissed, expired; or I declined it).
+    Removed,
+}
+
+/// One change to a queue.
+#[derive(SimpleObject)]
+pub struct QueueChange {
+    /// How it changed.
+    pub change: QueueChangeKind,
+    /// The question as it is now.
+    pub question: Question,
+}
+
+impl From<Change> for QueueChange {
+    fn from(change: Change) -> Self {
+        Self {
+            change: match change.kind {
+                ChangeKind::Added => QueueChangeKind::Added,
+                ChangeKind::Updated => QueueChangeKind::Updated,
+                ChangeKind::Removed => QueueChangeKind::Removed,
+            },
+            question: change.question.into(),
+        }
+    }
+}
+
+/// Live subscriptions.
+#[derive(Default)]
+pub struct LiveSubscription;
+
+#[Subscription]
+impl LiveSubscription {
+    /// Changes to a niche's waiting queue: for its active members and admins, and only while
+    /// they stay so.
+    async fn question_queue(
+        &self,
+        ctx: &Context<'_>,
+        niche_slug: String,
+    ) -> Result<impl Stream<Item = Result<QueueChange>> + use<>> {
+        let db = ctx.data::<DatabaseConnection>()?.clone();
+        let hub = ctx.data::<LiveHub>()?;
+        let viewer = access::signed_in(caller_of(ctx)?.viewer()).gql()?.clone();
+        let niche = queue::niche_by_slug(&db, &niche_slug).await.gql()?;
+        access::can_read_questions(&db, Some(&viewer), &niche).await.gql()?;
+        let rx = hub.subscribe();
+        Ok(stream::changes(rx, db, viewer, View::Niche(niche.id))
+            .map(|change| change.map(QueueChange::from).gql()))
+    }
+
+    /// Changes to "awaiting me": waiting questions in my operator/specialist niches.
+    async fn awaiting_me(
+        &self,
+        ctx: &Context<'_>,
+    ) -> Result<impl Stream<Item = Result<QueueChange>> + use<>> {
+        let db = ctx.data::<DatabaseConnection>()?.clone();
+        let hub = ctx.data::<LiveHub>()?;
+        let viewer = access::signed_in(caller_of(ctx)?.viewer()).gql()?.clone();
+        let niches = stream::acting_niches(&db, &viewer).await.gql()?;
+        let rx = hub.subscribe();
+        Ok(stream::changes(rx, db, viewer, View::AwaitingMe(niches))
+            .map(|change| change.map(QueueChange::from).gql()))
+    }
+}

@@ -1,0 +1,133 @@
+//! Live updates (design §2, §11). One change feed per instance tails the audit log — the record
+//! every question and membership change already writes in its own transaction — and broadcasts
+//! each change, read once from the database, to that instance's subscribers.
+//!
+//! Wake-ups are only hints: a local one after every write here, PostgreSQL `NOTIFY` from writes
+//! on other instances, and a short poll as the floor. A lost hint costs latency, never an event,
+//! because the feed always reads everything after the last audit row it saw.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use entity::agent_questions;
+use sea_orm::{DatabaseConnection, DbBackend};
+use tokio::sync::{Notify, broadcast};
+
+mod feed;
+mod listen;
+pub mod stream;
+
+/// The channel askloop's instances notify each other on.
+pub const CHANNEL: &str = "askloop_changes";
+
+/// What happened to a question, as the feed read it.
+#[derive(Debug, Clone)]
+pub struct QuestionChange {
+    /// The niche it belongs to.
+    pub niche_id: i64,
+    /// The audit action (`question.created`, `question.answered`, …).
+    pub action: String,
+    /// Who acted, when it was a person.
+    pub actor_user_id: Option<i64>,
+    /// The question as it is now.
+    pub question: agent_questions::Model,
+}
+
+/// One change the feed broadcasts.
+#[derive(Debug, Clone)]
+pub enum LiveEvent {
+    /// A question changed.
+    Question(Arc<QuestionChange>),
+    /// A membership changed: subscribers of that person re-check what they may see.
+    Member {
+        /// The niche.
+        niche_id: i64,
+        /// The person.
+        user_id: i64,
+    },
+}
+
+/// The hub: subscribe to changes, and hint that something changed.
+#[derive(Clone)]
+pub struct LiveHub {
+    events: broadcast::Sender<LiveEvent>,
+    wake: Arc<Notify>,
+    db: DatabaseConnection,
+}
+
+impl std::fmt::Debug for LiveHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveHub")
+            .field("subscribers", &self.events.receiver_count())
+            .finish()
+    }
+}
+
+/// How the hub runs.
+#[derive(Debug, Clone, Copy)]
+pub struct LiveSettings {
+    /// How many events a subscriber may fall behind before it is cut off (and re-syncs).
+    pub buffer: usize,
+    /// The floor under the hints: the feed reads at least this often.
+    pub poll: Duration,
+}
+
+impl Default for LiveSettings {
+    fn default() -> Self {
+        Self {
+            buffer: 1024,
+            poll: Duration::from_secs(2),
+        }
+    }
+}
+
+impl LiveHub {
+    /// Start the feed (and, on PostgreSQL, the listener) for `db`.
+    pub async fn start(db: DatabaseConnection, settings: LiveSettings) -> anyhow::Result<Self> {
+        let (events, _) = broadcast::channel(settings.buffer.max(1));
+        let wake = Arc::new(Notify::new());
+        let hub = Self { events, wake, db };
+        let start_after = feed::last_audit_id(&hub.db).await?;
+        tokio::spawn(feed::run(hub.clone(), start_after, settings.poll));
+        if hub.db.get_database_backend() == DbBackend::Postgres {
+            tokio::spawn(listen::run(hub.db.clone(), hub.wake.clone()));
+        }
+        Ok(hub)
+    }
+
+    /// A receiver of every change from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<LiveEvent> {
+        self.events.subscribe()
+    }
+
+    /// Something was written: wake this instance's feed now, and the others' through `NOTIFY`.
+    /// Never blocks the caller and never fails it.
+    pub fn changed(&self) {
+        self.wake.notify_one();
+        if self.db.get_database_backend() == DbBackend::Postgres {
+            let db = self.db.clone();
+            tokio::spawn(async move {
+                use sea_orm::ConnectionTrait;
+                if let Err(err) = db
+                    .execute_unprepared(&format!("NOTIFY {CHANNEL}"))
+                    .await
+                {
+                    tracing::debug!(error = %err, "NOTIFY failed; other instances catch up by polling");
+                }
+            });
+        }
+    }
+
+    pub(crate) fn publish(&self, event: LiveEvent) {
+        // No receivers is fine: nobody is watching.
+        let _ = self.events.send(event);
+    }
+
+    pub(crate) fn wake(&self) -> &Notify {
+        &self.wake
+    }
+
+    pub(crate) fn db(&self) -> &DatabaseConnection {
+        &self.db
+    }
+}

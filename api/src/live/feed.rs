@@ -1,0 +1,103 @@
+//! The change feed: read audit rows after the last one seen, turn them into [`LiveEvent`]s.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use entity::{agent_questions, audit_log, niche_members};
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+
+use super::{LiveEvent, LiveHub, QuestionChange};
+
+/// Rows read per round.
+const BATCH: u64 = 500;
+
+/// The newest audit row now: the feed starts after it.
+pub async fn last_audit_id(db: &DatabaseConnection) -> Result<i64, sea_orm::DbErr> {
+    Ok(audit_log::Entity::find()
+        .order_by_desc(audit_log::Column::Id)
+        .one(db)
+        .await?
+        .map_or(0, |row| row.id))
+}
+
+/// Run forever: wait for a hint (or the poll), then read and broadcast everything new.
+pub async fn run(hub: LiveHub, mut last: i64, poll: Duration) {
+    loop {
+        let _ = tokio::time::timeout(poll, hub.wake().notified()).await;
+        loop {
+            match read_after(&hub, last).await {
+                Ok((Some(newest), full)) => {
+                    last = newest;
+                    if !full {
+                        break;
+                    }
+                }
+                Ok((None, _)) => break,
+                Err(err) => {
+                    tracing::warn!(error = %err, "the change feed could not read; retrying");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Broadcast the changes after `last`; returns the newest id read and whether the batch was full.
+async fn read_after(hub: &LiveHub, last: i64) -> Result<(Option<i64>, bool), sea_orm::DbErr> {
+    let db = hub.db();
+    let rows = audit_log::Entity::find()
+        .filter(audit_log::Column::Id.gt(last))
+        .filter(audit_log::Column::SubjectType.is_in(["question", "member"]))
+        .order_by_asc(audit_log::Column::Id)
+        .limit(BATCH)
+        .all(db)
+        .await?;
+    let Some(newest) = rows.last().map(|r| r.id) else {
+        return Ok((None, false));
+    };
+    let full = rows.len() as u64 == BATCH;
+    let ids = |kind: &str| -> Vec<i64> {
+        rows.iter()
+            .filter(|r| r.subject_type == kind)
+            .filter_map(|r| r.subject_id.parse().ok())
+            .collect()
+    };
+    let questions = agent_questions::Entity::find()
+        .filter(agent_questions::Column::Id.is_in(ids("question")))
+        .all(db)
+        .await?;
+    let members = niche_members::Entity::find()
+        .filter(niche_members::Column::Id.is_in(ids("member")))
+        .all(db)
+        .await?;
+    for row in rows {
+        let Ok(subject) = row.subject_id.parse::<i64>() else {
+            continue;
+        };
+        let actor_user_id = row
+            .actor
+            .strip_prefix("user:")
+            .and_then(|id| id.parse().ok());
+        match row.subject_type.as_str() {
+            "question" => {
+                if let Some(question) = questions.iter().find(|q| q.id == subject) {
+                    hub.publish(LiveEvent::Question(Arc::new(QuestionChange {
+                        niche_id: question.niche_id,
+                        action: row.action,
+                        actor_user_id,
+                        question: question.clone(),
+                    })));
+                }
+            }
+            _ => {
+                if let Some(member) = members.iter().find(|m| m.id == subject) {
+                    hub.publish(LiveEvent::Member {
+                        niche_id: member.niche_id,
+                        user_id: member.user_id,
+                    });
+                }
+            }
+        }
+    }
+    Ok((Some(newest), full))
+}

@@ -1,0 +1,229 @@
+//! What one subscriber sees: the feed's events filtered to what they may read, classified as
+//! ADDED / UPDATED / REMOVED, and ended — with a reason — when they fall behind (the client
+//! re-syncs and subscribes again) or lose access mid-subscription.
+
+use std::collections::HashSet;
+
+use entity::agent_answers;
+use entity::agent_questions;
+use entity::niche_members::{self, MemberRole, MemberStatus};
+use futures::Stream;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect};
+use tokio::sync::broadcast::{self, error::RecvError};
+
+use super::{LiveEvent, QuestionChange};
+use crate::error::ServiceError;
+use crate::service::access::{self, Viewer};
+
+/// How a question changed for the subscriber.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// It appeared in their view.
+    Added,
+    /// It is still there, changed.
+    Updated,
+    /// It left their view.
+    Removed,
+}
+
+/// One change for one subscriber.
+#[derive(Debug, Clone)]
+pub struct Change {
+    /// How.
+    pub kind: ChangeKind,
+    /// The question as it is now.
+    pub question: agent_questions::Model,
+}
+
+/// The error that ends a subscription that fell behind.
+pub fn fell_behind() -> ServiceError {
+    ServiceError::Conflict(
+        "this subscription fell behind and was closed; re-read the queue and subscribe again".into(),
+    )
+}
+
+/// Which view a subscriber watches.
+#[derive(Debug, Clone)]
+pub enum View {
+    /// One niche's waiting queue.
+    Niche(i64),
+    /// "Awaiting me": the subscriber's operator/specialist niches, minus what they acted on.
+    AwaitingMe(HashSet<i64>),
+}
+
+struct Watch {
+    rx: broadcast::Receiver<LiveEvent>,
+    db: DatabaseConnection,
+    viewer: Viewer,
+    view: View,
+    done: bool,
+}
+
+/// The niches where `viewer` is an active operator or specialist.
+pub async fn acting_niches(
+    db: &DatabaseConnection,
+    viewer: &Viewer,
+) -> Result<HashSet<i64>, ServiceError> {
+    let ids: Vec<i64> = niche_members::Entity::find()
+        .select_only()
+        .column(niche_members::Column::NicheId)
+        .filter(niche_members::Column::UserId.eq(viewer.user_id))
+        .filter(niche_members::Column::Status.eq(MemberStatus::Active))
+        .filter(niche_members::Column::Role.ne(MemberRole::Observer))
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(ids.into_iter().collect())
+}
+
+/// The stream of changes `viewer` may see in `view`, from `rx` on.
+pub fn changes(
+    rx: broadcast::Receiver<LiveEvent>,
+    db: DatabaseConnection,
+    viewer: Viewer,
+    view: View,
+) -> impl Stream<Item = Result<Change, ServiceError>> {
+    let watch = Watch {
+        rx,
+        db,
+        viewer,
+        view,
+        done: false,
+    };
+    futures::stream::unfold(watch, |mut watch| async move {
+        if watch.done {
+            return None;
+        }
+        loop {
+            match watch.rx.recv().await {
+                Ok(LiveEvent::Question(change)) => match classify(&watch, &change).await {
+                    Ok(Some(kind)) => {
+                        let question = change.question.clone();
+                        return Some((Ok(Change { kind, question }), watch));
+                    }
+                    Ok(None) => {}
+                    Err(err) => {
+                        watch.done = true;
+                        return Some((Err(err), watch));
+                    }
+                },
+                Ok(LiveEvent::Member { niche_id, user_id }) if user_id == watch.viewer.user_id => {
+                    if let Err(err) = recheck(&mut watch, niche_id).await {
+                        watch.done = true;
+                        return Some((Err(err), watch));
+                    }
+                }
+                Ok(LiveEvent::Member { .. }) => {}
+                Err(RecvError::Lagged(_)) => {
+                    watch.done = true;
+                    return Some((Err(fell_behind()), watch));
+                }
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    })
+}
+
+/// A membership of the subscriber changed: re-read what they may see.
+async fn recheck(watch: &mut Watch, niche_id: i64) -> Result<(), ServiceError> {
+    match &mut watch.view {
+        View::Niche(watched) if *watched == niche_id && !watch.viewer.is_admin => {
+            let member = access::membership(&watch.db, &watch.viewer, niche_id).await?;
+            if !access::reads_questions(member.as_ref()) {
+                return Err(ServiceError::Forbidden(
+                    "you are no longer an active member of this niche".into(),
+                ));
+            }
+            Ok(())
+        }
+        View::Niche(_) => Ok(()),
+        View::AwaitingMe(niches) => {
+            *niches = acting_niches(&watch.db, &watch.viewer).await?;
+            Ok(())
+        }
+    }
+}
+
+async fn classify(watch: &Watch, change: &QuestionChange) -> Result<Option<ChangeKind>, ServiceError> {
+    let settled = matches!(
+        change.action.as_str(),
+        "question.answered" | "question.dismissed" | "question.expired"
+    );
+    match &watch.view {
+        View::Niche(niche_id) => {
+            if *niche_id != change.niche_id {
+                return Ok(None);
+            }
+            Ok(Some(match change.action.as_str() {
+                "question.created" => ChangeKind::Added,
+                _ if settled => ChangeKind::Removed,
+                _ => ChangeKind::Updated,
+            }))
+        }
+        View::AwaitingMe(niches) => {
+            if !niches.contains(&change.niche_id) {
+                return Ok(None);
+            }
+            let mine = change.actor_user_id == Some(watch.viewer.user_id);
+            Ok(Some(match change.action.as_str() {
+                "question.created" => ChangeKind::Added,
+                _ if settled => ChangeKind::Removed,
+                "question.declined" | "question.research_requested" if mine => ChangeKind::Removed,
+                "question.research_returned" => {
+                    // Back for everyone; new again for those who had set it aside.
+                    let declined_before = agent_answers::Entity::find()
+                        .filter(agent_answers::Column::QuestionId.eq(change.question.id))
+                        .filter(agent_answers::Column::UserId.eq(watch.viewer.user_id))
+                        .filter(
+                            agent_answers::Column::ResearchRound
+                                .eq(change.question.research_round - 1),
+                        )
+                        .count(&watch.db)
+                        .await?;
+                    if declined_before > 0 {
+                        ChangeKind::Added
+                    } else {
+                        ChangeKind::Updated
+                    }
+                }
+                _ => ChangeKind::Updated,
+            }))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+
+    fn viewer() -> Viewer {
+        Viewer {
+            user_id: 1,
+            handle: "ana".into(),
+            is_admin: true,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_that_falls_behind_is_told_so_and_the_stream_ends() {
+        let (tx, rx) = broadcast::channel(2);
+        for user_id in 10..15 {
+            tx.send(LiveEvent::Member { niche_id: 1, user_id }).expect("a receiver");
+        }
+        let stream = changes(rx, DatabaseConnection::default(), viewer(), View::Niche(1));
+        let items: Vec<_> = stream.collect().await;
+        assert_eq!(items.len(), 1, "one error, then the end");
+        let err = items.into_iter().next().and_then(Result::err).expect("an error");
+        assert!(err.to_string().contains("fell behind"), "{err}");
+        drop(tx);
+    }
+
+    #[tokio::test]
+    async fn the_stream_ends_quietly_when_the_hub_goes_away() {
+        let (tx, rx) = broadcast::channel::<LiveEvent>(4);
+        drop(tx);
+        let stream = changes(rx, DatabaseConnection::default(), viewer(), View::Niche(1));
+        assert_eq!(stream.collect::<Vec<_>>().await.len(), 0);
+    }
+}
