@@ -70,6 +70,8 @@ pub struct LiveSettings {
     pub buffer: usize,
     /// The floor under the hints: the feed reads at least this often.
     pub poll: Duration,
+    /// How long a websocket may stay uninitialised before it is closed with 4408.
+    pub init_timeout: Duration,
 }
 
 impl Default for LiveSettings {
@@ -77,6 +79,7 @@ impl Default for LiveSettings {
         Self {
             buffer: 1024,
             poll: Duration::from_secs(2),
+            init_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -108,10 +111,7 @@ impl LiveHub {
             let db = self.db.clone();
             tokio::spawn(async move {
                 use sea_orm::ConnectionTrait;
-                if let Err(err) = db
-                    .execute_unprepared(&format!("NOTIFY {CHANNEL}"))
-                    .await
-                {
+                if let Err(err) = db.execute_unprepared(&format!("NOTIFY {CHANNEL}")).await {
                     tracing::debug!(error = %err, "NOTIFY failed; other instances catch up by polling");
                 }
             });

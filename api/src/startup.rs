@@ -18,8 +18,8 @@ use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 use crate::auth::LoginThrottle;
 use crate::config::Config;
-use crate::live::LiveHub;
 use crate::graphql::{self, AskloopSchema};
+use crate::live::LiveHub;
 use crate::metrics::{self, Metrics};
 use crate::{db, rest};
 

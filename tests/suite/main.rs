@@ -8,5 +8,6 @@ mod dashboard;
 mod graphql;
 mod health;
 mod intake;
+mod live;
 mod queue;
 mod signing_vectors;

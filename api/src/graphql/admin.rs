@@ -202,7 +202,7 @@ impl AdminMutation {
         )
         .await
         .gql()?;
-    super::changed(ctx);
+        super::changed(ctx);
         Ok(member_view(
             &handle.to_lowercase(),
             &niche_slug.to_lowercase(),

@@ -61,7 +61,9 @@ impl LiveSubscription {
         let hub = ctx.data::<LiveHub>()?;
         let viewer = access::signed_in(caller_of(ctx)?.viewer()).gql()?.clone();
         let niche = queue::niche_by_slug(&db, &niche_slug).await.gql()?;
-        access::can_read_questions(&db, Some(&viewer), &niche).await.gql()?;
+        access::can_read_questions(&db, Some(&viewer), &niche)
+            .await
+            .gql()?;
         let rx = hub.subscribe();
         Ok(stream::changes(rx, db, viewer, View::Niche(niche.id))
             .map(|change| change.map(QueueChange::from).gql()))

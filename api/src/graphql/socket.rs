@@ -3,7 +3,7 @@
 //! Authentication is the `token` in `connection_init`'s payload (an API key or session token) or
 //! the session cookie — the cookie only when the upgrade came from askloop's own origin, so
 //! another site cannot open a socket in a visitor's name. A connection that does not initialise
-//! within [`INIT_TIMEOUT`] is closed with 4408. The server pings every [`PING_EVERY`] and drops a
+//! within the configured time (10 s) is closed with 4408. The server pings every [`PING_EVERY`] and drops a
 //! peer that has not answered for [`DEAD_AFTER`]. A peer that does not take a message within
 //! [`SEND_TIMEOUT`] is dropped: its subscriptions would otherwise fall behind forever.
 
@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use async_graphql::Data;
 use async_graphql::http::{WebSocket as GraphqlSocket, WebSocketProtocols, WsMessage};
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
@@ -24,8 +24,6 @@ use crate::auth::{Caller, OriginCheck, resolve_caller};
 use crate::service::sessions;
 use crate::startup::AppState;
 
-/// How long a connection may stay uninitialised.
-pub const INIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the server pings.
 pub const PING_EVERY: Duration = Duration::from_secs(15);
 /// How long without a pong before a peer counts as dead.
@@ -55,7 +53,9 @@ pub async fn upgrade(
             .into_response();
     };
     let cookie_caller = match resolve_caller(&headers, &state, chrono::Utc::now()).await {
-        Ok(caller) if caller.origin == OriginCheck::Same || caller.session_token.is_none() => caller,
+        Ok(caller) if caller.origin == OriginCheck::Same || caller.session_token.is_none() => {
+            caller
+        }
         _ => Caller::default(),
     };
     upgrade
@@ -81,16 +81,25 @@ async fn serve(
     let (to_graphql, from_client) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
     let initialised = Arc::new(AtomicBool::new(false));
 
+    let init_refused = Arc::new(AtomicBool::new(false));
     let init_state = state.clone();
     let init_flag = initialised.clone();
+    let refused_flag = init_refused.clone();
     let on_init = move |payload: serde_json::Value| async move {
-        let token = payload.get("token").and_then(|t| t.as_str()).map(str::to_owned);
+        let token = payload
+            .get("token")
+            .and_then(|t| t.as_str())
+            .map(str::to_owned);
         let caller = match token {
             Some(token) => {
                 let resolved = sessions::resolve(&init_state.db, &token, chrono::Utc::now())
                     .await
-                    .map_err(|e| async_graphql::Error::new(e.to_string()))?
-                    .ok_or_else(|| async_graphql::Error::new("that token is not valid"))?;
+                    .ok()
+                    .flatten();
+                let Some(resolved) = resolved else {
+                    refused_flag.store(true, Ordering::SeqCst);
+                    return Err(async_graphql::Error::new("that token is not valid"));
+                };
                 Caller {
                     viewer: Some(resolved.0),
                     credential: Some(resolved.1),
@@ -105,19 +114,15 @@ async fn serve(
         data.insert(caller);
         Ok(data)
     };
-    let graphql = GraphqlSocket::new(
-        state.schema.clone(),
-        tokio_stream_of(from_client),
-        protocol,
-    )
-    .on_connection_init(on_init);
+    let graphql = GraphqlSocket::new(state.schema.clone(), tokio_stream_of(from_client), protocol)
+        .on_connection_init(on_init);
     futures::pin_mut!(graphql);
 
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
     ping.tick().await;
     let mut last_heard = Instant::now();
-    let init_deadline = tokio::time::sleep(INIT_TIMEOUT);
+    let init_deadline = tokio::time::sleep(state.config.live.init_timeout);
     futures::pin_mut!(init_deadline);
 
     loop {
@@ -143,6 +148,7 @@ async fn serve(
                     }
                 }
                 Some(WsMessage::Close(code, reason)) => {
+                    let (code, reason) = protocol_close(code, reason, init_refused.load(Ordering::SeqCst));
                     close(&mut sink, code, &reason).await;
                     break;
                 }
@@ -163,6 +169,18 @@ async fn serve(
                 break;
             }
         }
+    }
+}
+
+/// The close codes `graphql-transport-ws` prescribes, where the library uses generic ones:
+/// 4401 for a subscribe before the acknowledgement, 4403 for a refused `connection_init`, 4400
+/// for a message that is not the protocol's.
+fn protocol_close(code: u16, reason: String, init_refused: bool) -> (u16, String) {
+    match code {
+        1011 => (4401, "Unauthorized".to_owned()),
+        1002 if init_refused => (4403, "Forbidden".to_owned()),
+        1002 => (4400, reason),
+        _ => (code, reason),
     }
 }
 

@@ -8,7 +8,9 @@ use entity::agent_answers;
 use entity::agent_questions;
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use futures::Stream;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect};
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect,
+};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::{LiveEvent, QuestionChange};
@@ -38,7 +40,8 @@ pub struct Change {
 /// The error that ends a subscription that fell behind.
 pub fn fell_behind() -> ServiceError {
     ServiceError::Conflict(
-        "this subscription fell behind and was closed; re-read the queue and subscribe again".into(),
+        "this subscription fell behind and was closed; re-read the queue and subscribe again"
+            .into(),
     )
 }
 
@@ -144,7 +147,10 @@ async fn recheck(watch: &mut Watch, niche_id: i64) -> Result<(), ServiceError> {
     }
 }
 
-async fn classify(watch: &Watch, change: &QuestionChange) -> Result<Option<ChangeKind>, ServiceError> {
+async fn classify(
+    watch: &Watch,
+    change: &QuestionChange,
+) -> Result<Option<ChangeKind>, ServiceError> {
     let settled = matches!(
         change.action.as_str(),
         "question.answered" | "question.dismissed" | "question.expired"
@@ -209,12 +215,20 @@ mod tests {
     async fn a_subscriber_that_falls_behind_is_told_so_and_the_stream_ends() {
         let (tx, rx) = broadcast::channel(2);
         for user_id in 10..15 {
-            tx.send(LiveEvent::Member { niche_id: 1, user_id }).expect("a receiver");
+            tx.send(LiveEvent::Member {
+                niche_id: 1,
+                user_id,
+            })
+            .expect("a receiver");
         }
         let stream = changes(rx, DatabaseConnection::default(), viewer(), View::Niche(1));
         let items: Vec<_> = stream.collect().await;
         assert_eq!(items.len(), 1, "one error, then the end");
-        let err = items.into_iter().next().and_then(Result::err).expect("an error");
+        let err = items
+            .into_iter()
+            .next()
+            .and_then(Result::err)
+            .expect("an error");
         assert!(err.to_string().contains("fell behind"), "{err}");
         drop(tx);
     }
