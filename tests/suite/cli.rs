@@ -1,26 +1,13 @@
 //! The `askloop` command line, run as the real binary.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use askloop::domain::signing::SigningKeys;
 use askloop_tests::fixtures::open_niche;
-use askloop_tests::{Backend, SECRET, TestApp, TestDatabase};
+use askloop_tests::{Backend, SECRET, TestApp, TestDatabase, askloop_binary};
 use entity::{api_keys, niche_members, users};
 use sea_orm::{Database, EntityTrait, PaginatorTrait};
-
-/// The `askloop` binary cargo built next to this test binary.
-fn askloop_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>");
-    let binary = dir.join("askloop");
-    assert!(binary.is_file(), "{} is not built", binary.display());
-    binary
-}
 
 fn askloop(database_url: &str, args: &[&str]) -> Command {
     let mut command = Command::new(askloop_binary());

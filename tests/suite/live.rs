@@ -197,3 +197,97 @@ async fn a_bad_token_in_connection_init_is_refused() {
         other => panic!("expected a close, got {other:?}"),
     }
 }
+
+/// A second askloop, as its own process, on the same database as `app`.
+struct SecondInstance {
+    child: std::process::Child,
+    base: String,
+}
+
+impl SecondInstance {
+    fn start(database_url: &str) -> Self {
+        use std::io::{BufRead, BufReader};
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(askloop_tests::askloop_binary())
+            .arg("serve")
+            .env("DATABASE_URL", database_url)
+            .env("ASKLOOP_BIND", "127.0.0.1:0")
+            .env("CHOVY_SIGNING_SECRET", askloop_tests::SECRET)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("a second askloop starts");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let base = stdout
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|line| {
+                line.strip_prefix("askloop is serving on ")
+                    .map(str::to_owned)
+            })
+            .expect("the second askloop says where it serves");
+        Self { child, base }
+    }
+}
+
+impl Drop for SecondInstance {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn changes_cross_instances_and_survive_a_lost_listener_connection() {
+    use sea_orm::{ConnectionTrait, Database, Statement};
+
+    let Some(app) = TestApp::spawn(Backend::Postgres).await else {
+        eprintln!("skipped: TEST_DATABASE_URL is not set");
+        return;
+    };
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let url = app.database_url.clone();
+    let second = tokio::task::spawn_blocking(move || SecondInstance::start(&url))
+        .await
+        .expect("started");
+
+    let mut socket = GqlSocket::connect(&second.base, Some(&ana.token)).await;
+    socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // Asked on the first instance, seen on the second.
+    let first = app.ask("games", "cross-1").await;
+    let added = socket.next_data("q").await;
+    assert_eq!(added["data"]["questionQueue"]["change"], "ADDED", "{added}");
+    assert_eq!(
+        added["data"]["questionQueue"]["question"]["id"],
+        first.to_string()
+    );
+
+    // Cut every LISTEN connection on this database, then ask again at once: the notification is
+    // lost, the event is not.
+    let admin = Database::connect(&app.database_url).await.expect("connect");
+    let killed = admin
+        .query_all_raw(Statement::from_string(
+            admin.get_database_backend(),
+            "SELECT pg_terminate_backend(pid) AS gone FROM pg_stat_activity \
+             WHERE datname = current_database() AND query ILIKE 'listen%' AND pid <> pg_backend_pid()",
+        ))
+        .await
+        .expect("terminate the listeners");
+    assert!(!killed.is_empty(), "no LISTEN connection was found to cut");
+    let after = app.ask("games", "cross-2").await;
+    let caught_up = socket.next_data("q").await;
+    assert_eq!(
+        caught_up["data"]["questionQueue"]["change"], "ADDED",
+        "{caught_up}"
+    );
+    assert_eq!(
+        caught_up["data"]["questionQueue"]["question"]["id"],
+        after.to_string()
+    );
+    admin.close().await.ok();
+    drop(second);
+}

@@ -130,6 +130,8 @@ pub struct TestApp {
     pub db: DatabaseConnection,
     /// Which storage it runs on.
     pub backend: Backend,
+    /// The database URL it runs on (for a second instance on the same database).
+    pub database_url: String,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
     // Declared last: dropped after everything that holds connections to it.
@@ -145,6 +147,22 @@ pub fn test_config(database_url: &str) -> Config {
     config.web_dir = web_dist();
     config.shutdown_grace = std::time::Duration::from_secs(5);
     config
+}
+
+/// The `askloop` binary cargo built next to the test binary (`cargo xtask test` builds it).
+pub fn askloop_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>");
+    let binary = dir.join("askloop");
+    assert!(
+        binary.is_file(),
+        "{} is not built: run the tests with `cargo xtask test`",
+        binary.display()
+    );
+    binary
 }
 
 /// Where `cargo xtask build-web` puts the dashboard.
@@ -182,6 +200,7 @@ impl TestApp {
                 .expect("a client"),
             db,
             backend,
+            database_url: database.url.clone(),
             shutdown: Some(tx),
             server: Some(server),
             _database: database,
