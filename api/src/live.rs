@@ -53,6 +53,7 @@ pub struct LiveHub {
     events: broadcast::Sender<LiveEvent>,
     wake: Arc<Notify>,
     db: DatabaseConnection,
+    stop: tokio::sync::watch::Sender<bool>,
 }
 
 impl std::fmt::Debug for LiveHub {
@@ -89,13 +90,44 @@ impl LiveHub {
     pub async fn start(db: DatabaseConnection, settings: LiveSettings) -> anyhow::Result<Self> {
         let (events, _) = broadcast::channel(settings.buffer.max(1));
         let wake = Arc::new(Notify::new());
-        let hub = Self { events, wake, db };
+        let (stop, _) = tokio::sync::watch::channel(false);
+        let hub = Self {
+            events,
+            wake,
+            db,
+            stop,
+        };
         let start_after = feed::last_audit_id(&hub.db).await?;
-        tokio::spawn(feed::run(hub.clone(), start_after, settings.poll));
+        let stopped = hub.stopped();
+        let feed_hub = hub.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = feed::run(feed_hub, start_after, settings.poll) => {},
+                () = stopped => {},
+            }
+        });
         if hub.db.get_database_backend() == DbBackend::Postgres {
-            tokio::spawn(listen::run(hub.db.clone(), hub.wake.clone()));
+            let (db, wake, stopped) = (hub.db.clone(), hub.wake.clone(), hub.stopped());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = listen::run(db, wake) => {},
+                    () = stopped => {},
+                }
+            });
         }
         Ok(hub)
+    }
+
+    /// Stop the feed and the listener (on shutdown, before the pool closes).
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.stop.subscribe();
+        async move {
+            let _ = rx.wait_for(|stopped| *stopped).await;
+        }
     }
 
     /// A receiver of every change from now on.

@@ -131,6 +131,7 @@ impl Application {
                 tokio::time::sleep(grace).await;
             } => tracing::warn!("in-flight requests outlived the {grace:?} grace period"),
         }
+        self.state.live.stop();
         self.state.db.clone().close().await.ok();
         Ok(())
     }
