@@ -58,7 +58,13 @@ pub async fn upgrade(
         }
         _ => Caller::default(),
     };
+    // Queue changes are a few KiB at most; tungstenite's 128 KiB default buffers would make
+    // every idle subscriber cost a quarter of a megabyte. The write buffer is bounded so a peer
+    // that stops reading cannot grow it without limit.
     upgrade
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(0)
+        .max_write_buffer_size(256 * 1024)
         .protocols(async_graphql::http::ALL_WEBSOCKET_PROTOCOLS)
         .on_upgrade(move |socket| serve(socket, state, protocol, cookie_caller))
 }
