@@ -6,11 +6,8 @@ use std::collections::HashSet;
 
 use entity::agent_answers;
 use entity::agent_questions;
-use entity::niche_members::{self, MemberRole, MemberStatus};
 use futures::Stream;
-use sea_orm::{
-    ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect,
-};
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::{LiveEvent, QuestionChange};
@@ -62,22 +59,7 @@ struct Watch {
     done: bool,
 }
 
-/// The niches where `viewer` is an active operator or specialist.
-pub async fn acting_niches(
-    db: &DatabaseConnection,
-    viewer: &Viewer,
-) -> Result<HashSet<i64>, ServiceError> {
-    let ids: Vec<i64> = niche_members::Entity::find()
-        .select_only()
-        .column(niche_members::Column::NicheId)
-        .filter(niche_members::Column::UserId.eq(viewer.user_id))
-        .filter(niche_members::Column::Status.eq(MemberStatus::Active))
-        .filter(niche_members::Column::Role.ne(MemberRole::Observer))
-        .into_tuple()
-        .all(db)
-        .await?;
-    Ok(ids.into_iter().collect())
-}
+pub use crate::service::access::acting_niches;
 
 /// The stream of changes `viewer` may see in `view`, from `rx` on.
 pub fn changes(

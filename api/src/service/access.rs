@@ -4,7 +4,9 @@
 
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::niches;
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use std::collections::HashSet;
+
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
 
 use crate::error::ServiceError;
 
@@ -50,6 +52,23 @@ pub async fn membership<C: ConnectionTrait>(
         .filter(niche_members::Column::UserId.eq(viewer.user_id))
         .one(conn)
         .await?)
+}
+
+/// The niches where `viewer` is an active operator or specialist: where they answer.
+pub async fn acting_niches<C: ConnectionTrait>(
+    conn: &C,
+    viewer: &Viewer,
+) -> Result<HashSet<i64>, ServiceError> {
+    let ids: Vec<i64> = niche_members::Entity::find()
+        .select_only()
+        .column(niche_members::Column::NicheId)
+        .filter(niche_members::Column::UserId.eq(viewer.user_id))
+        .filter(niche_members::Column::Status.eq(MemberStatus::Active))
+        .filter(niche_members::Column::Role.ne(MemberRole::Observer))
+        .into_tuple()
+        .all(conn)
+        .await?;
+    Ok(ids.into_iter().collect())
 }
 
 /// Whether `member` may read the niche's questions: any active membership.

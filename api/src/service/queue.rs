@@ -5,7 +5,6 @@
 
 use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, QuestionStatus};
-use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::{agent_answers, audit_log, niches};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{
@@ -236,15 +235,7 @@ pub async fn awaiting_me(
     now: DateTime<Utc>,
 ) -> Result<Page, ServiceError> {
     let viewer = access::signed_in(viewer)?;
-    let niche_ids: Vec<i64> = niche_members::Entity::find()
-        .select_only()
-        .column(niche_members::Column::NicheId)
-        .filter(niche_members::Column::UserId.eq(viewer.user_id))
-        .filter(niche_members::Column::Status.eq(MemberStatus::Active))
-        .filter(niche_members::Column::Role.ne(MemberRole::Observer))
-        .into_tuple()
-        .all(db)
-        .await?;
+    let niche_ids = access::acting_niches(db, viewer).await?;
     if niche_ids.is_empty() {
         return Ok(Page {
             items: Vec::new(),
