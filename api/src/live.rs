@@ -73,6 +73,10 @@ pub struct LiveSettings {
     pub poll: Duration,
     /// How long a websocket may stay uninitialised before it is closed with 4408.
     pub init_timeout: Duration,
+    /// How often the server pings each websocket.
+    pub ping_every: Duration,
+    /// How long a websocket may stay silent (no pong, no message) before it is dropped.
+    pub dead_after: Duration,
 }
 
 impl Default for LiveSettings {
@@ -81,6 +85,8 @@ impl Default for LiveSettings {
             buffer: 1024,
             poll: Duration::from_secs(2),
             init_timeout: Duration::from_secs(10),
+            ping_every: Duration::from_secs(15),
+            dead_after: Duration::from_secs(45),
         }
     }
 }

@@ -291,3 +291,37 @@ async fn changes_cross_instances_and_survive_a_lost_listener_connection() {
     admin.close().await.ok();
     drop(second);
 }
+
+#[tokio::test]
+async fn a_peer_that_stops_answering_pings_is_dropped_and_one_that_answers_stays() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
+        config.live.ping_every = Duration::from_millis(100);
+        config.live.dead_after = Duration::from_millis(400);
+    })
+    .await
+    .expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+
+    // This one reads (so its client answers every ping) for well past the limit, then still
+    // gets its events.
+    let mut alive = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    // This one never reads, so it never answers a ping.
+    let mut silent = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    match alive.receive(Duration::from_millis(1200)).await {
+        Received::Nothing => {}
+        other => panic!("the live peer got {other:?}"),
+    }
+    alive.subscribe("q", QUEUE, json!({"slug": "games"})).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.ask("games", "still-here").await;
+    assert_eq!(
+        alive.next_data("q").await["data"]["questionQueue"]["change"],
+        "ADDED"
+    );
+
+    match silent.receive(Duration::from_secs(5)).await {
+        Received::Closed(code) => assert_eq!(code, Some(4000)),
+        other => panic!("the silent peer was not dropped: {other:?}"),
+    }
+}

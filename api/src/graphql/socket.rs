@@ -3,8 +3,8 @@
 //! Authentication is the `token` in `connection_init`'s payload (an API key or session token) or
 //! the session cookie — the cookie only when the upgrade came from askloop's own origin, so
 //! another site cannot open a socket in a visitor's name. A connection that does not initialise
-//! within the configured time (10 s) is closed with 4408. The server pings every [`PING_EVERY`] and drops a
-//! peer that has not answered for [`DEAD_AFTER`]. A peer that does not take a message within
+//! within the configured time (10 s) is closed with 4408. The server pings (every 15 s by default) and
+//! drops a peer that has not answered for three times as long. A peer that does not take a message within
 //! [`SEND_TIMEOUT`] is dropped: its subscriptions would otherwise fall behind forever.
 
 use std::sync::Arc;
@@ -24,10 +24,6 @@ use crate::auth::{Caller, OriginCheck, resolve_caller};
 use crate::service::sessions;
 use crate::startup::AppState;
 
-/// How often the server pings.
-pub const PING_EVERY: Duration = Duration::from_secs(15);
-/// How long without a pong before a peer counts as dead.
-pub const DEAD_AFTER: Duration = Duration::from_secs(45);
 /// How long one message may take to send.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -124,11 +120,12 @@ async fn serve(
         .on_connection_init(on_init);
     futures::pin_mut!(graphql);
 
-    let mut ping = tokio::time::interval(PING_EVERY);
+    let live = state.config.live;
+    let mut ping = tokio::time::interval(live.ping_every);
     ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
     ping.tick().await;
     let mut last_heard = Instant::now();
-    let init_deadline = tokio::time::sleep(state.config.live.init_timeout);
+    let init_deadline = tokio::time::sleep(live.init_timeout);
     futures::pin_mut!(init_deadline);
 
     loop {
@@ -161,7 +158,7 @@ async fn serve(
                 None => break,
             },
             _ = ping.tick() => {
-                if last_heard.elapsed() > DEAD_AFTER {
+                if last_heard.elapsed() > live.dead_after {
                     close(&mut sink, 4000, "no answer to pings").await;
                     break;
                 }
