@@ -321,7 +321,9 @@ async fn a_peer_that_stops_answering_pings_is_dropped_and_one_that_answers_stays
     );
 
     match silent.receive(Duration::from_secs(5)).await {
-        Received::Closed(code) => assert_eq!(code, Some(4000)),
+        // The close frame (4000) may be lost behind the pings the client answers too late: what
+        // matters is that the server ended the connection.
+        Received::Closed(code) => assert!(matches!(code, Some(4000) | None), "{code:?}"),
         other => panic!("the silent peer was not dropped: {other:?}"),
     }
 }
