@@ -177,3 +177,69 @@ async fn repeated_failed_sign_ins_are_slowed_down() {
     );
     assert_eq!(error_code(&body), Some("UNAUTHENTICATED"));
 }
+
+#[tokio::test]
+async fn an_expired_session_is_anonymous_and_a_cookie_form_post_needs_our_origin() {
+    use askloop::service::accounts::{new_token, token_hash};
+    use entity::sessions;
+    use sea_orm::{ActiveModelTrait, ActiveValue::Set, NotSet};
+
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+
+    let stale = new_token("al_sess_");
+    sessions::ActiveModel {
+        id: NotSet,
+        user_id: Set(ana.id),
+        token_hash: Set(token_hash(&stale)),
+        created_at: Set(chrono::Utc::now() - chrono::Duration::days(20)),
+        expires_at: Set(chrono::Utc::now() - chrono::Duration::days(6)),
+        last_seen_at: Set(chrono::Utc::now() - chrono::Duration::days(6)),
+    }
+    .insert(&app.db)
+    .await
+    .expect("a stale session");
+    let me: Value = app
+        .client
+        .post(app.url("/graphql"))
+        .header("cookie", format!("askloop_session={stale}"))
+        .json(&json!({"query": VIEWER}))
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("JSON");
+    assert!(me["data"]["viewer"].is_null(), "{me}");
+
+    let question = app.ask("games", "form-origin").await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a client");
+    let post = |origin: Option<String>| {
+        let mut request = client
+            .post(app.url(&format!("/dashboard/questions/{question}/answer")))
+            .header("cookie", format!("askloop_session={}", ana.token))
+            .form(&[
+                ("kind", "insufficient_context"),
+                ("next", "/dashboard/niches"),
+            ]);
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request.send()
+    };
+    let cross = post(Some("http://evil.example".into()))
+        .await
+        .expect("sent");
+    let location = cross.headers()["location"]
+        .to_str()
+        .expect("text")
+        .to_owned();
+    assert!(location.contains("error=cross-site"), "{location}");
+    let own = post(Some(app.base.clone())).await.expect("sent");
+    let location = own.headers()["location"].to_str().expect("text").to_owned();
+    assert!(location.contains("notice=Noted"), "{location}");
+}

@@ -287,3 +287,39 @@ async fn serve_seeds_the_demo_logs_json_and_stops_cleanly_on_sigterm() {
     assert_eq!(request_line["span"]["uri"], "/healthz");
     assert!(logs.contains("shutting down"), "{logs}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_ask_sends_a_json_file_byte_for_byte_and_refuses_one_that_is_not_json() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let dir = std::env::temp_dir().join(format!("askloop-ask-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let good = dir.join("question.json");
+    std::fs::write(
+        &good,
+        askloop_tests::fixtures::question_body("games", "from-file").to_string(),
+    )
+    .expect("written");
+    let bad = dir.join("broken.json");
+    std::fs::write(&bad, "{ not json").expect("written");
+    let base = app.base.clone();
+    let (ok, broken) = tokio::task::spawn_blocking(move || {
+        let run_with = |file: &std::path::Path| {
+            let mut ask = askloop("sqlite::memory:", &["ask", "--url", &base, "--file"]);
+            ask.arg(file).env("CHOVY_SIGNING_SECRET", SECRET);
+            run(ask)
+        };
+        (run_with(&good), run_with(&bad))
+    })
+    .await
+    .expect("askloop finished");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(String::from_utf8_lossy(&ok.stdout).starts_with("201 "));
+    assert_eq!(broken.status.code(), Some(1));
+    assert!(
+        stderr(&broken).contains("is not JSON"),
+        "{}",
+        stderr(&broken)
+    );
+}

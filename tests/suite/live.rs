@@ -153,8 +153,50 @@ async fn a_member_suspended_mid_subscription_stops_receiving(app: TestApp) {
     }
 }
 
+async fn research_round_trips_show_as_updates(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let id = app.ask("games", "research").await;
+    assert_eq!(
+        socket.next_data("q").await["data"]["questionQueue"]["change"],
+        "ADDED"
+    );
+    let sent = app
+        .graphql(
+            Some(&ana.token),
+            ANSWER,
+            json!({"id": id.to_string(), "kind": "NEEDS_RESEARCH"}),
+        )
+        .await;
+    assert!(sent["errors"].is_null(), "{sent}");
+    let researching = socket.next_data("q").await;
+    assert_eq!(
+        researching["data"]["questionQueue"]["change"], "UPDATED",
+        "{researching}"
+    );
+    assert_eq!(
+        researching["data"]["questionQueue"]["question"]["status"],
+        "RESEARCHING"
+    );
+    let body = json!({"nicheSlug": "games", "externalId": "research", "context": "More found."})
+        .to_string();
+    assert_eq!(
+        app.post_signed("/api/v1/internal/research-results", &body)
+            .await
+            .status(),
+        200
+    );
+    let back = socket.next_data("q").await;
+    assert_eq!(back["data"]["questionQueue"]["change"], "UPDATED", "{back}");
+    assert_eq!(back["data"]["questionQueue"]["question"]["status"], "OPEN");
+}
+
 on_both_backends!(
     a_subscriber_sees_a_question_arrive_and_leave,
+    research_round_trips_show_as_updates,
     awaiting_me_drops_what_i_declined,
     a_non_member_cannot_subscribe,
     a_member_suspended_mid_subscription_stops_receiving,
