@@ -30,6 +30,8 @@ pub struct Caller {
     pub credential: Option<Credential>,
     /// The raw session token, when the caller used one (so logout can end it).
     pub session_token: Option<String>,
+    /// Whether that session came from the cookie (rather than a bearer header).
+    pub via_cookie: bool,
     /// Where the request came from, as far as the browser says.
     pub origin: OriginCheck,
 }
@@ -57,7 +59,7 @@ impl Caller {
     /// by browsers on their own, so they need no such check.
     pub fn check_write(&self) -> Result<(), ServiceError> {
         if self.credential == Some(Credential::Session)
-            && self.via_cookie()
+            && self.via_cookie
             && self.origin != OriginCheck::Same
         {
             return Err(ServiceError::Forbidden(
@@ -76,10 +78,6 @@ impl Caller {
             ));
         }
         Ok(())
-    }
-
-    fn via_cookie(&self) -> bool {
-        self.session_token.is_some()
     }
 }
 
@@ -110,7 +108,8 @@ pub async fn resolve_caller(
         return Ok(Caller {
             viewer: Some(viewer),
             credential: Some(credential),
-            session_token: None,
+            session_token: (credential == Credential::Session).then_some(token),
+            via_cookie: false,
             origin,
         });
     }
@@ -121,6 +120,7 @@ pub async fn resolve_caller(
                 viewer: Some(viewer),
                 credential: Some(credential),
                 session_token: Some(token),
+                via_cookie: true,
                 origin,
             });
         }

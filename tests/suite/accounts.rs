@@ -153,7 +153,27 @@ async fn api_keys_work_as_bearers_until_revoked(app: TestApp) {
     assert_eq!(rest.status(), 401);
 }
 
+async fn a_session_token_works_as_a_bearer_until_logout(app: TestApp) {
+    person(&app.db, "ana", false).await;
+    let login = app
+        .graphql(None, LOGIN, json!({"h": "ana", "p": PASSWORD}))
+        .await;
+    let token = login["data"]["login"]["token"]
+        .as_str()
+        .expect("a token")
+        .to_owned();
+    let me = app.graphql(Some(&token), VIEWER, json!({})).await;
+    assert_eq!(me["data"]["viewer"]["user"]["handle"], "ana", "{me}");
+    let out = app
+        .graphql(Some(&token), "mutation { logout }", json!({}))
+        .await;
+    assert_eq!(out["data"]["logout"], true, "{out}");
+    let after = app.graphql(Some(&token), VIEWER, json!({})).await;
+    assert_eq!(error_code(&after), Some("UNAUTHENTICATED"), "{after}");
+}
+
 on_both_backends!(
+    a_session_token_works_as_a_bearer_until_logout,
     signing_in_sets_an_http_only_cookie_that_identifies_the_person,
     a_wrong_password_or_handle_says_the_same_thing,
     cookie_writes_from_another_origin_are_refused,

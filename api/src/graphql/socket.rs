@@ -49,9 +49,7 @@ pub async fn upgrade(
             .into_response();
     };
     let cookie_caller = match resolve_caller(&headers, &state, chrono::Utc::now()).await {
-        Ok(caller) if caller.origin == OriginCheck::Same || caller.session_token.is_none() => {
-            caller
-        }
+        Ok(caller) if caller.origin == OriginCheck::Same || !caller.via_cookie => caller,
         _ => Caller::default(),
     };
     // Queue changes are a few KiB at most; tungstenite's 128 KiB default buffers would make
@@ -106,6 +104,7 @@ async fn serve(
                     viewer: Some(resolved.0),
                     credential: Some(resolved.1),
                     session_token: None,
+                    via_cookie: false,
                     origin: OriginCheck::Unknown,
                 }
             }

@@ -9,7 +9,7 @@ use entity::agent_questions::{self, QuestionStatus as StoredStatus};
 use entity::contribution_events::ContributionStatus;
 use entity::niche_members::{MemberRole as StoredRole, MemberStatus as StoredMemberStatus};
 use entity::{audit_log, niches, users};
-use sea_orm::{DatabaseConnection, EntityTrait};
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
 
 use super::caller_of;
 use crate::domain::scoring;
@@ -340,7 +340,11 @@ impl Question {
         let db = ctx.data::<DatabaseConnection>()?;
         let id: i64 = self.id.parse()?;
         let answers = queue::answers_of(db, id).await.gql()?;
-        let people = users::Entity::find().all(db).await?;
+        let authors: Vec<i64> = answers.iter().map(|a| a.user_id).collect();
+        let people = users::Entity::find()
+            .filter(users::Column::Id.is_in(authors))
+            .all(db)
+            .await?;
         Ok(answers
             .into_iter()
             .map(|a| {
