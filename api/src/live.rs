@@ -52,6 +52,7 @@ pub enum LiveEvent {
 pub struct LiveHub {
     events: broadcast::Sender<LiveEvent>,
     wake: Arc<Notify>,
+    notify_others: Arc<Notify>,
     db: DatabaseConnection,
     stop: tokio::sync::watch::Sender<bool>,
 }
@@ -100,6 +101,7 @@ impl LiveHub {
         let hub = Self {
             events,
             wake,
+            notify_others: Arc::new(Notify::new()),
             db,
             stop,
         };
@@ -117,6 +119,13 @@ impl LiveHub {
             tokio::spawn(async move {
                 tokio::select! {
                     () = listen::run(db, wake) => {},
+                    () = stopped => {},
+                }
+            });
+            let (db, pending, stopped) = (hub.db.clone(), hub.notify_others.clone(), hub.stopped());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = notify_loop(db, pending) => {},
                     () = stopped => {},
                 }
             });
@@ -145,15 +154,7 @@ impl LiveHub {
     /// Never blocks the caller and never fails it.
     pub fn changed(&self) {
         self.wake.notify_one();
-        if self.db.get_database_backend() == DbBackend::Postgres {
-            let db = self.db.clone();
-            tokio::spawn(async move {
-                use sea_orm::ConnectionTrait;
-                if let Err(err) = db.execute_unprepared(&format!("NOTIFY {CHANNEL}")).await {
-                    tracing::debug!(error = %err, "NOTIFY failed; other instances catch up by polling");
-                }
-            });
-        }
+        self.notify_others.notify_one();
     }
 
     pub(crate) fn publish(&self, event: LiveEvent) {
@@ -167,5 +168,18 @@ impl LiveHub {
 
     pub(crate) fn db(&self) -> &DatabaseConnection {
         &self.db
+    }
+}
+
+/// Send `NOTIFY` for the writes of this instance, one at a time: hints that arrive while one is
+/// being sent fold into the next, so a burst of writes costs a handful of NOTIFYs, not one each,
+/// and the last write is always followed by one.
+async fn notify_loop(db: DatabaseConnection, pending: Arc<Notify>) {
+    use sea_orm::ConnectionTrait;
+    loop {
+        pending.notified().await;
+        if let Err(err) = db.execute_unprepared(&format!("NOTIFY {CHANNEL}")).await {
+            tracing::debug!(error = %err, "NOTIFY failed; other instances catch up by polling");
+        }
     }
 }

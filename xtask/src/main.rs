@@ -189,15 +189,60 @@ fn test_database_url() -> Option<String> {
 fn test(args: &[String]) -> anyhow::Result<()> {
     ensure_chromium()?;
     // The suite runs the real `askloop` binary for its command-line tests; `cargo test` builds
-    // only test harnesses, so build the binary first (it shares the test build's artifacts).
+    // only test harnesses, so build the binaries first — over the same packages as the tests,
+    // so that features unify the same way and every dependency is compiled once for both.
     let mut binary = cargo();
-    binary.args(["build", "--package", "askloop", "--bin", "askloop"]);
+    binary.args(["build", "--workspace", "--exclude", "web", "--bins"]);
     status(binary, "building the askloop binary")?;
     let mut tests = cargo();
     if let Some(url) = test_database_url() {
         tests.env("TEST_DATABASE_URL", url);
     }
-    tests.args(["test", "--workspace", "--exclude", "web"]);
+    tests.args(["test", "--workspace", "--exclude", "web", "--all-targets"]);
     tests.args(args.iter().skip_while(|a| a.as_str() == "--"));
-    status(tests, "the tests")
+    tests.stdout(std::process::Stdio::piped());
+    let mut child = tests.spawn().context("cannot start the tests")?;
+    let (mut passed, mut failed) = (0u64, 0u64);
+    if let Some(stdout) = child.stdout.take() {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let line = line.context("reading the test output")?;
+            println!("{line}");
+            if let Some(rest) = line.strip_prefix("test result: ") {
+                passed += count_before(rest, " passed");
+                failed += count_before(rest, " failed");
+            }
+        }
+    }
+    let exit = child.wait().context("waiting for the tests")?;
+    // One closing line over every test binary, so a reader need not add them up.
+    println!("tests: {passed} passed, {failed} failed");
+    if !exit.success() {
+        bail!("the tests failed ({exit})");
+    }
+    Ok(())
+}
+
+/// The number just before `label` in a `test result:` line (`ok. 12 passed; 0 failed; …`).
+fn count_before(line: &str, label: &str) -> u64 {
+    line.split(';')
+        .find_map(|part| part.trim().strip_suffix(label.trim()))
+        .and_then(|n| n.trim().rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_before;
+
+    #[test]
+    fn test_result_lines_are_counted() {
+        let line =
+            "ok. 101 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1s";
+        assert_eq!(count_before(line, " passed"), 101);
+        assert_eq!(count_before(line, " failed"), 2);
+        assert_eq!(count_before("FAILED. 0 passed; 7 failed;", " failed"), 7);
+        assert_eq!(count_before("garbage", " passed"), 0);
+    }
 }
