@@ -1,8 +1,7 @@
 //! The dashboard is served on the same origin, and in a real headless Chromium it loads, talks to
 //! `/graphql` and shows the niches it can see.
 
-use std::process::Command;
-
+use askloop_tests::browser::Browser;
 use askloop_tests::fixtures::niche;
 use askloop_tests::{Backend, TestApp, web_dist};
 use entity::niches::NicheStatus;
@@ -41,50 +40,34 @@ async fn the_dashboard_is_served_for_its_routes_and_deep_links() {
     );
 }
 
-/// Chromium renders the app and prints the DOM it ended with.
-fn rendered_dom(url: &str) -> String {
-    let profile = std::env::temp_dir().join(format!("askloop-chromium-{}", uuid::Uuid::new_v4()));
-    let output = Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--virtual-time-budget=10000",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(url)
-        .output()
-        .expect("chromium runs (CI installs it; locally: apt-get install chromium)");
-    let _ = std::fs::remove_dir_all(profile);
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn chromium() -> String {
-    std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_shows_the_niches_it_can_see_in_a_real_browser() {
     require_built_dashboard();
     let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
     niche(&app.db, "games", NicheStatus::Open).await;
     niche(&app.db, "secret-draft", NicheStatus::Draft).await;
-    let url = app.url("/");
-    let dom = tokio::task::spawn_blocking(move || rendered_dom(&url))
-        .await
-        .expect("chromium finished");
-    assert!(
-        dom.contains(r#"data-slug="games""#),
-        "the niche is missing:\n{dom}"
-    );
-    assert!(dom.contains("Niche games"), "{dom}");
-    assert!(
-        !dom.contains("secret-draft"),
-        "a draft niche leaked:\n{dom}"
-    );
+    let mut browser = Browser::start().await;
+    for (name, width, height, mobile) in [
+        ("niches-desktop", 1280, 800, false),
+        ("niches-phone", 390, 844, true),
+    ] {
+        browser.viewport(width, height, mobile).await;
+        browser.goto(&app.url("/")).await;
+        browser
+            .wait_for(
+                "document.querySelector('[data-slug=\"games\"]')",
+                "the games niche",
+            )
+            .await;
+        let text = browser.eval("document.body.innerText").await;
+        let text = text.as_str().unwrap_or_default();
+        assert!(text.contains("Niche games"), "{text}");
+        assert!(
+            !text.contains("secret-draft"),
+            "a draft niche leaked:\n{text}"
+        );
+        let shot = browser.screenshot(name).await;
+        let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+        assert!(size > 1_000, "{} is only {size} bytes", shot.display());
+    }
 }

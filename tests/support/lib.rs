@@ -2,6 +2,8 @@
 //! database (an SQLite file, or a new PostgreSQL database when `TEST_DATABASE_URL` is set) and
 //! tears it down afterwards.
 
+pub mod browser;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
