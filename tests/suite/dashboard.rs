@@ -71,3 +71,152 @@ async fn the_dashboard_shows_the_niches_it_can_see_in_a_real_browser() {
         assert!(size > 1_000, "{} is only {size} bytes", shot.display());
     }
 }
+
+/// Type into a field the way a person would, so the app's input handlers see it.
+fn type_into(id: &str, text: &str) -> String {
+    let text = serde_json::to_string(text).unwrap_or_default();
+    format!(
+        "(() => {{ const el = document.getElementById('{id}'); el.value = {text}; \
+         el.dispatchEvent(new Event('input', {{ bubbles: true }})); return true; }})()"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_signs_in_reads_untrusted_context_as_text_and_answers() {
+    use askloop_tests::people::{PASSWORD, operator};
+    use serde_json::json;
+
+    require_built_dashboard();
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    niche(&app.db, "games", NicheStatus::Open).await;
+    operator(&app.db, "games", "ana").await;
+    let hostile = json!({"payload": {
+        "nicheSlug": "games",
+        "externalId": "xss",
+        "title": "<img src=x onerror=\"window.__pwned=1\"> Which date?",
+        "question": "Early access or 1.0? &amp; <b>really</b>",
+        "context": "<script>window.__pwned=1</script> see <a href=\"javascript:window.__pwned=1\">this</a>",
+        "options": [{"id": "ea", "label": "<i>Early</i> access"}, {"id": "full", "label": "1.0"}],
+    }});
+    let response = app
+        .post_signed("/api/v1/internal/expert-questions", &hostile.to_string())
+        .await;
+    assert_eq!(response.status(), 201);
+
+    let mut browser = Browser::start().await;
+    browser.viewport(1280, 900, false).await;
+    // A deep link while signed out goes to the login page and comes back.
+    browser
+        .goto(&app.url("/dashboard/niches/games/questions"))
+        .await;
+    browser
+        .wait_for("document.getElementById('handle')", "the login form")
+        .await;
+    assert!(
+        browser
+            .eval("location.search")
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .contains("next=")
+    );
+    browser.eval(&type_into("handle", "ana")).await;
+    browser.eval(&type_into("password", PASSWORD)).await;
+    browser
+        .eval("document.querySelector('form.login button[type=submit]').click()")
+        .await;
+    browser
+        .wait_for(
+            "document.querySelector('article.question')",
+            "the question card",
+        )
+        .await;
+    assert_eq!(
+        browser.eval("location.pathname").await,
+        json!("/dashboard/niches/games/questions")
+    );
+
+    // The untrusted text is shown as text, under its label, and nothing in it ran.
+    let quote = browser
+        .eval("document.querySelector('article.question details.context blockquote').textContent")
+        .await;
+    assert!(
+        quote
+            .as_str()
+            .unwrap_or_default()
+            .contains("<script>window.__pwned=1</script>"),
+        "{quote}"
+    );
+    let label = browser
+        .eval("document.querySelector('article.question details.context summary').textContent")
+        .await;
+    assert_eq!(label, json!("What the agent found"));
+    let title = browser
+        .eval("document.querySelector('article.question h2').textContent")
+        .await;
+    assert!(
+        title.as_str().unwrap_or_default().starts_with("<img src=x"),
+        "{title}"
+    );
+    assert_eq!(browser.eval("document.querySelectorAll('article.question img, article.question script, article.question a[href^=javascript], article.question i').length").await, json!(0));
+    assert_eq!(
+        browser.eval("typeof window.__pwned").await,
+        json!("undefined")
+    );
+    browser.screenshot("queue-desktop").await;
+    browser.viewport(390, 844, true).await;
+    browser.screenshot("queue-phone").await;
+    browser.viewport(1280, 900, false).await;
+
+    // Answer with an option and words: the notice says what happened and the card is gone.
+    browser
+        .eval("document.querySelector('input[name=option_id][value=ea]').click()")
+        .await;
+    browser
+        .eval(&type_into(
+            &format!("body-{}", 1),
+            "The 1.0 date is the release.",
+        ))
+        .await;
+    browser
+        .eval("document.querySelector('button[value=answered]').click()")
+        .await;
+    browser
+        .wait_for("document.querySelector('.notice')", "the notice")
+        .await;
+    assert_eq!(
+        browser
+            .eval("document.querySelector('.notice').textContent")
+            .await,
+        json!("Thanks. It goes to review before it counts.")
+    );
+    browser
+        .wait_for("document.querySelector('.empty')", "the empty queue")
+        .await;
+    assert_eq!(
+        browser
+            .eval("document.querySelectorAll('article.question').length")
+            .await,
+        json!(0)
+    );
+    assert_eq!(
+        browser.eval("typeof window.__pwned").await,
+        json!("undefined")
+    );
+
+    // The niches page now counts the answer in review.
+    browser.goto(&app.url("/dashboard/niches")).await;
+    browser
+        .wait_for(
+            "document.querySelector('.card[data-slug=games]')",
+            "the niche card",
+        )
+        .await;
+    let card = browser
+        .eval("document.querySelector('.card[data-slug=games]').innerText")
+        .await;
+    let card = card.as_str().unwrap_or_default();
+    assert!(card.contains("1 in review"), "{card}");
+    assert!(card.contains("100 more to Specialist"), "{card}");
+    browser.screenshot("niches-signed-in-desktop").await;
+}

@@ -1,10 +1,16 @@
 //! askloop's operator dashboard: a client-side Leptos app served by `api` on the same origin.
-//! It talks to the server only through `/graphql`.
+//! It talks to the server only through `/graphql` (and, for answering, the same form posts a
+//! page without JavaScript would use).
+//!
+//! Pages are chosen from the path at load; every link is a real URL, so deep links and reloads
+//! land on the same page.
 
 use leptos::prelude::*;
 use wasm_bindgen::prelude::wasm_bindgen;
 
 mod api;
+mod components;
+mod pages;
 
 /// Entry point: mount the app on `<body>`.
 #[wasm_bindgen(start)]
@@ -13,57 +19,82 @@ pub fn start() {
     leptos::mount::mount_to_body(App);
 }
 
-/// The dashboard.
-#[component]
-pub fn App() -> impl IntoView {
-    let niches = LocalResource::new(api::niches);
-    view! {
-        <header class="top">
-            <span class="brand">"askloop"</span>
-        </header>
-        <main>
-            <h1>"Niches"</h1>
-            <p class="lede">"Where agents ask what they cannot settle, and people who have done the job answer."</p>
-            <Transition fallback=|| view! { <p class="muted">"Loading niches…"</p> }>
-                <ErrorBoundary fallback=|errors| {
-                    view! {
-                        <p class="error" role="alert">
-                            "Could not load niches: "
-                            {move || errors.get().into_iter().map(|(_, e)| e.to_string()).collect::<Vec<_>>().join("; ")}
-                        </p>
-                    }
-                }>
-                    {move || niches.get().map(|result| result.map(|list| view! { <NicheList niches=list/> }))}
-                </ErrorBoundary>
-            </Transition>
-        </main>
+/// The page a path shows.
+enum Page {
+    Login,
+    Niches,
+    Queue(String),
+    NotFound,
+}
+
+fn page_for(path: &str) -> Page {
+    let parts: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .collect();
+    match parts.as_slice() {
+        [] | ["dashboard"] | ["dashboard", "niches"] => Page::Niches,
+        ["login"] => Page::Login,
+        ["dashboard", "niches", slug, "questions"] => Page::Queue((*slug).to_owned()),
+        _ => Page::NotFound,
     }
 }
 
-/// The niches the caller can see, or a calm empty state.
+/// The path and query of the current page.
+pub fn current_location() -> (String, String) {
+    let location = window().location();
+    (
+        location.pathname().unwrap_or_default(),
+        location.search().unwrap_or_default(),
+    )
+}
+
+/// A query-string parameter of the current page.
+pub fn query_param(name: &str) -> Option<String> {
+    let (_, search) = current_location();
+    web_sys::UrlSearchParams::new_with_str(&search)
+        .ok()
+        .and_then(|params| params.get(name))
+        .filter(|v| !v.is_empty())
+}
+
+/// Go to `path` (a full load, so the page starts fresh).
+pub fn go_to(path: &str) {
+    let _ = window().location().assign(path);
+}
+
+/// Send a signed-out visitor to the login page, coming back here afterwards.
+pub fn go_to_login() {
+    let (path, search) = current_location();
+    let next = format!("{path}{search}");
+    let query = web_sys::UrlSearchParams::new().ok();
+    let encoded = query
+        .map(|q| {
+            q.append("next", &next);
+            String::from(q.to_string())
+        })
+        .unwrap_or_default();
+    go_to(&format!("/login?{encoded}"));
+}
+
+/// The dashboard.
 #[component]
-fn NicheList(niches: Vec<api::Niche>) -> impl IntoView {
-    if niches.is_empty() {
-        return view! { <p class="empty">"No niches are taking questions yet."</p> }.into_any();
-    }
+pub fn App() -> impl IntoView {
+    let (path, _) = current_location();
+    let page = match page_for(&path) {
+        Page::Login => view! { <pages::login::LoginPage/> }.into_any(),
+        Page::Niches => view! { <pages::niches::NichesPage/> }.into_any(),
+        Page::Queue(slug) => view! { <pages::queue::QueuePage slug=slug/> }.into_any(),
+        Page::NotFound => view! {
+            <main><h1>"Not found"</h1><p><a href="/dashboard/niches">"Back to your niches"</a></p></main>
+        }
+        .into_any(),
+    };
     view! {
-        <ul class="niches">
-            {niches
-                .into_iter()
-                .map(|niche| {
-                    let slug = niche.slug.clone();
-                    view! {
-                        <li class="niche" data-slug=slug>
-                            <strong>{niche.name}</strong>
-                            " "
-                            <code>{niche.slug}</code>
-                            " "
-                            <span class="status">{niche.status}</span>
-                        </li>
-                    }
-                })
-                .collect_view()}
-        </ul>
+        <header class="top">
+            <a class="brand" href="/dashboard/niches">"askloop"</a>
+        </header>
+        {page}
     }
-    .into_any()
 }

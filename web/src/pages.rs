@@ -1,0 +1,5 @@
+//! Pages: each fetches what it shows.
+
+pub mod login;
+pub mod niches;
+pub mod queue;
