@@ -106,13 +106,21 @@ fn build_web() -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(&pkg).with_context(|| format!("cannot create {}", pkg.display()))?;
 
     let bound = pkg.join("web_bg.wasm");
-    if is_newer(&wasm, &bound) {
+    // Rebind when the compiled wasm is not the one bound last time (its size and mtime are
+    // stamped next to the output), so a stale bundle can never be served.
+    let stamp_file = pkg.join(".source");
+    let stamp = source_stamp(&wasm)?;
+    let up_to_date = bound.is_file()
+        && pkg.join("web.js").is_file()
+        && std::fs::read_to_string(&stamp_file).ok().as_deref() == Some(stamp.as_str());
+    if !up_to_date {
         wasm_bindgen_cli_support::Bindgen::new()
             .input_path(&wasm)
             .web(true)?
             .typescript(false)
             .generate(&pkg)
             .context("wasm-bindgen could not bind the dashboard")?;
+        std::fs::write(&stamp_file, &stamp).context("cannot write the bind stamp")?;
     }
     for file in ["index.html", "style.css"] {
         let from = root.join("web").join(file);
@@ -128,13 +136,16 @@ fn build_web() -> anyhow::Result<PathBuf> {
     Ok(dist)
 }
 
-/// Whether `source` is newer than `output` (or `output` does not exist yet).
-fn is_newer(source: &Path, output: &Path) -> bool {
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    match (modified(source), modified(output)) {
-        (Some(source), Some(output)) => source > output,
-        _ => true,
-    }
+/// What identifies a compiled wasm: its size and modification time.
+fn source_stamp(wasm: &Path) -> anyhow::Result<String> {
+    let meta = std::fs::metadata(wasm)
+        .with_context(|| format!("the compiled dashboard is missing at {}", wasm.display()))?;
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    Ok(format!("{} {modified}", meta.len()))
 }
 
 fn run(args: &[String]) -> anyhow::Result<()> {
