@@ -9,8 +9,10 @@ use sea_orm::DatabaseConnection;
 
 use super::caller_of;
 use super::types::{Contribution, Member, MemberRole, Niche, NicheStatus, member_view};
+use crate::auth::Caller;
 use crate::domain::slug::Slug;
 use crate::error::{GqlResultExt, ServiceError};
+use crate::service::access::Viewer;
 use crate::service::admin::{self, Decision, NicheChanges};
 use crate::service::audit::Actor;
 use crate::service::queue::page_size;
@@ -42,6 +44,16 @@ pub struct UpdateNicheInput {
 fn contribution_id(id: &ID) -> Result<i64, ServiceError> {
     id.parse()
         .map_err(|_| ServiceError::BadInput(format!("'{}' is not a contribution id", id.as_str())))
+}
+
+/// The database, the caller and the admin behind a write — or why not: signed in, an admin,
+/// and (with a session cookie) on askloop's own origin. Every admin mutation starts here.
+fn admin_write<'a>(ctx: &Context<'a>) -> Result<(&'a DatabaseConnection, &'a Caller, &'a Viewer)> {
+    let db = ctx.data::<DatabaseConnection>()?;
+    let caller = caller_of(ctx)?;
+    let admin = access::admin(caller.viewer()).gql()?;
+    caller.check_write().gql()?;
+    Ok((db, caller, admin))
 }
 
 /// Admin queries.
@@ -80,10 +92,7 @@ async fn decide(
     decision: Decision,
     note: Option<String>,
 ) -> Result<Contribution> {
-    let db = ctx.data::<DatabaseConnection>()?;
-    let caller = caller_of(ctx)?;
-    access::admin(caller.viewer()).gql()?;
-    caller.check_write().gql()?;
+    let (db, caller, _) = admin_write(ctx)?;
     let event = admin::review(
         db,
         caller.viewer(),
@@ -103,10 +112,7 @@ async fn member_status(
     handle: String,
     status: MemberStatus,
 ) -> Result<Member> {
-    let db = ctx.data::<DatabaseConnection>()?;
-    let caller = caller_of(ctx)?;
-    access::admin(caller.viewer()).gql()?;
-    caller.check_write().gql()?;
+    let (db, caller, _) = admin_write(ctx)?;
     let member = admin::set_member_status(
         db,
         caller.viewer(),
@@ -131,10 +137,7 @@ async fn member_status(
 impl AdminMutation {
     /// Create a niche.
     async fn create_niche(&self, ctx: &Context<'_>, input: CreateNicheInput) -> Result<Niche> {
-        let db = ctx.data::<DatabaseConnection>()?;
-        let caller = caller_of(ctx)?;
-        let admin = access::admin(caller.viewer()).gql()?;
-        caller.check_write().gql()?;
+        let (db, _, admin) = admin_write(ctx)?;
         let slug = Slug::parse(&input.slug)
             .map_err(|e| ServiceError::BadInput(e.to_string()))
             .gql()?;
@@ -160,10 +163,7 @@ impl AdminMutation {
         slug: String,
         input: UpdateNicheInput,
     ) -> Result<Niche> {
-        let db = ctx.data::<DatabaseConnection>()?;
-        let caller = caller_of(ctx)?;
-        access::admin(caller.viewer()).gql()?;
-        caller.check_write().gql()?;
+        let (db, caller, _) = admin_write(ctx)?;
         let niche = admin::update_niche(
             db,
             caller.viewer(),
@@ -188,10 +188,7 @@ impl AdminMutation {
         handle: String,
         #[graphql(default_with = "MemberRole::Operator")] role: MemberRole,
     ) -> Result<Member> {
-        let db = ctx.data::<DatabaseConnection>()?;
-        let caller = caller_of(ctx)?;
-        let admin = access::admin(caller.viewer()).gql()?;
-        caller.check_write().gql()?;
+        let (db, _, admin) = admin_write(ctx)?;
         let member = accounts::add_member(
             db,
             &niche_slug,
@@ -271,10 +268,7 @@ impl AdminMutation {
         points: i64,
         note: String,
     ) -> Result<Contribution> {
-        let db = ctx.data::<DatabaseConnection>()?;
-        let caller = caller_of(ctx)?;
-        access::admin(caller.viewer()).gql()?;
-        caller.check_write().gql()?;
+        let (db, caller, _) = admin_write(ctx)?;
         let event = admin::manual_adjustment(
             db,
             caller.viewer(),
