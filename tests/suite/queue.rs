@@ -198,6 +198,19 @@ async fn form_posts_redirect_only_within_the_site(app: TestApp) {
         location.contains("an+answer+needs+an+option+or+some+words"),
         "{location}"
     );
+
+    let not_an_id = client
+        .post(app.url("/dashboard/questions/abc/dismiss"))
+        .bearer_auth(&ana.token)
+        .form(&[("next", "/dashboard/niches")])
+        .send()
+        .await
+        .expect("sent");
+    let location = not_an_id.headers()["location"]
+        .to_str()
+        .expect("text")
+        .to_owned();
+    assert_eq!(location, "/dashboard/niches?error=no+such+question");
 }
 
 on_both_backends!(

@@ -87,6 +87,15 @@ fn outcome(next: &str, result: Result<String, ServiceError>) -> Response {
     }
 }
 
+/// The question a form acts on, once the caller may write: signed in, and (with the session
+/// cookie) posting from askloop's own pages.
+fn writable_question(caller: &Caller, id: &str) -> Result<i64, ServiceError> {
+    crate::service::access::signed_in(caller.viewer())?;
+    caller.check_write()?;
+    id.parse()
+        .map_err(|_| ServiceError::NotFound("no such question".into()))
+}
+
 /// Answer from a form.
 pub async fn answer(
     State(state): State<AppState>,
@@ -96,11 +105,7 @@ pub async fn answer(
 ) -> Response {
     let next = safe_next(form.next.as_deref());
     let result = async {
-        crate::service::access::signed_in(caller.viewer())?;
-        caller.check_write()?;
-        let question_id: i64 = id
-            .parse()
-            .map_err(|_| ServiceError::NotFound("no such question".into()))?;
+        let question_id = writable_question(&caller, &id)?;
         let done = answering::answer_question(
             &state.db,
             caller.viewer(),
@@ -129,11 +134,7 @@ pub async fn dismiss(
 ) -> Response {
     let next = safe_next(form.next.as_deref());
     let result = async {
-        crate::service::access::signed_in(caller.viewer())?;
-        caller.check_write()?;
-        let question_id: i64 = id
-            .parse()
-            .map_err(|_| ServiceError::NotFound("no such question".into()))?;
+        let question_id = writable_question(&caller, &id)?;
         answering::dismiss_question(&state.db, caller.viewer(), question_id, Utc::now()).await?;
         state.live.changed();
         Ok("Dismissed. Nobody will be asked about it again.".to_owned())
