@@ -138,7 +138,8 @@ impl LiveHub {
         let _ = self.stop.send(true);
     }
 
-    fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+    /// Resolves once the hub is stopped (askloop is shutting down).
+    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let mut rx = self.stop.subscribe();
         async move {
             let _ = rx.wait_for(|stopped| *stopped).await;

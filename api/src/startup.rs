@@ -117,9 +117,13 @@ impl Application {
     ) -> anyhow::Result<()> {
         let grace = self.state.config.shutdown_grace;
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+        let live = self.state.live.clone();
         let signal = async move {
             shutdown.await;
             tracing::info!("shutting down: finishing in-flight requests");
+            // Websockets are not in-flight requests: stopping the feed closes them (1001) now,
+            // so their clients reconnect elsewhere instead of waiting on a silent socket.
+            live.stop();
             let _ = stopping_tx.send(());
         };
         let serve = axum::serve(self.listener, self.router).with_graceful_shutdown(signal);

@@ -170,7 +170,7 @@ async fn an_operator_signs_in_reads_untrusted_context_as_text_and_answers() {
 
     // Answer with an option and words: the notice says what happened and the card is gone.
     browser
-        .eval("document.querySelector('input[name=option_id][value=ea]').click()")
+        .eval("document.querySelector('article.question input[value=ea]').click()")
         .await;
     browser
         .eval(&type_into(
@@ -179,7 +179,7 @@ async fn an_operator_signs_in_reads_untrusted_context_as_text_and_answers() {
         ))
         .await;
     browser
-        .eval("document.querySelector('button[value=answered]').click()")
+        .eval("document.querySelector('button[data-kind=answered]').click()")
         .await;
     browser
         .wait_for("document.querySelector('.notice')", "the notice")
@@ -219,4 +219,6 @@ async fn an_operator_signs_in_reads_untrusted_context_as_text_and_answers() {
     assert!(card.contains("1 in review"), "{card}");
     assert!(card.contains("100 more to Specialist"), "{card}");
     browser.screenshot("niches-signed-in-desktop").await;
+    browser.viewport(390, 844, true).await;
+    browser.screenshot("niches-signed-in-phone").await;
 }

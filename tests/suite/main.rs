@@ -5,6 +5,7 @@ mod answering;
 mod authorization;
 mod cli;
 mod dashboard;
+mod dashboard_live;
 mod graphql;
 mod health;
 mod intake;

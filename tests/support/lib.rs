@@ -134,10 +134,12 @@ pub struct TestApp {
     pub backend: Backend,
     /// The database URL it runs on (for a second instance on the same database).
     pub database_url: String,
+    config: Config,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
-    // Declared last: dropped after everything that holds connections to it.
-    _database: TestDatabase,
+    // Declared last: dropped after everything that holds connections to it. `None` for a
+    // second instance on another app's database.
+    _database: Option<TestDatabase>,
 }
 
 /// The config a test app starts from: a random port, the test secret, the built dashboard.
@@ -186,14 +188,20 @@ impl TestApp {
         let database = TestDatabase::create(backend).await?;
         let mut config = test_config(&database.url);
         adjust(&mut config);
-        let app = Application::build(config).await.expect("askloop starts");
+        Some(Self::start(backend, config, Some(database)).await)
+    }
+
+    async fn start(backend: Backend, config: Config, database: Option<TestDatabase>) -> Self {
+        let app = Application::build(config.clone())
+            .await
+            .expect("askloop starts");
         let addr = app.local_addr();
         let db = app.state().db.clone();
         let (tx, rx) = oneshot::channel::<()>();
         let server = tokio::spawn(app.run_until(async {
             let _ = rx.await;
         }));
-        Some(Self {
+        Self {
             base: format!("http://{addr}"),
             addr,
             client: reqwest::Client::builder()
@@ -202,11 +210,41 @@ impl TestApp {
                 .expect("a client"),
             db,
             backend,
-            database_url: database.url.clone(),
+            database_url: config.database_url.clone(),
+            config,
             shutdown: Some(tx),
             server: Some(server),
             _database: database,
-        })
+        }
+    }
+
+    /// A second askloop on this app's database, on its own random port.
+    pub async fn another_instance(&self) -> TestApp {
+        let mut config = self.config.clone();
+        config.bind = "127.0.0.1:0".parse().expect("an address");
+        Self::start(self.backend, config, None).await
+    }
+
+    /// Shut the server down as SIGTERM would (its websockets close with 1001) and wait for it;
+    /// the database stays. [`TestApp::resume`] starts it again.
+    pub async fn pause(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+    }
+
+    /// Start askloop again on the same address and database after [`TestApp::pause`].
+    pub async fn resume(&mut self) {
+        let mut config = self.config.clone();
+        config.bind = self.addr;
+        // Its handles move here; what is left of it drops without stopping anything.
+        let mut restarted = Self::start(self.backend, config, None).await;
+        self.db = restarted.db.clone();
+        self.shutdown = restarted.shutdown.take();
+        self.server = restarted.server.take();
     }
 
     /// The full URL of `path`.

@@ -34,13 +34,24 @@ struct GraphqlResponse<T> {
 }
 
 #[derive(Deserialize)]
-struct GraphqlError {
+pub(crate) struct GraphqlError {
     message: String,
     #[serde(default)]
     extensions: Value,
 }
 
-fn network(err: impl std::fmt::Display) -> ApiError {
+/// The first of a response's errors, as an [`ApiError`].
+pub(crate) fn first_error(errors: Vec<GraphqlError>) -> Option<ApiError> {
+    errors.into_iter().next().map(|first| ApiError {
+        code: first.extensions["code"]
+            .as_str()
+            .unwrap_or("INTERNAL")
+            .to_owned(),
+        message: first.message,
+    })
+}
+
+pub(crate) fn network(err: impl std::fmt::Display) -> ApiError {
     ApiError {
         code: "NETWORK".into(),
         message: err.to_string(),
@@ -57,15 +68,8 @@ async fn run<T: DeserializeOwned>(query: &str, variables: Value) -> Result<T, Ap
         .map_err(network)?;
     // Errors first: with one, `data` may be partial and not of the expected shape.
     let body: GraphqlResponse<Value> = response.json().await.map_err(network)?;
-    if let Some(first) = body.errors.into_iter().next() {
-        let code = first.extensions["code"]
-            .as_str()
-            .unwrap_or("INTERNAL")
-            .to_owned();
-        return Err(ApiError {
-            code,
-            message: first.message,
-        });
+    if let Some(err) = first_error(body.errors) {
+        return Err(err);
     }
     let data = body
         .data
@@ -98,9 +102,12 @@ pub async fn niches() -> Result<Vec<Niche>, ApiError> {
 
 /// The signed-in person, if any.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ViewerUser {
     /// Their handle.
     pub handle: String,
+    /// Whether they administer askloop.
+    pub is_admin: bool,
 }
 
 /// A rung of the ladder.
@@ -111,6 +118,8 @@ pub struct Tier {
     pub name: String,
     /// Its lowest score.
     pub min_score: i64,
+    /// Its share of a niche's revenue, basis points.
+    pub share_bps: i64,
 }
 
 /// A niche as a membership names it.
@@ -165,7 +174,7 @@ struct ViewerData {
 /// The signed-in person with their memberships, or `None` when signed out.
 pub async fn viewer() -> Result<Option<Viewer>, ApiError> {
     run::<ViewerData>(
-        "query Viewer { viewer { user { handle } memberships { role status score verifiedCount pendingCount shareBps tier { name minScore } nextTier { name minScore } pointsToNextTier niche { slug name } } } }",
+        "query Viewer { viewer { user { handle isAdmin } memberships { role status score verifiedCount pendingCount shareBps tier { name minScore shareBps } nextTier { name minScore shareBps } pointsToNextTier niche { slug name } } } }",
         json!({}),
     )
     .await
@@ -183,6 +192,7 @@ pub struct QueueOption {
 
 /// A waiting question as a card shows it.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct QueueQuestion {
     /// Its id.
     pub id: String,
@@ -198,6 +208,26 @@ pub struct QueueQuestion {
     pub status: String,
     /// The offered answers.
     pub options: Vec<QueueOption>,
+    /// When it arrived (RFC 3339).
+    pub created_at: String,
+    /// How many times research has come back.
+    pub research_round: i64,
+}
+
+/// The fields a question card needs, for every query and subscription that shows one.
+pub const CARD_FIELDS: &str =
+    "id title question context urgency status createdAt researchRound options { id label }";
+
+/// A recently answered question.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SettledQuestion {
+    /// Its id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// When it was answered (RFC 3339).
+    pub answered_at: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -213,7 +243,8 @@ struct Connection<T> {
 #[derive(Deserialize)]
 struct QueueNiche {
     name: String,
-    questions: Connection<QueueQuestion>,
+    waiting: Connection<QueueQuestion>,
+    settled: Connection<SettledQuestion>,
 }
 
 #[derive(Deserialize)]
@@ -221,23 +252,66 @@ struct QueueData {
     niche: Option<QueueNiche>,
 }
 
-/// A niche's name and its waiting questions; `None` when there is no such niche.
-pub async fn waiting_questions(
-    slug: &str,
-) -> Result<Option<(String, Vec<QueueQuestion>)>, ApiError> {
-    run::<QueueData>(
-        "query Queue($slug: String!) { niche(slug: $slug) { name questions(first: 50) { edges { node { id title question context urgency status options { id label } } } } } }",
-        json!({ "slug": slug }),
+/// What the queue page shows of a niche.
+#[derive(Debug, Clone)]
+pub struct QueuePage {
+    /// The niche's name.
+    pub name: String,
+    /// Its waiting questions, most urgent first.
+    pub waiting: Vec<QueueQuestion>,
+    /// Its most recently answered questions.
+    pub settled: Vec<SettledQuestion>,
+}
+
+/// A niche's waiting and recently settled questions; `None` when there is no such niche.
+pub async fn queue_page(slug: &str) -> Result<Option<QueuePage>, ApiError> {
+    let query = format!(
+        "query Queue($slug: String!) {{ niche(slug: $slug) {{ name \
+         waiting: questions(first: 50) {{ edges {{ node {{ {CARD_FIELDS} }} }} }} \
+         settled: questions(status: ANSWERED, first: 10) {{ edges {{ node {{ id title answeredAt }} }} }} }} }}"
+    );
+    run::<QueueData>(&query, json!({ "slug": slug }))
+        .await
+        .map(|data| {
+            data.niche.map(|niche| QueuePage {
+                name: niche.name,
+                waiting: niche.waiting.edges.into_iter().map(|e| e.node).collect(),
+                settled: niche.settled.edges.into_iter().map(|e| e.node).collect(),
+            })
+        })
+}
+
+/// What answering did, as the page tells it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerResult {
+    /// What happened, in words.
+    pub notice: String,
+    /// Points earned.
+    pub points: i64,
+    /// `pending` or `verified` for answers.
+    pub contribution_status: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AnswerData {
+    answer_question: AnswerResult,
+}
+
+/// Answer, decline or send back a question (`kind` is an `AnswerKind`).
+pub async fn answer(
+    question_id: &str,
+    kind: &str,
+    option_id: Option<String>,
+    body: Option<String>,
+) -> Result<AnswerResult, ApiError> {
+    run::<AnswerData>(
+        "mutation Answer($input: AnswerInput!) { answerQuestion(input: $input) { notice points contributionStatus } }",
+        json!({ "input": { "questionId": question_id, "kind": kind, "optionId": option_id, "body": body } }),
     )
     .await
-    .map(|data| {
-        data.niche.map(|niche| {
-            (
-                niche.name,
-                niche.questions.edges.into_iter().map(|e| e.node).collect(),
-            )
-        })
-    })
+    .map(|data| data.answer_question)
 }
 
 /// A question awaiting me.
@@ -280,4 +354,101 @@ pub async fn login(handle: &str, password: &str) -> Result<(), ApiError> {
     )
     .await
     .map(|_| ())
+}
+
+#[derive(Deserialize)]
+struct LogoutData {}
+
+/// Sign out; the server ends the session and clears the cookie.
+pub async fn logout() -> Result<(), ApiError> {
+    run::<LogoutData>("mutation Logout { logout }", json!({}))
+        .await
+        .map(|_| ())
+}
+
+/// One of my contributions.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Contribution {
+    /// Its id.
+    pub id: String,
+    /// The niche's slug.
+    pub niche_slug: String,
+    /// `agent_answer`, `manual_adjustment`.
+    pub kind: String,
+    /// Its points.
+    pub points: i64,
+    /// `pending`, `verified`, `rejected` or `reversed`.
+    pub status: String,
+    /// What produced it.
+    pub source: String,
+    /// Supporting facts (JSON text; shown as text).
+    pub evidence: String,
+    /// When (RFC 3339).
+    pub created_at: String,
+}
+
+const CONTRIBUTION_FIELDS: &str = "id nicheSlug kind points status source evidence createdAt";
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StandingData {
+    my_contributions: Vec<Contribution>,
+    tiers: Vec<Tier>,
+}
+
+/// My latest contributions and the tier ladder.
+pub async fn contributions_and_ladder() -> Result<(Vec<Contribution>, Vec<Tier>), ApiError> {
+    let query = format!(
+        "query Standing {{ myContributions(first: 20) {{ {CONTRIBUTION_FIELDS} }} tiers {{ name minScore shareBps }} }}"
+    );
+    run::<StandingData>(&query, json!({}))
+        .await
+        .map(|data| (data.my_contributions, data.tiers))
+}
+
+/// A member as admins see them.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Member {
+    /// Their handle.
+    pub handle: String,
+    /// `operator`, `specialist`, `observer`.
+    pub role: String,
+    /// `active`, `suspended`, …
+    pub status: String,
+}
+
+/// A niche with its members, for admins.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AdminNiche {
+    /// Slug.
+    pub slug: String,
+    /// Name.
+    pub name: String,
+    /// Lifecycle status.
+    pub status: String,
+    /// Its members.
+    pub members: Vec<Member>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AdminData {
+    review_queue: Vec<Contribution>,
+    all_niches: Vec<AdminNiche>,
+}
+
+/// The admin page: the review queue and every niche with its members.
+pub async fn admin_overview() -> Result<(Vec<Contribution>, Vec<AdminNiche>), ApiError> {
+    let query = format!(
+        "query Admin {{ reviewQueue(first: 50) {{ {CONTRIBUTION_FIELDS} }} allNiches {{ slug name status members {{ handle role status }} }} }}"
+    );
+    run::<AdminData>(&query, json!({}))
+        .await
+        .map(|data| (data.review_queue, data.all_niches))
+}
+
+/// Run an admin mutation whose result the page does not read (it reloads instead).
+pub async fn admin_action(mutation: &str, variables: Value) -> Result<(), ApiError> {
+    run::<Value>(mutation, variables).await.map(|_| ())
 }

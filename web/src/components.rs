@@ -1,4 +1,5 @@
-//! Components: they render what pages fetched.
+//! Pieces the pages share.
 
 pub mod notice;
 pub mod question_card;
+pub mod time_ago;

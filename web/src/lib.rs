@@ -10,6 +10,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 
 mod api;
 mod components;
+mod live;
 mod pages;
 
 /// Entry point: mount the app on `<body>`.
@@ -24,6 +25,7 @@ enum Page {
     Login,
     Niches,
     Queue(String),
+    Admin,
     NotFound,
 }
 
@@ -36,6 +38,7 @@ fn page_for(path: &str) -> Page {
     match parts.as_slice() {
         [] | ["dashboard"] | ["dashboard", "niches"] => Page::Niches,
         ["login"] => Page::Login,
+        ["admin", ..] => Page::Admin,
         ["dashboard", "niches", slug, "questions"] => Page::Queue((*slug).to_owned()),
         _ => Page::NotFound,
     }
@@ -81,11 +84,14 @@ pub fn go_to_login() {
 /// The dashboard.
 #[component]
 pub fn App() -> impl IntoView {
+    components::time_ago::provide_clock();
     let (path, _) = current_location();
+    let on_login_page = matches!(page_for(&path), Page::Login);
     let page = match page_for(&path) {
         Page::Login => view! { <pages::login::LoginPage/> }.into_any(),
         Page::Niches => view! { <pages::niches::NichesPage/> }.into_any(),
         Page::Queue(slug) => view! { <pages::queue::QueuePage slug=slug/> }.into_any(),
+        Page::Admin => view! { <pages::admin::AdminPage/> }.into_any(),
         Page::NotFound => view! {
             <main><h1>"Not found"</h1><p><a href="/dashboard/niches">"Back to your niches"</a></p></main>
         }
@@ -94,7 +100,37 @@ pub fn App() -> impl IntoView {
     view! {
         <header class="top">
             <a class="brand" href="/dashboard/niches">"askloop"</a>
+            {(!on_login_page).then(|| view! { <Account/> })}
         </header>
         {page}
+    }
+}
+
+/// Who is signed in, with the way out; or the way in.
+#[component]
+fn Account() -> impl IntoView {
+    let viewer = LocalResource::new(api::viewer);
+    let (error, set_error) = signal(None::<String>);
+    let sign_out = move |_| {
+        leptos::task::spawn_local(async move {
+            match api::logout().await {
+                Ok(()) => go_to("/login"),
+                Err(err) => set_error.set(Some(err.to_string())),
+            }
+        });
+    };
+    view! {
+        <nav class="account" aria-label="Account">
+            {move || viewer.get().map(|result| match result {
+                Ok(Some(viewer)) => view! {
+                    <a href="/dashboard/niches">"Niches"</a>
+                    {viewer.user.is_admin.then(|| view! { <a href="/admin">"Admin"</a> })}
+                    <span class="who">{viewer.user.handle}</span>
+                    <button type="button" class="secondary small" on:click=sign_out>"Sign out"</button>
+                }.into_any(),
+                _ => view! { <a href="/login?next=/dashboard/niches">"Sign in"</a> }.into_any(),
+            })}
+            {move || error.get().map(|e| view! { <span class="error" role="alert">{e}</span> })}
+        </nav>
     }
 }

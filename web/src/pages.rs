@@ -1,5 +1,6 @@
 //! Pages: each fetches what it shows.
 
+pub mod admin;
 pub mod login;
 pub mod niches;
 pub mod queue;

@@ -6,7 +6,9 @@
 //!
 //! The dashboard is compiled with cargo for `wasm32-unknown-unknown` and bound with the
 //! `wasm-bindgen-cli-support` library pinned to the same version as the `wasm-bindgen` crate, so
-//! nothing is downloaded at build time and the two can never drift apart.
+//! the two can never drift apart. The bound wasm is then shrunk with `wasm-opt -Oz` from the npm
+//! package `binaryen` (pinned; installed once under `target/tools`, since Debian's older binaryen
+//! produces a bundle that breaks at run time).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -14,6 +16,7 @@ use std::process::{Command, ExitCode};
 use anyhow::{Context, bail};
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
+const BINARYEN: &str = "binaryen@132.0.0";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -120,6 +123,7 @@ fn build_web() -> anyhow::Result<PathBuf> {
             .typescript(false)
             .generate(&pkg)
             .context("wasm-bindgen could not bind the dashboard")?;
+        optimise_for_size(&bound, &target_dir)?;
         std::fs::write(&stamp_file, &stamp).context("cannot write the bind stamp")?;
     }
     for file in ["index.html", "style.css"] {
@@ -134,6 +138,39 @@ fn build_web() -> anyhow::Result<PathBuf> {
         size / 1024
     );
     Ok(dist)
+}
+
+/// `wasm-opt`, installed from npm into `target/tools` the first time it is needed.
+fn wasm_opt(target_dir: &Path) -> anyhow::Result<PathBuf> {
+    let tools = target_dir.join("tools").join(BINARYEN.replace('@', "-"));
+    let binary = tools.join("node_modules").join(".bin").join("wasm-opt");
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    eprintln!(
+        "xtask: installing {BINARYEN} from npm into {}",
+        tools.display()
+    );
+    std::fs::create_dir_all(&tools)
+        .with_context(|| format!("cannot create {}", tools.display()))?;
+    let mut install = Command::new("npm");
+    install
+        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&tools)
+        .arg(BINARYEN);
+    status(install, "`npm install binaryen`")
+        .context("the dashboard's size optimiser needs npm (Debian package `npm`)")?;
+    Ok(binary)
+}
+
+/// Shrink the bound wasm in place with `wasm-opt -Oz`.
+fn optimise_for_size(wasm: &Path, target_dir: &Path) -> anyhow::Result<()> {
+    let optimiser = wasm_opt(target_dir)?;
+    let optimised = wasm.with_extension("opt.wasm");
+    let mut run = Command::new(&optimiser);
+    run.arg("-Oz").arg(wasm).arg("-o").arg(&optimised);
+    status(run, "wasm-opt")?;
+    std::fs::rename(&optimised, wasm).with_context(|| format!("cannot replace {}", wasm.display()))
 }
 
 /// What identifies a compiled wasm: its size and modification time.

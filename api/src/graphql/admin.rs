@@ -62,6 +62,14 @@ pub struct AdminQuery;
 
 #[Object]
 impl AdminQuery {
+    /// Every niche, drafts and archived ones included, by name (admins only).
+    async fn all_niches(&self, ctx: &Context<'_>) -> Result<Vec<Niche>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        access::admin(caller_of(ctx)?.viewer()).gql()?;
+        let found = niches::list_all_niches(db).await.gql()?;
+        Ok(found.into_iter().map(Niche::from).collect())
+    }
+
     /// Contributions awaiting review, newest first (admins only).
     async fn review_queue(
         &self,

@@ -126,6 +126,8 @@ async fn serve(
     let mut last_heard = Instant::now();
     let init_deadline = tokio::time::sleep(live.init_timeout);
     futures::pin_mut!(init_deadline);
+    let stopping = state.live.stopped();
+    futures::pin_mut!(stopping);
 
     loop {
         tokio::select! {
@@ -165,6 +167,11 @@ async fn serve(
                 if !matches!(sent, Ok(Ok(()))) {
                     break;
                 }
+            }
+            () = &mut stopping => {
+                // Going away: the client reconnects (to this instance restarted, or another).
+                close(&mut sink, 1001, "askloop is restarting").await;
+                break;
             }
             () = &mut init_deadline, if !initialised.load(Ordering::SeqCst) => {
                 close(&mut sink, 4408, "Connection initialisation timeout").await;

@@ -254,6 +254,19 @@ impl Niche {
         .gql()?;
         Ok(connection(page, filter, after.is_some()))
     }
+
+    /// The niche's members, by handle (admins only).
+    async fn members(&self, ctx: &Context<'_>) -> Result<Vec<Member>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        crate::service::access::admin(caller_of(ctx)?.viewer()).gql()?;
+        let members = crate::service::niches::members_of(db, self.id)
+            .await
+            .gql()?;
+        Ok(members
+            .into_iter()
+            .map(|(m, handle)| member_view(&handle, &self.slug, m.role, m.status, m.share_cap_bps))
+            .collect())
+    }
 }
 
 /// One of the answers an agent offers.

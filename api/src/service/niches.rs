@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use entity::niches::{self, NicheStatus};
+use entity::{niche_members, users};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, NotSet,
     QueryFilter, QueryOrder, SqlErr, TransactionTrait,
@@ -100,4 +101,36 @@ pub async fn list_public_niches(
         .order_by_asc(niches::Column::Name)
         .all(db)
         .await?)
+}
+
+/// Every niche, whatever its status, by name (for admins).
+pub async fn list_all_niches(db: &DatabaseConnection) -> Result<Vec<niches::Model>, ServiceError> {
+    Ok(niches::Entity::find()
+        .order_by_asc(niches::Column::Name)
+        .all(db)
+        .await?)
+}
+
+/// A niche's members with their handles, by handle (for admins).
+pub async fn members_of(
+    db: &DatabaseConnection,
+    niche_id: i64,
+) -> Result<Vec<(niche_members::Model, String)>, ServiceError> {
+    let rows = niche_members::Entity::find()
+        .filter(niche_members::Column::NicheId.eq(niche_id))
+        .all(db)
+        .await?;
+    let handles: std::collections::HashMap<i64, String> = users::Entity::find()
+        .filter(users::Column::Id.is_in(rows.iter().map(|m| m.user_id)))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|u| (u.id, u.handle))
+        .collect();
+    let mut members: Vec<_> = rows
+        .into_iter()
+        .filter_map(|member| handles.get(&member.user_id).cloned().map(|h| (member, h)))
+        .collect();
+    members.sort_by(|a, b| a.1.cmp(&b.1));
+    Ok(members)
 }

@@ -2,36 +2,92 @@
 //! the labelled blockquote, never markup.
 
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 
-use crate::api::QueueQuestion;
+use crate::api::{self, AnswerResult, QueueQuestion};
+use crate::components::time_ago::TimeAgo;
 
-/// One waiting question with the three ways to act on it. The form posts to the server's form
-/// route, which answers with a redirect back here carrying the notice.
+/// What acting on a card did: the question, its research round, and the server's result.
+pub type Acted = (String, i64, AnswerResult);
+
+/// One waiting question with the three ways to act on it, through the `answerQuestion` mutation.
+/// A refusal is shown next to the form and nothing typed is lost; on success `on_done` hears it.
 #[component]
-pub fn QuestionCard(question: QueueQuestion, back_to: String) -> impl IntoView {
-    let action = format!("/dashboard/questions/{}/answer", question.id);
-    let body_id = format!("body-{}", question.id);
+pub fn QuestionCard(
+    question: QueueQuestion,
+    fresh: bool,
+    on_done: Callback<Acted>,
+) -> impl IntoView {
+    let id = question.id.clone();
+    let round = question.research_round;
+    let body_id = format!("body-{id}");
+    let error_id = format!("error-{id}");
+    let described_by = error_id.clone();
+    let option_name = format!("option-{id}");
     let urgency_class = format!("badge urgency-{}", question.urgency);
     let researching = question.status == "RESEARCHING";
     let has_options = !question.options.is_empty();
+
+    let (choice, set_choice) = signal(None::<String>);
+    let (body, set_body) = signal(String::new());
+    let (error, set_error) = signal(None::<String>);
+    let (busy, set_busy) = signal(false);
+
+    let act = move |kind: &'static str| {
+        let id = id.clone();
+        set_busy.set(true);
+        set_error.set(None);
+        let option = choice.get_untracked().filter(|_| kind == "ANSWERED");
+        let words = Some(body.get_untracked()).filter(|b| !b.trim().is_empty());
+        spawn_local(async move {
+            match api::answer(&id, kind, option, words).await {
+                Ok(result) => on_done.run((id, round, result)),
+                Err(err) => {
+                    // Matched on the code, never on the wording.
+                    let message = match err.code.as_str() {
+                        "UNAUTHENTICATED" => {
+                            "Your session has ended. Sign in again in another tab; what you typed is still here.".to_owned()
+                        }
+                        "CONFLICT" => format!("{err} It may already be settled."),
+                        _ => err.to_string(),
+                    };
+                    set_error.set(Some(message));
+                    set_busy.set(false);
+                }
+            }
+        });
+    };
+    let answer = act.clone();
+    let decline = act.clone();
+    let research = act;
+
     let options = question
         .options
         .into_iter()
         .map(|option| {
+            let value = option.id.clone();
             view! {
                 <label class="option">
-                    <input type="radio" name="option_id" value=option.id/>
+                    <input
+                        type="radio"
+                        name=option_name.clone()
+                        value=option.id
+                        on:change=move |_| set_choice.set(Some(value.clone()))
+                    />
                     " "
                     {option.label}
                 </label>
             }
         })
         .collect_view();
+
     view! {
-        <article class="question" data-question-id=question.id.clone()>
+        <article class="question" class:fresh=fresh data-question-id=question.id.clone()>
             <p class="meta">
                 <span class=urgency_class>{question.urgency.clone()}</span>
+                {fresh.then(|| view! { <span class="badge new">"new"</span> })}
                 {researching.then(|| view! { <span class="badge researching">"sent back for research"</span> })}
+                <span class="muted">"asked "<TimeAgo at=question.created_at/></span>
             </p>
             <h2>{question.title}</h2>
             <p class="question-text">{question.question}</p>
@@ -41,8 +97,7 @@ pub fn QuestionCard(question: QueueQuestion, back_to: String) -> impl IntoView {
                     <blockquote>{context}</blockquote>
                 </details>
             })}
-            <form method="post" action=action class="answer">
-                <input type="hidden" name="next" value=back_to/>
+            <form class="answer" on:submit=|ev| ev.prevent_default() aria-describedby=described_by>
                 {has_options.then(|| view! {
                     <fieldset>
                         <legend>"Which is it?"</legend>
@@ -50,11 +105,19 @@ pub fn QuestionCard(question: QueueQuestion, back_to: String) -> impl IntoView {
                     </fieldset>
                 })}
                 <label for=body_id.clone()>"Your answer"</label>
-                <textarea id=body_id name="body" maxlength="8000" rows="3"></textarea>
+                <textarea
+                    id=body_id
+                    name="body"
+                    maxlength="8000"
+                    rows="3"
+                    prop:value=body
+                    on:input=move |ev| set_body.set(event_target_value(&ev))
+                ></textarea>
+                <p class="error form-error" id=error_id role="alert">{move || error.get()}</p>
                 <div class="actions">
-                    <button type="submit" name="kind" value="answered">"Answer"</button>
-                    <button type="submit" name="kind" value="insufficient_context" class="secondary">"Not enough context"</button>
-                    <button type="submit" name="kind" value="needs_research" class="secondary">"Ask the agent to research more"</button>
+                    <button type="button" data-kind="answered" disabled=busy on:click=move |_| answer("ANSWERED")>"Answer"</button>
+                    <button type="button" data-kind="insufficient_context" class="secondary" disabled=busy on:click=move |_| decline("INSUFFICIENT_CONTEXT")>"Not enough context"</button>
+                    <button type="button" data-kind="needs_research" class="secondary" disabled=busy on:click=move |_| research("NEEDS_RESEARCH")>"Ask the agent to research more"</button>
                 </div>
                 <p class="muted">"Declining costs nothing: only answer what you know."</p>
             </form>

@@ -2,8 +2,12 @@
 //! out, the niches taking questions and a way to sign in.
 
 use leptos::prelude::*;
+use leptos::task::spawn_local;
+use serde_json::json;
 
 use crate::api;
+use crate::components::time_ago::TimeAgo;
+use crate::live::{self, LiveEvent};
 
 /// The niches page.
 #[component]
@@ -72,52 +76,148 @@ fn NicheList(niches: Vec<api::Niche>) -> impl IntoView {
 
 #[component]
 fn SignedIn(viewer: api::Viewer) -> impl IntoView {
-    let awaiting = LocalResource::new(api::awaiting_me);
+    let awaiting = RwSignal::new(None::<Result<Vec<api::AwaitingQuestion>, api::ApiError>>);
+    let refresh = move || {
+        spawn_local(async move {
+            let list = api::awaiting_me().await;
+            if matches!(&list, Err(err) if err.code == "UNAUTHENTICATED") {
+                crate::go_to_login();
+                return;
+            }
+            awaiting.set(Some(list));
+        });
+    };
+    refresh();
+    // "Your agent needs you" is live: any change re-reads the short list.
+    let dropped = RwSignal::new(false);
+    live::subscribe(
+        "subscription Awaiting { awaitingMe { change question { id } } }",
+        json!({}),
+        move |event| match event {
+            LiveEvent::Connected | LiveEvent::Next(_) => {
+                dropped.set(false);
+                refresh();
+            }
+            LiveEvent::Dropped => dropped.set(true),
+            LiveEvent::Failed(_) => {}
+        },
+    );
+    let standing = LocalResource::new(api::contributions_and_ladder);
     let cards = viewer
         .memberships
         .into_iter()
         .map(|m| view! { <MembershipCard membership=m/> })
         .collect_view();
     view! {
-        <p class="muted">"Signed in as "<strong>{viewer.user.handle}</strong></p>
         <section class="awaiting" aria-labelledby="awaiting-title">
             <h1 id="awaiting-title">"Your agent needs you"</h1>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                <ErrorBoundary fallback=|_| view! { <p class="error" role="alert">"Could not load your questions."</p> }>
-                    {move || awaiting.get().map(|result| result.map(|list| {
-                        if list.is_empty() {
-                            view! { <p class="empty">"Nothing is waiting for you. Your agent will ask when it is stuck."</p> }.into_any()
-                        } else {
+            {move || dropped.get().then(|| view! {
+                <p class="banner" role="status">"Connection lost. Reconnecting…"</p>
+            })}
+            {move || match awaiting.get() {
+                None => view! { <p class="muted">"Loading…"</p> }.into_any(),
+                Some(Err(err)) => view! { <p class="error" role="alert">"Could not load your questions: "{err.to_string()}</p> }.into_any(),
+                Some(Ok(list)) if list.is_empty() => view! {
+                    <p class="empty">"Nothing is waiting for you. Your agent will ask when it is stuck."</p>
+                }.into_any(),
+                Some(Ok(list)) => view! {
+                    <ul class="awaiting-list">
+                        {list.into_iter().map(|q| {
+                            let href = format!("/dashboard/niches/{}/questions", q.niche.slug);
+                            let badge = format!("badge urgency-{}", q.urgency);
                             view! {
-                                <ul class="awaiting-list">
-                                    {list.into_iter().map(|q| {
-                                        let href = format!("/dashboard/niches/{}/questions", q.niche.slug);
-                                        let badge = format!("badge urgency-{}", q.urgency);
-                                        view! {
-                                            <li data-question-id=q.id>
-                                                <span class=badge>{q.urgency.clone()}</span>
-                                                " "
-                                                <a href=href>{q.title}</a>
-                                                " "
-                                                <span class="muted">{q.niche.name}</span>
-                                            </li>
-                                        }
-                                    }).collect_view()}
-                                </ul>
-                            }.into_any()
-                        }
-                    }))}
-                </ErrorBoundary>
-            </Transition>
+                                <li data-question-id=q.id>
+                                    <span class=badge>{q.urgency.clone()}</span>
+                                    " "
+                                    <a href=href>{q.title}</a>
+                                    " "
+                                    <span class="muted">{q.niche.name}</span>
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                }.into_any(),
+            }}
         </section>
-        <section class="cards">{cards}</section>
+        <section class="cards" aria-label="Your niches">{cards}</section>
+        <Transition fallback=|| view! { <p class="muted">"Loading your contributions…"</p> }>
+            {move || standing.get().map(|result| match result {
+                Ok((contributions, tiers)) => view! {
+                    <Contributions contributions=contributions/>
+                    <Ladder tiers=tiers/>
+                }.into_any(),
+                Err(err) => view! { <p class="error" role="alert">"Could not load your contributions: "{err.to_string()}</p> }.into_any(),
+            })}
+        </Transition>
     }
+}
+
+/// My contributions, newest first.
+#[component]
+fn Contributions(contributions: Vec<api::Contribution>) -> impl IntoView {
+    view! {
+        <section class="contributions" aria-labelledby="contributions-title">
+            <h2 id="contributions-title">"Your contributions"</h2>
+            {if contributions.is_empty() {
+                view! { <p class="empty">"None yet. Answers you give count here."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="table-wrap">
+                        <table>
+                            <thead><tr><th scope="col">"When"</th><th scope="col">"Niche"</th><th scope="col">"What"</th><th scope="col" class="num">"Points"</th><th scope="col">"Status"</th></tr></thead>
+                            <tbody>
+                                {contributions.into_iter().map(|c| view! {
+                                    <tr data-contribution-id=c.id>
+                                        <td><TimeAgo at=c.created_at/></td>
+                                        <td>{c.niche_slug}</td>
+                                        <td>{what(&c.kind)}</td>
+                                        <td class="num">{c.points}</td>
+                                        <td><span class=format!("badge status-{}", c.status)>{c.status.clone()}</span></td>
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+fn what(kind: &str) -> String {
+    match kind {
+        "agent_answer" => "Answered a question".to_owned(),
+        "manual_adjustment" => "Adjustment".to_owned(),
+        other => other.replace('_', " "),
+    }
+}
+
+/// The tier ladder, lowest first.
+#[component]
+fn Ladder(tiers: Vec<api::Tier>) -> impl IntoView {
+    view! {
+        <section class="ladder" aria-labelledby="ladder-title">
+            <h2 id="ladder-title">"The tier ladder"</h2>
+            <ol class="ladder-list">
+                {tiers.into_iter().map(|t| view! {
+                    <li>
+                        <strong>{t.name}</strong>
+                        <span class="muted">" from "{t.min_score}" points · share "{percent(t.share_bps)}</span>
+                    </li>
+                }).collect_view()}
+            </ol>
+        </section>
+    }
+}
+
+fn percent(bps: i64) -> String {
+    format!("{}%", bps as f64 / 100.0)
 }
 
 #[component]
 fn MembershipCard(membership: api::Membership) -> impl IntoView {
     let href = format!("/dashboard/niches/{}/questions", membership.niche.slug);
-    let share = format!("{}%", membership.share_bps as f64 / 100.0);
+    let share = percent(membership.share_bps);
     let (progress, next_line) = match (&membership.next_tier, membership.points_to_next_tier) {
         (Some(next), Some(left)) => {
             let span = (next.min_score - membership.tier.min_score).max(1);

@@ -1,0 +1,544 @@
+//! The dashboard in headless Chromium, as operators and admins use it: live arrivals and
+//! departures across two sessions, declining and sending back, a refused non-member, a dropped
+//! connection that re-syncs, sessions that end, and the admin page.
+
+use askloop_tests::browser::Browser;
+use askloop_tests::fixtures::{open_niche, question_body};
+use askloop_tests::people::{PASSWORD, operator, person};
+use askloop_tests::{Backend, TestApp, web_dist};
+use entity::agent_questions::{self, QuestionStatus};
+use sea_orm::{EntityTrait, PaginatorTrait};
+use serde_json::{Value, json};
+
+fn require_built_dashboard() {
+    assert!(
+        web_dist().join("pkg/web_bg.wasm").is_file(),
+        "the dashboard is not built: run the tests with `cargo xtask test`"
+    );
+}
+
+/// Set a field's value the way typing does, so the app's input handlers see it.
+fn type_into(selector: &str, text: &str) -> String {
+    let selector = serde_json::to_string(selector).unwrap_or_default();
+    let text = serde_json::to_string(text).unwrap_or_default();
+    format!(
+        "(() => {{ const el = document.querySelector({selector}); el.value = {text}; \
+         el.dispatchEvent(new Event('input', {{ bubbles: true }})); return true; }})()"
+    )
+}
+
+/// A browser signed in as `handle`, on `path`.
+async fn signed_in(app: &TestApp, handle: &str, path: &str) -> Browser {
+    let mut browser = Browser::start().await;
+    browser.viewport(1280, 900, false).await;
+    browser.goto(&app.url(&format!("/login?next={path}"))).await;
+    sign_in_on_login_page(&mut browser, handle).await;
+    browser
+        .wait_for(&format!("location.pathname === {path:?}"), path)
+        .await;
+    browser
+}
+
+async fn sign_in_on_login_page(browser: &mut Browser, handle: &str) {
+    browser
+        .wait_for("document.getElementById('handle')", "the login form")
+        .await;
+    browser.eval(&type_into("#handle", handle)).await;
+    browser.eval(&type_into("#password", PASSWORD)).await;
+    browser
+        .eval("document.querySelector('form.login button[type=submit]').click()")
+        .await;
+}
+
+/// Ask a question titled `title` in `slug` through the signed intake route; its id.
+async fn ask(app: &TestApp, slug: &str, external_id: &str, title: &str) -> i64 {
+    let mut body = question_body(slug, external_id);
+    body["payload"]["title"] = json!(title);
+    let response = app
+        .post_signed("/api/v1/internal/expert-questions", &body.to_string())
+        .await;
+    assert_eq!(response.status(), 201);
+    let body: Value = response.json().await.expect("JSON");
+    body["question"]["id"].as_i64().expect("an id")
+}
+
+fn card(id: i64) -> String {
+    format!("document.querySelector('article.question[data-question-id=\"{id}\"]')")
+}
+
+async fn text(browser: &mut Browser, expression: &str) -> String {
+    browser
+        .eval(expression)
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn status_of(app: &TestApp, id: i64) -> QuestionStatus {
+    agent_questions::Entity::find_by_id(id)
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the question")
+        .status
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn questions_arrive_live_and_leave_for_everyone_once_answered() {
+    require_built_dashboard();
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    operator(&app.db, "games", "ana").await;
+    operator(&app.db, "games", "ben").await;
+    let queue = "/dashboard/niches/games/questions";
+    let mut ana = signed_in(&app, "ana", queue).await;
+    let mut ben = signed_in(&app, "ben", queue).await;
+    for browser in [&mut ana, &mut ben] {
+        browser
+            .wait_for("document.querySelector('.empty')", "the empty state")
+            .await;
+        // Set on the loaded page: a reload would lose it.
+        browser.eval("window.__sameDocument = true").await;
+    }
+    // Ben also watches "Your agent needs you" in a second browser.
+    let mut ben_home = signed_in(&app, "ben", "/dashboard/niches").await;
+    ben_home
+        .wait_for(
+            "document.querySelector('.awaiting .empty')",
+            "nothing awaiting ben",
+        )
+        .await;
+    ben_home.eval("window.__sameDocument = true").await;
+
+    let id = ask(&app, "games", "live-1", "Which release date?").await;
+    for browser in [&mut ana, &mut ben] {
+        browser.wait_for(&card(id), "the new question, live").await;
+        assert_eq!(browser.eval("window.__sameDocument").await, json!(true));
+        assert_eq!(
+            browser
+                .eval(&format!("{}.classList.contains('fresh')", card(id)))
+                .await,
+            json!(true),
+            "an arrival is marked new"
+        );
+    }
+    ben_home
+        .wait_for(
+            &format!("document.querySelector('.awaiting li[data-question-id=\"{id}\"]')"),
+            "the question awaiting ben",
+        )
+        .await;
+    ben.screenshot("queue-live-arrival-desktop").await;
+    assert_eq!(ben_home.eval("window.__sameDocument").await, json!(true));
+
+    // A refused answer keeps what was typed: the choice and the words stay, the error shows.
+    ana.eval(&format!(
+        "{}.querySelector('input[value=ea]').click()",
+        card(id)
+    ))
+    .await;
+    let too_long = "x".repeat(8001);
+    ana.eval(&type_into(&format!("#body-{id}"), &too_long))
+        .await;
+    ana.eval(&format!(
+        "{}.querySelector('button[data-kind=answered]').click()",
+        card(id)
+    ))
+    .await;
+    ana.wait_for(
+        &format!("document.getElementById('error-{id}').textContent.length > 0"),
+        "the refusal next to the form",
+    )
+    .await;
+    let error = text(
+        &mut ana,
+        &format!("document.getElementById('error-{id}').textContent"),
+    )
+    .await;
+    assert!(error.contains("8000"), "{error}");
+    assert_eq!(
+        ana.eval(&format!(
+            "document.getElementById('body-{id}').value.length"
+        ))
+        .await,
+        json!(8001)
+    );
+    assert_eq!(
+        ana.eval(&format!(
+            "{}.querySelector('input[value=ea]').checked",
+            card(id)
+        ))
+        .await,
+        json!(true)
+    );
+    assert_eq!(status_of(&app, id).await, QuestionStatus::Open);
+
+    // Answered: the notice and the points; the card leaves both pages and "Settled" has it.
+    ana.eval(&type_into(
+        &format!("#body-{id}"),
+        "The 1.0 date is the release.",
+    ))
+    .await;
+    ana.eval(&format!(
+        "{}.querySelector('button[data-kind=answered]').click()",
+        card(id)
+    ))
+    .await;
+    ana.wait_for("document.querySelector('.notice')", "the notice")
+        .await;
+    assert_eq!(
+        text(&mut ana, "document.querySelector('.notice').textContent").await,
+        "Thanks. It goes to review before it counts."
+    );
+    assert_eq!(
+        text(&mut ana, "document.querySelector('.points').textContent").await,
+        "3 points, pending"
+    );
+    assert_eq!(status_of(&app, id).await, QuestionStatus::Answered);
+    for browser in [&mut ana, &mut ben] {
+        browser
+            .wait_for(&format!("!{}", card(id)), "the answered question to leave")
+            .await;
+        browser
+            .wait_for(
+                &format!("document.querySelector('.settled li[data-question-id=\"{id}\"]')"),
+                "the question under Settled",
+            )
+            .await;
+        assert_eq!(browser.eval("window.__sameDocument").await, json!(true));
+    }
+    ben_home
+        .wait_for(
+            "document.querySelector('.awaiting .empty')",
+            "ben's list to empty",
+        )
+        .await;
+    let settled = text(&mut ben, "document.querySelector('.settled').innerText").await;
+    assert!(settled.contains("Which release date?"), "{settled}");
+    assert!(settled.contains("answered just now"), "{settled}");
+    let exact = text(&mut ben, "document.querySelector('.settled time').title").await;
+    assert!(exact.ends_with(" UTC"), "{exact}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declining_and_sending_back_leave_the_question_with_the_agent_or_the_others() {
+    require_built_dashboard();
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    operator(&app.db, "games", "cara").await;
+    let declined = ask(&app, "games", "d-1", "Is the demo free?").await;
+    let sent_back = ask(&app, "games", "r-1", "Which engine?").await;
+    let mut cara = signed_in(&app, "cara", "/dashboard/niches/games/questions").await;
+    cara.wait_for(&card(sent_back), "both questions").await;
+
+    cara.eval(&format!(
+        "{}.querySelector('button[data-kind=insufficient_context]').click()",
+        card(declined)
+    ))
+    .await;
+    cara.wait_for(&format!("!{}", card(declined)), "the declined card to go")
+        .await;
+    assert_eq!(
+        text(&mut cara, "document.querySelector('.notice').textContent").await,
+        "Noted. It stays open for someone else."
+    );
+    assert_eq!(
+        cara.eval("document.querySelectorAll('.points').length")
+            .await,
+        json!(0),
+        "a decline earns nothing"
+    );
+    assert_eq!(status_of(&app, declined).await, QuestionStatus::Open);
+
+    cara.eval(&type_into(
+        &format!("#body-{sent_back}"),
+        "Check the game's credits screen.",
+    ))
+    .await;
+    cara.eval(&format!(
+        "{}.querySelector('button[data-kind=needs_research]').click()",
+        card(sent_back)
+    ))
+    .await;
+    cara.wait_for(
+        "document.querySelector('.notice').textContent.startsWith('Sent back')",
+        "the research notice",
+    )
+    .await;
+    assert_eq!(
+        text(&mut cara, "document.querySelector('.notice').textContent").await,
+        "Sent back to the agent for more research."
+    );
+    assert_eq!(
+        status_of(&app, sent_back).await,
+        QuestionStatus::Researching
+    );
+    // Neither comes back into cara's view while she stays (live updates included).
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        cara.eval("document.querySelectorAll('article.question').length")
+            .await,
+        json!(0)
+    );
+    // Another operator still sees both waiting, the one sent back marked as such.
+    operator(&app.db, "games", "dan").await;
+    let mut dan = signed_in(&app, "dan", "/dashboard/niches/games/questions").await;
+    dan.wait_for(&card(sent_back), "the researching question")
+        .await;
+    assert!(dan.eval(&card(declined)).await.is_object());
+    let badge = text(
+        &mut dan,
+        &format!(
+            "{}.querySelector('.researching').textContent",
+            card(sent_back)
+        ),
+    )
+    .await;
+    assert_eq!(badge, "sent back for research");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_member_gets_no_questions_in_the_browser() {
+    require_built_dashboard();
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    person(&app.db, "eve", false).await;
+    ask(&app, "games", "secret", "A member-only question").await;
+    let mut eve = signed_in(&app, "eve", "/dashboard/niches/games/questions").await;
+    eve.wait_for("document.querySelector('main .error')", "the refusal")
+        .await;
+    let page = text(&mut eve, "document.body.innerText").await;
+    assert!(page.contains("active member"), "{page}");
+    assert!(
+        !page.contains("Live updates"),
+        "one refusal, not two: {page}"
+    );
+    assert!(!page.contains("A member-only question"), "{page}");
+    // Nor does it arrive live.
+    ask(&app, "games", "secret-2", "Another member-only question").await;
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    let page = text(&mut eve, "document.body.innerText").await;
+    assert!(!page.contains("member-only"), "{page}");
+    assert_eq!(
+        eve.eval("document.querySelectorAll('article.question').length")
+            .await,
+        json!(0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_connection_is_shown_and_the_queue_resyncs_when_it_returns() {
+    require_built_dashboard();
+    let mut app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    operator(&app.db, "games", "ana").await;
+    let mut ana = signed_in(&app, "ana", "/dashboard/niches/games/questions").await;
+    ana.wait_for("document.querySelector('.empty')", "the empty state")
+        .await;
+    ana.eval("window.__sameDocument = true").await;
+
+    app.pause().await;
+    ana.wait_for(
+        "document.querySelector('.banner')",
+        "the dropped-connection banner",
+    )
+    .await;
+    let banner = text(&mut ana, "document.querySelector('.banner').textContent").await;
+    assert!(banner.contains("Connection lost"), "{banner}");
+    // While this instance is down another one takes a question: nothing is sent to the page.
+    let other = app.another_instance().await;
+    let id = ask(&other, "games", "while-away", "Asked while you were away").await;
+    other.stop().await;
+
+    app.resume().await;
+    ana.wait_for(&card(id), "the question after the re-sync")
+        .await;
+    ana.wait_for("!document.querySelector('.banner')", "the banner to go")
+        .await;
+    assert_eq!(ana.eval("window.__sameDocument").await, json!(true));
+    // And live updates work again on the new connection.
+    let live = ask(&app, "games", "after", "Asked after the return").await;
+    ana.wait_for(&card(live), "a live arrival after the return")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_session_goes_to_login_and_back_and_signing_out_ends_it() {
+    use entity::sessions;
+    use sea_orm::{ColumnTrait, QueryFilter, sea_query::Expr};
+
+    require_built_dashboard();
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let queue = "/dashboard/niches/games/questions";
+    let mut browser = signed_in(&app, "ana", queue).await;
+    browser
+        .wait_for("document.querySelector('.empty')", "the queue")
+        .await;
+
+    // Every session of ana's expires.
+    sessions::Entity::update_many()
+        .col_expr(
+            sessions::Column::ExpiresAt,
+            Expr::value(chrono::Utc::now() - chrono::Duration::minutes(1)),
+        )
+        .filter(sessions::Column::UserId.eq(ana.id))
+        .exec(&app.db)
+        .await
+        .expect("expired");
+    browser.goto(&app.url(queue)).await;
+    browser
+        .wait_for("location.pathname === '/login'", "the login page")
+        .await;
+    sign_in_on_login_page(&mut browser, "ana").await;
+    browser
+        .wait_for(
+            &format!("location.pathname === {queue:?}"),
+            "back on the queue",
+        )
+        .await;
+    browser
+        .wait_for("document.querySelector('.empty')", "the queue again")
+        .await;
+
+    // Signing out ends the session: the queue asks for a sign-in again.
+    let live_sessions = || async {
+        sessions::Entity::find()
+            .filter(sessions::Column::UserId.eq(ana.id))
+            .filter(sessions::Column::ExpiresAt.gt(chrono::Utc::now()))
+            .count(&app.db)
+            .await
+            .expect("count")
+    };
+    assert_eq!(live_sessions().await, 1, "the sign-in after the expiry");
+    browser
+        .wait_for(
+            "document.querySelector('.account button')",
+            "the sign-out button",
+        )
+        .await;
+    browser
+        .eval("document.querySelector('.account button').click()")
+        .await;
+    browser
+        .wait_for("location.pathname === '/login'", "the login page")
+        .await;
+    assert_eq!(live_sessions().await, 0, "signing out ended it");
+    browser.goto(&app.url(queue)).await;
+    browser
+        .wait_for("location.pathname === '/login'", "the login page once more")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_review_contributions_and_manage_members_in_the_browser() {
+    require_built_dashboard();
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    person(&app.db, "root", true).await;
+    person(&app.db, "ben", false).await;
+    let id = ask(&app, "games", "q", "Which date?").await;
+    let answered = app
+        .graphql(
+            Some(&ana.token),
+            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\", body: \"<script>window.__pwned=1</script>\"}) { points } }",
+            json!({ "id": id.to_string() }),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+
+    // A non-admin is told the page is not theirs.
+    let mut ben = signed_in(&app, "ben", "/admin").await;
+    ben.wait_for("document.querySelector('main .error')", "the refusal")
+        .await;
+    assert!(
+        text(
+            &mut ben,
+            "document.querySelector('main .error').textContent"
+        )
+        .await
+        .contains("admins")
+    );
+    assert_eq!(
+        ben.eval("document.querySelectorAll('.review').length")
+            .await,
+        json!(0)
+    );
+
+    let mut root = signed_in(&app, "root", "/admin").await;
+    root.wait_for("document.querySelector('.review')", "the review queue")
+        .await;
+    let header = text(&mut root, "document.querySelector('.top').innerText").await;
+    assert!(header.contains("Admin"), "{header}");
+    root.screenshot("admin-desktop").await;
+    root.eval("document.querySelector('.review button[data-action=verify]').click()")
+        .await;
+    root.wait_for("document.querySelector('.notice')", "the verify notice")
+        .await;
+    root.wait_for(
+        "!document.querySelector('.review')",
+        "the review queue to empty",
+    )
+    .await;
+    let standing = app
+        .graphql(
+            Some(&ana.token),
+            "{ viewer { memberships { score verifiedCount } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        standing["data"]["viewer"]["memberships"][0]["score"],
+        json!(3)
+    );
+
+    // Members: ana is listed; suspend her, add ben.
+    root.wait_for(
+        "document.querySelector('.niche-admin[data-slug=games] tr[data-member=ana]')",
+        "ana in the members table",
+    )
+    .await;
+    root.eval("document.querySelector('tr[data-member=ana] button').click()")
+        .await;
+    root.wait_for(
+        "document.querySelector('tr[data-member=ana]') && document.querySelector('tr[data-member=ana]').innerText.includes('suspended')",
+        "ana suspended",
+    )
+    .await;
+    root.eval(&type_into("#add-games", "ben")).await;
+    root.eval(
+        "document.querySelector('.niche-admin[data-slug=games] form button[type=submit]').click()",
+    )
+    .await;
+    root.wait_for("document.querySelector('tr[data-member=ben]')", "ben added")
+        .await;
+    let members = app
+        .graphql(
+            Some(&ana.token),
+            "{ niche(slug: \"games\") { questions { edges { node { id } } } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        askloop_tests::error_code(&members),
+        Some("FORBIDDEN"),
+        "a suspended member reads nothing: {members}"
+    );
+    // Adding someone who does not exist is refused, visibly, and changes nothing.
+    root.eval(&type_into("#add-games", "nobody")).await;
+    root.eval(
+        "document.querySelector('.niche-admin[data-slug=games] form button[type=submit]').click()",
+    )
+    .await;
+    root.wait_for("document.querySelector('main .error')", "the refusal")
+        .await;
+    assert_eq!(
+        root.eval("document.querySelectorAll('.niche-admin[data-slug=games] tbody tr').length")
+            .await,
+        json!(2)
+    );
+    assert_eq!(root.eval("typeof window.__pwned").await, json!("undefined"));
+}

@@ -1,0 +1,48 @@
+//! Times as people say them ("3 min ago"), with the exact time on hover.
+
+use leptos::prelude::*;
+use std::time::Duration;
+
+/// The page's clock: milliseconds since the epoch, ticking every 20 seconds so every "ago"
+/// stays true without a reload.
+#[derive(Clone, Copy)]
+pub struct Clock(ReadSignal<f64>);
+
+/// Start the clock and provide it to every page.
+pub fn provide_clock() {
+    let (now, set_now) = signal(js_sys::Date::now());
+    set_interval(
+        move || set_now.set(js_sys::Date::now()),
+        Duration::from_secs(20),
+    );
+    provide_context(Clock(now));
+}
+
+/// How long ago `then_ms` was, seen at `now_ms`, in words.
+pub fn ago_words(then_ms: f64, now_ms: f64) -> String {
+    let seconds = ((now_ms - then_ms) / 1000.0).max(0.0) as i64;
+    match seconds {
+        0..=44 => "just now".to_owned(),
+        45..=5399 => format!("{} min ago", (seconds + 30) / 60),
+        5400..=129_599 => format!("{} h ago", (seconds + 1800) / 3600),
+        _ => format!("{} days ago", (seconds + 43_200) / 86_400),
+    }
+}
+
+/// The exact time, in UTC, from an RFC 3339 timestamp.
+pub fn exact(at: &str) -> String {
+    let minutes: String = at.chars().take(16).collect();
+    format!("{} UTC", minutes.replace('T', " "))
+}
+
+/// `<time>` showing how long ago `at` (RFC 3339) was, the exact time in its title.
+#[component]
+pub fn TimeAgo(at: String) -> impl IntoView {
+    let clock = use_context::<Clock>();
+    let then = js_sys::Date::parse(&at);
+    let words = move || {
+        let now = clock.map_or_else(js_sys::Date::now, |c| c.0.get());
+        ago_words(then, now)
+    };
+    view! { <time datetime=at.clone() title=exact(&at)>{words}</time> }
+}

@@ -1,0 +1,201 @@
+//! `/admin`: the review queue (verify / reject) and the niches with their members (add,
+//! suspend, reinstate). Everything goes through the admin mutations, which check for an admin
+//! on the server; this page only decides what to show.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use serde_json::{Value, json};
+
+use crate::api::{self, AdminNiche, ApiError, Contribution};
+use crate::components::time_ago::TimeAgo;
+
+/// What the page holds.
+#[derive(Clone)]
+enum Load {
+    Loading,
+    Ready(Vec<Contribution>, Vec<AdminNiche>),
+    Failed(ApiError),
+}
+
+/// The admin page.
+#[component]
+pub fn AdminPage() -> impl IntoView {
+    let load = RwSignal::new(Load::Loading);
+    let message = RwSignal::new(None::<Result<String, String>>);
+    let reload = move || {
+        spawn_local(async move {
+            match api::admin_overview().await {
+                Ok((queue, niches)) => load.set(Load::Ready(queue, niches)),
+                Err(err) if err.code == "UNAUTHENTICATED" => crate::go_to_login(),
+                Err(err) => load.set(Load::Failed(err)),
+            }
+        });
+    };
+    reload();
+    // Run a mutation, say how it went, and re-read the page.
+    let act = Callback::new(
+        move |(mutation, variables, done): (&'static str, Value, String)| {
+            spawn_local(async move {
+                match api::admin_action(mutation, variables).await {
+                    Ok(()) => message.set(Some(Ok(done))),
+                    Err(err) => message.set(Some(Err(err.to_string()))),
+                }
+                reload();
+            });
+        },
+    );
+    view! {
+        <main class="admin">
+            <h1>"Admin"</h1>
+            {move || message.get().map(|m| match m {
+                Ok(text) => view! { <p class="notice" role="status">{text}</p> }.into_any(),
+                Err(text) => view! { <p class="error" role="alert">{text}</p> }.into_any(),
+            })}
+            {move || match load.get() {
+                Load::Loading => view! { <p class="muted">"Loading…"</p> }.into_any(),
+                Load::Failed(err) if err.code == "FORBIDDEN" => view! {
+                    <p class="error" role="alert">"This page is for askloop's admins."</p>
+                }.into_any(),
+                Load::Failed(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
+                Load::Ready(queue, niches) => view! {
+                    <ReviewQueue queue=queue act=act/>
+                    <Niches niches=niches act=act/>
+                }.into_any(),
+            }}
+        </main>
+    }
+}
+
+type Act = Callback<(&'static str, Value, String)>;
+
+/// Contributions awaiting review. The evidence is agent-influenced: shown as text only.
+#[component]
+fn ReviewQueue(queue: Vec<Contribution>, act: Act) -> impl IntoView {
+    view! {
+        <section aria-labelledby="review-title">
+            <h2 id="review-title">"Review queue"</h2>
+            {if queue.is_empty() {
+                view! { <p class="empty">"Nothing awaits review."</p> }.into_any()
+            } else {
+                queue.into_iter().map(|c| {
+                    let note_id = format!("note-{}", c.id);
+                    let (note, set_note) = signal(String::new());
+                    let (verify_id, reject_id) = (c.id.clone(), c.id.clone());
+                    view! {
+                        <article class="card review" data-contribution-id=c.id.clone()>
+                            <p>
+                                <strong>{c.niche_slug}</strong>
+                                " · "{c.points}" points · "{c.source}" · "
+                                <TimeAgo at=c.created_at/>
+                            </p>
+                            <details>
+                                <summary>"Evidence"</summary>
+                                <pre class="evidence">{c.evidence}</pre>
+                            </details>
+                            <label for=note_id.clone()>"Note (optional)"</label>
+                            <input id=note_id type="text" maxlength="500" prop:value=note on:input=move |ev| set_note.set(event_target_value(&ev))/>
+                            <div class="actions">
+                                <button type="button" data-action="verify" on:click=move |_| act.run((
+                                    "mutation Verify($id: ID!, $note: String) { verifyContribution(id: $id, note: $note) { id } }",
+                                    json!({ "id": verify_id, "note": Some(note.get_untracked()).filter(|n| !n.is_empty()) }),
+                                    "Verified: its points count now.".to_owned(),
+                                ))>"Verify"</button>
+                                <button type="button" class="secondary" data-action="reject" on:click=move |_| act.run((
+                                    "mutation Reject($id: ID!, $note: String) { rejectContribution(id: $id, note: $note) { id } }",
+                                    json!({ "id": reject_id, "note": Some(note.get_untracked()).filter(|n| !n.is_empty()) }),
+                                    "Rejected: it will never count.".to_owned(),
+                                ))>"Reject"</button>
+                            </div>
+                        </article>
+                    }
+                }).collect_view().into_any()
+            }}
+        </section>
+    }
+}
+
+/// Every niche with its members.
+#[component]
+fn Niches(niches: Vec<AdminNiche>, act: Act) -> impl IntoView {
+    view! {
+        <section aria-labelledby="niches-title">
+            <h2 id="niches-title">"Niches and members"</h2>
+            {niches.into_iter().map(|n| view! { <NicheMembers niche=n act=act/> }).collect_view()}
+        </section>
+    }
+}
+
+#[component]
+fn NicheMembers(niche: AdminNiche, act: Act) -> impl IntoView {
+    let slug = niche.slug.clone();
+    let handle_id = format!("add-{}", niche.slug);
+    let role_id = format!("role-{}", niche.slug);
+    let (handle, set_handle) = signal(String::new());
+    let (role, set_role) = signal("OPERATOR".to_owned());
+    let add_slug = slug.clone();
+    let add = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let who = handle.get_untracked().trim().to_owned();
+        act.run((
+            "mutation Add($slug: String!, $handle: String!, $role: MemberRole!) { addMember(nicheSlug: $slug, handle: $handle, role: $role) { handle } }",
+            json!({ "slug": add_slug, "handle": who, "role": role.get_untracked() }),
+            format!("{who} is now a member of {add_slug}."),
+        ));
+        set_handle.set(String::new());
+    };
+    let members = niche
+        .members
+        .into_iter()
+        .map(|m| {
+            let active = m.status == "active";
+            let (mutation, label, done) = if active {
+                (
+                    "mutation Suspend($slug: String!, $handle: String!) { suspendMember(nicheSlug: $slug, handle: $handle) { status } }",
+                    "Suspend",
+                    format!("{} is suspended in {slug}.", m.handle),
+                )
+            } else {
+                (
+                    "mutation Reinstate($slug: String!, $handle: String!) { reinstateMember(nicheSlug: $slug, handle: $handle) { status } }",
+                    "Reinstate",
+                    format!("{} is active again in {slug}.", m.handle),
+                )
+            };
+            let variables = json!({ "slug": slug, "handle": m.handle });
+            view! {
+                <tr data-member=m.handle.clone()>
+                    <td>{m.handle.clone()}</td>
+                    <td>{m.role}</td>
+                    <td>{m.status}</td>
+                    <td>
+                        <button type="button" class="secondary small" on:click=move |_| act.run((mutation, variables.clone(), done.clone()))>
+                            {label}<span class="visually-hidden">" "{m.handle.clone()}</span>
+                        </button>
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <article class="card niche-admin" data-slug=niche.slug.clone()>
+            <h3>{niche.name}" "<code>{niche.slug.clone()}</code>" "<span class="status">{niche.status}</span></h3>
+            <div class="table-wrap">
+                <table>
+                    <thead><tr><th scope="col">"Handle"</th><th scope="col">"Role"</th><th scope="col">"Status"</th><th scope="col">""</th></tr></thead>
+                    <tbody>{members}</tbody>
+                </table>
+            </div>
+            <form class="inline" on:submit=add>
+                <label for=handle_id.clone()>"Add a member"</label>
+                <input id=handle_id type="text" required placeholder="handle" prop:value=handle on:input=move |ev| set_handle.set(event_target_value(&ev))/>
+                <label for=role_id.clone() class="visually-hidden">"Role"</label>
+                <select id=role_id on:change=move |ev| set_role.set(event_target_value(&ev))>
+                    <option value="OPERATOR" selected>"operator"</option>
+                    <option value="SPECIALIST">"specialist"</option>
+                    <option value="OBSERVER">"observer"</option>
+                </select>
+                <button type="submit">"Add"</button>
+            </form>
+        </article>
+    }
+}
