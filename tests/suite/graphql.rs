@@ -51,9 +51,53 @@ async fn a_malformed_query_is_an_error_not_a_crash(app: TestApp) {
     );
 }
 
+async fn admins_list_every_niche_with_its_members_and_nobody_else_can(app: TestApp) {
+    use askloop_tests::error_code;
+    use askloop_tests::people::{operator, person};
+
+    niche(&app.db, "games", NicheStatus::Open).await;
+    niche(&app.db, "drafty", NicheStatus::Draft).await;
+    let ana = operator(&app.db, "games", "ana").await;
+    operator(&app.db, "games", "bo").await;
+    let root = person(&app.db, "root", true).await;
+    let all = "{ allNiches { slug status members { handle role status } } }";
+    let listed = app.graphql(Some(&root.token), all, json!({})).await;
+    assert_eq!(
+        listed["data"]["allNiches"],
+        json!([
+            {"slug": "drafty", "status": "draft", "members": []},
+            {"slug": "games", "status": "open", "members": [
+                {"handle": "ana", "role": "operator", "status": "active"},
+                {"handle": "bo", "role": "operator", "status": "active"},
+            ]},
+        ]),
+        "{listed}"
+    );
+    let refused = app.graphql(Some(&ana.token), all, json!({})).await;
+    assert_eq!(error_code(&refused), Some("FORBIDDEN"), "{refused}");
+    assert!(refused["data"].is_null(), "{refused}");
+    let anonymous = app.graphql(None, all, json!({})).await;
+    assert_eq!(
+        error_code(&anonymous),
+        Some("UNAUTHENTICATED"),
+        "{anonymous}"
+    );
+    // A member reads the niche, but not who else is in it.
+    let members = app
+        .graphql(
+            Some(&ana.token),
+            "{ niche(slug: \"games\") { slug members { handle } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&members), Some("FORBIDDEN"), "{members}");
+    assert!(!members.to_string().contains("\"bo\""), "{members}");
+}
+
 on_both_backends!(
     niches_lists_only_niches_taking_questions,
     a_malformed_query_is_an_error_not_a_crash,
+    admins_list_every_niche_with_its_members_and_nobody_else_can,
 );
 
 #[tokio::test]

@@ -369,3 +369,18 @@ async fn a_peer_that_stops_answering_pings_is_dropped_and_one_that_answers_stays
         other => panic!("the silent peer was not dropped: {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn shutting_down_closes_subscribers_with_going_away_so_they_reconnect() {
+    let mut app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.pause().await;
+    match socket.receive(Duration::from_secs(5)).await {
+        Received::Closed(code) => assert_eq!(code, Some(1001)),
+        other => panic!("expected a close, got {other:?}"),
+    }
+}
