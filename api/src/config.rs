@@ -47,6 +47,55 @@ pub struct Config {
     pub public_origin: Option<String>,
     /// How live updates are buffered and polled.
     pub live: LiveSettings,
+    /// How events are delivered to the agent and questions expired.
+    pub delivery: DeliverySettings,
+}
+
+/// The outbox worker and the expiry sweeper.
+#[derive(Debug, Clone, Copy)]
+pub struct DeliverySettings {
+    /// How long one POST to the agent may take (`ASKLOOP_DELIVERY_TIMEOUT_MS`, 10 s).
+    pub timeout: Duration,
+    /// How long a claimed delivery stays claimed (`ASKLOOP_DELIVERY_LEASE_MS`, the timeout plus
+    /// 30 s): a worker that dies mid-send lets go after this, and the row is sent again.
+    pub lease: Duration,
+    /// The first retry's delay, doubling each time (`ASKLOOP_DELIVERY_RETRY_BASE_MS`, 10 s).
+    pub retry_base: Duration,
+    /// The longest delay between retries (6 h).
+    pub retry_max: Duration,
+    /// How long retries go on before a delivery is exhausted (72 h).
+    pub retry_window: Duration,
+    /// How often the worker looks for due deliveries (`ASKLOOP_DELIVERY_POLL_MS`, 1 s).
+    pub poll: Duration,
+    /// How often waiting questions past their time are expired (`ASKLOOP_EXPIRY_SWEEP_MS`, 5 s).
+    pub sweep_every: Duration,
+}
+
+impl Default for DeliverySettings {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(10),
+            lease: Duration::from_secs(40),
+            retry_base: Duration::from_secs(10),
+            retry_max: Duration::from_secs(6 * 3600),
+            retry_window: Duration::from_secs(72 * 3600),
+            poll: Duration::from_secs(1),
+            sweep_every: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A duration in milliseconds from the variable `name`, if set.
+fn millis(name: &'static str, value: Option<String>) -> Result<Option<Duration>, ConfigError> {
+    value
+        .map(|raw| match raw.trim().parse::<u64>() {
+            Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+            _ => Err(ConfigError {
+                name,
+                problem: format!("'{raw}' is not a positive number of milliseconds"),
+            }),
+        })
+        .transpose()
 }
 
 /// A configuration value that could not be used.
@@ -74,6 +123,7 @@ impl Config {
             log_format: LogFormat::Pretty,
             public_origin: None,
             live: LiveSettings::default(),
+            delivery: DeliverySettings::default(),
         }
     }
 
@@ -115,6 +165,42 @@ impl Config {
             }
         };
         config.public_origin = get("ASKLOOP_PUBLIC_ORIGIN");
+        let delivery = &mut config.delivery;
+        if let Some(timeout) = millis(
+            "ASKLOOP_DELIVERY_TIMEOUT_MS",
+            get("ASKLOOP_DELIVERY_TIMEOUT_MS"),
+        )? {
+            delivery.timeout = timeout;
+            delivery.lease = timeout + Duration::from_secs(30);
+        }
+        if let Some(lease) = millis(
+            "ASKLOOP_DELIVERY_LEASE_MS",
+            get("ASKLOOP_DELIVERY_LEASE_MS"),
+        )? {
+            delivery.lease = lease;
+        }
+        if let Some(base) = millis(
+            "ASKLOOP_DELIVERY_RETRY_BASE_MS",
+            get("ASKLOOP_DELIVERY_RETRY_BASE_MS"),
+        )? {
+            delivery.retry_base = base;
+        }
+        if let Some(poll) = millis("ASKLOOP_DELIVERY_POLL_MS", get("ASKLOOP_DELIVERY_POLL_MS"))? {
+            delivery.poll = poll;
+        }
+        if let Some(sweep) = millis("ASKLOOP_EXPIRY_SWEEP_MS", get("ASKLOOP_EXPIRY_SWEEP_MS"))? {
+            delivery.sweep_every = sweep;
+        }
+        // A lease shorter than a send would let a second worker take a delivery still in flight.
+        if delivery.lease <= delivery.timeout {
+            return Err(ConfigError {
+                name: "ASKLOOP_DELIVERY_LEASE_MS",
+                problem: format!(
+                    "the lease ({:?}) must be longer than the delivery timeout ({:?})",
+                    delivery.lease, delivery.timeout
+                ),
+            });
+        }
         Ok(config)
     }
 }
@@ -134,6 +220,41 @@ mod tests {
         assert!(!config.signing.is_configured());
         assert_eq!(config.bind.port(), 8080);
         assert_eq!(config.database_url, DEFAULT_DATABASE_URL);
+    }
+
+    #[test]
+    fn delivery_timings_are_read_in_milliseconds_and_nonsense_is_refused() {
+        let config = Config::from_lookup(|name| match name {
+            "ASKLOOP_DELIVERY_TIMEOUT_MS" => Some("500".into()),
+            "ASKLOOP_DELIVERY_RETRY_BASE_MS" => Some("20".into()),
+            _ => None,
+        })
+        .expect("valid");
+        assert_eq!(config.delivery.timeout, Duration::from_millis(500));
+        assert_eq!(config.delivery.lease, Duration::from_millis(30_500));
+        assert_eq!(config.delivery.retry_base, Duration::from_millis(20));
+        let short = Config::from_lookup(|name| match name {
+            "ASKLOOP_DELIVERY_TIMEOUT_MS" => Some("5000".into()),
+            "ASKLOOP_DELIVERY_LEASE_MS" => Some("5000".into()),
+            _ => None,
+        })
+        .expect_err("a lease no longer than the timeout");
+        assert!(
+            short
+                .to_string()
+                .contains("longer than the delivery timeout"),
+            "{short}"
+        );
+        for bad in ["0", "-5", "soon"] {
+            let err = Config::from_lookup(|name| {
+                (name == "ASKLOOP_DELIVERY_LEASE_MS").then(|| bad.to_owned())
+            })
+            .expect_err("invalid");
+            assert!(
+                err.to_string().starts_with("ASKLOOP_DELIVERY_LEASE_MS"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

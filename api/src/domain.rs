@@ -1,6 +1,7 @@
 //! Pure rules: no I/O, no framework types, unit-tested in place.
 
 pub mod answer;
+pub mod delivery;
 pub mod intake;
 pub mod scoring;
 pub mod signing;

@@ -18,6 +18,7 @@ use crate::startup::AppState;
 
 mod accounts;
 mod admin;
+mod deliveries;
 mod live;
 mod niches;
 mod questions;
@@ -39,6 +40,7 @@ pub struct QueryRoot(
     questions::QuestionQuery,
     scores::ScoreQuery,
     admin::AdminQuery,
+    deliveries::DeliveryQuery,
 );
 
 /// Every mutation, merged from the areas.
@@ -48,6 +50,7 @@ pub struct MutationRoot(
     accounts::AccountMutation,
     questions::QuestionMutation,
     admin::AdminMutation,
+    deliveries::DeliveryMutation,
 );
 
 /// Every subscription.

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod delivery;
 pub mod domain;
 pub mod error;
 pub mod graphql;

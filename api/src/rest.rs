@@ -9,6 +9,7 @@ use crate::startup::AppState;
 mod forms;
 mod health;
 mod intake;
+mod lookup;
 mod queue;
 mod research;
 mod signed;
@@ -20,6 +21,10 @@ pub fn router() -> Router<AppState> {
         .route(
             "/api/v1/internal/expert-questions",
             post(intake::receive_question),
+        )
+        .route(
+            "/api/v1/internal/expert-questions/lookup",
+            post(lookup::lookup),
         )
         .route(
             "/api/v1/internal/research-results",

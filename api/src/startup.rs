@@ -115,6 +115,7 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
+        crate::delivery::spawn(&self.state);
         let grace = self.state.config.shutdown_grace;
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
         let live = self.state.live.clone();

@@ -8,6 +8,8 @@ pub mod contribution_events;
 pub mod contribution_scores;
 pub mod contribution_tiers;
 pub mod contribution_types;
+pub mod deliveries;
+pub mod delivery_attempts;
 pub mod niche_members;
 pub mod niches;
 pub mod sessions;
@@ -24,6 +26,8 @@ pub mod prelude {
     pub use super::contribution_scores::Entity as ContributionScores;
     pub use super::contribution_tiers::Entity as ContributionTiers;
     pub use super::contribution_types::Entity as ContributionTypes;
+    pub use super::deliveries::Entity as Deliveries;
+    pub use super::delivery_attempts::Entity as DeliveryAttempts;
     pub use super::niche_members::Entity as NicheMembers;
     pub use super::niches::Entity as Niches;
     pub use super::sessions::Entity as Sessions;

@@ -11,6 +11,7 @@ mod m20261129_000002_questions_and_answers;
 mod m20261129_000003_contributions;
 mod m20261129_000004_audit_log;
 mod m20261129_000005_seed_reference_data;
+mod m20261129_000006_deliveries;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -24,6 +25,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000003_contributions::Migration),
             Box::new(m20261129_000004_audit_log::Migration),
             Box::new(m20261129_000005_seed_reference_data::Migration),
+            Box::new(m20261129_000006_deliveries::Migration),
         ]
     }
 }

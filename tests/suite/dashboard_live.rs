@@ -542,3 +542,106 @@ async fn admins_review_contributions_and_manage_members_in_the_browser() {
     );
     assert_eq!(root.eval("typeof window.__pwned").await, json!("undefined"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_see_failed_deliveries_first_and_redeliver_in_the_browser() {
+    use askloop_tests::receiver::{Receiver, Reply};
+    use entity::deliveries::{self, DeliveryStatus};
+    use sea_orm::{ColumnTrait, QueryFilter};
+    use std::time::Duration;
+
+    require_built_dashboard();
+    let receiver = Receiver::start(vec![Reply::Status(503, None); 500]).await;
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.webhook_url = Some(receiver.url.clone());
+        c.delivery.timeout = Duration::from_millis(500);
+        c.delivery.lease = Duration::from_secs(2);
+        c.delivery.retry_base = Duration::from_millis(50);
+        c.delivery.poll = Duration::from_millis(50);
+        c.delivery.retry_window = Duration::from_millis(300);
+    })
+    .await
+    .expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    person(&app.db, "root", true).await;
+    let answer = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { notice } }";
+    let count = |status: DeliveryStatus| {
+        let db = app.db.clone();
+        async move {
+            deliveries::Entity::find()
+                .filter(deliveries::Column::Status.eq(status))
+                .count(&db)
+                .await
+                .expect("count")
+        }
+    };
+    let failing = ask(&app, "games", "f-1", "Fails to arrive").await;
+    app.graphql(Some(&ana.token), answer, json!({"id": failing.to_string()}))
+        .await;
+    let started = std::time::Instant::now();
+    while count(DeliveryStatus::Exhausted).await < 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never exhausted"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    receiver.set_script(Vec::new());
+    let fine = ask(&app, "games", "ok-1", "Arrives").await;
+    app.graphql(Some(&ana.token), answer, json!({"id": fine.to_string()}))
+        .await;
+    while count(DeliveryStatus::Delivered).await < 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never delivered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let mut root = signed_in(&app, "root", "/admin").await;
+    root.wait_for(
+        "document.querySelector('table.deliveries tbody tr')",
+        "the deliveries",
+    )
+    .await;
+    let statuses = root
+        .eval("[...document.querySelectorAll('table.deliveries tbody tr')].map(r => r.className)")
+        .await;
+    assert_eq!(
+        statuses,
+        json!(["delivery-exhausted", "delivery-delivered"]),
+        "failures first"
+    );
+    let first = text(
+        &mut root,
+        "document.querySelector('table.deliveries tbody tr').innerText",
+    )
+    .await;
+    assert!(first.contains("HTTP 503"), "{first}");
+    root.screenshot("admin-deliveries-desktop").await;
+    root.eval(
+        "document.querySelector('tr.delivery-exhausted button[data-action=redeliver]').click()",
+    )
+    .await;
+    root.wait_for("document.querySelector('.notice')", "the redelivery notice")
+        .await;
+    while count(DeliveryStatus::Delivered).await < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the redelivery never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    root.goto(&app.url("/admin")).await;
+    root.wait_for(
+        "document.querySelector('table.deliveries tbody tr')",
+        "the deliveries",
+    )
+    .await;
+    assert_eq!(
+        root.eval("document.querySelectorAll('tr.delivery-delivered').length")
+            .await,
+        json!(2)
+    );
+}

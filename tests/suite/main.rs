@@ -6,6 +6,7 @@ mod authorization;
 mod cli;
 mod dashboard;
 mod dashboard_live;
+mod delivery;
 mod graphql;
 mod health;
 mod intake;

@@ -3,6 +3,7 @@
 //! tears it down afterwards.
 
 pub mod browser;
+pub mod receiver;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -220,8 +221,15 @@ impl TestApp {
 
     /// A second askloop on this app's database, on its own random port.
     pub async fn another_instance(&self) -> TestApp {
+        self.another_instance_with(|_| {}).await
+    }
+
+    /// A second askloop on this app's database, on its own random port, with `adjust` applied
+    /// to a copy of this app's config.
+    pub async fn another_instance_with(&self, adjust: impl FnOnce(&mut Config)) -> TestApp {
         let mut config = self.config.clone();
         config.bind = "127.0.0.1:0".parse().expect("an address");
+        adjust(&mut config);
         Self::start(self.backend, config, None).await
     }
 

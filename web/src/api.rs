@@ -431,21 +431,65 @@ pub struct AdminNiche {
     pub members: Vec<Member>,
 }
 
-#[derive(Deserialize)]
+/// One attempt to send a delivery.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct AdminData {
-    review_queue: Vec<Contribution>,
-    all_niches: Vec<AdminNiche>,
+pub struct DeliveryAttempt {
+    /// When (RFC 3339).
+    pub at: String,
+    /// The HTTP status, if any.
+    pub status_code: Option<i64>,
+    /// How long it took.
+    pub duration_ms: i64,
+    /// What went wrong.
+    pub error: Option<String>,
+    /// `delivered`, `retry` or `exhausted`.
+    pub outcome: String,
 }
 
-/// The admin page: the review queue and every niche with its members.
-pub async fn admin_overview() -> Result<(Vec<Contribution>, Vec<AdminNiche>), ApiError> {
+/// An event for the agent and how sending it went.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    /// Its id.
+    pub id: String,
+    /// The id the agent dedupes on.
+    pub envelope_id: String,
+    /// The event.
+    pub event_type: String,
+    /// PENDING, DELIVERED or EXHAUSTED.
+    pub status: String,
+    /// The last error, if any.
+    pub last_error: Option<String>,
+    /// When it is next tried.
+    pub next_attempt_at: String,
+    /// When it was written.
+    pub created_at: String,
+    /// Every attempt.
+    pub attempts: Vec<DeliveryAttempt>,
+}
+
+/// What the admin page shows.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminOverview {
+    /// Contributions awaiting review.
+    pub review_queue: Vec<Contribution>,
+    /// Every niche with its members.
+    pub all_niches: Vec<AdminNiche>,
+    /// Deliveries, failures first.
+    pub deliveries: Vec<Delivery>,
+}
+
+/// The admin page: the review queue, every niche with its members, and the deliveries.
+pub async fn admin_overview() -> Result<AdminOverview, ApiError> {
     let query = format!(
-        "query Admin {{ reviewQueue(first: 50) {{ {CONTRIBUTION_FIELDS} }} allNiches {{ slug name status members {{ handle role status }} }} }}"
+        "query Admin {{ reviewQueue(first: 50) {{ {CONTRIBUTION_FIELDS} }} \
+         allNiches {{ slug name status members {{ handle role status }} }} \
+         deliveries(first: 50) {{ id envelopeId eventType status lastError nextAttemptAt createdAt \
+         attempts {{ at statusCode durationMs error outcome }} }} }}"
     );
-    run::<AdminData>(&query, json!({}))
-        .await
-        .map(|data| (data.review_queue, data.all_niches))
+    run::<AdminOverview>(&query, json!({})).await
 }
 
 /// Run an admin mutation whose result the page does not read (it reloads instead).

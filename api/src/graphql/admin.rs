@@ -48,7 +48,9 @@ fn contribution_id(id: &ID) -> Result<i64, ServiceError> {
 
 /// The database, the caller and the admin behind a write — or why not: signed in, an admin,
 /// and (with a session cookie) on askloop's own origin. Every admin mutation starts here.
-fn admin_write<'a>(ctx: &Context<'a>) -> Result<(&'a DatabaseConnection, &'a Caller, &'a Viewer)> {
+pub(super) fn admin_write<'a>(
+    ctx: &Context<'a>,
+) -> Result<(&'a DatabaseConnection, &'a Caller, &'a Viewer)> {
     let db = ctx.data::<DatabaseConnection>()?;
     let caller = caller_of(ctx)?;
     let admin = access::admin(caller.viewer()).gql()?;

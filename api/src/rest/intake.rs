@@ -65,7 +65,11 @@ fn intake_response(outcome: &IntakeOutcome) -> Response {
     let body = json!({
         "stored": true,
         "duplicate": outcome.duplicate,
-        "question": { "id": outcome.question_id, "status": status_word(outcome.status) },
+        "question": {
+            "id": outcome.question_id,
+            "status": status_word(outcome.status),
+            "expiresAt": outcome.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        },
     });
     (status, Json(body)).into_response()
 }

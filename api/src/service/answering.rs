@@ -23,6 +23,7 @@ use crate::domain::scoring;
 use crate::error::ServiceError;
 use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::outbox::{self, EventType, NewEvent};
 use crate::service::scores;
 
 /// An answer as a surface received it; checked here, after the caller's rights.
@@ -265,6 +266,24 @@ async fn settle(
         now,
     )
     .await?;
+    outbox::enqueue(
+        txn,
+        NewEvent {
+            event: EventType::AnswerCreated,
+            niche_id: question.niche_id,
+            question_id: Some(question.id),
+            user_id: Some(viewer.user_id),
+            payload: json!({
+                "questionId": question.id,
+                "externalId": question.external_id,
+                "answer": valid.body,
+                "optionId": valid.option_id,
+                "answeredBy": viewer.handle,
+            }),
+        },
+        now,
+    )
+    .await?;
     let question = find_question(txn, question.id).await?;
     let notice = if verified {
         format!("Thanks. That is {points} points.")
@@ -330,6 +349,24 @@ async fn decline(
         now,
     )
     .await?;
+    if valid.kind == Kind::NeedsResearch {
+        outbox::enqueue(
+            txn,
+            NewEvent {
+                event: EventType::ResearchRequested,
+                niche_id: question.niche_id,
+                question_id: Some(question.id),
+                user_id: Some(viewer.user_id),
+                payload: json!({
+                    "questionId": question.id,
+                    "externalId": question.external_id,
+                    "note": valid.body,
+                }),
+            },
+            now,
+        )
+        .await?;
+    }
     Ok(AnswerOutcome {
         answer,
         question: find_question(txn, question.id).await?,
@@ -434,6 +471,22 @@ pub async fn dismiss_question(
             subject_id: question.id,
             niche_id: Some(question.niche_id),
             detail: json!({}),
+        },
+        now,
+    )
+    .await?;
+    outbox::enqueue(
+        &txn,
+        NewEvent {
+            event: EventType::QuestionDismissed,
+            niche_id: question.niche_id,
+            question_id: Some(question.id),
+            user_id: Some(viewer.user_id),
+            payload: json!({
+                "questionId": question.id,
+                "externalId": question.external_id,
+                "dismissedBy": viewer.handle,
+            }),
         },
         now,
     )

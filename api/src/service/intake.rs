@@ -27,6 +27,8 @@ pub struct IntakeOutcome {
     pub duplicate: bool,
     /// The niche it belongs to.
     pub niche_id: i64,
+    /// When it stops waiting.
+    pub expires_at: DateTime<Utc>,
 }
 
 /// Why an intake did not store anything, for the intake metrics.
@@ -139,6 +141,7 @@ pub async fn receive_question(
                 status: QuestionStatus::Open,
                 duplicate: false,
                 niche_id: niche.id,
+                expires_at: now + Duration::seconds(lifetime),
             })
         }
         TryInsertResult::Conflicted | TryInsertResult::Empty => {
@@ -159,6 +162,7 @@ pub async fn receive_question(
                 status: existing.status,
                 duplicate: true,
                 niche_id: niche.id,
+                expires_at: existing.expires_at,
             })
         }
     }

@@ -18,14 +18,18 @@ pub fn provide_clock() {
     provide_context(Clock(now));
 }
 
-/// How long ago `then_ms` was, seen at `now_ms`, in words.
+/// How long ago `then_ms` was (or how far ahead it is), seen at `now_ms`, in words.
 pub fn ago_words(then_ms: f64, now_ms: f64) -> String {
-    let seconds = ((now_ms - then_ms) / 1000.0).max(0.0) as i64;
+    let seconds = ((now_ms - then_ms) / 1000.0) as i64;
+    let span = |s: i64| match s {
+        45..=5399 => format!("{} min", (s + 30) / 60),
+        5400..=129_599 => format!("{} h", (s + 1800) / 3600),
+        _ => format!("{} days", (s + 43_200) / 86_400),
+    };
     match seconds {
-        0..=44 => "just now".to_owned(),
-        45..=5399 => format!("{} min ago", (seconds + 30) / 60),
-        5400..=129_599 => format!("{} h ago", (seconds + 1800) / 3600),
-        _ => format!("{} days ago", (seconds + 43_200) / 86_400),
+        -44..=44 => "just now".to_owned(),
+        s if s > 0 => format!("{} ago", span(s)),
+        s => format!("in {}", span(-s)),
     }
 }
 

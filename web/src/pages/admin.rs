@@ -1,19 +1,19 @@
-//! `/admin`: the review queue (verify / reject) and the niches with their members (add,
-//! suspend, reinstate). Everything goes through the admin mutations, which check for an admin
+//! `/admin`: the review queue (verify / reject), the niches with their members (add,
+//! suspend, reinstate) and the deliveries to the agent, failures first (redeliver). Everything goes through the admin mutations, which check for an admin
 //! on the server; this page only decides what to show.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::{Value, json};
 
-use crate::api::{self, AdminNiche, ApiError, Contribution};
+use crate::api::{self, AdminNiche, AdminOverview, ApiError, Contribution, Delivery};
 use crate::components::time_ago::TimeAgo;
 
 /// What the page holds.
 #[derive(Clone)]
 enum Load {
     Loading,
-    Ready(Vec<Contribution>, Vec<AdminNiche>),
+    Ready(AdminOverview),
     Failed(ApiError),
 }
 
@@ -25,7 +25,7 @@ pub fn AdminPage() -> impl IntoView {
     let reload = move || {
         spawn_local(async move {
             match api::admin_overview().await {
-                Ok((queue, niches)) => load.set(Load::Ready(queue, niches)),
+                Ok(overview) => load.set(Load::Ready(overview)),
                 Err(err) if err.code == "UNAUTHENTICATED" => crate::go_to_login(),
                 Err(err) => load.set(Load::Failed(err)),
             }
@@ -57,9 +57,10 @@ pub fn AdminPage() -> impl IntoView {
                     <p class="error" role="alert">"This page is for askloop's admins."</p>
                 }.into_any(),
                 Load::Failed(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
-                Load::Ready(queue, niches) => view! {
-                    <ReviewQueue queue=queue act=act/>
-                    <Niches niches=niches act=act/>
+                Load::Ready(overview) => view! {
+                    <ReviewQueue queue=overview.review_queue act=act/>
+                    <Niches niches=overview.all_niches act=act/>
+                    <Deliveries deliveries=overview.deliveries act=act/>
                 }.into_any(),
             }}
         </main>
@@ -197,5 +198,78 @@ fn NicheMembers(niche: AdminNiche, act: Act) -> impl IntoView {
                 <button type="submit">"Add"</button>
             </form>
         </article>
+    }
+}
+
+/// Deliveries to the agent, failures first, each with its attempts.
+#[component]
+fn Deliveries(deliveries: Vec<Delivery>, act: Act) -> impl IntoView {
+    view! {
+        <section aria-labelledby="deliveries-title">
+            <h2 id="deliveries-title">"Deliveries to the agent"</h2>
+            {if deliveries.is_empty() {
+                view! { <p class="empty">"Nothing has been sent yet."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="table-wrap">
+                        <table class="deliveries">
+                            <thead><tr>
+                                <th scope="col">"Event"</th><th scope="col">"Status"</th><th scope="col">"Attempts"</th>
+                                <th scope="col">"Last error"</th><th scope="col">"Written"</th><th scope="col">""</th>
+                            </tr></thead>
+                            <tbody>
+                                {deliveries.into_iter().map(|d| view! { <DeliveryRow delivery=d act=act/> }).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn DeliveryRow(delivery: Delivery, act: Act) -> impl IntoView {
+    let status = delivery.status.to_lowercase();
+    let id = delivery.id.clone();
+    let count = delivery.attempts.len();
+    let attempts = delivery
+        .attempts
+        .into_iter()
+        .map(|a| {
+            let what = match (a.status_code, a.error) {
+                (Some(code), None) => format!("HTTP {code}"),
+                (_, Some(error)) => error,
+                (None, None) => String::new(),
+            };
+            view! {
+                <li><TimeAgo at=a.at/>" · "{a.outcome}" · "{what}" · "{a.duration_ms}" ms"</li>
+            }
+        })
+        .collect_view();
+    view! {
+        <tr data-delivery-id=delivery.id.clone() class=format!("delivery-{status}")>
+            <td>
+                <code>{delivery.event_type}</code>
+                <details>
+                    <summary>{delivery.envelope_id}</summary>
+                    <ol class="attempts">{attempts}</ol>
+                </details>
+            </td>
+            <td>
+                <span class=format!("badge status-{status}")>{status.clone()}</span>
+                {(status == "pending").then(|| view! { <span class="muted">" next "<TimeAgo at=delivery.next_attempt_at/></span> })}
+            </td>
+            <td class="num">{count}</td>
+            <td>{delivery.last_error.unwrap_or_default()}</td>
+            <td><TimeAgo at=delivery.created_at/></td>
+            <td>
+                <button type="button" class="secondary small" data-action="redeliver" on:click=move |_| act.run((
+                    "mutation Redeliver($id: ID!) { redeliver(id: $id) { id } }",
+                    json!({ "id": id }),
+                    "Queued to be sent again; the agent sees the same envelope id.".to_owned(),
+                ))>"Redeliver"</button>
+            </td>
+        </tr>
     }
 }

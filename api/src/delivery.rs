@@ -1,0 +1,181 @@
+//! The background work of a serving askloop: the outbox worker, which sends due deliveries to
+//! `CHOVY_WEBHOOK_URL` (signed afresh at every attempt, with a timeout) and records each attempt,
+//! and the expiry sweeper. Both stop when askloop shuts down; a delivery cut off mid-send is
+//! claimed and sent again once its lease runs out.
+
+use std::time::Instant;
+
+use chrono::Utc;
+use futures::StreamExt;
+use rand::Rng;
+
+use crate::domain::delivery::{RetryPolicy, parse_retry_after};
+use crate::service::{expiry, outbox};
+use crate::startup::AppState;
+
+/// How many deliveries one claim takes.
+const BATCH: u64 = 16;
+/// How many are sent at once.
+const IN_FLIGHT: usize = 8;
+
+/// Start the sweeper, and the worker when a webhook URL is configured.
+pub fn spawn(state: &AppState) {
+    let sweeper = state.clone();
+    let stopped = state.live.stopped();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = sweep_forever(sweeper) => {},
+            () = stopped => {},
+        }
+    });
+    let Some(url) = state.config.webhook_url.clone() else {
+        tracing::info!(
+            "CHOVY_WEBHOOK_URL is not set: events wait in the outbox and agents read them through the lookup route"
+        );
+        return;
+    };
+    let worker = state.clone();
+    let stopped = state.live.stopped();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = deliver_forever(worker, url) => {},
+            () = stopped => {},
+        }
+    });
+}
+
+async fn sweep_forever(state: AppState) {
+    let mut tick = tokio::time::interval(state.config.delivery.sweep_every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match expiry::sweep(&state.db, 100, Utc::now()).await {
+            Ok(0) => {}
+            Ok(count) => {
+                tracing::info!(count, "expired questions past their time");
+                state.live.changed();
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "the expiry sweep failed; it runs again shortly")
+            }
+        }
+    }
+}
+
+async fn deliver_forever(state: AppState, url: String) {
+    let settings = state.config.delivery;
+    let client = match reqwest::Client::builder()
+        .timeout(settings.timeout)
+        .user_agent(concat!("askloop/", env!("CARGO_PKG_VERSION")))
+        .build()
+    {
+        Ok(client) => client,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot build the webhook client; nothing will be delivered");
+            return;
+        }
+    };
+    let policy = RetryPolicy {
+        base: settings.retry_base,
+        max: settings.retry_max,
+        window: settings.retry_window,
+    };
+    loop {
+        let claimed = match outbox::claim_due(&state.db, BATCH, settings.lease, Utc::now()).await {
+            Ok(claimed) => claimed,
+            Err(err) => {
+                tracing::warn!(error = %err, "claiming deliveries failed; trying again shortly");
+                Vec::new()
+            }
+        };
+        if claimed.is_empty() {
+            tokio::time::sleep(settings.poll).await;
+            continue;
+        }
+        futures::stream::iter(claimed)
+            .for_each_concurrent(IN_FLIGHT, |claimed| {
+                let (state, client, url) = (&state, &client, &url);
+                async move {
+                    let attempt = send(state, client, url, &claimed).await;
+                    let jitter = rand::rng().random::<f64>();
+                    match outbox::record(&state.db, &claimed, &attempt, &policy, jitter, Utc::now()).await {
+                        Ok(status) => tracing::info!(
+                            envelope = %claimed.delivery.envelope_id,
+                            event = %claimed.delivery.event_type,
+                            status = ?attempt.status_code,
+                            outcome = ?status,
+                            "delivery attempt"
+                        ),
+                        Err(err) => tracing::warn!(
+                            envelope = %claimed.delivery.envelope_id,
+                            error = %err,
+                            "an attempt could not be recorded; the lease runs out and it is sent again"
+                        ),
+                    }
+                }
+            })
+            .await;
+    }
+}
+
+/// POST the envelope, signed now, and say how it went.
+async fn send(
+    state: &AppState,
+    client: &reqwest::Client,
+    url: &str,
+    claimed: &outbox::Claimed,
+) -> outbox::Attempt {
+    let at = Utc::now();
+    let started = Instant::now();
+    let body = claimed.delivery.body.clone();
+    let mut request = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("x-askloop-event", &claimed.delivery.event_type)
+        .header("x-askloop-delivery", &claimed.delivery.envelope_id);
+    if let Some(signature) = state
+        .config
+        .signing
+        .sign_header(body.as_bytes(), at.timestamp())
+    {
+        request = request.header(crate::domain::signing::SIGNATURE_HEADER, signature);
+    }
+    let response = request.body(body).send().await;
+    let duration = started.elapsed();
+    match response {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| parse_retry_after(v, Utc::now()));
+            outbox::Attempt {
+                at,
+                status_code: Some(status),
+                duration,
+                error: (!response.status().is_success()).then(|| format!("HTTP {status}")),
+                retry_after,
+            }
+        }
+        Err(err) => outbox::Attempt {
+            at,
+            status_code: None,
+            duration,
+            error: Some(if err.is_timeout() {
+                format!("no answer within {:?}", state.config.delivery.timeout)
+            } else {
+                format!("could not reach the agent: {}", root_cause(&err))
+            }),
+            retry_after: None,
+        },
+    }
+}
+
+fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = err;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}

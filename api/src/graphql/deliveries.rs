@@ -1,0 +1,192 @@
+//! Deliveries for admins: the outbox with every attempt, and redelivery.
+
+use async_graphql::{ComplexObject, Context, Enum, ID, Object, Result, SimpleObject};
+use chrono::{DateTime, Utc};
+use entity::deliveries::{self, DeliveryStatus as Stored};
+use entity::delivery_attempts;
+use sea_orm::DatabaseConnection;
+
+use super::admin::admin_write;
+use super::caller_of;
+use crate::error::{GqlResultExt, ServiceError};
+use crate::service::access;
+use crate::service::outbox::{self, EventType};
+use crate::service::queue::page_size;
+
+/// Where a delivery is.
+#[derive(Enum, Copy, Clone, Eq, PartialEq)]
+pub enum DeliveryStatus {
+    /// Waiting for its next attempt.
+    Pending,
+    /// The agent took it.
+    Delivered,
+    /// Retries ran out.
+    Exhausted,
+}
+
+impl From<Stored> for DeliveryStatus {
+    fn from(status: Stored) -> Self {
+        match status {
+            Stored::Pending => DeliveryStatus::Pending,
+            Stored::Delivered => DeliveryStatus::Delivered,
+            Stored::Exhausted => DeliveryStatus::Exhausted,
+        }
+    }
+}
+
+impl From<DeliveryStatus> for Stored {
+    fn from(status: DeliveryStatus) -> Self {
+        match status {
+            DeliveryStatus::Pending => Stored::Pending,
+            DeliveryStatus::Delivered => Stored::Delivered,
+            DeliveryStatus::Exhausted => Stored::Exhausted,
+        }
+    }
+}
+
+/// An event for the agent and how sending it went.
+#[derive(SimpleObject, Clone)]
+#[graphql(complex)]
+pub struct Delivery {
+    /// Its id.
+    pub id: ID,
+    /// The envelope id the agent dedupes on.
+    pub envelope_id: String,
+    /// The event (`expert_answer.created`, …).
+    pub event_type: String,
+    /// The question it is about.
+    pub question_id: Option<ID>,
+    /// Where it is.
+    pub status: DeliveryStatus,
+    /// Attempts so far.
+    pub attempt_count: i64,
+    /// When it is next tried (while pending).
+    pub next_attempt_at: DateTime<Utc>,
+    /// The last attempt's HTTP status.
+    pub last_status_code: Option<i32>,
+    /// The last attempt's error.
+    pub last_error: Option<String>,
+    /// The envelope as sent (JSON text; agent-influenced, show as text).
+    pub envelope: String,
+    /// When it was written.
+    pub created_at: DateTime<Utc>,
+    /// When the agent took it.
+    pub delivered_at: Option<DateTime<Utc>>,
+    #[graphql(skip)]
+    pub row_id: i64,
+}
+
+impl From<deliveries::Model> for Delivery {
+    fn from(d: deliveries::Model) -> Self {
+        Self {
+            id: ID(d.id.to_string()),
+            envelope_id: d.envelope_id,
+            event_type: d.event_type,
+            question_id: d.question_id.map(|q| ID(q.to_string())),
+            status: d.status.into(),
+            attempt_count: d.attempts,
+            next_attempt_at: d.next_attempt_at,
+            last_status_code: d.last_status_code,
+            last_error: d.last_error,
+            envelope: d.body,
+            created_at: d.created_at,
+            delivered_at: d.delivered_at,
+            row_id: d.id,
+        }
+    }
+}
+
+/// One attempt to send a delivery.
+#[derive(SimpleObject, Clone)]
+pub struct DeliveryAttempt {
+    /// When.
+    pub at: DateTime<Utc>,
+    /// The HTTP status, if one came back.
+    pub status_code: Option<i32>,
+    /// How long it took, milliseconds.
+    pub duration_ms: i64,
+    /// What went wrong.
+    pub error: Option<String>,
+    /// `delivered`, `retry` or `exhausted`.
+    pub outcome: String,
+}
+
+impl From<delivery_attempts::Model> for DeliveryAttempt {
+    fn from(a: delivery_attempts::Model) -> Self {
+        Self {
+            at: a.attempted_at,
+            status_code: a.status_code,
+            duration_ms: a.duration_ms,
+            error: a.error,
+            outcome: a.outcome,
+        }
+    }
+}
+
+#[ComplexObject]
+impl Delivery {
+    /// Every attempt, oldest first.
+    async fn attempts(&self, ctx: &Context<'_>) -> Result<Vec<DeliveryAttempt>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        Ok(outbox::attempts_of(db, self.row_id)
+            .await
+            .gql()?
+            .into_iter()
+            .map(DeliveryAttempt::from)
+            .collect())
+    }
+}
+
+/// Delivery queries.
+#[derive(Default)]
+pub struct DeliveryQuery;
+
+#[Object]
+impl DeliveryQuery {
+    /// Deliveries to the agent, failures first (admins only).
+    async fn deliveries(
+        &self,
+        ctx: &Context<'_>,
+        status: Option<DeliveryStatus>,
+        #[graphql(desc = "An event name, e.g. `expert_answer.created`.")] event: Option<String>,
+        first: Option<i32>,
+    ) -> Result<Vec<Delivery>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        access::admin(caller_of(ctx)?.viewer()).gql()?;
+        let event = event
+            .map(|name| {
+                EventType::parse(&name).ok_or_else(|| {
+                    ServiceError::BadInput(format!("'{name}' is not an event askloop sends"))
+                })
+            })
+            .transpose()
+            .gql()?;
+        let first = page_size(first).gql()?;
+        Ok(outbox::list(db, status.map(Stored::from), event, first)
+            .await
+            .gql()?
+            .into_iter()
+            .map(Delivery::from)
+            .collect())
+    }
+}
+
+/// Delivery mutations.
+#[derive(Default)]
+pub struct DeliveryMutation;
+
+#[Object]
+impl DeliveryMutation {
+    /// Send a delivery again now, with a fresh retry window; its envelope id stays the same.
+    async fn redeliver(&self, ctx: &Context<'_>, id: ID) -> Result<Delivery> {
+        let (db, _, admin) = admin_write(ctx)?;
+        let id: i64 = id
+            .parse()
+            .map_err(|_| ServiceError::BadInput(format!("'{}' is not a delivery id", id.as_str())))
+            .gql()?;
+        Ok(outbox::redeliver(db, admin.user_id, id, Utc::now())
+            .await
+            .gql()?
+            .into())
+    }
+}

@@ -1,0 +1,83 @@
+//! Expiry (design §10): a waiting question whose time has passed is expired, once, with its
+//! audit row and the `expert_question.expired` event in the same transaction. The change is
+//! conditional (still waiting, time passed), so sweepers on several instances can race and
+//! each question still expires exactly once.
+
+use chrono::{DateTime, Utc};
+use entity::agent_questions::{self, QuestionStatus};
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use serde_json::json;
+
+use crate::db::begin_write;
+use crate::error::ServiceError;
+use crate::service::answering::WAITING;
+use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::outbox::{self, EventType, NewEvent};
+
+/// Expire up to `limit` waiting questions whose time passed by `now`; how many this call
+/// expired (another instance may have taken some).
+pub async fn sweep(
+    db: &DatabaseConnection,
+    limit: u64,
+    now: DateTime<Utc>,
+) -> Result<usize, ServiceError> {
+    let due = agent_questions::Entity::find()
+        .filter(agent_questions::Column::Status.is_in(WAITING))
+        .filter(agent_questions::Column::ExpiresAt.lte(now))
+        .order_by_asc(agent_questions::Column::ExpiresAt)
+        .limit(limit)
+        .all(db)
+        .await?;
+    let mut expired = 0;
+    for question in due {
+        let txn = begin_write(db).await?;
+        let changed = agent_questions::Entity::update_many()
+            .col_expr(
+                agent_questions::Column::Status,
+                Expr::value(QuestionStatus::Expired),
+            )
+            .col_expr(agent_questions::Column::UpdatedAt, Expr::value(now))
+            .filter(agent_questions::Column::Id.eq(question.id))
+            .filter(agent_questions::Column::Status.is_in(WAITING))
+            .filter(agent_questions::Column::ExpiresAt.lte(now))
+            .exec(&txn)
+            .await?;
+        if changed.rows_affected == 0 {
+            txn.rollback().await?;
+            continue;
+        }
+        audit::record(
+            &txn,
+            AuditEntry {
+                actor: &Actor::System,
+                action: "question.expired",
+                subject_type: "question",
+                subject_id: question.id,
+                niche_id: Some(question.niche_id),
+                detail: json!({ "expiresAt": question.expires_at }),
+            },
+            now,
+        )
+        .await?;
+        outbox::enqueue(
+            &txn,
+            NewEvent {
+                event: EventType::QuestionExpired,
+                niche_id: question.niche_id,
+                question_id: Some(question.id),
+                user_id: None,
+                payload: json!({
+                    "questionId": question.id,
+                    "externalId": question.external_id,
+                    "expiredAt": now,
+                }),
+            },
+            now,
+        )
+        .await?;
+        txn.commit().await?;
+        expired += 1;
+    }
+    Ok(expired)
+}

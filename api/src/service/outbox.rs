@@ -1,0 +1,362 @@
+//! The outbox (design §13): events for the agent are delivery rows written in the same
+//! transaction as the change that causes them; the worker ([`crate::delivery`]) claims due rows,
+//! sends them and records every attempt here.
+//!
+//! Claims are leases: a claimed row carries a random token and an expiry. Two workers never hold
+//! the same row at once (on PostgreSQL the claim skips rows another worker has locked; on SQLite
+//! the claim runs in an IMMEDIATE transaction), and a worker that dies mid-send simply lets its
+//! lease run out, after which the row is claimed and sent again with the same envelope id.
+
+use chrono::{DateTime, Utc};
+use entity::deliveries::{self, DeliveryStatus};
+use entity::delivery_attempts;
+use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType, Query};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait,
+    DatabaseConnection, DbBackend, EntityTrait, NotSet, Order, QueryFilter, QueryOrder,
+    QuerySelect,
+};
+use serde_json::{Value, json};
+
+use crate::db::begin_write;
+use crate::domain::delivery::{AfterFailure, RetryPolicy, after_failure, is_delivered};
+use crate::error::ServiceError;
+use crate::service::audit::{self, Actor, AuditEntry};
+
+/// The four events askloop sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// An answer settled a question.
+    AnswerCreated,
+    /// An operator sent a question back for more research.
+    ResearchRequested,
+    /// A question's time ran out.
+    QuestionExpired,
+    /// A question was dismissed.
+    QuestionDismissed,
+}
+
+impl EventType {
+    /// The event's wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::AnswerCreated => "expert_answer.created",
+            EventType::ResearchRequested => "agent.research_requested",
+            EventType::QuestionExpired => "expert_question.expired",
+            EventType::QuestionDismissed => "expert_question.dismissed",
+        }
+    }
+
+    /// The event named `name`, if askloop sends one by that name.
+    pub fn parse(name: &str) -> Option<Self> {
+        [
+            EventType::AnswerCreated,
+            EventType::ResearchRequested,
+            EventType::QuestionExpired,
+            EventType::QuestionDismissed,
+        ]
+        .into_iter()
+        .find(|e| e.as_str() == name)
+    }
+}
+
+/// An event to send, about a question in a niche.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    /// Which event.
+    pub event: EventType,
+    /// The niche.
+    pub niche_id: i64,
+    /// The question.
+    pub question_id: Option<i64>,
+    /// The person who caused it, if one did.
+    pub user_id: Option<i64>,
+    /// The event's own fields.
+    pub payload: Value,
+}
+
+/// The envelope of design §13.
+pub fn envelope(id: &str, event: &NewEvent, now: DateTime<Utc>) -> Value {
+    json!({
+        "id": id,
+        "type": event.event.as_str(),
+        "version": 1,
+        "occurredAt": now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "producer": "askloop",
+        "nicheId": event.niche_id,
+        "userId": event.user_id,
+        "payload": event.payload,
+    })
+}
+
+/// Write `event` to the outbox on `conn` (the caller's transaction), due at once.
+pub async fn enqueue<C: ConnectionTrait>(
+    conn: &C,
+    event: NewEvent,
+    now: DateTime<Utc>,
+) -> Result<deliveries::Model, ServiceError> {
+    let envelope_id = format!("evt_{}", uuid::Uuid::new_v4().simple());
+    let body = envelope(&envelope_id, &event, now).to_string();
+    Ok(deliveries::ActiveModel {
+        id: NotSet,
+        envelope_id: Set(envelope_id),
+        event_type: Set(event.event.as_str().to_owned()),
+        niche_id: Set(event.niche_id),
+        question_id: Set(event.question_id),
+        body: Set(body),
+        status: Set(DeliveryStatus::Pending),
+        attempts: Set(0),
+        next_attempt_at: Set(now),
+        claim_token: Set(None),
+        claimed_until: Set(None),
+        last_status_code: Set(None),
+        last_error: Set(None),
+        retry_from: Set(now),
+        delivered_at: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+    .insert(conn)
+    .await?)
+}
+
+/// A claimed delivery: the row and the token that proves the claim.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    /// The row as claimed.
+    pub delivery: deliveries::Model,
+    /// The claim's token.
+    pub token: String,
+}
+
+/// Claim up to `limit` due deliveries for `lease`.
+pub async fn claim_due(
+    db: &DatabaseConnection,
+    limit: u64,
+    lease: std::time::Duration,
+    now: DateTime<Utc>,
+) -> Result<Vec<Claimed>, ServiceError> {
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60));
+    let mut due = Query::select();
+    due.column(deliveries::Column::Id)
+        .from(deliveries::Entity)
+        .and_where(deliveries::Column::Status.eq(DeliveryStatus::Pending))
+        .and_where(deliveries::Column::NextAttemptAt.lte(now))
+        .cond_where(
+            Condition::any()
+                .add(deliveries::Column::ClaimedUntil.is_null())
+                .add(deliveries::Column::ClaimedUntil.lte(now)),
+        )
+        .order_by(deliveries::Column::NextAttemptAt, Order::Asc)
+        .order_by(deliveries::Column::Id, Order::Asc)
+        .limit(limit);
+    if db.get_database_backend() == DbBackend::Postgres {
+        due.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
+    }
+    let txn = begin_write(db).await?;
+    let claimed = deliveries::Entity::update_many()
+        .col_expr(
+            deliveries::Column::ClaimToken,
+            Expr::value(Some(token.clone())),
+        )
+        .col_expr(deliveries::Column::ClaimedUntil, Expr::value(Some(until)))
+        .col_expr(deliveries::Column::UpdatedAt, Expr::value(now))
+        .filter(deliveries::Column::Id.in_subquery(due))
+        .exec(&txn)
+        .await?;
+    txn.commit().await?;
+    if claimed.rows_affected == 0 {
+        return Ok(Vec::new());
+    }
+    let rows = deliveries::Entity::find()
+        .filter(deliveries::Column::ClaimToken.eq(token.clone()))
+        .filter(deliveries::Column::Status.eq(DeliveryStatus::Pending))
+        .order_by_asc(deliveries::Column::Id)
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|delivery| Claimed {
+            delivery,
+            token: token.clone(),
+        })
+        .collect())
+}
+
+/// What one attempt came to.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// When it was sent.
+    pub at: DateTime<Utc>,
+    /// The HTTP status, if one came back.
+    pub status_code: Option<u16>,
+    /// How long it took.
+    pub duration: std::time::Duration,
+    /// What went wrong (a transport error or the non-2xx status).
+    pub error: Option<String>,
+    /// The receiver's `Retry-After`, if any.
+    pub retry_after: Option<std::time::Duration>,
+}
+
+/// Record `attempt` for a claimed delivery and decide what follows: delivered, a retry at a
+/// later time, or exhausted. The attempt is always logged; the delivery changes only while the
+/// claim is still ours (a worker whose lease ran out does not overwrite the new holder).
+pub async fn record(
+    db: &DatabaseConnection,
+    claimed: &Claimed,
+    attempt: &Attempt,
+    policy: &RetryPolicy,
+    jitter: f64,
+    now: DateTime<Utc>,
+) -> Result<DeliveryStatus, ServiceError> {
+    let delivery = &claimed.delivery;
+    let failures = u32::try_from(delivery.attempts + 1).unwrap_or(u32::MAX);
+    let delivered = attempt.status_code.is_some_and(is_delivered);
+    let (status, next, outcome) = if delivered {
+        (
+            DeliveryStatus::Delivered,
+            delivery.next_attempt_at,
+            "delivered",
+        )
+    } else {
+        match after_failure(
+            policy,
+            failures,
+            attempt.retry_after,
+            delivery.retry_from,
+            now,
+            jitter,
+        ) {
+            AfterFailure::RetryAt(at) => (DeliveryStatus::Pending, at, "retry"),
+            AfterFailure::Exhausted => (DeliveryStatus::Exhausted, now, "exhausted"),
+        }
+    };
+    let txn = begin_write(db).await?;
+    delivery_attempts::ActiveModel {
+        id: NotSet,
+        delivery_id: Set(delivery.id),
+        attempted_at: Set(attempt.at),
+        status_code: Set(attempt.status_code.map(i32::from)),
+        duration_ms: Set(i64::try_from(attempt.duration.as_millis()).unwrap_or(i64::MAX)),
+        error: Set(attempt.error.clone()),
+        outcome: Set(outcome.to_owned()),
+    }
+    .insert(&txn)
+    .await?;
+    let updated = deliveries::Entity::update_many()
+        .col_expr(deliveries::Column::Status, Expr::value(status))
+        .col_expr(
+            deliveries::Column::Attempts,
+            Expr::col(deliveries::Column::Attempts).add(1),
+        )
+        .col_expr(deliveries::Column::NextAttemptAt, Expr::value(next))
+        .col_expr(deliveries::Column::ClaimToken, Expr::value(None::<String>))
+        .col_expr(
+            deliveries::Column::ClaimedUntil,
+            Expr::value(None::<DateTime<Utc>>),
+        )
+        .col_expr(
+            deliveries::Column::LastStatusCode,
+            Expr::value(attempt.status_code.map(i32::from)),
+        )
+        .col_expr(
+            deliveries::Column::LastError,
+            Expr::value(attempt.error.clone()),
+        )
+        .col_expr(
+            deliveries::Column::DeliveredAt,
+            Expr::value(delivered.then_some(now)),
+        )
+        .col_expr(deliveries::Column::UpdatedAt, Expr::value(now))
+        .filter(deliveries::Column::Id.eq(delivery.id))
+        .filter(deliveries::Column::ClaimToken.eq(claimed.token.clone()))
+        .exec(&txn)
+        .await?;
+    txn.commit().await?;
+    if updated.rows_affected == 0 {
+        tracing::warn!(
+            envelope = %delivery.envelope_id,
+            "a delivery's claim ran out before its attempt was recorded; the new holder decides"
+        );
+    }
+    Ok(status)
+}
+
+/// Deliveries for admins: failures first (exhausted, then pending with errors), newest first.
+pub async fn list(
+    db: &DatabaseConnection,
+    status: Option<DeliveryStatus>,
+    event: Option<EventType>,
+    limit: u64,
+) -> Result<Vec<deliveries::Model>, ServiceError> {
+    let mut query = deliveries::Entity::find();
+    if let Some(status) = status {
+        query = query.filter(deliveries::Column::Status.eq(status));
+    }
+    if let Some(event) = event {
+        query = query.filter(deliveries::Column::EventType.eq(event.as_str()));
+    }
+    let mut rows = query
+        .order_by_desc(deliveries::Column::Id)
+        .limit(limit)
+        .all(db)
+        .await?;
+    rows.sort_by_key(|d| match (d.status, d.last_error.is_some()) {
+        (DeliveryStatus::Exhausted, _) => 0,
+        (DeliveryStatus::Pending, true) => 1,
+        (DeliveryStatus::Pending, false) => 2,
+        (DeliveryStatus::Delivered, _) => 3,
+    });
+    Ok(rows)
+}
+
+/// A delivery's attempts, oldest first.
+pub async fn attempts_of(
+    db: &DatabaseConnection,
+    delivery_id: i64,
+) -> Result<Vec<delivery_attempts::Model>, ServiceError> {
+    Ok(delivery_attempts::Entity::find()
+        .filter(delivery_attempts::Column::DeliveryId.eq(delivery_id))
+        .order_by_asc(delivery_attempts::Column::Id)
+        .all(db)
+        .await?)
+}
+
+/// Send a delivery again (an admin's decision, audited): due now, with a fresh retry window.
+/// The envelope — and its id — stay the same, so an agent that already has it ignores it.
+pub async fn redeliver(
+    db: &DatabaseConnection,
+    admin_id: i64,
+    delivery_id: i64,
+    now: DateTime<Utc>,
+) -> Result<deliveries::Model, ServiceError> {
+    let txn = begin_write(db).await?;
+    let found = deliveries::Entity::find_by_id(delivery_id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound("no such delivery".into()))?;
+    let mut row: deliveries::ActiveModel = found.clone().into();
+    row.status = Set(DeliveryStatus::Pending);
+    row.next_attempt_at = Set(now);
+    row.retry_from = Set(now);
+    row.claim_token = Set(None);
+    row.claimed_until = Set(None);
+    row.updated_at = Set(now);
+    let updated = row.update(&txn).await?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(admin_id),
+            action: "delivery.redelivered",
+            subject_type: "delivery",
+            subject_id: delivery_id,
+            niche_id: Some(found.niche_id),
+            detail: json!({ "envelopeId": found.envelope_id, "was": found.status }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(updated)
+}

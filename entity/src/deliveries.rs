@@ -1,0 +1,71 @@
+//! The outbox: events for the agent, each sent until it is delivered or retries run out.
+
+use sea_orm::entity::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// One row of `deliveries`.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "deliveries")]
+pub struct Model {
+    /// Primary key.
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    /// The envelope id; never changes between attempts.
+    #[sea_orm(unique)]
+    pub envelope_id: String,
+    /// `expert_answer.created`, `agent.research_requested`, `expert_question.expired` or
+    /// `expert_question.dismissed`.
+    pub event_type: String,
+    /// The niche.
+    pub niche_id: i64,
+    /// The question, when the event is about one.
+    pub question_id: Option<i64>,
+    /// The envelope exactly as POSTed.
+    pub body: String,
+    /// Where it is.
+    pub status: DeliveryStatus,
+    /// Attempts made so far.
+    pub attempts: i64,
+    /// When it may next be tried.
+    pub next_attempt_at: DateTimeUtc,
+    /// The current holder's claim, while one is sending it.
+    pub claim_token: Option<String>,
+    /// Until when the claim holds.
+    pub claimed_until: Option<DateTimeUtc>,
+    /// The last attempt's HTTP status, if it got one.
+    pub last_status_code: Option<i32>,
+    /// The last attempt's error, if any.
+    pub last_error: Option<String>,
+    /// Retries stop about three days after this.
+    pub retry_from: DateTimeUtc,
+    /// When the agent took it.
+    pub delivered_at: Option<DateTimeUtc>,
+    /// When it was written.
+    pub created_at: DateTimeUtc,
+    /// When it last changed.
+    pub updated_at: DateTimeUtc,
+}
+
+/// Relations are joined explicitly in the services; none are declared.
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}
+
+/// Where a delivery is.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize,
+)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::None)")]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryStatus {
+    /// `pending`: waiting for its next attempt.
+    #[sea_orm(string_value = "pending")]
+    Pending,
+    /// `delivered`: the agent answered 2xx.
+    #[sea_orm(string_value = "delivered")]
+    Delivered,
+    /// `exhausted`: retries ran out; an admin may redeliver.
+    #[sea_orm(string_value = "exhausted")]
+    Exhausted,
+}

@@ -1,0 +1,698 @@
+//! Answers reach the agent: the signed outbox against a real receiver that is down, failing,
+//! hanging or fine; a worker killed mid-send; two instances sharing 1,000 deliveries; expiry end
+//! to end; the agent's lookup (with its long wait); and the admin's view and redelivery.
+
+use std::time::Duration;
+
+use askloop::config::Config;
+use askloop_tests::fixtures::{open_niche, question_body};
+use askloop_tests::people::{operator, person};
+use askloop_tests::receiver::{Receiver, Reply, reserve_port};
+use askloop_tests::socket::GqlSocket;
+use askloop_tests::{Backend, SECRET, TestApp, error_code};
+use entity::deliveries::{self, DeliveryStatus};
+use entity::delivery_attempts;
+use entity::{agent_questions, audit_log};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
+use serde_json::{Value, json};
+
+const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\", body: \"The 1.0 date.\"}) { notice } }";
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Fast retry timings, so a test sees several attempts in well under a second.
+fn quick(config: &mut Config, webhook: Option<&str>) {
+    config.webhook_url = webhook.map(str::to_owned);
+    config.delivery.timeout = Duration::from_millis(500);
+    config.delivery.lease = Duration::from_secs(2);
+    config.delivery.retry_base = Duration::from_millis(50);
+    config.delivery.poll = Duration::from_millis(50);
+    config.delivery.sweep_every = Duration::from_millis(100);
+}
+
+async fn spawn_delivering(backend: Backend, webhook: &str) -> Option<TestApp> {
+    TestApp::spawn_with(backend, |c| quick(c, Some(webhook))).await
+}
+
+/// A question in `games` answered by an operator; its id.
+async fn answered_question(app: &TestApp) -> i64 {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let id = app.ask("games", "q-1").await;
+    let answered = app
+        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    id
+}
+
+async fn the_delivery(app: &TestApp) -> deliveries::Model {
+    deliveries::Entity::find()
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("a delivery row")
+}
+
+async fn attempts(app: &TestApp, delivery_id: i64) -> Vec<delivery_attempts::Model> {
+    delivery_attempts::Entity::find()
+        .filter(delivery_attempts::Column::DeliveryId.eq(delivery_id))
+        .order_by_asc(delivery_attempts::Column::Id)
+        .all(&app.db)
+        .await
+        .expect("query")
+}
+
+async fn wait_for_status(app: &TestApp, status: DeliveryStatus) -> deliveries::Model {
+    let started = std::time::Instant::now();
+    loop {
+        let delivery = the_delivery(app).await;
+        if delivery.status == status {
+            return delivery;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "the delivery stayed {:?}: {delivery:?}",
+            delivery.status
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+fn timestamp_of(signature: &str) -> &str {
+    signature
+        .split(',')
+        .find_map(|part| part.strip_prefix("t="))
+        .unwrap_or_default()
+}
+
+async fn everything_arrives_once_the_agent_comes_up(backend: Backend) {
+    let port = reserve_port();
+    let Some(app) = spawn_delivering(backend, &Receiver::url_for(port)).await else {
+        return eprintln!("skipped: TEST_DATABASE_URL is not set");
+    };
+    let question = answered_question(&app).await;
+    // Nobody listens yet: attempts fail and are recorded.
+    let started = std::time::Instant::now();
+    while attempts(&app, the_delivery(&app).await.id).await.len() < 3 {
+        assert!(started.elapsed() < WAIT, "no attempts recorded");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let receiver = Receiver::start_on(port, Vec::new()).await;
+    let delivery = wait_for_status(&app, DeliveryStatus::Delivered).await;
+    let received = receiver.received();
+    assert_eq!(received.len(), 1, "delivered once: {received:?}");
+    let envelope = &received[0].envelope;
+    assert!(received[0].verified, "{}", received[0].signature);
+    assert_eq!(envelope["id"], json!(delivery.envelope_id));
+    assert_eq!(envelope["type"], "expert_answer.created");
+    assert_eq!(envelope["version"], 1);
+    assert_eq!(envelope["producer"], "askloop");
+    assert_eq!(envelope["payload"]["questionId"], json!(question));
+    assert_eq!(envelope["payload"]["externalId"], "q-1");
+    assert_eq!(envelope["payload"]["optionId"], "ea");
+    assert_eq!(envelope["payload"]["answer"], "The 1.0 date.");
+    assert_eq!(envelope["payload"]["answeredBy"], "ana");
+    let log = attempts(&app, delivery.id).await;
+    assert!(log.len() >= 4, "{log:?}");
+    let (failed, last) = log.split_at(log.len() - 1);
+    assert!(failed.iter().all(|a| {
+        a.status_code.is_none()
+            && a.outcome == "retry"
+            && a.error
+                .as_deref()
+                .is_some_and(|e| e.contains("could not reach"))
+    }));
+    assert_eq!(last[0].status_code, Some(200));
+    assert_eq!(last[0].outcome, "delivered");
+    assert_eq!(delivery.attempts, i64::try_from(log.len()).unwrap_or(0));
+    // Delivered means done: nothing more is sent.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.received().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn everything_arrives_once_the_agent_comes_up_sqlite() {
+    everything_arrives_once_the_agent_comes_up(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn everything_arrives_once_the_agent_comes_up_postgres() {
+    everything_arrives_once_the_agent_comes_up(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_500_is_retried_once_honouring_retry_after_and_signed_afresh() {
+    let receiver = Receiver::start(vec![Reply::Status(500, Some(1))]).await;
+    let app = spawn_delivering(Backend::Sqlite, &receiver.url)
+        .await
+        .expect("an app");
+    answered_question(&app).await;
+    let delivery = wait_for_status(&app, DeliveryStatus::Delivered).await;
+    let received = receiver.received();
+    assert_eq!(received.len(), 2, "one retry");
+    assert_eq!(received[0].envelope["id"], received[1].envelope["id"]);
+    assert_eq!(received[0].body, received[1].body, "the same envelope");
+    assert!(received.iter().all(|r| r.verified));
+    // Retry-After: 1 outweighs the 50 ms backoff, so the retry is signed at a later second.
+    let (first, second) = (
+        timestamp_of(&received[0].signature)
+            .parse::<i64>()
+            .unwrap_or(0),
+        timestamp_of(&received[1].signature)
+            .parse::<i64>()
+            .unwrap_or(0),
+    );
+    assert!(second > first, "{first} then {second}");
+    let log = attempts(&app, delivery.id).await;
+    assert_eq!(
+        log.iter()
+            .map(|a| (a.status_code, a.outcome.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(Some(500), "retry"), (Some(200), "delivered")]
+    );
+    assert_eq!(log[0].error.as_deref(), Some("HTTP 500"));
+    assert!((log[1].attempted_at - log[0].attempted_at) >= chrono::Duration::milliseconds(1000));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hanging_agent_times_out_and_the_retry_follows() {
+    let receiver = Receiver::start(vec![Reply::Hang]).await;
+    let app = spawn_delivering(Backend::Sqlite, &receiver.url)
+        .await
+        .expect("an app");
+    answered_question(&app).await;
+    let delivery = wait_for_status(&app, DeliveryStatus::Delivered).await;
+    let received = receiver.received();
+    assert_eq!(received.len(), 2);
+    assert_eq!(received[0].envelope["id"], received[1].envelope["id"]);
+    let log = attempts(&app, delivery.id).await;
+    assert_eq!(log.len(), 2);
+    assert_eq!(log[0].status_code, None);
+    assert!(
+        log[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("no answer within")),
+        "{log:?}"
+    );
+    assert!(log[0].duration_ms >= 500, "{log:?}");
+    assert_eq!(log[1].status_code, Some(200));
+}
+
+/// `askloop serve` as its own process, delivering to `webhook`.
+fn serve_process(database_url: &str, webhook: &str) -> std::process::Child {
+    std::process::Command::new(askloop_tests::askloop_binary())
+        .arg("serve")
+        .env("DATABASE_URL", database_url)
+        .env("ASKLOOP_BIND", "127.0.0.1:0")
+        .env("CHOVY_SIGNING_SECRET", SECRET)
+        .env("CHOVY_WEBHOOK_URL", webhook)
+        .env("ASKLOOP_DELIVERY_TIMEOUT_MS", "3000")
+        .env("ASKLOOP_DELIVERY_LEASE_MS", "4000")
+        .env("ASKLOOP_DELIVERY_POLL_MS", "50")
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("askloop starts")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn killed_mid_send_the_delivery_goes_out_again_with_the_same_envelope_id() {
+    // The in-process app takes the answer (and sends nothing: it has no webhook URL).
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    answered_question(&app).await;
+    let receiver = Receiver::start(vec![Reply::Hang]).await;
+
+    let mut first = serve_process(&app.database_url, &receiver.url);
+    receiver
+        .wait_until(WAIT, "the first attempt", |r| r.len() == 1)
+        .await;
+    // Claimed and in flight: kill it before it can record anything.
+    first.kill().expect("killed");
+    let _ = first.wait();
+    let claimed = the_delivery(&app).await;
+    assert_eq!(claimed.status, DeliveryStatus::Pending);
+    assert!(claimed.claim_token.is_some(), "{claimed:?}");
+    assert!(attempts(&app, claimed.id).await.is_empty());
+
+    let mut second = serve_process(&app.database_url, &receiver.url);
+    let delivered = wait_for_status(&app, DeliveryStatus::Delivered).await;
+    let _ = second.kill();
+    let _ = second.wait();
+    let received = receiver.received();
+    assert_eq!(received.len(), 2, "sent again, not lost");
+    assert_eq!(received[0].envelope["id"], json!(delivered.envelope_id));
+    assert_eq!(received[1].envelope["id"], json!(delivered.envelope_id));
+    assert!(received.iter().all(|r| r.verified));
+    let log = attempts(&app, delivered.id).await;
+    assert_eq!(
+        log.len(),
+        1,
+        "only the finished attempt is recorded: {log:?}"
+    );
+    assert_eq!(log[0].outcome, "delivered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_instances_share_a_thousand_deliveries_without_sending_any_twice() {
+    use askloop::service::outbox::{self, EventType, NewEvent};
+
+    let Some(app) = TestApp::spawn(Backend::Postgres).await else {
+        return eprintln!("skipped: TEST_DATABASE_URL is not set");
+    };
+    let niche = open_niche(&app.db, "games").await;
+    let now = chrono::Utc::now();
+    for n in 0..1000 {
+        outbox::enqueue(
+            &app.db,
+            NewEvent {
+                event: EventType::QuestionExpired,
+                niche_id: niche.id,
+                question_id: None,
+                user_id: None,
+                payload: json!({ "n": n }),
+            },
+            now,
+        )
+        .await
+        .expect("enqueued");
+    }
+    let receiver = Receiver::start(Vec::new()).await;
+    let one = app
+        .another_instance_with(|c| quick(c, Some(&receiver.url)))
+        .await;
+    let two = app
+        .another_instance_with(|c| quick(c, Some(&receiver.url)))
+        .await;
+    receiver
+        .wait_until(Duration::from_secs(120), "1,000 envelopes", |r| {
+            r.len() >= 1000
+        })
+        .await;
+    // Let anything still in flight land before counting.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let counts = receiver.counts();
+    assert_eq!(counts.len(), 1000);
+    assert!(
+        counts.values().all(|&n| n == 1),
+        "an envelope arrived twice"
+    );
+    assert!(receiver.overlaps().is_empty(), "{:?}", receiver.overlaps());
+    assert!(receiver.received().iter().all(|r| r.verified));
+    let delivered = deliveries::Entity::find()
+        .filter(deliveries::Column::Status.eq(DeliveryStatus::Delivered))
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(delivered, 1000);
+    assert_eq!(
+        delivery_attempts::Entity::find()
+            .count(&app.db)
+            .await
+            .expect("count"),
+        1000
+    );
+    one.stop().await;
+    two.stop().await;
+}
+
+async fn a_question_past_its_time_expires_end_to_end(backend: Backend) {
+    let receiver = Receiver::start(Vec::new()).await;
+    let Some(app) = spawn_delivering(backend, &receiver.url).await else {
+        return eprintln!("skipped: TEST_DATABASE_URL is not set");
+    };
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let mut body = question_body("games", "short");
+    body["payload"]["expiresInSeconds"] = json!(60);
+    let response = app
+        .post_signed("/api/v1/internal/expert-questions", &body.to_string())
+        .await;
+    assert_eq!(response.status(), 201);
+    let created: Value = response.json().await.expect("JSON");
+    let id = created["question"]["id"].as_i64().expect("an id");
+    let expires_at = chrono::DateTime::parse_from_rfc3339(
+        created["question"]["expiresAt"]
+            .as_str()
+            .unwrap_or_default(),
+    )
+    .expect("expiresAt");
+    let lifetime = expires_at.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    assert!((55..=60).contains(&lifetime.num_seconds()), "{lifetime}");
+
+    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    socket
+        .subscribe(
+            "q",
+            "subscription { questionQueue(nicheSlug: \"games\") { change question { id status } } }",
+            json!({}),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A minute is long for a test: move its time into the past instead of waiting.
+    agent_questions::Entity::update_many()
+        .col_expr(
+            agent_questions::Column::ExpiresAt,
+            sea_orm::sea_query::Expr::value(chrono::Utc::now() - chrono::Duration::seconds(1)),
+        )
+        .filter(agent_questions::Column::Id.eq(id))
+        .exec(&app.db)
+        .await
+        .expect("moved");
+
+    let removed = socket.next_data("q").await;
+    assert_eq!(
+        removed["data"]["questionQueue"]["change"], "REMOVED",
+        "{removed}"
+    );
+    assert_eq!(
+        removed["data"]["questionQueue"]["question"]["status"],
+        "EXPIRED"
+    );
+    let question = agent_questions::Entity::find_by_id(id)
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the question");
+    assert_eq!(
+        question.status,
+        entity::agent_questions::QuestionStatus::Expired
+    );
+    let audited = audit_log::Entity::find()
+        .filter(audit_log::Column::Action.eq("question.expired"))
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(audited, 1);
+    receiver
+        .wait_until(WAIT, "the expiry event", |r| !r.is_empty())
+        .await;
+    let envelope = &receiver.received()[0].envelope;
+    assert_eq!(envelope["type"], "expert_question.expired");
+    assert_eq!(envelope["payload"]["externalId"], "short");
+    assert_eq!(envelope["payload"]["questionId"], json!(id));
+
+    let late = app
+        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .await;
+    assert_eq!(error_code(&late), Some("CONFLICT"), "{late}");
+    assert!(late.to_string().contains("expired"), "{late}");
+    let rest = app
+        .client
+        .post(app.url(&format!("/api/v1/niches/games/questions/{id}/answer")))
+        .bearer_auth(&ana.token)
+        .json(&json!({"kind": "answered", "optionId": "ea"}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(rest.status(), 409);
+    // Expired once, told once.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.received().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_question_past_its_time_expires_end_to_end_sqlite() {
+    a_question_past_its_time_expires_end_to_end(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_question_past_its_time_expires_end_to_end_postgres() {
+    a_question_past_its_time_expires_end_to_end(Backend::Postgres).await;
+}
+
+const LOOKUP: &str = "/api/v1/internal/expert-questions/lookup";
+
+async fn lookup(app: &TestApp, body: Value) -> (u16, Value) {
+    let response = app.post_signed(LOOKUP, &body.to_string()).await;
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn the_agent_reads_its_questions_and_can_wait_for_an_answer(backend: Backend) {
+    let Some(app) = TestApp::spawn(backend).await else {
+        return eprintln!("skipped: TEST_DATABASE_URL is not set");
+    };
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let id = app.ask("games", "q-1").await;
+
+    let (status, read) = lookup(
+        &app,
+        json!({"nicheSlug": "games", "externalIds": ["q-1", "nope"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{read}");
+    assert_eq!(read["questions"][0]["found"], true);
+    assert_eq!(read["questions"][0]["id"], json!(id));
+    assert_eq!(read["questions"][0]["status"], "open");
+    assert_eq!(read["questions"][0]["answer"], Value::Null);
+    assert_eq!(
+        read["questions"][1],
+        json!({"externalId": "nope", "found": false})
+    );
+
+    // With a wait, the request is held until the question changes.
+    let waiting = {
+        let (base, body) = (
+            app.base.clone(),
+            json!({"nicheSlug": "games", "externalIds": ["q-1"], "waitSeconds": 30}).to_string(),
+        );
+        let signature = app.signature(&body);
+        tokio::spawn(async move {
+            reqwest::Client::new()
+                .post(format!("{base}{LOOKUP}"))
+                .header("content-type", "application/json")
+                .header(askloop::domain::signing::SIGNATURE_HEADER, signature)
+                .body(body)
+                .send()
+                .await
+                .expect("sent")
+                .json::<Value>()
+                .await
+                .expect("JSON")
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !waiting.is_finished(),
+        "the lookup returned before anything changed"
+    );
+    let answered = app
+        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    let read = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the lookup returns once the question changes")
+        .expect("the task");
+    assert_eq!(read["questions"][0]["status"], "answered", "{read}");
+    assert_eq!(read["questions"][0]["answer"]["optionId"], "ea");
+    assert_eq!(read["questions"][0]["answer"]["body"], "The 1.0 date.");
+    assert_eq!(read["questions"][0]["answer"]["answeredBy"], "ana");
+
+    // Nothing to wait for when one is settled already; and a wait with no change ends on time.
+    let (_, at_once) = lookup(
+        &app,
+        json!({"nicheSlug": "games", "externalIds": ["q-1"], "waitSeconds": 30}),
+    )
+    .await;
+    assert_eq!(at_once["questions"][0]["status"], "answered");
+    app.ask("games", "q-2").await;
+    let (status, quiet) = lookup(
+        &app,
+        json!({"nicheSlug": "games", "externalIds": ["q-2"], "waitSeconds": 1}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(quiet["questions"][0]["status"], "open");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_agent_reads_its_questions_and_can_wait_for_an_answer_sqlite() {
+    the_agent_reads_its_questions_and_can_wait_for_an_answer(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_agent_reads_its_questions_and_can_wait_for_an_answer_postgres() {
+    the_agent_reads_its_questions_and_can_wait_for_an_answer(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_bad_lookup_is_refused_and_changes_nothing() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let unsigned = app
+        .post_with_signature(
+            LOOKUP,
+            &json!({"nicheSlug": "games", "externalIds": ["a"]}).to_string(),
+            None,
+        )
+        .await;
+    assert_eq!(unsigned.status(), 401);
+    let (status, body) = lookup(&app, json!({"nicheSlug": "nowhere", "externalIds": ["a"]})).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (404, Some("NOT_FOUND")),
+        "{body}"
+    );
+    for bad in [
+        json!({"nicheSlug": "games", "externalIds": ["a"], "waitSeconds": 56}),
+        json!({"nicheSlug": "games", "externalIds": []}),
+        json!({"nicheSlug": "games"}),
+    ] {
+        let (status, body) = lookup(&app, bad.clone()).await;
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn admins_see_failures_first_with_their_attempts_and_redeliver() {
+    let receiver = Receiver::start(vec![Reply::Status(503, None); 200]).await;
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        quick(c, Some(&receiver.url));
+        c.delivery.retry_window = Duration::from_millis(400);
+    })
+    .await
+    .expect("an app");
+    answered_question(&app).await;
+    let exhausted = wait_for_status(&app, DeliveryStatus::Exhausted).await;
+    let root = person(&app.db, "root", true).await;
+    let operator_token = operator(&app.db, "games", "bo").await.token;
+    let query = "query($status: DeliveryStatus, $event: String) { deliveries(status: $status, event: $event) { id envelopeId eventType status attemptCount lastStatusCode lastError attempts { statusCode outcome error durationMs } } }";
+    let listed = app
+        .graphql(Some(&root.token), query, json!({"status": "EXHAUSTED"}))
+        .await;
+    let rows = listed["data"]["deliveries"].as_array().expect("a list");
+    assert_eq!(rows.len(), 1, "{listed}");
+    assert_eq!(rows[0]["envelopeId"], json!(exhausted.envelope_id));
+    assert_eq!(rows[0]["lastStatusCode"], 503);
+    let tries = rows[0]["attempts"].as_array().expect("attempts");
+    assert!(tries.len() >= 2, "{listed}");
+    assert_eq!(
+        tries.last().map(|a| a["outcome"].clone()),
+        Some(json!("exhausted"))
+    );
+    assert_eq!(rows[0]["attemptCount"], json!(tries.len()));
+
+    let by_event = app
+        .graphql(
+            Some(&root.token),
+            query,
+            json!({"event": "expert_question.expired"}),
+        )
+        .await;
+    assert_eq!(by_event["data"]["deliveries"], json!([]), "{by_event}");
+    let bad_event = app
+        .graphql(Some(&root.token), query, json!({"event": "nope"}))
+        .await;
+    assert_eq!(
+        error_code(&bad_event),
+        Some("BAD_USER_INPUT"),
+        "{bad_event}"
+    );
+    let not_admin = app.graphql(Some(&operator_token), query, json!({})).await;
+    assert_eq!(error_code(&not_admin), Some("FORBIDDEN"), "{not_admin}");
+
+    let redeliver = "mutation($id: ID!) { redeliver(id: $id) { status envelopeId } }";
+    for (id, code) in [("x", "BAD_USER_INPUT"), ("999999", "NOT_FOUND")] {
+        let refused = app
+            .graphql(Some(&root.token), redeliver, json!({"id": id}))
+            .await;
+        assert_eq!(error_code(&refused), Some(code), "{refused}");
+    }
+    let refused = app
+        .graphql(
+            Some(&operator_token),
+            redeliver,
+            json!({"id": exhausted.id.to_string()}),
+        )
+        .await;
+    assert_eq!(error_code(&refused), Some("FORBIDDEN"), "{refused}");
+    assert_eq!(the_delivery(&app).await.status, DeliveryStatus::Exhausted);
+
+    let before = receiver.received().len();
+    receiver.set_script(Vec::new());
+    let again = app
+        .graphql(
+            Some(&root.token),
+            redeliver,
+            json!({"id": exhausted.id.to_string()}),
+        )
+        .await;
+    assert_eq!(again["data"]["redeliver"]["status"], "PENDING", "{again}");
+    let delivered = wait_for_status(&app, DeliveryStatus::Delivered).await;
+    assert_eq!(delivered.envelope_id, exhausted.envelope_id);
+    let received = receiver.received();
+    assert_eq!(received.len(), before + 1);
+    assert!(
+        received
+            .iter()
+            .all(|r| r.envelope["id"] == json!(exhausted.envelope_id))
+    );
+    let audited = audit_log::Entity::find()
+        .filter(audit_log::Column::Action.eq("delivery.redelivered"))
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(audited, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_readme_openssl_recipe_verifies_an_outbound_envelope() {
+    let receiver = Receiver::start(Vec::new()).await;
+    let app = spawn_delivering(Backend::Sqlite, &receiver.url)
+        .await
+        .expect("an app");
+    answered_question(&app).await;
+    receiver
+        .wait_until(WAIT, "the envelope", |r| !r.is_empty())
+        .await;
+    let received = &receiver.received()[0];
+    let t = timestamp_of(&received.signature).to_owned();
+    let v1 = received
+        .signature
+        .split(',')
+        .find_map(|p| p.strip_prefix("v1="))
+        .unwrap_or_default()
+        .to_owned();
+    // Exactly the README's line, run by a shell.
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#"printf '%s.%s' "$T" "$BODY" | openssl dgst -sha256 -hmac "$SECRET" | sed 's/.*= *//'"#)
+        .env("T", &t)
+        .env("BODY", &received.body)
+        .env("SECRET", SECRET)
+        .output()
+        .expect("openssl runs");
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), v1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn shutting_down_answers_a_waiting_lookup_instead_of_dropping_it() {
+    let mut app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    app.ask("games", "q-1").await;
+    let body = json!({"nicheSlug": "games", "externalIds": ["q-1"], "waitSeconds": 55}).to_string();
+    let request = reqwest::Client::new()
+        .post(app.url(LOOKUP))
+        .header("content-type", "application/json")
+        .header(
+            askloop::domain::signing::SIGNATURE_HEADER,
+            app.signature(&body),
+        )
+        .body(body);
+    let waiting = tokio::spawn(async move { request.send().await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished());
+    app.pause().await;
+    let response = waiting
+        .await
+        .expect("the task")
+        .expect("an answer, not a dropped connection");
+    assert_eq!(response.status(), 200);
+    let read: Value = response.json().await.expect("JSON");
+    assert_eq!(read["questions"][0]["status"], "open");
+}
