@@ -3,6 +3,7 @@
 pub mod answer;
 pub mod delivery;
 pub mod intake;
+pub mod ledger;
 pub mod scoring;
 pub mod signing;
 pub mod slug;

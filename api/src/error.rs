@@ -30,6 +30,14 @@ pub enum ServiceError {
     /// A feature is not configured (no secret, no webhook).
     #[error("{0}")]
     Unavailable(String),
+    /// The niche's monthly agent budget cannot cover the bounty; nothing was stored.
+    #[error("over budget: {remaining_minor} left until {resets_at}")]
+    OverBudget {
+        /// What is left this month, minor units.
+        remaining_minor: i64,
+        /// When the budget month starts again.
+        resets_at: chrono::DateTime<chrono::Utc>,
+    },
     /// A fault inside askloop or its database.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -51,6 +59,7 @@ impl ServiceError {
             ServiceError::NotFound(_) => "NOT_FOUND",
             ServiceError::Conflict(_) => "CONFLICT",
             ServiceError::Unavailable(_) => "UNAVAILABLE",
+            ServiceError::OverBudget { .. } => "OVER_BUDGET",
             ServiceError::Internal(_) => "INTERNAL",
         }
     }
@@ -65,6 +74,7 @@ impl ServiceError {
             ServiceError::Conflict(_) => StatusCode::CONFLICT,
             ServiceError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ServiceError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ServiceError::OverBudget { .. } => StatusCode::PAYMENT_REQUIRED,
             ServiceError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -80,7 +90,18 @@ impl ServiceError {
 impl IntoResponse for ServiceError {
     fn into_response(self) -> Response {
         self.log_if_internal();
-        let body = json!({ "error": self.to_string(), "code": self.code() });
+        let body = match &self {
+            ServiceError::OverBudget {
+                remaining_minor,
+                resets_at,
+            } => json!({
+                "error": "over budget",
+                "code": self.code(),
+                "remainingMinor": remaining_minor,
+                "resetsAt": resets_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            }),
+            _ => json!({ "error": self.to_string(), "code": self.code() }),
+        };
         (self.status(), axum::Json(body)).into_response()
     }
 }

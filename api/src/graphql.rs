@@ -20,6 +20,7 @@ mod accounts;
 mod admin;
 mod deliveries;
 mod live;
+mod money;
 mod niches;
 mod questions;
 mod scores;
@@ -41,6 +42,7 @@ pub struct QueryRoot(
     scores::ScoreQuery,
     admin::AdminQuery,
     deliveries::DeliveryQuery,
+    money::MoneyQuery,
 );
 
 /// Every mutation, merged from the areas.
@@ -51,12 +53,13 @@ pub struct MutationRoot(
     questions::QuestionMutation,
     admin::AdminMutation,
     deliveries::DeliveryMutation,
+    money::MoneyMutation,
 );
 
 /// Every subscription.
 #[derive(MergedSubscription, Default)]
 #[graphql(name = "Subscription")]
-pub struct SubscriptionRoot(live::LiveSubscription);
+pub struct SubscriptionRoot(live::LiveSubscription, money::MoneySubscription);
 
 /// askloop's schema.
 pub type AskloopSchema = Schema<QueryRoot, MutationRoot, SubscriptionRoot>;

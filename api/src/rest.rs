@@ -10,6 +10,7 @@ mod forms;
 mod health;
 mod intake;
 mod lookup;
+mod money;
 mod queue;
 mod research;
 mod signed;
@@ -25,6 +26,14 @@ pub fn router() -> Router<AppState> {
         .route(
             "/api/v1/internal/expert-questions/lookup",
             post(lookup::lookup),
+        )
+        .route(
+            "/api/v1/internal/revenue-events",
+            post(money::revenue_event),
+        )
+        .route(
+            "/api/v1/internal/anomaly-signals",
+            post(money::anomaly_signal),
         )
         .route(
             "/api/v1/internal/research-results",

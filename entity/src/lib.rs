@@ -2,8 +2,11 @@
 
 pub mod agent_answers;
 pub mod agent_questions;
+pub mod allocations;
+pub mod anomaly_signals;
 pub mod api_keys;
 pub mod audit_log;
+pub mod budget_entries;
 pub mod contribution_events;
 pub mod contribution_scores;
 pub mod contribution_tiers;
@@ -12,6 +15,7 @@ pub mod deliveries;
 pub mod delivery_attempts;
 pub mod niche_members;
 pub mod niches;
+pub mod revenue_events;
 pub mod sessions;
 pub mod tier_history;
 pub mod users;
@@ -20,8 +24,11 @@ pub mod users;
 pub mod prelude {
     pub use super::agent_answers::Entity as AgentAnswers;
     pub use super::agent_questions::Entity as AgentQuestions;
+    pub use super::allocations::Entity as Allocations;
+    pub use super::anomaly_signals::Entity as AnomalySignals;
     pub use super::api_keys::Entity as ApiKeys;
     pub use super::audit_log::Entity as AuditLog;
+    pub use super::budget_entries::Entity as BudgetEntries;
     pub use super::contribution_events::Entity as ContributionEvents;
     pub use super::contribution_scores::Entity as ContributionScores;
     pub use super::contribution_tiers::Entity as ContributionTiers;
@@ -30,6 +37,7 @@ pub mod prelude {
     pub use super::delivery_attempts::Entity as DeliveryAttempts;
     pub use super::niche_members::Entity as NicheMembers;
     pub use super::niches::Entity as Niches;
+    pub use super::revenue_events::Entity as RevenueEvents;
     pub use super::sessions::Entity as Sessions;
     pub use super::tier_history::Entity as TierHistory;
     pub use super::users::Entity as Users;

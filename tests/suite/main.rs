@@ -11,5 +11,6 @@ mod graphql;
 mod health;
 mod intake;
 mod live;
+mod money;
 mod queue;
 mod signing_vectors;

@@ -70,6 +70,7 @@ fn intake_response(outcome: &IntakeOutcome) -> Response {
             "status": status_word(outcome.status),
             "expiresAt": outcome.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         },
+        "budget": super::views::budget_json(&outcome.budget, chrono::Utc::now()),
     });
     (status, Json(body)).into_response()
 }

@@ -31,3 +31,23 @@ pub fn question_json(q: &agent_questions::Model) -> Value {
         "expiresAt": q.expires_at,
     })
 }
+
+/// A niche's budget as the REST shim shows it (design §9).
+pub fn budget_json(
+    budget: &crate::domain::ledger::Budget,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Value {
+    use crate::domain::ledger::{BudgetState, resets_at};
+    json!({
+        "limitMinor": budget.limit,
+        "spentMinor": budget.spent,
+        "reservedMinor": budget.reserved,
+        "remainingMinor": budget.remaining(),
+        "state": match budget.state() {
+            BudgetState::Ample => "AMPLE",
+            BudgetState::Tight => "TIGHT",
+            BudgetState::Exhausted => "EXHAUSTED",
+        },
+        "resetsAt": resets_at(now).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    })
+}

@@ -7,6 +7,7 @@
 use chrono::{DateTime, Duration, Utc};
 use entity::agent_answers::{self, AnswerKind};
 use entity::agent_questions::{self, QuestionStatus};
+use entity::budget_entries::BudgetEntryKind;
 use entity::contribution_events::{self, ContributionStatus};
 use entity::niches;
 use sea_orm::sea_query::{Expr, OnConflict};
@@ -24,7 +25,7 @@ use crate::error::ServiceError;
 use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::outbox::{self, EventType, NewEvent};
-use crate::service::scores;
+use crate::service::{budget, revenue, scores, standing};
 
 /// An answer as a surface received it; checked here, after the caller's rights.
 #[derive(Debug, Clone)]
@@ -266,6 +267,25 @@ async fn settle(
         now,
     )
     .await?;
+    if let Some(amount) = budget::settle(txn, question.id, BudgetEntryKind::Charge, now).await? {
+        let niche = niche_of(txn, question).await?;
+        let ladder = scores::ladder(txn).await?;
+        let share = standing::niche_shares(txn, niche.id, &ladder)
+            .await?
+            .into_iter()
+            .find(|(user, _)| *user == viewer.user_id)
+            .map_or(0, |(_, bps)| bps);
+        revenue::book_bounty(
+            txn,
+            &niche,
+            question.id,
+            (viewer.user_id, share),
+            amount,
+            now,
+        )
+        .await?;
+        budget_audit(txn, &actor, question, "budget.charged", amount, now).await?;
+    }
     outbox::enqueue(
         txn,
         NewEvent {
@@ -376,6 +396,31 @@ async fn decline(
     })
 }
 
+/// The audit row of a bounty's reservation settling (`budget.charged` / `budget.released`).
+pub async fn budget_audit<C: ConnectionTrait>(
+    conn: &C,
+    actor: &Actor,
+    question: &agent_questions::Model,
+    action: &str,
+    amount: i64,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    audit::record(
+        conn,
+        AuditEntry {
+            actor,
+            action,
+            subject_type: "budget",
+            subject_id: question.id,
+            niche_id: Some(question.niche_id),
+            detail: json!({ "questionId": question.id, "amountMinor": amount }),
+        },
+        now,
+    )
+    .await?;
+    Ok(())
+}
+
 /// Insert the person's answer row, or replace their earlier decline. An `answered` row is final.
 async fn store_answer(
     txn: &DatabaseTransaction,
@@ -475,6 +520,10 @@ pub async fn dismiss_question(
         now,
     )
     .await?;
+    if let Some(amount) = budget::settle(&txn, question.id, BudgetEntryKind::Release, now).await? {
+        let actor = Actor::User(viewer.user_id);
+        budget_audit(&txn, &actor, &question, "budget.released", amount, now).await?;
+    }
     outbox::enqueue(
         &txn,
         NewEvent {

@@ -5,14 +5,16 @@
 
 use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, QuestionStatus};
+use entity::budget_entries::BudgetEntryKind;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use serde_json::json;
 
 use crate::db::begin_write;
 use crate::error::ServiceError;
-use crate::service::answering::WAITING;
+use crate::service::answering::{WAITING, budget_audit};
 use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::budget;
 use crate::service::outbox::{self, EventType, NewEvent};
 
 /// Expire up to `limit` waiting questions whose time passed by `now`; how many this call
@@ -60,6 +62,19 @@ pub async fn sweep(
             now,
         )
         .await?;
+        if let Some(amount) =
+            budget::settle(&txn, question.id, BudgetEntryKind::Release, now).await?
+        {
+            budget_audit(
+                &txn,
+                &Actor::System,
+                &question,
+                "budget.released",
+                amount,
+                now,
+            )
+            .await?;
+        }
         outbox::enqueue(
             &txn,
             NewEvent {

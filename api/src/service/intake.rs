@@ -12,8 +12,10 @@ use serde_json::json;
 
 use crate::db::begin_write;
 use crate::domain::intake::{self, NewQuestion};
+use crate::domain::ledger::Budget;
 use crate::error::ServiceError;
 use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::budget;
 use crate::service::niches::find_niche;
 
 /// What became of an intake.
@@ -29,6 +31,8 @@ pub struct IntakeOutcome {
     pub niche_id: i64,
     /// When it stops waiting.
     pub expires_at: DateTime<Utc>,
+    /// The niche's budget after the intake.
+    pub budget: Budget,
 }
 
 /// Why an intake did not store anything, for the intake metrics.
@@ -37,6 +41,7 @@ pub fn refusal_reason(err: &ServiceError) -> &'static str {
         ServiceError::NotFound(_) => "unknown_niche",
         ServiceError::Conflict(_) => "niche_closed",
         ServiceError::BadInput(_) => "bad_input",
+        ServiceError::OverBudget { .. } => "over_budget",
         _ => "error",
     }
 }
@@ -82,6 +87,8 @@ pub async fn receive_question(
         .clamp(intake::MIN_LIFETIME_SECS, intake::MAX_LIFETIME_SECS);
 
     let txn = begin_write(db).await?;
+    // Reservations in one niche happen one at a time, so concurrent intakes never overspend.
+    budget::lock_niche(&txn, niche.id).await?;
     let inserted = agent_questions::Entity::insert(agent_questions::ActiveModel {
         id: NotSet,
         niche_id: Set(niche.id),
@@ -122,6 +129,27 @@ pub async fn receive_question(
     match inserted {
         TryInsertResult::Inserted(result) => {
             let question_id = result.last_insert_id;
+            let before = budget::budget_of(&txn, &niche, now).await?;
+            if !before.fits(bounty) {
+                txn.rollback().await?;
+                return Err(budget::over_budget(&before, now));
+            }
+            budget::reserve(&txn, niche.id, question_id, bounty, now).await?;
+            if bounty > 0 {
+                audit::record(
+                    &txn,
+                    AuditEntry {
+                        actor: &Actor::Agent(new.agent_id.clone()),
+                        action: "budget.reserved",
+                        subject_type: "budget",
+                        subject_id: question_id,
+                        niche_id: Some(niche.id),
+                        detail: json!({ "questionId": question_id, "amountMinor": bounty }),
+                    },
+                    now,
+                )
+                .await?;
+            }
             audit::record(
                 &txn,
                 AuditEntry {
@@ -135,6 +163,7 @@ pub async fn receive_question(
                 now,
             )
             .await?;
+            let budget = budget::budget_of(&txn, &niche, now).await?;
             txn.commit().await?;
             Ok(IntakeOutcome {
                 question_id,
@@ -142,6 +171,7 @@ pub async fn receive_question(
                 duplicate: false,
                 niche_id: niche.id,
                 expires_at: now + Duration::seconds(lifetime),
+                budget,
             })
         }
         TryInsertResult::Conflicted | TryInsertResult::Empty => {
@@ -163,6 +193,7 @@ pub async fn receive_question(
                 duplicate: true,
                 niche_id: niche.id,
                 expires_at: existing.expires_at,
+                budget: budget::budget_of(db, &niche, now).await?,
             })
         }
     }

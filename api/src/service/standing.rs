@@ -4,7 +4,10 @@
 use entity::contribution_events::{self, ContributionStatus};
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::{contribution_scores, contribution_types, niches};
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect,
+};
 
 use crate::domain::scoring::{self, Tier};
 use crate::error::ServiceError;
@@ -34,8 +37,8 @@ pub struct MembershipStanding {
 
 /// Shares of every active operator/specialist of a niche, in membership order, after
 /// [`scoring::apportion`]: `(user_id, share_bps)`.
-pub async fn niche_shares(
-    db: &DatabaseConnection,
+pub async fn niche_shares<C: ConnectionTrait>(
+    db: &C,
     niche_id: i64,
     ladder: &[Tier],
 ) -> Result<Vec<(i64, u32)>, ServiceError> {

@@ -1,0 +1,92 @@
+//! `POST /api/v1/internal/revenue-events` (signed with the agent secret) and
+//! `POST /api/v1/internal/anomaly-signals` (signed with the monitor's secret).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use serde_json::json;
+
+use super::signed::verified_json;
+use crate::service::{revenue, signals};
+use crate::startup::AppState;
+
+/// Book a revenue event: 201 with its allocations, 200 for an external id booked before.
+pub async fn revenue_event(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let now = Utc::now();
+    let value = match verified_json(&state.config.signing, &headers, body, now.timestamp()) {
+        Ok(value) => value,
+        Err(refusal) => return refusal.error.into_response(),
+    };
+    let new = match revenue::parse(&value) {
+        Ok(new) => new,
+        Err(err) => return err.into_response(),
+    };
+    match revenue::book(&state.db, new, now).await {
+        Ok(booked) => {
+            let status = if booked.duplicate {
+                StatusCode::OK
+            } else {
+                StatusCode::CREATED
+            };
+            let e = &booked.event;
+            let body = json!({
+                "duplicate": booked.duplicate,
+                "event": {
+                    "id": e.id,
+                    "externalId": e.external_id,
+                    "sourceType": e.source_type,
+                    "grossMinor": e.gross_minor,
+                    "netMinor": e.net_minor,
+                    "currency": e.currency,
+                },
+                "allocations": booked.allocations.iter().map(|a| json!({
+                    "userId": a.user_id,
+                    "shareBps": a.share_bps,
+                    "amountMinor": a.amount_minor,
+                })).collect::<Vec<_>>(),
+            });
+            (status, Json(body)).into_response()
+        }
+        Err(err) => err.into_response(),
+    }
+}
+
+/// Append an anomaly signal: 201, or 200 for a signalId seen before. Nothing else changes.
+pub async fn anomaly_signal(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let now = Utc::now();
+    let value = match verified_json(&state.config.monitor, &headers, body, now.timestamp()) {
+        Ok(value) => value,
+        Err(refusal) => return refusal.error.into_response(),
+    };
+    let new = match signals::parse(&value) {
+        Ok(new) => new,
+        Err(err) => return err.into_response(),
+    };
+    match signals::append(&state.db, new, now).await {
+        Ok((row, duplicate)) => {
+            let status = if duplicate {
+                StatusCode::OK
+            } else {
+                StatusCode::CREATED
+            };
+            (
+                status,
+                Json(json!({ "duplicate": duplicate, "signal": { "id": row.id, "signalId": row.signal_id } })),
+            )
+                .into_response()
+        }
+        Err(err) => err.into_response(),
+    }
+}

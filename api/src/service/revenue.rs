@@ -1,0 +1,457 @@
+//! Revenue (design §8): events booked once per external id and finalised at once into
+//! allocations — each active operator/specialist's §7 share of the net (floored, the share
+//! stamped on the row) and the platform's rest, so the parts always sum to the net. A bounty
+//! charged on an answer is booked the same way, with the answerer as the only member.
+
+use chrono::{DateTime, Utc};
+use entity::allocations::{self, AllocationStatus};
+use entity::{niches, revenue_events};
+use sea_orm::sea_query::OnConflict;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, NotSet,
+    QueryFilter, QueryOrder, QuerySelect, TryInsertResult,
+};
+use serde_json::{Value, json};
+
+use crate::db::begin_write;
+use crate::domain::intake::NicheRef;
+use crate::domain::ledger::{self, Costs, WHOLE_BPS};
+use crate::error::ServiceError;
+use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::niches::find_niche;
+use crate::service::{scores, standing};
+
+/// Where revenue may come from through the signed route.
+pub const SOURCE_TYPES: [&str; 4] = ["subscription", "usage", "sponsorship", "one_time"];
+/// The source of bounties askloop books itself when an answer settles a question.
+pub const BOUNTY_SOURCE: &str = "agent_bounty";
+/// The currency bounties are counted in.
+pub const BOUNTY_CURRENCY: &str = "USD";
+
+/// A revenue event as the route received it, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRevenue {
+    /// The niche.
+    pub niche_slug: String,
+    /// The source's id.
+    pub external_id: String,
+    /// One of [`SOURCE_TYPES`].
+    pub source_type: String,
+    /// Gross, minor units.
+    pub gross: i64,
+    /// The costs.
+    pub costs: Costs,
+    /// ISO 4217, upper case.
+    pub currency: String,
+}
+
+/// Parse and check a revenue event (also inside `payload`).
+pub fn parse(body: &Value) -> Result<NewRevenue, ServiceError> {
+    let fields = body
+        .get("payload")
+        .filter(|p| p.is_object())
+        .unwrap_or(body);
+    let bad = |m: String| ServiceError::BadInput(m);
+    let text = |key: &str| {
+        fields
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    };
+    let amount = |key: &str, required: bool| -> Result<i64, ServiceError> {
+        match fields.get(key) {
+            None | Some(Value::Null) if !required => Ok(0),
+            None | Some(Value::Null) => Err(bad(format!("{key} is required"))),
+            Some(v) => v.as_i64().filter(|n| *n >= 0).ok_or_else(|| {
+                bad(format!(
+                    "{key} must be a whole number of minor units, 0 or more"
+                ))
+            }),
+        }
+    };
+    let niche_slug = text("nicheSlug")
+        .ok_or_else(|| bad("nicheSlug is required".into()))?
+        .to_lowercase();
+    let external_id = text("externalId").ok_or_else(|| bad("externalId is required".into()))?;
+    if external_id.len() > 200 {
+        return Err(bad("externalId is longer than 200 characters".into()));
+    }
+    let source_type = text("sourceType").ok_or_else(|| bad("sourceType is required".into()))?;
+    if !SOURCE_TYPES.contains(&source_type) {
+        return Err(bad(format!(
+            "sourceType '{source_type}' is not one of: {}",
+            SOURCE_TYPES.join(", ")
+        )));
+    }
+    let currency = text("currency").ok_or_else(|| bad("currency is required".into()))?;
+    if currency.len() != 3 || !currency.chars().all(|c| c.is_ascii_alphabetic()) {
+        return Err(bad(format!(
+            "currency '{currency}' is not a three-letter code"
+        )));
+    }
+    Ok(NewRevenue {
+        niche_slug,
+        external_id: external_id.to_owned(),
+        source_type: source_type.to_owned(),
+        gross: amount("grossMinor", true)?,
+        costs: Costs {
+            processing: amount("processingMinor", false)?,
+            network: amount("networkMinor", false)?,
+            infra: amount("infraMinor", false)?,
+            refund: amount("refundMinor", false)?,
+        },
+        currency: currency.to_ascii_uppercase(),
+    })
+}
+
+/// A booked event with its allocations.
+#[derive(Debug, Clone)]
+pub struct Booked {
+    /// The event.
+    pub event: revenue_events::Model,
+    /// Its allocations (the platform's has no user).
+    pub allocations: Vec<allocations::Model>,
+    /// Whether it had been booked before under the same external id.
+    pub duplicate: bool,
+}
+
+/// Book a revenue event and finalise it; the same external id again books nothing.
+pub async fn book(
+    db: &DatabaseConnection,
+    new: NewRevenue,
+    now: DateTime<Utc>,
+) -> Result<Booked, ServiceError> {
+    let niche = find_niche(db, &NicheRef::Slug(new.niche_slug.clone()))
+        .await?
+        .ok_or_else(|| ServiceError::NotFound(format!("no niche '{}'", new.niche_slug)))?;
+    let ladder = scores::ladder(db).await?;
+    let shares = standing::niche_shares(db, niche.id, &ladder).await?;
+    let txn = begin_write(db).await?;
+    let inserted = insert_event(
+        &txn,
+        &niche,
+        &new.external_id,
+        &new.source_type,
+        new.gross,
+        new.costs,
+        &new.currency,
+        None,
+        now,
+    )
+    .await?;
+    let Some(event) = inserted else {
+        txn.rollback().await?;
+        let event = revenue_events::Entity::find()
+            .filter(revenue_events::Column::ExternalId.eq(new.external_id.clone()))
+            .one(db)
+            .await?
+            .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("conflict without a row")))?;
+        let allocations = allocations_of(db, event.id).await?;
+        return Ok(Booked {
+            event,
+            allocations,
+            duplicate: true,
+        });
+    };
+    let allocations = finalise(&txn, &event, &shares, now).await?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::Agent(None),
+            action: "revenue.booked",
+            subject_type: "revenue_event",
+            subject_id: event.id,
+            niche_id: Some(niche.id),
+            detail: json!({ "externalId": event.external_id, "netMinor": event.net_minor }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(Booked {
+        event,
+        allocations,
+        duplicate: false,
+    })
+}
+
+/// Insert an event unless its external id is booked already (then `None`).
+#[allow(clippy::too_many_arguments)]
+async fn insert_event<C: ConnectionTrait>(
+    conn: &C,
+    niche: &niches::Model,
+    external_id: &str,
+    source_type: &str,
+    gross: i64,
+    costs: Costs,
+    currency: &str,
+    question_id: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<Option<revenue_events::Model>, ServiceError> {
+    let row = revenue_events::ActiveModel {
+        id: NotSet,
+        niche_id: Set(niche.id),
+        external_id: Set(external_id.to_owned()),
+        source_type: Set(source_type.to_owned()),
+        gross_minor: Set(gross),
+        processing_minor: Set(costs.processing),
+        network_minor: Set(costs.network),
+        infra_minor: Set(costs.infra),
+        refund_minor: Set(costs.refund),
+        net_minor: Set(ledger::net(gross, costs)),
+        currency: Set(currency.to_owned()),
+        question_id: Set(question_id),
+        created_at: Set(now),
+    };
+    let inserted = revenue_events::Entity::insert(row)
+        .on_conflict(
+            OnConflict::column(revenue_events::Column::ExternalId)
+                .do_nothing()
+                .to_owned(),
+        )
+        .try_insert()
+        .exec(conn)
+        .await?;
+    match inserted {
+        TryInsertResult::Inserted(result) => {
+            Ok(revenue_events::Entity::find_by_id(result.last_insert_id)
+                .one(conn)
+                .await?)
+        }
+        TryInsertResult::Conflicted | TryInsertResult::Empty => Ok(None),
+    }
+}
+
+/// Split an event's net among `shares` (`(user, bps)`; zero shares get no row) and the platform.
+async fn finalise<C: ConnectionTrait>(
+    conn: &C,
+    event: &revenue_events::Model,
+    shares: &[(i64, u32)],
+    now: DateTime<Utc>,
+) -> Result<Vec<allocations::Model>, ServiceError> {
+    let members: Vec<(i64, u32)> = shares.iter().copied().filter(|(_, bps)| *bps > 0).collect();
+    let bps: Vec<u32> = members.iter().map(|(_, bps)| *bps).collect();
+    let (parts, platform) = ledger::allocate(event.net_minor, &bps);
+    let platform_bps = WHOLE_BPS.saturating_sub(bps.iter().sum::<u32>());
+    let mut rows: Vec<(Option<i64>, u32, i64)> = members
+        .iter()
+        .zip(parts)
+        .map(|((user, bps), amount)| (Some(*user), *bps, amount))
+        .collect();
+    rows.push((None, platform_bps, platform));
+    let mut stored = Vec::with_capacity(rows.len());
+    for (user, bps, amount) in rows {
+        let model = allocations::ActiveModel {
+            id: NotSet,
+            revenue_event_id: Set(event.id),
+            niche_id: Set(event.niche_id),
+            user_id: Set(user),
+            share_bps: Set(i32::try_from(bps).unwrap_or(0)),
+            amount_minor: Set(amount),
+            status: Set(AllocationStatus::Accrued),
+            created_at: Set(now),
+            updated_at: Set(now),
+        };
+        let inserted = allocations::Entity::insert(model).exec(conn).await?;
+        if let Some(row) = allocations::Entity::find_by_id(inserted.last_insert_id)
+            .one(conn)
+            .await?
+        {
+            stored.push(row);
+        }
+    }
+    Ok(stored)
+}
+
+/// Book a charged bounty (inside the answer's transaction): a revenue event of source
+/// `agent_bounty`, allocated to the answerer at their share and the platform the rest.
+pub async fn book_bounty<C: ConnectionTrait>(
+    conn: &C,
+    niche: &niches::Model,
+    question_id: i64,
+    answerer: (i64, u32),
+    amount: i64,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    let external_id = format!("{BOUNTY_SOURCE}:question:{question_id}");
+    let Some(event) = insert_event(
+        conn,
+        niche,
+        &external_id,
+        BOUNTY_SOURCE,
+        amount,
+        Costs::default(),
+        BOUNTY_CURRENCY,
+        Some(question_id),
+        now,
+    )
+    .await?
+    else {
+        return Ok(());
+    };
+    finalise(conn, &event, &[answerer], now).await?;
+    Ok(())
+}
+
+/// An event's allocations, members first then the platform.
+pub async fn allocations_of<C: ConnectionTrait>(
+    conn: &C,
+    event_id: i64,
+) -> Result<Vec<allocations::Model>, ServiceError> {
+    Ok(allocations::Entity::find()
+        .filter(allocations::Column::RevenueEventId.eq(event_id))
+        .order_by_asc(allocations::Column::Id)
+        .all(conn)
+        .await?)
+}
+
+/// A person's money, by where it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Balance {
+    /// Accrued, not yet in a payout.
+    pub owed: i64,
+    /// In a scheduled payout.
+    pub in_flight: i64,
+    /// Paid out.
+    pub paid: i64,
+    /// Reversed.
+    pub reversed: i64,
+}
+
+/// A person's balance over all their allocations.
+pub async fn balance_of(db: &DatabaseConnection, user_id: i64) -> Result<Balance, ServiceError> {
+    let rows: Vec<(AllocationStatus, i64)> = allocations::Entity::find()
+        .select_only()
+        .column(allocations::Column::Status)
+        .column(allocations::Column::AmountMinor)
+        .filter(allocations::Column::UserId.eq(user_id))
+        .into_tuple()
+        .all(db)
+        .await?;
+    let mut balance = Balance::default();
+    for (status, amount) in rows {
+        let slot = match status {
+            AllocationStatus::Accrued => &mut balance.owed,
+            AllocationStatus::Scheduled => &mut balance.in_flight,
+            AllocationStatus::Paid => &mut balance.paid,
+            AllocationStatus::Reversed => &mut balance.reversed,
+        };
+        *slot += amount;
+    }
+    Ok(balance)
+}
+
+/// A person's allocations, newest first.
+pub async fn allocations_of_user(
+    db: &DatabaseConnection,
+    user_id: i64,
+    niche_id: Option<i64>,
+    limit: u64,
+) -> Result<Vec<allocations::Model>, ServiceError> {
+    let mut query = allocations::Entity::find().filter(allocations::Column::UserId.eq(user_id));
+    if let Some(niche_id) = niche_id {
+        query = query.filter(allocations::Column::NicheId.eq(niche_id));
+    }
+    Ok(query
+        .order_by_desc(allocations::Column::Id)
+        .limit(limit)
+        .all(db)
+        .await?)
+}
+
+/// A niche's revenue events, newest first.
+pub async fn events_of(
+    db: &DatabaseConnection,
+    niche_id: Option<i64>,
+    limit: u64,
+) -> Result<Vec<revenue_events::Model>, ServiceError> {
+    let mut query = revenue_events::Entity::find();
+    if let Some(niche_id) = niche_id {
+        query = query.filter(revenue_events::Column::NicheId.eq(niche_id));
+    }
+    Ok(query
+        .order_by_desc(revenue_events::Column::Id)
+        .limit(limit)
+        .all(db)
+        .await?)
+}
+
+/// A niche's totals: gross, net and how many events.
+pub async fn niche_totals(
+    db: &DatabaseConnection,
+    niche_id: i64,
+) -> Result<(i64, i64, i64), ServiceError> {
+    let rows: Vec<(i64, i64)> = revenue_events::Entity::find()
+        .select_only()
+        .column(revenue_events::Column::GrossMinor)
+        .column(revenue_events::Column::NetMinor)
+        .filter(revenue_events::Column::NicheId.eq(niche_id))
+        .into_tuple()
+        .all(db)
+        .await?;
+    let gross = rows.iter().map(|(g, _)| g).sum();
+    let net = rows.iter().map(|(_, n)| n).sum();
+    Ok((gross, net, i64::try_from(rows.len()).unwrap_or(i64::MAX)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_revenue_event_is_checked_field_by_field() {
+        let ok = parse(&json!({"payload": {"nicheSlug": "Games", "externalId": "inv-1", "sourceType": "subscription",
+            "grossMinor": 1000, "processingMinor": 30, "currency": "eur"}}))
+        .expect("valid");
+        assert_eq!(ok.niche_slug, "games");
+        assert_eq!(ok.currency, "EUR");
+        assert_eq!(ok.costs.processing, 30);
+        assert_eq!(ok.costs.refund, 0);
+        for (body, says) in [
+            (
+                json!({"externalId": "a", "sourceType": "usage", "grossMinor": 1, "currency": "USD"}),
+                "nicheSlug",
+            ),
+            (
+                json!({"nicheSlug": "g", "sourceType": "usage", "grossMinor": 1, "currency": "USD"}),
+                "externalId",
+            ),
+            (
+                json!({"nicheSlug": "g", "externalId": "a", "sourceType": "gift", "grossMinor": 1, "currency": "USD"}),
+                "subscription, usage, sponsorship, one_time",
+            ),
+            (
+                json!({"nicheSlug": "g", "externalId": "a", "sourceType": "agent_bounty", "grossMinor": 1, "currency": "USD"}),
+                "is not one of",
+            ),
+            (
+                json!({"nicheSlug": "g", "externalId": "a", "sourceType": "usage", "currency": "USD"}),
+                "grossMinor is required",
+            ),
+            (
+                json!({"nicheSlug": "g", "externalId": "a", "sourceType": "usage", "grossMinor": -1, "currency": "USD"}),
+                "grossMinor",
+            ),
+            (
+                json!({"nicheSlug": "g", "externalId": "a", "sourceType": "usage", "grossMinor": 1.5, "currency": "USD"}),
+                "grossMinor",
+            ),
+            (
+                json!({"nicheSlug": "g", "externalId": "a", "sourceType": "usage", "grossMinor": 1, "refundMinor": "2", "currency": "USD"}),
+                "refundMinor",
+            ),
+            (
+                json!({"nicheSlug": "g", "externalId": "a", "sourceType": "usage", "grossMinor": 1, "currency": "dollars"}),
+                "three-letter",
+            ),
+            (
+                json!({"nicheSlug": "g", "externalId": "a", "sourceType": "usage", "grossMinor": 1}),
+                "currency is required",
+            ),
+        ] {
+            let err = parse(&body).expect_err("invalid").to_string();
+            assert!(err.contains(says), "{body}: {err}");
+        }
+    }
+}
