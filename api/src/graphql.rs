@@ -54,6 +54,7 @@ pub struct MutationRoot(
     admin::AdminMutation,
     deliveries::DeliveryMutation,
     money::MoneyMutation,
+    money::PayoutMutation,
 );
 
 /// Every subscription.

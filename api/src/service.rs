@@ -13,6 +13,7 @@ pub mod intake;
 pub mod lookup;
 pub mod niches;
 pub mod outbox;
+pub mod payouts;
 pub mod queue;
 pub mod research;
 pub mod revenue;

@@ -22,6 +22,8 @@ pub struct Model {
     pub amount_minor: i64,
     /// Where it is on its way to being paid.
     pub status: AllocationStatus,
+    /// The payout it is in, while it is in one.
+    pub payout_id: Option<i64>,
     /// When it was made.
     pub created_at: DateTimeUtc,
     /// When its status last changed.

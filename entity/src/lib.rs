@@ -15,6 +15,8 @@ pub mod deliveries;
 pub mod delivery_attempts;
 pub mod niche_members;
 pub mod niches;
+pub mod payout_accounts;
+pub mod payouts;
 pub mod revenue_events;
 pub mod sessions;
 pub mod tier_history;
@@ -37,6 +39,8 @@ pub mod prelude {
     pub use super::delivery_attempts::Entity as DeliveryAttempts;
     pub use super::niche_members::Entity as NicheMembers;
     pub use super::niches::Entity as Niches;
+    pub use super::payout_accounts::Entity as PayoutAccounts;
+    pub use super::payouts::Entity as Payouts;
     pub use super::revenue_events::Entity as RevenueEvents;
     pub use super::sessions::Entity as Sessions;
     pub use super::tier_history::Entity as TierHistory;

@@ -13,6 +13,7 @@ mod m20261129_000004_audit_log;
 mod m20261129_000005_seed_reference_data;
 mod m20261129_000006_deliveries;
 mod m20261129_000007_money;
+mod m20261129_000008_payouts;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -28,6 +29,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000005_seed_reference_data::Migration),
             Box::new(m20261129_000006_deliveries::Migration),
             Box::new(m20261129_000007_money::Migration),
+            Box::new(m20261129_000008_payouts::Migration),
         ]
     }
 }

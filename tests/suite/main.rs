@@ -10,6 +10,7 @@ mod delivery;
 mod graphql;
 mod health;
 mod intake;
+mod ledger_properties;
 mod live;
 mod money;
 mod queue;

@@ -581,3 +581,182 @@ async fn admins_set_a_niche_budget_and_others_cannot() {
         (Some(5000), 100, 500)
     );
 }
+
+async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let root = person(&app.db, "root", true).await;
+    let other_admin = person(&app.db, "root2", true).await;
+    let book = |external: &'static str| {
+        let app = &app;
+        async move {
+            let event = json!({"nicheSlug": "games", "externalId": external, "sourceType": "usage",
+                "grossMinor": 10_000, "currency": "USD"});
+            let response = app.post_signed(REVENUE, &event.to_string()).await;
+            assert_eq!(response.status(), 201);
+        }
+    };
+    book("inv-1").await;
+    let schedule =
+        "mutation($handle: String!) { schedulePayout(handle: $handle) { id amountMinor status } }";
+    let address = "mutation($a: String!) { setPayoutAddress(address: $a) { address verified } }";
+    let verify = "mutation { verifyPayoutAddress(handle: \"ana\") { verified } }";
+    let balance = "{ myRevenue { owedMinor inFlightMinor paidMinor payouts { status amountMinor } payoutAccount { verified } } }";
+
+    let refused = app
+        .graphql(Some(&root.token), schedule, json!({"handle": "ana"}))
+        .await;
+    assert_eq!(
+        error_code(&refused),
+        Some("CONFLICT"),
+        "no address yet: {refused}"
+    );
+    let empty = app
+        .graphql(Some(&ana.token), address, json!({"a": "  "}))
+        .await;
+    assert_eq!(error_code(&empty), Some("BAD_USER_INPUT"));
+    let saved = app
+        .graphql(Some(&ana.token), address, json!({"a": "IBAN DE00 1234"}))
+        .await;
+    assert_eq!(
+        saved["data"]["setPayoutAddress"]["verified"], false,
+        "{saved}"
+    );
+    let refused = app
+        .graphql(Some(&root.token), schedule, json!({"handle": "ana"}))
+        .await;
+    assert_eq!(
+        error_code(&refused),
+        Some("CONFLICT"),
+        "not verified: {refused}"
+    );
+    let not_admin = app.graphql(Some(&ana.token), verify, json!({})).await;
+    assert_eq!(error_code(&not_admin), Some("FORBIDDEN"));
+    app.graphql(Some(&root.token), verify, json!({})).await;
+    // Changing the address clears the verification.
+    let changed = app
+        .graphql(Some(&ana.token), address, json!({"a": "IBAN DE99 9999"}))
+        .await;
+    assert_eq!(changed["data"]["setPayoutAddress"]["verified"], false);
+    let refused = app
+        .graphql(Some(&root.token), schedule, json!({"handle": "ana"}))
+        .await;
+    assert_eq!(error_code(&refused), Some("CONFLICT"));
+    app.graphql(Some(&root.token), verify, json!({})).await;
+
+    // Two admins at once: one payout.
+    let (one, two) = tokio::join!(
+        app.graphql(Some(&root.token), schedule, json!({"handle": "ana"})),
+        app.graphql(Some(&other_admin.token), schedule, json!({"handle": "ana"})),
+    );
+    let made: Vec<&Value> = [&one, &two]
+        .into_iter()
+        .filter(|r| r["errors"].is_null())
+        .collect();
+    assert_eq!(made.len(), 1, "{one} {two}");
+    let loser = if one["errors"].is_null() { &two } else { &one };
+    assert_eq!(error_code(loser), Some("CONFLICT"), "{loser}");
+    assert_eq!(made[0]["data"]["schedulePayout"]["amountMinor"], 2000);
+    let first_payout = made[0]["data"]["schedulePayout"]["id"].clone();
+    let mine = app.graphql(Some(&ana.token), balance, json!({})).await;
+    assert_eq!(mine["data"]["myRevenue"]["owedMinor"], 0, "{mine}");
+    assert_eq!(mine["data"]["myRevenue"]["inFlightMinor"], 2000);
+
+    let paid = "mutation($id: ID!, $r: String!) { markPayoutPaid(id: $id, externalReference: $r) { status externalReference } }";
+    let failed =
+        "mutation($id: ID!, $why: String!) { markPayoutFailed(id: $id, reason: $why) { status } }";
+    let done = app
+        .graphql(
+            Some(&root.token),
+            paid,
+            json!({"id": first_payout, "r": "wire-1"}),
+        )
+        .await;
+    assert_eq!(done["data"]["markPayoutPaid"]["status"], "paid", "{done}");
+    let twice = app
+        .graphql(
+            Some(&root.token),
+            paid,
+            json!({"id": first_payout, "r": "wire-9"}),
+        )
+        .await;
+    assert_eq!(error_code(&twice), Some("CONFLICT"));
+
+    // A failed payout leaves its money owed again.
+    book("inv-2").await;
+    let second = app
+        .graphql(Some(&root.token), schedule, json!({"handle": "ana"}))
+        .await;
+    let second_id = second["data"]["schedulePayout"]["id"].clone();
+    let no_reason = app
+        .graphql(
+            Some(&root.token),
+            failed,
+            json!({"id": second_id, "why": ""}),
+        )
+        .await;
+    assert_eq!(error_code(&no_reason), Some("BAD_USER_INPUT"));
+    let bounced = app
+        .graphql(
+            Some(&root.token),
+            failed,
+            json!({"id": second_id, "why": "account closed"}),
+        )
+        .await;
+    assert_eq!(
+        bounced["data"]["markPayoutFailed"]["status"], "failed",
+        "{bounced}"
+    );
+    let mine = app.graphql(Some(&ana.token), balance, json!({})).await;
+    assert_eq!(mine["data"]["myRevenue"]["owedMinor"], 2000, "{mine}");
+    assert_eq!(mine["data"]["myRevenue"]["inFlightMinor"], 0);
+    assert_eq!(mine["data"]["myRevenue"]["paidMinor"], 2000);
+    let third = app
+        .graphql(Some(&root.token), schedule, json!({"handle": "ana"}))
+        .await;
+    let third_id = third["data"]["schedulePayout"]["id"].clone();
+    let reused = app
+        .graphql(
+            Some(&root.token),
+            paid,
+            json!({"id": third_id, "r": "wire-1"}),
+        )
+        .await;
+    assert_eq!(
+        error_code(&reused),
+        Some("CONFLICT"),
+        "a reference is unique: {reused}"
+    );
+    let settled = app
+        .graphql(
+            Some(&root.token),
+            paid,
+            json!({"id": third_id, "r": "wire-2"}),
+        )
+        .await;
+    assert!(settled["errors"].is_null(), "{settled}");
+    for (id, code) in [
+        (json!("x"), "BAD_USER_INPUT"),
+        (json!("99999"), "NOT_FOUND"),
+    ] {
+        let refused = app
+            .graphql(Some(&root.token), paid, json!({"id": id, "r": "w"}))
+            .await;
+        assert_eq!(error_code(&refused), Some(code));
+    }
+    let mine = app.graphql(Some(&ana.token), balance, json!({})).await;
+    assert_eq!(mine["data"]["myRevenue"]["paidMinor"], 4000, "{mine}");
+    assert_eq!(
+        mine["data"]["myRevenue"]["payouts"],
+        json!([{"status": "paid", "amountMinor": 2000}, {"status": "failed", "amountMinor": 2000},
+               {"status": "paid", "amountMinor": 2000}])
+    );
+    let audited = entity::audit_log::Entity::find()
+        .filter(entity::audit_log::Column::SubjectType.eq("payout"))
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(audited, 8, "2 verifications, 3 schedules, 2 paid, 1 failed");
+}
+
+on_both_backends!(payouts_gather_what_is_owed_once_and_settle_or_fail);

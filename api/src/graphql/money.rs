@@ -8,7 +8,10 @@ use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject, Subscriptio
 use chrono::{DateTime, Utc};
 use entity::allocations::AllocationStatus;
 use entity::budget_entries::{self, BudgetEntryKind};
-use entity::{allocations, anomaly_signals, audit_log, niches, revenue_events, users};
+use entity::payouts::{self as payout_rows, PayoutStatus};
+use entity::{
+    allocations, anomaly_signals, audit_log, niches, payout_accounts, revenue_events, users,
+};
 use futures::Stream;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
@@ -22,7 +25,7 @@ use crate::error::{GqlResultExt, ServiceError};
 use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::queue::{niche_by_slug, page_size};
-use crate::service::{budget, revenue, scores, signals, standing};
+use crate::service::{budget, payouts, revenue, scores, signals, standing};
 
 /// How a budget stands.
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
@@ -143,6 +146,90 @@ pub struct RevenueEvent {
     pub created_at: DateTime<Utc>,
 }
 
+/// A payout.
+#[derive(SimpleObject, Clone)]
+pub struct Payout {
+    /// Its id.
+    pub id: ID,
+    /// Who is paid.
+    pub handle: String,
+    /// How much, minor units.
+    pub amount_minor: i64,
+    /// ISO 4217.
+    pub currency: String,
+    /// `scheduled`, `paid` or `failed`.
+    pub status: String,
+    /// Where it goes.
+    pub address: String,
+    /// The settlement's reference, once paid.
+    pub external_reference: Option<String>,
+    /// Why it failed.
+    pub failure_reason: Option<String>,
+    /// When it was scheduled.
+    pub created_at: DateTime<Utc>,
+    /// When it was paid or failed.
+    pub settled_at: Option<DateTime<Utc>>,
+}
+
+/// Where a person wants to be paid.
+#[derive(SimpleObject, Clone)]
+pub struct PayoutAccount {
+    /// The address.
+    pub address: String,
+    /// Whether an admin verified it (a change clears this).
+    pub verified: bool,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<payout_accounts::Model> for PayoutAccount {
+    fn from(a: payout_accounts::Model) -> Self {
+        Self {
+            address: a.address,
+            verified: a.verified_at.is_some(),
+            updated_at: a.updated_at,
+        }
+    }
+}
+
+async fn payout_views(
+    db: &DatabaseConnection,
+    rows: Vec<payout_rows::Model>,
+) -> Result<Vec<Payout>, ServiceError> {
+    let handles: std::collections::HashMap<i64, String> = users::Entity::find()
+        .filter(users::Column::Id.is_in(rows.iter().map(|p| p.user_id)))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|u| (u.id, u.handle))
+        .collect();
+    Ok(rows
+        .into_iter()
+        .map(|p| Payout {
+            id: ID(p.id.to_string()),
+            handle: handles.get(&p.user_id).cloned().unwrap_or_default(),
+            amount_minor: p.amount_minor,
+            currency: p.currency,
+            status: match p.status {
+                PayoutStatus::Scheduled => "scheduled",
+                PayoutStatus::Paid => "paid",
+                PayoutStatus::Failed => "failed",
+            }
+            .to_owned(),
+            address: p.address,
+            external_reference: p.external_reference,
+            failure_reason: p.failure_reason,
+            created_at: p.created_at,
+            settled_at: p.settled_at,
+        })
+        .collect())
+}
+
+fn payout_id(id: &ID) -> Result<i64, ServiceError> {
+    id.parse()
+        .map_err(|_| ServiceError::BadInput(format!("'{}' is not a payout id", id.as_str())))
+}
+
 /// My money, by where it is, with my allocations.
 #[derive(SimpleObject, Clone)]
 pub struct MyRevenue {
@@ -156,6 +243,10 @@ pub struct MyRevenue {
     pub reversed_minor: i64,
     /// My allocations, newest first.
     pub allocations: Vec<Allocation>,
+    /// My payouts, newest first.
+    pub payouts: Vec<Payout>,
+    /// Where I want to be paid.
+    pub payout_account: Option<PayoutAccount>,
 }
 
 /// A member's current share of a niche.
@@ -366,12 +457,18 @@ impl MoneyQuery {
         let rows = revenue::allocations_of_user(db, viewer.user_id, None, first)
             .await
             .gql()?;
+        let mine = payouts::list(db, Some(viewer.user_id), first).await.gql()?;
         Ok(MyRevenue {
             owed_minor: balance.owed,
             in_flight_minor: balance.in_flight,
             paid_minor: balance.paid,
             reversed_minor: balance.reversed,
             allocations: allocation_views(db, rows).await.gql()?,
+            payouts: payout_views(db, mine).await.gql()?,
+            payout_account: payouts::account_of(db, viewer.user_id)
+                .await
+                .gql()?
+                .map(PayoutAccount::from),
         })
     }
 
@@ -447,6 +544,15 @@ impl MoneyQuery {
                 event_view(e, &slug)
             })
             .collect())
+    }
+
+    /// Payouts, newest first (admins only).
+    async fn payouts(&self, ctx: &Context<'_>, first: Option<i32>) -> Result<Vec<Payout>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        access::admin(caller_of(ctx)?.viewer()).gql()?;
+        let first = page_size(first).gql()?;
+        let rows = payouts::list(db, None, first).await.gql()?;
+        payout_views(db, rows).await.gql()
     }
 
     /// Anomaly signals, newest first (admins only).
@@ -562,6 +668,86 @@ impl MoneyMutation {
         txn.commit().await?;
         let niche = niche_by_slug(db, &niche_slug).await.gql()?;
         budget_view(db, &niche, now).await.gql()
+    }
+}
+
+/// Payout mutations: my address; for admins verification, scheduling and settlement.
+#[derive(Default)]
+pub struct PayoutMutation;
+
+#[Object]
+impl PayoutMutation {
+    /// Save where I want to be paid; a changed address must be verified again.
+    async fn set_payout_address(
+        &self,
+        ctx: &Context<'_>,
+        address: String,
+    ) -> Result<PayoutAccount> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let caller = caller_of(ctx)?;
+        let viewer = access::signed_in(caller.viewer()).gql()?;
+        caller.check_write().gql()?;
+        Ok(payouts::set_address(db, viewer, &address, Utc::now())
+            .await
+            .gql()?
+            .into())
+    }
+
+    /// Verify a person's payout address (admins only).
+    async fn verify_payout_address(
+        &self,
+        ctx: &Context<'_>,
+        handle: String,
+    ) -> Result<PayoutAccount> {
+        let (db, _, admin) = admin_write(ctx)?;
+        Ok(payouts::verify_address(db, admin, &handle, Utc::now())
+            .await
+            .gql()?
+            .into())
+    }
+
+    /// Gather everything owed to a person in one currency into a payout (admins only).
+    async fn schedule_payout(
+        &self,
+        ctx: &Context<'_>,
+        handle: String,
+        #[graphql(default = "USD")] currency: String,
+    ) -> Result<Payout> {
+        let (db, _, admin) = admin_write(ctx)?;
+        let payout = payouts::schedule(db, admin, &handle, &currency, Utc::now())
+            .await
+            .gql()?;
+        Ok(payout_views(db, vec![payout]).await.gql()?.remove(0))
+    }
+
+    /// Record that a payout was paid, with the settlement's unique reference (admins only).
+    async fn mark_payout_paid(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        external_reference: String,
+    ) -> Result<Payout> {
+        let (db, _, admin) = admin_write(ctx)?;
+        let id = payout_id(&id).gql()?;
+        let payout = payouts::mark_paid(db, admin, id, &external_reference, Utc::now())
+            .await
+            .gql()?;
+        Ok(payout_views(db, vec![payout]).await.gql()?.remove(0))
+    }
+
+    /// Record that a payout failed: its allocations are owed again (admins only).
+    async fn mark_payout_failed(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        reason: String,
+    ) -> Result<Payout> {
+        let (db, _, admin) = admin_write(ctx)?;
+        let id = payout_id(&id).gql()?;
+        let payout = payouts::mark_failed(db, admin, id, &reason, Utc::now())
+            .await
+            .gql()?;
+        Ok(payout_views(db, vec![payout]).await.gql()?.remove(0))
     }
 }
 

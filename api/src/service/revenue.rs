@@ -250,6 +250,7 @@ async fn finalise<C: ConnectionTrait>(
             share_bps: Set(i32::try_from(bps).unwrap_or(0)),
             amount_minor: Set(amount),
             status: Set(AllocationStatus::Accrued),
+            payout_id: Set(None),
             created_at: Set(now),
             updated_at: Set(now),
         };

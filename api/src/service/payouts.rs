@@ -1,0 +1,384 @@
+//! Payouts (design §8). A person saves where to be paid (changing it clears verification), an
+//! admin verifies it, then schedules a payout: every owed allocation of that person in one
+//! currency, claimed by a conditional update so two admins scheduling at once make one payout.
+//! A payout is then paid (with a unique external reference) or failed (its allocations are owed
+//! again). askloop moves no money itself; every step is audited.
+
+use chrono::{DateTime, Utc};
+use entity::allocations::{self, AllocationStatus};
+use entity::payouts::{self, PayoutStatus};
+use entity::{payout_accounts, revenue_events, users};
+use sea_orm::sea_query::{Expr, Query};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DatabaseTransaction,
+    EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect, SqlErr,
+};
+use serde_json::json;
+
+use crate::db::begin_write;
+use crate::domain::text::char_len;
+use crate::error::ServiceError;
+use crate::service::access::Viewer;
+use crate::service::audit::{self, Actor, AuditEntry};
+
+/// The longest payout address kept.
+pub const ADDRESS_MAX: usize = 200;
+
+async fn audit_payout(
+    txn: &DatabaseTransaction,
+    admin: &Viewer,
+    action: &str,
+    subject_id: i64,
+    detail: serde_json::Value,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    audit::record(
+        txn,
+        AuditEntry {
+            actor: &Actor::User(admin.user_id),
+            action,
+            subject_type: "payout",
+            subject_id,
+            niche_id: None,
+            detail,
+        },
+        now,
+    )
+    .await?;
+    Ok(())
+}
+
+/// Save where `viewer` wants to be paid. A changed address needs verifying again.
+pub async fn set_address(
+    db: &DatabaseConnection,
+    viewer: &Viewer,
+    address: &str,
+    now: DateTime<Utc>,
+) -> Result<payout_accounts::Model, ServiceError> {
+    let address = address.trim();
+    if address.is_empty() || char_len(address) > ADDRESS_MAX {
+        return Err(ServiceError::BadInput(format!(
+            "a payout address is 1 to {ADDRESS_MAX} characters"
+        )));
+    }
+    let txn = begin_write(db).await?;
+    let existing = payout_accounts::Entity::find()
+        .filter(payout_accounts::Column::UserId.eq(viewer.user_id))
+        .one(&txn)
+        .await?;
+    let saved = match existing {
+        Some(account) if account.address == address => account,
+        Some(account) => {
+            let mut row: payout_accounts::ActiveModel = account.into();
+            row.address = Set(address.to_owned());
+            row.verified_at = Set(None);
+            row.verified_by = Set(None);
+            row.updated_at = Set(now);
+            row.update(&txn).await?
+        }
+        None => {
+            payout_accounts::ActiveModel {
+                id: NotSet,
+                user_id: Set(viewer.user_id),
+                address: Set(address.to_owned()),
+                verified_at: Set(None),
+                verified_by: Set(None),
+                updated_at: Set(now),
+            }
+            .insert(&txn)
+            .await?
+        }
+    };
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(viewer.user_id),
+            action: "payout_account.saved",
+            subject_type: "payout_account",
+            subject_id: saved.id,
+            niche_id: None,
+            detail: json!({ "verified": saved.verified_at.is_some() }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(saved)
+}
+
+/// `user_id`'s payout account, if they saved one.
+pub async fn account_of(
+    db: &DatabaseConnection,
+    user_id: i64,
+) -> Result<Option<payout_accounts::Model>, ServiceError> {
+    Ok(payout_accounts::Entity::find()
+        .filter(payout_accounts::Column::UserId.eq(user_id))
+        .one(db)
+        .await?)
+}
+
+async fn user_id_of(db: &DatabaseConnection, handle: &str) -> Result<i64, ServiceError> {
+    users::Entity::find()
+        .filter(users::Column::Handle.eq(handle.trim().to_lowercase()))
+        .one(db)
+        .await?
+        .map(|u| u.id)
+        .ok_or_else(|| ServiceError::NotFound(format!("nobody is called '{handle}'")))
+}
+
+/// An admin verifies `handle`'s current payout address.
+pub async fn verify_address(
+    db: &DatabaseConnection,
+    admin: &Viewer,
+    handle: &str,
+    now: DateTime<Utc>,
+) -> Result<payout_accounts::Model, ServiceError> {
+    let user_id = user_id_of(db, handle).await?;
+    let txn = begin_write(db).await?;
+    let account = payout_accounts::Entity::find()
+        .filter(payout_accounts::Column::UserId.eq(user_id))
+        .one(&txn)
+        .await?
+        .ok_or_else(|| {
+            ServiceError::Conflict(format!("{handle} has not saved a payout address"))
+        })?;
+    let mut row: payout_accounts::ActiveModel = account.clone().into();
+    row.verified_at = Set(Some(now));
+    row.verified_by = Set(Some(admin.user_id));
+    let verified = row.update(&txn).await?;
+    audit_payout(
+        &txn,
+        admin,
+        "payout_account.verified",
+        account.id,
+        json!({ "userId": user_id }),
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(verified)
+}
+
+/// Schedule a payout of every owed allocation of `handle` in `currency`. Needs a verified
+/// address and something owed; of two admins scheduling at once, one makes the payout and the
+/// other is told nothing is owed.
+pub async fn schedule(
+    db: &DatabaseConnection,
+    admin: &Viewer,
+    handle: &str,
+    currency: &str,
+    now: DateTime<Utc>,
+) -> Result<payouts::Model, ServiceError> {
+    let currency = currency.trim().to_ascii_uppercase();
+    let user_id = user_id_of(db, handle).await?;
+    let account = account_of(db, user_id)
+        .await?
+        .filter(|a| a.verified_at.is_some())
+        .ok_or_else(|| {
+            ServiceError::Conflict(format!("{handle} has no verified payout address"))
+        })?;
+    let txn = begin_write(db).await?;
+    let payout = payouts::ActiveModel {
+        id: NotSet,
+        user_id: Set(user_id),
+        amount_minor: Set(0),
+        currency: Set(currency.clone()),
+        status: Set(PayoutStatus::Scheduled),
+        address: Set(account.address.clone()),
+        external_reference: Set(None),
+        failure_reason: Set(None),
+        created_by: Set(admin.user_id),
+        created_at: Set(now),
+        settled_at: Set(None),
+    }
+    .insert(&txn)
+    .await?;
+    let in_currency = Query::select()
+        .column(revenue_events::Column::Id)
+        .from(revenue_events::Entity)
+        .and_where(revenue_events::Column::Currency.eq(currency.clone()))
+        .to_owned();
+    // The claim: only allocations still owed and in no payout. A concurrent claim waits for
+    // this one's row locks and then finds nothing left.
+    let claimed = allocations::Entity::update_many()
+        .col_expr(
+            allocations::Column::Status,
+            Expr::value(AllocationStatus::Scheduled),
+        )
+        .col_expr(allocations::Column::PayoutId, Expr::value(Some(payout.id)))
+        .col_expr(allocations::Column::UpdatedAt, Expr::value(now))
+        .filter(allocations::Column::UserId.eq(user_id))
+        .filter(allocations::Column::Status.eq(AllocationStatus::Accrued))
+        .filter(allocations::Column::PayoutId.is_null())
+        .filter(allocations::Column::RevenueEventId.in_subquery(in_currency))
+        .exec(&txn)
+        .await?;
+    let amounts: Vec<i64> = allocations::Entity::find()
+        .select_only()
+        .column(allocations::Column::AmountMinor)
+        .filter(allocations::Column::PayoutId.eq(payout.id))
+        .into_tuple()
+        .all(&txn)
+        .await?;
+    let amount: i64 = amounts.iter().sum();
+    if claimed.rows_affected == 0 || amount == 0 {
+        txn.rollback().await?;
+        return Err(ServiceError::Conflict(format!(
+            "nothing is owed to {handle} in {currency}"
+        )));
+    }
+    let mut row: payouts::ActiveModel = payout.into();
+    row.amount_minor = Set(amount);
+    let payout = row.update(&txn).await?;
+    audit_payout(
+        &txn,
+        admin,
+        "payout.scheduled",
+        payout.id,
+        json!({ "userId": user_id, "amountMinor": amount, "currency": currency, "allocations": claimed.rows_affected }),
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(payout)
+}
+
+async fn scheduled_payout(
+    txn: &DatabaseTransaction,
+    payout_id: i64,
+) -> Result<payouts::Model, ServiceError> {
+    let payout = payouts::Entity::find_by_id(payout_id)
+        .one(txn)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound("no such payout".into()))?;
+    if payout.status != PayoutStatus::Scheduled {
+        return Err(ServiceError::Conflict(format!(
+            "that payout is already {}",
+            match payout.status {
+                PayoutStatus::Paid => "paid",
+                PayoutStatus::Failed => "failed",
+                PayoutStatus::Scheduled => "scheduled",
+            }
+        )));
+    }
+    Ok(payout)
+}
+
+/// Record that a scheduled payout was paid, under the settlement's unique reference.
+pub async fn mark_paid(
+    db: &DatabaseConnection,
+    admin: &Viewer,
+    payout_id: i64,
+    reference: &str,
+    now: DateTime<Utc>,
+) -> Result<payouts::Model, ServiceError> {
+    let reference = reference.trim();
+    if reference.is_empty() || char_len(reference) > 200 {
+        return Err(ServiceError::BadInput(
+            "the external reference is 1 to 200 characters".into(),
+        ));
+    }
+    let txn = begin_write(db).await?;
+    let payout = scheduled_payout(&txn, payout_id).await?;
+    let mut row: payouts::ActiveModel = payout.into();
+    row.status = Set(PayoutStatus::Paid);
+    row.external_reference = Set(Some(reference.to_owned()));
+    row.settled_at = Set(Some(now));
+    let paid = match row.update(&txn).await {
+        Ok(paid) => paid,
+        Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+            return Err(ServiceError::Conflict(format!(
+                "the reference '{reference}' is already recorded for another payout"
+            )));
+        }
+        Err(err) => return Err(err.into()),
+    };
+    allocations::Entity::update_many()
+        .col_expr(
+            allocations::Column::Status,
+            Expr::value(AllocationStatus::Paid),
+        )
+        .col_expr(allocations::Column::UpdatedAt, Expr::value(now))
+        .filter(allocations::Column::PayoutId.eq(payout_id))
+        .exec(&txn)
+        .await?;
+    audit_payout(
+        &txn,
+        admin,
+        "payout.paid",
+        payout_id,
+        json!({ "externalReference": reference }),
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(paid)
+}
+
+/// Record that a scheduled payout failed: its allocations are owed again.
+pub async fn mark_failed(
+    db: &DatabaseConnection,
+    admin: &Viewer,
+    payout_id: i64,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<payouts::Model, ServiceError> {
+    let reason = reason.trim();
+    if reason.is_empty() || char_len(reason) > 1000 {
+        return Err(ServiceError::BadInput(
+            "say why, in 1 to 1000 characters".into(),
+        ));
+    }
+    let txn = begin_write(db).await?;
+    let payout = scheduled_payout(&txn, payout_id).await?;
+    let released: Vec<i64> = allocations::Entity::find()
+        .select_only()
+        .column(allocations::Column::Id)
+        .filter(allocations::Column::PayoutId.eq(payout_id))
+        .into_tuple()
+        .all(&txn)
+        .await?;
+    let mut row: payouts::ActiveModel = payout.into();
+    row.status = Set(PayoutStatus::Failed);
+    row.failure_reason = Set(Some(reason.to_owned()));
+    row.settled_at = Set(Some(now));
+    let failed = row.update(&txn).await?;
+    allocations::Entity::update_many()
+        .col_expr(
+            allocations::Column::Status,
+            Expr::value(AllocationStatus::Accrued),
+        )
+        .col_expr(allocations::Column::PayoutId, Expr::value(None::<i64>))
+        .col_expr(allocations::Column::UpdatedAt, Expr::value(now))
+        .filter(allocations::Column::PayoutId.eq(payout_id))
+        .exec(&txn)
+        .await?;
+    audit_payout(
+        &txn,
+        admin,
+        "payout.failed",
+        payout_id,
+        json!({ "reason": reason, "allocationsOwedAgain": released }),
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(failed)
+}
+
+/// Payouts, newest first: one person's, or everyone's.
+pub async fn list(
+    db: &DatabaseConnection,
+    user_id: Option<i64>,
+    limit: u64,
+) -> Result<Vec<payouts::Model>, ServiceError> {
+    let mut query = payouts::Entity::find();
+    if let Some(user_id) = user_id {
+        query = query.filter(payouts::Column::UserId.eq(user_id));
+    }
+    Ok(query
+        .order_by_desc(payouts::Column::Id)
+        .limit(limit)
+        .all(db)
+        .await?)
+}
