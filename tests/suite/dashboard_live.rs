@@ -645,3 +645,217 @@ async fn admins_see_failed_deliveries_first_and_redeliver_in_the_browser() {
         json!(2)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_revenue_and_budget_pages_show_real_money_and_admins_settle_payouts() {
+    use entity::{niches, payouts};
+    use sea_orm::{ColumnTrait, QueryFilter, sea_query::Expr};
+
+    require_built_dashboard();
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.monitor = askloop::domain::signing::SigningKeys::new(Some("monitor-secret".into()), None);
+    })
+    .await
+    .expect("an app");
+    let games = open_niche(&app.db, "games").await;
+    niches::Entity::update_many()
+        .col_expr(
+            niches::Column::MonthlyBudgetMinor,
+            Expr::value(Some(1000_i64)),
+        )
+        .col_expr(niches::Column::MaxBountyMinor, Expr::value(500_i64))
+        .filter(niches::Column::Id.eq(games.id))
+        .exec(&app.db)
+        .await
+        .expect("budget");
+    let ana = operator(&app.db, "games", "ana").await;
+    person(&app.db, "root", true).await;
+    let mut body = question_body("games", "bountied");
+    body["payload"]["bountyMinor"] = json!(300);
+    let asked = app
+        .post_signed("/api/v1/internal/expert-questions", &body.to_string())
+        .await;
+    assert_eq!(asked.status(), 201);
+    let asked: Value = asked.json().await.expect("JSON");
+    let answered = app
+        .graphql(
+            Some(&ana.token),
+            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { points } }",
+            json!({"id": asked["question"]["id"].to_string()}),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    let event = json!({"nicheSlug": "games", "externalId": "inv-1", "sourceType": "subscription",
+        "grossMinor": 10_000, "processingMinor": 400, "currency": "USD"});
+    assert_eq!(
+        app.post_signed("/api/v1/internal/revenue-events", &event.to_string())
+            .await
+            .status(),
+        201
+    );
+
+    let mut browser = signed_in(&app, "ana", "/dashboard/niches/games/revenue").await;
+    browser
+        .wait_for(
+            "document.querySelector('[data-total=gross]')",
+            "the niche's revenue",
+        )
+        .await;
+    let figure = |name: &str| format!("document.querySelector('[data-{name}]').textContent");
+    assert_eq!(
+        text(&mut browser, &figure("total=gross")).await,
+        "103.00 USD"
+    );
+    assert_eq!(text(&mut browser, &figure("total=net")).await, "99.00 USD");
+    assert_eq!(text(&mut browser, &figure("total=count")).await, "2");
+    assert_eq!(
+        text(&mut browser, &figure("budget=limit")).await,
+        "10.00 USD"
+    );
+    assert_eq!(
+        text(&mut browser, &figure("budget=spent")).await,
+        "3.00 USD"
+    );
+    assert_eq!(
+        text(&mut browser, &figure("budget=reserved")).await,
+        "0.00 USD"
+    );
+    assert_eq!(
+        text(&mut browser, &figure("budget=remaining")).await,
+        "7.00 USD"
+    );
+    assert_eq!(text(&mut browser, &figure("budget-state")).await, "ample");
+    assert_eq!(
+        browser
+            .eval("[...document.querySelectorAll('table.entries tr[data-entry-kind]')].map(r => r.dataset.entryKind)")
+            .await,
+        json!(["charge", "reserve"])
+    );
+    assert_eq!(
+        browser
+            .eval("document.querySelector('.budget-spent').getAttribute('width')")
+            .await,
+        json!("30.00")
+    );
+    browser.screenshot("niche-revenue-desktop").await;
+    browser.viewport(390, 844, true).await;
+    browser.screenshot("niche-revenue-phone").await;
+    browser.viewport(1280, 900, false).await;
+
+    browser.goto(&app.url("/dashboard/revenue")).await;
+    browser
+        .wait_for(
+            "document.querySelector('[data-balance=owed]')",
+            "my revenue",
+        )
+        .await;
+    assert_eq!(
+        text(&mut browser, &figure("balance=owed")).await,
+        "19.80 USD"
+    );
+    assert_eq!(
+        browser
+            .eval("document.querySelectorAll('.allocations tbody tr').length")
+            .await,
+        json!(2)
+    );
+    assert!(
+        browser
+            .eval("document.querySelector('svg path.earnings').getAttribute('d')")
+            .await
+            .as_str()
+            .is_some_and(|d| d.starts_with("M ")),
+    );
+    browser
+        .eval(&type_into("#payout-address", "IBAN DE00 1234"))
+        .await;
+    browser
+        .eval("document.querySelector('#payout-address').form.querySelector('button').click()")
+        .await;
+    browser
+        .wait_for("document.querySelector('.notice')", "the saved address")
+        .await;
+    browser.screenshot("my-revenue-desktop").await;
+
+    // The admin verifies the address, schedules the payout and marks it paid; a signal from
+    // the monitor shows up live meanwhile.
+    let mut root = signed_in(&app, "root", "/admin").await;
+    root.wait_for(
+        "document.querySelector('#payout-handle')",
+        "the payout desk",
+    )
+    .await;
+    let signal = json!({"signalId": "sig-1", "subjectType": "operator", "subjectId": "ana",
+        "kind": "fast_answers", "severity": "high", "finding": "<b>twelve</b> answers in a minute"})
+    .to_string();
+    let signature = askloop::domain::signing::sign(
+        "monitor-secret",
+        signal.as_bytes(),
+        chrono::Utc::now().timestamp(),
+    );
+    let posted = app
+        .post_with_signature(
+            "/api/v1/internal/anomaly-signals",
+            &signal,
+            Some(&signature),
+        )
+        .await;
+    assert_eq!(posted.status(), 201);
+    root.wait_for(
+        "document.querySelector('li[data-signal-id=sig-1]')",
+        "the live signal",
+    )
+    .await;
+    let finding = text(
+        &mut root,
+        "document.querySelector('li[data-signal-id=sig-1] pre').textContent",
+    )
+    .await;
+    assert_eq!(finding, "<b>twelve</b> answers in a minute");
+
+    root.eval(&type_into("#payout-handle", "ana")).await;
+    root.eval("document.querySelector('[data-action=verify-address]').click()")
+        .await;
+    root.wait_for(
+        "document.querySelector('.notice') && document.querySelector('.notice').textContent.includes('verified')",
+        "the verification",
+    )
+    .await;
+    root.wait_for(
+        "document.querySelector('#payout-handle')",
+        "the payout desk again",
+    )
+    .await;
+    root.eval(&type_into("#payout-handle", "ana")).await;
+    root.eval("document.querySelector('[data-action=schedule-payout]').click()")
+        .await;
+    root.wait_for(
+        "document.querySelector('li[data-payout-id] [data-action=mark-paid]')",
+        "the scheduled payout",
+    )
+    .await;
+    let line = text(
+        &mut root,
+        "document.querySelector('li[data-payout-id]').innerText",
+    )
+    .await;
+    assert!(line.contains("19.80 USD"), "{line}");
+    root.eval(&type_into("li[data-payout-id] input", "wire-42"))
+        .await;
+    root.eval("document.querySelector('[data-action=mark-paid]').click()")
+        .await;
+    root.wait_for(
+        "document.querySelector('li[data-payout-id] .status-paid')",
+        "the paid payout",
+    )
+    .await;
+    root.screenshot("admin-ledger-desktop").await;
+    let stored = payouts::Entity::find()
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("a payout");
+    assert_eq!(stored.external_reference.as_deref(), Some("wire-42"));
+    assert_eq!(stored.amount_minor, 1980);
+    assert_eq!(root.eval("typeof window.__pwned").await, json!("undefined"));
+}

@@ -496,3 +496,282 @@ pub async fn admin_overview() -> Result<AdminOverview, ApiError> {
 pub async fn admin_action(mutation: &str, variables: Value) -> Result<(), ApiError> {
     run::<Value>(mutation, variables).await.map(|_| ())
 }
+
+/// An allocation of revenue to me (or, in admin views, anyone).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Allocation {
+    /// Its id.
+    pub id: String,
+    /// The niche.
+    pub niche_slug: String,
+    /// The share applied, basis points.
+    pub share_bps: i64,
+    /// How much, minor units.
+    pub amount_minor: i64,
+    /// `accrued`, `scheduled`, `paid`, `reversed`.
+    pub status: String,
+    /// The event's source.
+    pub source_type: String,
+    /// The event's currency.
+    pub currency: String,
+    /// When (RFC 3339).
+    pub created_at: String,
+}
+
+/// A payout.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Payout {
+    /// Its id.
+    pub id: String,
+    /// Who is paid.
+    pub handle: String,
+    /// How much.
+    pub amount_minor: i64,
+    /// ISO 4217.
+    pub currency: String,
+    /// `scheduled`, `paid` or `failed`.
+    pub status: String,
+    /// The settlement's reference.
+    pub external_reference: Option<String>,
+    /// Why it failed.
+    pub failure_reason: Option<String>,
+    /// When it was scheduled.
+    pub created_at: String,
+}
+
+/// Where I want to be paid.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PayoutAccount {
+    /// The address.
+    pub address: String,
+    /// Whether an admin verified it.
+    pub verified: bool,
+}
+
+/// My revenue.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MyRevenue {
+    /// Owed.
+    pub owed_minor: i64,
+    /// In flight.
+    pub in_flight_minor: i64,
+    /// Paid.
+    pub paid_minor: i64,
+    /// Reversed.
+    pub reversed_minor: i64,
+    /// My allocations, newest first.
+    pub allocations: Vec<Allocation>,
+    /// My payouts, newest first.
+    pub payouts: Vec<Payout>,
+    /// Where I want to be paid.
+    pub payout_account: Option<PayoutAccount>,
+}
+
+const ALLOCATION_FIELDS: &str =
+    "id nicheSlug shareBps amountMinor status sourceType currency createdAt";
+const PAYOUT_FIELDS: &str =
+    "id handle amountMinor currency status externalReference failureReason createdAt";
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MyRevenueData {
+    my_revenue: MyRevenue,
+}
+
+/// My revenue, allocations and payouts.
+pub async fn my_revenue() -> Result<MyRevenue, ApiError> {
+    let query = format!(
+        "query Mine {{ myRevenue(first: 100) {{ owedMinor inFlightMinor paidMinor reversedMinor \
+         allocations {{ {ALLOCATION_FIELDS} }} payouts {{ {PAYOUT_FIELDS} }} payoutAccount {{ address verified }} }} }}"
+    );
+    run::<MyRevenueData>(&query, json!({}))
+        .await
+        .map(|d| d.my_revenue)
+}
+
+/// Save where I want to be paid.
+pub async fn set_payout_address(address: &str) -> Result<(), ApiError> {
+    run::<Value>(
+        "mutation Address($a: String!) { setPayoutAddress(address: $a) { verified } }",
+        json!({ "a": address }),
+    )
+    .await
+    .map(|_| ())
+}
+
+/// A revenue event.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevenueEvent {
+    /// The niche.
+    pub niche_slug: String,
+    /// The source's id.
+    pub external_id: String,
+    /// Where it came from.
+    pub source_type: String,
+    /// Gross.
+    pub gross_minor: i64,
+    /// Net.
+    pub net_minor: i64,
+    /// ISO 4217.
+    pub currency: String,
+    /// When.
+    pub created_at: String,
+}
+
+const EVENT_FIELDS: &str = "nicheSlug externalId sourceType grossMinor netMinor currency createdAt";
+
+/// A member's share.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberShare {
+    /// Handle.
+    pub handle: String,
+    /// Basis points.
+    pub share_bps: i64,
+}
+
+/// A niche's revenue.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NicheRevenue {
+    /// Gross over all events.
+    pub gross_minor: i64,
+    /// Net over all events.
+    pub net_minor: i64,
+    /// How many events.
+    pub event_count: i64,
+    /// Latest events.
+    pub recent_events: Vec<RevenueEvent>,
+    /// Members' shares now.
+    pub shares: Vec<MemberShare>,
+    /// My allocations here.
+    pub my_allocations: Vec<Allocation>,
+}
+
+/// One line of a budget.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetEntry {
+    /// `reserve`, `charge`, `release`.
+    pub kind: String,
+    /// How much.
+    pub amount_minor: i64,
+    /// The question.
+    pub question_id: String,
+    /// When.
+    pub created_at: String,
+}
+
+/// A niche's budget this month.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Budget {
+    /// The limit; none is no limit.
+    pub limit_minor: Option<i64>,
+    /// Charged.
+    pub spent_minor: i64,
+    /// Reserved.
+    pub reserved_minor: i64,
+    /// Left.
+    pub remaining_minor: Option<i64>,
+    /// AMPLE, TIGHT, EXHAUSTED.
+    pub state: String,
+    /// When the month starts again.
+    pub resets_at: String,
+    /// This month's entries.
+    pub entries: Vec<BudgetEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NicheMoneyData {
+    niche: Option<NicheRef>,
+    niche_revenue: NicheRevenue,
+    budget: Budget,
+}
+
+/// A niche's name, revenue and budget.
+pub async fn niche_money(slug: &str) -> Result<(String, NicheRevenue, Budget), ApiError> {
+    let query = format!(
+        "query Money($slug: String!) {{ niche(slug: $slug) {{ slug name }} \
+         nicheRevenue(nicheSlug: $slug, first: 20) {{ grossMinor netMinor eventCount \
+         recentEvents {{ {EVENT_FIELDS} }} shares {{ handle shareBps }} myAllocations {{ {ALLOCATION_FIELDS} }} }} \
+         budget(nicheSlug: $slug) {{ limitMinor spentMinor reservedMinor remainingMinor state resetsAt \
+         entries {{ kind amountMinor questionId createdAt }} }} }}"
+    );
+    run::<NicheMoneyData>(&query, json!({ "slug": slug }))
+        .await
+        .map(|d| {
+            let name = d.niche.map(|n| n.name).unwrap_or_else(|| slug.to_owned());
+            (name, d.niche_revenue, d.budget)
+        })
+}
+
+/// An anomaly signal.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnomalySignal {
+    /// The monitor's id.
+    pub signal_id: String,
+    /// What it is about.
+    pub subject_type: String,
+    /// Its id.
+    pub subject_id: String,
+    /// What kind.
+    pub kind: String,
+    /// How bad.
+    pub severity: String,
+    /// What was found (untrusted text).
+    pub finding: String,
+    /// When.
+    pub received_at: String,
+}
+
+/// The subscription's fields of a signal.
+pub const SIGNAL_FIELDS: &str = "signalId subjectType subjectId kind severity finding receivedAt";
+
+/// An audit row.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditRow {
+    /// Who.
+    pub actor: String,
+    /// What.
+    pub action: String,
+    /// Of what kind.
+    pub subject_type: String,
+    /// Which.
+    pub subject_id: String,
+    /// Details (JSON text).
+    pub detail: String,
+    /// When.
+    pub created_at: String,
+}
+
+/// The admin's ledger views.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminLedger {
+    /// Revenue events.
+    pub revenue_events: Vec<RevenueEvent>,
+    /// Payouts.
+    pub payouts: Vec<Payout>,
+    /// Anomaly signals.
+    pub anomaly_signals: Vec<AnomalySignal>,
+    /// The audit log.
+    pub audit_log: Vec<AuditRow>,
+}
+
+/// Revenue events, payouts, anomaly signals and the audit log, for admins.
+pub async fn admin_ledger() -> Result<AdminLedger, ApiError> {
+    let query = format!(
+        "query Ledger {{ revenueEvents(first: 20) {{ {EVENT_FIELDS} }} payouts(first: 20) {{ {PAYOUT_FIELDS} }} \
+         anomalySignals(first: 20) {{ {SIGNAL_FIELDS} }} \
+         auditLog(first: 30) {{ actor action subjectType subjectId detail createdAt }} }}"
+    );
+    run::<AdminLedger>(&query, json!({})).await
+}

@@ -25,6 +25,8 @@ enum Page {
     Login,
     Niches,
     Queue(String),
+    NicheMoney(String),
+    MyRevenue,
     Admin,
     NotFound,
 }
@@ -40,6 +42,8 @@ fn page_for(path: &str) -> Page {
         ["login"] => Page::Login,
         ["admin", ..] => Page::Admin,
         ["dashboard", "niches", slug, "questions"] => Page::Queue((*slug).to_owned()),
+        ["dashboard", "niches", slug, "revenue"] => Page::NicheMoney((*slug).to_owned()),
+        ["dashboard", "revenue"] | ["dashboard", "payouts"] => Page::MyRevenue,
         _ => Page::NotFound,
     }
 }
@@ -91,6 +95,8 @@ pub fn App() -> impl IntoView {
         Page::Login => view! { <pages::login::LoginPage/> }.into_any(),
         Page::Niches => view! { <pages::niches::NichesPage/> }.into_any(),
         Page::Queue(slug) => view! { <pages::queue::QueuePage slug=slug/> }.into_any(),
+        Page::NicheMoney(slug) => view! { <pages::revenue::NicheMoneyPage slug=slug/> }.into_any(),
+        Page::MyRevenue => view! { <pages::revenue::MyRevenuePage/> }.into_any(),
         Page::Admin => view! { <pages::admin::AdminPage/> }.into_any(),
         Page::NotFound => view! {
             <main><h1>"Not found"</h1><p><a href="/dashboard/niches">"Back to your niches"</a></p></main>
@@ -124,6 +130,7 @@ fn Account() -> impl IntoView {
             {move || viewer.get().map(|result| match result {
                 Ok(Some(viewer)) => view! {
                     <a href="/dashboard/niches">"Niches"</a>
+                    <a href="/dashboard/revenue">"Revenue"</a>
                     {viewer.user.is_admin.then(|| view! { <a href="/admin">"Admin"</a> })}
                     <span class="who">{viewer.user.handle}</span>
                     <button type="button" class="secondary small" on:click=sign_out>"Sign out"</button>

@@ -4,3 +4,4 @@ pub mod admin;
 pub mod login;
 pub mod niches;
 pub mod queue;
+pub mod revenue;

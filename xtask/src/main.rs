@@ -89,7 +89,8 @@ fn build_web() -> anyhow::Result<PathBuf> {
     let mut build = cargo();
     build.args([
         "build",
-        "--release",
+        "--profile",
+        "wasm-release",
         "--package",
         "web",
         "--target",
@@ -102,7 +103,7 @@ fn build_web() -> anyhow::Result<PathBuf> {
         .unwrap_or_else(|| root.join("target"));
     let wasm = target_dir
         .join(WASM_TARGET)
-        .join("release")
+        .join("wasm-release")
         .join("web.wasm");
     let dist = root.join("web").join("dist");
     let pkg = dist.join("pkg");

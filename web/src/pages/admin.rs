@@ -6,8 +6,13 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::{Value, json};
 
-use crate::api::{self, AdminNiche, AdminOverview, ApiError, Contribution, Delivery};
+use crate::api::{
+    self, AdminLedger, AdminNiche, AdminOverview, AnomalySignal, ApiError, Contribution, Delivery,
+    Payout,
+};
+use crate::components::money::money;
 use crate::components::time_ago::TimeAgo;
+use crate::live::{self, LiveEvent};
 
 /// What the page holds.
 #[derive(Clone)]
@@ -32,6 +37,27 @@ pub fn AdminPage() -> impl IntoView {
         });
     };
     reload();
+    // Anomaly signals arrive live, once for the page (re-reads keep the same subscription).
+    let signals = RwSignal::new(Vec::<AnomalySignal>::new());
+    live::subscribe(
+        &format!(
+            "subscription Signals {{ anomalySignals {{ {} }} }}",
+            api::SIGNAL_FIELDS
+        ),
+        json!({}),
+        move |event| {
+            if let LiveEvent::Next(data) = event
+                && let Ok(signal) =
+                    serde_json::from_value::<AnomalySignal>(data["anomalySignals"].clone())
+            {
+                signals.update(|list| {
+                    if !list.iter().any(|s| s.signal_id == signal.signal_id) {
+                        list.insert(0, signal);
+                    }
+                });
+            }
+        },
+    );
     // Run a mutation, say how it went, and re-read the page.
     let act = Callback::new(
         move |(mutation, variables, done): (&'static str, Value, String)| {
@@ -61,6 +87,7 @@ pub fn AdminPage() -> impl IntoView {
                     <ReviewQueue queue=overview.review_queue act=act/>
                     <Niches niches=overview.all_niches act=act/>
                     <Deliveries deliveries=overview.deliveries act=act/>
+                    <Ledger act=act signals=signals/>
                 }.into_any(),
             }}
         </main>
@@ -271,5 +298,139 @@ fn DeliveryRow(delivery: Delivery, act: Act) -> impl IntoView {
                 ))>"Redeliver"</button>
             </td>
         </tr>
+    }
+}
+
+/// The money side for admins: payouts to settle, revenue events, anomaly signals (live) and
+/// the audit log.
+#[component]
+fn Ledger(act: Act, signals: RwSignal<Vec<AnomalySignal>>) -> impl IntoView {
+    let ledger = RwSignal::new(None::<Result<AdminLedger, ApiError>>);
+    spawn_local(async move { ledger.set(Some(api::admin_ledger().await)) });
+    view! {
+        {move || ledger.get().map(|result| match result {
+            Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
+            Ok(l) => {
+                signals.update(|list| {
+                    for s in l.anomaly_signals.iter().rev() {
+                        if !list.iter().any(|known| known.signal_id == s.signal_id) {
+                            list.push(s.clone());
+                        }
+                    }
+                    list.sort_by(|a, b| b.received_at.cmp(&a.received_at));
+                });
+                view! {
+                    <PayoutDesk payouts=l.payouts act=act/>
+                    <section aria-labelledby="admin-revenue-title">
+                        <h2 id="admin-revenue-title">"Revenue events"</h2>
+                        {if l.revenue_events.is_empty() {
+                            view! { <p class="empty">"No revenue yet."</p> }.into_any()
+                        } else {
+                            view! { <div class="table-wrap"><table class="admin-events">
+                                <thead><tr><th scope="col">"When"</th><th scope="col">"Niche"</th><th scope="col">"Source"</th><th scope="col">"Reference"</th><th scope="col" class="num">"Gross"</th><th scope="col" class="num">"Net"</th></tr></thead>
+                                <tbody>{l.revenue_events.into_iter().map(|e| view! {
+                                    <tr><td><TimeAgo at=e.created_at/></td><td>{e.niche_slug}</td><td>{e.source_type}</td><td><code>{e.external_id}</code></td>
+                                    <td class="num">{money(e.gross_minor, &e.currency)}</td><td class="num">{money(e.net_minor, &e.currency)}</td></tr>
+                                }).collect_view()}</tbody>
+                            </table></div> }.into_any()
+                        }}
+                    </section>
+                    <section aria-labelledby="signals-title">
+                        <h2 id="signals-title">"Anomaly signals"</h2>
+                        <p class="muted">"Logged for a person to look at; they change nothing by themselves."</p>
+                        <Show when=move || !signals.with(Vec::is_empty) fallback=|| view! { <p class="empty">"No signals."</p> }>
+                            <ul class="signals">
+                                <For each=move || signals.get() key=|s| s.signal_id.clone() children=|s| view! {
+                                    <li data-signal-id=s.signal_id.clone()>
+                                        <span class=format!("badge severity-{}", s.severity)>{s.severity.clone()}</span>
+                                        " "<strong>{s.kind}</strong>" on "{s.subject_type}" "<code>{s.subject_id}</code>" · "<TimeAgo at=s.received_at/>
+                                        <pre class="evidence">{s.finding}</pre>
+                                    </li>
+                                }/>
+                            </ul>
+                        </Show>
+                    </section>
+                    <section aria-labelledby="audit-title">
+                        <h2 id="audit-title">"Audit log"</h2>
+                        <div class="table-wrap"><table class="audit">
+                            <thead><tr><th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"What"</th><th scope="col">"Subject"</th><th scope="col">"Detail"</th></tr></thead>
+                            <tbody>{l.audit_log.into_iter().map(|a| view! {
+                                <tr><td><TimeAgo at=a.created_at/></td><td>{a.actor}</td><td>{a.action}</td><td>{a.subject_type}" "{a.subject_id}</td><td><code>{a.detail}</code></td></tr>
+                            }).collect_view()}</tbody>
+                        </table></div>
+                    </section>
+                }.into_any()
+            }
+        })}
+    }
+}
+
+/// Payouts: verify an address, schedule, then mark paid (with the reference) or failed.
+#[component]
+fn PayoutDesk(payouts: Vec<Payout>, act: Act) -> impl IntoView {
+    let (handle, set_handle) = signal(String::new());
+    let verify = move |_| {
+        let who = handle.get_untracked().trim().to_owned();
+        act.run((
+            "mutation Verify($h: String!) { verifyPayoutAddress(handle: $h) { verified } }",
+            json!({ "h": who }),
+            format!("{who}'s payout address is verified."),
+        ));
+    };
+    let schedule = move |_| {
+        let who = handle.get_untracked().trim().to_owned();
+        act.run((
+            "mutation Schedule($h: String!) { schedulePayout(handle: $h) { id } }",
+            json!({ "h": who }),
+            format!("A payout to {who} is scheduled."),
+        ));
+    };
+    view! {
+        <section aria-labelledby="payout-desk-title">
+            <h2 id="payout-desk-title">"Payouts"</h2>
+            <form class="inline" on:submit=|ev| ev.prevent_default()>
+                <label for="payout-handle">"Person"</label>
+                <input id="payout-handle" type="text" placeholder="handle" prop:value=handle on:input=move |ev| set_handle.set(event_target_value(&ev))/>
+                <button type="button" class="secondary" data-action="verify-address" on:click=verify>"Verify their address"</button>
+                <button type="button" data-action="schedule-payout" on:click=schedule>"Schedule what is owed"</button>
+            </form>
+            {if payouts.is_empty() {
+                view! { <p class="empty">"No payouts yet."</p> }.into_any()
+            } else {
+                view! { <ul class="payouts">{payouts.into_iter().map(|p| view! { <PayoutLine payout=p act=act/> }).collect_view()}</ul> }.into_any()
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn PayoutLine(payout: Payout, act: Act) -> impl IntoView {
+    let scheduled = payout.status == "scheduled";
+    let (note, set_note) = signal(String::new());
+    let note_id = format!("payout-note-{}", payout.id);
+    let (paid_id, failed_id) = (payout.id.clone(), payout.id.clone());
+    view! {
+        <li data-payout-id=payout.id.clone()>
+            <span class=format!("badge status-{}", payout.status)>{payout.status.clone()}</span>
+            " "<strong>{payout.handle}</strong>" "{money(payout.amount_minor, &payout.currency)}" · "<TimeAgo at=payout.created_at/>
+            {payout.external_reference.map(|r| view! { " · ref "<code>{r}</code> })}
+            {payout.failure_reason.map(|r| view! { " · "<span class="error">{r}</span> })}
+            {scheduled.then(|| view! {
+                <div class="inline">
+                    <label for=note_id.clone()>"Reference or reason"</label>
+                    <input id=note_id type="text" maxlength="200" prop:value=note on:input=move |ev| set_note.set(event_target_value(&ev))/>
+                    <button type="button" class="small" data-action="mark-paid" on:click=move |_| act.run((
+                        "mutation Paid($id: ID!, $r: String!) { markPayoutPaid(id: $id, externalReference: $r) { status } }",
+                        json!({ "id": paid_id, "r": note.get_untracked() }),
+                        "Marked paid.".to_owned(),
+                    ))>"Mark paid"</button>
+                    <button type="button" class="secondary small" data-action="mark-failed" on:click=move |_| act.run((
+                        "mutation Failed($id: ID!, $why: String!) { markPayoutFailed(id: $id, reason: $why) { status } }",
+                        json!({ "id": failed_id, "why": note.get_untracked() }),
+                        "Marked failed: its money is owed again.".to_owned(),
+                    ))>"Mark failed"</button>
+                </div>
+            })}
+        </li>
     }
 }

@@ -217,6 +217,7 @@ fn percent(bps: i64) -> String {
 #[component]
 fn MembershipCard(membership: api::Membership) -> impl IntoView {
     let href = format!("/dashboard/niches/{}/questions", membership.niche.slug);
+    let money_href = format!("/dashboard/niches/{}/revenue", membership.niche.slug);
     let share = percent(membership.share_bps);
     let (progress, next_line) = match (&membership.next_tier, membership.points_to_next_tier) {
         (Some(next), Some(left)) => {
@@ -237,7 +238,11 @@ fn MembershipCard(membership: api::Membership) -> impl IntoView {
             <p class="muted">{membership.verified_count}" verified · "{membership.pending_count}" in review · "{membership.role}" ("{membership.status}")"</p>
             <progress max="100" value=progress>{progress}"%"</progress>
             <p class="muted">{next_line}</p>
-            <a href=href>"Open the queue"</a>
+            <p class="links">
+                <a href=href>"Open the queue"</a>
+                " · "
+                <a href=money_href>"Revenue and budget"</a>
+            </p>
         </article>
     }
 }

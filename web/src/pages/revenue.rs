@@ -1,0 +1,261 @@
+//! The ledger pages: `/dashboard/revenue` (my balance, earnings over time, allocations, payouts
+//! and where I am paid) and `/dashboard/niches/:slug/revenue` (a niche's revenue and its agent
+//! budget this month).
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::api::{self, Allocation, ApiError, Budget, NicheRevenue, Payout};
+use crate::components::money::{BudgetBar, EarningsChart, money};
+use crate::components::time_ago::TimeAgo;
+
+fn failed(err: &ApiError) -> AnyView {
+    if err.code == "UNAUTHENTICATED" {
+        crate::go_to_login();
+    }
+    view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any()
+}
+
+fn time_ms(at: &str) -> f64 {
+    js_sys::Date::parse(at)
+}
+
+/// My revenue.
+#[component]
+pub fn MyRevenuePage() -> impl IntoView {
+    let revenue = LocalResource::new(api::my_revenue);
+    view! {
+        <main>
+            <h1>"Your revenue"</h1>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || revenue.get().map(|result| match result {
+                    Err(err) => failed(&err),
+                    Ok(mine) => {
+                        let currency = mine.allocations.first().map_or_else(|| "USD".to_owned(), |a| a.currency.clone());
+                        let points: Vec<(f64, i64)> = mine.allocations.iter().map(|a| (time_ms(&a.created_at), a.amount_minor)).collect();
+                        view! {
+                            <section class="balances" aria-label="Balance">
+                                <div class="card balance"><span class="muted">"Owed"</span><strong data-balance="owed">{money(mine.owed_minor, &currency)}</strong></div>
+                                <div class="card balance"><span class="muted">"In flight"</span><strong data-balance="in-flight">{money(mine.in_flight_minor, &currency)}</strong></div>
+                                <div class="card balance"><span class="muted">"Paid"</span><strong data-balance="paid">{money(mine.paid_minor, &currency)}</strong></div>
+                                <div class="card balance"><span class="muted">"Reversed"</span><strong data-balance="reversed">{money(mine.reversed_minor, &currency)}</strong></div>
+                            </section>
+                            <section aria-labelledby="earnings-title">
+                                <h2 id="earnings-title">"Earnings over time"</h2>
+                                <EarningsChart points=points currency=currency/>
+                            </section>
+                            <Allocations allocations=mine.allocations title="Your allocations"/>
+                            <Payouts payouts=mine.payouts/>
+                            <PayoutAddress account=mine.payout_account/>
+                        }.into_any()
+                    }
+                })}
+            </Transition>
+        </main>
+    }
+}
+
+#[component]
+fn Allocations(allocations: Vec<Allocation>, title: &'static str) -> impl IntoView {
+    view! {
+        <section class="allocations" aria-label=title>
+            <h2>{title}</h2>
+            {if allocations.is_empty() {
+                view! { <p class="empty">"None yet."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="table-wrap"><table>
+                        <thead><tr><th scope="col">"When"</th><th scope="col">"Niche"</th><th scope="col">"From"</th><th scope="col" class="num">"Share"</th><th scope="col" class="num">"Amount"</th><th scope="col">"Status"</th></tr></thead>
+                        <tbody>
+                            {allocations.into_iter().map(|a| view! {
+                                <tr data-allocation-id=a.id>
+                                    <td><TimeAgo at=a.created_at/></td>
+                                    <td>{a.niche_slug}</td>
+                                    <td>{a.source_type.replace('_', " ")}</td>
+                                    <td class="num">{format!("{}%", a.share_bps as f64 / 100.0)}</td>
+                                    <td class="num">{money(a.amount_minor, &a.currency)}</td>
+                                    <td><span class=format!("badge status-{}", a.status)>{a.status.clone()}</span></td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table></div>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn Payouts(payouts: Vec<Payout>) -> impl IntoView {
+    view! {
+        <section aria-labelledby="payouts-title">
+            <h2 id="payouts-title">"Payouts"</h2>
+            {if payouts.is_empty() {
+                view! { <p class="empty">"No payouts yet."</p> }.into_any()
+            } else {
+                view! {
+                    <ul class="payouts">
+                        {payouts.into_iter().map(|p| view! {
+                            <li>
+                                <span class=format!("badge status-{}", p.status)>{p.status.clone()}</span>
+                                " "{money(p.amount_minor, &p.currency)}" · "<TimeAgo at=p.created_at/>
+                                {p.external_reference.map(|r| view! { " · ref "<code>{r}</code> })}
+                                {p.failure_reason.map(|r| view! { " · "<span class="error">{r}</span> })}
+                            </li>
+                        }).collect_view()}
+                    </ul>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+/// Where I am paid: saving a new address sends it back for verification.
+#[component]
+fn PayoutAddress(account: Option<api::PayoutAccount>) -> impl IntoView {
+    let verified = account.as_ref().is_some_and(|a| a.verified);
+    let (address, set_address) = signal(account.map(|a| a.address).unwrap_or_default());
+    let (message, set_message) = signal(None::<Result<String, String>>);
+    let save = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let value = address.get_untracked();
+        spawn_local(async move {
+            match api::set_payout_address(&value).await {
+                Ok(()) => set_message.set(Some(Ok(
+                    "Saved. An admin verifies it before the next payout.".to_owned(),
+                ))),
+                Err(err) => set_message.set(Some(Err(err.to_string()))),
+            }
+        });
+    };
+    view! {
+        <section aria-labelledby="address-title">
+            <h2 id="address-title">"Where you are paid"</h2>
+            <p class="muted">{if verified { "Verified by an admin." } else { "Not verified yet: payouts wait until it is." }}</p>
+            <form class="inline" on:submit=save>
+                <label for="payout-address">"Payout address"</label>
+                <input id="payout-address" type="text" maxlength="200" required prop:value=address on:input=move |ev| set_address.set(event_target_value(&ev))/>
+                <button type="submit">"Save"</button>
+            </form>
+            {move || message.get().map(|m| match m {
+                Ok(text) => view! { <p class="notice" role="status">{text}</p> }.into_any(),
+                Err(text) => view! { <p class="error" role="alert">{text}</p> }.into_any(),
+            })}
+        </section>
+    }
+}
+
+/// A niche's revenue and budget.
+#[component]
+pub fn NicheMoneyPage(slug: String) -> impl IntoView {
+    let back = format!("/dashboard/niches/{slug}/questions");
+    let data = LocalResource::new(move || {
+        let slug = slug.clone();
+        async move { api::niche_money(&slug).await }
+    });
+    view! {
+        <main>
+            <p><a href="/dashboard/niches">"← Your niches"</a>" · "<a href=back>"The queue"</a></p>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || data.get().map(|result| match result {
+                    Err(err) => failed(&err),
+                    Ok((name, revenue, budget)) => view! {
+                        <h1>{name}" — revenue and budget"</h1>
+                        <NicheRevenueView revenue=revenue/>
+                        <BudgetView budget=budget/>
+                    }.into_any(),
+                })}
+            </Transition>
+        </main>
+    }
+}
+
+#[component]
+fn NicheRevenueView(revenue: NicheRevenue) -> impl IntoView {
+    let currency = revenue
+        .recent_events
+        .first()
+        .map_or_else(|| "USD".to_owned(), |e| e.currency.clone());
+    view! {
+        <section class="niche-revenue" aria-labelledby="revenue-title">
+            <h2 id="revenue-title">"Revenue"</h2>
+            <p class="totals">
+                <span>"Gross "<strong data-total="gross">{money(revenue.gross_minor, &currency)}</strong></span>
+                " · "<span>"Net "<strong data-total="net">{money(revenue.net_minor, &currency)}</strong></span>
+                " · "<span><strong data-total="count">{revenue.event_count}</strong>" events"</span>
+            </p>
+            <h3>"Recent events"</h3>
+            {if revenue.recent_events.is_empty() {
+                view! { <p class="empty">"No revenue yet."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="table-wrap"><table class="events">
+                        <thead><tr><th scope="col">"When"</th><th scope="col">"Source"</th><th scope="col">"Reference"</th><th scope="col" class="num">"Gross"</th><th scope="col" class="num">"Net"</th></tr></thead>
+                        <tbody>
+                            {revenue.recent_events.into_iter().map(|e| view! {
+                                <tr>
+                                    <td><TimeAgo at=e.created_at/></td>
+                                    <td>{e.source_type.replace('_', " ")}</td>
+                                    <td><code>{e.external_id}</code></td>
+                                    <td class="num">{money(e.gross_minor, &e.currency)}</td>
+                                    <td class="num">{money(e.net_minor, &e.currency)}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table></div>
+                }.into_any()
+            }}
+            <h3>"Members' shares"</h3>
+            <ul class="shares">
+                {revenue.shares.into_iter().map(|s| view! {
+                    <li><strong>{s.handle}</strong>" "{format!("{}%", s.share_bps as f64 / 100.0)}</li>
+                }).collect_view()}
+            </ul>
+            <Allocations allocations=revenue.my_allocations title="Your allocations here"/>
+        </section>
+    }
+}
+
+#[component]
+fn BudgetView(budget: Budget) -> impl IntoView {
+    let currency = "USD";
+    let state = budget.state.to_lowercase();
+    view! {
+        <section class="budget" aria-labelledby="budget-title">
+            <h2 id="budget-title">"The agent's budget this month"</h2>
+            <p>
+                <span class=format!("badge budget-{state}") data-budget-state=state.clone()>{state.clone()}</span>
+                " resets "<TimeAgo at=budget.resets_at.clone()/>
+            </p>
+            <dl class="budget-figures">
+                <div><dt>"Limit"</dt><dd data-budget="limit">{budget.limit_minor.map_or_else(|| "none".to_owned(), |l| money(l, currency))}</dd></div>
+                <div><dt>"Spent"</dt><dd data-budget="spent">{money(budget.spent_minor, currency)}</dd></div>
+                <div><dt>"Reserved"</dt><dd data-budget="reserved">{money(budget.reserved_minor, currency)}</dd></div>
+                <div><dt>"Remaining"</dt><dd data-budget="remaining">{budget.remaining_minor.map_or_else(|| "no limit".to_owned(), |r| money(r, currency))}</dd></div>
+            </dl>
+            <BudgetBar limit=budget.limit_minor spent=budget.spent_minor reserved=budget.reserved_minor/>
+            <h3>"Entries"</h3>
+            {if budget.entries.is_empty() {
+                view! { <p class="empty">"No bounties this month."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="table-wrap"><table class="entries">
+                        <thead><tr><th scope="col">"When"</th><th scope="col">"What"</th><th scope="col">"Question"</th><th scope="col" class="num">"Amount"</th></tr></thead>
+                        <tbody>
+                            {budget.entries.into_iter().map(|e| {
+                                let kind = e.kind.clone();
+                                view! {
+                                <tr data-entry-kind=kind>
+                                    <td><TimeAgo at=e.created_at/></td>
+                                    <td>{e.kind}</td>
+                                    <td>{format!("#{}", e.question_id)}</td>
+                                    <td class="num">{money(e.amount_minor, currency)}</td>
+                                </tr>
+                            }}).collect_view()}
+                        </tbody>
+                    </table></div>
+                }.into_any()
+            }}
+        </section>
+    }
+}
