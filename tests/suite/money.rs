@@ -756,7 +756,66 @@ async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
         .count(&app.db)
         .await
         .expect("count");
-    assert_eq!(audited, 8, "2 verifications, 3 schedules, 2 paid, 1 failed");
+    assert_eq!(audited, 6, "3 schedules, 2 paid, 1 failed");
+    let verifications = entity::audit_log::Entity::find()
+        .filter(entity::audit_log::Column::Action.eq("payout_account.verified"))
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(verifications, 2);
 }
 
 on_both_backends!(payouts_gather_what_is_owed_once_and_settle_or_fail);
+
+async fn a_niche_with_money_records_cannot_be_deleted_and_archiving_keeps_them(app: TestApp) {
+    use sea_orm::ModelTrait;
+    // No members, no questions: only the money points at the niche.
+    let games = open_niche(&app.db, "games").await;
+    let event = json!({"nicheSlug": "games", "externalId": "inv-1", "sourceType": "usage",
+        "grossMinor": 500, "currency": "USD"});
+    assert_eq!(
+        app.post_signed(REVENUE, &event.to_string()).await.status(),
+        201
+    );
+    // The database refuses to delete a niche that money points at.
+    let deleted = games.clone().delete(&app.db).await;
+    assert!(deleted.is_err(), "a niche with revenue was deleted");
+    assert_eq!(
+        revenue_events::Entity::find()
+            .count(&app.db)
+            .await
+            .expect("count"),
+        1
+    );
+    assert_eq!(
+        allocations::Entity::find()
+            .count(&app.db)
+            .await
+            .expect("count"),
+        1
+    );
+    // Archived, it takes no more questions, and its money stays.
+    niches::Entity::update_many()
+        .col_expr(niches::Column::Status, Expr::value(NicheStatus::Archived))
+        .filter(niches::Column::Id.eq(games.id))
+        .exec(&app.db)
+        .await
+        .expect("archived");
+    let (status, _) = ask_with_bounty(&app, "games", "late", 0).await;
+    assert_eq!(status, 409);
+    let root = person(&app.db, "root", true).await;
+    let page = app
+        .graphql(
+            Some(&root.token),
+            "{ nicheRevenue(nicheSlug: \"games\") { netMinor eventCount } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        page["data"]["nicheRevenue"],
+        json!({"netMinor": 500, "eventCount": 1}),
+        "{page}"
+    );
+}
+
+on_both_backends!(a_niche_with_money_records_cannot_be_deleted_and_archiving_keeps_them);

@@ -146,12 +146,16 @@ pub async fn verify_address(
     row.verified_at = Set(Some(now));
     row.verified_by = Set(Some(admin.user_id));
     let verified = row.update(&txn).await?;
-    audit_payout(
+    audit::record(
         &txn,
-        admin,
-        "payout_account.verified",
-        account.id,
-        json!({ "userId": user_id }),
+        AuditEntry {
+            actor: &Actor::User(admin.user_id),
+            action: "payout_account.verified",
+            subject_type: "payout_account",
+            subject_id: account.id,
+            niche_id: None,
+            detail: json!({ "userId": user_id, "address": account.address }),
+        },
         now,
     )
     .await?;

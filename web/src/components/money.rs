@@ -32,12 +32,14 @@ pub fn EarningsChart(points: Vec<(f64, i64)>, currency: String) -> impl IntoView
     let (first, last) = (running[0].0, running[running.len() - 1].0);
     let span = (last - first).max(1.0);
     let top = total.max(1) as f64;
+    // A step line: the total holds until the next allocation lifts it.
     let mut path = format!("M {PAD} {}", H - PAD);
     for (t, sum) in &running {
         let x = PAD + (t - first) / span * (W - 2.0 * PAD);
         let y = H - PAD - (*sum as f64) / top * (H - 2.0 * PAD);
-        path.push_str(&format!(" L {x:.1} {y:.1}"));
+        path.push_str(&format!(" H {x:.1} V {y:.1}"));
     }
+    path.push_str(&format!(" H {}", W - PAD));
     let label = format!("Earnings over time, {} in total", money(total, &currency));
     view! {
         <figure class="chart">
