@@ -13,10 +13,10 @@ use crate::domain::delivery::{RetryPolicy, parse_retry_after};
 use crate::service::{expiry, outbox};
 use crate::startup::AppState;
 
-/// How many deliveries one claim takes.
-const BATCH: u64 = 16;
-/// How many are sent at once.
+/// How many deliveries are sent at once, and so how many one claim takes: every claimed row is
+/// sent at once, so none waits in the worker while its lease runs down.
 const IN_FLIGHT: usize = 8;
+const BATCH: u64 = IN_FLIGHT as u64;
 
 /// Start the sweeper, and the worker when a webhook URL is configured.
 pub fn spawn(state: &AppState) {

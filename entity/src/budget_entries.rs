@@ -18,7 +18,7 @@ pub struct Model {
     pub kind: BudgetEntryKind,
     /// How much, minor units.
     pub amount_minor: i64,
-    /// The budget month it counts in (`YYYY-MM`, the month of the reservation).
+    /// The budget month it was made in (`YYYY-MM`, UTC); a charge counts in its month.
     pub month: String,
     /// When.
     pub created_at: DateTimeUtc,

@@ -22,7 +22,7 @@ enum BudgetEntries {
     QuestionId,
     Kind,
     AmountMinor,
-    /// The budget month the entry counts in (`YYYY-MM`, the month of the reservation).
+    /// The budget month the entry was made in (`YYYY-MM`, UTC): a charge counts in its month.
     Month,
     CreatedAt,
 }

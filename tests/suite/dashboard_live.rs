@@ -813,9 +813,21 @@ async fn the_revenue_and_budget_pages_show_real_money_and_admins_settle_payouts(
     .await;
     assert_eq!(finding, "<b>twelve</b> answers in a minute");
 
-    root.eval(&type_into("#payout-handle", "ana")).await;
-    root.eval("document.querySelector('[data-action=verify-address]').click()")
-        .await;
+    root.wait_for(
+        "document.querySelector('li[data-account=ana]')",
+        "ana's address to verify",
+    )
+    .await;
+    let listed = text(
+        &mut root,
+        "document.querySelector('li[data-account=ana]').innerText",
+    )
+    .await;
+    assert!(listed.contains("IBAN DE00 1234"), "{listed}");
+    root.eval(
+        "document.querySelector('li[data-account=ana] [data-action=verify-address]').click()",
+    )
+    .await;
     root.wait_for(
         "document.querySelector('.notice') && document.querySelector('.notice').textContent.includes('verified')",
         "the verification",

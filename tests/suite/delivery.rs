@@ -700,3 +700,29 @@ async fn shutting_down_answers_a_waiting_lookup_instead_of_dropping_it() {
     let read: Value = response.json().await.expect("JSON");
     assert_eq!(read["questions"][0]["status"], "open");
 }
+
+#[tokio::test]
+async fn a_delivery_being_sent_cannot_be_redelivered_under_its_sender() {
+    use askloop::service::outbox;
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    answered_question(&app).await;
+    let root = person(&app.db, "root", true).await;
+    let now = chrono::Utc::now();
+    let claimed = outbox::claim_due(&app.db, 8, Duration::from_secs(30), now)
+        .await
+        .expect("claimed");
+    assert_eq!(claimed.len(), 1);
+    let refused = app
+        .graphql(
+            Some(&root.token),
+            "mutation($id: ID!) { redeliver(id: $id) { status } }",
+            json!({"id": claimed[0].delivery.id.to_string()}),
+        )
+        .await;
+    assert_eq!(error_code(&refused), Some("CONFLICT"), "{refused}");
+    assert_eq!(
+        the_delivery(&app).await.claim_token.as_deref(),
+        Some(claimed[0].token.as_str()),
+        "the sender keeps its claim"
+    );
+}

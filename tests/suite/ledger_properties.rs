@@ -169,9 +169,16 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
         )
         .await
         .expect("address");
-        payouts::verify_address(&app.db, &admin.viewer(), &p.handle, chrono::Utc::now())
-            .await
-            .expect("verified");
+        let address = format!("acct-{}", p.handle);
+        payouts::verify_address(
+            &app.db,
+            &admin.viewer(),
+            &p.handle,
+            &address,
+            chrono::Utc::now(),
+        )
+        .await
+        .expect("verified");
     }
     let mut asked = 0;
     for step in 0..STEPS {

@@ -214,11 +214,15 @@ async fn a_bounty_is_reserved_then_charged_or_released(app: TestApp) {
     let mine = app
         .graphql(
             Some(&ana.token),
-            "{ myRevenue { owedMinor inFlightMinor paidMinor allocations { amountMinor sourceType nicheSlug } } }",
+            "{ myRevenue { balances { currency owedMinor inFlightMinor paidMinor } allocations { amountMinor sourceType nicheSlug } } }",
             json!({}),
         )
         .await;
-    assert_eq!(mine["data"]["myRevenue"]["owedMinor"], 60, "{mine}");
+    assert_eq!(
+        mine["data"]["myRevenue"]["balances"],
+        json!([{"currency": "USD", "owedMinor": 60, "inFlightMinor": 0, "paidMinor": 0}]),
+        "{mine}"
+    );
     assert_eq!(
         mine["data"]["myRevenue"]["allocations"],
         json!([{"amountMinor": 60, "sourceType": "agent_bounty", "nicheSlug": "games"}])
@@ -600,8 +604,9 @@ async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
     let schedule =
         "mutation($handle: String!) { schedulePayout(handle: $handle) { id amountMinor status } }";
     let address = "mutation($a: String!) { setPayoutAddress(address: $a) { address verified } }";
-    let verify = "mutation { verifyPayoutAddress(handle: \"ana\") { verified } }";
-    let balance = "{ myRevenue { owedMinor inFlightMinor paidMinor payouts { status amountMinor } payoutAccount { verified } } }";
+    let verify =
+        "mutation($a: String!) { verifyPayoutAddress(handle: \"ana\", address: $a) { verified } }";
+    let balance = "{ myRevenue { balances { currency owedMinor inFlightMinor paidMinor } payouts { status amountMinor } payoutAccount { verified } } }";
 
     let refused = app
         .graphql(Some(&root.token), schedule, json!({"handle": "ana"}))
@@ -630,9 +635,17 @@ async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
         Some("CONFLICT"),
         "not verified: {refused}"
     );
-    let not_admin = app.graphql(Some(&ana.token), verify, json!({})).await;
+    let not_admin = app
+        .graphql(Some(&ana.token), verify, json!({"a": "IBAN DE00 1234"}))
+        .await;
     assert_eq!(error_code(&not_admin), Some("FORBIDDEN"));
-    app.graphql(Some(&root.token), verify, json!({})).await;
+    let verified = app
+        .graphql(Some(&root.token), verify, json!({"a": "IBAN DE00 1234"}))
+        .await;
+    assert_eq!(
+        verified["data"]["verifyPayoutAddress"]["verified"], true,
+        "{verified}"
+    );
     // Changing the address clears the verification.
     let changed = app
         .graphql(Some(&ana.token), address, json!({"a": "IBAN DE99 9999"}))
@@ -642,7 +655,24 @@ async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
         .graphql(Some(&root.token), schedule, json!({"handle": "ana"}))
         .await;
     assert_eq!(error_code(&refused), Some("CONFLICT"));
-    app.graphql(Some(&root.token), verify, json!({})).await;
+    // The admin checked the old address: verifying it now verifies nothing.
+    let stale = app
+        .graphql(Some(&root.token), verify, json!({"a": "IBAN DE00 1234"}))
+        .await;
+    assert_eq!(error_code(&stale), Some("CONFLICT"), "{stale}");
+    let listed = app
+        .graphql(
+            Some(&root.token),
+            "{ payoutAccounts { handle address verified } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        listed["data"]["payoutAccounts"],
+        json!([{"handle": "ana", "address": "IBAN DE99 9999", "verified": false}])
+    );
+    app.graphql(Some(&root.token), verify, json!({"a": "IBAN DE99 9999"}))
+        .await;
 
     // Two admins at once: one payout.
     let (one, two) = tokio::join!(
@@ -659,8 +689,14 @@ async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
     assert_eq!(made[0]["data"]["schedulePayout"]["amountMinor"], 2000);
     let first_payout = made[0]["data"]["schedulePayout"]["id"].clone();
     let mine = app.graphql(Some(&ana.token), balance, json!({})).await;
-    assert_eq!(mine["data"]["myRevenue"]["owedMinor"], 0, "{mine}");
-    assert_eq!(mine["data"]["myRevenue"]["inFlightMinor"], 2000);
+    assert_eq!(
+        mine["data"]["myRevenue"]["balances"][0]["owedMinor"], 0,
+        "{mine}"
+    );
+    assert_eq!(
+        mine["data"]["myRevenue"]["balances"][0]["inFlightMinor"],
+        2000
+    );
 
     let paid = "mutation($id: ID!, $r: String!) { markPayoutPaid(id: $id, externalReference: $r) { status externalReference } }";
     let failed =
@@ -708,9 +744,12 @@ async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
         "{bounced}"
     );
     let mine = app.graphql(Some(&ana.token), balance, json!({})).await;
-    assert_eq!(mine["data"]["myRevenue"]["owedMinor"], 2000, "{mine}");
-    assert_eq!(mine["data"]["myRevenue"]["inFlightMinor"], 0);
-    assert_eq!(mine["data"]["myRevenue"]["paidMinor"], 2000);
+    assert_eq!(
+        mine["data"]["myRevenue"]["balances"][0]["owedMinor"], 2000,
+        "{mine}"
+    );
+    assert_eq!(mine["data"]["myRevenue"]["balances"][0]["inFlightMinor"], 0);
+    assert_eq!(mine["data"]["myRevenue"]["balances"][0]["paidMinor"], 2000);
     let third = app
         .graphql(Some(&root.token), schedule, json!({"handle": "ana"}))
         .await;
@@ -745,7 +784,10 @@ async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
         assert_eq!(error_code(&refused), Some(code));
     }
     let mine = app.graphql(Some(&ana.token), balance, json!({})).await;
-    assert_eq!(mine["data"]["myRevenue"]["paidMinor"], 4000, "{mine}");
+    assert_eq!(
+        mine["data"]["myRevenue"]["balances"][0]["paidMinor"], 4000,
+        "{mine}"
+    );
     assert_eq!(
         mine["data"]["myRevenue"]["payouts"],
         json!([{"status": "paid", "amountMinor": 2000}, {"status": "failed", "amountMinor": 2000},
@@ -762,7 +804,7 @@ async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
         .count(&app.db)
         .await
         .expect("count");
-    assert_eq!(verifications, 2);
+    assert_eq!(verifications, 2, "the stale verification recorded nothing");
 }
 
 on_both_backends!(payouts_gather_what_is_owed_once_and_settle_or_fail);
@@ -819,3 +861,121 @@ async fn a_niche_with_money_records_cannot_be_deleted_and_archiving_keeps_them(a
 }
 
 on_both_backends!(a_niche_with_money_records_cannot_be_deleted_and_archiving_keeps_them);
+
+async fn settling_a_payout_twice_at_once_settles_it_once(app: TestApp) {
+    use askloop::service::payouts;
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let root = person(&app.db, "root", true).await;
+    let now = chrono::Utc::now();
+    for (n, currency) in [(1, "USD"), (2, "EUR")] {
+        let event = json!({"nicheSlug": "games", "externalId": format!("inv-{n}"), "sourceType": "usage",
+            "grossMinor": 10_000, "currency": currency});
+        assert_eq!(
+            app.post_signed(REVENUE, &event.to_string()).await.status(),
+            201
+        );
+    }
+    // Money in two currencies is never added up: one balance each.
+    let mine = app
+        .graphql(
+            Some(&ana.token),
+            "{ myRevenue { balances { currency owedMinor } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        mine["data"]["myRevenue"]["balances"],
+        json!([{"currency": "EUR", "owedMinor": 2000}, {"currency": "USD", "owedMinor": 2000}])
+    );
+    payouts::set_address(&app.db, &ana.viewer(), "acct", now)
+        .await
+        .expect("saved");
+    payouts::verify_address(&app.db, &root.viewer(), "ana", "acct", now)
+        .await
+        .expect("verified");
+    let payout = payouts::schedule(&app.db, &root.viewer(), "ana", "usd", now)
+        .await
+        .expect("scheduled");
+    assert_eq!(
+        (payout.amount_minor, payout.currency.as_str()),
+        (2000, "USD")
+    );
+    let admin = root.viewer();
+    let (paid, failed) = tokio::join!(
+        payouts::mark_paid(&app.db, &admin, payout.id, "wire-1", now),
+        payouts::mark_failed(&app.db, &admin, payout.id, "bounced", now),
+    );
+    assert!(
+        paid.is_ok() != failed.is_ok(),
+        "exactly one settles: {paid:?} {failed:?}"
+    );
+    let statuses: Vec<_> = allocations::Entity::find()
+        .filter(allocations::Column::UserId.eq(ana.id))
+        .all(&app.db)
+        .await
+        .expect("query")
+        .into_iter()
+        .filter(|a| a.amount_minor == 2000)
+        .map(|a| (a.status, a.payout_id))
+        .collect();
+    use entity::allocations::AllocationStatus::{Accrued, Paid};
+    if paid.is_ok() {
+        assert!(statuses.contains(&(Paid, Some(payout.id))), "{statuses:?}");
+    } else {
+        assert!(!statuses.iter().any(|(s, _)| *s == Paid), "{statuses:?}");
+        assert_eq!(statuses, vec![(Accrued, None), (Accrued, None)]);
+    }
+}
+
+async fn a_reservation_from_last_month_still_counts_until_it_settles(app: TestApp) {
+    use askloop::service::budget;
+    use chrono::TimeZone;
+    let niche_id = budgeted_niche(&app, "games", Some(1000), 0).await;
+    let niche = niches::Entity::find_by_id(niche_id)
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the niche");
+    let october = chrono::Utc
+        .with_ymd_and_hms(2026, 10, 30, 12, 0, 0)
+        .single()
+        .expect("a time");
+    let november = chrono::Utc
+        .with_ymd_and_hms(2026, 11, 2, 12, 0, 0)
+        .single()
+        .expect("a time");
+    let (_, asked) = ask_with_bounty(&app, "games", "old", 0).await;
+    let question = asked["question"]["id"].as_i64().expect("an id");
+    budget::reserve(&app.db, niche_id, question, 800, october)
+        .await
+        .expect("reserved");
+    let early = budget::budget_of(&app.db, &niche, november)
+        .await
+        .expect("budget");
+    assert_eq!(
+        (early.spent, early.reserved, early.remaining()),
+        (0, 800, Some(200))
+    );
+    // Charged in November: it counts as November's spending, and is no longer reserved.
+    budget::settle(&app.db, question, BudgetEntryKind::Charge, november)
+        .await
+        .expect("charged");
+    let after = budget::budget_of(&app.db, &niche, november)
+        .await
+        .expect("budget");
+    assert_eq!(
+        (after.spent, after.reserved, after.remaining()),
+        (800, 0, Some(200))
+    );
+    // A second settlement of the same question books nothing.
+    let again = budget::settle(&app.db, question, BudgetEntryKind::Release, november)
+        .await
+        .expect("no-op");
+    assert_eq!(again, None);
+}
+
+on_both_backends!(
+    settling_a_payout_twice_at_once_settles_it_once,
+    a_reservation_from_last_month_still_counts_until_it_settles,
+);

@@ -541,19 +541,24 @@ pub struct Payout {
     pub created_at: String,
 }
 
-/// Where I want to be paid.
+/// Where someone wants to be paid.
 #[derive(Debug, Clone, Deserialize)]
 pub struct PayoutAccount {
+    /// Whose (in admin views).
+    #[serde(default)]
+    pub handle: Option<String>,
     /// The address.
     pub address: String,
     /// Whether an admin verified it.
     pub verified: bool,
 }
 
-/// My revenue.
+/// My money in one currency.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MyRevenue {
+pub struct Balance {
+    /// ISO 4217.
+    pub currency: String,
     /// Owed.
     pub owed_minor: i64,
     /// In flight.
@@ -562,6 +567,14 @@ pub struct MyRevenue {
     pub paid_minor: i64,
     /// Reversed.
     pub reversed_minor: i64,
+}
+
+/// My revenue.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MyRevenue {
+    /// One balance per currency.
+    pub balances: Vec<Balance>,
     /// My allocations, newest first.
     pub allocations: Vec<Allocation>,
     /// My payouts, newest first.
@@ -584,7 +597,7 @@ struct MyRevenueData {
 /// My revenue, allocations and payouts.
 pub async fn my_revenue() -> Result<MyRevenue, ApiError> {
     let query = format!(
-        "query Mine {{ myRevenue(first: 100) {{ owedMinor inFlightMinor paidMinor reversedMinor \
+        "query Mine {{ myRevenue(first: 100) {{ balances {{ currency owedMinor inFlightMinor paidMinor reversedMinor }} \
          allocations {{ {ALLOCATION_FIELDS} }} payouts {{ {PAYOUT_FIELDS} }} payoutAccount {{ address verified }} }} }}"
     );
     run::<MyRevenueData>(&query, json!({}))
@@ -760,6 +773,8 @@ pub struct AdminLedger {
     pub revenue_events: Vec<RevenueEvent>,
     /// Payouts.
     pub payouts: Vec<Payout>,
+    /// Everyone's payout addresses, unverified first.
+    pub payout_accounts: Vec<PayoutAccount>,
     /// Anomaly signals.
     pub anomaly_signals: Vec<AnomalySignal>,
     /// The audit log.
@@ -770,6 +785,7 @@ pub struct AdminLedger {
 pub async fn admin_ledger() -> Result<AdminLedger, ApiError> {
     let query = format!(
         "query Ledger {{ revenueEvents(first: 20) {{ {EVENT_FIELDS} }} payouts(first: 20) {{ {PAYOUT_FIELDS} }} \
+         payoutAccounts {{ handle address verified }} \
          anomalySignals(first: 20) {{ {SIGNAL_FIELDS} }} \
          auditLog(first: 30) {{ actor action subjectType subjectId detail createdAt }} }}"
     );

@@ -174,6 +174,8 @@ pub struct Payout {
 /// Where a person wants to be paid.
 #[derive(SimpleObject, Clone)]
 pub struct PayoutAccount {
+    /// Whose it is.
+    pub handle: Option<String>,
     /// The address.
     pub address: String,
     /// Whether an admin verified it (a change clears this).
@@ -185,6 +187,7 @@ pub struct PayoutAccount {
 impl From<payout_accounts::Model> for PayoutAccount {
     fn from(a: payout_accounts::Model) -> Self {
         Self {
+            handle: None,
             address: a.address,
             verified: a.verified_at.is_some(),
             updated_at: a.updated_at,
@@ -230,9 +233,11 @@ fn payout_id(id: &ID) -> Result<i64, ServiceError> {
         .map_err(|_| ServiceError::BadInput(format!("'{}' is not a payout id", id.as_str())))
 }
 
-/// My money, by where it is, with my allocations.
+/// My money in one currency, by where it is.
 #[derive(SimpleObject, Clone)]
-pub struct MyRevenue {
+pub struct Balance {
+    /// ISO 4217.
+    pub currency: String,
     /// Accrued and not yet in a payout.
     pub owed_minor: i64,
     /// In a scheduled payout.
@@ -241,6 +246,13 @@ pub struct MyRevenue {
     pub paid_minor: i64,
     /// Reversed.
     pub reversed_minor: i64,
+}
+
+/// My money, by currency and where it is, with my allocations and payouts.
+#[derive(SimpleObject, Clone)]
+pub struct MyRevenue {
+    /// One balance per currency I have money in.
+    pub balances: Vec<Balance>,
     /// My allocations, newest first.
     pub allocations: Vec<Allocation>,
     /// My payouts, newest first.
@@ -453,16 +465,22 @@ impl MoneyQuery {
         let db = ctx.data::<DatabaseConnection>()?;
         let viewer = access::signed_in(caller_of(ctx)?.viewer()).gql()?;
         let first = page_size(first).gql()?;
-        let balance = revenue::balance_of(db, viewer.user_id).await.gql()?;
+        let balances = revenue::balances_of(db, viewer.user_id).await.gql()?;
         let rows = revenue::allocations_of_user(db, viewer.user_id, None, first)
             .await
             .gql()?;
         let mine = payouts::list(db, Some(viewer.user_id), first).await.gql()?;
         Ok(MyRevenue {
-            owed_minor: balance.owed,
-            in_flight_minor: balance.in_flight,
-            paid_minor: balance.paid,
-            reversed_minor: balance.reversed,
+            balances: balances
+                .into_iter()
+                .map(|b| Balance {
+                    currency: b.currency,
+                    owed_minor: b.owed,
+                    in_flight_minor: b.in_flight,
+                    paid_minor: b.paid,
+                    reversed_minor: b.reversed,
+                })
+                .collect(),
             allocations: allocation_views(db, rows).await.gql()?,
             payouts: payout_views(db, mine).await.gql()?,
             payout_account: payouts::account_of(db, viewer.user_id)
@@ -542,6 +560,21 @@ impl MoneyQuery {
             .map(|e| {
                 let slug = slugs.get(&e.niche_id).cloned().unwrap_or_default();
                 event_view(e, &slug)
+            })
+            .collect())
+    }
+
+    /// Everyone's payout addresses, unverified first (admins only).
+    async fn payout_accounts(&self, ctx: &Context<'_>) -> Result<Vec<PayoutAccount>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        access::admin(caller_of(ctx)?.viewer()).gql()?;
+        Ok(payouts::accounts(db)
+            .await
+            .gql()?
+            .into_iter()
+            .map(|(account, handle)| PayoutAccount {
+                handle: Some(handle),
+                ..account.into()
             })
             .collect())
     }
@@ -693,17 +726,21 @@ impl PayoutMutation {
             .into())
     }
 
-    /// Verify a person's payout address (admins only).
+    /// Verify a person's payout address: `address` is the one checked; nothing is verified if
+    /// theirs is different now (admins only).
     async fn verify_payout_address(
         &self,
         ctx: &Context<'_>,
         handle: String,
+        address: String,
     ) -> Result<PayoutAccount> {
         let (db, _, admin) = admin_write(ctx)?;
-        Ok(payouts::verify_address(db, admin, &handle, Utc::now())
-            .await
-            .gql()?
-            .into())
+        Ok(
+            payouts::verify_address(db, admin, &handle, &address, Utc::now())
+                .await
+                .gql()?
+                .into(),
+        )
     }
 
     /// Gather everything owed to a person in one currency into a payout (admins only).
@@ -751,6 +788,9 @@ impl PayoutMutation {
     }
 }
 
+/// How many of the newest signals the live subscription looks at on each read.
+const WINDOW: u64 = 200;
+
 /// Money subscriptions.
 #[derive(Default)]
 pub struct MoneySubscription;
@@ -762,36 +802,45 @@ impl MoneySubscription {
     async fn anomaly_signals(
         &self,
         ctx: &Context<'_>,
-    ) -> Result<impl Stream<Item = Result<AnomalySignal>>> {
+    ) -> Result<impl Stream<Item = Result<AnomalySignal>> + use<>> {
         let db = ctx.data::<DatabaseConnection>()?.clone();
         access::admin(caller_of(ctx)?.viewer()).gql()?;
-        let start = signals::list(&db, None, 1)
+        // Signals are read newest first and those not seen yet are sent, oldest first: one
+        // committed after a later-numbered one (PostgreSQL hands out ids before commit) is
+        // still within the window the next read looks at.
+        let seen: std::collections::HashSet<i64> = signals::list(&db, None, WINDOW)
             .await
             .gql()?
-            .first()
-            .map_or(0, |s| s.id);
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
         Ok(futures::stream::unfold(
             (
                 db,
-                start,
+                seen,
                 std::collections::VecDeque::<anomaly_signals::Model>::new(),
             ),
-            |(db, mut after, mut pending)| async move {
+            |(db, mut seen, mut pending)| async move {
                 loop {
                     if let Some(next) = pending.pop_front() {
-                        return Some((Ok(AnomalySignal::from(next)), (db, after, pending)));
+                        return Some((Ok(AnomalySignal::from(next)), (db, seen, pending)));
                     }
                     tokio::time::sleep(Duration::from_secs(1)).await;
-                    match signals::list(&db, Some(after), 100).await {
-                        Ok(rows) => {
-                            if let Some(last) = rows.last() {
-                                after = last.id;
+                    match signals::list(&db, None, WINDOW).await {
+                        Ok(mut rows) => {
+                            // Ids older than the window can no longer come back: forget them.
+                            if rows.len() as u64 == WINDOW
+                                && let Some(oldest) = rows.iter().map(|s| s.id).min()
+                            {
+                                seen.retain(|id| *id >= oldest);
                             }
+                            rows.retain(|s| seen.insert(s.id));
+                            rows.sort_by_key(|s| s.id);
                             pending.extend(rows);
                         }
                         Err(err) => {
                             use async_graphql::ErrorExtensions;
-                            return Some((Err(err.extend()), (db, after, pending)));
+                            return Some((Err(err.extend()), (db, seen, pending)));
                         }
                     }
                 }

@@ -28,37 +28,37 @@ pub async fn lock_niche<C: ConnectionTrait>(conn: &C, niche_id: i64) -> Result<(
     Ok(())
 }
 
-/// The niche's budget in the month of `now`.
+/// The niche's budget in the month of `now` (design §9): reservations still outstanding,
+/// whatever month they were made in, plus what was charged this month.
 pub async fn budget_of<C: ConnectionTrait>(
     conn: &C,
     niche: &niches::Model,
     now: DateTime<Utc>,
 ) -> Result<Budget, ServiceError> {
-    let entries: Vec<(BudgetEntryKind, i64)> = budget_entries::Entity::find()
+    let entries: Vec<(BudgetEntryKind, i64, String)> = budget_entries::Entity::find()
         .select_only()
         .column(budget_entries::Column::Kind)
         .column(budget_entries::Column::AmountMinor)
+        .column(budget_entries::Column::Month)
         .filter(budget_entries::Column::NicheId.eq(niche.id))
-        .filter(budget_entries::Column::Month.eq(month_of(now)))
         .into_tuple()
         .all(conn)
         .await?;
-    let total = |kind: BudgetEntryKind| -> i64 {
+    let month = month_of(now);
+    let total = |kind: BudgetEntryKind, this_month_only: bool| -> i64 {
         entries
             .iter()
-            .filter(|(k, _)| *k == kind)
-            .map(|(_, amount)| *amount)
+            .filter(|(k, _, m)| *k == kind && (!this_month_only || *m == month))
+            .map(|(_, amount, _)| *amount)
             .sum()
     };
-    let (reserved, charged, released) = (
-        total(BudgetEntryKind::Reserve),
-        total(BudgetEntryKind::Charge),
-        total(BudgetEntryKind::Release),
-    );
+    let outstanding = total(BudgetEntryKind::Reserve, false)
+        - total(BudgetEntryKind::Charge, false)
+        - total(BudgetEntryKind::Release, false);
     Ok(Budget {
         limit: niche.monthly_budget_minor,
-        spent: charged,
-        reserved: reserved - charged - released,
+        spent: total(BudgetEntryKind::Charge, true),
+        reserved: outstanding,
     })
 }
 
@@ -118,7 +118,7 @@ pub async fn reserve<C: ConnectionTrait>(
 }
 
 /// Settle a question's reservation as `kind` (charge or release), in the transaction that
-/// settles the question; counted in the reservation's month. The amount, or `None` when
+/// settles the question; a charge counts in the month it is made. The amount, or `None` when
 /// nothing was reserved or it is already settled.
 pub async fn settle<C: ConnectionTrait>(
     conn: &C,
@@ -143,7 +143,7 @@ pub async fn settle<C: ConnectionTrait>(
         question_id,
         kind,
         reserved.amount_minor,
-        reserved.month.clone(),
+        month_of(now),
         now,
     )
     .await?;

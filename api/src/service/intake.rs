@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use entity::agent_questions::{self, QuestionStatus, Urgency};
-use entity::niches::NicheStatus;
+use entity::niches::{self, NicheStatus};
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter,
@@ -129,6 +129,11 @@ pub async fn receive_question(
     match inserted {
         TryInsertResult::Inserted(result) => {
             let question_id = result.last_insert_id;
+            // The limit as it is now, under the lock (an admin may just have changed it).
+            let niche = niches::Entity::find_by_id(niche.id)
+                .one(&txn)
+                .await?
+                .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("niche vanished")))?;
             let before = budget::budget_of(&txn, &niche, now).await?;
             if !before.fits(bounty) {
                 txn.rollback().await?;

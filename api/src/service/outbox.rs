@@ -336,6 +336,15 @@ pub async fn redeliver(
         .one(&txn)
         .await?
         .ok_or_else(|| ServiceError::NotFound("no such delivery".into()))?;
+    // A worker holding it is sending it right now: taking its lease away would let a second
+    // worker send the same envelope at the same time.
+    if found.status == DeliveryStatus::Pending
+        && found.claimed_until.is_some_and(|until| until > now)
+    {
+        return Err(ServiceError::Conflict(
+            "that delivery is being sent right now; its attempt is recorded in a moment".into(),
+        ));
+    }
     let mut row: deliveries::ActiveModel = found.clone().into();
     row.status = Set(DeliveryStatus::Pending);
     row.next_attempt_at = Set(now);

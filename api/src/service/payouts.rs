@@ -126,11 +126,13 @@ async fn user_id_of(db: &DatabaseConnection, handle: &str) -> Result<i64, Servic
         .ok_or_else(|| ServiceError::NotFound(format!("nobody is called '{handle}'")))
 }
 
-/// An admin verifies `handle`'s current payout address.
+/// An admin verifies `handle`'s payout address: exactly `address`, the one they checked. If
+/// the person changed it meanwhile, nothing is verified.
 pub async fn verify_address(
     db: &DatabaseConnection,
     admin: &Viewer,
     handle: &str,
+    address: &str,
     now: DateTime<Utc>,
 ) -> Result<payout_accounts::Model, ServiceError> {
     let user_id = user_id_of(db, handle).await?;
@@ -142,10 +144,25 @@ pub async fn verify_address(
         .ok_or_else(|| {
             ServiceError::Conflict(format!("{handle} has not saved a payout address"))
         })?;
-    let mut row: payout_accounts::ActiveModel = account.clone().into();
-    row.verified_at = Set(Some(now));
-    row.verified_by = Set(Some(admin.user_id));
-    let verified = row.update(&txn).await?;
+    let marked = payout_accounts::Entity::update_many()
+        .col_expr(payout_accounts::Column::VerifiedAt, Expr::value(Some(now)))
+        .col_expr(
+            payout_accounts::Column::VerifiedBy,
+            Expr::value(Some(admin.user_id)),
+        )
+        .filter(payout_accounts::Column::Id.eq(account.id))
+        .filter(payout_accounts::Column::Address.eq(address.trim()))
+        .exec(&txn)
+        .await?;
+    if marked.rows_affected != 1 {
+        return Err(ServiceError::Conflict(format!(
+            "{handle}'s payout address is not the one given (it may have just changed)"
+        )));
+    }
+    let verified = payout_accounts::Entity::find_by_id(account.id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("the account vanished")))?;
     audit::record(
         &txn,
         AuditEntry {
@@ -247,6 +264,16 @@ pub async fn schedule(
     Ok(payout)
 }
 
+async fn payout_by_id(
+    txn: &DatabaseTransaction,
+    payout_id: i64,
+) -> Result<payouts::Model, ServiceError> {
+    payouts::Entity::find_by_id(payout_id)
+        .one(txn)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound("no such payout".into()))
+}
+
 async fn scheduled_payout(
     txn: &DatabaseTransaction,
     payout_id: i64,
@@ -283,20 +310,34 @@ pub async fn mark_paid(
         ));
     }
     let txn = begin_write(db).await?;
-    let payout = scheduled_payout(&txn, payout_id).await?;
-    let mut row: payouts::ActiveModel = payout.into();
-    row.status = Set(PayoutStatus::Paid);
-    row.external_reference = Set(Some(reference.to_owned()));
-    row.settled_at = Set(Some(now));
-    let paid = match row.update(&txn).await {
-        Ok(paid) => paid,
+    scheduled_payout(&txn, payout_id).await?;
+    // Conditional: of two settlements racing, only one finds the payout still scheduled.
+    let settled = payouts::Entity::update_many()
+        .col_expr(payouts::Column::Status, Expr::value(PayoutStatus::Paid))
+        .col_expr(
+            payouts::Column::ExternalReference,
+            Expr::value(Some(reference.to_owned())),
+        )
+        .col_expr(payouts::Column::SettledAt, Expr::value(Some(now)))
+        .filter(payouts::Column::Id.eq(payout_id))
+        .filter(payouts::Column::Status.eq(PayoutStatus::Scheduled))
+        .exec(&txn)
+        .await;
+    match settled {
+        Ok(result) if result.rows_affected == 1 => {}
+        Ok(_) => {
+            return Err(ServiceError::Conflict(
+                "that payout was settled meanwhile".into(),
+            ));
+        }
         Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
             return Err(ServiceError::Conflict(format!(
                 "the reference '{reference}' is already recorded for another payout"
             )));
         }
         Err(err) => return Err(err.into()),
-    };
+    }
+    let paid = payout_by_id(&txn, payout_id).await?;
     allocations::Entity::update_many()
         .col_expr(
             allocations::Column::Status,
@@ -334,7 +375,24 @@ pub async fn mark_failed(
         ));
     }
     let txn = begin_write(db).await?;
-    let payout = scheduled_payout(&txn, payout_id).await?;
+    scheduled_payout(&txn, payout_id).await?;
+    // Conditional: of two settlements racing, only one finds the payout still scheduled.
+    let settled = payouts::Entity::update_many()
+        .col_expr(payouts::Column::Status, Expr::value(PayoutStatus::Failed))
+        .col_expr(
+            payouts::Column::FailureReason,
+            Expr::value(Some(reason.to_owned())),
+        )
+        .col_expr(payouts::Column::SettledAt, Expr::value(Some(now)))
+        .filter(payouts::Column::Id.eq(payout_id))
+        .filter(payouts::Column::Status.eq(PayoutStatus::Scheduled))
+        .exec(&txn)
+        .await?;
+    if settled.rows_affected != 1 {
+        return Err(ServiceError::Conflict(
+            "that payout was settled meanwhile".into(),
+        ));
+    }
     let released: Vec<i64> = allocations::Entity::find()
         .select_only()
         .column(allocations::Column::Id)
@@ -342,11 +400,7 @@ pub async fn mark_failed(
         .into_tuple()
         .all(&txn)
         .await?;
-    let mut row: payouts::ActiveModel = payout.into();
-    row.status = Set(PayoutStatus::Failed);
-    row.failure_reason = Set(Some(reason.to_owned()));
-    row.settled_at = Set(Some(now));
-    let failed = row.update(&txn).await?;
+    let failed = payout_by_id(&txn, payout_id).await?;
     allocations::Entity::update_many()
         .col_expr(
             allocations::Column::Status,
@@ -385,4 +439,30 @@ pub async fn list(
         .limit(limit)
         .all(db)
         .await?)
+}
+
+/// Every payout account with its holder's handle, unverified first (for admins).
+pub async fn accounts(
+    db: &DatabaseConnection,
+) -> Result<Vec<(payout_accounts::Model, String)>, ServiceError> {
+    let rows = payout_accounts::Entity::find()
+        .order_by_desc(payout_accounts::Column::UpdatedAt)
+        .all(db)
+        .await?;
+    let handles: std::collections::HashMap<i64, String> = users::Entity::find()
+        .filter(users::Column::Id.is_in(rows.iter().map(|a| a.user_id)))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|u| (u.id, u.handle))
+        .collect();
+    let mut listed: Vec<_> = rows
+        .into_iter()
+        .map(|a| {
+            let handle = handles.get(&a.user_id).cloned().unwrap_or_default();
+            (a, handle)
+        })
+        .collect();
+    listed.sort_by_key(|(a, _)| a.verified_at.is_some());
+    Ok(listed)
 }

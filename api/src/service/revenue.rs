@@ -77,6 +77,11 @@ pub fn parse(body: &Value) -> Result<NewRevenue, ServiceError> {
     if external_id.len() > 200 {
         return Err(bad("externalId is longer than 200 characters".into()));
     }
+    if external_id.starts_with(BOUNTY_SOURCE) {
+        return Err(bad(format!(
+            "externalIds starting with '{BOUNTY_SOURCE}' are askloop's own (charged bounties)"
+        )));
+    }
     let source_type = text("sourceType").ok_or_else(|| bad("sourceType is required".into()))?;
     if !SOURCE_TYPES.contains(&source_type) {
         return Err(bad(format!(
@@ -307,9 +312,11 @@ pub async fn allocations_of<C: ConnectionTrait>(
         .await?)
 }
 
-/// A person's money, by where it is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// A person's money in one currency, by where it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Balance {
+    /// ISO 4217.
+    pub currency: String,
     /// Accrued, not yet in a payout.
     pub owed: i64,
     /// In a scheduled payout.
@@ -320,18 +327,38 @@ pub struct Balance {
     pub reversed: i64,
 }
 
-/// A person's balance over all their allocations.
-pub async fn balance_of(db: &DatabaseConnection, user_id: i64) -> Result<Balance, ServiceError> {
-    let rows: Vec<(AllocationStatus, i64)> = allocations::Entity::find()
+/// A person's balances, one per currency they have money in (amounts of different currencies
+/// are never added together).
+pub async fn balances_of(
+    db: &DatabaseConnection,
+    user_id: i64,
+) -> Result<Vec<Balance>, ServiceError> {
+    let rows: Vec<(i64, AllocationStatus, i64)> = allocations::Entity::find()
         .select_only()
+        .column(allocations::Column::RevenueEventId)
         .column(allocations::Column::Status)
         .column(allocations::Column::AmountMinor)
         .filter(allocations::Column::UserId.eq(user_id))
         .into_tuple()
         .all(db)
         .await?;
-    let mut balance = Balance::default();
-    for (status, amount) in rows {
+    let currencies: std::collections::HashMap<i64, String> = revenue_events::Entity::find()
+        .select_only()
+        .column(revenue_events::Column::Id)
+        .column(revenue_events::Column::Currency)
+        .filter(revenue_events::Column::Id.is_in(rows.iter().map(|(e, _, _)| *e)))
+        .into_tuple::<(i64, String)>()
+        .all(db)
+        .await?
+        .into_iter()
+        .collect();
+    let mut balances: std::collections::BTreeMap<String, Balance> = Default::default();
+    for (event, status, amount) in rows {
+        let currency = currencies.get(&event).cloned().unwrap_or_default();
+        let balance = balances.entry(currency.clone()).or_insert_with(|| Balance {
+            currency,
+            ..Balance::default()
+        });
         let slot = match status {
             AllocationStatus::Accrued => &mut balance.owed,
             AllocationStatus::Scheduled => &mut balance.in_flight,
@@ -340,7 +367,7 @@ pub async fn balance_of(db: &DatabaseConnection, user_id: i64) -> Result<Balance
         };
         *slot += amount;
     }
-    Ok(balance)
+    Ok(balances.into_values().collect())
 }
 
 /// A person's allocations, newest first.

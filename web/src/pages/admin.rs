@@ -320,7 +320,7 @@ fn Ledger(act: Act, signals: RwSignal<Vec<AnomalySignal>>) -> impl IntoView {
                     list.sort_by(|a, b| b.received_at.cmp(&a.received_at));
                 });
                 view! {
-                    <PayoutDesk payouts=l.payouts act=act/>
+                    <PayoutDesk payouts=l.payouts accounts=l.payout_accounts act=act/>
                     <section aria-labelledby="admin-revenue-title">
                         <h2 id="admin-revenue-title">"Revenue events"</h2>
                         {if l.revenue_events.is_empty() {
@@ -367,16 +367,10 @@ fn Ledger(act: Act, signals: RwSignal<Vec<AnomalySignal>>) -> impl IntoView {
 
 /// Payouts: verify an address, schedule, then mark paid (with the reference) or failed.
 #[component]
-fn PayoutDesk(payouts: Vec<Payout>, act: Act) -> impl IntoView {
+fn PayoutDesk(payouts: Vec<Payout>, accounts: Vec<api::PayoutAccount>, act: Act) -> impl IntoView {
     let (handle, set_handle) = signal(String::new());
-    let verify = move |_| {
-        let who = handle.get_untracked().trim().to_owned();
-        act.run((
-            "mutation Verify($h: String!) { verifyPayoutAddress(handle: $h) { verified } }",
-            json!({ "h": who }),
-            format!("{who}'s payout address is verified."),
-        ));
-    };
+    let unverified: Vec<api::PayoutAccount> =
+        accounts.into_iter().filter(|a| !a.verified).collect();
     let schedule = move |_| {
         let who = handle.get_untracked().trim().to_owned();
         act.run((
@@ -388,10 +382,28 @@ fn PayoutDesk(payouts: Vec<Payout>, act: Act) -> impl IntoView {
     view! {
         <section aria-labelledby="payout-desk-title">
             <h2 id="payout-desk-title">"Payouts"</h2>
+            <h3>"Addresses to verify"</h3>
+            {if unverified.is_empty() {
+                view! { <p class="empty">"None waiting."</p> }.into_any()
+            } else {
+                view! { <ul class="accounts">{unverified.into_iter().map(|a| {
+                    let who = a.handle.clone().unwrap_or_default();
+                    let (h, addr) = (who.clone(), a.address.clone());
+                    view! {
+                        <li data-account=who.clone()>
+                            <strong>{who.clone()}</strong>" "<code>{a.address}</code>" "
+                            <button type="button" class="secondary small" data-action="verify-address" on:click=move |_| act.run((
+                                "mutation Verify($h: String!, $a: String!) { verifyPayoutAddress(handle: $h, address: $a) { verified } }",
+                                json!({ "h": h, "a": addr }),
+                                format!("{h}'s payout address is verified."),
+                            ))>"Verify"<span class="visually-hidden">" "{who.clone()}</span></button>
+                        </li>
+                    }
+                }).collect_view()}</ul> }.into_any()
+            }}
             <form class="inline" on:submit=|ev| ev.prevent_default()>
                 <label for="payout-handle">"Person"</label>
                 <input id="payout-handle" type="text" placeholder="handle" prop:value=handle on:input=move |ev| set_handle.set(event_target_value(&ev))/>
-                <button type="button" class="secondary" data-action="verify-address" on:click=verify>"Verify their address"</button>
                 <button type="button" data-action="schedule-payout" on:click=schedule>"Schedule what is owed"</button>
             </form>
             {if payouts.is_empty() {

@@ -32,14 +32,20 @@ pub fn MyRevenuePage() -> impl IntoView {
                     Err(err) => failed(&err),
                     Ok(mine) => {
                         let currency = mine.allocations.first().map_or_else(|| "USD".to_owned(), |a| a.currency.clone());
-                        let points: Vec<(f64, i64)> = mine.allocations.iter().map(|a| (time_ms(&a.created_at), a.amount_minor)).collect();
+                        let points: Vec<(f64, i64)> = mine.allocations.iter().filter(|a| a.currency == currency).map(|a| (time_ms(&a.created_at), a.amount_minor)).collect();
                         view! {
-                            <section class="balances" aria-label="Balance">
-                                <div class="card balance"><span class="muted">"Owed"</span><strong data-balance="owed">{money(mine.owed_minor, &currency)}</strong></div>
-                                <div class="card balance"><span class="muted">"In flight"</span><strong data-balance="in-flight">{money(mine.in_flight_minor, &currency)}</strong></div>
-                                <div class="card balance"><span class="muted">"Paid"</span><strong data-balance="paid">{money(mine.paid_minor, &currency)}</strong></div>
-                                <div class="card balance"><span class="muted">"Reversed"</span><strong data-balance="reversed">{money(mine.reversed_minor, &currency)}</strong></div>
-                            </section>
+                            {if mine.balances.is_empty() {
+                                view! { <p class="empty">"Nothing owed or paid yet."</p> }.into_any()
+                            } else {
+                                mine.balances.into_iter().map(|b| view! {
+                                    <section class="balances" aria-label=format!("Balance in {}", b.currency) data-currency=b.currency.clone()>
+                                        <div class="card balance"><span class="muted">"Owed"</span><strong data-balance="owed">{money(b.owed_minor, &b.currency)}</strong></div>
+                                        <div class="card balance"><span class="muted">"In flight"</span><strong data-balance="in-flight">{money(b.in_flight_minor, &b.currency)}</strong></div>
+                                        <div class="card balance"><span class="muted">"Paid"</span><strong data-balance="paid">{money(b.paid_minor, &b.currency)}</strong></div>
+                                        <div class="card balance"><span class="muted">"Reversed"</span><strong data-balance="reversed">{money(b.reversed_minor, &b.currency)}</strong></div>
+                                    </section>
+                                }).collect_view().into_any()
+                            }}
                             <section aria-labelledby="earnings-title">
                                 <h2 id="earnings-title">"Earnings over time"</h2>
                                 <EarningsChart points=points currency=currency/>
