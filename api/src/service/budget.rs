@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 use entity::budget_entries::{self, BudgetEntryKind};
 use entity::niches;
+use sea_orm::sea_query::{Alias, Expr, Func};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait,
     NotSet, QueryFilter, QueryOrder, QuerySelect, Statement,
@@ -35,31 +36,45 @@ pub async fn budget_of<C: ConnectionTrait>(
     niche: &niches::Model,
     now: DateTime<Utc>,
 ) -> Result<Budget, ServiceError> {
-    let entries: Vec<(BudgetEntryKind, i64, String)> = budget_entries::Entity::find()
-        .select_only()
-        .column(budget_entries::Column::Kind)
-        .column(budget_entries::Column::AmountMinor)
-        .column(budget_entries::Column::Month)
-        .filter(budget_entries::Column::NicheId.eq(niche.id))
-        .into_tuple()
-        .all(conn)
-        .await?;
-    let month = month_of(now);
-    let total = |kind: BudgetEntryKind, this_month_only: bool| -> i64 {
-        entries
+    let all_time = totals(conn, niche.id, None).await?;
+    let this_month = totals(conn, niche.id, Some(&month_of(now))).await?;
+    let of = |totals: &[(BudgetEntryKind, i64)], kind| {
+        totals
             .iter()
-            .filter(|(k, _, m)| *k == kind && (!this_month_only || *m == month))
-            .map(|(_, amount, _)| *amount)
-            .sum()
+            .find(|(k, _)| *k == kind)
+            .map_or(0, |(_, amount)| *amount)
     };
-    let outstanding = total(BudgetEntryKind::Reserve, false)
-        - total(BudgetEntryKind::Charge, false)
-        - total(BudgetEntryKind::Release, false);
+    let outstanding = of(&all_time, BudgetEntryKind::Reserve)
+        - of(&all_time, BudgetEntryKind::Charge)
+        - of(&all_time, BudgetEntryKind::Release);
     Ok(Budget {
         limit: niche.monthly_budget_minor,
-        spent: total(BudgetEntryKind::Charge, true),
+        spent: of(&this_month, BudgetEntryKind::Charge),
         reserved: outstanding,
     })
+}
+
+/// A niche's entry totals by kind (summed by the database), over all time or in one month.
+async fn totals<C: ConnectionTrait>(
+    conn: &C,
+    niche_id: i64,
+    month: Option<&str>,
+) -> Result<Vec<(BudgetEntryKind, i64)>, ServiceError> {
+    // SUM of a BIGINT is NUMERIC on PostgreSQL: cast it back so both databases give an i64.
+    let sum = Func::cast_as(
+        Func::sum(Expr::col(budget_entries::Column::AmountMinor)),
+        Alias::new("BIGINT"),
+    );
+    let mut query = budget_entries::Entity::find()
+        .select_only()
+        .column(budget_entries::Column::Kind)
+        .column_as(Expr::expr(sum), "total")
+        .filter(budget_entries::Column::NicheId.eq(niche_id))
+        .group_by(budget_entries::Column::Kind);
+    if let Some(month) = month {
+        query = query.filter(budget_entries::Column::Month.eq(month));
+    }
+    Ok(query.into_tuple().all(conn).await?)
 }
 
 /// The 402 for a bounty the budget cannot cover.
