@@ -295,6 +295,14 @@ async fn scheduled_payout(
     Ok(payout)
 }
 
+/// How a scheduled payout ended.
+enum Settlement<'a> {
+    /// Paid, under the settlement's unique reference.
+    Paid(&'a str),
+    /// Failed, and why.
+    Failed(&'a str),
+}
+
 /// Record that a scheduled payout was paid, under the settlement's unique reference.
 pub async fn mark_paid(
     db: &DatabaseConnection,
@@ -309,55 +317,7 @@ pub async fn mark_paid(
             "the external reference is 1 to 200 characters".into(),
         ));
     }
-    let txn = begin_write(db).await?;
-    scheduled_payout(&txn, payout_id).await?;
-    // Conditional: of two settlements racing, only one finds the payout still scheduled.
-    let settled = payouts::Entity::update_many()
-        .col_expr(payouts::Column::Status, Expr::value(PayoutStatus::Paid))
-        .col_expr(
-            payouts::Column::ExternalReference,
-            Expr::value(Some(reference.to_owned())),
-        )
-        .col_expr(payouts::Column::SettledAt, Expr::value(Some(now)))
-        .filter(payouts::Column::Id.eq(payout_id))
-        .filter(payouts::Column::Status.eq(PayoutStatus::Scheduled))
-        .exec(&txn)
-        .await;
-    match settled {
-        Ok(result) if result.rows_affected == 1 => {}
-        Ok(_) => {
-            return Err(ServiceError::Conflict(
-                "that payout was settled meanwhile".into(),
-            ));
-        }
-        Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
-            return Err(ServiceError::Conflict(format!(
-                "the reference '{reference}' is already recorded for another payout"
-            )));
-        }
-        Err(err) => return Err(err.into()),
-    }
-    let paid = payout_by_id(&txn, payout_id).await?;
-    allocations::Entity::update_many()
-        .col_expr(
-            allocations::Column::Status,
-            Expr::value(AllocationStatus::Paid),
-        )
-        .col_expr(allocations::Column::UpdatedAt, Expr::value(now))
-        .filter(allocations::Column::PayoutId.eq(payout_id))
-        .exec(&txn)
-        .await?;
-    audit_payout(
-        &txn,
-        admin,
-        "payout.paid",
-        payout_id,
-        json!({ "externalReference": reference }),
-        now,
-    )
-    .await?;
-    txn.commit().await?;
-    Ok(paid)
+    settle(db, admin, payout_id, Settlement::Paid(reference), now).await
 }
 
 /// Record that a scheduled payout failed: its allocations are owed again.
@@ -374,54 +334,91 @@ pub async fn mark_failed(
             "say why, in 1 to 1000 characters".into(),
         ));
     }
+    settle(db, admin, payout_id, Settlement::Failed(reason), now).await
+}
+
+/// End a scheduled payout. The change is conditional on it still being scheduled, so of two
+/// settlements racing only one happens; its allocations move with it in the same transaction.
+async fn settle(
+    db: &DatabaseConnection,
+    admin: &Viewer,
+    payout_id: i64,
+    settlement: Settlement<'_>,
+    now: DateTime<Utc>,
+) -> Result<payouts::Model, ServiceError> {
     let txn = begin_write(db).await?;
     scheduled_payout(&txn, payout_id).await?;
-    // Conditional: of two settlements racing, only one finds the payout still scheduled.
+    let (status, reference, reason) = match settlement {
+        Settlement::Paid(reference) => (PayoutStatus::Paid, Some(reference), None),
+        Settlement::Failed(reason) => (PayoutStatus::Failed, None, Some(reason)),
+    };
     let settled = payouts::Entity::update_many()
-        .col_expr(payouts::Column::Status, Expr::value(PayoutStatus::Failed))
+        .col_expr(payouts::Column::Status, Expr::value(status))
+        .col_expr(
+            payouts::Column::ExternalReference,
+            Expr::value(reference.map(str::to_owned)),
+        )
         .col_expr(
             payouts::Column::FailureReason,
-            Expr::value(Some(reason.to_owned())),
+            Expr::value(reason.map(str::to_owned)),
         )
         .col_expr(payouts::Column::SettledAt, Expr::value(Some(now)))
         .filter(payouts::Column::Id.eq(payout_id))
         .filter(payouts::Column::Status.eq(PayoutStatus::Scheduled))
         .exec(&txn)
-        .await?;
-    if settled.rows_affected != 1 {
-        return Err(ServiceError::Conflict(
-            "that payout was settled meanwhile".into(),
-        ));
+        .await;
+    match settled {
+        Ok(result) if result.rows_affected == 1 => {}
+        Ok(_) => {
+            return Err(ServiceError::Conflict(
+                "that payout was settled meanwhile".into(),
+            ));
+        }
+        Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+            return Err(ServiceError::Conflict(format!(
+                "the reference '{}' is already recorded for another payout",
+                reference.unwrap_or_default()
+            )));
+        }
+        Err(err) => return Err(err.into()),
     }
-    let released: Vec<i64> = allocations::Entity::find()
+    let inside: Vec<i64> = allocations::Entity::find()
         .select_only()
         .column(allocations::Column::Id)
         .filter(allocations::Column::PayoutId.eq(payout_id))
         .into_tuple()
         .all(&txn)
         .await?;
-    let failed = payout_by_id(&txn, payout_id).await?;
-    allocations::Entity::update_many()
-        .col_expr(
-            allocations::Column::Status,
-            Expr::value(AllocationStatus::Accrued),
-        )
-        .col_expr(allocations::Column::PayoutId, Expr::value(None::<i64>))
+    let mut allocations_move = allocations::Entity::update_many()
         .col_expr(allocations::Column::UpdatedAt, Expr::value(now))
-        .filter(allocations::Column::PayoutId.eq(payout_id))
-        .exec(&txn)
-        .await?;
-    audit_payout(
-        &txn,
-        admin,
-        "payout.failed",
-        payout_id,
-        json!({ "reason": reason, "allocationsOwedAgain": released }),
-        now,
-    )
-    .await?;
+        .filter(allocations::Column::PayoutId.eq(payout_id));
+    let (action, detail) = if status == PayoutStatus::Paid {
+        allocations_move = allocations_move.col_expr(
+            allocations::Column::Status,
+            Expr::value(AllocationStatus::Paid),
+        );
+        (
+            "payout.paid",
+            json!({ "externalReference": reference, "allocations": inside }),
+        )
+    } else {
+        // Owed again, and in no payout: the next schedule gathers them.
+        allocations_move = allocations_move
+            .col_expr(
+                allocations::Column::Status,
+                Expr::value(AllocationStatus::Accrued),
+            )
+            .col_expr(allocations::Column::PayoutId, Expr::value(None::<i64>));
+        (
+            "payout.failed",
+            json!({ "reason": reason, "allocationsOwedAgain": inside }),
+        )
+    };
+    allocations_move.exec(&txn).await?;
+    audit_payout(&txn, admin, action, payout_id, detail, now).await?;
+    let payout = payout_by_id(&txn, payout_id).await?;
     txn.commit().await?;
-    Ok(failed)
+    Ok(payout)
 }
 
 /// Payouts, newest first: one person's, or everyone's.
