@@ -68,6 +68,14 @@ impl Browser {
 
     /// Send a DevTools command and return its result.
     pub async fn call(&mut self, method: &str, params: Value) -> Value {
+        match self.try_call(method, params).await {
+            Ok(result) => result,
+            Err(error) => panic!("{method} failed: {error}"),
+        }
+    }
+
+    /// Send a DevTools command: its result, or the browser's error.
+    pub async fn try_call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
         self.next_id += 1;
         let id = self.next_id;
         self.page
@@ -89,8 +97,10 @@ impl Browser {
             };
             let value: Value = serde_json::from_str(&text).expect("JSON");
             if value["id"] == id {
-                assert!(value["error"].is_null(), "{method} failed: {value}");
-                return value["result"].clone();
+                if value["error"].is_null() {
+                    return Ok(value["result"].clone());
+                }
+                return Err(value["error"].clone());
             }
         }
     }
@@ -121,10 +131,21 @@ impl Browser {
     }
 
     /// Wait until `expression` is truthy in the page (up to 15 s); panics with `what` otherwise.
+    /// A check that lands while the page is navigating (the app moves between pages with full
+    /// loads) counts as "not yet".
     pub async fn wait_for(&mut self, expression: &str, what: &str) {
         for _ in 0..150 {
-            if self.eval(&format!("!!({expression})")).await == Value::Bool(true) {
-                return;
+            let check = self
+                .try_call(
+                    "Runtime.evaluate",
+                    json!({"expression": format!("!!({expression})"), "returnByValue": true}),
+                )
+                .await;
+            match check {
+                Ok(result) if result["result"]["value"] == Value::Bool(true) => return,
+                Ok(_) => {}
+                Err(error) if is_navigation(&error) => {}
+                Err(error) => panic!("checking for {what} failed: {error}"),
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -220,4 +241,16 @@ mod base64_decode {
             assert_eq!(super::decode("YWJj"), b"abc");
         }
     }
+}
+
+/// Whether a DevTools error only means the page was navigating when asked.
+fn is_navigation(error: &Value) -> bool {
+    let message = error["message"].as_str().unwrap_or_default();
+    [
+        "navigated or closed",
+        "context was destroyed",
+        "Cannot find context",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
 }
