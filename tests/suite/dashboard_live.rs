@@ -785,6 +785,9 @@ async fn the_revenue_and_budget_pages_show_real_money_and_admins_settle_payouts(
         "the payout desk",
     )
     .await;
+    // The page's signal subscription starts from the signals already logged: give it time to
+    // start, so the next one is new to it.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     let signal = json!({"signalId": "sig-1", "subjectType": "operator", "subjectId": "ana",
         "kind": "fast_answers", "severity": "high", "finding": "<b>twelve</b> answers in a minute"})
     .to_string();

@@ -492,7 +492,9 @@ async fn an_anomaly_signal_is_logged_once_for_admins_and_changes_nothing_else() 
             json!({}),
         )
         .await;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The subscription starts from the signals already logged: give it time to start, so the
+    // next one is new to it.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     let next = json!({"signalId": "sig-2", "subjectType": "agent", "subjectId": "agent-7",
         "kind": "spend_spike", "severity": "medium", "finding": "ten questions a second"})
     .to_string();
