@@ -791,3 +791,17 @@ pub async fn admin_ledger() -> Result<AdminLedger, ApiError> {
     );
     run::<AdminLedger>(&query, json!({})).await
 }
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SignalsData {
+    anomaly_signals: Vec<AnomalySignal>,
+}
+
+/// The newest anomaly signals (admins only).
+pub async fn anomaly_signals() -> Result<Vec<AnomalySignal>, ApiError> {
+    let query = format!("query Signals {{ anomalySignals(first: 50) {{ {SIGNAL_FIELDS} }} }}");
+    run::<SignalsData>(&query, json!({}))
+        .await
+        .map(|d| d.anomaly_signals)
+}

@@ -45,17 +45,22 @@ pub fn AdminPage() -> impl IntoView {
             api::SIGNAL_FIELDS
         ),
         json!({}),
-        move |event| {
-            if let LiveEvent::Next(data) = event
-                && let Ok(signal) =
+        move |event| match event {
+            // Subscribed (again): re-read the log, so nothing that arrived between the page's
+            // first read and the subscription (or while disconnected) is missing.
+            LiveEvent::Connected => spawn_local(async move {
+                if let Ok(latest) = api::anomaly_signals().await {
+                    merge_signals(signals, latest);
+                }
+            }),
+            LiveEvent::Next(data) => {
+                if let Ok(signal) =
                     serde_json::from_value::<AnomalySignal>(data["anomalySignals"].clone())
-            {
-                signals.update(|list| {
-                    if !list.iter().any(|s| s.signal_id == signal.signal_id) {
-                        list.insert(0, signal);
-                    }
-                });
+                {
+                    merge_signals(signals, vec![signal]);
+                }
             }
+            LiveEvent::Failed(_) | LiveEvent::Dropped => {}
         },
     );
     // Run a mutation, say how it went, and re-read the page.
@@ -311,14 +316,7 @@ fn Ledger(act: Act, signals: RwSignal<Vec<AnomalySignal>>) -> impl IntoView {
         {move || ledger.get().map(|result| match result {
             Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
             Ok(l) => {
-                signals.update(|list| {
-                    for s in l.anomaly_signals.iter().rev() {
-                        if !list.iter().any(|known| known.signal_id == s.signal_id) {
-                            list.push(s.clone());
-                        }
-                    }
-                    list.sort_by(|a, b| b.received_at.cmp(&a.received_at));
-                });
+                merge_signals(signals, l.anomaly_signals.clone());
                 view! {
                     <PayoutDesk payouts=l.payouts accounts=l.payout_accounts act=act/>
                     <section aria-labelledby="admin-revenue-title">
@@ -363,6 +361,18 @@ fn Ledger(act: Act, signals: RwSignal<Vec<AnomalySignal>>) -> impl IntoView {
             }
         })}
     }
+}
+
+/// Add `more` to the signals shown, once each, newest first.
+fn merge_signals(signals: RwSignal<Vec<AnomalySignal>>, more: Vec<AnomalySignal>) {
+    signals.update(|list| {
+        for s in more {
+            if !list.iter().any(|known| known.signal_id == s.signal_id) {
+                list.push(s);
+            }
+        }
+        list.sort_by(|a, b| b.received_at.cmp(&a.received_at));
+    });
 }
 
 /// Payouts: verify an address, schedule, then mark paid (with the reference) or failed.
