@@ -981,3 +981,64 @@ on_both_backends!(
     settling_a_payout_twice_at_once_settles_it_once,
     a_reservation_from_last_month_still_counts_until_it_settles,
 );
+
+#[tokio::test]
+async fn money_views_keep_to_their_readers_and_refuse_bad_input() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let eve = person(&app.db, "eve", false).await;
+    let root = person(&app.db, "root", true).await;
+    for query in [
+        "{ payoutAccounts { handle } }",
+        "{ payouts { id } }",
+        "{ auditLog { action } }",
+        "{ revenueEvents { id } }",
+        "{ anomalySignals { signalId } }",
+    ] {
+        let refused = app.graphql(Some(&ana.token), query, json!({})).await;
+        assert_eq!(
+            error_code(&refused),
+            Some("FORBIDDEN"),
+            "{query}: {refused}"
+        );
+        let anonymous = app.graphql(None, query, json!({})).await;
+        assert_eq!(error_code(&anonymous), Some("UNAUTHENTICATED"), "{query}");
+    }
+    let outsider = app
+        .graphql(
+            Some(&eve.token),
+            "{ nicheRevenue(nicheSlug: \"games\") { netMinor } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&outsider), Some("FORBIDDEN"), "{outsider}");
+    let anonymous = app
+        .graphql(None, "{ myRevenue { balances { currency } } }", json!({}))
+        .await;
+    assert_eq!(error_code(&anonymous), Some("UNAUTHENTICATED"));
+    let too_long = app
+        .graphql(
+            Some(&ana.token),
+            "mutation($a: String!) { setPayoutAddress(address: $a) { verified } }",
+            json!({"a": "x".repeat(201)}),
+        )
+        .await;
+    assert_eq!(error_code(&too_long), Some("BAD_USER_INPUT"), "{too_long}");
+    let nobody = app
+        .graphql(
+            Some(&root.token),
+            "mutation { schedulePayout(handle: \"nobody\") { id } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&nobody), Some("NOT_FOUND"), "{nobody}");
+    let no_account = app
+        .graphql(
+            Some(&root.token),
+            "mutation { verifyPayoutAddress(handle: \"eve\", address: \"x\") { verified } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&no_account), Some("CONFLICT"), "{no_account}");
+}

@@ -7,9 +7,8 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use chrono::Utc;
 
-use super::signed::verified_json;
+use super::signed::signed_and_parsed;
 use crate::service::lookup;
 use crate::startup::AppState;
 
@@ -19,18 +18,9 @@ pub async fn lookup(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let value = match verified_json(
-        &state.config.signing,
-        &headers,
-        body,
-        Utc::now().timestamp(),
-    ) {
-        Ok(value) => value,
-        Err(refusal) => return refusal.error.into_response(),
-    };
-    let request = match lookup::parse(&value) {
+    let request = match signed_and_parsed(&state.config.signing, &headers, body, lookup::parse) {
         Ok(request) => request,
-        Err(err) => return err.into_response(),
+        Err(refused) => return refused.into_response(),
     };
     match lookup::lookup(&state.db, &state.live, request).await {
         Ok(found) => Json(found).into_response(),

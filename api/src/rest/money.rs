@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde_json::json;
 
-use super::signed::verified_json;
+use super::signed::signed_and_parsed;
 use crate::service::{revenue, signals};
 use crate::startup::AppState;
 
@@ -21,13 +21,9 @@ pub async fn revenue_event(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let now = Utc::now();
-    let value = match verified_json(&state.config.signing, &headers, body, now.timestamp()) {
-        Ok(value) => value,
-        Err(refusal) => return refusal.error.into_response(),
-    };
-    let new = match revenue::parse(&value) {
+    let new = match signed_and_parsed(&state.config.signing, &headers, body, revenue::parse) {
         Ok(new) => new,
-        Err(err) => return err.into_response(),
+        Err(refused) => return refused.into_response(),
     };
     match revenue::book(&state.db, new, now).await {
         Ok(booked) => {
@@ -66,13 +62,9 @@ pub async fn anomaly_signal(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let now = Utc::now();
-    let value = match verified_json(&state.config.monitor, &headers, body, now.timestamp()) {
-        Ok(value) => value,
-        Err(refusal) => return refusal.error.into_response(),
-    };
-    let new = match signals::parse(&value) {
+    let new = match signed_and_parsed(&state.config.monitor, &headers, body, signals::parse) {
         Ok(new) => new,
-        Err(err) => return err.into_response(),
+        Err(refused) => return refused.into_response(),
     };
     match signals::append(&state.db, new, now).await {
         Ok((row, duplicate)) => {

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde_json::json;
 
-use super::signed::verified_json;
+use super::signed::signed_and_parsed;
 use super::views::status_word;
 use crate::service::research;
 use crate::startup::AppState;
@@ -21,13 +21,9 @@ pub async fn research_returned(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let now = Utc::now();
-    let value = match verified_json(&state.config.signing, &headers, body, now.timestamp()) {
-        Ok(value) => value,
-        Err(refusal) => return refusal.error.into_response(),
-    };
-    let result = match research::parse(&value) {
+    let result = match signed_and_parsed(&state.config.signing, &headers, body, research::parse) {
         Ok(result) => result,
-        Err(err) => return err.into_response(),
+        Err(refused) => return refused.into_response(),
     };
     match research::research_returned(&state.db, result, now).await {
         Ok(question) => {

@@ -63,3 +63,16 @@ pub fn verified_json(
         reason: "not_json",
     })
 }
+
+/// Verify a signed request and parse its JSON with `parse`: the parsed value, or the error
+/// that refuses it (for the signed routes that keep no metrics of their own).
+pub fn signed_and_parsed<T>(
+    keys: &SigningKeys,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    parse: impl FnOnce(&Value) -> Result<T, ServiceError>,
+) -> Result<T, ServiceError> {
+    let value = verified_json(keys, headers, body, chrono::Utc::now().timestamp())
+        .map_err(|refusal| refusal.error)?;
+    parse(&value)
+}

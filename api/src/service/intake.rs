@@ -168,7 +168,11 @@ pub async fn receive_question(
                 now,
             )
             .await?;
-            let budget = budget::budget_of(&txn, &niche, now).await?;
+            // The budget after this reservation: derived, not read again.
+            let budget = Budget {
+                reserved: before.reserved + bounty,
+                ..before
+            };
             txn.commit().await?;
             Ok(IntakeOutcome {
                 question_id,
