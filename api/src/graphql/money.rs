@@ -550,6 +550,7 @@ impl MoneyQuery {
         let first = page_size(first).gql()?;
         let events = revenue::events_of(db, None, first).await.gql()?;
         let slugs: std::collections::HashMap<i64, String> = niches::Entity::find()
+            .filter(niches::Column::Id.is_in(events.iter().map(|e| e.niche_id)))
             .all(db)
             .await?
             .into_iter()

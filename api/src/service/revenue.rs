@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use entity::allocations::{self, AllocationStatus};
 use entity::{niches, revenue_events};
-use sea_orm::sea_query::OnConflict;
+use sea_orm::sea_query::{Alias, Expr, Func, OnConflict};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, NotSet,
     QueryFilter, QueryOrder, QuerySelect, TryInsertResult,
@@ -410,17 +410,33 @@ pub async fn niche_totals(
     db: &DatabaseConnection,
     niche_id: i64,
 ) -> Result<(i64, i64, i64), ServiceError> {
-    let rows: Vec<(i64, i64)> = revenue_events::Entity::find()
+    // Summed by the database; SUM and COUNT are cast so both databases give an i64 (and an
+    // empty niche gives zeros).
+    let total = |column: revenue_events::Column| {
+        Expr::expr(Func::coalesce([
+            Expr::expr(Func::cast_as(
+                Func::sum(Expr::col(column)),
+                Alias::new("BIGINT"),
+            )),
+            Expr::val(0_i64),
+        ]))
+    };
+    let totals: Option<(i64, i64, i64)> = revenue_events::Entity::find()
         .select_only()
-        .column(revenue_events::Column::GrossMinor)
-        .column(revenue_events::Column::NetMinor)
+        .column_as(total(revenue_events::Column::GrossMinor), "gross")
+        .column_as(total(revenue_events::Column::NetMinor), "net")
+        .column_as(
+            Expr::expr(Func::cast_as(
+                Func::count(Expr::col(revenue_events::Column::Id)),
+                Alias::new("BIGINT"),
+            )),
+            "events",
+        )
         .filter(revenue_events::Column::NicheId.eq(niche_id))
         .into_tuple()
-        .all(db)
+        .one(db)
         .await?;
-    let gross = rows.iter().map(|(g, _)| g).sum();
-    let net = rows.iter().map(|(_, n)| n).sum();
-    Ok((gross, net, i64::try_from(rows.len()).unwrap_or(i64::MAX)))
+    Ok(totals.unwrap_or((0, 0, 0)))
 }
 
 #[cfg(test)]
