@@ -3,20 +3,21 @@
 //! request came from askloop's own origin, which cookie-authenticated writes require.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue};
 use chrono::{DateTime, Utc};
+use sea_orm::DatabaseConnection;
 
 use crate::config::Config;
 use crate::error::ServiceError;
 use crate::service::access::Viewer;
 use crate::service::sessions::{self, Credential};
-use crate::startup::AppState;
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "askloop_session";
@@ -81,28 +82,34 @@ impl Caller {
     }
 }
 
-impl FromRequestParts<AppState> for Caller {
+/// Any state that can hand out the pool and the configuration can resolve callers.
+impl<S> FromRequestParts<S> for Caller
+where
+    S: Send + Sync,
+    DatabaseConnection: FromRef<S>,
+    Arc<Config>: FromRef<S>,
+{
     type Rejection = ServiceError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        resolve_caller(&parts.headers, state, Utc::now()).await
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let db = DatabaseConnection::from_ref(state);
+        let config = Arc::<Config>::from_ref(state);
+        resolve_caller(&parts.headers, &db, &config, Utc::now()).await
     }
 }
 
 /// Resolve the caller from request headers.
 pub async fn resolve_caller(
     headers: &HeaderMap,
-    state: &AppState,
+    db: &DatabaseConnection,
+    config: &Config,
     now: DateTime<Utc>,
 ) -> Result<Caller, ServiceError> {
-    let origin = origin_check(headers, &state.config);
+    let origin = origin_check(headers, config);
     if let Some(token) = bearer_token(headers) {
         // A bearer that does not resolve is an error, not anonymity: the caller meant to be
         // someone, and silently serving them as anonymous would hide the mistake.
-        let (viewer, credential) = sessions::resolve(&state.db, &token, now)
+        let (viewer, credential) = sessions::resolve(db, &token, now)
             .await?
             .ok_or_else(|| ServiceError::Unauthenticated("that token is not valid".into()))?;
         return Ok(Caller {
@@ -115,7 +122,7 @@ pub async fn resolve_caller(
     }
     if let Some(token) = cookie_token(headers) {
         // An expired or unknown cookie is simply anonymous: the browser will be sent to /login.
-        if let Some((viewer, credential)) = sessions::resolve(&state.db, &token, now).await? {
+        if let Some((viewer, credential)) = sessions::resolve(db, &token, now).await? {
             return Ok(Caller {
                 viewer: Some(viewer),
                 credential: Some(credential),

@@ -11,6 +11,7 @@ use entity::niches::NicheStatus;
 
 use crate::config::Config;
 use crate::domain::slug::Slug;
+use crate::live::ChangeHint;
 use crate::service::accounts::{self, NewUser};
 use crate::service::audit::Actor;
 use crate::service::{demo, niches};
@@ -244,7 +245,16 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
                 RoleArg::Specialist => MemberRole::Specialist,
                 RoleArg::Observer => MemberRole::Observer,
             };
-            accounts::add_member(&db, &niche, &user, role, &Actor::Cli, Utc::now()).await?;
+            accounts::add_member(
+                &db,
+                &ChangeHint::none(),
+                &niche,
+                &user,
+                role,
+                &Actor::Cli,
+                Utc::now(),
+            )
+            .await?;
             println!("'{user}' is now an active member of '{niche}'");
             Ok(())
         }

@@ -21,9 +21,9 @@ pub enum ServiceError {
     /// No such thing (or not visible to the caller).
     #[error("{0}")]
     NotFound(String),
-    /// The thing is not in a state that allows this.
+    /// The thing is not in a state that allows this; the [`Conflict`] says which state.
     #[error("{0}")]
-    Conflict(String),
+    Conflict(Conflict),
     /// The request body is larger than askloop accepts.
     #[error("{0}")]
     TooLarge(String),
@@ -41,6 +41,135 @@ pub enum ServiceError {
     /// A fault inside askloop or its database.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
+}
+
+/// Why a request conflicts with the state of things. Each has a stable `reason` that clients
+/// match on (GraphQL `extensions.reason`, REST `reason`); the text is for people and may change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Conflict {
+    /// The niche is a draft or archived.
+    #[error("niche '{slug}' is {state} and takes no questions")]
+    NicheClosed {
+        /// The niche.
+        slug: String,
+        /// `a draft` or `archived`.
+        state: &'static str,
+    },
+    /// A niche with that slug exists.
+    #[error("a niche with slug '{0}' already exists")]
+    NicheSlugTaken(String),
+    /// The question's time ran out.
+    #[error("that question has expired")]
+    QuestionExpired,
+    /// The question was answered or dismissed already.
+    #[error("that question is already settled")]
+    QuestionSettled,
+    /// The caller answered this question already.
+    #[error("you have already answered that question")]
+    AlreadyAnswered,
+    /// Research came back for a question that is not waiting for it.
+    #[error("that question is not waiting for research")]
+    NotAwaitingResearch,
+    /// A review decision does not fit the contribution's status.
+    #[error("only {needed} contributions can be {decision}")]
+    ContributionNotReviewable {
+        /// The status the decision needs.
+        needed: &'static str,
+        /// The decision, as a past participle.
+        decision: &'static str,
+    },
+    /// The handle or email belongs to someone else.
+    #[error("that handle or email is already taken")]
+    AccountTaken,
+    /// The person is a member of the niche already.
+    #[error("'{handle}' is already a member of '{niche}'")]
+    AlreadyMember {
+        /// The person.
+        handle: String,
+        /// The niche.
+        niche: String,
+    },
+    /// The person has no payout address.
+    #[error("{0} has not saved a payout address")]
+    PayoutAddressMissing(String),
+    /// The address given is not the one saved (it may have just changed).
+    #[error("{0}'s payout address is not the one given (it may have just changed)")]
+    PayoutAddressChanged(String),
+    /// The person's payout address is not verified.
+    #[error("{0} has no verified payout address")]
+    PayoutAddressUnverified(String),
+    /// Nothing is owed in that currency.
+    #[error("nothing is owed to {handle} in {currency}")]
+    NothingOwed {
+        /// The person.
+        handle: String,
+        /// The currency.
+        currency: String,
+    },
+    /// The payout is paid or failed already.
+    #[error("that payout is already {0}")]
+    PayoutSettled(&'static str),
+    /// The settlement reference belongs to another payout.
+    #[error("the reference '{0}' is already recorded for another payout")]
+    PayoutReferenceTaken(String),
+    /// A worker is sending that delivery right now.
+    #[error("that delivery is being sent right now; its attempt is recorded in a moment")]
+    DeliveryInFlight,
+    /// A live subscription could not keep up and was closed.
+    #[error("this subscription fell behind and was closed; re-read the queue and subscribe again")]
+    SubscriptionFellBehind,
+}
+
+impl Conflict {
+    /// The stable reason clients match on.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Conflict::NicheClosed { .. } => "NICHE_CLOSED",
+            Conflict::NicheSlugTaken(_) => "NICHE_SLUG_TAKEN",
+            Conflict::QuestionExpired => "QUESTION_EXPIRED",
+            Conflict::QuestionSettled => "QUESTION_SETTLED",
+            Conflict::AlreadyAnswered => "ALREADY_ANSWERED",
+            Conflict::NotAwaitingResearch => "NOT_AWAITING_RESEARCH",
+            Conflict::ContributionNotReviewable { .. } => "CONTRIBUTION_NOT_REVIEWABLE",
+            Conflict::AccountTaken => "ACCOUNT_TAKEN",
+            Conflict::AlreadyMember { .. } => "ALREADY_MEMBER",
+            Conflict::PayoutAddressMissing(_) => "PAYOUT_ADDRESS_MISSING",
+            Conflict::PayoutAddressChanged(_) => "PAYOUT_ADDRESS_CHANGED",
+            Conflict::PayoutAddressUnverified(_) => "PAYOUT_ADDRESS_UNVERIFIED",
+            Conflict::NothingOwed { .. } => "NOTHING_OWED",
+            Conflict::PayoutSettled(_) => "PAYOUT_SETTLED",
+            Conflict::PayoutReferenceTaken(_) => "PAYOUT_REFERENCE_TAKEN",
+            Conflict::DeliveryInFlight => "DELIVERY_IN_FLIGHT",
+            Conflict::SubscriptionFellBehind => "SUBSCRIPTION_FELL_BEHIND",
+        }
+    }
+
+    /// Every reason, for the documentation test that keeps the README's table whole.
+    pub const REASONS: &'static [&'static str] = &[
+        "NICHE_CLOSED",
+        "NICHE_SLUG_TAKEN",
+        "QUESTION_EXPIRED",
+        "QUESTION_SETTLED",
+        "ALREADY_ANSWERED",
+        "NOT_AWAITING_RESEARCH",
+        "CONTRIBUTION_NOT_REVIEWABLE",
+        "ACCOUNT_TAKEN",
+        "ALREADY_MEMBER",
+        "PAYOUT_ADDRESS_MISSING",
+        "PAYOUT_ADDRESS_CHANGED",
+        "PAYOUT_ADDRESS_UNVERIFIED",
+        "NOTHING_OWED",
+        "PAYOUT_SETTLED",
+        "PAYOUT_REFERENCE_TAKEN",
+        "DELIVERY_IN_FLIGHT",
+        "SUBSCRIPTION_FELL_BEHIND",
+    ];
+}
+
+impl From<Conflict> for ServiceError {
+    fn from(conflict: Conflict) -> Self {
+        ServiceError::Conflict(conflict)
+    }
 }
 
 impl From<DbErr> for ServiceError {
@@ -79,6 +208,14 @@ impl ServiceError {
         }
     }
 
+    /// The finer, stable reason behind a broad code, where there is one.
+    pub fn reason(&self) -> Option<&'static str> {
+        match self {
+            ServiceError::Conflict(conflict) => Some(conflict.reason()),
+            _ => None,
+        }
+    }
+
     /// Log internal faults once, with their cause chain; the caller's span carries the request id.
     fn log_if_internal(&self) {
         if let ServiceError::Internal(cause) = self {
@@ -100,7 +237,12 @@ impl IntoResponse for ServiceError {
                 "remainingMinor": remaining_minor,
                 "resetsAt": resets_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             }),
-            _ => json!({ "error": self.to_string(), "code": self.code() }),
+            _ => match self.reason() {
+                Some(reason) => {
+                    json!({ "error": self.to_string(), "code": self.code(), "reason": reason })
+                }
+                None => json!({ "error": self.to_string(), "code": self.code() }),
+            },
         };
         (self.status(), axum::Json(body)).into_response()
     }
@@ -109,8 +251,18 @@ impl IntoResponse for ServiceError {
 impl async_graphql::ErrorExtensions for ServiceError {
     fn extend(&self) -> async_graphql::Error {
         self.log_if_internal();
-        let code = self.code();
-        async_graphql::Error::new(self.to_string()).extend_with(|_, e| e.set("code", code))
+        let (code, reason) = (self.code(), self.reason());
+        let message = match self {
+            // The cause is logged above; the client learns only that it was ours.
+            ServiceError::Internal(_) => "internal error".to_owned(),
+            _ => self.to_string(),
+        };
+        async_graphql::Error::new(message).extend_with(|_, e| {
+            e.set("code", code);
+            if let Some(reason) = reason {
+                e.set("reason", reason);
+            }
+        })
     }
 }
 

@@ -1,24 +1,23 @@
 //! The GraphQL API (design §11): the schema is merged from one part per area; resolvers are thin
-//! (parse → service → map) and return GraphQL types, never entities.
+//! (parse → service → map) and return GraphQL types, never entities. The HTTP and websocket
+//! handlers that serve it live apart, in `http` and `socket`.
 
 use std::sync::Arc;
 
-use async_graphql::http::GraphiQLSource;
-use async_graphql::{Context, ErrorExtensions, MergedObject, MergedSubscription, Response, Schema};
-use async_graphql_axum::{GraphQLRequest, GraphQLResponse};
-use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::{Html, IntoResponse};
+use async_graphql::dataloader::DataLoader;
+use async_graphql::{Context, MergedObject, MergedSubscription, Schema};
 use sea_orm::DatabaseConnection;
 
-use crate::auth::{Caller, LoginThrottle, resolve_caller};
+use crate::auth::{Caller, LoginThrottle};
 use crate::config::Config;
-use crate::live::LiveHub;
-use crate::startup::AppState;
+use crate::live::{ChangeHint, LiveHub};
 
 mod accounts;
 mod admin;
 mod deliveries;
+pub mod enums;
+pub mod error_door;
+pub mod http;
 mod live;
 mod money;
 mod niches;
@@ -80,6 +79,11 @@ pub fn build_schema(
     )
     .limit_depth(MAX_DEPTH)
     .limit_complexity(MAX_COMPLEXITY)
+    .extension(error_door::ErrorDoor)
+    .data(DataLoader::new(
+        types::NicheLoader { db: db.clone() },
+        tokio::spawn,
+    ))
     .data(db)
     .data(config)
     .data(throttle);
@@ -100,42 +104,27 @@ pub fn sdl() -> String {
     .sdl()
 }
 
-/// Tell the live hub a mutation wrote something (a hint; it never fails the mutation).
-pub fn changed(ctx: &Context<'_>) {
-    if let Ok(hub) = ctx.data::<LiveHub>() {
-        hub.changed();
-    }
+/// The hint a mutation hands to the service that writes (none without a hub: the SDL export).
+pub fn hint(ctx: &Context<'_>) -> ChangeHint {
+    ctx.data::<LiveHub>()
+        .map(LiveHub::hint)
+        .unwrap_or_else(|_| ChangeHint::none())
 }
 
-/// The caller of the current request (inserted by [`execute`]).
+/// The pool and caller behind a write, once the transport's own rule holds: a write with a
+/// session cookie must come from askloop's own pages. Who may make the write is the service's
+/// to decide.
+pub(crate) fn writer<'a>(
+    ctx: &Context<'a>,
+) -> async_graphql::Result<(&'a DatabaseConnection, &'a Caller)> {
+    use crate::error::GqlResultExt;
+    let db = ctx.data::<DatabaseConnection>()?;
+    let caller = caller_of(ctx)?;
+    caller.check_write().gql()?;
+    Ok((db, caller))
+}
+
+/// The caller of the current request (inserted by the HTTP and websocket handlers).
 pub fn caller_of<'a>(ctx: &Context<'a>) -> async_graphql::Result<&'a Caller> {
     ctx.data::<Caller>()
-}
-
-/// `POST /graphql`: resolve the caller once, then run the operation with it.
-pub async fn execute(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    request: GraphQLRequest,
-) -> GraphQLResponse {
-    match resolve_caller(&headers, &state, chrono::Utc::now()).await {
-        Ok(caller) => state
-            .schema
-            .execute(request.into_inner().data(caller))
-            .await
-            .into(),
-        Err(err) => {
-            Response::from_errors(vec![err.extend().into_server_error(Default::default())]).into()
-        }
-    }
-}
-
-/// `GET /graphql`: GraphiQL.
-pub async fn graphiql() -> impl IntoResponse {
-    Html(
-        GraphiQLSource::build()
-            .endpoint("/graphql")
-            .subscription_endpoint("/graphql/ws")
-            .finish(),
-    )
 }

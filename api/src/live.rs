@@ -1,6 +1,8 @@
 //! Live updates (design §2, §11). One change feed per instance tails the audit log — the record
-//! every question and membership change already writes in its own transaction — and broadcasts
-//! each change, read once from the database, to that instance's subscribers.
+//! every question and membership change already writes in its own transaction — and the
+//! anomaly-signal log, and broadcasts each change, read once from the database, to that
+//! instance's subscribers. This is infrastructure: who may see what is decided in
+//! `service::subscriptions` and `service::signals`.
 //!
 //! Wake-ups are only hints: a local one after every write here, PostgreSQL `NOTIFY` from writes
 //! on other instances, and a short poll as the floor. A lost hint costs latency, never an event,
@@ -9,13 +11,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use entity::agent_questions;
+use entity::{agent_questions, anomaly_signals};
 use sea_orm::{DatabaseConnection, DbBackend};
 use tokio::sync::{Notify, broadcast};
 
 mod feed;
 mod listen;
-pub mod stream;
 
 /// The channel askloop's instances notify each other on.
 pub const CHANNEL: &str = "askloop_changes";
@@ -45,6 +46,42 @@ pub enum LiveEvent {
         /// The person.
         user_id: i64,
     },
+    /// An anomaly signal was logged (read from the signal log, which is not audited).
+    Signal(Arc<anomaly_signals::Model>),
+}
+
+/// What a writer holds to tell the live feed it committed something subscribers may see. The
+/// services that write take one, so a transport cannot forget it: the hint comes from the write
+/// path. A hint is only a wake-up (the feed reads the audit log itself), so a lost one costs
+/// latency, never an event; [`ChangeHint::none`] is for writers with no feed (the CLI).
+#[derive(Clone, Default)]
+pub struct ChangeHint {
+    wake: Option<(Arc<Notify>, Arc<Notify>)>,
+}
+
+impl std::fmt::Debug for ChangeHint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChangeHint")
+            .field("connected", &self.wake.is_some())
+            .finish()
+    }
+}
+
+impl ChangeHint {
+    /// A hint that wakes nobody: for writes made where no feed runs (the command line); other
+    /// instances' feeds still see them at their next read.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Something was committed: wake this instance's feed now, and the others' through
+    /// `NOTIFY`. Never blocks the caller and never fails it.
+    pub fn changed(&self) {
+        if let Some((wake, notify_others)) = &self.wake {
+            wake.notify_one();
+            notify_others.notify_one();
+        }
+    }
 }
 
 /// The hub: subscribe to changes, and hint that something changed.
@@ -106,11 +143,12 @@ impl LiveHub {
             stop,
         };
         let start_after = feed::last_audit_id(&hub.db).await?;
+        let signals = feed::SignalWindow::start(&hub.db).await?;
         let stopped = hub.stopped();
         let feed_hub = hub.clone();
         tokio::spawn(async move {
             tokio::select! {
-                () = feed::run(feed_hub, start_after, settings.poll) => {},
+                () = feed::run(feed_hub, start_after, signals, settings.poll) => {},
                 () = stopped => {},
             }
         });
@@ -151,11 +189,11 @@ impl LiveHub {
         self.events.subscribe()
     }
 
-    /// Something was written: wake this instance's feed now, and the others' through `NOTIFY`.
-    /// Never blocks the caller and never fails it.
-    pub fn changed(&self) {
-        self.wake.notify_one();
-        self.notify_others.notify_one();
+    /// The hint writers give after they commit.
+    pub fn hint(&self) -> ChangeHint {
+        ChangeHint {
+            wake: Some((self.wake.clone(), self.notify_others.clone())),
+        }
     }
 
     pub(crate) fn publish(&self, event: LiveEvent) {

@@ -1,5 +1,6 @@
 //! askloop's metrics registry: one per running app (no global recorder), rendered at `/metrics`.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
@@ -10,8 +11,6 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-
-use crate::startup::AppState;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -119,7 +118,7 @@ impl Metrics {
 
 /// Middleware: time every request and count it under its route template (never the raw path,
 /// which would let callers mint unbounded label values).
-pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().as_str().to_owned();
     let route = request
@@ -127,7 +126,7 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     let response = next.run(request).await;
-    state.metrics.observe(
+    metrics.observe(
         &method,
         &route,
         response.status().as_u16(),

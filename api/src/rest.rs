@@ -4,7 +4,7 @@
 use axum::Router;
 use axum::routing::{get, post};
 
-use crate::startup::AppState;
+use crate::state::AppState;
 
 mod forms;
 mod health;

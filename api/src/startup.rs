@@ -8,43 +8,29 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request};
-use axum::routing::get;
 use migration::{Migrator, MigratorTrait};
 use sea_orm::{DatabaseConnection, DbErr};
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::services::{ServeDir, ServeFile};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 use crate::auth::LoginThrottle;
 use crate::config::Config;
-use crate::graphql::{self, AskloopSchema};
+use crate::graphql::{self, http::GraphqlEndpoint};
 use crate::live::LiveHub;
 use crate::metrics::{self, Metrics};
+use crate::state::AppState;
+use crate::worker::{self, WorkerContext};
 use crate::{db, rest};
-
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct AppState {
-    /// The database pool.
-    pub db: DatabaseConnection,
-    /// The configuration, built once.
-    pub config: Arc<Config>,
-    /// The metrics registry.
-    pub metrics: Arc<Metrics>,
-    /// The GraphQL schema.
-    pub schema: AskloopSchema,
-    /// Failed sign-ins, to slow down guessing.
-    pub login_throttle: Arc<LoginThrottle>,
-    /// Live updates for subscribers.
-    pub live: LiveHub,
-}
 
 /// A bound, migrated, ready-to-serve askloop.
 pub struct Application {
     listener: TcpListener,
     router: Router,
     state: AppState,
+    workers: CancellationToken,
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -77,24 +63,30 @@ impl Application {
         let live = LiveHub::start(db.clone(), config.live).await?;
         let config = Arc::new(config);
         let login_throttle = Arc::new(LoginThrottle::default());
-        let state = AppState {
+        let endpoint = GraphqlEndpoint {
             schema: graphql::build_schema(
                 db.clone(),
                 config.clone(),
                 login_throttle.clone(),
                 Some(live.clone()),
             ),
+            db: db.clone(),
+            config: config.clone(),
+            live: live.clone(),
+        };
+        let state = AppState {
             db,
             config,
             metrics: Arc::new(Metrics::new()),
             login_throttle,
             live,
         };
-        let router = router(state.clone());
+        let router = router(state.clone(), endpoint);
         Ok(Self {
             listener,
             router,
             state,
+            workers: CancellationToken::new(),
         })
     }
 
@@ -115,16 +107,25 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        crate::delivery::spawn(&self.state);
+        worker::spawn(
+            WorkerContext {
+                db: self.state.db.clone(),
+                config: self.state.config.clone(),
+                hint: self.state.hint(),
+            },
+            self.workers.clone(),
+        );
         let grace = self.state.config.shutdown_grace;
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
         let live = self.state.live.clone();
+        let workers = self.workers.clone();
         let signal = async move {
             shutdown.await;
             tracing::info!("shutting down: finishing in-flight requests");
             // Websockets are not in-flight requests: stopping the feed closes them (1001) now,
             // so their clients reconnect elsewhere instead of waiting on a silent socket.
             live.stop();
+            workers.cancel();
             let _ = stopping_tx.send(());
         };
         let serve = axum::serve(self.listener, self.router).with_graceful_shutdown(signal);
@@ -137,22 +138,22 @@ impl Application {
             } => tracing::warn!("in-flight requests outlived the {grace:?} grace period"),
         }
         self.state.live.stop();
+        self.workers.cancel();
         self.state.db.clone().close().await.ok();
         Ok(())
     }
 }
 
 /// The whole HTTP surface.
-pub fn router(state: AppState) -> Router {
+pub fn router(state: AppState, graphql: GraphqlEndpoint) -> Router {
     let index = state.config.web_dir.join("index.html");
     let dashboard = ServeDir::new(&state.config.web_dir).fallback(ServeFile::new(index));
     let body_limit = state.config.max_body_bytes;
     Router::new()
         .merge(rest::router())
-        .route("/graphql", get(graphql::graphiql).post(graphql::execute))
-        .route("/graphql/ws", get(graphql::socket::upgrade))
+        .merge(graphql::http::routes(graphql))
         .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            state.metrics.clone(),
             metrics::track,
         ))
         .fallback_service(dashboard)

@@ -172,7 +172,7 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
         let address = format!("acct-{}", p.handle);
         payouts::verify_address(
             &app.db,
-            &admin.viewer(),
+            Some(&admin.viewer()),
             &p.handle,
             &address,
             chrono::Utc::now(),
@@ -246,9 +246,14 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
                     .exec(&app.db)
                     .await
                     .expect("moved");
-                expiry::sweep(&app.db, 100, chrono::Utc::now())
-                    .await
-                    .expect("swept");
+                expiry::sweep(
+                    &app.db,
+                    &askloop::live::ChangeHint::none(),
+                    100,
+                    chrono::Utc::now(),
+                )
+                .await
+                .expect("swept");
             }
             8 => {
                 let gross = rng.random_range(0..50_000_i64);
@@ -266,7 +271,7 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
                 // Schedule (nothing owed is a clean refusal), then settle the newest payout.
                 let _ = payouts::schedule(
                     &app.db,
-                    &admin.viewer(),
+                    Some(&admin.viewer()),
                     &who.handle,
                     "USD",
                     chrono::Utc::now(),
@@ -280,7 +285,7 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
                     if rng.random_bool(0.5) {
                         payouts::mark_paid(
                             &app.db,
-                            &admin.viewer(),
+                            Some(&admin.viewer()),
                             p.id,
                             &format!("ref-{seed}-{step}"),
                             chrono::Utc::now(),
@@ -291,7 +296,7 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
                     } else {
                         payouts::mark_failed(
                             &app.db,
-                            &admin.viewer(),
+                            Some(&admin.viewer()),
                             p.id,
                             "bounced",
                             chrono::Utc::now(),

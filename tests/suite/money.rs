@@ -157,9 +157,14 @@ async fn a_bounty_is_reserved_then_charged_or_released(app: TestApp) {
         .exec(&app.db)
         .await
         .expect("moved");
-    askloop::service::expiry::sweep(&app.db, 100, chrono::Utc::now())
-        .await
-        .expect("swept");
+    askloop::service::expiry::sweep(
+        &app.db,
+        &askloop::live::ChangeHint::none(),
+        100,
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("swept");
 
     use BudgetEntryKind::{Charge, Release, Reserve};
     assert_eq!(
@@ -893,10 +898,10 @@ async fn settling_a_payout_twice_at_once_settles_it_once(app: TestApp) {
     payouts::set_address(&app.db, &ana.viewer(), "acct", now)
         .await
         .expect("saved");
-    payouts::verify_address(&app.db, &root.viewer(), "ana", "acct", now)
+    payouts::verify_address(&app.db, Some(&root.viewer()), "ana", "acct", now)
         .await
         .expect("verified");
-    let payout = payouts::schedule(&app.db, &root.viewer(), "ana", "usd", now)
+    let payout = payouts::schedule(&app.db, Some(&root.viewer()), "ana", "usd", now)
         .await
         .expect("scheduled");
     assert_eq!(
@@ -905,8 +910,8 @@ async fn settling_a_payout_twice_at_once_settles_it_once(app: TestApp) {
     );
     let admin = root.viewer();
     let (paid, failed) = tokio::join!(
-        payouts::mark_paid(&app.db, &admin, payout.id, "wire-1", now),
-        payouts::mark_failed(&app.db, &admin, payout.id, "bounced", now),
+        payouts::mark_paid(&app.db, Some(&admin), payout.id, "wire-1", now),
+        payouts::mark_failed(&app.db, Some(&admin), payout.id, "bounced", now),
     );
     assert!(
         paid.is_ok() != failed.is_ok(),

@@ -491,9 +491,17 @@ pub mod people {
         role: MemberRole,
         status: MemberStatus,
     ) {
-        let member = accounts::add_member(db, slug, &person.handle, role, &Actor::Cli, Utc::now())
-            .await
-            .expect("the membership is created");
+        let member = accounts::add_member(
+            db,
+            &askloop::live::ChangeHint::none(),
+            slug,
+            &person.handle,
+            role,
+            &Actor::Cli,
+            Utc::now(),
+        )
+        .await
+        .expect("the membership is created");
         if status != MemberStatus::Active {
             let member = niche_members::Entity::find()
                 .filter(niche_members::Column::Id.eq(member.id))

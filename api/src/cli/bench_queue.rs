@@ -14,6 +14,7 @@ use serde_json::json;
 
 use crate::config::Config;
 use crate::domain::slug::Slug;
+use crate::live::ChangeHint;
 use crate::service::accounts::{self, NewUser, new_token};
 use crate::service::audit::Actor;
 use crate::service::niches::{NewNiche, create_niche};
@@ -72,7 +73,16 @@ pub async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()>
         now,
     )
     .await?;
-    accounts::add_member(&db, &slug, &handle, MemberRole::Operator, &Actor::Cli, now).await?;
+    accounts::add_member(
+        &db,
+        &ChangeHint::none(),
+        &slug,
+        &handle,
+        MemberRole::Operator,
+        &Actor::Cli,
+        now,
+    )
+    .await?;
     let token = sessions::login(&db, &handle, &password, now).await?.token;
 
     let filling = Instant::now();

@@ -6,10 +6,7 @@ use std::time::Instant;
 use async_graphql::{Context, ID, Object, Result, SimpleObject};
 use axum::http::header::SET_COOKIE;
 use chrono::{DateTime, Utc};
-use entity::{api_keys, users};
-use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter,
-};
+use sea_orm::DatabaseConnection;
 
 use super::caller_of;
 use super::types::{Membership, User};
@@ -76,11 +73,7 @@ impl AccountQuery {
         let Some(viewer) = caller_of(ctx)?.viewer() else {
             return Ok(None);
         };
-        let user = users::Entity::find_by_id(viewer.user_id)
-            .one(db)
-            .await?
-            .ok_or_else(|| ServiceError::Unauthenticated("that account no longer exists".into()))
-            .gql()?;
+        let user = accounts::account_of(db, viewer).await.gql()?;
         let memberships = standing::memberships(db, viewer).await.gql()?;
         Ok(Some(Viewer {
             user: User::from(&user),
@@ -178,18 +171,8 @@ impl AccountMutation {
             .parse()
             .map_err(|_| ServiceError::BadInput("not an API key id".into()))
             .gql()?;
-        let key = api_keys::Entity::find_by_id(id)
-            .filter(api_keys::Column::UserId.eq(viewer.user_id))
-            .one(db)
-            .await?
-            .ok_or_else(|| ServiceError::NotFound("no such API key".into()))
-            .gql()?;
-        if key.revoked_at.is_some() {
-            return Ok(false);
-        }
-        let mut key: api_keys::ActiveModel = key.into();
-        key.revoked_at = Set(Some(Utc::now()));
-        key.update(db).await?;
-        Ok(true)
+        accounts::revoke_api_key(db, Some(viewer), id, Utc::now())
+            .await
+            .gql()
     }
 }

@@ -3,20 +3,16 @@
 
 use async_graphql::{Context, ID, InputObject, Object, Result};
 use chrono::Utc;
-use entity::contribution_events::ContributionStatus;
 use entity::niche_members::MemberStatus;
 use sea_orm::DatabaseConnection;
 
-use super::caller_of;
 use super::types::{Contribution, Member, MemberRole, Niche, NicheStatus, member_view};
-use crate::auth::Caller;
+use super::{caller_of, writer};
 use crate::domain::slug::Slug;
 use crate::error::{GqlResultExt, ServiceError};
-use crate::service::access::Viewer;
 use crate::service::admin::{self, Decision, NicheChanges};
-use crate::service::audit::Actor;
 use crate::service::queue::page_size;
-use crate::service::{access, accounts, niches, standing};
+use crate::service::{niches, standing};
 
 /// A niche to create.
 #[derive(InputObject)]
@@ -46,18 +42,6 @@ fn contribution_id(id: &ID) -> Result<i64, ServiceError> {
         .map_err(|_| ServiceError::BadInput(format!("'{}' is not a contribution id", id.as_str())))
 }
 
-/// The database, the caller and the admin behind a write — or why not: signed in, an admin,
-/// and (with a session cookie) on askloop's own origin. Every admin mutation starts here.
-pub(super) fn admin_write<'a>(
-    ctx: &Context<'a>,
-) -> Result<(&'a DatabaseConnection, &'a Caller, &'a Viewer)> {
-    let db = ctx.data::<DatabaseConnection>()?;
-    let caller = caller_of(ctx)?;
-    let admin = access::admin(caller.viewer()).gql()?;
-    caller.check_write().gql()?;
-    Ok((db, caller, admin))
-}
-
 /// Admin queries.
 #[derive(Default)]
 pub struct AdminQuery;
@@ -67,8 +51,9 @@ impl AdminQuery {
     /// Every niche, drafts and archived ones included, by name (admins only).
     async fn all_niches(&self, ctx: &Context<'_>) -> Result<Vec<Niche>> {
         let db = ctx.data::<DatabaseConnection>()?;
-        access::admin(caller_of(ctx)?.viewer()).gql()?;
-        let found = niches::list_all_niches(db).await.gql()?;
+        let found = admin::all_niches(db, caller_of(ctx)?.viewer())
+            .await
+            .gql()?;
         Ok(found.into_iter().map(Niche::from).collect())
     }
 
@@ -79,16 +64,13 @@ impl AdminQuery {
         first: Option<i32>,
     ) -> Result<Vec<Contribution>> {
         let db = ctx.data::<DatabaseConnection>()?;
-        access::admin(caller_of(ctx)?.viewer()).gql()?;
         let first = page_size(first).gql()?;
-        Ok(
-            standing::contributions(db, None, Some(ContributionStatus::Pending), first)
-                .await
-                .gql()?
-                .into_iter()
-                .map(Contribution::from)
-                .collect(),
-        )
+        Ok(admin::review_queue(db, caller_of(ctx)?.viewer(), first)
+            .await
+            .gql()?
+            .into_iter()
+            .map(Contribution::from)
+            .collect())
     }
 }
 
@@ -102,7 +84,7 @@ async fn decide(
     decision: Decision,
     note: Option<String>,
 ) -> Result<Contribution> {
-    let (db, caller, _) = admin_write(ctx)?;
+    let (db, caller) = writer(ctx)?;
     let event = admin::review(
         db,
         caller.viewer(),
@@ -122,9 +104,10 @@ async fn member_status(
     handle: String,
     status: MemberStatus,
 ) -> Result<Member> {
-    let (db, caller, _) = admin_write(ctx)?;
+    let (db, caller) = writer(ctx)?;
     let member = admin::set_member_status(
         db,
+        &super::hint(ctx),
         caller.viewer(),
         &niche_slug,
         &handle,
@@ -133,7 +116,6 @@ async fn member_status(
     )
     .await
     .gql()?;
-    super::changed(ctx);
     Ok(member_view(
         &handle.to_lowercase(),
         &niche_slug.to_lowercase(),
@@ -147,18 +129,18 @@ async fn member_status(
 impl AdminMutation {
     /// Create a niche.
     async fn create_niche(&self, ctx: &Context<'_>, input: CreateNicheInput) -> Result<Niche> {
-        let (db, _, admin) = admin_write(ctx)?;
+        let (db, caller) = writer(ctx)?;
         let slug = Slug::parse(&input.slug)
             .map_err(|e| ServiceError::BadInput(e.to_string()))
             .gql()?;
-        let niche = niches::create_niche(
+        let niche = admin::create_niche(
             db,
+            caller.viewer(),
             niches::NewNiche {
                 slug,
                 name: input.name,
                 status: input.status.into(),
             },
-            &Actor::User(admin.user_id),
             Utc::now(),
         )
         .await
@@ -173,7 +155,7 @@ impl AdminMutation {
         slug: String,
         input: UpdateNicheInput,
     ) -> Result<Niche> {
-        let (db, caller, _) = admin_write(ctx)?;
+        let (db, caller) = writer(ctx)?;
         let niche = admin::update_niche(
             db,
             caller.viewer(),
@@ -198,18 +180,18 @@ impl AdminMutation {
         handle: String,
         #[graphql(default_with = "MemberRole::Operator")] role: MemberRole,
     ) -> Result<Member> {
-        let (db, _, admin) = admin_write(ctx)?;
-        let member = accounts::add_member(
+        let (db, caller) = writer(ctx)?;
+        let member = admin::add_member(
             db,
+            &super::hint(ctx),
+            caller.viewer(),
             &niche_slug,
             &handle,
             role.into(),
-            &Actor::User(admin.user_id),
             Utc::now(),
         )
         .await
         .gql()?;
-        super::changed(ctx);
         Ok(member_view(
             &handle.to_lowercase(),
             &niche_slug.to_lowercase(),
@@ -278,7 +260,7 @@ impl AdminMutation {
         points: i64,
         note: String,
     ) -> Result<Contribution> {
-        let (db, caller, _) = admin_write(ctx)?;
+        let (db, caller) = writer(ctx)?;
         let event = admin::manual_adjustment(
             db,
             caller.viewer(),
@@ -295,7 +277,7 @@ impl AdminMutation {
             niche_slug: niche_slug.to_lowercase(),
             kind: "manual_adjustment".into(),
             points: event.points,
-            status: super::types::word(&event.status),
+            status: event.status.into(),
             source: event.source,
             evidence: event.evidence.to_string(),
             created_at: event.created_at,

@@ -6,10 +6,10 @@ use entity::deliveries::{self, DeliveryStatus as Stored};
 use entity::delivery_attempts;
 use sea_orm::DatabaseConnection;
 
-use super::admin::admin_write;
 use super::caller_of;
+use super::enums::AttemptOutcome;
+use super::writer;
 use crate::error::{GqlResultExt, ServiceError};
-use crate::service::access;
 use crate::service::outbox::{self, EventType};
 use crate::service::queue::page_size;
 
@@ -107,8 +107,8 @@ pub struct DeliveryAttempt {
     pub duration_ms: i64,
     /// What went wrong.
     pub error: Option<String>,
-    /// `delivered`, `retry` or `exhausted`.
-    pub outcome: String,
+    /// How it ended.
+    pub outcome: AttemptOutcome,
 }
 
 impl From<delivery_attempts::Model> for DeliveryAttempt {
@@ -118,7 +118,10 @@ impl From<delivery_attempts::Model> for DeliveryAttempt {
             status_code: a.status_code,
             duration_ms: a.duration_ms,
             error: a.error,
-            outcome: a.outcome,
+            outcome: AttemptOutcome::from_stored(&a.outcome).unwrap_or_else(|| {
+                tracing::warn!(word = %a.outcome, "unknown delivery attempt outcome");
+                AttemptOutcome::Retry
+            }),
         }
     }
 }
@@ -152,7 +155,7 @@ impl DeliveryQuery {
         first: Option<i32>,
     ) -> Result<Vec<Delivery>> {
         let db = ctx.data::<DatabaseConnection>()?;
-        access::admin(caller_of(ctx)?.viewer()).gql()?;
+        let viewer = caller_of(ctx)?.viewer();
         let event = event
             .map(|name| {
                 EventType::parse(&name).ok_or_else(|| {
@@ -162,12 +165,14 @@ impl DeliveryQuery {
             .transpose()
             .gql()?;
         let first = page_size(first).gql()?;
-        Ok(outbox::list(db, status.map(Stored::from), event, first)
-            .await
-            .gql()?
-            .into_iter()
-            .map(Delivery::from)
-            .collect())
+        Ok(
+            outbox::list(db, viewer, status.map(Stored::from), event, first)
+                .await
+                .gql()?
+                .into_iter()
+                .map(Delivery::from)
+                .collect(),
+        )
     }
 }
 
@@ -179,12 +184,12 @@ pub struct DeliveryMutation;
 impl DeliveryMutation {
     /// Send a delivery again now, with a fresh retry window; its envelope id stays the same.
     async fn redeliver(&self, ctx: &Context<'_>, id: ID) -> Result<Delivery> {
-        let (db, _, admin) = admin_write(ctx)?;
+        let (db, caller) = writer(ctx)?;
         let id: i64 = id
             .parse()
             .map_err(|_| ServiceError::BadInput(format!("'{}' is not a delivery id", id.as_str())))
             .gql()?;
-        Ok(outbox::redeliver(db, admin.user_id, id, Utc::now())
+        Ok(outbox::redeliver(db, caller.viewer(), id, Utc::now())
             .await
             .gql()?
             .into())

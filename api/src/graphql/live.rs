@@ -8,8 +8,7 @@ use super::caller_of;
 use super::types::Question;
 use crate::error::GqlResultExt;
 use crate::live::LiveHub;
-use crate::live::stream::{self, Change, ChangeKind, View};
-use crate::service::{access, queue};
+use crate::service::subscriptions::{self, Change, ChangeKind};
 
 /// How a question changed for the subscriber.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
@@ -58,15 +57,11 @@ impl LiveSubscription {
         niche_slug: String,
     ) -> Result<impl Stream<Item = Result<QueueChange>> + use<>> {
         let db = ctx.data::<DatabaseConnection>()?.clone();
-        let hub = ctx.data::<LiveHub>()?;
-        let viewer = access::signed_in(caller_of(ctx)?.viewer()).gql()?.clone();
-        let niche = queue::niche_by_slug(&db, &niche_slug).await.gql()?;
-        access::can_read_questions(&db, Some(&viewer), &niche)
+        let rx = ctx.data::<LiveHub>()?.subscribe();
+        let changes = subscriptions::watch_niche(db, rx, caller_of(ctx)?.viewer(), &niche_slug)
             .await
             .gql()?;
-        let rx = hub.subscribe();
-        Ok(stream::changes(rx, db, viewer, View::Niche(niche.id))
-            .map(|change| change.map(QueueChange::from).gql()))
+        Ok(changes.map(|change| change.map(QueueChange::from).gql()))
     }
 
     /// Changes to "awaiting me": waiting questions in my operator/specialist niches.
@@ -75,11 +70,10 @@ impl LiveSubscription {
         ctx: &Context<'_>,
     ) -> Result<impl Stream<Item = Result<QueueChange>> + use<>> {
         let db = ctx.data::<DatabaseConnection>()?.clone();
-        let hub = ctx.data::<LiveHub>()?;
-        let viewer = access::signed_in(caller_of(ctx)?.viewer()).gql()?.clone();
-        let niches = stream::acting_niches(&db, &viewer).await.gql()?;
-        let rx = hub.subscribe();
-        Ok(stream::changes(rx, db, viewer, View::AwaitingMe(niches))
-            .map(|change| change.map(QueueChange::from).gql()))
+        let rx = ctx.data::<LiveHub>()?.subscribe();
+        let changes = subscriptions::watch_awaiting_me(db, rx, caller_of(ctx)?.viewer())
+            .await
+            .gql()?;
+        Ok(changes.map(|change| change.map(QueueChange::from).gql()))
     }
 }

@@ -2,30 +2,20 @@
 //! the revenue events, the anomaly signals (with a live subscription) and the audit log; and the
 //! admin mutation that sets a niche's budget and bounties.
 
-use std::time::Duration;
-
 use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
-use entity::allocations::AllocationStatus;
-use entity::budget_entries::{self, BudgetEntryKind};
-use entity::payouts::{self as payout_rows, PayoutStatus};
-use entity::{
-    allocations, anomaly_signals, audit_log, niches, payout_accounts, revenue_events, users,
-};
-use futures::Stream;
-use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
-use serde_json::json;
+use entity::{anomaly_signals, budget_entries, payout_accounts, revenue_events};
+use futures::{Stream, StreamExt};
+use sea_orm::DatabaseConnection;
 
-use super::admin::admin_write;
-use super::caller_of;
-use crate::db::begin_write;
-use crate::domain::ledger::{self, BudgetState as LedgerState};
+use super::enums::{AllocationStatus, BudgetEntryKind, PayoutStatus, Severity, SignalSubject};
+use super::{caller_of, writer};
+use crate::domain::ledger::BudgetState as LedgerState;
 use crate::error::{GqlResultExt, ServiceError};
-use crate::service::access::{self, Viewer};
-use crate::service::audit::{self, Actor, AuditEntry};
-use crate::service::queue::{niche_by_slug, page_size};
-use crate::service::{budget, payouts, revenue, scores, signals, standing};
+use crate::live::LiveHub;
+use crate::service::ledger_views::{self, AllocationRow, BudgetView, NicheBudget, PayoutRow};
+use crate::service::queue::page_size;
+use crate::service::{access, payouts, signals};
 
 /// How a budget stands.
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
@@ -51,8 +41,8 @@ impl From<LedgerState> for BudgetState {
 /// One line of a niche's budget ledger.
 #[derive(SimpleObject, Clone)]
 pub struct BudgetEntry {
-    /// `reserve`, `charge` or `release`.
-    pub kind: String,
+    /// What the line records.
+    pub kind: BudgetEntryKind,
     /// How much, minor units.
     pub amount_minor: i64,
     /// The question whose bounty it is.
@@ -64,12 +54,7 @@ pub struct BudgetEntry {
 impl From<budget_entries::Model> for BudgetEntry {
     fn from(e: budget_entries::Model) -> Self {
         Self {
-            kind: match e.kind {
-                BudgetEntryKind::Reserve => "reserve",
-                BudgetEntryKind::Charge => "charge",
-                BudgetEntryKind::Release => "release",
-            }
-            .to_owned(),
+            kind: e.kind.into(),
             amount_minor: e.amount_minor,
             question_id: ID(e.question_id.to_string()),
             created_at: e.created_at,
@@ -115,8 +100,8 @@ pub struct Allocation {
     pub share_bps: i32,
     /// The amount, minor units.
     pub amount_minor: i64,
-    /// `accrued`, `scheduled`, `paid` or `reversed`.
-    pub status: String,
+    /// Where its money is.
+    pub status: AllocationStatus,
     /// The event's source.
     pub source_type: String,
     /// The event's currency.
@@ -157,8 +142,8 @@ pub struct Payout {
     pub amount_minor: i64,
     /// ISO 4217.
     pub currency: String,
-    /// `scheduled`, `paid` or `failed`.
-    pub status: String,
+    /// Where it is.
+    pub status: PayoutStatus,
     /// Where it goes.
     pub address: String,
     /// The settlement's reference, once paid.
@@ -195,37 +180,20 @@ impl From<payout_accounts::Model> for PayoutAccount {
     }
 }
 
-async fn payout_views(
-    db: &DatabaseConnection,
-    rows: Vec<payout_rows::Model>,
-) -> Result<Vec<Payout>, ServiceError> {
-    let handles: std::collections::HashMap<i64, String> = users::Entity::find()
-        .filter(users::Column::Id.is_in(rows.iter().map(|p| p.user_id)))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|u| (u.id, u.handle))
-        .collect();
-    Ok(rows
-        .into_iter()
-        .map(|p| Payout {
-            id: ID(p.id.to_string()),
-            handle: handles.get(&p.user_id).cloned().unwrap_or_default(),
-            amount_minor: p.amount_minor,
-            currency: p.currency,
-            status: match p.status {
-                PayoutStatus::Scheduled => "scheduled",
-                PayoutStatus::Paid => "paid",
-                PayoutStatus::Failed => "failed",
-            }
-            .to_owned(),
-            address: p.address,
-            external_reference: p.external_reference,
-            failure_reason: p.failure_reason,
-            created_at: p.created_at,
-            settled_at: p.settled_at,
-        })
-        .collect())
+fn payout_view(row: PayoutRow) -> Payout {
+    let p = row.payout;
+    Payout {
+        id: ID(p.id.to_string()),
+        handle: row.handle,
+        amount_minor: p.amount_minor,
+        currency: p.currency,
+        status: p.status.into(),
+        address: p.address,
+        external_reference: p.external_reference,
+        failure_reason: p.failure_reason,
+        created_at: p.created_at,
+        settled_at: p.settled_at,
+    }
 }
 
 fn payout_id(id: &ID) -> Result<i64, ServiceError> {
@@ -296,14 +264,14 @@ pub struct AnomalySignal {
     pub id: ID,
     /// The monitor's id.
     pub signal_id: String,
-    /// `question`, `answer`, `operator` or `agent`.
-    pub subject_type: String,
+    /// What it is about.
+    pub subject_type: SignalSubject,
     /// The subject's id.
     pub subject_id: String,
     /// What kind of anomaly.
     pub kind: String,
-    /// `low`, `medium`, `high` or `critical`.
-    pub severity: String,
+    /// How serious it is.
+    pub severity: Severity,
     /// What was found.
     pub finding: String,
     /// When it arrived.
@@ -315,10 +283,18 @@ impl From<anomaly_signals::Model> for AnomalySignal {
         Self {
             id: ID(s.id.to_string()),
             signal_id: s.signal_id,
-            subject_type: s.subject_type,
+            // Both words are checked when the signal arrives; a row edited by hand to something
+            // else is shown at its most alarming rather than hidden.
+            subject_type: SignalSubject::from_stored(&s.subject_type).unwrap_or_else(|| {
+                tracing::warn!(id = s.id, word = %s.subject_type, "unknown signal subject");
+                SignalSubject::Operator
+            }),
             subject_id: s.subject_id,
             kind: s.kind,
-            severity: s.severity,
+            severity: Severity::from_stored(&s.severity).unwrap_or_else(|| {
+                tracing::warn!(id = s.id, word = %s.severity, "unknown signal severity");
+                Severity::Critical
+            }),
             finding: s.finding,
             received_at: s.received_at,
         }
@@ -344,59 +320,23 @@ pub struct AuditEntryView {
     pub created_at: DateTime<Utc>,
 }
 
-fn allocation_status_word(status: AllocationStatus) -> &'static str {
-    match status {
-        AllocationStatus::Accrued => "accrued",
-        AllocationStatus::Scheduled => "scheduled",
-        AllocationStatus::Paid => "paid",
-        AllocationStatus::Reversed => "reversed",
+fn allocation_view(row: AllocationRow) -> Allocation {
+    let a = row.allocation;
+    Allocation {
+        id: ID(a.id.to_string()),
+        niche_slug: row.niche_slug,
+        handle: row.handle,
+        share_bps: a.share_bps,
+        amount_minor: a.amount_minor,
+        status: a.status.into(),
+        source_type: row
+            .event
+            .as_ref()
+            .map(|e| e.source_type.clone())
+            .unwrap_or_default(),
+        currency: row.event.map(|e| e.currency).unwrap_or_default(),
+        created_at: a.created_at,
     }
-}
-
-/// Allocation views with their niche slugs, handles and events' details.
-async fn allocation_views(
-    db: &DatabaseConnection,
-    rows: Vec<allocations::Model>,
-) -> Result<Vec<Allocation>, ServiceError> {
-    let niche_slugs: std::collections::HashMap<i64, String> = niches::Entity::find()
-        .filter(niches::Column::Id.is_in(rows.iter().map(|a| a.niche_id)))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|n| (n.id, n.slug))
-        .collect();
-    let handles: std::collections::HashMap<i64, String> = users::Entity::find()
-        .filter(users::Column::Id.is_in(rows.iter().filter_map(|a| a.user_id)))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|u| (u.id, u.handle))
-        .collect();
-    let events: std::collections::HashMap<i64, revenue_events::Model> =
-        revenue_events::Entity::find()
-            .filter(revenue_events::Column::Id.is_in(rows.iter().map(|a| a.revenue_event_id)))
-            .all(db)
-            .await?
-            .into_iter()
-            .map(|e| (e.id, e))
-            .collect();
-    Ok(rows
-        .into_iter()
-        .map(|a| {
-            let event = events.get(&a.revenue_event_id);
-            Allocation {
-                id: ID(a.id.to_string()),
-                niche_slug: niche_slugs.get(&a.niche_id).cloned().unwrap_or_default(),
-                handle: a.user_id.and_then(|u| handles.get(&u).cloned()),
-                share_bps: a.share_bps,
-                amount_minor: a.amount_minor,
-                status: allocation_status_word(a.status).to_owned(),
-                source_type: event.map(|e| e.source_type.clone()).unwrap_or_default(),
-                currency: event.map(|e| e.currency.clone()).unwrap_or_default(),
-                created_at: a.created_at,
-            }
-        })
-        .collect())
 }
 
 fn event_view(e: revenue_events::Model, slug: &str) -> RevenueEvent {
@@ -412,37 +352,20 @@ fn event_view(e: revenue_events::Model, slug: &str) -> RevenueEvent {
     }
 }
 
-/// The niche named `slug` if the caller may see its money: its active members and admins.
-async fn member_niche(
-    db: &DatabaseConnection,
-    viewer: Option<&Viewer>,
-    slug: &str,
-) -> Result<niches::Model, ServiceError> {
-    let niche = niche_by_slug(db, slug).await?;
-    access::can_read_questions(db, viewer, &niche).await?;
-    Ok(niche)
-}
-
-/// The budget of `niche` as GraphQL shows it.
-pub async fn budget_view(
-    db: &DatabaseConnection,
-    niche: &niches::Model,
-    now: DateTime<Utc>,
-) -> Result<Budget, ServiceError> {
-    let state = budget::budget_of(db, niche, now).await?;
-    let entries = budget::entries_of(db, niche.id, &ledger::month_of(now), 100).await?;
-    Ok(Budget {
-        niche_slug: niche.slug.clone(),
+fn budget_of(view: BudgetView) -> Budget {
+    let state = view.budget;
+    Budget {
+        niche_slug: view.niche.slug,
         limit_minor: state.limit,
         spent_minor: state.spent,
         reserved_minor: state.reserved,
         remaining_minor: state.remaining(),
         state: state.state().into(),
-        resets_at: ledger::resets_at(now),
-        bounty_minor: niche.bounty_minor,
-        max_bounty_minor: niche.max_bounty_minor,
-        entries: entries.into_iter().map(BudgetEntry::from).collect(),
-    })
+        resets_at: view.resets_at,
+        bounty_minor: view.niche.bounty_minor,
+        max_bounty_minor: view.niche.max_bounty_minor,
+        entries: view.entries.into_iter().map(BudgetEntry::from).collect(),
+    }
 }
 
 /// Money queries.
@@ -454,24 +377,23 @@ impl MoneyQuery {
     /// A niche's agent budget this month, with its entries (its active members and admins).
     async fn budget(&self, ctx: &Context<'_>, niche_slug: String) -> Result<Budget> {
         let db = ctx.data::<DatabaseConnection>()?;
-        let niche = member_niche(db, caller_of(ctx)?.viewer(), &niche_slug)
+        let viewer = caller_of(ctx)?.viewer();
+        let view = ledger_views::budget_view(db, viewer, &niche_slug, Utc::now())
             .await
             .gql()?;
-        budget_view(db, &niche, Utc::now()).await.gql()
+        Ok(budget_of(view))
     }
 
     /// My revenue: balances by where the money is, and my allocations.
     async fn my_revenue(&self, ctx: &Context<'_>, first: Option<i32>) -> Result<MyRevenue> {
         let db = ctx.data::<DatabaseConnection>()?;
-        let viewer = access::signed_in(caller_of(ctx)?.viewer()).gql()?;
         let first = page_size(first).gql()?;
-        let balances = revenue::balances_of(db, viewer.user_id).await.gql()?;
-        let rows = revenue::allocations_of_user(db, viewer.user_id, None, first)
+        let mine = ledger_views::my_revenue(db, caller_of(ctx)?.viewer(), first)
             .await
             .gql()?;
-        let mine = payouts::list(db, Some(viewer.user_id), first).await.gql()?;
         Ok(MyRevenue {
-            balances: balances
+            balances: mine
+                .balances
                 .into_iter()
                 .map(|b| Balance {
                     currency: b.currency,
@@ -481,12 +403,9 @@ impl MoneyQuery {
                     reversed_minor: b.reversed,
                 })
                 .collect(),
-            allocations: allocation_views(db, rows).await.gql()?,
-            payouts: payout_views(db, mine).await.gql()?,
-            payout_account: payouts::account_of(db, viewer.user_id)
-                .await
-                .gql()?
-                .map(PayoutAccount::from),
+            allocations: mine.allocations.into_iter().map(allocation_view).collect(),
+            payouts: mine.payouts.into_iter().map(payout_view).collect(),
+            payout_account: mine.account.map(PayoutAccount::from),
         })
     }
 
@@ -499,43 +418,27 @@ impl MoneyQuery {
         first: Option<i32>,
     ) -> Result<NicheRevenue> {
         let db = ctx.data::<DatabaseConnection>()?;
-        let viewer = caller_of(ctx)?.viewer();
-        let niche = member_niche(db, viewer, &niche_slug).await.gql()?;
         let first = page_size(first).gql()?;
-        let (gross, net, count) = revenue::niche_totals(db, niche.id).await.gql()?;
-        let recent = revenue::events_of(db, Some(niche.id), first).await.gql()?;
-        let ladder = scores::ladder(db).await.gql()?;
-        let shares = standing::niche_shares(db, niche.id, &ladder).await.gql()?;
-        let handles: std::collections::HashMap<i64, String> = users::Entity::find()
-            .filter(users::Column::Id.is_in(shares.iter().map(|(u, _)| *u)))
-            .all(db)
-            .await?
-            .into_iter()
-            .map(|u| (u.id, u.handle))
-            .collect();
-        let mine = match viewer {
-            Some(v) => revenue::allocations_of_user(db, v.user_id, Some(niche.id), first)
-                .await
-                .gql()?,
-            None => Vec::new(),
-        };
+        let view = ledger_views::niche_revenue(db, caller_of(ctx)?.viewer(), &niche_slug, first)
+            .await
+            .gql()?;
+        let slug = view.niche.slug;
         Ok(NicheRevenue {
-            niche_slug: niche.slug.clone(),
-            gross_minor: gross,
-            net_minor: net,
-            event_count: count,
-            recent_events: recent
+            gross_minor: view.gross,
+            net_minor: view.net,
+            event_count: view.count,
+            recent_events: view
+                .recent
                 .into_iter()
-                .map(|e| event_view(e, &niche.slug))
+                .map(|e| event_view(e, &slug))
                 .collect(),
-            shares: shares
+            shares: view
+                .shares
                 .into_iter()
-                .map(|(user, bps)| MemberShare {
-                    handle: handles.get(&user).cloned().unwrap_or_default(),
-                    share_bps: i64::from(bps),
-                })
+                .map(|(handle, share_bps)| MemberShare { handle, share_bps })
                 .collect(),
-            my_allocations: allocation_views(db, mine).await.gql()?,
+            my_allocations: view.mine.into_iter().map(allocation_view).collect(),
+            niche_slug: slug,
         })
     }
 
@@ -546,30 +449,21 @@ impl MoneyQuery {
         first: Option<i32>,
     ) -> Result<Vec<RevenueEvent>> {
         let db = ctx.data::<DatabaseConnection>()?;
-        access::admin(caller_of(ctx)?.viewer()).gql()?;
         let first = page_size(first).gql()?;
-        let events = revenue::events_of(db, None, first).await.gql()?;
-        let slugs: std::collections::HashMap<i64, String> = niches::Entity::find()
-            .filter(niches::Column::Id.is_in(events.iter().map(|e| e.niche_id)))
-            .all(db)
-            .await?
-            .into_iter()
-            .map(|n| (n.id, n.slug))
-            .collect();
-        Ok(events
-            .into_iter()
-            .map(|e| {
-                let slug = slugs.get(&e.niche_id).cloned().unwrap_or_default();
-                event_view(e, &slug)
-            })
-            .collect())
+        Ok(
+            ledger_views::revenue_events(db, caller_of(ctx)?.viewer(), first)
+                .await
+                .gql()?
+                .into_iter()
+                .map(|(event, slug)| event_view(event, &slug))
+                .collect(),
+        )
     }
 
     /// Everyone's payout addresses, unverified first (admins only).
     async fn payout_accounts(&self, ctx: &Context<'_>) -> Result<Vec<PayoutAccount>> {
         let db = ctx.data::<DatabaseConnection>()?;
-        access::admin(caller_of(ctx)?.viewer()).gql()?;
-        Ok(payouts::accounts(db)
+        Ok(ledger_views::payout_accounts(db, caller_of(ctx)?.viewer())
             .await
             .gql()?
             .into_iter()
@@ -583,10 +477,13 @@ impl MoneyQuery {
     /// Payouts, newest first (admins only).
     async fn payouts(&self, ctx: &Context<'_>, first: Option<i32>) -> Result<Vec<Payout>> {
         let db = ctx.data::<DatabaseConnection>()?;
-        access::admin(caller_of(ctx)?.viewer()).gql()?;
         let first = page_size(first).gql()?;
-        let rows = payouts::list(db, None, first).await.gql()?;
-        payout_views(db, rows).await.gql()
+        Ok(ledger_views::payouts(db, caller_of(ctx)?.viewer(), first)
+            .await
+            .gql()?
+            .into_iter()
+            .map(payout_view)
+            .collect())
     }
 
     /// Anomaly signals, newest first (admins only).
@@ -596,14 +493,15 @@ impl MoneyQuery {
         first: Option<i32>,
     ) -> Result<Vec<AnomalySignal>> {
         let db = ctx.data::<DatabaseConnection>()?;
-        access::admin(caller_of(ctx)?.viewer()).gql()?;
         let first = page_size(first).gql()?;
-        Ok(signals::list(db, None, first)
-            .await
-            .gql()?
-            .into_iter()
-            .map(AnomalySignal::from)
-            .collect())
+        Ok(
+            ledger_views::anomaly_signals(db, caller_of(ctx)?.viewer(), first)
+                .await
+                .gql()?
+                .into_iter()
+                .map(AnomalySignal::from)
+                .collect(),
+        )
     }
 
     /// The audit log, newest first, optionally of one kind of subject (admins only).
@@ -614,17 +512,12 @@ impl MoneyQuery {
         first: Option<i32>,
     ) -> Result<Vec<AuditEntryView>> {
         let db = ctx.data::<DatabaseConnection>()?;
-        access::admin(caller_of(ctx)?.viewer()).gql()?;
         let first = page_size(first).gql()?;
-        let mut query = audit_log::Entity::find();
-        if let Some(kind) = subject_type {
-            query = query.filter(audit_log::Column::SubjectType.eq(kind));
-        }
-        Ok(query
-            .order_by_desc(audit_log::Column::Id)
-            .limit(first)
-            .all(db)
-            .await?
+        let rows =
+            ledger_views::audit_log(db, caller_of(ctx)?.viewer(), subject_type.as_deref(), first)
+                .await
+                .gql()?;
+        Ok(rows
             .into_iter()
             .map(|e| AuditEntryView {
                 id: ID(e.id.to_string()),
@@ -655,53 +548,21 @@ impl MoneyMutation {
         bounty_minor: i64,
         max_bounty_minor: i64,
     ) -> Result<Budget> {
-        let (db, _, admin) = admin_write(ctx)?;
-        let now = Utc::now();
-        if monthly_budget_minor.is_some_and(|b| b < 0) || bounty_minor < 0 || max_bounty_minor < 0 {
-            return Err(ServiceError::BadInput("amounts cannot be negative".into())).gql();
-        }
-        if bounty_minor > max_bounty_minor {
-            return Err(ServiceError::BadInput(
-                "the default bounty cannot be above the largest bounty".into(),
-            ))
-            .gql();
-        }
-        let niche = niche_by_slug(db, &niche_slug).await.gql()?;
-        let txn = begin_write(db).await?;
-        niches::Entity::update_many()
-            .col_expr(
-                niches::Column::MonthlyBudgetMinor,
-                Expr::value(monthly_budget_minor),
-            )
-            .col_expr(niches::Column::BountyMinor, Expr::value(bounty_minor))
-            .col_expr(
-                niches::Column::MaxBountyMinor,
-                Expr::value(max_bounty_minor),
-            )
-            .col_expr(niches::Column::UpdatedAt, Expr::value(now))
-            .filter(niches::Column::Id.eq(niche.id))
-            .exec(&txn)
-            .await?;
-        audit::record(
-            &txn,
-            AuditEntry {
-                actor: &Actor::User(admin.user_id),
-                action: "budget.set",
-                subject_type: "niche",
-                subject_id: niche.id,
-                niche_id: Some(niche.id),
-                detail: json!({
-                    "monthlyBudgetMinor": monthly_budget_minor,
-                    "bountyMinor": bounty_minor,
-                    "maxBountyMinor": max_bounty_minor,
-                }),
+        let (db, caller) = writer(ctx)?;
+        let view = ledger_views::set_niche_budget(
+            db,
+            caller.viewer(),
+            &niche_slug,
+            NicheBudget {
+                monthly_budget_minor,
+                bounty_minor,
+                max_bounty_minor,
             },
-            now,
+            Utc::now(),
         )
-        .await?;
-        txn.commit().await?;
-        let niche = niche_by_slug(db, &niche_slug).await.gql()?;
-        budget_view(db, &niche, now).await.gql()
+        .await
+        .gql()?;
+        Ok(budget_of(view))
     }
 }
 
@@ -735,9 +596,9 @@ impl PayoutMutation {
         handle: String,
         address: String,
     ) -> Result<PayoutAccount> {
-        let (db, _, admin) = admin_write(ctx)?;
+        let (db, caller) = writer(ctx)?;
         Ok(
-            payouts::verify_address(db, admin, &handle, &address, Utc::now())
+            payouts::verify_address(db, caller.viewer(), &handle, &address, Utc::now())
                 .await
                 .gql()?
                 .into(),
@@ -751,11 +612,12 @@ impl PayoutMutation {
         handle: String,
         #[graphql(default = "USD")] currency: String,
     ) -> Result<Payout> {
-        let (db, _, admin) = admin_write(ctx)?;
-        let payout = payouts::schedule(db, admin, &handle, &currency, Utc::now())
+        let (db, caller) = writer(ctx)?;
+        let payout = payouts::schedule(db, caller.viewer(), &handle, &currency, Utc::now())
             .await
             .gql()?;
-        Ok(payout_views(db, vec![payout]).await.gql()?.remove(0))
+        let mut rows = ledger_views::payout_rows(db, vec![payout]).await.gql()?;
+        Ok(payout_view(rows.remove(0)))
     }
 
     /// Record that a payout was paid, with the settlement's unique reference (admins only).
@@ -765,12 +627,13 @@ impl PayoutMutation {
         id: ID,
         external_reference: String,
     ) -> Result<Payout> {
-        let (db, _, admin) = admin_write(ctx)?;
+        let (db, caller) = writer(ctx)?;
         let id = payout_id(&id).gql()?;
-        let payout = payouts::mark_paid(db, admin, id, &external_reference, Utc::now())
+        let payout = payouts::mark_paid(db, caller.viewer(), id, &external_reference, Utc::now())
             .await
             .gql()?;
-        Ok(payout_views(db, vec![payout]).await.gql()?.remove(0))
+        let mut rows = ledger_views::payout_rows(db, vec![payout]).await.gql()?;
+        Ok(payout_view(rows.remove(0)))
     }
 
     /// Record that a payout failed: its allocations are owed again (admins only).
@@ -780,17 +643,15 @@ impl PayoutMutation {
         id: ID,
         reason: String,
     ) -> Result<Payout> {
-        let (db, _, admin) = admin_write(ctx)?;
+        let (db, caller) = writer(ctx)?;
         let id = payout_id(&id).gql()?;
-        let payout = payouts::mark_failed(db, admin, id, &reason, Utc::now())
+        let payout = payouts::mark_failed(db, caller.viewer(), id, &reason, Utc::now())
             .await
             .gql()?;
-        Ok(payout_views(db, vec![payout]).await.gql()?.remove(0))
+        let mut rows = ledger_views::payout_rows(db, vec![payout]).await.gql()?;
+        Ok(payout_view(rows.remove(0)))
     }
 }
-
-/// How many of the newest signals the live subscription looks at on each read.
-const WINDOW: u64 = 200;
 
 /// Money subscriptions.
 #[derive(Default)]
@@ -798,54 +659,18 @@ pub struct MoneySubscription;
 
 #[Subscription]
 impl MoneySubscription {
-    /// New anomaly signals as they arrive (admins only). The log is read every second, so
-    /// signals received by any instance arrive.
+    /// New anomaly signals as they arrive (admins only). Every instance reads the signal log,
+    /// so signals received by any of them arrive.
     async fn anomaly_signals(
         &self,
         ctx: &Context<'_>,
     ) -> Result<impl Stream<Item = Result<AnomalySignal>> + use<>> {
-        let db = ctx.data::<DatabaseConnection>()?.clone();
-        access::admin(caller_of(ctx)?.viewer()).gql()?;
-        // Signals are read newest first and those not seen yet are sent, oldest first: one
-        // committed after a later-numbered one (PostgreSQL hands out ids before commit) is
-        // still within the window the next read looks at.
-        let seen: std::collections::HashSet<i64> = signals::list(&db, None, WINDOW)
-            .await
-            .gql()?
-            .into_iter()
-            .map(|s| s.id)
-            .collect();
-        Ok(futures::stream::unfold(
-            (
-                db,
-                seen,
-                std::collections::VecDeque::<anomaly_signals::Model>::new(),
-            ),
-            |(db, mut seen, mut pending)| async move {
-                loop {
-                    if let Some(next) = pending.pop_front() {
-                        return Some((Ok(AnomalySignal::from(next)), (db, seen, pending)));
-                    }
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    match signals::list(&db, None, WINDOW).await {
-                        Ok(mut rows) => {
-                            // Ids older than the window can no longer come back: forget them.
-                            if rows.len() as u64 == WINDOW
-                                && let Some(oldest) = rows.iter().map(|s| s.id).min()
-                            {
-                                seen.retain(|id| *id >= oldest);
-                            }
-                            rows.retain(|s| seen.insert(s.id));
-                            rows.sort_by_key(|s| s.id);
-                            pending.extend(rows);
-                        }
-                        Err(err) => {
-                            use async_graphql::ErrorExtensions;
-                            return Some((Err(err.extend()), (db, seen, pending)));
-                        }
-                    }
-                }
-            },
-        ))
+        let rx = ctx.data::<LiveHub>()?.subscribe();
+        let signals = signals::watch(caller_of(ctx)?.viewer(), rx).gql()?;
+        Ok(signals.map(|signal| {
+            signal
+                .map(|s| AnomalySignal::from(s.as_ref().clone()))
+                .gql()
+        }))
     }
 }

@@ -2,15 +2,15 @@
 
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::Utc;
-use entity::niches::NicheStatus;
 use sea_orm::DatabaseConnection;
 
 use super::caller_of;
-use super::types::{Answer, AnswerKind, Niche, Question, QuestionConnection, connection, word};
+use super::enums::ContributionStatus;
+use super::types::{Answer, AnswerKind, Niche, Question, QuestionConnection, connection};
 use crate::error::{GqlResultExt, ServiceError};
-use crate::service::access;
 use crate::service::answering::{self, AnswerRequest};
 use crate::service::queue::{self, Cursor, QueueFilter};
+use crate::service::{access, niches};
 
 fn question_id(id: &ID) -> Result<i64, ServiceError> {
     id.parse()
@@ -39,8 +39,8 @@ pub struct AnswerResult {
     pub question: Question,
     /// Points earned (0 for declines).
     pub points: i64,
-    /// `pending` or `verified` for answers; null for declines.
-    pub contribution_status: Option<String>,
+    /// Where the answer's contribution is in review; null for declines.
+    pub contribution_status: Option<ContributionStatus>,
     /// What happened, in words for the person.
     pub notice: String,
 }
@@ -54,21 +54,10 @@ impl QuestionQuery {
     /// A niche by slug. Drafts and archived niches only for their members and admins.
     async fn niche(&self, ctx: &Context<'_>, slug: String) -> Result<Option<Niche>> {
         let db = ctx.data::<DatabaseConnection>()?;
-        let niche = match queue::niche_by_slug(db, &slug).await {
-            Ok(niche) => niche,
-            Err(ServiceError::NotFound(_)) => return Ok(None),
-            Err(err) => return Err(err).gql(),
-        };
-        if matches!(niche.status, NicheStatus::Open | NicheStatus::Operated) {
-            return Ok(Some(niche.into()));
-        }
-        let viewer = caller_of(ctx)?.viewer();
-        let visible = match viewer {
-            Some(v) if v.is_admin => true,
-            Some(v) => access::membership(db, v, niche.id).await.gql()?.is_some(),
-            None => false,
-        };
-        Ok(visible.then(|| niche.into()))
+        Ok(niches::visible_niche(db, caller_of(ctx)?.viewer(), &slug)
+            .await
+            .gql()?
+            .map(Niche::from))
     }
 
     /// One question, for active members of its niche and admins.
@@ -112,6 +101,7 @@ impl QuestionMutation {
         caller.check_write().gql()?;
         let outcome = answering::answer_question(
             db,
+            &super::hint(ctx),
             caller.viewer(),
             AnswerRequest {
                 question_id: question_id(&input.question_id).gql()?,
@@ -123,7 +113,6 @@ impl QuestionMutation {
         )
         .await
         .gql()?;
-        super::changed(ctx);
         let handle = caller
             .viewer()
             .map(|v| v.handle.clone())
@@ -132,7 +121,7 @@ impl QuestionMutation {
             answer: Answer::from_model(outcome.answer, handle),
             question: outcome.question.into(),
             points: outcome.points,
-            contribution_status: outcome.contribution_status.map(|s| word(&s)),
+            contribution_status: outcome.contribution_status.map(Into::into),
             notice: outcome.notice,
         })
     }
@@ -143,11 +132,15 @@ impl QuestionMutation {
         let caller = caller_of(ctx)?;
         access::signed_in(caller.viewer()).gql()?;
         caller.check_write().gql()?;
-        let question =
-            answering::dismiss_question(db, caller.viewer(), question_id(&id).gql()?, Utc::now())
-                .await
-                .gql()?;
-        super::changed(ctx);
+        let question = answering::dismiss_question(
+            db,
+            &super::hint(ctx),
+            caller.viewer(),
+            question_id(&id).gql()?,
+            Utc::now(),
+        )
+        .await
+        .gql()?;
         Ok(question.into())
     }
 }

@@ -20,16 +20,16 @@ use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
 use tokio::time::{Instant, MissedTickBehavior};
 
+use super::http::GraphqlEndpoint;
 use crate::auth::{Caller, OriginCheck, resolve_caller};
 use crate::service::sessions;
-use crate::startup::AppState;
 
 /// How long one message may take to send.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Upgrade to a websocket speaking the negotiated GraphQL protocol.
 pub async fn upgrade(
-    State(state): State<AppState>,
+    State(state): State<GraphqlEndpoint>,
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
@@ -48,10 +48,11 @@ pub async fn upgrade(
         )
             .into_response();
     };
-    let cookie_caller = match resolve_caller(&headers, &state, chrono::Utc::now()).await {
-        Ok(caller) if caller.origin == OriginCheck::Same || !caller.via_cookie => caller,
-        _ => Caller::default(),
-    };
+    let cookie_caller =
+        match resolve_caller(&headers, &state.db, &state.config, chrono::Utc::now()).await {
+            Ok(caller) if caller.origin == OriginCheck::Same || !caller.via_cookie => caller,
+            _ => Caller::default(),
+        };
     // Queue changes are a few KiB at most; tungstenite's 128 KiB default buffers would make
     // every idle subscriber cost a quarter of a megabyte. The write buffer is bounded so a peer
     // that stops reading cannot grow it without limit.
@@ -73,7 +74,7 @@ async fn close(sink: &mut futures::stream::SplitSink<WebSocket, Message>, code: 
 
 async fn serve(
     socket: WebSocket,
-    state: AppState,
+    state: GraphqlEndpoint,
     protocol: WebSocketProtocols,
     cookie_caller: Caller,
 ) {

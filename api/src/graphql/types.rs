@@ -1,19 +1,25 @@
 //! GraphQL output types. They are their own structs, built from entities with `From`, so the
 //! storage schema can change without changing the API.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_graphql::ErrorExtensions;
 use async_graphql::connection::{Connection, Edge};
+use async_graphql::dataloader::{DataLoader, Loader};
 use async_graphql::{ComplexObject, Context, Enum, ID, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 use entity::agent_answers::{self, AnswerKind as StoredKind};
 use entity::agent_questions::{self, QuestionStatus as StoredStatus};
-use entity::contribution_events::ContributionStatus;
 use entity::niche_members::{MemberRole as StoredRole, MemberStatus as StoredMemberStatus};
 use entity::{audit_log, niches, users};
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use sea_orm::DatabaseConnection;
 
 use super::caller_of;
+use super::enums::{ContributionStatus, MemberStatus, Urgency};
 use crate::domain::scoring;
-use crate::error::GqlResultExt;
+use crate::error::{GqlResultExt, ServiceError};
+use crate::service::names;
 use crate::service::queue::{self, Cursor, Page, QueueFilter as ServiceFilter};
 use crate::service::standing::{ContributionView, MembershipStanding};
 
@@ -108,6 +114,7 @@ impl From<QueueFilter> for ServiceFilter {
 
 /// A member's role in a niche.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "StoredRole")]
 pub enum MemberRole {
     /// Answers questions.
     Operator,
@@ -117,18 +124,9 @@ pub enum MemberRole {
     Observer,
 }
 
-impl From<MemberRole> for StoredRole {
-    fn from(role: MemberRole) -> Self {
-        match role {
-            MemberRole::Operator => StoredRole::Operator,
-            MemberRole::Specialist => StoredRole::Specialist,
-            MemberRole::Observer => StoredRole::Observer,
-        }
-    }
-}
-
 /// A niche's lifecycle status.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "niches::NicheStatus")]
 pub enum NicheStatus {
     /// Being set up; takes no questions.
     Draft,
@@ -138,17 +136,6 @@ pub enum NicheStatus {
     Operated,
     /// Closed; its records are kept.
     Archived,
-}
-
-impl From<NicheStatus> for niches::NicheStatus {
-    fn from(status: NicheStatus) -> Self {
-        match status {
-            NicheStatus::Draft => niches::NicheStatus::Draft,
-            NicheStatus::Open => niches::NicheStatus::Open,
-            NicheStatus::Operated => niches::NicheStatus::Operated,
-            NicheStatus::Archived => niches::NicheStatus::Archived,
-        }
-    }
 }
 
 /// The stored word of a serde-serialisable enum (`"open"`, `"verified"`, …).
@@ -190,8 +177,8 @@ pub struct Niche {
     pub slug: String,
     /// Display name.
     pub name: String,
-    /// `draft`, `open`, `operated` or `archived`.
-    pub status: String,
+    /// Where the niche is in its life.
+    pub status: NicheStatus,
     /// What the niche covers.
     pub description: String,
 }
@@ -200,7 +187,7 @@ impl From<niches::Model> for Niche {
     fn from(model: niches::Model) -> Self {
         Self {
             id: model.id,
-            status: word(&model.status),
+            status: model.status.into(),
             slug: model.slug,
             name: model.name,
             description: model.description,
@@ -236,10 +223,12 @@ impl Niche {
         let caller = caller_of(ctx)?;
         let first = queue::page_size(first).gql()?;
         let after = after.as_deref().map(Cursor::decode).transpose().gql()?;
-        let niche = niches::Entity::find_by_id(self.id)
-            .one(db)
-            .await?
-            .ok_or_else(|| async_graphql::Error::new("niche vanished"))?;
+        let niche = ctx
+            .data::<DataLoader<NicheLoader>>()?
+            .load_one(self.id)
+            .await
+            .map_err(|err| err.extend())?
+            .ok_or_else(|| ServiceError::NotFound("no such niche".into()).extend())?;
         let filter = ServiceFilter::from(status.unwrap_or(QueueFilter::Waiting));
         let page = queue::niche_questions(
             db,
@@ -258,8 +247,7 @@ impl Niche {
     /// The niche's members, by handle (admins only).
     async fn members(&self, ctx: &Context<'_>) -> Result<Vec<Member>> {
         let db = ctx.data::<DatabaseConnection>()?;
-        crate::service::access::admin(caller_of(ctx)?.viewer()).gql()?;
-        let members = crate::service::niches::members_of(db, self.id)
+        let members = crate::service::admin::members_of(db, caller_of(ctx)?.viewer(), self.id)
             .await
             .gql()?;
         Ok(members
@@ -296,8 +284,8 @@ pub struct Question {
     pub context: Option<String>,
     /// The answers the agent offers.
     pub options: Vec<QuestionOption>,
-    /// `low`, `normal` or `high`.
-    pub urgency: String,
+    /// How urgent the agent says it is.
+    pub urgency: Urgency,
     /// Where it is.
     pub status: QuestionStatus,
     /// The bounty for its answer, minor units.
@@ -324,7 +312,7 @@ impl From<agent_questions::Model> for Question {
             question: q.question,
             context: q.context,
             options: serde_json::from_value(q.options).unwrap_or_default(),
-            urgency: word(&q.urgency),
+            urgency: q.urgency.into(),
             status: q.status.into(),
             bounty_minor: q.bounty_minor,
             research_round: q.research_round,
@@ -340,11 +328,14 @@ impl From<agent_questions::Model> for Question {
 impl Question {
     /// The niche it was asked in.
     async fn niche(&self, ctx: &Context<'_>) -> Result<Niche> {
-        let db = ctx.data::<DatabaseConnection>()?;
-        let niche = niches::Entity::find_by_id(self.niche_id)
-            .one(db)
-            .await?
-            .ok_or_else(|| async_graphql::Error::new("niche vanished"))?;
+        let niche = ctx
+            .data::<DataLoader<NicheLoader>>()?
+            .load_one(self.niche_id)
+            .await
+            .map_err(|err| err.extend())?
+            .ok_or_else(|| {
+                ServiceError::Internal(anyhow::anyhow!("question without its niche")).extend()
+            })?;
         Ok(niche.into())
     }
 
@@ -353,18 +344,13 @@ impl Question {
         let db = ctx.data::<DatabaseConnection>()?;
         let id: i64 = self.id.parse()?;
         let answers = queue::answers_of(db, id).await.gql()?;
-        let authors: Vec<i64> = answers.iter().map(|a| a.user_id).collect();
-        let people = users::Entity::find()
-            .filter(users::Column::Id.is_in(authors))
-            .all(db)
-            .await?;
+        let handles = names::handles(db, answers.iter().map(|a| a.user_id))
+            .await
+            .gql()?;
         Ok(answers
             .into_iter()
             .map(|a| {
-                let handle = people
-                    .iter()
-                    .find(|u| u.id == a.user_id)
-                    .map_or_else(String::new, |u| u.handle.clone());
+                let handle = handles.get(&a.user_id).cloned().unwrap_or_default();
                 Answer::from_model(a, handle)
             })
             .collect())
@@ -464,10 +450,10 @@ impl From<scoring::Tier> for Tier {
 pub struct Membership {
     /// The niche.
     pub niche: Niche,
-    /// `operator`, `specialist` or `observer`.
-    pub role: String,
-    /// `pending`, `active`, `suspended` or `left`.
-    pub status: String,
+    /// What they do in the niche.
+    pub role: MemberRole,
+    /// Where their membership stands.
+    pub status: MemberStatus,
     /// Sum of verified points.
     pub score: i64,
     /// Verified contributions.
@@ -489,8 +475,8 @@ pub struct Membership {
 impl From<MembershipStanding> for Membership {
     fn from(s: MembershipStanding) -> Self {
         Self {
-            role: word(&s.member.role),
-            status: word(&s.member.status),
+            role: s.member.role.into(),
+            status: s.member.status.into(),
             score: s.score,
             verified_count: s.verified_count,
             pending_count: s.pending_count,
@@ -512,9 +498,9 @@ pub struct Member {
     /// The niche's slug.
     pub niche_slug: String,
     /// Their role.
-    pub role: String,
+    pub role: MemberRole,
     /// Their status.
-    pub status: String,
+    pub status: MemberStatus,
     /// Their share cap, basis points.
     pub share_cap_bps: i32,
 }
@@ -530,8 +516,8 @@ pub struct Contribution {
     pub kind: String,
     /// Its points (kept even when rejected or reversed).
     pub points: i64,
-    /// `pending`, `verified`, `rejected` or `reversed`.
-    pub status: String,
+    /// Where it is in review.
+    pub status: ContributionStatus,
     /// What produced it.
     pub source: String,
     /// Supporting facts as JSON text (show as text).
@@ -550,18 +536,13 @@ impl From<ContributionView> for Contribution {
             niche_slug: view.niche_slug,
             kind: view.type_key,
             points: e.points,
-            status: word(&e.status),
+            status: e.status.into(),
             source: e.source,
             evidence: e.evidence.to_string(),
             created_at: e.created_at,
             verified_at: e.verified_at,
         }
     }
-}
-
-/// A contribution's status word, for filters.
-pub fn contribution_status_word(status: ContributionStatus) -> String {
-    word(&status)
 }
 
 /// The roles and statuses stored for members.
@@ -575,8 +556,25 @@ pub fn member_view(
     Member {
         handle: handle.to_owned(),
         niche_slug: niche_slug.to_owned(),
-        role: word(&role),
-        status: word(&status),
+        role: role.into(),
+        status: status.into(),
         share_cap_bps: cap,
+    }
+}
+
+/// Loads niches by id in batches: a page of questions asks for its niches in one query.
+pub struct NicheLoader {
+    /// The pool.
+    pub db: DatabaseConnection,
+}
+
+impl Loader<i64> for NicheLoader {
+    type Value = niches::Model;
+    type Error = Arc<ServiceError>;
+
+    async fn load(&self, keys: &[i64]) -> Result<HashMap<i64, niches::Model>, Self::Error> {
+        names::niches(&self.db, keys.iter().copied())
+            .await
+            .map_err(Arc::new)
     }
 }

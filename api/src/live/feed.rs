@@ -1,9 +1,11 @@
-//! The change feed: read audit rows after the last one seen, turn them into [`LiveEvent`]s.
+//! The change feed: read audit rows after the last one seen, and anomaly signals not seen yet,
+//! and turn them into [`LiveEvent`]s.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use entity::{agent_questions, audit_log, niche_members};
+use entity::{agent_questions, anomaly_signals, audit_log, niche_members};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use super::{LiveEvent, LiveHub, QuestionChange};
@@ -20,10 +22,66 @@ pub async fn last_audit_id(db: &DatabaseConnection) -> Result<i64, sea_orm::DbEr
         .map_or(0, |row| row.id))
 }
 
+/// How many of the newest signals each read looks at.
+const SIGNAL_WINDOW: u64 = 200;
+
+/// Which anomaly signals were broadcast already. Signals are read as the newest
+/// [`SIGNAL_WINDOW`] and those not seen are sent, oldest first: one committed after a
+/// later-numbered one (PostgreSQL hands out ids before commit) is still inside the window the
+/// next read looks at, so it is not skipped.
+pub struct SignalWindow {
+    seen: HashSet<i64>,
+}
+
+impl SignalWindow {
+    /// Start from the signals logged now: only later ones are broadcast.
+    pub async fn start(db: &DatabaseConnection) -> Result<Self, sea_orm::DbErr> {
+        Ok(Self {
+            seen: newest_signals(db)
+                .await?
+                .into_iter()
+                .map(|s| s.id)
+                .collect(),
+        })
+    }
+
+    /// The signals not broadcast yet, oldest first, now marked as seen.
+    fn take_new(&mut self, mut rows: Vec<anomaly_signals::Model>) -> Vec<anomaly_signals::Model> {
+        // Ids older than the window can no longer come back: forget them.
+        if rows.len() as u64 == SIGNAL_WINDOW
+            && let Some(oldest) = rows.iter().map(|s| s.id).min()
+        {
+            self.seen.retain(|id| *id >= oldest);
+        }
+        rows.retain(|s| self.seen.insert(s.id));
+        rows.sort_by_key(|s| s.id);
+        rows
+    }
+}
+
+async fn newest_signals(
+    db: &DatabaseConnection,
+) -> Result<Vec<anomaly_signals::Model>, sea_orm::DbErr> {
+    anomaly_signals::Entity::find()
+        .order_by_desc(anomaly_signals::Column::Id)
+        .limit(SIGNAL_WINDOW)
+        .all(db)
+        .await
+}
+
 /// Run forever: wait for a hint (or the poll), then read and broadcast everything new.
-pub async fn run(hub: LiveHub, mut last: i64, poll: Duration) {
+pub async fn run(hub: LiveHub, mut last: i64, mut signals: SignalWindow, poll: Duration) {
     loop {
         let _ = tokio::time::timeout(poll, hub.wake().notified()).await;
+        // One read of the signal log per round, shared by every subscriber of this instance.
+        match newest_signals(hub.db()).await {
+            Ok(rows) => {
+                for signal in signals.take_new(rows) {
+                    hub.publish(LiveEvent::Signal(Arc::new(signal)));
+                }
+            }
+            Err(err) => tracing::warn!(error = %err, "the signal feed could not read; retrying"),
+        }
         loop {
             match read_after(&hub, last).await {
                 Ok((Some(newest), full)) => {

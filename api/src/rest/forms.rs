@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::auth::Caller;
 use crate::error::ServiceError;
 use crate::service::answering::{self, AnswerRequest};
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Where to go when `next` is missing or unsafe.
 const HOME: &str = "/dashboard/niches";
@@ -108,6 +108,7 @@ pub async fn answer(
         let question_id = writable_question(&caller, &id)?;
         let done = answering::answer_question(
             &state.db,
+            &state.hint(),
             caller.viewer(),
             AnswerRequest {
                 question_id,
@@ -118,7 +119,6 @@ pub async fn answer(
             Utc::now(),
         )
         .await?;
-        state.live.changed();
         Ok(done.notice)
     }
     .await;
@@ -135,8 +135,14 @@ pub async fn dismiss(
     let next = safe_next(form.next.as_deref());
     let result = async {
         let question_id = writable_question(&caller, &id)?;
-        answering::dismiss_question(&state.db, caller.viewer(), question_id, Utc::now()).await?;
-        state.live.changed();
+        answering::dismiss_question(
+            &state.db,
+            &state.hint(),
+            caller.viewer(),
+            question_id,
+            Utc::now(),
+        )
+        .await?;
         Ok("Dismissed. Nobody will be asked about it again.".to_owned())
     }
     .await;

@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// The process is up.
 pub async fn healthz() -> &'static str {

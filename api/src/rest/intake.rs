@@ -14,7 +14,7 @@ use super::views::status_word;
 use crate::domain::intake::parse_new_question;
 use crate::error::ServiceError;
 use crate::service::intake::{IntakeOutcome, receive_question as receive, refusal_reason};
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Verify, parse and store an agent's question.
 pub async fn receive_question(
@@ -37,11 +37,8 @@ pub async fn receive_question(
             return ServiceError::BadInput(err.0).into_response();
         }
     };
-    match receive(&state.db, new, now).await {
+    match receive(&state.db, &state.hint(), new, now).await {
         Ok(outcome) => {
-            if !outcome.duplicate {
-                state.live.changed();
-            }
             state.metrics.intake_outcome(if outcome.duplicate {
                 "duplicate"
             } else {

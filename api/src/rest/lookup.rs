@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::signed::signed_and_parsed;
 use crate::service::lookup;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Verify, parse and answer a lookup.
 pub async fn lookup(

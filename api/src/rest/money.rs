@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::signed::signed_and_parsed;
 use crate::service::{revenue, signals};
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Book a revenue event: 201 with its allocations, 200 for an external id booked before.
 pub async fn revenue_event(
@@ -66,7 +66,7 @@ pub async fn anomaly_signal(
         Ok(new) => new,
         Err(refused) => return refused.into_response(),
     };
-    match signals::append(&state.db, new, now).await {
+    match signals::append(&state.db, &state.hint(), new, now).await {
         Ok((row, duplicate)) => {
             let status = if duplicate {
                 StatusCode::OK

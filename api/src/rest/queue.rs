@@ -7,8 +7,6 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use entity::agent_questions;
-use sea_orm::EntityTrait;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -17,7 +15,7 @@ use crate::auth::Caller;
 use crate::error::ServiceError;
 use crate::service::answering::{self, AnswerRequest};
 use crate::service::queue::{self, Cursor, QueueFilter};
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Query string of the queue route.
 #[derive(Debug, Deserialize)]
@@ -99,23 +97,20 @@ pub async fn answer(
     Path((slug, id)): Path<(String, String)>,
     body: Result<Json<AnswerBody>, JsonRejection>,
 ) -> Result<Response, ServiceError> {
-    let viewer = crate::service::access::signed_in(caller.viewer())?;
+    // Who, then whether from here, then what: an anonymous caller hears 401 whatever they sent.
+    crate::service::access::signed_in(caller.viewer())?;
     caller.check_write()?;
-    let id: i64 = id
+    let question_id: i64 = id
         .parse()
         .map_err(|_| ServiceError::NotFound("no such question".into()))?;
-    let niche = queue::niche_by_slug(&state.db, &slug).await?;
-    let question = agent_questions::Entity::find_by_id(id)
-        .one(&state.db)
-        .await?
-        .filter(|q| q.niche_id == niche.id)
-        .ok_or_else(|| ServiceError::NotFound("no such question in that niche".into()))?;
     let Json(body) = body.map_err(|e| ServiceError::BadInput(e.body_text()))?;
-    let outcome = answering::answer_question(
+    let outcome = answering::answer_in_niche(
         &state.db,
-        Some(viewer),
+        &state.hint(),
+        caller.viewer(),
+        &slug,
         AnswerRequest {
-            question_id: question.id,
+            question_id,
             kind: body.kind.unwrap_or_default(),
             option_id: body.option_id,
             body: body.body,
@@ -123,7 +118,6 @@ pub async fn answer(
         Utc::now(),
     )
     .await?;
-    state.live.changed();
     Ok(Json(json!({
         "answer": {
             "id": outcome.answer.id,

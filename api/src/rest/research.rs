@@ -12,7 +12,7 @@ use serde_json::json;
 use super::signed::signed_and_parsed;
 use super::views::status_word;
 use crate::service::research;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Verify, parse and apply research results.
 pub async fn research_returned(
@@ -25,14 +25,11 @@ pub async fn research_returned(
         Ok(result) => result,
         Err(refused) => return refused.into_response(),
     };
-    match research::research_returned(&state.db, result, now).await {
-        Ok(question) => {
-            state.live.changed();
-            Json(json!({
-                "question": { "id": question.id, "status": status_word(question.status) },
-            }))
-            .into_response()
-        }
+    match research::research_returned(&state.db, &state.hint(), result, now).await {
+        Ok(question) => Json(json!({
+            "question": { "id": question.id, "status": status_word(question.status) },
+        }))
+        .into_response(),
         Err(err) => err.into_response(),
     }
 }

@@ -7,6 +7,7 @@ use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::users::{self, UserRole};
 use entity::{api_keys, niches};
 use rand::RngCore;
+use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter, SqlErr,
     TransactionTrait,
@@ -14,7 +15,9 @@ use sea_orm::{
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use crate::error::ServiceError;
+use crate::error::{Conflict, ServiceError};
+use crate::live::ChangeHint;
+use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
 
 /// The shortest password askloop accepts.
@@ -82,9 +85,7 @@ pub async fn create_user(
     .exec_with_returning(&txn)
     .await
     .map_err(|err| match err.sql_err() {
-        Some(SqlErr::UniqueConstraintViolation(_)) => {
-            ServiceError::Conflict("that handle or email is already taken".into())
-        }
+        Some(SqlErr::UniqueConstraintViolation(_)) => ServiceError::from(Conflict::AccountTaken),
         _ => err.into(),
     })?;
     audit::record(
@@ -128,6 +129,7 @@ pub async fn user_by_handle(
 /// Make `handle` an active member of niche `slug` in `role`; an existing membership is a conflict.
 pub async fn add_member(
     db: &DatabaseConnection,
+    hint: &ChangeHint,
     slug: &str,
     handle: &str,
     role: MemberRole,
@@ -154,10 +156,10 @@ pub async fn add_member(
     .exec_with_returning(&txn)
     .await
     .map_err(|err| match err.sql_err() {
-        Some(SqlErr::UniqueConstraintViolation(_)) => ServiceError::Conflict(format!(
-            "'{}' is already a member of '{}'",
-            user.handle, niche.slug
-        )),
+        Some(SqlErr::UniqueConstraintViolation(_)) => ServiceError::from(Conflict::AlreadyMember {
+            handle: user.handle.clone(),
+            niche: niche.slug.clone(),
+        }),
         _ => err.into(),
     })?;
     audit::record(
@@ -174,6 +176,7 @@ pub async fn add_member(
     )
     .await?;
     txn.commit().await?;
+    hint.changed();
     Ok(member)
 }
 
@@ -229,6 +232,64 @@ pub async fn create_api_key(
     .await?;
     txn.commit().await?;
     Ok(IssuedApiKey { key, token })
+}
+
+/// Revoke one of `viewer`'s own API keys (audited); `false` when it was revoked already.
+/// Someone else's key is "not found", so ids cannot be probed.
+pub async fn revoke_api_key(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    key_id: i64,
+    now: DateTime<Utc>,
+) -> Result<bool, ServiceError> {
+    let viewer = access::signed_in(viewer)?;
+    let txn = db.begin().await?;
+    let revoked = api_keys::Entity::update_many()
+        .col_expr(api_keys::Column::RevokedAt, Expr::value(Some(now)))
+        .filter(api_keys::Column::Id.eq(key_id))
+        .filter(api_keys::Column::UserId.eq(viewer.user_id))
+        .filter(api_keys::Column::RevokedAt.is_null())
+        .exec(&txn)
+        .await?;
+    if revoked.rows_affected == 0 {
+        txn.rollback().await?;
+        let exists = api_keys::Entity::find_by_id(key_id)
+            .filter(api_keys::Column::UserId.eq(viewer.user_id))
+            .one(db)
+            .await?
+            .is_some();
+        return if exists {
+            Ok(false)
+        } else {
+            Err(ServiceError::NotFound("no such API key".into()))
+        };
+    }
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(viewer.user_id),
+            action: "api_key.revoked",
+            subject_type: "api_key",
+            subject_id: key_id,
+            niche_id: None,
+            detail: json!({ "user": viewer.handle }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(true)
+}
+
+/// The signed-in person's account, or `Unauthenticated` when it no longer exists.
+pub async fn account_of(
+    db: &DatabaseConnection,
+    viewer: &Viewer,
+) -> Result<users::Model, ServiceError> {
+    users::Entity::find_by_id(viewer.user_id)
+        .one(db)
+        .await?
+        .ok_or_else(|| ServiceError::Unauthenticated("that account no longer exists".into()))
 }
 
 /// A fresh random token: `prefix` and 32 random bytes as hex.

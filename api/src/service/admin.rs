@@ -12,12 +12,14 @@ use sea_orm::{
 use serde_json::json;
 
 use crate::db::begin_write;
-use crate::error::ServiceError;
+use crate::error::{Conflict, ServiceError};
+use crate::live::ChangeHint;
 use crate::service::access::{self, Viewer};
 use crate::service::accounts::user_by_handle;
 use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::niches::NewNiche;
 use crate::service::queue::niche_by_slug;
-use crate::service::scores;
+use crate::service::{accounts, niches as niche_service, scores, standing};
 
 /// Changes to a niche; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
@@ -28,6 +30,69 @@ pub struct NicheChanges {
     pub description: Option<String>,
     /// New status.
     pub status: Option<NicheStatus>,
+}
+
+/// Create a niche (admins only; audited).
+pub async fn create_niche(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    new: NewNiche,
+    now: DateTime<Utc>,
+) -> Result<niches::Model, ServiceError> {
+    let admin = access::admin(viewer)?;
+    niche_service::create_niche(db, new, &Actor::User(admin.user_id), now).await
+}
+
+/// Every niche, drafts and archived ones included, by name (admins only).
+pub async fn all_niches(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+) -> Result<Vec<niches::Model>, ServiceError> {
+    access::admin(viewer)?;
+    niche_service::list_all_niches(db).await
+}
+
+/// A niche's members with their handles, by handle (admins only).
+pub async fn members_of(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    niche_id: i64,
+) -> Result<Vec<(niche_members::Model, String)>, ServiceError> {
+    access::admin(viewer)?;
+    niche_service::members_of(db, niche_id).await
+}
+
+/// Make a person an active member of a niche (admins only; audited).
+pub async fn add_member(
+    db: &DatabaseConnection,
+    hint: &ChangeHint,
+    viewer: Option<&Viewer>,
+    slug: &str,
+    handle: &str,
+    role: niche_members::MemberRole,
+    now: DateTime<Utc>,
+) -> Result<niche_members::Model, ServiceError> {
+    let admin = access::admin(viewer)?;
+    accounts::add_member(
+        db,
+        hint,
+        slug,
+        handle,
+        role,
+        &Actor::User(admin.user_id),
+        now,
+    )
+    .await
+}
+
+/// Contributions awaiting review, newest first (admins only).
+pub async fn review_queue(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    first: u64,
+) -> Result<Vec<standing::ContributionView>, ServiceError> {
+    access::admin(viewer)?;
+    standing::contributions(db, None, Some(ContributionStatus::Pending), first).await
 }
 
 /// Update a niche.
@@ -84,6 +149,7 @@ pub async fn update_niche(
 /// Set a membership's status (suspend, reinstate, leave).
 pub async fn set_member_status(
     db: &DatabaseConnection,
+    hint: &ChangeHint,
     viewer: Option<&Viewer>,
     slug: &str,
     handle: &str,
@@ -123,6 +189,7 @@ pub async fn set_member_status(
     )
     .await?;
     txn.commit().await?;
+    hint.changed();
     Ok(updated)
 }
 
@@ -199,9 +266,11 @@ pub async fn review(
         } else {
             "verified"
         };
-        return Err(ServiceError::Conflict(format!(
-            "only {needed} contributions can be {word}"
-        )));
+        return Err(Conflict::ContributionNotReviewable {
+            needed,
+            decision: word,
+        }
+        .into());
     }
     scores::recompute(&txn, event.niche_id, event.user_id, now).await?;
     audit::record(

@@ -21,7 +21,8 @@ use crate::db::begin_write;
 use crate::domain::answer::{self, Kind, ValidAnswer};
 use crate::domain::intake::QuestionOption;
 use crate::domain::scoring;
-use crate::error::ServiceError;
+use crate::error::{Conflict, ServiceError};
+use crate::live::ChangeHint;
 use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::outbox::{self, EventType, NewEvent};
@@ -71,9 +72,9 @@ pub fn is_waiting(question: &agent_questions::Model, now: DateTime<Utc>) -> bool
 /// The 409 for a question that no longer waits.
 fn not_waiting(question: &agent_questions::Model) -> ServiceError {
     if question.status == QuestionStatus::Expired || WAITING.contains(&question.status) {
-        ServiceError::Conflict("that question has expired".into())
+        Conflict::QuestionExpired.into()
     } else {
-        ServiceError::Conflict("that question is already settled".into())
+        Conflict::QuestionSettled.into()
     }
 }
 
@@ -97,11 +98,36 @@ async fn niche_of<C: ConnectionTrait>(
         .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("question without a niche")))
 }
 
+/// Answer question `question_id` only if it belongs to the niche named `slug`: the member route
+/// names both, and a question of another niche is "not found" there rather than answered.
+pub async fn answer_in_niche(
+    db: &DatabaseConnection,
+    hint: &ChangeHint,
+    viewer: Option<&Viewer>,
+    slug: &str,
+    request: AnswerRequest,
+    now: DateTime<Utc>,
+) -> Result<AnswerOutcome, ServiceError> {
+    access::signed_in(viewer)?;
+    let niche = crate::service::queue::niche_by_slug(db, slug).await?;
+    let belongs = agent_questions::Entity::find_by_id(request.question_id)
+        .one(db)
+        .await?
+        .is_some_and(|q| q.niche_id == niche.id);
+    if !belongs {
+        return Err(ServiceError::NotFound(
+            "no such question in that niche".into(),
+        ));
+    }
+    answer_question(db, hint, viewer, request, now).await
+}
+
 /// Answer, decline or send back a question, in the order of design §6: signed in (401) → the
 /// question exists (404) → it still waits (409) → an active, non-observer member of its niche
 /// (403) → a known kind (400) → an answer has an option or words (400) → one row per person.
 pub async fn answer_question(
     db: &DatabaseConnection,
+    hint: &ChangeHint,
     viewer: Option<&Viewer>,
     request: AnswerRequest,
     now: DateTime<Utc>,
@@ -133,6 +159,7 @@ pub async fn answer_question(
     match result {
         Ok(outcome) => {
             txn.commit().await?;
+            hint.changed();
             Ok(outcome)
         }
         Err(err) => {
@@ -441,9 +468,7 @@ async fn store_answer(
         .one(txn)
         .await?;
     match existing {
-        Some(row) if row.kind == AnswerKind::Answered => Err(ServiceError::Conflict(
-            "you have already answered that question".into(),
-        )),
+        Some(row) if row.kind == AnswerKind::Answered => Err(Conflict::AlreadyAnswered.into()),
         Some(row) => {
             let mut row: agent_answers::ActiveModel = row.into();
             row.kind = Set(kind);
@@ -475,6 +500,7 @@ async fn store_answer(
 /// question without an answer. No points.
 pub async fn dismiss_question(
     db: &DatabaseConnection,
+    hint: &ChangeHint,
     viewer: Option<&Viewer>,
     question_id: i64,
     now: DateTime<Utc>,
@@ -542,5 +568,6 @@ pub async fn dismiss_question(
     .await?;
     let question = find_question(&txn, question.id).await?;
     txn.commit().await?;
+    hint.changed();
     Ok(question)
 }

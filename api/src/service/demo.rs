@@ -9,6 +9,7 @@ use sea_orm::{DatabaseConnection, EntityTrait, PaginatorTrait};
 
 use crate::domain::slug::Slug;
 use crate::error::ServiceError;
+use crate::live::ChangeHint;
 use crate::service::accounts::{self, NewUser, new_token};
 use crate::service::audit::Actor;
 use crate::service::niches::{NewNiche, create_niche};
@@ -69,7 +70,16 @@ pub async fn seed_demo(db: &DatabaseConnection) -> Result<Option<DemoLogins>, Se
         now,
     )
     .await?;
-    accounts::add_member(db, "games", "operator", MemberRole::Operator, &actor, now).await?;
+    accounts::add_member(
+        db,
+        &ChangeHint::none(),
+        "games",
+        "operator",
+        MemberRole::Operator,
+        &actor,
+        now,
+    )
+    .await?;
     Ok(Some(DemoLogins {
         operator: ("operator".into(), operator_password),
         admin: ("admin".into(), admin_password),

@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::db::begin_write;
 use crate::error::ServiceError;
+use crate::live::ChangeHint;
 use crate::service::answering::{WAITING, budget_audit};
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::budget;
@@ -21,6 +22,7 @@ use crate::service::outbox::{self, EventType, NewEvent};
 /// expired (another instance may have taken some).
 pub async fn sweep(
     db: &DatabaseConnection,
+    hint: &ChangeHint,
     limit: u64,
     now: DateTime<Utc>,
 ) -> Result<usize, ServiceError> {
@@ -92,6 +94,7 @@ pub async fn sweep(
         )
         .await?;
         txn.commit().await?;
+        hint.changed();
         expired += 1;
     }
     Ok(expired)

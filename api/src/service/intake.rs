@@ -13,7 +13,8 @@ use serde_json::json;
 use crate::db::begin_write;
 use crate::domain::intake::{self, NewQuestion};
 use crate::domain::ledger::Budget;
-use crate::error::ServiceError;
+use crate::error::{Conflict, ServiceError};
+use crate::live::ChangeHint;
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::budget;
 use crate::service::niches::find_niche;
@@ -52,6 +53,7 @@ pub fn refusal_reason(err: &ServiceError) -> &'static str {
 /// (niche, external id) index, so 100 copies arriving at once store exactly one row.
 pub async fn receive_question(
     db: &DatabaseConnection,
+    hint: &ChangeHint,
     new: NewQuestion,
     now: DateTime<Utc>,
 ) -> Result<IntakeOutcome, ServiceError> {
@@ -61,16 +63,18 @@ pub async fn receive_question(
     match niche.status {
         NicheStatus::Open | NicheStatus::Operated => {}
         NicheStatus::Draft => {
-            return Err(ServiceError::Conflict(format!(
-                "niche '{}' is a draft and takes no questions yet",
-                niche.slug
-            )));
+            return Err(Conflict::NicheClosed {
+                slug: niche.slug,
+                state: "a draft",
+            }
+            .into());
         }
         NicheStatus::Archived => {
-            return Err(ServiceError::Conflict(format!(
-                "niche '{}' is archived and takes no questions",
-                niche.slug
-            )));
+            return Err(Conflict::NicheClosed {
+                slug: niche.slug,
+                state: "archived",
+            }
+            .into());
         }
     }
 
@@ -174,6 +178,7 @@ pub async fn receive_question(
                 ..before
             };
             txn.commit().await?;
+            hint.changed();
             Ok(IntakeOutcome {
                 question_id,
                 status: QuestionStatus::Open,

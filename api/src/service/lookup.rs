@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use entity::agent_answers::{self, AnswerKind};
 use entity::agent_questions::{self, QuestionStatus};
-use entity::{niches, users};
+use entity::niches;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
@@ -172,13 +172,7 @@ async fn read(
         .filter(agent_answers::Column::Kind.eq(AnswerKind::Answered))
         .all(db)
         .await?;
-    let handles: HashMap<i64, String> = users::Entity::find()
-        .filter(users::Column::Id.is_in(answers.iter().map(|a| a.user_id)))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|u| (u.id, u.handle))
-        .collect();
+    let handles = crate::service::names::handles(db, answers.iter().map(|a| a.user_id)).await?;
     let mut by_question: HashMap<i64, (agent_answers::Model, String)> = answers
         .into_iter()
         .map(|a| {

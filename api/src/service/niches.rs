@@ -1,8 +1,8 @@
 //! Niches: creating them and finding them by the ways agents and people name them.
 
 use chrono::{DateTime, Utc};
+use entity::niche_members;
 use entity::niches::{self, NicheStatus};
-use entity::{niche_members, users};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, NotSet,
     QueryFilter, QueryOrder, SqlErr, TransactionTrait,
@@ -11,7 +11,8 @@ use serde_json::json;
 
 use crate::domain::intake::NicheRef;
 use crate::domain::slug::Slug;
-use crate::error::ServiceError;
+use crate::error::{Conflict, ServiceError};
+use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
 
 /// A niche to create.
@@ -57,7 +58,7 @@ pub async fn create_niche(
     .await
     .map_err(|err| match err.sql_err() {
         Some(SqlErr::UniqueConstraintViolation(_)) => {
-            ServiceError::Conflict(format!("a niche with slug '{}' already exists", new.slug))
+            ServiceError::from(Conflict::NicheSlugTaken(new.slug.to_string()))
         }
         _ => err.into(),
     })?;
@@ -120,17 +121,35 @@ pub async fn members_of(
         .filter(niche_members::Column::NicheId.eq(niche_id))
         .all(db)
         .await?;
-    let handles: std::collections::HashMap<i64, String> = users::Entity::find()
-        .filter(users::Column::Id.is_in(rows.iter().map(|m| m.user_id)))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|u| (u.id, u.handle))
-        .collect();
+    let handles = crate::service::names::handles(db, rows.iter().map(|m| m.user_id)).await?;
     let mut members: Vec<_> = rows
         .into_iter()
         .filter_map(|member| handles.get(&member.user_id).cloned().map(|h| (member, h)))
         .collect();
     members.sort_by(|a, b| a.1.cmp(&b.1));
     Ok(members)
+}
+
+/// The niche named `slug` if `viewer` may see it: open and operated niches are public; drafts
+/// and archived ones only to their members and admins. `None` either way it is hidden, so a
+/// hidden niche cannot be told from a missing one.
+pub async fn visible_niche(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    slug: &str,
+) -> Result<Option<niches::Model>, ServiceError> {
+    let niche = match crate::service::queue::niche_by_slug(db, slug).await {
+        Ok(niche) => niche,
+        Err(ServiceError::NotFound(_)) => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    if matches!(niche.status, NicheStatus::Open | NicheStatus::Operated) {
+        return Ok(Some(niche));
+    }
+    let visible = match viewer {
+        Some(v) if v.is_admin => true,
+        Some(v) => access::membership(db, v, niche.id).await?.is_some(),
+        None => false,
+    };
+    Ok(visible.then_some(niche))
 }

@@ -20,7 +20,8 @@ use serde_json::{Value, json};
 
 use crate::db::begin_write;
 use crate::domain::delivery::{AfterFailure, RetryPolicy, after_failure, is_delivered};
-use crate::error::ServiceError;
+use crate::error::{Conflict, ServiceError};
+use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
 
 /// The four events askloop sends.
@@ -286,10 +287,12 @@ pub async fn record(
 /// Deliveries for admins: failures first (exhausted, then pending with errors), newest first.
 pub async fn list(
     db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
     status: Option<DeliveryStatus>,
     event: Option<EventType>,
     limit: u64,
 ) -> Result<Vec<deliveries::Model>, ServiceError> {
+    access::admin(viewer)?;
     let mut query = deliveries::Entity::find();
     if let Some(status) = status {
         query = query.filter(deliveries::Column::Status.eq(status));
@@ -327,10 +330,11 @@ pub async fn attempts_of(
 /// The envelope — and its id — stay the same, so an agent that already has it ignores it.
 pub async fn redeliver(
     db: &DatabaseConnection,
-    admin_id: i64,
+    viewer: Option<&Viewer>,
     delivery_id: i64,
     now: DateTime<Utc>,
 ) -> Result<deliveries::Model, ServiceError> {
+    let admin_id = access::admin(viewer)?.user_id;
     let txn = begin_write(db).await?;
     let found = deliveries::Entity::find_by_id(delivery_id)
         .one(&txn)
@@ -341,9 +345,7 @@ pub async fn redeliver(
     if found.status == DeliveryStatus::Pending
         && found.claimed_until.is_some_and(|until| until > now)
     {
-        return Err(ServiceError::Conflict(
-            "that delivery is being sent right now; its attempt is recorded in a moment".into(),
-        ));
+        return Err(Conflict::DeliveryInFlight.into());
     }
     let mut row: deliveries::ActiveModel = found.clone().into();
     row.status = Set(DeliveryStatus::Pending);

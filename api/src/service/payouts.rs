@@ -17,8 +17,8 @@ use serde_json::json;
 
 use crate::db::begin_write;
 use crate::domain::text::char_len;
-use crate::error::ServiceError;
-use crate::service::access::Viewer;
+use crate::error::{Conflict, ServiceError};
+use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
 
 /// The longest payout address kept.
@@ -130,20 +130,19 @@ async fn user_id_of(db: &DatabaseConnection, handle: &str) -> Result<i64, Servic
 /// the person changed it meanwhile, nothing is verified.
 pub async fn verify_address(
     db: &DatabaseConnection,
-    admin: &Viewer,
+    viewer: Option<&Viewer>,
     handle: &str,
     address: &str,
     now: DateTime<Utc>,
 ) -> Result<payout_accounts::Model, ServiceError> {
+    let admin = access::admin(viewer)?;
     let user_id = user_id_of(db, handle).await?;
     let txn = begin_write(db).await?;
     let account = payout_accounts::Entity::find()
         .filter(payout_accounts::Column::UserId.eq(user_id))
         .one(&txn)
         .await?
-        .ok_or_else(|| {
-            ServiceError::Conflict(format!("{handle} has not saved a payout address"))
-        })?;
+        .ok_or_else(|| ServiceError::from(Conflict::PayoutAddressMissing(handle.to_owned())))?;
     let marked = payout_accounts::Entity::update_many()
         .col_expr(payout_accounts::Column::VerifiedAt, Expr::value(Some(now)))
         .col_expr(
@@ -155,9 +154,7 @@ pub async fn verify_address(
         .exec(&txn)
         .await?;
     if marked.rows_affected != 1 {
-        return Err(ServiceError::Conflict(format!(
-            "{handle}'s payout address is not the one given (it may have just changed)"
-        )));
+        return Err(Conflict::PayoutAddressChanged(handle.to_owned()).into());
     }
     let verified = payout_accounts::Entity::find_by_id(account.id)
         .one(&txn)
@@ -185,19 +182,18 @@ pub async fn verify_address(
 /// other is told nothing is owed.
 pub async fn schedule(
     db: &DatabaseConnection,
-    admin: &Viewer,
+    viewer: Option<&Viewer>,
     handle: &str,
     currency: &str,
     now: DateTime<Utc>,
 ) -> Result<payouts::Model, ServiceError> {
+    let admin = access::admin(viewer)?;
     let currency = currency.trim().to_ascii_uppercase();
     let user_id = user_id_of(db, handle).await?;
     let account = account_of(db, user_id)
         .await?
         .filter(|a| a.verified_at.is_some())
-        .ok_or_else(|| {
-            ServiceError::Conflict(format!("{handle} has no verified payout address"))
-        })?;
+        .ok_or_else(|| ServiceError::from(Conflict::PayoutAddressUnverified(handle.to_owned())))?;
     let txn = begin_write(db).await?;
     let payout = payouts::ActiveModel {
         id: NotSet,
@@ -244,9 +240,11 @@ pub async fn schedule(
     let amount: i64 = amounts.iter().sum();
     if claimed.rows_affected == 0 || amount == 0 {
         txn.rollback().await?;
-        return Err(ServiceError::Conflict(format!(
-            "nothing is owed to {handle} in {currency}"
-        )));
+        return Err(Conflict::NothingOwed {
+            handle: handle.to_owned(),
+            currency: currency.to_owned(),
+        }
+        .into());
     }
     let mut row: payouts::ActiveModel = payout.into();
     row.amount_minor = Set(amount);
@@ -283,14 +281,12 @@ async fn scheduled_payout(
         .await?
         .ok_or_else(|| ServiceError::NotFound("no such payout".into()))?;
     if payout.status != PayoutStatus::Scheduled {
-        return Err(ServiceError::Conflict(format!(
-            "that payout is already {}",
-            match payout.status {
-                PayoutStatus::Paid => "paid",
-                PayoutStatus::Failed => "failed",
-                PayoutStatus::Scheduled => "scheduled",
-            }
-        )));
+        return Err(Conflict::PayoutSettled(match payout.status {
+            PayoutStatus::Paid => "paid",
+            PayoutStatus::Failed => "failed",
+            PayoutStatus::Scheduled => "scheduled",
+        })
+        .into());
     }
     Ok(payout)
 }
@@ -306,11 +302,12 @@ enum Settlement<'a> {
 /// Record that a scheduled payout was paid, under the settlement's unique reference.
 pub async fn mark_paid(
     db: &DatabaseConnection,
-    admin: &Viewer,
+    viewer: Option<&Viewer>,
     payout_id: i64,
     reference: &str,
     now: DateTime<Utc>,
 ) -> Result<payouts::Model, ServiceError> {
+    let admin = access::admin(viewer)?;
     let reference = reference.trim();
     if reference.is_empty() || char_len(reference) > 200 {
         return Err(ServiceError::BadInput(
@@ -323,11 +320,12 @@ pub async fn mark_paid(
 /// Record that a scheduled payout failed: its allocations are owed again.
 pub async fn mark_failed(
     db: &DatabaseConnection,
-    admin: &Viewer,
+    viewer: Option<&Viewer>,
     payout_id: i64,
     reason: &str,
     now: DateTime<Utc>,
 ) -> Result<payouts::Model, ServiceError> {
+    let admin = access::admin(viewer)?;
     let reason = reason.trim();
     if reason.is_empty() || char_len(reason) > 1000 {
         return Err(ServiceError::BadInput(
@@ -370,15 +368,12 @@ async fn settle(
     match settled {
         Ok(result) if result.rows_affected == 1 => {}
         Ok(_) => {
-            return Err(ServiceError::Conflict(
-                "that payout was settled meanwhile".into(),
-            ));
+            return Err(Conflict::PayoutSettled("settled").into());
         }
         Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
-            return Err(ServiceError::Conflict(format!(
-                "the reference '{}' is already recorded for another payout",
-                reference.unwrap_or_default()
-            )));
+            return Err(
+                Conflict::PayoutReferenceTaken(reference.unwrap_or_default().to_owned()).into(),
+            );
         }
         Err(err) => return Err(err.into()),
     }
@@ -446,13 +441,7 @@ pub async fn accounts(
         .order_by_desc(payout_accounts::Column::UpdatedAt)
         .all(db)
         .await?;
-    let handles: std::collections::HashMap<i64, String> = users::Entity::find()
-        .filter(users::Column::Id.is_in(rows.iter().map(|a| a.user_id)))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|u| (u.id, u.handle))
-        .collect();
+    let handles = crate::service::names::handles(db, rows.iter().map(|a| a.user_id)).await?;
     let mut listed: Vec<_> = rows
         .into_iter()
         .map(|a| {

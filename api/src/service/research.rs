@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 use crate::db::begin_write;
 use crate::domain::intake::NicheRef;
 use crate::domain::text::{CONTEXT_MAX, cap};
-use crate::error::ServiceError;
+use crate::error::{Conflict, ServiceError};
+use crate::live::ChangeHint;
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::niches::find_niche;
 
@@ -62,6 +63,7 @@ pub fn parse(body: &Value) -> Result<ResearchResult, ServiceError> {
 /// Put a researching question back in the queue with its new context.
 pub async fn research_returned(
     db: &DatabaseConnection,
+    hint: &ChangeHint,
     result: ResearchResult,
     now: DateTime<Utc>,
 ) -> Result<agent_questions::Model, ServiceError> {
@@ -101,9 +103,7 @@ pub async fn research_returned(
         .await?;
     if reopened.rows_affected == 0 {
         txn.rollback().await?;
-        return Err(ServiceError::Conflict(
-            "that question is not waiting for research".into(),
-        ));
+        return Err(Conflict::NotAwaitingResearch.into());
     }
     audit::record(
         &txn,
@@ -123,5 +123,6 @@ pub async fn research_returned(
         .await?
         .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("question vanished")))?;
     txn.commit().await?;
+    hint.changed();
     Ok(updated)
 }

@@ -2,17 +2,23 @@
 //! A signal changes nothing else: no status, score, tier, ledger or budget moves because of
 //! one, and it writes no other row (not even an audit entry). The same signalId books once.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use entity::anomaly_signals;
+use futures::Stream;
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter,
     QueryOrder, QuerySelect, TryInsertResult,
 };
 use serde_json::Value;
+use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::domain::text::{cap, char_len};
-use crate::error::ServiceError;
+use crate::error::{Conflict, ServiceError};
+use crate::live::{ChangeHint, LiveEvent};
+use crate::service::access::{self, Viewer};
 
 /// What a signal may be about.
 pub const SUBJECT_TYPES: [&str; 4] = ["question", "answer", "operator", "agent"];
@@ -93,6 +99,7 @@ pub fn parse(body: &Value) -> Result<NewSignal, ServiceError> {
 /// Append a signal; the same signalId again books nothing. The row, and whether it was there.
 pub async fn append(
     db: &DatabaseConnection,
+    hint: &ChangeHint,
     new: NewSignal,
     now: DateTime<Utc>,
 ) -> Result<(anomaly_signals::Model, bool), ServiceError> {
@@ -120,6 +127,9 @@ pub async fn append(
         .one(db)
         .await?
         .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("signal vanished")))?;
+    if !duplicate {
+        hint.changed();
+    }
     Ok((row, duplicate))
 }
 
@@ -148,4 +158,29 @@ pub async fn list(
         }
     };
     Ok(rows)
+}
+
+/// New anomaly signals from `rx` on, oldest first (admins only). The hub's feed reads the log
+/// once per round for every subscriber; a subscriber that falls behind is told so and ended.
+pub fn watch(
+    viewer: Option<&Viewer>,
+    rx: broadcast::Receiver<LiveEvent>,
+) -> Result<
+    impl Stream<Item = Result<Arc<anomaly_signals::Model>, ServiceError>> + use<>,
+    ServiceError,
+> {
+    access::admin(viewer)?;
+    Ok(futures::stream::unfold(Some(rx), |rx| async move {
+        let mut rx = rx?;
+        loop {
+            match rx.recv().await {
+                Ok(LiveEvent::Signal(signal)) => return Some((Ok(signal), Some(rx))),
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => {
+                    return Some((Err(Conflict::SubscriptionFellBehind.into()), None));
+                }
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    }))
 }

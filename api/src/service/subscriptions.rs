@@ -1,4 +1,4 @@
-//! What one subscriber sees: the feed's events filtered to what they may read, classified as
+//! What one subscriber sees (the service half of the live feed; `live/` only carries changes): the feed's events filtered to what they may read, classified as
 //! ADDED / UPDATED / REMOVED, and ended — with a reason — when they fall behind (the client
 //! re-syncs and subscribes again) or lose access mid-subscription.
 
@@ -10,8 +10,8 @@ use futures::Stream;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter};
 use tokio::sync::broadcast::{self, error::RecvError};
 
-use super::{LiveEvent, QuestionChange};
-use crate::error::ServiceError;
+use crate::error::{Conflict, ServiceError};
+use crate::live::{LiveEvent, QuestionChange};
 use crate::service::access::{self, Viewer};
 
 /// How a question changed for the subscriber.
@@ -36,10 +36,7 @@ pub struct Change {
 
 /// The error that ends a subscription that fell behind.
 pub fn fell_behind() -> ServiceError {
-    ServiceError::Conflict(
-        "this subscription fell behind and was closed; re-read the queue and subscribe again"
-            .into(),
-    )
+    Conflict::SubscriptionFellBehind.into()
 }
 
 /// Which view a subscriber watches.
@@ -60,6 +57,32 @@ struct Watch {
 }
 
 pub use crate::service::access::acting_niches;
+
+/// Watch niche `slug`'s waiting queue from `rx` on: for its active members and admins, and
+/// only while they stay so.
+pub async fn watch_niche(
+    db: DatabaseConnection,
+    rx: broadcast::Receiver<LiveEvent>,
+    viewer: Option<&Viewer>,
+    slug: &str,
+) -> Result<impl Stream<Item = Result<Change, ServiceError>> + use<>, ServiceError> {
+    let viewer = access::signed_in(viewer)?.clone();
+    let niche = crate::service::queue::niche_by_slug(&db, slug).await?;
+    access::can_read_questions(&db, Some(&viewer), &niche).await?;
+    Ok(changes(rx, db, viewer, View::Niche(niche.id)))
+}
+
+/// Watch "awaiting me" from `rx` on: waiting questions in the caller's operator and specialist
+/// niches, minus those they acted on.
+pub async fn watch_awaiting_me(
+    db: DatabaseConnection,
+    rx: broadcast::Receiver<LiveEvent>,
+    viewer: Option<&Viewer>,
+) -> Result<impl Stream<Item = Result<Change, ServiceError>> + use<>, ServiceError> {
+    let viewer = access::signed_in(viewer)?.clone();
+    let niches = acting_niches(&db, &viewer).await?;
+    Ok(changes(rx, db, viewer, View::AwaitingMe(niches)))
+}
 
 /// The stream of changes `viewer` may see in `view`, from `rx` on.
 pub fn changes(
@@ -98,7 +121,7 @@ pub fn changes(
                         return Some((Err(err), watch));
                     }
                 }
-                Ok(LiveEvent::Member { .. }) => {}
+                Ok(LiveEvent::Member { .. } | LiveEvent::Signal(_)) => {}
                 Err(RecvError::Lagged(_)) => {
                     watch.done = true;
                     return Some((Err(fell_behind()), watch));

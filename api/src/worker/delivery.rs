@@ -1,7 +1,6 @@
-//! The background work of a serving askloop: the outbox worker, which sends due deliveries to
-//! `CHOVY_WEBHOOK_URL` (signed afresh at every attempt, with a timeout) and records each attempt,
-//! and the expiry sweeper. Both stop when askloop shuts down; a delivery cut off mid-send is
-//! claimed and sent again once its lease runs out.
+//! The outbox worker: sends due deliveries to `CHOVY_WEBHOOK_URL` (signed afresh at every
+//! attempt, with a timeout) and records each attempt. It stops when askloop shuts down; a
+//! delivery cut off mid-send is claimed and sent again once its lease runs out.
 
 use std::time::Instant;
 
@@ -9,60 +8,17 @@ use chrono::Utc;
 use futures::StreamExt;
 use rand::Rng;
 
+use super::WorkerContext;
 use crate::domain::delivery::{RetryPolicy, parse_retry_after};
-use crate::service::{expiry, outbox};
-use crate::startup::AppState;
+use crate::service::outbox;
 
 /// How many deliveries are sent at once, and so how many one claim takes: every claimed row is
 /// sent at once, so none waits in the worker while its lease runs down.
 const IN_FLIGHT: usize = 8;
 const BATCH: u64 = IN_FLIGHT as u64;
 
-/// Start the sweeper, and the worker when a webhook URL is configured.
-pub fn spawn(state: &AppState) {
-    let sweeper = state.clone();
-    let stopped = state.live.stopped();
-    tokio::spawn(async move {
-        tokio::select! {
-            () = sweep_forever(sweeper) => {},
-            () = stopped => {},
-        }
-    });
-    let Some(url) = state.config.webhook_url.clone() else {
-        tracing::info!(
-            "CHOVY_WEBHOOK_URL is not set: events wait in the outbox and agents read them through the lookup route"
-        );
-        return;
-    };
-    let worker = state.clone();
-    let stopped = state.live.stopped();
-    tokio::spawn(async move {
-        tokio::select! {
-            () = deliver_forever(worker, url) => {},
-            () = stopped => {},
-        }
-    });
-}
-
-async fn sweep_forever(state: AppState) {
-    let mut tick = tokio::time::interval(state.config.delivery.sweep_every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        match expiry::sweep(&state.db, 100, Utc::now()).await {
-            Ok(0) => {}
-            Ok(count) => {
-                tracing::info!(count, "expired questions past their time");
-                state.live.changed();
-            }
-            Err(err) => {
-                tracing::warn!(error = %err, "the expiry sweep failed; it runs again shortly")
-            }
-        }
-    }
-}
-
-async fn deliver_forever(state: AppState, url: String) {
+/// Claim and send due deliveries until the process stops.
+pub(super) async fn deliver_forever(state: WorkerContext, url: String) {
     let settings = state.config.delivery;
     let client = match reqwest::Client::builder()
         .timeout(settings.timeout)
@@ -120,7 +76,7 @@ async fn deliver_forever(state: AppState, url: String) {
 
 /// POST the envelope, signed now, and say how it went.
 async fn send(
-    state: &AppState,
+    state: &WorkerContext,
     client: &reqwest::Client,
     url: &str,
     claimed: &outbox::Claimed,

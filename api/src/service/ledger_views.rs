@@ -1,0 +1,367 @@
+//! What the money pages read (see `docs/contract.md`): a niche's budget, my revenue, a niche's
+//! revenue, and for admins the revenue events, payouts, payout addresses, anomaly signals and the
+//! audit log; plus setting a niche's budget. Each function checks who may read or write it, so
+//! every surface gets the same rule, and resolves ids to handles and slugs in one query a batch.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use entity::{
+    allocations, anomaly_signals, audit_log, budget_entries, niches, payout_accounts, payouts,
+    revenue_events,
+};
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use serde_json::json;
+
+use crate::db::begin_write;
+use crate::domain::ledger::{self, Budget};
+use crate::error::ServiceError;
+use crate::service::access::{self, Viewer};
+use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::queue::niche_by_slug;
+use crate::service::revenue::Balance;
+use crate::service::{
+    budget, names, payouts as payout_service, revenue, scores, signals, standing,
+};
+
+/// A niche's budget this month, with its newest entries.
+#[derive(Debug, Clone)]
+pub struct BudgetView {
+    /// The niche (its bounty settings included).
+    pub niche: niches::Model,
+    /// Limit, spent and reserved this month.
+    pub budget: Budget,
+    /// The month's entries, newest first.
+    pub entries: Vec<budget_entries::Model>,
+    /// When the budget month starts again.
+    pub resets_at: DateTime<Utc>,
+}
+
+/// An allocation with the names it is shown with.
+#[derive(Debug, Clone)]
+pub struct AllocationRow {
+    /// The allocation.
+    pub allocation: allocations::Model,
+    /// Its niche's slug.
+    pub niche_slug: String,
+    /// Whose it is (none: the platform's).
+    pub handle: Option<String>,
+    /// The revenue event it came from.
+    pub event: Option<revenue_events::Model>,
+}
+
+/// A payout with its payee's handle.
+#[derive(Debug, Clone)]
+pub struct PayoutRow {
+    /// The payout.
+    pub payout: payouts::Model,
+    /// The payee.
+    pub handle: String,
+}
+
+/// My money, everywhere.
+#[derive(Debug, Clone)]
+pub struct MyRevenue {
+    /// One balance per currency.
+    pub balances: Vec<Balance>,
+    /// My allocations, newest first.
+    pub allocations: Vec<AllocationRow>,
+    /// My payouts, newest first.
+    pub payouts: Vec<PayoutRow>,
+    /// Where I want to be paid.
+    pub account: Option<payout_accounts::Model>,
+}
+
+/// A niche's revenue as its members see it.
+#[derive(Debug, Clone)]
+pub struct NicheRevenue {
+    /// The niche.
+    pub niche: niches::Model,
+    /// Gross over all events.
+    pub gross: i64,
+    /// Net over all events.
+    pub net: i64,
+    /// How many events.
+    pub count: i64,
+    /// The newest events.
+    pub recent: Vec<revenue_events::Model>,
+    /// Members' shares now, by handle, basis points.
+    pub shares: Vec<(String, i64)>,
+    /// The caller's allocations in this niche.
+    pub mine: Vec<AllocationRow>,
+}
+
+/// A niche's budget settings, as an admin sets them.
+#[derive(Debug, Clone, Copy)]
+pub struct NicheBudget {
+    /// The monthly limit (none: no limit), minor units.
+    pub monthly_budget_minor: Option<i64>,
+    /// The default bounty, minor units.
+    pub bounty_minor: i64,
+    /// The largest bounty, minor units.
+    pub max_bounty_minor: i64,
+}
+
+/// The niche named `slug` if `viewer` may see its money: its active members and admins.
+async fn member_niche(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    slug: &str,
+) -> Result<niches::Model, ServiceError> {
+    let niche = niche_by_slug(db, slug).await?;
+    access::can_read_questions(db, viewer, &niche).await?;
+    Ok(niche)
+}
+
+async fn budget_of_niche(
+    db: &DatabaseConnection,
+    niche: niches::Model,
+    now: DateTime<Utc>,
+) -> Result<BudgetView, ServiceError> {
+    let state = budget::budget_of(db, &niche, now).await?;
+    let entries = budget::entries_of(db, niche.id, &ledger::month_of(now), 100).await?;
+    Ok(BudgetView {
+        niche,
+        budget: state,
+        entries,
+        resets_at: ledger::resets_at(now),
+    })
+}
+
+/// A niche's budget this month (its active members and admins).
+pub async fn budget_view(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    slug: &str,
+    now: DateTime<Utc>,
+) -> Result<BudgetView, ServiceError> {
+    let niche = member_niche(db, viewer, slug).await?;
+    budget_of_niche(db, niche, now).await
+}
+
+/// Allocations with their niches' slugs, handles and events: three queries for any number.
+pub async fn allocation_rows(
+    db: &DatabaseConnection,
+    rows: Vec<allocations::Model>,
+) -> Result<Vec<AllocationRow>, ServiceError> {
+    let slugs = names::slugs(db, rows.iter().map(|a| a.niche_id)).await?;
+    let handles = names::handles(db, rows.iter().filter_map(|a| a.user_id)).await?;
+    let events: HashMap<i64, revenue_events::Model> = if rows.is_empty() {
+        HashMap::new()
+    } else {
+        revenue_events::Entity::find()
+            .filter(revenue_events::Column::Id.is_in(rows.iter().map(|a| a.revenue_event_id)))
+            .all(db)
+            .await?
+            .into_iter()
+            .map(|e| (e.id, e))
+            .collect()
+    };
+    Ok(rows
+        .into_iter()
+        .map(|allocation| AllocationRow {
+            niche_slug: slugs.get(&allocation.niche_id).cloned().unwrap_or_default(),
+            handle: allocation.user_id.and_then(|u| handles.get(&u).cloned()),
+            event: events.get(&allocation.revenue_event_id).cloned(),
+            allocation,
+        })
+        .collect())
+}
+
+/// Payouts with their payees' handles.
+pub async fn payout_rows(
+    db: &DatabaseConnection,
+    rows: Vec<payouts::Model>,
+) -> Result<Vec<PayoutRow>, ServiceError> {
+    let handles = names::handles(db, rows.iter().map(|p| p.user_id)).await?;
+    Ok(rows
+        .into_iter()
+        .map(|payout| PayoutRow {
+            handle: handles.get(&payout.user_id).cloned().unwrap_or_default(),
+            payout,
+        })
+        .collect())
+}
+
+/// The caller's money: balances, allocations, payouts and payout address.
+pub async fn my_revenue(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    first: u64,
+) -> Result<MyRevenue, ServiceError> {
+    let viewer = access::signed_in(viewer)?;
+    let balances = revenue::balances_of(db, viewer.user_id).await?;
+    let rows = revenue::allocations_of_user(db, viewer.user_id, None, first).await?;
+    let mine = payout_service::list(db, Some(viewer.user_id), first).await?;
+    Ok(MyRevenue {
+        balances,
+        allocations: allocation_rows(db, rows).await?,
+        payouts: payout_rows(db, mine).await?,
+        account: payout_service::account_of(db, viewer.user_id).await?,
+    })
+}
+
+/// A niche's revenue: totals, newest events, members' shares and the caller's allocations (its
+/// active members and admins).
+pub async fn niche_revenue(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    slug: &str,
+    first: u64,
+) -> Result<NicheRevenue, ServiceError> {
+    let niche = member_niche(db, viewer, slug).await?;
+    let (gross, net, count) = revenue::niche_totals(db, niche.id).await?;
+    let recent = revenue::events_of(db, Some(niche.id), first).await?;
+    let ladder = scores::ladder(db).await?;
+    let shares = standing::niche_shares(db, niche.id, &ladder).await?;
+    let handles = names::handles(db, shares.iter().map(|(u, _)| *u)).await?;
+    let mine = match viewer {
+        Some(v) => revenue::allocations_of_user(db, v.user_id, Some(niche.id), first).await?,
+        None => Vec::new(),
+    };
+    Ok(NicheRevenue {
+        gross,
+        net,
+        count,
+        recent,
+        shares: shares
+            .into_iter()
+            .map(|(user, bps)| {
+                (
+                    handles.get(&user).cloned().unwrap_or_default(),
+                    i64::from(bps),
+                )
+            })
+            .collect(),
+        mine: allocation_rows(db, mine).await?,
+        niche,
+    })
+}
+
+/// Revenue events across niches with their slugs, newest first (admins only).
+pub async fn revenue_events(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    first: u64,
+) -> Result<Vec<(revenue_events::Model, String)>, ServiceError> {
+    access::admin(viewer)?;
+    let events = revenue::events_of(db, None, first).await?;
+    let slugs = names::slugs(db, events.iter().map(|e| e.niche_id)).await?;
+    Ok(events
+        .into_iter()
+        .map(|e| {
+            let slug = slugs.get(&e.niche_id).cloned().unwrap_or_default();
+            (e, slug)
+        })
+        .collect())
+}
+
+/// Everyone's payout addresses with their handles, unverified first (admins only).
+pub async fn payout_accounts(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+) -> Result<Vec<(payout_accounts::Model, String)>, ServiceError> {
+    access::admin(viewer)?;
+    payout_service::accounts(db).await
+}
+
+/// Payouts, newest first (admins only).
+pub async fn payouts(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    first: u64,
+) -> Result<Vec<PayoutRow>, ServiceError> {
+    access::admin(viewer)?;
+    let rows = payout_service::list(db, None, first).await?;
+    payout_rows(db, rows).await
+}
+
+/// Anomaly signals, newest first (admins only).
+pub async fn anomaly_signals(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    first: u64,
+) -> Result<Vec<anomaly_signals::Model>, ServiceError> {
+    access::admin(viewer)?;
+    signals::list(db, None, first).await
+}
+
+/// The audit log, newest first, optionally of one kind of subject (admins only).
+pub async fn audit_log(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    subject_type: Option<&str>,
+    first: u64,
+) -> Result<Vec<audit_log::Model>, ServiceError> {
+    access::admin(viewer)?;
+    let mut query = audit_log::Entity::find();
+    if let Some(kind) = subject_type {
+        query = query.filter(audit_log::Column::SubjectType.eq(kind));
+    }
+    Ok(query
+        .order_by_desc(audit_log::Column::Id)
+        .limit(first)
+        .all(db)
+        .await?)
+}
+
+/// Set a niche's monthly budget and bounties (admins only; audited), and return its budget.
+pub async fn set_niche_budget(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    slug: &str,
+    settings: NicheBudget,
+    now: DateTime<Utc>,
+) -> Result<BudgetView, ServiceError> {
+    let admin = access::admin(viewer)?;
+    let NicheBudget {
+        monthly_budget_minor,
+        bounty_minor,
+        max_bounty_minor,
+    } = settings;
+    if monthly_budget_minor.is_some_and(|b| b < 0) || bounty_minor < 0 || max_bounty_minor < 0 {
+        return Err(ServiceError::BadInput("amounts cannot be negative".into()));
+    }
+    if bounty_minor > max_bounty_minor {
+        return Err(ServiceError::BadInput(
+            "the default bounty cannot be above the largest bounty".into(),
+        ));
+    }
+    let niche = niche_by_slug(db, slug).await?;
+    let txn = begin_write(db).await?;
+    niches::Entity::update_many()
+        .col_expr(
+            niches::Column::MonthlyBudgetMinor,
+            Expr::value(monthly_budget_minor),
+        )
+        .col_expr(niches::Column::BountyMinor, Expr::value(bounty_minor))
+        .col_expr(
+            niches::Column::MaxBountyMinor,
+            Expr::value(max_bounty_minor),
+        )
+        .col_expr(niches::Column::UpdatedAt, Expr::value(now))
+        .filter(niches::Column::Id.eq(niche.id))
+        .exec(&txn)
+        .await?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(admin.user_id),
+            action: "budget.set",
+            subject_type: "niche",
+            subject_id: niche.id,
+            niche_id: Some(niche.id),
+            detail: json!({
+                "monthlyBudgetMinor": monthly_budget_minor,
+                "bountyMinor": bounty_minor,
+                "maxBountyMinor": max_bounty_minor,
+            }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    let niche = niche_by_slug(db, slug).await?;
+    budget_of_niche(db, niche, now).await
+}

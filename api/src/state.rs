@@ -1,0 +1,66 @@
+//! The state every HTTP handler can reach, and the `FromRef` sub-states that let extractors and
+//! handlers ask for only the part they need (the pool, the configuration, the metrics, the hub).
+//! It imports nothing above the request context: assembly (`startup`) builds it; transports read
+//! it.
+
+use std::sync::Arc;
+
+use axum::extract::FromRef;
+use sea_orm::DatabaseConnection;
+
+use crate::auth::LoginThrottle;
+use crate::config::Config;
+use crate::live::{ChangeHint, LiveHub};
+use crate::metrics::Metrics;
+
+/// What every REST handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The database pool.
+    pub db: DatabaseConnection,
+    /// The configuration, built once.
+    pub config: Arc<Config>,
+    /// The metrics registry.
+    pub metrics: Arc<Metrics>,
+    /// Failed sign-ins, to slow down guessing.
+    pub login_throttle: Arc<LoginThrottle>,
+    /// Live updates for subscribers.
+    pub live: LiveHub,
+}
+
+impl AppState {
+    /// The hint writers give the live feed after they commit.
+    pub fn hint(&self) -> ChangeHint {
+        self.live.hint()
+    }
+}
+
+impl FromRef<AppState> for DatabaseConnection {
+    fn from_ref(state: &AppState) -> Self {
+        state.db.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Config> {
+    fn from_ref(state: &AppState) -> Self {
+        state.config.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Metrics> {
+    fn from_ref(state: &AppState) -> Self {
+        state.metrics.clone()
+    }
+}
+
+impl FromRef<AppState> for LiveHub {
+    fn from_ref(state: &AppState) -> Self {
+        state.live.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<LoginThrottle> {
+    fn from_ref(state: &AppState) -> Self {
+        state.login_throttle.clone()
+    }
+}

@@ -1,0 +1,43 @@
+//! Background work of a serving askloop: the outbox worker (`delivery`) and the expiry sweeper
+//! (`expiry`). Assembly starts them with [`spawn`] and stops them by cancelling the token it
+//! passes in; each loop finishes the step it is in (a claimed delivery is sent again by another
+//! worker once its lease runs out if it is cut off).
+
+use std::sync::Arc;
+
+use sea_orm::DatabaseConnection;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::live::ChangeHint;
+
+mod delivery;
+mod expiry;
+
+/// What the loops need: the pool, the configuration and the live hint for what they change.
+#[derive(Clone)]
+pub struct WorkerContext {
+    /// The database pool.
+    pub db: DatabaseConnection,
+    /// The configuration.
+    pub config: Arc<Config>,
+    /// Woken after each committed change subscribers may see.
+    pub hint: ChangeHint,
+}
+
+/// Start the expiry sweeper, and the delivery worker when a webhook URL is configured; both stop
+/// when `stop` is cancelled.
+pub fn spawn(context: WorkerContext, stop: CancellationToken) {
+    let sweeper = context.clone();
+    tokio::spawn(
+        stop.clone()
+            .run_until_cancelled_owned(expiry::sweep_forever(sweeper)),
+    );
+    let Some(url) = context.config.webhook_url.clone() else {
+        tracing::info!(
+            "CHOVY_WEBHOOK_URL is not set: events wait in the outbox and agents read them through the lookup route"
+        );
+        return;
+    };
+    tokio::spawn(stop.run_until_cancelled_owned(delivery::deliver_forever(context, url)));
+}
