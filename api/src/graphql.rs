@@ -1,5 +1,5 @@
-//! The GraphQL API (design §11): the schema is merged from one part per area; resolvers are thin
-//! (parse → service → map) and return GraphQL types, never entities.
+//! The GraphQL API (docs/contract.md#graphql): the schema is merged from one part per area;
+//! resolvers are thin (parse → service → map) and return GraphQL types, never entities.
 
 use std::sync::Arc;
 
