@@ -50,8 +50,8 @@ pub mod env {
     pub const ASKLOOP_PUBLIC_ORIGIN: EnvVar = EnvVar {
         name: "ASKLOOP_PUBLIC_ORIGIN",
         default: "unset: the origin the Host header names",
-        meaning: "scheme://host[:port] browsers reach askloop at, when a proxy sits in front; \
-                  cookie writes must come from it, and https:// marks the cookie Secure",
+        meaning: "scheme://host[:port] browsers reach askloop at, behind a proxy; writes made with \
+                  the session cookie must come from it, and https:// marks the cookie Secure",
     };
     /// The agent platform's shared secret.
     pub const CHOVY_SIGNING_SECRET: EnvVar = EnvVar {
@@ -81,7 +81,7 @@ pub mod env {
     pub const ASKLOOP_DELIVERY_LEASE_MS: EnvVar = EnvVar {
         name: "ASKLOOP_DELIVERY_LEASE_MS",
         default: "the timeout + 30000",
-        meaning: "how long a claimed delivery stays claimed, in milliseconds (longer than the timeout)",
+        meaning: "how long a claimed delivery stays claimed, in milliseconds (over the timeout)",
     };
     /// The first retry's delay.
     pub const ASKLOOP_DELIVERY_RETRY_BASE_MS: EnvVar = EnvVar {
@@ -157,9 +157,15 @@ pub fn environment_help() -> String {
     let mut help =
         String::from("Environment (read once at start-up; an empty value counts as unset):\n");
     for var in ENVIRONMENT {
+        // "unset: what follows" reads better bare than after "default:".
+        let default = if var.default.starts_with("unset") {
+            format!("[{}]", var.default)
+        } else {
+            format!("[default: {}]", var.default)
+        };
         help.push_str(&format!(
-            "  {:width$}  {}\n  {:width$}  [default: {}]\n",
-            var.name, var.meaning, "", var.default
+            "  {:width$}  {}\n  {:width$}  {default}\n",
+            var.name, var.meaning, ""
         ));
     }
     help
@@ -431,7 +437,11 @@ mod tests {
 
     /// The variable names in `text`'s lines, each found by `name_of`.
     fn names(text: &str, name_of: impl Fn(&str) -> Option<&str>) -> Vec<String> {
-        let mut names: Vec<String> = text.lines().filter_map(name_of).map(str::to_owned).collect();
+        let mut names: Vec<String> = text
+            .lines()
+            .filter_map(name_of)
+            .map(str::to_owned)
+            .collect();
         names.sort();
         names.dedup();
         names
@@ -445,12 +455,29 @@ mod tests {
                 .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
     }
 
+    /// Fail, naming the difference, unless `found` in `place` is exactly [`ENVIRONMENT`].
+    fn assert_lists_the_table(place: &str, found: &[String]) {
+        let table: Vec<&str> = ENVIRONMENT.iter().map(|v| v.name).collect();
+        let missing: Vec<&str> = table
+            .iter()
+            .copied()
+            .filter(|name| !found.iter().any(|f| f == name))
+            .collect();
+        let extra: Vec<&String> = found
+            .iter()
+            .filter(|f| !table.contains(&f.as_str()))
+            .collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{place} has drifted from ENVIRONMENT in api/src/config.rs: \
+             missing {missing:?}, not in the table {extra:?}"
+        );
+    }
+
     #[test]
     fn the_readme_and_env_example_list_exactly_the_variables_of_the_table() {
         let readme = include_str!("../../README.md");
         let env_example = include_str!("../../.env.example");
-        let mut table: Vec<String> = ENVIRONMENT.iter().map(|v| v.name.to_owned()).collect();
-        table.sort();
 
         // The README's table: the rows of its "Configuration" section whose first cell is a
         // variable in backticks.
@@ -463,7 +490,7 @@ mod tests {
             let name = &cell[..cell.find('`')?];
             is_variable(name).then_some(name)
         });
-        assert_eq!(in_readme, table, "README.md's configuration table vs ENVIRONMENT");
+        assert_lists_the_table("README.md's configuration table", &in_readme);
 
         // `.env.example`: every `NAME=` line, commented-out alternatives included.
         let in_example = names(env_example, |line| {
@@ -471,7 +498,7 @@ mod tests {
             let name = &line[..line.find('=')?];
             is_variable(name).then_some(name)
         });
-        assert_eq!(in_example, table, ".env.example vs ENVIRONMENT");
+        assert_lists_the_table(".env.example", &in_example);
     }
 
     #[test]
@@ -480,10 +507,7 @@ mod tests {
         let ms = |var: &EnvVar| -> u128 { var.default.parse().expect("a number") };
         assert_eq!(env::DATABASE_URL.default, config.database_url);
         assert_eq!(env::ASKLOOP_BIND.default, config.bind.to_string());
-        assert_eq!(
-            PathBuf::from(env::ASKLOOP_WEB_DIR.default),
-            config.web_dir
-        );
+        assert_eq!(PathBuf::from(env::ASKLOOP_WEB_DIR.default), config.web_dir);
         assert_eq!(config.log_format, LogFormat::Pretty);
         assert_eq!(env::ASKLOOP_LOG_FORMAT.default, "pretty");
         let delivery = config.delivery;
@@ -495,7 +519,10 @@ mod tests {
             ms(&env::ASKLOOP_DELIVERY_RETRY_BASE_MS),
             delivery.retry_base.as_millis()
         );
-        assert_eq!(ms(&env::ASKLOOP_DELIVERY_POLL_MS), delivery.poll.as_millis());
+        assert_eq!(
+            ms(&env::ASKLOOP_DELIVERY_POLL_MS),
+            delivery.poll.as_millis()
+        );
         assert_eq!(
             ms(&env::ASKLOOP_EXPIRY_SWEEP_MS),
             delivery.sweep_every.as_millis()
@@ -509,7 +536,7 @@ mod tests {
         for var in ENVIRONMENT {
             assert!(help.contains(var.name), "{} missing", var.name);
             assert!(
-                help.contains(&format!("[default: {}]", var.default)),
+                help.contains(&format!("{}]\n", var.default)),
                 "{}'s default missing",
                 var.name
             );
