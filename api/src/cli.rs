@@ -24,11 +24,14 @@ mod loadgen;
 
 /// askloop: agents ask the questions they cannot settle; the people who have done the job answer.
 ///
-/// Configured by the environment: DATABASE_URL, ASKLOOP_BIND, CHOVY_SIGNING_SECRET,
-/// CHOVY_SIGNING_SECRET_PREVIOUS, CHOVY_WEBHOOK_URL, ASKLOOP_MONITOR_SECRET, ASKLOOP_WEB_DIR,
-/// ASKLOOP_LOG_FORMAT (see .env.example).
+/// Configured by the environment, listed below (and in .env.example).
 #[derive(Debug, Parser)]
-#[command(name = "askloop", version, propagate_version = true)]
+#[command(
+    name = "askloop",
+    version,
+    propagate_version = true,
+    after_help = crate::config::environment_help()
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -37,6 +40,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the API and the dashboard (the default). Migrates the database first.
+    #[command(after_help = crate::config::environment_help())]
     Serve {
         /// On an empty database, create a demo niche `games`, an operator and an admin, and
         /// print how to sign in.
@@ -369,5 +373,25 @@ mod tests {
     fn the_command_line_is_well_formed() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn help_and_serve_help_list_every_environment_variable() {
+        use clap::CommandFactory;
+        let mut askloop = Cli::command();
+        let top = askloop.render_long_help().to_string();
+        let serve = askloop
+            .find_subcommand_mut("serve")
+            .expect("a serve command")
+            .render_long_help()
+            .to_string();
+        for var in crate::config::ENVIRONMENT {
+            assert!(top.contains(var.name), "askloop --help lacks {}", var.name);
+            assert!(
+                serve.contains(var.name),
+                "askloop serve --help lacks {}",
+                var.name
+            );
+        }
     }
 }

@@ -1,5 +1,9 @@
 //! One [`Config`], built once (from the environment in `main`, in code in tests) and passed down.
 //! Secrets live in [`SigningKeys`] and are never printed.
+//!
+//! [`ENVIRONMENT`] is the one list of the variables askloop reads: [`Config::from_lookup`] reads
+//! each of them through it, `askloop --help` prints it ([`environment_help`]), and a test fails
+//! when the README's configuration table or `.env.example` names a different set.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,6 +16,160 @@ use crate::live::LiveSettings;
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://askloop.db?mode=rwc";
 /// Where askloop listens when `ASKLOOP_BIND` is unset.
 pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
+/// The built dashboard when `ASKLOOP_WEB_DIR` is unset.
+pub const DEFAULT_WEB_DIR: &str = "web/dist";
+
+/// One environment variable askloop reads at start-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvVar {
+    /// The variable's name.
+    pub name: &'static str,
+    /// What askloop does while it is unset (or empty): a value, or what follows.
+    pub default: &'static str,
+    /// What it sets.
+    pub meaning: &'static str,
+}
+
+/// The variables themselves, one constant each, so that reading one means naming its entry.
+pub mod env {
+    use super::EnvVar;
+
+    /// Where the data lives.
+    pub const DATABASE_URL: EnvVar = EnvVar {
+        name: "DATABASE_URL",
+        default: super::DEFAULT_DATABASE_URL,
+        meaning: "the database: sqlite://file?mode=rwc, or postgres://user:password@host/db",
+    };
+    /// Where askloop listens.
+    pub const ASKLOOP_BIND: EnvVar = EnvVar {
+        name: "ASKLOOP_BIND",
+        default: super::DEFAULT_BIND,
+        meaning: "the address to listen on, host:port (port 0 picks a free one)",
+    };
+    /// The public origin behind a proxy.
+    pub const ASKLOOP_PUBLIC_ORIGIN: EnvVar = EnvVar {
+        name: "ASKLOOP_PUBLIC_ORIGIN",
+        default: "unset: the origin the Host header names",
+        meaning: "scheme://host[:port] browsers reach askloop at, behind a proxy; writes made with \
+                  the session cookie must come from it, and https:// marks the cookie Secure",
+    };
+    /// The agent platform's shared secret.
+    pub const CHOVY_SIGNING_SECRET: EnvVar = EnvVar {
+        name: "CHOVY_SIGNING_SECRET",
+        default: "unset: the signed agent routes answer 503",
+        meaning: "the secret agents sign their requests with and askloop signs its events with",
+    };
+    /// The secret being rotated out.
+    pub const CHOVY_SIGNING_SECRET_PREVIOUS: EnvVar = EnvVar {
+        name: "CHOVY_SIGNING_SECRET_PREVIOUS",
+        default: "unset",
+        meaning: "the previous secret, still accepted (and signed with) while rotating",
+    };
+    /// Where events for the agent go.
+    pub const CHOVY_WEBHOOK_URL: EnvVar = EnvVar {
+        name: "CHOVY_WEBHOOK_URL",
+        default: "unset: events wait in the outbox; agents read through the lookup route",
+        meaning: "where events for the agent are POSTed",
+    };
+    /// One webhook POST's timeout.
+    pub const ASKLOOP_DELIVERY_TIMEOUT_MS: EnvVar = EnvVar {
+        name: "ASKLOOP_DELIVERY_TIMEOUT_MS",
+        default: "10000",
+        meaning: "how long one webhook POST may take, in milliseconds",
+    };
+    /// The claim lease of a delivery.
+    pub const ASKLOOP_DELIVERY_LEASE_MS: EnvVar = EnvVar {
+        name: "ASKLOOP_DELIVERY_LEASE_MS",
+        default: "the timeout + 30000",
+        meaning: "how long a claimed delivery stays claimed, in milliseconds (over the timeout)",
+    };
+    /// The first retry's delay.
+    pub const ASKLOOP_DELIVERY_RETRY_BASE_MS: EnvVar = EnvVar {
+        name: "ASKLOOP_DELIVERY_RETRY_BASE_MS",
+        default: "10000",
+        meaning: "the first retry's delay in milliseconds, doubling up to 6 h, for 72 h",
+    };
+    /// The delivery worker's poll.
+    pub const ASKLOOP_DELIVERY_POLL_MS: EnvVar = EnvVar {
+        name: "ASKLOOP_DELIVERY_POLL_MS",
+        default: "1000",
+        meaning: "how often the delivery worker looks for due deliveries, in milliseconds",
+    };
+    /// The expiry sweeper's period.
+    pub const ASKLOOP_EXPIRY_SWEEP_MS: EnvVar = EnvVar {
+        name: "ASKLOOP_EXPIRY_SWEEP_MS",
+        default: "5000",
+        meaning: "how often waiting questions past their time are expired, in milliseconds",
+    };
+    /// The anomaly monitor's secret.
+    pub const ASKLOOP_MONITOR_SECRET: EnvVar = EnvVar {
+        name: "ASKLOOP_MONITOR_SECRET",
+        default: "unset: the anomaly-signal route answers 503",
+        meaning: "the secret the anomaly monitor signs its signals with",
+    };
+    /// The built dashboard.
+    pub const ASKLOOP_WEB_DIR: EnvVar = EnvVar {
+        name: "ASKLOOP_WEB_DIR",
+        default: super::DEFAULT_WEB_DIR,
+        meaning: "the built dashboard (cargo xtask build-web writes it)",
+    };
+    /// Pretty or JSON logs.
+    pub const ASKLOOP_LOG_FORMAT: EnvVar = EnvVar {
+        name: "ASKLOOP_LOG_FORMAT",
+        default: "pretty",
+        meaning: "log lines: pretty, or json (one object per line)",
+    };
+    /// The log filter.
+    pub const RUST_LOG: EnvVar = EnvVar {
+        name: "RUST_LOG",
+        default: "info,sqlx=warn,sea_orm=warn,tower_http=info",
+        meaning: "which log lines are written (tracing's filter syntax)",
+    };
+}
+
+/// Every variable askloop reads, in the order the README lists them.
+pub const ENVIRONMENT: &[EnvVar] = &[
+    env::DATABASE_URL,
+    env::ASKLOOP_BIND,
+    env::ASKLOOP_PUBLIC_ORIGIN,
+    env::CHOVY_SIGNING_SECRET,
+    env::CHOVY_SIGNING_SECRET_PREVIOUS,
+    env::CHOVY_WEBHOOK_URL,
+    env::ASKLOOP_DELIVERY_TIMEOUT_MS,
+    env::ASKLOOP_DELIVERY_LEASE_MS,
+    env::ASKLOOP_DELIVERY_RETRY_BASE_MS,
+    env::ASKLOOP_DELIVERY_POLL_MS,
+    env::ASKLOOP_EXPIRY_SWEEP_MS,
+    env::ASKLOOP_MONITOR_SECRET,
+    env::ASKLOOP_WEB_DIR,
+    env::ASKLOOP_LOG_FORMAT,
+    env::RUST_LOG,
+];
+
+/// The environment section of `askloop --help`: every variable of [`ENVIRONMENT`], what it sets
+/// and what happens while it is unset.
+pub fn environment_help() -> String {
+    let width = ENVIRONMENT
+        .iter()
+        .map(|var| var.name.len())
+        .max()
+        .unwrap_or(0);
+    let mut help =
+        String::from("Environment (read once at start-up; an empty value counts as unset):\n");
+    for var in ENVIRONMENT {
+        // "unset: what follows" reads better bare than after "default:".
+        let default = if var.default.starts_with("unset") {
+            format!("[{}]", var.default)
+        } else {
+            format!("[default: {}]", var.default)
+        };
+        help.push_str(&format!(
+            "  {:width$}  {}\n  {:width$}  {default}\n",
+            var.name, var.meaning, ""
+        ));
+    }
+    help
+}
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +275,7 @@ impl Config {
             signing: SigningKeys::default(),
             monitor: SigningKeys::default(),
             webhook_url: None,
-            web_dir: PathBuf::from("web/dist"),
+            web_dir: PathBuf::from(DEFAULT_WEB_DIR),
             max_body_bytes: 256 * 1024,
             shutdown_grace: Duration::from_secs(20),
             log_format: LogFormat::Pretty,
@@ -132,69 +290,70 @@ impl Config {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
-    /// Read the configuration through `lookup` (the environment, or a map in tests).
+    /// Read the configuration through `lookup` (the environment, or a map in tests). Every
+    /// variable is asked for through its [`ENVIRONMENT`] entry, and only those are.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let get = |var: &EnvVar| lookup(var.name).filter(|v| !v.trim().is_empty());
+        let read_millis = |var: &EnvVar| millis(var.name, get(var));
         let mut config = Self::defaults();
-        if let Some(url) = get("DATABASE_URL") {
+        if let Some(url) = get(&env::DATABASE_URL) {
             config.database_url = url;
         }
-        if let Some(bind) = get("ASKLOOP_BIND") {
+        if let Some(bind) = get(&env::ASKLOOP_BIND) {
             config.bind = bind.parse().map_err(|e| ConfigError {
-                name: "ASKLOOP_BIND",
+                name: env::ASKLOOP_BIND.name,
                 problem: format!("'{bind}' is not host:port ({e})"),
             })?;
         }
         config.signing = SigningKeys::new(
-            get("CHOVY_SIGNING_SECRET"),
-            get("CHOVY_SIGNING_SECRET_PREVIOUS"),
+            get(&env::CHOVY_SIGNING_SECRET),
+            get(&env::CHOVY_SIGNING_SECRET_PREVIOUS),
         );
-        config.monitor = SigningKeys::new(get("ASKLOOP_MONITOR_SECRET"), None);
-        config.webhook_url = get("CHOVY_WEBHOOK_URL");
-        if let Some(dir) = get("ASKLOOP_WEB_DIR") {
+        config.monitor = SigningKeys::new(get(&env::ASKLOOP_MONITOR_SECRET), None);
+        config.webhook_url = get(&env::CHOVY_WEBHOOK_URL);
+        if let Some(dir) = get(&env::ASKLOOP_WEB_DIR) {
             config.web_dir = PathBuf::from(dir);
         }
-        config.log_format = match get("ASKLOOP_LOG_FORMAT").as_deref() {
+        config.log_format = match get(&env::ASKLOOP_LOG_FORMAT).as_deref() {
             None | Some("pretty") => LogFormat::Pretty,
             Some("json") => LogFormat::Json,
             Some(other) => {
                 return Err(ConfigError {
-                    name: "ASKLOOP_LOG_FORMAT",
+                    name: env::ASKLOOP_LOG_FORMAT.name,
                     problem: format!("'{other}' is neither 'pretty' nor 'json'"),
                 });
             }
         };
-        config.public_origin = get("ASKLOOP_PUBLIC_ORIGIN");
+        // The logger reads the filter itself; a filter it cannot parse is refused here, naming
+        // the variable, rather than quietly replaced by the default.
+        if let Some(filter) = get(&env::RUST_LOG) {
+            tracing_subscriber::EnvFilter::try_new(&filter).map_err(|e| ConfigError {
+                name: env::RUST_LOG.name,
+                problem: format!("'{filter}' is not a log filter ({e})"),
+            })?;
+        }
+        config.public_origin = get(&env::ASKLOOP_PUBLIC_ORIGIN);
         let delivery = &mut config.delivery;
-        if let Some(timeout) = millis(
-            "ASKLOOP_DELIVERY_TIMEOUT_MS",
-            get("ASKLOOP_DELIVERY_TIMEOUT_MS"),
-        )? {
+        if let Some(timeout) = read_millis(&env::ASKLOOP_DELIVERY_TIMEOUT_MS)? {
             delivery.timeout = timeout;
             delivery.lease = timeout + Duration::from_secs(30);
         }
-        if let Some(lease) = millis(
-            "ASKLOOP_DELIVERY_LEASE_MS",
-            get("ASKLOOP_DELIVERY_LEASE_MS"),
-        )? {
+        if let Some(lease) = read_millis(&env::ASKLOOP_DELIVERY_LEASE_MS)? {
             delivery.lease = lease;
         }
-        if let Some(base) = millis(
-            "ASKLOOP_DELIVERY_RETRY_BASE_MS",
-            get("ASKLOOP_DELIVERY_RETRY_BASE_MS"),
-        )? {
+        if let Some(base) = read_millis(&env::ASKLOOP_DELIVERY_RETRY_BASE_MS)? {
             delivery.retry_base = base;
         }
-        if let Some(poll) = millis("ASKLOOP_DELIVERY_POLL_MS", get("ASKLOOP_DELIVERY_POLL_MS"))? {
+        if let Some(poll) = read_millis(&env::ASKLOOP_DELIVERY_POLL_MS)? {
             delivery.poll = poll;
         }
-        if let Some(sweep) = millis("ASKLOOP_EXPIRY_SWEEP_MS", get("ASKLOOP_EXPIRY_SWEEP_MS"))? {
+        if let Some(sweep) = read_millis(&env::ASKLOOP_EXPIRY_SWEEP_MS)? {
             delivery.sweep_every = sweep;
         }
         // A lease shorter than a send would let a second worker take a delivery still in flight.
         if delivery.lease <= delivery.timeout {
             return Err(ConfigError {
-                name: "ASKLOOP_DELIVERY_LEASE_MS",
+                name: env::ASKLOOP_DELIVERY_LEASE_MS.name,
                 problem: format!(
                     "the lease ({:?}) must be longer than the delivery timeout ({:?})",
                     delivery.lease, delivery.timeout
@@ -255,6 +414,142 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn every_variable_is_read_through_the_table_and_only_those() {
+        let asked = std::cell::RefCell::new(Vec::new());
+        Config::from_lookup(|name| {
+            asked.borrow_mut().push(name.to_owned());
+            None
+        })
+        .expect("the defaults are valid");
+        let mut asked = asked.into_inner();
+        asked.sort();
+        asked.dedup();
+        let mut table: Vec<String> = ENVIRONMENT.iter().map(|v| v.name.to_owned()).collect();
+        table.sort();
+        let listed = table.len();
+        table.dedup();
+        assert_eq!(table.len(), listed, "a variable is listed twice");
+        assert_eq!(asked, table, "read by Config vs listed in ENVIRONMENT");
+    }
+
+    /// The variable names in `text`'s lines, each found by `name_of`.
+    fn names(text: &str, name_of: impl Fn(&str) -> Option<&str>) -> Vec<String> {
+        let mut names: Vec<String> = text
+            .lines()
+            .filter_map(name_of)
+            .map(str::to_owned)
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    fn is_variable(word: &str) -> bool {
+        !word.is_empty()
+            && word.starts_with(|c: char| c.is_ascii_uppercase())
+            && word
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    }
+
+    /// Fail, naming the difference, unless `found` in `place` is exactly [`ENVIRONMENT`].
+    fn assert_lists_the_table(place: &str, found: &[String]) {
+        let table: Vec<&str> = ENVIRONMENT.iter().map(|v| v.name).collect();
+        let missing: Vec<&str> = table
+            .iter()
+            .copied()
+            .filter(|name| !found.iter().any(|f| f == name))
+            .collect();
+        let extra: Vec<&String> = found
+            .iter()
+            .filter(|f| !table.contains(&f.as_str()))
+            .collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{place} has drifted from ENVIRONMENT in api/src/config.rs: \
+             missing {missing:?}, not in the table {extra:?}"
+        );
+    }
+
+    #[test]
+    fn the_readme_and_env_example_list_exactly_the_variables_of_the_table() {
+        let readme = include_str!("../../README.md");
+        let env_example = include_str!("../../.env.example");
+
+        // The README's table: the rows of its "Configuration" section whose first cell is a
+        // variable in backticks.
+        let section = readme
+            .split("\n## ")
+            .find(|part| part.starts_with("Configuration"))
+            .expect("the README has a Configuration section");
+        let in_readme = names(section, |line| {
+            let cell = line.strip_prefix("| `")?;
+            let name = &cell[..cell.find('`')?];
+            is_variable(name).then_some(name)
+        });
+        assert_lists_the_table("README.md's configuration table", &in_readme);
+
+        // `.env.example`: every `NAME=` line, commented-out alternatives included.
+        let in_example = names(env_example, |line| {
+            let line = line.trim_start_matches('#').trim_start();
+            let name = &line[..line.find('=')?];
+            is_variable(name).then_some(name)
+        });
+        assert_lists_the_table(".env.example", &in_example);
+    }
+
+    #[test]
+    fn the_table_states_the_defaults_config_uses() {
+        let config = Config::defaults();
+        let ms = |var: &EnvVar| -> u128 { var.default.parse().expect("a number") };
+        assert_eq!(env::DATABASE_URL.default, config.database_url);
+        assert_eq!(env::ASKLOOP_BIND.default, config.bind.to_string());
+        assert_eq!(PathBuf::from(env::ASKLOOP_WEB_DIR.default), config.web_dir);
+        assert_eq!(config.log_format, LogFormat::Pretty);
+        assert_eq!(env::ASKLOOP_LOG_FORMAT.default, "pretty");
+        let delivery = config.delivery;
+        assert_eq!(
+            ms(&env::ASKLOOP_DELIVERY_TIMEOUT_MS),
+            delivery.timeout.as_millis()
+        );
+        assert_eq!(
+            ms(&env::ASKLOOP_DELIVERY_RETRY_BASE_MS),
+            delivery.retry_base.as_millis()
+        );
+        assert_eq!(
+            ms(&env::ASKLOOP_DELIVERY_POLL_MS),
+            delivery.poll.as_millis()
+        );
+        assert_eq!(
+            ms(&env::ASKLOOP_EXPIRY_SWEEP_MS),
+            delivery.sweep_every.as_millis()
+        );
+        assert_eq!(delivery.lease, delivery.timeout + Duration::from_secs(30));
+    }
+
+    #[test]
+    fn the_help_text_names_every_variable_with_its_default() {
+        let help = environment_help();
+        for var in ENVIRONMENT {
+            assert!(help.contains(var.name), "{} missing", var.name);
+            assert!(
+                help.contains(&format!("{}]\n", var.default)),
+                "{}'s default missing",
+                var.name
+            );
+        }
+    }
+
+    #[test]
+    fn an_unreadable_log_filter_names_the_variable() {
+        let err = Config::from_lookup(|name| (name == "RUST_LOG").then(|| "info,x=loud".into()))
+            .expect_err("invalid");
+        assert!(err.to_string().starts_with("RUST_LOG: "), "{err}");
+        Config::from_lookup(|name| (name == "RUST_LOG").then(|| "info,askloop=debug".into()))
+            .expect("a valid filter");
     }
 
     #[test]

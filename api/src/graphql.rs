@@ -1,6 +1,6 @@
-//! The GraphQL API (design §11): the schema is merged from one part per area; resolvers are thin
-//! (parse → service → map) and return GraphQL types, never entities. The HTTP and websocket
-//! handlers that serve it live apart, in `http` and `socket`.
+//! The GraphQL API (docs/contract.md#graphql): the schema is merged from one part per area;
+//! resolvers are thin (parse → service → map) and return GraphQL types, never entities. The
+//! HTTP and websocket handlers that serve it live apart, in `http` and `socket`.
 
 use std::sync::Arc;
 

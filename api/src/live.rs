@@ -1,8 +1,8 @@
-//! Live updates (design §2, §11). One change feed per instance tails the audit log — the record
-//! every question and membership change already writes in its own transaction — and the
-//! anomaly-signal log, and broadcasts each change, read once from the database, to that
-//! instance's subscribers. This is infrastructure: who may see what is decided in
-//! `service::subscriptions` and `service::signals`.
+//! Live updates (docs/architecture.md#the-live-change-feed, docs/contract.md#subscriptions). One
+//! change feed per instance tails the audit log — the record every question and membership change
+//! already writes in its own transaction — and the anomaly-signal log, and broadcasts each change,
+//! read once from the database, to that instance's subscribers. This is infrastructure: who may
+//! see what is decided in `service::subscriptions` and `service::signals`.
 //!
 //! Wake-ups are only hints: a local one after every write here, PostgreSQL `NOTIFY` from writes
 //! on other instances, and a short poll as the floor. A lost hint costs latency, never an event,

@@ -1,5 +1,6 @@
-//! The reference data askloop's rules read: the contribution types and the tier ladder (design
-//! §3 and §7). They are data, not code, so that the ladder has exactly one source of truth.
+//! The reference data askloop's rules read: the contribution types and the tier ladder
+//! (docs/contract.md#scoring-and-review). They are data, not code, so that the ladder has exactly
+//! one source of truth.
 
 use sea_orm_migration::prelude::*;
 

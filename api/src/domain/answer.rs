@@ -1,5 +1,5 @@
-//! What makes an answer acceptable (design §6), checked after the caller's rights so every
-//! surface refuses in the same order.
+//! What makes an answer acceptable (docs/contract.md#answering), checked after the caller's
+//! rights so every surface refuses in the same order.
 
 use super::intake::QuestionOption;
 use super::text::{ANSWER_BODY_MAX, char_len};

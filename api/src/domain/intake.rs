@@ -1,5 +1,6 @@
-//! Parsing an agent's question (design §5) into a validated [`NewQuestion`]: the edge where raw
-//! JSON becomes types, so the service only ever sees clean input.
+//! Parsing an agent's question (docs/contract.md#asking-a-question) into a validated
+//! [`NewQuestion`]: the edge where raw JSON becomes types, so the service only ever sees clean
+//! input.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -9,7 +10,7 @@ use super::text::{
     TITLE_MAX, cap, char_len,
 };
 
-/// The shortest lifetime a question may ask for (design §10).
+/// The shortest lifetime a question may ask for (docs/contract.md#expiry).
 pub const MIN_LIFETIME_SECS: i64 = 60;
 /// The longest lifetime a question may ask for: 30 days.
 pub const MAX_LIFETIME_SECS: i64 = 30 * 24 * 3600;
@@ -54,7 +55,7 @@ impl Urgency {
         }
     }
 
-    /// Any word outside the three is `normal` (design §5), case aside.
+    /// Any word outside the three is `normal` (docs/contract.md#asking-a-question), case aside.
     pub fn parse_lenient(raw: Option<&str>) -> Self {
         match raw.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
             Some("low") => Urgency::Low,

@@ -1,5 +1,6 @@
-//! Scoring rules (design §7): when an answer verifies on arrival, diminishing returns, the score
-//! as a sum of verified points, the tier ladder, and how members' revenue shares fit into 80%.
+//! Scoring rules (docs/contract.md#scoring-and-review): when an answer verifies on arrival,
+//! diminishing returns, the score as a sum of verified points, the tier ladder, and how members'
+//! revenue shares fit into 80%.
 //!
 //! Everything here is arithmetic on plain values; the service reads the rows and stores results.
 
@@ -71,7 +72,8 @@ fn divide_rounding_half_up(value: i64, divisor: i64) -> i64 {
 /// Score = sum of the points of Verified events only, never below 0.
 ///
 /// Pending, Rejected and Reversed events keep their points on the row but do not count; the
-/// score is always recomputed from all events rather than incremented (design §7).
+/// score is always recomputed from all events rather than incremented
+/// (docs/contract.md#scoring-and-review).
 pub fn score<I: IntoIterator<Item = (ContributionState, i64)>>(events: I) -> i64 {
     events
         .into_iter()
@@ -138,7 +140,7 @@ pub fn apportion(wants: &[u32]) -> Vec<u32> {
 mod tests {
     use super::*;
 
-    /// The ladder the migration seeds (design §7), lowest rung first.
+    /// The ladder the migration seeds (docs/contract.md#scoring-and-review), lowest rung first.
     fn seeded_ladder() -> Vec<Tier> {
         [
             ("Contributor", 0, 2000),

@@ -1,4 +1,4 @@
-//! Request signing, both directions (design §4).
+//! Request signing, both directions (docs/contract.md#signing).
 //!
 //! ```text
 //! X-Chovy-Signature: t=<unix seconds>,v1=<hex hmac-sha256>

@@ -1,6 +1,7 @@
-//! The ledger views (design §8–§10): a niche's budget, my revenue, a niche's revenue; for admins
-//! the revenue events, the anomaly signals (with a live subscription) and the audit log; and the
-//! admin mutation that sets a niche's budget and bounties.
+//! The ledger views: a niche's budget, my revenue, a niche's revenue; for admins the revenue
+//! events, the anomaly signals (with a live subscription) and the audit log; and the admin mutation
+//! that sets a niche's budget and bounties. Their rules: docs/contract.md#revenue-and-payouts,
+//! docs/contract.md#budgets-and-bounties and docs/contract.md#anomaly-signals.
 
 use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};

@@ -1,4 +1,4 @@
-//! `POST /api/v1/internal/expert-questions`: an agent asks (design §5).
+//! `POST /api/v1/internal/expert-questions`: an agent asks (docs/contract.md#asking-a-question).
 
 use axum::Json;
 use axum::body::Bytes;

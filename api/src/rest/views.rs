@@ -32,7 +32,7 @@ pub fn question_json(q: &agent_questions::Model) -> Value {
     })
 }
 
-/// A niche's budget as the REST shim shows it (design §9).
+/// A niche's budget as the REST shim shows it (docs/contract.md#budgets-and-bounties).
 pub fn budget_json(
     budget: &crate::domain::ledger::Budget,
     now: chrono::DateTime<chrono::Utc>,

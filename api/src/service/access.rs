@@ -1,6 +1,7 @@
 //! Who may see and do what — the one place the rules live, so GraphQL, REST, form posts and
-//! subscriptions all apply the same ones (design §11: questions only to active members of their
-//! niche and admins, because they carry the agent's raw research).
+//! subscriptions all apply the same ones (docs/contract.md#who-may-see-and-do-what: questions
+//! only to active members of their niche and admins, because they carry the agent's raw
+//! research).
 
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::niches;

@@ -1,4 +1,5 @@
-//! Answering, declining and dismissing (design §6), in one place that every surface calls.
+//! Answering, declining and dismissing (docs/contract.md#answering), in one place that every
+//! surface calls.
 //!
 //! Exactly one answer wins: the status change is a conditional UPDATE (only from open or
 //! researching, only before expiry) in the same transaction as the answer row and the
@@ -122,9 +123,9 @@ pub async fn answer_in_niche(
     answer_question(db, hint, viewer, request, now).await
 }
 
-/// Answer, decline or send back a question, in the order of design §6: signed in (401) → the
-/// question exists (404) → it still waits (409) → an active, non-observer member of its niche
-/// (403) → a known kind (400) → an answer has an option or words (400) → one row per person.
+/// Answer, decline or send back a question, in the order of docs/contract.md#answering: signed in
+/// (401) → the question exists (404) → it still waits (409) → an active, non-observer member of its
+/// niche (403) → a known kind (400) → an answer has an option or words (400) → one row per person.
 pub async fn answer_question(
     db: &DatabaseConnection,
     hint: &ChangeHint,

@@ -1,7 +1,8 @@
-//! Budgets and bounties (design §9): intake reserves a question's bounty against its niche's
-//! monthly agent budget, `answered` charges it, dismissal and expiry release it. The ledger
-//! (`budget_entries`) is append-only and each question is reserved, charged and released at
-//! most once (a unique key), so for every settled question reserved = charged + released.
+//! Budgets and bounties (docs/contract.md#budgets-and-bounties): intake reserves a question's
+//! bounty against its niche's monthly agent budget, `answered` charges it, dismissal and expiry
+//! release it. The ledger (`budget_entries`) is append-only and each question is reserved, charged
+//! and released at most once (a unique key), so for every settled question reserved = charged +
+//! released.
 
 use chrono::{DateTime, Utc};
 use entity::budget_entries::{self, BudgetEntryKind};
@@ -29,8 +30,8 @@ pub async fn lock_niche<C: ConnectionTrait>(conn: &C, niche_id: i64) -> Result<(
     Ok(())
 }
 
-/// The niche's budget in the month of `now` (design §9): reservations still outstanding,
-/// whatever month they were made in, plus what was charged this month.
+/// The niche's budget in the month of `now` (docs/contract.md#budgets-and-bounties): reservations
+/// still outstanding, whatever month they were made in, plus what was charged this month.
 pub async fn budget_of<C: ConnectionTrait>(
     conn: &C,
     niche: &niches::Model,

@@ -1,7 +1,7 @@
-//! Expiry (design §10): a waiting question whose time has passed is expired, once, with its
-//! audit row and the `expert_question.expired` event in the same transaction. The change is
-//! conditional (still waiting, time passed), so sweepers on several instances can race and
-//! each question still expires exactly once.
+//! Expiry (docs/contract.md#expiry): a waiting question whose time has passed is expired, once,
+//! with its audit row and the `expert_question.expired` event in the same transaction. The change
+//! is conditional (still waiting, time passed), so sweepers on several instances can race and each
+//! question still expires exactly once.
 
 use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, QuestionStatus};

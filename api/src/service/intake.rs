@@ -1,4 +1,5 @@
-//! An agent asks (design §5): store the question once, however many times it is delivered.
+//! An agent asks (docs/contract.md#asking-a-question): store the question once, however many
+//! times it is delivered.
 
 use chrono::{DateTime, Duration, Utc};
 use entity::agent_questions::{self, QuestionStatus, Urgency};

@@ -1,5 +1,5 @@
-//! Agent-side reads (design §12): an agent reads its questions by external id, and may hold the
-//! request open until one of them changes.
+//! Agent-side reads (docs/contract.md#looking-up-questions): an agent reads its questions by
+//! external id, and may hold the request open until one of them changes.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;

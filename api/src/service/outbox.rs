@@ -1,6 +1,6 @@
-//! The outbox (design §13): events for the agent are delivery rows written in the same
-//! transaction as the change that causes them; the worker ([`crate::delivery`]) claims due rows,
-//! sends them and records every attempt here.
+//! The outbox (docs/contract.md#events-for-the-agent): events for the agent are delivery rows
+//! written in the same transaction as the change that causes them; the worker ([`crate::delivery`])
+//! claims due rows, sends them and records every attempt here.
 //!
 //! Claims are leases: a claimed row carries a random token and an expiry. Two workers never hold
 //! the same row at once (on PostgreSQL the claim skips rows another worker has locked; on SQLite
@@ -76,7 +76,7 @@ pub struct NewEvent {
     pub payload: Value,
 }
 
-/// The envelope of design §13.
+/// The envelope of docs/contract.md#events-for-the-agent.
 pub fn envelope(id: &str, event: &NewEvent, now: DateTime<Utc>) -> Value {
     json!({
         "id": id,

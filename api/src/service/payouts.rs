@@ -1,8 +1,8 @@
-//! Payouts (design §8). A person saves where to be paid (changing it clears verification), an
-//! admin verifies it, then schedules a payout: every owed allocation of that person in one
-//! currency, claimed by a conditional update so two admins scheduling at once make one payout.
-//! A payout is then paid (with a unique external reference) or failed (its allocations are owed
-//! again). askloop moves no money itself; every step is audited.
+//! Payouts (docs/contract.md#revenue-and-payouts). A person saves where to be paid (changing it
+//! clears verification), an admin verifies it, then schedules a payout: every owed allocation of
+//! that person in one currency, claimed by a conditional update so two admins scheduling at once
+//! make one payout. A payout is then paid (with a unique external reference) or failed (its
+//! allocations are owed again). askloop moves no money itself; every step is audited.
 
 use chrono::{DateTime, Utc};
 use entity::allocations::{self, AllocationStatus};

@@ -1,5 +1,5 @@
-//! Research comes back (design §5): a question sent back to the agent returns to the queue with
-//! its new context, and reappears for the people who had declined it.
+//! Research comes back (docs/contract.md#research-results): a question sent back to the agent
+//! returns to the queue with its new context, and reappears for the people who had declined it.
 
 use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, QuestionStatus};

@@ -1,7 +1,8 @@
-//! Revenue (design §8): events booked once per external id and finalised at once into
-//! allocations — each active operator/specialist's §7 share of the net (floored, the share
-//! stamped on the row) and the platform's rest, so the parts always sum to the net. A bounty
-//! charged on an answer is booked the same way, with the answerer as the only member.
+//! Revenue (docs/contract.md#revenue-and-payouts): events booked once per external id and finalised
+//! at once into allocations — each active operator/specialist's share of the net
+//! (docs/contract.md#scoring-and-review; floored, the share stamped on the row) and the platform's
+//! rest, so the parts always sum to the net. A bounty charged on an answer is booked the same way,
+//! with the answerer as the only member.
 
 use chrono::{DateTime, Utc};
 use entity::allocations::{self, AllocationStatus};

@@ -1,6 +1,7 @@
-//! Anomaly signals (design §10): what the monitor noticed, appended to a log that admins read.
-//! A signal changes nothing else: no status, score, tier, ledger or budget moves because of
-//! one, and it writes no other row (not even an audit entry). The same signalId books once.
+//! Anomaly signals (docs/contract.md#anomaly-signals): what the monitor noticed, appended to a log
+//! that admins read. A signal changes nothing else: no status, score, tier, ledger or budget moves
+//! because of one, and it writes no other row (not even an audit entry). The same signalId books
+//! once.
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
-//! The question card (design §12). The agent's context is untrusted: it is only ever text inside
-//! the labelled blockquote, never markup.
+//! The question card. The agent's context is untrusted (docs/contract.md#untrusted-context): it
+//! is only ever text inside the labelled blockquote, never markup.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
