@@ -7,6 +7,7 @@ mod cli;
 mod dashboard;
 mod dashboard_live;
 mod delivery;
+mod error_door;
 mod graphql;
 mod health;
 mod intake;

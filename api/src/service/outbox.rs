@@ -1,5 +1,5 @@
 //! The outbox (docs/contract.md#events-for-the-agent): events for the agent are delivery rows
-//! written in the same transaction as the change that causes them; the worker ([`crate::delivery`])
+//! written in the same transaction as the change that causes them; the worker ([`crate::worker`])
 //! claims due rows, sends them and records every attempt here.
 //!
 //! Claims are leases: a claimed row carries a random token and an expiry. Two workers never hold
