@@ -1188,12 +1188,11 @@ async fn a_niche_with_money_records_cannot_be_deleted_and_archiving_keeps_them(a
 
 on_both_backends!(a_niche_with_money_records_cannot_be_deleted_and_archiving_keeps_them);
 
-async fn settling_a_payout_twice_at_once_settles_it_once(app: TestApp) {
-    use askloop::service::payouts;
+/// An operator of `games` owed money in two currencies (2,000 USD and 2,000 EUR), and an admin.
+async fn owed_in_two_currencies(app: &TestApp) -> (Person, Person) {
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let root = person(&app.db, "root", true).await;
-    let now = chrono::Utc::now();
     for (n, currency) in [(1, "USD"), (2, "EUR")] {
         let event = json!({"nicheSlug": "games", "externalId": format!("inv-{n}"), "sourceType": "usage",
             "grossMinor": 10_000, "currency": currency});
@@ -1202,7 +1201,11 @@ async fn settling_a_payout_twice_at_once_settles_it_once(app: TestApp) {
             201
         );
     }
-    // Money in two currencies is never added up: one balance each.
+    (ana, root)
+}
+
+async fn money_in_two_currencies_is_never_added_up(app: TestApp) {
+    let (ana, _) = owed_in_two_currencies(&app).await;
     let mine = app
         .graphql(
             Some(&ana.token),
@@ -1214,6 +1217,12 @@ async fn settling_a_payout_twice_at_once_settles_it_once(app: TestApp) {
         mine["data"]["myRevenue"]["balances"],
         json!([{"currency": "EUR", "owedMinor": 2000}, {"currency": "USD", "owedMinor": 2000}])
     );
+}
+
+async fn settling_a_payout_twice_at_once_settles_it_once(app: TestApp) {
+    use askloop::service::payouts;
+    let (ana, root) = owed_in_two_currencies(&app).await;
+    let now = chrono::Utc::now();
     payouts::set_address(&app.db, &ana.viewer(), "acct", now)
         .await
         .expect("saved");
@@ -1302,6 +1311,7 @@ async fn a_reservation_from_last_month_still_counts_until_it_settles(app: TestAp
 }
 
 on_both_backends!(
+    money_in_two_currencies_is_never_added_up,
     settling_a_payout_twice_at_once_settles_it_once,
     a_reservation_from_last_month_still_counts_until_it_settles,
 );
