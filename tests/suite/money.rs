@@ -693,25 +693,57 @@ async fn without_a_monitor_secret_the_signal_route_is_unavailable() {
     assert_eq!(response.status(), 503);
 }
 
-#[tokio::test]
-async fn admins_set_a_niche_budget_and_others_cannot() {
+const SET_BUDGET: &str = "mutation($limit: Int, $bounty: Int!, $max: Int!) { setNicheBudget(nicheSlug: \"games\", monthlyBudgetMinor: $limit, bountyMinor: $bounty, maxBountyMinor: $max) { limitMinor bountyMinor maxBountyMinor state } }";
+
+/// An app with `games` open, an operator of it and an admin.
+async fn a_niche_an_operator_and_an_admin() -> (TestApp, Person, Person) {
     let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let root = person(&app.db, "root", true).await;
-    let set = "mutation($limit: Int, $bounty: Int!, $max: Int!) { setNicheBudget(nicheSlug: \"games\", monthlyBudgetMinor: $limit, bountyMinor: $bounty, maxBountyMinor: $max) { limitMinor bountyMinor maxBountyMinor state } }";
-    let done = app
-        .graphql(
-            Some(&root.token),
-            set,
-            json!({"limit": 5000, "bounty": 100, "max": 500}),
-        )
-        .await;
+    (app, ana, root)
+}
+
+/// `games`'s stored limit, bounty and largest bounty.
+async fn stored_budget(app: &TestApp) -> (Option<i64>, i64, i64) {
+    let stored = niches::Entity::find()
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the niche");
+    (
+        stored.monthly_budget_minor,
+        stored.bounty_minor,
+        stored.max_bounty_minor,
+    )
+}
+
+/// `admin` sets `games`'s budget to 5,000 with bounties of 100 up to 500; the answer.
+async fn set_the_budget(app: &TestApp, admin: &Person) -> Value {
+    app.graphql(
+        Some(&admin.token),
+        SET_BUDGET,
+        json!({"limit": 5000, "bounty": 100, "max": 500}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn an_admin_sets_a_niche_budget() {
+    let (app, _, root) = a_niche_an_operator_and_an_admin().await;
+    let done = set_the_budget(&app, &root).await;
     assert_eq!(
         done["data"]["setNicheBudget"],
         json!({"limitMinor": 5000, "bountyMinor": 100, "maxBountyMinor": 500, "state": "AMPLE"}),
         "{done}"
     );
+    assert_eq!(stored_budget(&app).await, (Some(5000), 100, 500));
+}
+
+#[tokio::test]
+async fn a_negative_budget_or_a_bounty_over_its_maximum_is_refused() {
+    let (app, _, root) = a_niche_an_operator_and_an_admin().await;
+    set_the_budget(&app, &root).await;
     for (vars, code) in [
         (
             json!({"limit": -1, "bounty": 0, "max": 0}),
@@ -722,30 +754,25 @@ async fn admins_set_a_niche_budget_and_others_cannot() {
             "BAD_USER_INPUT",
         ),
     ] {
-        let refused = app.graphql(Some(&root.token), set, vars).await;
+        let refused = app.graphql(Some(&root.token), SET_BUDGET, vars).await;
         assert_eq!(error_code(&refused), Some(code), "{refused}");
     }
+    assert_eq!(stored_budget(&app).await, (Some(5000), 100, 500));
+}
+
+#[tokio::test]
+async fn operators_cannot_set_a_niche_budget() {
+    let (app, ana, root) = a_niche_an_operator_and_an_admin().await;
+    set_the_budget(&app, &root).await;
     let refused = app
         .graphql(
             Some(&ana.token),
-            set,
+            SET_BUDGET,
             json!({"limit": 1, "bounty": 0, "max": 0}),
         )
         .await;
     assert_eq!(error_code(&refused), Some("FORBIDDEN"));
-    let stored = niches::Entity::find()
-        .one(&app.db)
-        .await
-        .expect("query")
-        .expect("the niche");
-    assert_eq!(
-        (
-            stored.monthly_budget_minor,
-            stored.bounty_minor,
-            stored.max_bounty_minor
-        ),
-        (Some(5000), 100, 500)
-    );
+    assert_eq!(stored_budget(&app).await, (Some(5000), 100, 500));
 }
 
 const SCHEDULE: &str =
@@ -1317,12 +1344,8 @@ on_both_backends!(
 );
 
 #[tokio::test]
-async fn money_views_keep_to_their_readers_and_refuse_bad_input() {
-    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
-    open_niche(&app.db, "games").await;
-    let ana = operator(&app.db, "games", "ana").await;
-    let eve = person(&app.db, "eve", false).await;
-    let root = person(&app.db, "root", true).await;
+async fn admin_money_views_refuse_operators_and_anonymous_callers() {
+    let (app, ana, _) = a_niche_an_operator_and_an_admin().await;
     for query in [
         "{ payoutAccounts { handle } }",
         "{ payouts { id } }",
@@ -1339,6 +1362,12 @@ async fn money_views_keep_to_their_readers_and_refuse_bad_input() {
         let anonymous = app.graphql(None, query, json!({})).await;
         assert_eq!(error_code(&anonymous), Some("UNAUTHENTICATED"), "{query}");
     }
+}
+
+#[tokio::test]
+async fn a_niches_revenue_is_refused_to_outsiders_and_my_revenue_to_anonymous_callers() {
+    let (app, _, _) = a_niche_an_operator_and_an_admin().await;
+    let eve = person(&app.db, "eve", false).await;
     let outsider = app
         .graphql(
             Some(&eve.token),
@@ -1351,6 +1380,11 @@ async fn money_views_keep_to_their_readers_and_refuse_bad_input() {
         .graphql(None, "{ myRevenue { balances { currency } } }", json!({}))
         .await;
     assert_eq!(error_code(&anonymous), Some("UNAUTHENTICATED"));
+}
+
+#[tokio::test]
+async fn a_payout_address_longer_than_200_characters_is_refused() {
+    let (app, ana, _) = a_niche_an_operator_and_an_admin().await;
     let too_long = app
         .graphql(
             Some(&ana.token),
@@ -1359,6 +1393,12 @@ async fn money_views_keep_to_their_readers_and_refuse_bad_input() {
         )
         .await;
     assert_eq!(error_code(&too_long), Some("BAD_USER_INPUT"), "{too_long}");
+}
+
+#[tokio::test]
+async fn a_payout_to_nobody_or_to_someone_without_an_address_is_refused() {
+    let (app, _, root) = a_niche_an_operator_and_an_admin().await;
+    person(&app.db, "eve", false).await;
     let nobody = app
         .graphql(
             Some(&root.token),
