@@ -27,9 +27,15 @@ async fn post_graphql(
     (headers, response.json().await.expect("JSON"))
 }
 
-async fn signing_in_sets_an_http_only_cookie_that_identifies_the_person(app: TestApp) {
+/// ana, signed in through GraphQL by the app's client (which keeps cookies); the response's
+/// headers and body.
+async fn signed_in_with_a_cookie(app: &TestApp) -> (reqwest::header::HeaderMap, Value) {
     person(&app.db, "ana", false).await;
-    let (headers, body) = post_graphql(&app, LOGIN, json!({"h": "Ana", "p": PASSWORD}), None).await;
+    post_graphql(app, LOGIN, json!({"h": "Ana", "p": PASSWORD}), None).await
+}
+
+async fn signing_in_sets_an_http_only_cookie_that_identifies_the_person(app: TestApp) {
+    let (headers, body) = signed_in_with_a_cookie(&app).await;
     assert_eq!(body["data"]["login"]["user"]["handle"], "ana", "{body}");
     let cookie = headers
         .get("set-cookie")
@@ -42,8 +48,10 @@ async fn signing_in_sets_an_http_only_cookie_that_identifies_the_person(app: Tes
     // The client kept the cookie: the next request is ana's.
     let (_, me) = post_graphql(&app, VIEWER, json!({}), None).await;
     assert_eq!(me["data"]["viewer"]["user"]["handle"], "ana", "{me}");
+}
 
-    // Signing out ends the session server-side and clears the cookie.
+async fn signing_out_ends_the_session_and_clears_the_cookie(app: TestApp) {
+    signed_in_with_a_cookie(&app).await;
     let own = app.base.clone();
     let (headers, out) = post_graphql(&app, "mutation { logout }", json!({}), Some(&own)).await;
     assert_eq!(out["data"]["logout"], true, "{out}");
@@ -69,32 +77,45 @@ async fn a_wrong_password_or_handle_says_the_same_thing(app: TestApp) {
     }
 }
 
-async fn cookie_writes_from_another_origin_are_refused(app: TestApp) {
+const DECLINE: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: INSUFFICIENT_CONTEXT}) { notice } }";
+
+/// An operator of `games`, ana, signed in with the session cookie, and a question there; the
+/// variables to decline it.
+async fn an_operator_signed_in_with_a_cookie(app: &TestApp) -> Value {
     open_niche(&app.db, "games").await;
     operator(&app.db, "games", "ana").await;
     let question = app.ask("games", "csrf").await;
-    let (_, body) = post_graphql(&app, LOGIN, json!({"h": "ana", "p": PASSWORD}), None).await;
+    let (_, body) = post_graphql(app, LOGIN, json!({"h": "ana", "p": PASSWORD}), None).await;
     assert!(body["errors"].is_null(), "{body}");
-    let decline = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: INSUFFICIENT_CONTEXT}) { notice } }";
-    let vars = json!({"id": question.to_string()});
+    json!({"id": question.to_string()})
+}
+
+async fn cookie_writes_from_another_origin_or_none_are_refused(app: TestApp) {
+    let vars = an_operator_signed_in_with_a_cookie(&app).await;
     for origin in [Some("http://evil.example"), None] {
-        let (_, refused) = post_graphql(&app, decline, vars.clone(), origin).await;
+        let (_, refused) = post_graphql(&app, DECLINE, vars.clone(), origin).await;
         assert_eq!(
             error_code(&refused),
             Some("FORBIDDEN"),
             "{origin:?}: {refused}"
         );
     }
-    // Reads with the cookie are fine from anywhere; writes from our own origin go through.
+}
+
+async fn cookie_reads_work_from_anywhere_and_writes_from_our_own_origin(app: TestApp) {
+    let vars = an_operator_signed_in_with_a_cookie(&app).await;
     let (_, read) = post_graphql(&app, VIEWER, json!({}), Some("http://evil.example")).await;
     assert_eq!(read["data"]["viewer"]["user"]["handle"], "ana");
     let own = app.base.clone();
-    let (_, ok) = post_graphql(&app, decline, vars, Some(&own)).await;
+    let (_, ok) = post_graphql(&app, DECLINE, vars, Some(&own)).await;
     assert_eq!(
         ok["data"]["answerQuestion"]["notice"], "Noted. It stays open for someone else.",
         "{ok}"
     );
-    // Signing in from another site's page is refused too.
+}
+
+async fn signing_in_from_another_sites_page_is_refused(app: TestApp) {
+    an_operator_signed_in_with_a_cookie(&app).await;
     let (_, cross) = post_graphql(
         &app,
         LOGIN,
@@ -105,7 +126,7 @@ async fn cookie_writes_from_another_origin_are_refused(app: TestApp) {
     assert_eq!(error_code(&cross), Some("FORBIDDEN"), "{cross}");
 }
 
-async fn api_keys_work_as_bearers_until_revoked(app: TestApp) {
+async fn an_api_key_works_as_a_bearer_until_revoked(app: TestApp) {
     let ana = person(&app.db, "ana", false).await;
     let created = app
         .graphql(
@@ -141,6 +162,9 @@ async fn api_keys_work_as_bearers_until_revoked(app: TestApp) {
     assert_eq!(revoked["data"]["revokeApiKey"], true, "{revoked}");
     let after = app.graphql(Some(&key), VIEWER, json!({})).await;
     assert_eq!(error_code(&after), Some("UNAUTHENTICATED"), "{after}");
+}
+
+async fn a_bearer_that_does_not_resolve_is_refused_not_anonymous(app: TestApp) {
     let garbage = app.graphql(Some("al_key_nope"), VIEWER, json!({})).await;
     assert_eq!(error_code(&garbage), Some("UNAUTHENTICATED"));
     let rest = app
@@ -175,9 +199,13 @@ async fn a_session_token_works_as_a_bearer_until_logout(app: TestApp) {
 on_both_backends!(
     a_session_token_works_as_a_bearer_until_logout,
     signing_in_sets_an_http_only_cookie_that_identifies_the_person,
+    signing_out_ends_the_session_and_clears_the_cookie,
     a_wrong_password_or_handle_says_the_same_thing,
-    cookie_writes_from_another_origin_are_refused,
-    api_keys_work_as_bearers_until_revoked,
+    cookie_writes_from_another_origin_or_none_are_refused,
+    cookie_reads_work_from_anywhere_and_writes_from_our_own_origin,
+    signing_in_from_another_sites_page_is_refused,
+    an_api_key_works_as_a_bearer_until_revoked,
+    a_bearer_that_does_not_resolve_is_refused_not_anonymous,
 );
 
 #[tokio::test]
@@ -199,15 +227,13 @@ async fn repeated_failed_sign_ins_are_slowed_down() {
 }
 
 #[tokio::test]
-async fn an_expired_session_is_anonymous_and_a_cookie_form_post_needs_our_origin() {
+async fn an_expired_session_cookie_is_anonymous() {
     use askloop::service::accounts::{new_token, token_hash};
     use entity::sessions;
     use sea_orm::{ActiveModelTrait, ActiveValue::Set, NotSet};
 
     let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
-    open_niche(&app.db, "games").await;
-    let ana = operator(&app.db, "games", "ana").await;
-
+    let ana = person(&app.db, "ana", false).await;
     let stale = new_token("al_sess_");
     sessions::ActiveModel {
         id: NotSet,
@@ -232,7 +258,13 @@ async fn an_expired_session_is_anonymous_and_a_cookie_form_post_needs_our_origin
         .await
         .expect("JSON");
     assert!(me["data"]["viewer"].is_null(), "{me}");
+}
 
+#[tokio::test]
+async fn a_cookie_form_post_goes_through_from_our_origin_only() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
     let question = app.ask("games", "form-origin").await;
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())

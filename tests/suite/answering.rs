@@ -1,8 +1,8 @@
-//! Answering without races, declining for free, scoring and review (design §6, §7), through the
+//! Answering without races, declining for free, scoring and review (docs/contract.md#answering, #scoring-and-review), through the
 //! public API on SQLite and PostgreSQL.
 
 use askloop_tests::fixtures::open_niche;
-use askloop_tests::people::{operator, person};
+use askloop_tests::people::{Person, operator, person};
 use askloop_tests::{TestApp, error_code, on_both_backends};
 use entity::agent_answers;
 use entity::agent_questions::{self, QuestionStatus};
@@ -182,7 +182,8 @@ async fn the_twenty_sixth_answer_is_verified_on_arrival(app: TestApp) {
     );
 }
 
-async fn declines_are_free_and_keep_the_question_open(app: TestApp) {
+/// A question `q-1` in `games` and an operator, ana, who declined it as lacking context.
+async fn declined_for_lack_of_context(app: &TestApp) -> (i64, Value, Person) {
     open_niche(&app.db, "games").await;
     let question = app.ask("games", "q-1").await;
     let op = operator(&app.db, "games", "ana").await;
@@ -193,14 +194,21 @@ async fn declines_are_free_and_keep_the_question_open(app: TestApp) {
             answer_input(question, "INSUFFICIENT_CONTEXT", None, None),
         )
         .await;
+    (question, body, op)
+}
+
+async fn a_decline_is_free_and_keeps_the_question_open(app: TestApp) {
+    let (_, body, _) = declined_for_lack_of_context(&app).await;
     let result = &body["data"]["answerQuestion"];
     assert_eq!(result["points"], 0, "{body}");
     assert!(result["contributionStatus"].is_null());
     assert_eq!(result["notice"], "Noted. It stays open for someone else.");
     assert_eq!(result["question"]["status"], "OPEN");
     assert!(contributions(&app).await.is_empty());
+}
 
-    // The same person may still answer while it waits: the decline is replaced, not doubled.
+async fn a_decline_is_replaced_not_doubled_when_the_same_person_answers(app: TestApp) {
+    let (question, _, op) = declined_for_lack_of_context(&app).await;
     let body = app
         .graphql(
             Some(&op.token),
@@ -221,12 +229,21 @@ async fn declines_are_free_and_keep_the_question_open(app: TestApp) {
     );
 }
 
-async fn sending_back_for_research_and_research_returning_reopens_it_for_decliners(app: TestApp) {
+const AWAITING: &str = "{ awaitingMe { edges { node { id status } } } }";
+const RESEARCH_RESULTS: &str = "/api/v1/internal/research-results";
+
+/// What the agent sends back for `q-r`.
+fn research_for_q_r() -> String {
+    json!({"nicheSlug": "games", "externalId": "q-r", "context": "Steam's store page says 1.0 shipped in May."}).to_string()
+}
+
+/// A question `q-r` in `games` that ana saw awaiting her and sent back for research; the
+/// question and what answering it said.
+async fn sent_back_for_research(app: &TestApp) -> (i64, Person, Value) {
     open_niche(&app.db, "games").await;
     let question = app.ask("games", "q-r").await;
     let ana = operator(&app.db, "games", "ana").await;
-    let awaiting = "{ awaitingMe { edges { node { id status } } } }";
-    let before = app.graphql(Some(&ana.token), awaiting, json!({})).await;
+    let before = app.graphql(Some(&ana.token), AWAITING, json!({})).await;
     assert_eq!(
         before["data"]["awaitingMe"]["edges"]
             .as_array()
@@ -234,7 +251,6 @@ async fn sending_back_for_research_and_research_returning_reopens_it_for_decline
         Some(1),
         "{before}"
     );
-
     let body = app
         .graphql(
             Some(&ana.token),
@@ -242,6 +258,19 @@ async fn sending_back_for_research_and_research_returning_reopens_it_for_decline
             answer_input(question, "NEEDS_RESEARCH", None, None),
         )
         .await;
+    (question, ana, body)
+}
+
+/// [`sent_back_for_research`], then the agent's research came back.
+async fn research_came_back(app: &TestApp) -> (i64, Person) {
+    let (question, ana, _) = sent_back_for_research(app).await;
+    let response = app.post_signed(RESEARCH_RESULTS, &research_for_q_r()).await;
+    assert_eq!(response.status(), 200);
+    (question, ana)
+}
+
+async fn sending_back_for_research_takes_the_question_from_the_one_who_sent_it(app: TestApp) {
+    let (_, ana, body) = sent_back_for_research(&app).await;
     assert_eq!(
         body["data"]["answerQuestion"]["notice"],
         "Sent back to the agent for more research."
@@ -250,15 +279,13 @@ async fn sending_back_for_research_and_research_returning_reopens_it_for_decline
         body["data"]["answerQuestion"]["question"]["status"],
         "RESEARCHING"
     );
-    let hidden = app.graphql(Some(&ana.token), awaiting, json!({})).await;
+    let hidden = app.graphql(Some(&ana.token), AWAITING, json!({})).await;
     assert_eq!(hidden["data"]["awaitingMe"]["edges"], json!([]), "{hidden}");
+}
 
-    let research = json!({"nicheSlug": "games", "externalId": "q-r", "context": "Steam's store page says 1.0 shipped in May."}).to_string();
-    let response = app
-        .post_signed("/api/v1/internal/research-results", &research)
-        .await;
-    assert_eq!(response.status(), 200);
-    let back = app.graphql(Some(&ana.token), awaiting, json!({})).await;
+async fn research_coming_back_reopens_the_question_with_its_new_context(app: TestApp) {
+    let (question, ana) = research_came_back(&app).await;
+    let back = app.graphql(Some(&ana.token), AWAITING, json!({})).await;
     assert_eq!(
         back["data"]["awaitingMe"]["edges"][0]["node"]["status"], "OPEN",
         "{back}"
@@ -272,29 +299,35 @@ async fn sending_back_for_research_and_research_returning_reopens_it_for_decline
         row.context.as_deref(),
         Some("Steam's store page says 1.0 shipped in May.")
     );
+}
 
-    // Research for a question that is not waiting for it is a conflict and changes nothing.
-    let again = app
-        .post_signed("/api/v1/internal/research-results", &research)
-        .await;
+async fn research_for_a_question_not_waiting_for_it_is_a_conflict(app: TestApp) {
+    let (question, _) = research_came_back(&app).await;
+    let again = app.post_signed(RESEARCH_RESULTS, &research_for_q_r()).await;
     assert_eq!(again.status(), 409);
+    let row = agent_questions::Entity::find_by_id(question)
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("stored");
+    assert_eq!(row.status, QuestionStatus::Open, "unchanged");
+}
+
+async fn research_for_an_unknown_question_or_without_context_is_refused(app: TestApp) {
+    research_came_back(&app).await;
     let unknown = json!({"nicheSlug": "games", "externalId": "nope", "context": "x"}).to_string();
     assert_eq!(
-        app.post_signed("/api/v1/internal/research-results", &unknown)
-            .await
-            .status(),
+        app.post_signed(RESEARCH_RESULTS, &unknown).await.status(),
         404
     );
     let missing = json!({"nicheSlug": "games", "externalId": "q-r"}).to_string();
     assert_eq!(
-        app.post_signed("/api/v1/internal/research-results", &missing)
-            .await
-            .status(),
+        app.post_signed(RESEARCH_RESULTS, &missing).await.status(),
         400
     );
 }
 
-async fn answering_checks_its_rules_in_order(app: TestApp) {
+async fn answering_refuses_an_unknown_question_a_bad_option_or_a_bad_body(app: TestApp) {
     open_niche(&app.db, "games").await;
     let question = app.ask("games", "q-1").await;
     let ana = operator(&app.db, "games", "ana").await;
@@ -332,7 +365,12 @@ async fn answering_checks_its_rules_in_order(app: TestApp) {
         "{unknown_kind}"
     );
     assert!(contributions(&app).await.is_empty());
+}
 
+async fn a_dismissed_question_cannot_be_answered(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let question = app.ask("games", "q-1").await;
+    let ana = operator(&app.db, "games", "ana").await;
     let dismissed = app
         .graphql(
             Some(&ana.token),
@@ -358,48 +396,72 @@ async fn answering_checks_its_rules_in_order(app: TestApp) {
     );
 }
 
-async fn review_decisions_move_the_score_and_the_tier_history(app: TestApp) {
+const ADJUST: &str = "mutation($p: Int!) { adjustContribution(nicheSlug: \"games\", handle: \"ana\", points: $p, note: \"backfill\") { id status points } }";
+const STANDING: &str = "{ viewer { memberships { score shareBps tier { name } nextTier { name } pointsToNextTier } } }";
+const REVERSE: &str = "mutation($id: ID!) { reverseContribution(id: $id) { status points } }";
+
+/// ana, an operator of `games`, given 100 points by an admin; the admin's answer.
+async fn given_a_hundred_points(app: &TestApp) -> (Person, Person, Value) {
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let admin = person(&app.db, "root", true).await;
-    let adjust = "mutation($p: Int!) { adjustContribution(nicheSlug: \"games\", handle: \"ana\", points: $p, note: \"backfill\") { id status points } }";
     let first = app
-        .graphql(Some(&admin.token), adjust, json!({"p": 100}))
+        .graphql(Some(&admin.token), ADJUST, json!({"p": 100}))
         .await;
+    (ana, admin, first)
+}
+
+/// [`given_a_hundred_points`], then those points reversed; the reversal's answer and the
+/// contribution's id.
+async fn a_hundred_points_reversed(app: &TestApp) -> (Person, Person, Value, String) {
+    let (ana, admin, first) = given_a_hundred_points(app).await;
+    let id = first["data"]["adjustContribution"]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let reversed = app
+        .graphql(Some(&admin.token), REVERSE, json!({"id": id}))
+        .await;
+    (ana, admin, reversed, id)
+}
+
+async fn an_admins_adjustment_counts_at_once_and_moves_the_tier(app: TestApp) {
+    let (ana, _, first) = given_a_hundred_points(&app).await;
     assert_eq!(
         first["data"]["adjustContribution"]["status"], "verified",
         "{first}"
     );
-    let viewer = "{ viewer { memberships { score shareBps tier { name } nextTier { name } pointsToNextTier } } }";
-    let standing = app.graphql(Some(&ana.token), viewer, json!({})).await;
+    let standing = app.graphql(Some(&ana.token), STANDING, json!({})).await;
     let membership = &standing["data"]["viewer"]["memberships"][0];
     assert_eq!(membership["score"], 100, "{standing}");
     assert_eq!(membership["tier"]["name"], "Specialist");
     assert_eq!(membership["shareBps"], 3000);
     assert_eq!(membership["nextTier"]["name"], "Expert");
     assert_eq!(membership["pointsToNextTier"], 150);
+}
 
-    let id = first["data"]["adjustContribution"]["id"]
-        .as_str()
-        .expect("an id")
-        .to_owned();
-    let reversed = app
-        .graphql(
-            Some(&admin.token),
-            "mutation($id: ID!) { reverseContribution(id: $id) { status points } }",
-            json!({"id": id}),
-        )
-        .await;
+async fn a_reversal_takes_the_points_off_the_score_and_keeps_the_row(app: TestApp) {
+    let (ana, _, reversed, _) = a_hundred_points_reversed(&app).await;
     assert_eq!(
         reversed["data"]["reverseContribution"],
         json!({"status": "reversed", "points": 100}),
         "{reversed}"
     );
-    let standing = app.graphql(Some(&ana.token), viewer, json!({})).await;
+    let standing = app.graphql(Some(&ana.token), STANDING, json!({})).await;
     assert_eq!(
         standing["data"]["viewer"]["memberships"][0]["score"], 0,
         "{standing}"
     );
+    // The reversed row keeps its points.
+    let rows = contributions(&app).await;
+    assert_eq!(
+        (rows[0].points, rows[0].status),
+        (100, ContributionStatus::Reversed)
+    );
+}
+
+async fn a_contribution_is_reversed_once(app: TestApp) {
+    let (_, admin, _, id) = a_hundred_points_reversed(&app).await;
     let again = app
         .graphql(
             Some(&admin.token),
@@ -408,11 +470,18 @@ async fn review_decisions_move_the_score_and_the_tier_history(app: TestApp) {
         )
         .await;
     assert_eq!(error_code(&again), Some("CONFLICT"));
+}
+
+async fn an_adjustment_over_five_hundred_points_is_refused(app: TestApp) {
+    let (_, admin, _) = given_a_hundred_points(&app).await;
     let too_many = app
-        .graphql(Some(&admin.token), adjust, json!({"p": 501}))
+        .graphql(Some(&admin.token), ADJUST, json!({"p": 501}))
         .await;
     assert_eq!(error_code(&too_many), Some("BAD_USER_INPUT"));
+}
 
+async fn the_tier_history_records_the_rise_and_the_fall(app: TestApp) {
+    a_hundred_points_reversed(&app).await;
     let history: Vec<(Option<i64>, i64)> = tier_history::Entity::find()
         .all(&app.db)
         .await
@@ -423,12 +492,6 @@ async fn review_decisions_move_the_score_and_the_tier_history(app: TestApp) {
     assert_eq!(history.len(), 2, "{history:?}");
     assert_eq!(history[0], (None, 100));
     assert_eq!(history[1].1, 0);
-    // The reversed row keeps its points.
-    let rows = contributions(&app).await;
-    assert_eq!(
-        (rows[0].points, rows[0].status),
-        (100, ContributionStatus::Reversed)
-    );
 }
 
 on_both_backends!(
@@ -436,8 +499,17 @@ on_both_backends!(
     the_same_person_double_submitting_stores_one_row,
     a_new_operators_answer_waits_for_review,
     the_twenty_sixth_answer_is_verified_on_arrival,
-    declines_are_free_and_keep_the_question_open,
-    sending_back_for_research_and_research_returning_reopens_it_for_decliners,
-    answering_checks_its_rules_in_order,
-    review_decisions_move_the_score_and_the_tier_history,
+    a_decline_is_free_and_keeps_the_question_open,
+    a_decline_is_replaced_not_doubled_when_the_same_person_answers,
+    sending_back_for_research_takes_the_question_from_the_one_who_sent_it,
+    research_coming_back_reopens_the_question_with_its_new_context,
+    research_for_a_question_not_waiting_for_it_is_a_conflict,
+    research_for_an_unknown_question_or_without_context_is_refused,
+    answering_refuses_an_unknown_question_a_bad_option_or_a_bad_body,
+    a_dismissed_question_cannot_be_answered,
+    an_admins_adjustment_counts_at_once_and_moves_the_tier,
+    a_reversal_takes_the_points_off_the_score_and_keeps_the_row,
+    a_contribution_is_reversed_once,
+    an_adjustment_over_five_hundred_points_is_refused,
+    the_tier_history_records_the_rise_and_the_fall,
 );

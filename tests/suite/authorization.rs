@@ -1,7 +1,8 @@
 //! One table: anonymous, a signed-in non-member, an observer, a suspended member, an active
 //! operator and an admin × every query, mutation and REST route of the operator loop, with the
 //! exact outcome of each cell. Questions never reach anyone who is not an active member of their
-//! niche or an admin.
+//! niche or an admin. Each test checks one surface's rows over the whole cast and reports every
+//! cell that differs, not only the first.
 
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{Person, member, person};
@@ -136,8 +137,15 @@ fn redirect_outcome(response: &reqwest::Response) -> Outcome {
     Status(303)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn every_surface_applies_the_same_permission_rules() {
+/// The cast in place in `games`, with one question they all may try to read.
+struct Table {
+    app: TestApp,
+    cast: Cast,
+    question: i64,
+    failures: Vec<String>,
+}
+
+async fn the_cast_and_a_question() -> Table {
     let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
     open_niche(&app.db, "games").await;
     let cast = Cast {
@@ -174,25 +182,182 @@ async fn every_surface_applies_the_same_permission_rules() {
     )
     .await;
     let question = app.ask("games", "shared").await;
-    let q = question.to_string();
+    Table {
+        app,
+        cast,
+        question,
+        failures: Vec::new(),
+    }
+}
 
-    let queries: Vec<(&str, String, Row)> = vec![
-        ("viewer", "{ viewer { user { handle } } }".into(),
-            row([Data, Data, Data, Data, Data, Data])),
-        ("niche.questions", "{ niche(slug: \"games\") { questions { edges { node { id title context } } } } }".into(),
-            row([Code("UNAUTHENTICATED"), Code("FORBIDDEN"), Data, Code("FORBIDDEN"), Data, Data])),
-        ("question", format!("{{ question(id: \"{q}\") {{ title context answers {{ kind }} timeline {{ action }} }} }}"),
-            row([Code("UNAUTHENTICATED"), Code("FORBIDDEN"), Data, Code("FORBIDDEN"), Data, Data])),
-        ("awaitingMe", "{ awaitingMe { edges { node { id } } } }".into(),
-            row([Code("UNAUTHENTICATED"), Data, Data, Data, Data, Data])),
-        ("myContributions", "{ myContributions { id } }".into(),
-            row([Code("UNAUTHENTICATED"), Data, Data, Data, Data, Data])),
-        ("tiers", "{ tiers { name } }".into(),
-            row([Data, Data, Data, Data, Data, Data])),
-        ("niches", "{ niches { slug } }".into(),
-            row([Data, Data, Data, Data, Data, Data])),
-        ("reviewQueue", "{ reviewQueue { id } }".into(),
-            row([Code("UNAUTHENTICATED"), Code("FORBIDDEN"), Code("FORBIDDEN"), Code("FORBIDDEN"), Code("FORBIDDEN"), Data])),
+/// Whether `who` must never see a question's title or research.
+fn kept_from_questions(who: Who) -> bool {
+    matches!(who, Who::Anonymous | Who::NonMember | Who::Suspended)
+}
+
+impl Table {
+    /// Run each GraphQL operation as everyone in its row and note every cell that differs (and
+    /// any question text shown to someone who may not see it).
+    async fn graphql_rows(&mut self, rows: &[(&str, String, Row)]) {
+        for (name, query, expected) in rows {
+            for (who, outcome) in expected {
+                let query = query.replace("WHO", &format!("{who:?}").to_lowercase());
+                let body = self
+                    .app
+                    .graphql(self.cast.token(*who), &query, json!({}))
+                    .await;
+                let got = graphql_outcome(&body);
+                if got != *outcome {
+                    self.failures.push(format!(
+                        "{name} as {who:?}: expected {outcome:?}, got {got:?}: {body}"
+                    ));
+                }
+                if kept_from_questions(*who) && (name.starts_with("niche") || *name == "question") {
+                    let text = body.to_string();
+                    if text.contains("Steam lists") || text.contains("Which date?") {
+                        self.failures
+                            .push(format!("{name} leaked the question to {who:?}: {body}"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Acting changes a question, so each cell acts on its own, as everyone in the row.
+    async fn acting_row(&mut self, name: &str, mutation: &str, expected: Row) {
+        for (who, outcome) in expected {
+            let id = self.app.ask("games", &format!("{name}-{who:?}")).await;
+            let body = self
+                .app
+                .graphql(
+                    self.cast.token(who),
+                    mutation,
+                    json!({"id": id.to_string()}),
+                )
+                .await;
+            let got = graphql_outcome(&body);
+            if got != outcome {
+                self.failures.push(format!(
+                    "{name} as {who:?}: expected {outcome:?}, got {got:?}: {body}"
+                ));
+            }
+        }
+    }
+
+    /// A form post to `/dashboard/questions/<own question>/<action>` as everyone in the row.
+    async fn form_row(&mut self, action: &str, form: &[(&str, &str)], expected: Row) {
+        for (who, outcome) in expected {
+            let id = self
+                .app
+                .ask("games", &format!("form-{action}-{who:?}"))
+                .await;
+            let response = rest(
+                &self.app,
+                self.cast.token(who),
+                "POST",
+                &format!("/dashboard/questions/{id}/{action}"),
+                None,
+                Some(form),
+            )
+            .await;
+            let got = redirect_outcome(&response);
+            if got != outcome {
+                self.failures.push(format!(
+                    "form {action} as {who:?}: expected {outcome:?}, got {got:?}"
+                ));
+            }
+        }
+    }
+
+    /// Fail with every cell that differed.
+    fn assert_every_cell_matches(self) {
+        assert!(
+            self.failures.is_empty(),
+            "{} cells differ:\n{}",
+            self.failures.len(),
+            self.failures.join("\n")
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn graphql_reads_show_questions_only_to_active_members_and_admins() {
+    let mut table = the_cast_and_a_question().await;
+    let q = table.question.to_string();
+    let reads: Vec<(&str, String, Row)> = vec![
+        (
+            "viewer",
+            "{ viewer { user { handle } } }".into(),
+            row([Data, Data, Data, Data, Data, Data]),
+        ),
+        (
+            "niche.questions",
+            "{ niche(slug: \"games\") { questions { edges { node { id title context } } } } }"
+                .into(),
+            row([
+                Code("UNAUTHENTICATED"),
+                Code("FORBIDDEN"),
+                Data,
+                Code("FORBIDDEN"),
+                Data,
+                Data,
+            ]),
+        ),
+        (
+            "question",
+            format!(
+                "{{ question(id: \"{q}\") {{ title context answers {{ kind }} timeline {{ action }} }} }}"
+            ),
+            row([
+                Code("UNAUTHENTICATED"),
+                Code("FORBIDDEN"),
+                Data,
+                Code("FORBIDDEN"),
+                Data,
+                Data,
+            ]),
+        ),
+        (
+            "awaitingMe",
+            "{ awaitingMe { edges { node { id } } } }".into(),
+            row([Code("UNAUTHENTICATED"), Data, Data, Data, Data, Data]),
+        ),
+        (
+            "myContributions",
+            "{ myContributions { id } }".into(),
+            row([Code("UNAUTHENTICATED"), Data, Data, Data, Data, Data]),
+        ),
+        (
+            "tiers",
+            "{ tiers { name } }".into(),
+            row([Data, Data, Data, Data, Data, Data]),
+        ),
+        (
+            "niches",
+            "{ niches { slug } }".into(),
+            row([Data, Data, Data, Data, Data, Data]),
+        ),
+        (
+            "reviewQueue",
+            "{ reviewQueue { id } }".into(),
+            row([
+                Code("UNAUTHENTICATED"),
+                Code("FORBIDDEN"),
+                Code("FORBIDDEN"),
+                Code("FORBIDDEN"),
+                Code("FORBIDDEN"),
+                Data,
+            ]),
+        ),
+    ];
+    table.graphql_rows(&reads).await;
+    table.assert_every_cell_matches();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn graphql_admin_mutations_are_for_admins_and_api_keys_for_anyone_signed_in() {
+    let mut table = the_cast_and_a_question().await;
+    let mutations: Vec<(&str, String, Row)> = vec![
         ("createApiKey", "mutation { createApiKey(name: \"ci\") { token } }".into(),
             row([Code("UNAUTHENTICATED"), Data, Data, Data, Data, Data])),
         ("createNiche", "mutation { createNiche(input: {slug: \"roofing-WHO\", name: \"Roofing\"}) { slug } }".into(),
@@ -208,35 +373,17 @@ async fn every_surface_applies_the_same_permission_rules() {
         ("verifyContribution", "mutation { verifyContribution(id: \"999999\") { id } }".into(),
             row([Code("UNAUTHENTICATED"), Code("FORBIDDEN"), Code("FORBIDDEN"), Code("FORBIDDEN"), Code("FORBIDDEN"), Code("NOT_FOUND")])),
     ];
-    let mut failures = Vec::new();
-    for (name, query, expected) in &queries {
-        for (who, outcome) in expected {
-            let query = query.replace("WHO", &format!("{who:?}").to_lowercase());
-            let body = app.graphql(cast.token(*who), &query, json!({})).await;
-            let got = graphql_outcome(&body);
-            if got != *outcome {
-                failures.push(format!(
-                    "{name} as {who:?}: expected {outcome:?}, got {got:?}: {body}"
-                ));
-            }
-            if matches!(who, Who::Anonymous | Who::NonMember | Who::Suspended)
-                && (name.starts_with("niche") || *name == "question")
-            {
-                let text = body.to_string();
-                if text.contains("Steam lists") || text.contains("Which date?") {
-                    failures.push(format!("{name} leaked the question to {who:?}: {body}"));
-                }
-            }
-        }
-    }
+    table.graphql_rows(&mutations).await;
+    table.assert_every_cell_matches();
+}
 
-    // Acting changes a question, so each cell gets its own.
-    let answer = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: INSUFFICIENT_CONTEXT}) { notice } }";
-    let dismiss = "mutation($id: ID!) { dismissQuestion(id: $id) { status } }";
-    let acting = [
-        (
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn only_active_operators_answer_and_operators_or_admins_dismiss_over_graphql() {
+    let mut table = the_cast_and_a_question().await;
+    table
+        .acting_row(
             "answerQuestion",
-            answer,
+            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: INSUFFICIENT_CONTEXT}) { notice } }",
             row([
                 Code("UNAUTHENTICATED"),
                 Code("FORBIDDEN"),
@@ -245,10 +392,12 @@ async fn every_surface_applies_the_same_permission_rules() {
                 Data,
                 Code("FORBIDDEN"),
             ]),
-        ),
-        (
+        )
+        .await;
+    table
+        .acting_row(
             "dismissQuestion",
-            dismiss,
+            "mutation($id: ID!) { dismissQuestion(id: $id) { status } }",
             row([
                 Code("UNAUTHENTICATED"),
                 Code("FORBIDDEN"),
@@ -257,23 +406,14 @@ async fn every_surface_applies_the_same_permission_rules() {
                 Data,
                 Data,
             ]),
-        ),
-    ];
-    for (name, mutation, expected) in acting {
-        for (who, outcome) in expected {
-            let id = app.ask("games", &format!("{name}-{who:?}")).await;
-            let body = app
-                .graphql(cast.token(who), mutation, json!({"id": id.to_string()}))
-                .await;
-            let got = graphql_outcome(&body);
-            if got != outcome {
-                failures.push(format!(
-                    "{name} as {who:?}: expected {outcome:?}, got {got:?}: {body}"
-                ));
-            }
-        }
-    }
+        )
+        .await;
+    table.assert_every_cell_matches();
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_rest_question_list_is_only_for_active_members_and_admins() {
+    let mut table = the_cast_and_a_question().await;
     let list = row([
         Status(401),
         Status(403),
@@ -284,8 +424,8 @@ async fn every_surface_applies_the_same_permission_rules() {
     ]);
     for (who, outcome) in list {
         let response = rest(
-            &app,
-            cast.token(who),
+            &table.app,
+            table.cast.token(who),
             "GET",
             "/api/v1/niches/games/questions",
             None,
@@ -295,16 +435,22 @@ async fn every_surface_applies_the_same_permission_rules() {
         let got = Status(response.status().as_u16());
         let text = response.text().await.unwrap_or_default();
         if got != outcome {
-            failures.push(format!(
+            table.failures.push(format!(
                 "GET questions as {who:?}: expected {outcome:?}, got {got:?}: {text}"
             ));
         }
-        if matches!(who, Who::Anonymous | Who::NonMember | Who::Suspended)
-            && text.contains("Steam lists")
-        {
-            failures.push(format!("GET questions leaked to {who:?}"));
+        if kept_from_questions(who) && text.contains("Steam lists") {
+            table
+                .failures
+                .push(format!("GET questions leaked to {who:?}"));
         }
     }
+    table.assert_every_cell_matches();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_rest_answer_route_is_only_for_active_operators() {
+    let mut table = the_cast_and_a_question().await;
     let rest_answer = row([
         Status(401),
         Status(403),
@@ -314,10 +460,10 @@ async fn every_surface_applies_the_same_permission_rules() {
         Status(403),
     ]);
     for (who, outcome) in rest_answer {
-        let id = app.ask("games", &format!("rest-{who:?}")).await;
+        let id = table.app.ask("games", &format!("rest-{who:?}")).await;
         let response = rest(
-            &app,
-            cast.token(who),
+            &table.app,
+            table.cast.token(who),
             "POST",
             &format!("/api/v1/niches/games/questions/{id}/answer"),
             Some(json!({"kind": "insufficient_context"})),
@@ -326,12 +472,23 @@ async fn every_surface_applies_the_same_permission_rules() {
         .await;
         let got = Status(response.status().as_u16());
         if got != outcome {
-            failures.push(format!(
+            table.failures.push(format!(
                 "POST answer as {who:?}: expected {outcome:?}, got {got:?}"
             ));
         }
     }
-    let form_answer = row([
+    table.assert_every_cell_matches();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_answer_form_sends_strangers_to_login_and_refuses_all_but_active_operators() {
+    let mut table = the_cast_and_a_question().await;
+    let form = [
+        ("kind", "answered"),
+        ("option_id", "ea"),
+        ("next", "/dashboard/niches/games/questions"),
+    ];
+    let expected = row([
         Redirect("/login?"),
         Redirect("error="),
         Redirect("error="),
@@ -339,30 +496,15 @@ async fn every_surface_applies_the_same_permission_rules() {
         Redirect("notice="),
         Redirect("error="),
     ]);
-    for (who, outcome) in form_answer {
-        let id = app.ask("games", &format!("form-{who:?}")).await;
-        let form = [
-            ("kind", "answered"),
-            ("option_id", "ea"),
-            ("next", "/dashboard/niches/games/questions"),
-        ];
-        let response = rest(
-            &app,
-            cast.token(who),
-            "POST",
-            &format!("/dashboard/questions/{id}/answer"),
-            None,
-            Some(&form),
-        )
-        .await;
-        let got = redirect_outcome(&response);
-        if got != outcome {
-            failures.push(format!(
-                "form answer as {who:?}: expected {outcome:?}, got {got:?}"
-            ));
-        }
-    }
-    let form_dismiss = row([
+    table.form_row("answer", &form, expected).await;
+    table.assert_every_cell_matches();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_dismiss_form_sends_strangers_to_login_and_lets_operators_and_admins_dismiss() {
+    let mut table = the_cast_and_a_question().await;
+    let form = [("next", "/dashboard/niches/games/questions")];
+    let expected = row([
         Redirect("/login?"),
         Redirect("error="),
         Redirect("error="),
@@ -370,41 +512,19 @@ async fn every_surface_applies_the_same_permission_rules() {
         Redirect("notice="),
         Redirect("notice="),
     ]);
-    for (who, outcome) in form_dismiss {
-        let id = app.ask("games", &format!("form-dismiss-{who:?}")).await;
-        let form = [("next", "/dashboard/niches/games/questions")];
-        let response = rest(
-            &app,
-            cast.token(who),
-            "POST",
-            &format!("/dashboard/questions/{id}/dismiss"),
-            None,
-            Some(&form),
-        )
+    table.form_row("dismiss", &form, expected).await;
+    table.assert_every_cell_matches();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn anyone_may_log_out_signed_in_or_not() {
+    let mut table = the_cast_and_a_question().await;
+    table
+        .graphql_rows(&[(
+            "logout",
+            "mutation { logout }".into(),
+            row([Data, Data, Data, Data, Data, Data]),
+        )])
         .await;
-        let got = redirect_outcome(&response);
-        if got != outcome {
-            failures.push(format!(
-                "form dismiss as {who:?}: expected {outcome:?}, got {got:?}"
-            ));
-        }
-    }
-    // Last, because it ends the sessions the table runs on.
-    for (who, outcome) in row([Data, Data, Data, Data, Data, Data]) {
-        let body = app
-            .graphql(cast.token(who), "mutation { logout }", json!({}))
-            .await;
-        let got = graphql_outcome(&body);
-        if got != outcome {
-            failures.push(format!(
-                "logout as {who:?}: expected {outcome:?}, got {got:?}: {body}"
-            ));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} cells differ:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    table.assert_every_cell_matches();
 }

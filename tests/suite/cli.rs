@@ -228,8 +228,18 @@ async fn cli_ask_posts_a_signed_question() {
     assert!(stdout.contains(r#""duplicate":false"#), "{stdout}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn serve_seeds_the_demo_logs_json_and_stops_cleanly_on_sigterm() {
+/// What `askloop serve --demo` did on a fresh SQLite file, logging JSON, asked for `/healthz`
+/// once and then sent SIGTERM.
+struct ServedDemo {
+    /// What it printed before saying where it serves.
+    printed: String,
+    /// Whether `/healthz` answered 200.
+    healthy: bool,
+    /// How it exited, and its log lines.
+    output: Output,
+}
+
+async fn serve_the_demo_until_sigterm() -> ServedDemo {
     use std::io::{BufRead, BufReader};
 
     let database = TestDatabase::create(Backend::Sqlite)
@@ -255,19 +265,7 @@ async fn serve_seeds_the_demo_logs_json_and_stops_cleanly_on_sigterm() {
         printed.push(line);
     }
     let base = base.expect("askloop says where it serves");
-    let printed = printed.join("\n");
-    assert!(
-        printed.contains("operator  handle: operator  password: "),
-        "{printed}"
-    );
-    assert!(
-        printed.contains("admin     handle: admin  password: "),
-        "{printed}"
-    );
-
     let health = reqwest::get(format!("{base}/healthz")).await.expect("sent");
-    assert_eq!(health.status(), 200);
-
     let kill = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -277,7 +275,32 @@ async fn serve_seeds_the_demo_logs_json_and_stops_cleanly_on_sigterm() {
         .await
         .expect("joined")
         .expect("askloop exits");
-    assert!(output.status.success(), "{}", stderr(&output));
+    ServedDemo {
+        printed: printed.join("\n"),
+        healthy: health.status() == 200,
+        output,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_demo_seeds_an_empty_database_and_prints_how_to_sign_in() {
+    let ServedDemo {
+        printed, healthy, ..
+    } = serve_the_demo_until_sigterm().await;
+    assert!(
+        printed.contains("operator  handle: operator  password: "),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("admin     handle: admin  password: "),
+        "{printed}"
+    );
+    assert!(healthy, "/healthz did not answer 200");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_logs_json_lines_that_carry_the_request_id() {
+    let ServedDemo { output, .. } = serve_the_demo_until_sigterm().await;
     let logs = stderr(&output);
     let request_line = logs
         .lines()
@@ -285,37 +308,49 @@ async fn serve_seeds_the_demo_logs_json_and_stops_cleanly_on_sigterm() {
         .find(|entry| entry["span"]["request_id"].is_string())
         .unwrap_or_else(|| panic!("no JSON log line carries a request id:\n{logs}"));
     assert_eq!(request_line["span"]["uri"], "/healthz");
-    assert!(logs.contains("shutting down"), "{logs}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cli_ask_sends_a_json_file_byte_for_byte_and_refuses_one_that_is_not_json() {
+async fn serve_stops_cleanly_on_sigterm() {
+    let ServedDemo { output, .. } = serve_the_demo_until_sigterm().await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let logs = stderr(&output);
+    assert!(logs.contains("shutting down"), "{logs}");
+}
+
+/// `askloop ask --file` run against a fresh app with `games` open, for a file holding
+/// `contents`.
+async fn ask_with_a_file(contents: String) -> Output {
     let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
     open_niche(&app.db, "games").await;
     let dir = std::env::temp_dir().join(format!("askloop-ask-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).expect("a directory");
-    let good = dir.join("question.json");
-    std::fs::write(
-        &good,
-        askloop_tests::fixtures::question_body("games", "from-file").to_string(),
-    )
-    .expect("written");
-    let bad = dir.join("broken.json");
-    std::fs::write(&bad, "{ not json").expect("written");
+    let file = dir.join("question.json");
+    std::fs::write(&file, contents).expect("written");
     let base = app.base.clone();
-    let (ok, broken) = tokio::task::spawn_blocking(move || {
-        let run_with = |file: &std::path::Path| {
-            let mut ask = askloop("sqlite::memory:", &["ask", "--url", &base, "--file"]);
-            ask.arg(file).env("CHOVY_SIGNING_SECRET", SECRET);
-            run(ask)
-        };
-        (run_with(&good), run_with(&bad))
+    let output = tokio::task::spawn_blocking(move || {
+        let mut ask = askloop("sqlite::memory:", &["ask", "--url", &base, "--file"]);
+        ask.arg(&file).env("CHOVY_SIGNING_SECRET", SECRET);
+        run(ask)
     })
     .await
     .expect("askloop finished");
     let _ = std::fs::remove_dir_all(&dir);
+    output
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_ask_sends_a_json_file_as_the_question() {
+    let ok =
+        ask_with_a_file(askloop_tests::fixtures::question_body("games", "from-file").to_string())
+            .await;
     assert!(ok.status.success(), "{}", stderr(&ok));
     assert!(String::from_utf8_lossy(&ok.stdout).starts_with("201 "));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_ask_refuses_a_file_that_is_not_json() {
+    let broken = ask_with_a_file("{ not json".to_owned()).await;
     assert_eq!(broken.status.code(), Some(1));
     assert!(
         stderr(&broken).contains("is not JSON"),

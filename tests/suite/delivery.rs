@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use askloop::config::Config;
 use askloop_tests::fixtures::{open_niche, question_body};
-use askloop_tests::people::{operator, person};
+use askloop_tests::people::{Person, operator, person};
 use askloop_tests::receiver::{Receiver, Reply, reserve_port};
 use askloop_tests::socket::GqlSocket;
-use askloop_tests::{Backend, SECRET, TestApp, error_code};
+use askloop_tests::{Backend, SECRET, TestApp, error_code, on_both_backends};
 use entity::deliveries::{self, DeliveryStatus};
 use entity::delivery_attempts;
 use entity::{agent_questions, audit_log};
@@ -85,20 +85,28 @@ fn timestamp_of(signature: &str) -> &str {
         .unwrap_or_default()
 }
 
-async fn everything_arrives_once_the_agent_comes_up(backend: Backend) {
-    let port = reserve_port();
-    let Some(app) = spawn_delivering(backend, &Receiver::url_for(port)).await else {
-        return eprintln!("skipped: TEST_DATABASE_URL is not set");
-    };
-    let question = answered_question(&app).await;
-    // Nobody listens yet: attempts fail and are recorded.
+/// Deliver quickly to an agent on a free port that is down until a test starts a [`Receiver`]
+/// there with [`Receiver::start_for`].
+fn delivering_to_an_agent_not_yet_up(config: &mut Config) {
+    quick(config, Some(&Receiver::url_for(reserve_port())));
+}
+
+/// An answered question whose delivery failed at least three times while the agent was down,
+/// then went through once the agent came up: its question id, the agent, and the delivery.
+async fn delivered_after_the_agent_came_up(app: &TestApp) -> (i64, Receiver, deliveries::Model) {
+    let question = answered_question(app).await;
     let started = std::time::Instant::now();
-    while attempts(&app, the_delivery(&app).await.id).await.len() < 3 {
+    while attempts(app, the_delivery(app).await.id).await.len() < 3 {
         assert!(started.elapsed() < WAIT, "no attempts recorded");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    let receiver = Receiver::start_on(port, Vec::new()).await;
-    let delivery = wait_for_status(&app, DeliveryStatus::Delivered).await;
+    let receiver = Receiver::start_for(app, Vec::new()).await;
+    let delivery = wait_for_status(app, DeliveryStatus::Delivered).await;
+    (question, receiver, delivery)
+}
+
+async fn an_answer_reaches_the_agent_once_it_comes_up_as_one_signed_envelope(app: TestApp) {
+    let (question, receiver, delivery) = delivered_after_the_agent_came_up(&app).await;
     let received = receiver.received();
     assert_eq!(received.len(), 1, "delivered once: {received:?}");
     let envelope = &received[0].envelope;
@@ -112,6 +120,10 @@ async fn everything_arrives_once_the_agent_comes_up(backend: Backend) {
     assert_eq!(envelope["payload"]["optionId"], "ea");
     assert_eq!(envelope["payload"]["answer"], "The 1.0 date.");
     assert_eq!(envelope["payload"]["answeredBy"], "ana");
+}
+
+async fn every_attempt_while_the_agent_is_down_is_recorded_as_a_retry(app: TestApp) {
+    let (_, _receiver, delivery) = delivered_after_the_agent_came_up(&app).await;
     let log = attempts(&app, delivery.id).await;
     assert!(log.len() >= 4, "{log:?}");
     let (failed, last) = log.split_at(log.len() - 1);
@@ -125,19 +137,19 @@ async fn everything_arrives_once_the_agent_comes_up(backend: Backend) {
     assert_eq!(last[0].status_code, Some(200));
     assert_eq!(last[0].outcome, "delivered");
     assert_eq!(delivery.attempts, i64::try_from(log.len()).unwrap_or(0));
-    // Delivered means done: nothing more is sent.
+}
+
+async fn a_delivered_envelope_is_not_sent_again(app: TestApp) {
+    let (_, receiver, _) = delivered_after_the_agent_came_up(&app).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(receiver.received().len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn everything_arrives_once_the_agent_comes_up_sqlite() {
-    everything_arrives_once_the_agent_comes_up(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn everything_arrives_once_the_agent_comes_up_postgres() {
-    everything_arrives_once_the_agent_comes_up(Backend::Postgres).await;
+on_both_backends! {
+    config: delivering_to_an_agent_not_yet_up;
+    an_answer_reaches_the_agent_once_it_comes_up_as_one_signed_envelope,
+    every_attempt_while_the_agent_is_down_is_recorded_as_a_retry,
+    a_delivered_envelope_is_not_sent_again,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -317,13 +329,8 @@ async fn two_instances_share_a_thousand_deliveries_without_sending_any_twice() {
     two.stop().await;
 }
 
-async fn a_question_past_its_time_expires_end_to_end(backend: Backend) {
-    let receiver = Receiver::start(Vec::new()).await;
-    let Some(app) = spawn_delivering(backend, &receiver.url).await else {
-        return eprintln!("skipped: TEST_DATABASE_URL is not set");
-    };
-    open_niche(&app.db, "games").await;
-    let ana = operator(&app.db, "games", "ana").await;
+/// A question in `games` that waits 60 s at most; its id and the intake's answer.
+async fn a_short_question(app: &TestApp) -> (i64, Value) {
     let mut body = question_body("games", "short");
     body["payload"]["expiresInSeconds"] = json!(60);
     let response = app
@@ -332,25 +339,11 @@ async fn a_question_past_its_time_expires_end_to_end(backend: Backend) {
     assert_eq!(response.status(), 201);
     let created: Value = response.json().await.expect("JSON");
     let id = created["question"]["id"].as_i64().expect("an id");
-    let expires_at = chrono::DateTime::parse_from_rfc3339(
-        created["question"]["expiresAt"]
-            .as_str()
-            .unwrap_or_default(),
-    )
-    .expect("expiresAt");
-    let lifetime = expires_at.with_timezone(&chrono::Utc) - chrono::Utc::now();
-    assert!((55..=60).contains(&lifetime.num_seconds()), "{lifetime}");
+    (id, created)
+}
 
-    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
-    socket
-        .subscribe(
-            "q",
-            "subscription { questionQueue(nicheSlug: \"games\") { change question { id status } } }",
-            json!({}),
-        )
-        .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    // A minute is long for a test: move its time into the past instead of waiting.
+/// A minute is long for a test: move the question's time into the past instead of waiting.
+async fn move_past_its_time(app: &TestApp, id: i64) {
     agent_questions::Entity::update_many()
         .col_expr(
             agent_questions::Column::ExpiresAt,
@@ -360,7 +353,58 @@ async fn a_question_past_its_time_expires_end_to_end(backend: Backend) {
         .exec(&app.db)
         .await
         .expect("moved");
+}
 
+/// How many audit rows record an expiry.
+async fn expiries_audited(app: &TestApp) -> u64 {
+    audit_log::Entity::find()
+        .filter(audit_log::Column::Action.eq("question.expired"))
+        .count(&app.db)
+        .await
+        .expect("count")
+}
+
+/// A short question in `games` that the sweeper has expired, with an operator of `games`.
+async fn an_expired_question(app: &TestApp) -> (i64, Person) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let (id, _) = a_short_question(app).await;
+    move_past_its_time(app, id).await;
+    let started = std::time::Instant::now();
+    while expiries_audited(app).await == 0 {
+        assert!(started.elapsed() < WAIT, "the question was not expired");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    (id, ana)
+}
+
+async fn a_question_waits_the_seconds_the_agent_asked_for(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let (_, created) = a_short_question(&app).await;
+    let expires_at = chrono::DateTime::parse_from_rfc3339(
+        created["question"]["expiresAt"]
+            .as_str()
+            .unwrap_or_default(),
+    )
+    .expect("expiresAt");
+    let lifetime = expires_at.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    assert!((55..=60).contains(&lifetime.num_seconds()), "{lifetime}");
+}
+
+async fn a_question_past_its_time_leaves_the_queue_as_expired(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let (id, _) = a_short_question(&app).await;
+    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    socket
+        .subscribe(
+            "q",
+            "subscription { questionQueue(nicheSlug: \"games\") { change question { id status } } }",
+            json!({}),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    move_past_its_time(&app, id).await;
     // The question's own arrival may still be on its way to the subscriber: skip past it.
     let mut removed = socket.next_data("q").await;
     if removed["data"]["questionQueue"]["change"] == "ADDED" {
@@ -374,6 +418,10 @@ async fn a_question_past_its_time_expires_end_to_end(backend: Backend) {
         removed["data"]["questionQueue"]["question"]["status"],
         "EXPIRED"
     );
+}
+
+async fn a_question_past_its_time_is_expired_and_audited_once(app: TestApp) {
+    let (id, _) = an_expired_question(&app).await;
     let question = agent_questions::Entity::find_by_id(id)
         .one(&app.db)
         .await
@@ -383,12 +431,14 @@ async fn a_question_past_its_time_expires_end_to_end(backend: Backend) {
         question.status,
         entity::agent_questions::QuestionStatus::Expired
     );
-    let audited = audit_log::Entity::find()
-        .filter(audit_log::Column::Action.eq("question.expired"))
-        .count(&app.db)
-        .await
-        .expect("count");
-    assert_eq!(audited, 1);
+    // Several sweeps later, still once.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(expiries_audited(&app).await, 1);
+}
+
+async fn the_agent_is_told_once_that_its_question_expired(app: TestApp) {
+    let receiver = Receiver::start_for(&app, Vec::new()).await;
+    let (id, _) = an_expired_question(&app).await;
     receiver
         .wait_until(WAIT, "the expiry event", |r| !r.is_empty())
         .await;
@@ -396,7 +446,13 @@ async fn a_question_past_its_time_expires_end_to_end(backend: Backend) {
     assert_eq!(envelope["type"], "expert_question.expired");
     assert_eq!(envelope["payload"]["externalId"], "short");
     assert_eq!(envelope["payload"]["questionId"], json!(id));
+    // Expired once, told once.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.received().len(), 1);
+}
 
+async fn an_expired_question_cannot_be_answered(app: TestApp) {
+    let (id, ana) = an_expired_question(&app).await;
     let late = app
         .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
         .await;
@@ -411,19 +467,15 @@ async fn a_question_past_its_time_expires_end_to_end(backend: Backend) {
         .await
         .expect("sent");
     assert_eq!(rest.status(), 409);
-    // Expired once, told once.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(receiver.received().len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_question_past_its_time_expires_end_to_end_sqlite() {
-    a_question_past_its_time_expires_end_to_end(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_question_past_its_time_expires_end_to_end_postgres() {
-    a_question_past_its_time_expires_end_to_end(Backend::Postgres).await;
+on_both_backends! {
+    config: delivering_to_an_agent_not_yet_up;
+    a_question_waits_the_seconds_the_agent_asked_for,
+    a_question_past_its_time_leaves_the_queue_as_expired,
+    a_question_past_its_time_is_expired_and_audited_once,
+    the_agent_is_told_once_that_its_question_expired,
+    an_expired_question_cannot_be_answered,
 }
 
 const LOOKUP: &str = "/api/v1/internal/expert-questions/lookup";
@@ -434,14 +486,16 @@ async fn lookup(app: &TestApp, body: Value) -> (u16, Value) {
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-async fn the_agent_reads_its_questions_and_can_wait_for_an_answer(backend: Backend) {
-    let Some(app) = TestApp::spawn(backend).await else {
-        return eprintln!("skipped: TEST_DATABASE_URL is not set");
-    };
+/// A question `q-1` in `games` and an operator of `games` who can answer it.
+async fn a_question_and_its_answerer(app: &TestApp) -> (i64, Person) {
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let id = app.ask("games", "q-1").await;
+    (id, ana)
+}
 
+async fn the_agent_reads_its_questions_in_the_order_it_asked(app: TestApp) {
+    let (id, _) = a_question_and_its_answerer(&app).await;
     let (status, read) = lookup(
         &app,
         json!({"nicheSlug": "games", "externalIds": ["q-1", "nope"]}),
@@ -456,8 +510,10 @@ async fn the_agent_reads_its_questions_and_can_wait_for_an_answer(backend: Backe
         read["questions"][1],
         json!({"externalId": "nope", "found": false})
     );
+}
 
-    // With a wait, the request is held until the question changes.
+async fn a_waiting_lookup_is_held_until_the_question_is_answered(app: TestApp) {
+    let (id, ana) = a_question_and_its_answerer(&app).await;
     let waiting = {
         let (base, body) = (
             app.base.clone(),
@@ -495,14 +551,24 @@ async fn the_agent_reads_its_questions_and_can_wait_for_an_answer(backend: Backe
     assert_eq!(read["questions"][0]["answer"]["optionId"], "ea");
     assert_eq!(read["questions"][0]["answer"]["body"], "The 1.0 date.");
     assert_eq!(read["questions"][0]["answer"]["answeredBy"], "ana");
+}
 
-    // Nothing to wait for when one is settled already; and a wait with no change ends on time.
+async fn a_waiting_lookup_of_a_settled_question_answers_at_once(app: TestApp) {
+    let (id, ana) = a_question_and_its_answerer(&app).await;
+    let answered = app
+        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
     let (_, at_once) = lookup(
         &app,
         json!({"nicheSlug": "games", "externalIds": ["q-1"], "waitSeconds": 30}),
     )
     .await;
     assert_eq!(at_once["questions"][0]["status"], "answered");
+}
+
+async fn a_waiting_lookup_with_no_change_ends_on_time(app: TestApp) {
+    a_question_and_its_answerer(&app).await;
     app.ask("games", "q-2").await;
     let (status, quiet) = lookup(
         &app,
@@ -513,15 +579,12 @@ async fn the_agent_reads_its_questions_and_can_wait_for_an_answer(backend: Backe
     assert_eq!(quiet["questions"][0]["status"], "open");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_agent_reads_its_questions_and_can_wait_for_an_answer_sqlite() {
-    the_agent_reads_its_questions_and_can_wait_for_an_answer(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_agent_reads_its_questions_and_can_wait_for_an_answer_postgres() {
-    the_agent_reads_its_questions_and_can_wait_for_an_answer(Backend::Postgres).await;
-}
+on_both_backends!(
+    the_agent_reads_its_questions_in_the_order_it_asked,
+    a_waiting_lookup_is_held_until_the_question_is_answered,
+    a_waiting_lookup_of_a_settled_question_answers_at_once,
+    a_waiting_lookup_with_no_change_ends_on_time,
+);
 
 #[tokio::test]
 async fn a_bad_lookup_is_refused_and_changes_nothing() {
@@ -551,8 +614,20 @@ async fn a_bad_lookup_is_refused_and_changes_nothing() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn admins_see_failures_first_with_their_attempts_and_redeliver() {
+const DELIVERIES: &str = "query($status: DeliveryStatus, $event: String) { deliveries(status: $status, event: $event) { id envelopeId eventType status attemptCount lastStatusCode lastError attempts { statusCode outcome error durationMs } } }";
+const REDELIVER: &str = "mutation($id: ID!) { redeliver(id: $id) { status envelopeId } }";
+
+/// A delivery the agent answered 503 until its retry window ran out, an admin, and an
+/// operator of its niche.
+struct Exhausted {
+    app: TestApp,
+    receiver: Receiver,
+    delivery: deliveries::Model,
+    root: Person,
+    operator: Person,
+}
+
+async fn an_exhausted_delivery() -> Exhausted {
     let receiver = Receiver::start(vec![Reply::Status(503, None); 200]).await;
     let app = TestApp::spawn_with(Backend::Sqlite, |c| {
         quick(c, Some(&receiver.url));
@@ -561,16 +636,36 @@ async fn admins_see_failures_first_with_their_attempts_and_redeliver() {
     .await
     .expect("an app");
     answered_question(&app).await;
-    let exhausted = wait_for_status(&app, DeliveryStatus::Exhausted).await;
+    let delivery = wait_for_status(&app, DeliveryStatus::Exhausted).await;
     let root = person(&app.db, "root", true).await;
-    let operator_token = operator(&app.db, "games", "bo").await.token;
-    let query = "query($status: DeliveryStatus, $event: String) { deliveries(status: $status, event: $event) { id envelopeId eventType status attemptCount lastStatusCode lastError attempts { statusCode outcome error durationMs } } }";
+    let operator = operator(&app.db, "games", "bo").await;
+    Exhausted {
+        app,
+        receiver,
+        delivery,
+        root,
+        operator,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn admins_list_an_exhausted_delivery_with_every_attempt() {
+    let Exhausted {
+        app,
+        delivery,
+        root,
+        ..
+    } = an_exhausted_delivery().await;
     let listed = app
-        .graphql(Some(&root.token), query, json!({"status": "EXHAUSTED"}))
+        .graphql(
+            Some(&root.token),
+            DELIVERIES,
+            json!({"status": "EXHAUSTED"}),
+        )
         .await;
     let rows = listed["data"]["deliveries"].as_array().expect("a list");
     assert_eq!(rows.len(), 1, "{listed}");
-    assert_eq!(rows[0]["envelopeId"], json!(exhausted.envelope_id));
+    assert_eq!(rows[0]["envelopeId"], json!(delivery.envelope_id));
     assert_eq!(rows[0]["lastStatusCode"], 503);
     let tries = rows[0]["attempts"].as_array().expect("attempts");
     assert!(tries.len() >= 2, "{listed}");
@@ -579,49 +674,84 @@ async fn admins_see_failures_first_with_their_attempts_and_redeliver() {
         Some(json!("exhausted"))
     );
     assert_eq!(rows[0]["attemptCount"], json!(tries.len()));
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_delivery_list_filters_by_event_and_refuses_an_unknown_one() {
+    let Exhausted { app, root, .. } = an_exhausted_delivery().await;
     let by_event = app
         .graphql(
             Some(&root.token),
-            query,
+            DELIVERIES,
             json!({"event": "expert_question.expired"}),
         )
         .await;
     assert_eq!(by_event["data"]["deliveries"], json!([]), "{by_event}");
     let bad_event = app
-        .graphql(Some(&root.token), query, json!({"event": "nope"}))
+        .graphql(Some(&root.token), DELIVERIES, json!({"event": "nope"}))
         .await;
     assert_eq!(
         error_code(&bad_event),
         Some("BAD_USER_INPUT"),
         "{bad_event}"
     );
-    let not_admin = app.graphql(Some(&operator_token), query, json!({})).await;
-    assert_eq!(error_code(&not_admin), Some("FORBIDDEN"), "{not_admin}");
+}
 
-    let redeliver = "mutation($id: ID!) { redeliver(id: $id) { status envelopeId } }";
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn operators_cannot_list_deliveries() {
+    let Exhausted { app, operator, .. } = an_exhausted_delivery().await;
+    let not_admin = app
+        .graphql(Some(&operator.token), DELIVERIES, json!({}))
+        .await;
+    assert_eq!(error_code(&not_admin), Some("FORBIDDEN"), "{not_admin}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redeliver_refuses_a_malformed_or_unknown_id() {
+    let Exhausted { app, root, .. } = an_exhausted_delivery().await;
     for (id, code) in [("x", "BAD_USER_INPUT"), ("999999", "NOT_FOUND")] {
         let refused = app
-            .graphql(Some(&root.token), redeliver, json!({"id": id}))
+            .graphql(Some(&root.token), REDELIVER, json!({"id": id}))
             .await;
         assert_eq!(error_code(&refused), Some(code), "{refused}");
     }
+    assert_eq!(the_delivery(&app).await.status, DeliveryStatus::Exhausted);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn operators_cannot_redeliver() {
+    let Exhausted {
+        app,
+        delivery,
+        operator,
+        ..
+    } = an_exhausted_delivery().await;
     let refused = app
         .graphql(
-            Some(&operator_token),
-            redeliver,
-            json!({"id": exhausted.id.to_string()}),
+            Some(&operator.token),
+            REDELIVER,
+            json!({"id": delivery.id.to_string()}),
         )
         .await;
     assert_eq!(error_code(&refused), Some("FORBIDDEN"), "{refused}");
     assert_eq!(the_delivery(&app).await.status, DeliveryStatus::Exhausted);
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_admin_redelivers_an_exhausted_delivery_under_the_same_envelope_id() {
+    let Exhausted {
+        app,
+        receiver,
+        delivery: exhausted,
+        root,
+        ..
+    } = an_exhausted_delivery().await;
     let before = receiver.received().len();
     receiver.set_script(Vec::new());
     let again = app
         .graphql(
             Some(&root.token),
-            redeliver,
+            REDELIVER,
             json!({"id": exhausted.id.to_string()}),
         )
         .await;

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use askloop_tests::fixtures::open_niche;
-use askloop_tests::people::{operator, person};
+use askloop_tests::people::{Person, operator, person};
 use askloop_tests::socket::{GqlSocket, Received};
 use askloop_tests::{Backend, TestApp, on_both_backends};
 use serde_json::json;
@@ -14,7 +14,8 @@ const QUEUE: &str = "subscription($slug: String!) { questionQueue(nicheSlug: $sl
 const AWAITING: &str = "subscription { awaitingMe { change question { id title } } }";
 const ANSWER: &str = "mutation($id: ID!, $kind: AnswerKind!) { answerQuestion(input: {questionId: $id, kind: $kind, optionId: \"ea\"}) { notice } }";
 
-async fn a_subscriber_sees_a_question_arrive_and_leave(app: TestApp) {
+/// Two operators of `games`; ana subscribed to its queue (and given time to register).
+async fn a_subscribed_operator(app: &TestApp) -> (GqlSocket, Person, Person) {
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let bo = operator(&app.db, "games", "bo").await;
@@ -22,7 +23,21 @@ async fn a_subscriber_sees_a_question_arrive_and_leave(app: TestApp) {
     socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
     // Let the subscription register before the intake.
     tokio::time::sleep(Duration::from_millis(200)).await;
+    (socket, ana, bo)
+}
 
+/// Ask `external_id` in `games` and wait for its ADDED on `socket`; its id.
+async fn ask_and_see_it_added(app: &TestApp, socket: &mut GqlSocket, external_id: &str) -> i64 {
+    let id = app.ask("games", external_id).await;
+    assert_eq!(
+        socket.next_data("q").await["data"]["questionQueue"]["change"],
+        "ADDED"
+    );
+    id
+}
+
+async fn a_subscriber_sees_a_new_question_arrive(app: TestApp) {
+    let (mut socket, _, _) = a_subscribed_operator(&app).await;
     let id = app.ask("games", "live-1").await;
     let added = socket.next_data("q").await;
     assert_eq!(added["data"]["questionQueue"]["change"], "ADDED", "{added}");
@@ -34,7 +49,11 @@ async fn a_subscriber_sees_a_question_arrive_and_leave(app: TestApp) {
         added["data"]["questionQueue"]["question"]["title"],
         "Which date?"
     );
+}
 
+async fn a_subscriber_sees_a_question_leave_once_someone_answers_it(app: TestApp) {
+    let (mut socket, _, bo) = a_subscribed_operator(&app).await;
+    let id = ask_and_see_it_added(&app, &mut socket, "live-1").await;
     let answered = app
         .graphql(
             Some(&bo.token),
@@ -78,14 +97,14 @@ async fn awaiting_me_drops_what_i_declined(app: TestApp) {
     );
 }
 
-async fn a_non_member_cannot_subscribe(app: TestApp) {
-    open_niche(&app.db, "games").await;
-    let stranger = person(&app.db, "stranger", false).await;
-    let mut socket = GqlSocket::connect(&app.base, Some(&stranger.token)).await;
+/// Subscribe to `games`'s queue as `token`, expect a refusal with `code` and the operation
+/// completed, then ask a question there and expect nothing more on the socket.
+async fn refused_then_a_question_asked(app: &TestApp, token: Option<&str>, code: &str) {
+    let mut socket = GqlSocket::connect(&app.base, token).await;
     socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
     let refused = socket.next_data("q").await;
     assert_eq!(
-        refused["errors"][0]["extensions"]["code"], "FORBIDDEN",
+        refused["errors"][0]["extensions"]["code"], code,
         "{refused}"
     );
     assert!(refused["data"].is_null());
@@ -93,27 +112,23 @@ async fn a_non_member_cannot_subscribe(app: TestApp) {
         Received::Json(message) => assert_eq!(message["type"], "complete", "{message}"),
         other => panic!("expected complete, got {other:?}"),
     }
-    let mut anonymous = GqlSocket::connect(&app.base, None).await;
-    anonymous
-        .subscribe("q", QUEUE, json!({"slug": "games"}))
-        .await;
-    let refused = anonymous.next_data("q").await;
-    assert_eq!(
-        refused["errors"][0]["extensions"]["code"], "UNAUTHENTICATED",
-        "{refused}"
-    );
-    match anonymous.receive(Duration::from_secs(5)).await {
-        Received::Json(message) => assert_eq!(message["type"], "complete", "{message}"),
-        other => panic!("expected complete, got {other:?}"),
-    }
-    // Nothing of a later question reaches either of them.
+    // Nothing of a later question reaches them.
     app.ask("games", "secret").await;
-    for socket in [&mut socket, &mut anonymous] {
-        match socket.receive(Duration::from_millis(700)).await {
-            Received::Nothing => {}
-            other => panic!("a non-member received {other:?}"),
-        }
+    match socket.receive(Duration::from_millis(700)).await {
+        Received::Nothing => {}
+        other => panic!("a refused subscriber received {other:?}"),
     }
+}
+
+async fn a_non_member_is_refused_the_queue_and_hears_nothing_of_it(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let stranger = person(&app.db, "stranger", false).await;
+    refused_then_a_question_asked(&app, Some(&stranger.token), "FORBIDDEN").await;
+}
+
+async fn an_anonymous_subscriber_is_refused_the_queue_and_hears_nothing_of_it(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    refused_then_a_question_asked(&app, None, "UNAUTHENTICATED").await;
 }
 
 async fn a_member_suspended_mid_subscription_stops_receiving(app: TestApp) {
@@ -153,17 +168,10 @@ async fn a_member_suspended_mid_subscription_stops_receiving(app: TestApp) {
     }
 }
 
-async fn research_round_trips_show_as_updates(app: TestApp) {
-    open_niche(&app.db, "games").await;
-    let ana = operator(&app.db, "games", "ana").await;
-    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
-    socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let id = app.ask("games", "research").await;
-    assert_eq!(
-        socket.next_data("q").await["data"]["questionQueue"]["change"],
-        "ADDED"
-    );
+/// [`a_subscribed_operator`], with a question ana saw arrive and then sent back for research.
+async fn a_question_sent_back_for_research(app: &TestApp) -> GqlSocket {
+    let (mut socket, ana, _) = a_subscribed_operator(app).await;
+    let id = ask_and_see_it_added(app, &mut socket, "research").await;
     let sent = app
         .graphql(
             Some(&ana.token),
@@ -172,6 +180,11 @@ async fn research_round_trips_show_as_updates(app: TestApp) {
         )
         .await;
     assert!(sent["errors"].is_null(), "{sent}");
+    socket
+}
+
+async fn sending_a_question_back_for_research_shows_as_an_update(app: TestApp) {
+    let mut socket = a_question_sent_back_for_research(&app).await;
     let researching = socket.next_data("q").await;
     assert_eq!(
         researching["data"]["questionQueue"]["change"], "UPDATED",
@@ -180,6 +193,15 @@ async fn research_round_trips_show_as_updates(app: TestApp) {
     assert_eq!(
         researching["data"]["questionQueue"]["question"]["status"],
         "RESEARCHING"
+    );
+}
+
+async fn research_coming_back_shows_as_an_update_to_open(app: TestApp) {
+    let mut socket = a_question_sent_back_for_research(&app).await;
+    let researching = socket.next_data("q").await;
+    assert_eq!(
+        researching["data"]["questionQueue"]["change"], "UPDATED",
+        "{researching}"
     );
     let body = json!({"nicheSlug": "games", "externalId": "research", "context": "More found."})
         .to_string();
@@ -195,10 +217,13 @@ async fn research_round_trips_show_as_updates(app: TestApp) {
 }
 
 on_both_backends!(
-    a_subscriber_sees_a_question_arrive_and_leave,
-    research_round_trips_show_as_updates,
+    a_subscriber_sees_a_new_question_arrive,
+    a_subscriber_sees_a_question_leave_once_someone_answers_it,
+    sending_a_question_back_for_research_shows_as_an_update,
+    research_coming_back_shows_as_an_update_to_open,
     awaiting_me_drops_what_i_declined,
-    a_non_member_cannot_subscribe,
+    a_non_member_is_refused_the_queue_and_hears_nothing_of_it,
+    an_anonymous_subscriber_is_refused_the_queue_and_hears_nothing_of_it,
     a_member_suspended_mid_subscription_stops_receiving,
 );
 
@@ -280,13 +305,12 @@ impl Drop for SecondInstance {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn changes_cross_instances_and_survive_a_lost_listener_connection() {
-    use sea_orm::{ConnectionTrait, Database, Statement};
-
+/// On PostgreSQL: an operator of `games` subscribed to its queue on a second askloop (its own
+/// process) on `app`'s database. `None` when `TEST_DATABASE_URL` is not set.
+async fn subscribed_on_a_second_instance() -> Option<(TestApp, SecondInstance, GqlSocket)> {
     let Some(app) = TestApp::spawn(Backend::Postgres).await else {
         eprintln!("skipped: TEST_DATABASE_URL is not set");
-        return;
+        return None;
     };
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
@@ -294,12 +318,17 @@ async fn changes_cross_instances_and_survive_a_lost_listener_connection() {
     let second = tokio::task::spawn_blocking(move || SecondInstance::start(&url))
         .await
         .expect("started");
-
     let mut socket = GqlSocket::connect(&second.base, Some(&ana.token)).await;
     socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
+    Some((app, second, socket))
+}
 
-    // Asked on the first instance, seen on the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_question_asked_on_one_instance_reaches_subscribers_of_another() {
+    let Some((app, second, mut socket)) = subscribed_on_a_second_instance().await else {
+        return;
+    };
     let first = app.ask("games", "cross-1").await;
     let added = socket.next_data("q").await;
     assert_eq!(added["data"]["questionQueue"]["change"], "ADDED", "{added}");
@@ -307,6 +336,20 @@ async fn changes_cross_instances_and_survive_a_lost_listener_connection() {
         added["data"]["questionQueue"]["question"]["id"],
         first.to_string()
     );
+    drop(second);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lost_listener_connection_costs_the_notification_not_the_event() {
+    use sea_orm::{ConnectionTrait, Database, Statement};
+
+    let Some((app, second, mut socket)) = subscribed_on_a_second_instance().await else {
+        return;
+    };
+    // Asked on the first instance, seen on the second: the listener is up.
+    app.ask("games", "cross-1").await;
+    let added = socket.next_data("q").await;
+    assert_eq!(added["data"]["questionQueue"]["change"], "ADDED", "{added}");
 
     // Cut every LISTEN connection on this database, then ask again at once: the notification is
     // lost, the event is not.

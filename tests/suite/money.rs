@@ -3,7 +3,7 @@
 //! anomaly signals that change nothing else.
 
 use askloop_tests::fixtures::{niche, open_niche, question_body};
-use askloop_tests::people::{operator, person};
+use askloop_tests::people::{Person, operator, person};
 use askloop_tests::{Backend, TestApp, error_code, on_both_backends};
 use entity::budget_entries::{self, BudgetEntryKind};
 use entity::niches::NicheStatus;
@@ -111,40 +111,55 @@ async fn fifty_intakes_against_a_budget_for_ten_store_exactly_ten(app: TestApp) 
     assert_eq!(again["budget"]["remainingMinor"], 0);
 }
 
-async fn a_bounty_is_reserved_then_charged_or_released(app: TestApp) {
-    budgeted_niche(&app, "games", Some(1000), 0).await;
-    let ana = operator(&app.db, "games", "ana").await;
-    let (status, first) = ask_with_bounty(&app, "games", "answered", 300).await;
-    assert_eq!(status, 201, "{first}");
-    assert_eq!(
-        first["budget"],
-        json!({"limitMinor": 1000, "spentMinor": 0, "reservedMinor": 300, "remainingMinor": 700,
-               "state": "AMPLE", "resetsAt": first["budget"]["resetsAt"]})
-    );
-    let answered = first["question"]["id"].as_i64().expect("an id");
-    let (_, second) = ask_with_bounty(&app, "games", "dismissed", 200).await;
-    let dismissed = second["question"]["id"].as_i64().expect("an id");
-    let (_, third) = ask_with_bounty(&app, "games", "expired", 400).await;
-    let expired = third["question"]["id"].as_i64().expect("an id");
-    assert_eq!(third["budget"]["state"], "TIGHT");
-    // Over the limit by one unit: refused, and it says how much is left.
-    let (status, refused) = ask_with_bounty(&app, "games", "too-much", 101).await;
-    assert_eq!(status, 402);
-    assert_eq!(refused["remainingMinor"], 100);
+/// Three questions in `games` (a monthly budget of 1000) with bounties of 300, 200 and 400,
+/// still open, and an operator of `games`.
+struct Bounties {
+    ana: Person,
+    answered: i64,
+    dismissed: i64,
+    expired: i64,
+    /// The intake's answer for the first one.
+    first: Value,
+    /// The intake's answer for the third one.
+    third: Value,
+}
 
+async fn three_bounties(app: &TestApp) -> Bounties {
+    budgeted_niche(app, "games", Some(1000), 0).await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let (status, first) = ask_with_bounty(app, "games", "answered", 300).await;
+    assert_eq!(status, 201, "{first}");
+    let answered = first["question"]["id"].as_i64().expect("an id");
+    let (_, second) = ask_with_bounty(app, "games", "dismissed", 200).await;
+    let dismissed = second["question"]["id"].as_i64().expect("an id");
+    let (_, third) = ask_with_bounty(app, "games", "expired", 400).await;
+    let expired = third["question"]["id"].as_i64().expect("an id");
+    Bounties {
+        ana,
+        answered,
+        dismissed,
+        expired,
+        first,
+        third,
+    }
+}
+
+/// [`three_bounties`], then the first answered, the second dismissed and the third expired.
+async fn three_settled_bounties(app: &TestApp) -> Bounties {
+    let bounties = three_bounties(app).await;
     let result = app
         .graphql(
-            Some(&ana.token),
+            Some(&bounties.ana.token),
             "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { points } }",
-            json!({"id": answered.to_string()}),
+            json!({"id": bounties.answered.to_string()}),
         )
         .await;
     assert!(result["errors"].is_null(), "{result}");
     let dismissal = app
         .graphql(
-            Some(&ana.token),
+            Some(&bounties.ana.token),
             "mutation($id: ID!) { dismissQuestion(id: $id) { status } }",
-            json!({"id": dismissed.to_string()}),
+            json!({"id": bounties.dismissed.to_string()}),
         )
         .await;
     assert!(dismissal["errors"].is_null(), "{dismissal}");
@@ -153,7 +168,7 @@ async fn a_bounty_is_reserved_then_charged_or_released(app: TestApp) {
             entity::agent_questions::Column::ExpiresAt,
             Expr::value(chrono::Utc::now() - chrono::Duration::seconds(1)),
         )
-        .filter(entity::agent_questions::Column::Id.eq(expired))
+        .filter(entity::agent_questions::Column::Id.eq(bounties.expired))
         .exec(&app.db)
         .await
         .expect("moved");
@@ -165,7 +180,33 @@ async fn a_bounty_is_reserved_then_charged_or_released(app: TestApp) {
     )
     .await
     .expect("swept");
+    bounties
+}
 
+async fn intake_reserves_a_bounty_and_reports_what_is_left(app: TestApp) {
+    let Bounties { first, third, .. } = three_bounties(&app).await;
+    assert_eq!(
+        first["budget"],
+        json!({"limitMinor": 1000, "spentMinor": 0, "reservedMinor": 300, "remainingMinor": 700,
+               "state": "AMPLE", "resetsAt": first["budget"]["resetsAt"]})
+    );
+    assert_eq!(third["budget"]["state"], "TIGHT");
+}
+
+async fn a_bounty_over_what_is_left_by_one_unit_is_refused(app: TestApp) {
+    three_bounties(&app).await;
+    let (status, refused) = ask_with_bounty(&app, "games", "too-much", 101).await;
+    assert_eq!(status, 402);
+    assert_eq!(refused["remainingMinor"], 100);
+}
+
+async fn answering_charges_a_bounty_and_dismissing_or_expiring_releases_it(app: TestApp) {
+    let Bounties {
+        answered,
+        dismissed,
+        expired,
+        ..
+    } = three_settled_bounties(&app).await;
     use BudgetEntryKind::{Charge, Release, Reserve};
     assert_eq!(
         entries(&app, answered).await,
@@ -179,8 +220,11 @@ async fn a_bounty_is_reserved_then_charged_or_released(app: TestApp) {
         entries(&app, expired).await,
         vec![(Reserve, 400), (Release, 400)]
     );
+}
 
-    // The charge became revenue: the answerer's share (Contributor, 20%), the platform the rest.
+async fn a_charged_bounty_is_revenue_split_between_the_answerer_and_the_platform(app: TestApp) {
+    let Bounties { ana, answered, .. } = three_settled_bounties(&app).await;
+    // The answerer's share (Contributor, 20%), the platform the rest.
     let event = revenue_events::Entity::find()
         .filter(revenue_events::Column::QuestionId.eq(answered))
         .one(&app.db)
@@ -200,7 +244,10 @@ async fn a_bounty_is_reserved_then_charged_or_released(app: TestApp) {
         .map(|a| (a.user_id, a.share_bps, a.amount_minor))
         .collect();
     assert_eq!(parts, vec![(Some(ana.id), 2000, 60), (None, 8000, 240)]);
+}
 
+async fn the_budget_shows_the_charge_spent_and_nothing_left_reserved(app: TestApp) {
+    let Bounties { ana, .. } = three_settled_bounties(&app).await;
     let budget = app
         .graphql(
             Some(&ana.token),
@@ -216,6 +263,10 @@ async fn a_bounty_is_reserved_then_charged_or_released(app: TestApp) {
         budget["data"]["budget"]["entries"].as_array().map(Vec::len),
         Some(6)
     );
+}
+
+async fn the_answerer_is_owed_their_share_of_a_bounty(app: TestApp) {
+    let Bounties { ana, .. } = three_settled_bounties(&app).await;
     let mine = app
         .graphql(
             Some(&ana.token),
@@ -232,7 +283,10 @@ async fn a_bounty_is_reserved_then_charged_or_released(app: TestApp) {
         mine["data"]["myRevenue"]["allocations"],
         json!([{"amountMinor": 60, "sourceType": "agent_bounty", "nicheSlug": "games"}])
     );
-    // Only members and admins read a niche's budget.
+}
+
+async fn only_members_and_admins_read_a_niche_budget(app: TestApp) {
+    three_settled_bounties(&app).await;
     let stranger = person(&app.db, "eve", false).await;
     let refused = app
         .graphql(
@@ -244,16 +298,36 @@ async fn a_bounty_is_reserved_then_charged_or_released(app: TestApp) {
     assert_eq!(error_code(&refused), Some("FORBIDDEN"), "{refused}");
 }
 
-async fn revenue_books_once_and_splits_the_net_to_the_unit(app: TestApp) {
+/// A subscription in `games` worth 10,000 gross and 9,600 net.
+fn a_subscription() -> Value {
+    json!({"nicheSlug": "games", "externalId": "inv-1", "sourceType": "subscription",
+        "grossMinor": 10_000, "processingMinor": 290, "networkMinor": 10, "infraMinor": 100,
+        "refundMinor": 0, "currency": "usd"})
+}
+
+/// Two operators of `games` and [`a_subscription`] booked; what the revenue route answered.
+async fn a_subscription_booked_for_two_operators(app: &TestApp) -> (Person, Person, Value) {
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let bo = operator(&app.db, "games", "bo").await;
-    let event = json!({"nicheSlug": "games", "externalId": "inv-1", "sourceType": "subscription",
-        "grossMinor": 10_000, "processingMinor": 290, "networkMinor": 10, "infraMinor": 100,
-        "refundMinor": 0, "currency": "usd"});
-    let response = app.post_signed(REVENUE, &event.to_string()).await;
+    let response = app
+        .post_signed(REVENUE, &a_subscription().to_string())
+        .await;
     assert_eq!(response.status(), 201);
     let booked: Value = response.json().await.expect("JSON");
+    (ana, bo, booked)
+}
+
+/// Book usage whose costs exceed its gross; what the revenue route answered.
+async fn book_usage_costing_more_than_it_made(app: &TestApp) -> Value {
+    let costly = json!({"nicheSlug": "games", "externalId": "inv-2", "sourceType": "usage",
+        "grossMinor": 100, "refundMinor": 500, "currency": "USD"});
+    let response = app.post_signed(REVENUE, &costly.to_string()).await;
+    response.json().await.expect("JSON")
+}
+
+async fn revenue_splits_the_net_to_the_unit(app: TestApp) {
+    let (_, _, booked) = a_subscription_booked_for_two_operators(&app).await;
     assert_eq!(booked["event"]["netMinor"], 9600);
     assert_eq!(booked["event"]["currency"], "USD");
     let parts: Vec<i64> = booked["allocations"]
@@ -265,8 +339,13 @@ async fn revenue_books_once_and_splits_the_net_to_the_unit(app: TestApp) {
     // Two Contributors at 20% each: 1920 each, the platform 5760.
     assert_eq!(parts, vec![1920, 1920, 5760]);
     assert_eq!(parts.iter().sum::<i64>(), 9600);
+}
 
-    let again = app.post_signed(REVENUE, &event.to_string()).await;
+async fn the_same_revenue_event_again_is_a_duplicate_that_books_nothing(app: TestApp) {
+    let (_, _, booked) = a_subscription_booked_for_two_operators(&app).await;
+    let again = app
+        .post_signed(REVENUE, &a_subscription().to_string())
+        .await;
     assert_eq!(again.status(), 200);
     let again: Value = again.json().await.expect("JSON");
     assert_eq!(again["duplicate"], true);
@@ -285,15 +364,16 @@ async fn revenue_books_once_and_splits_the_net_to_the_unit(app: TestApp) {
             .expect("count"),
         3
     );
+}
 
-    // Costs above gross: net 0, never negative; every part 0.
-    let costly = json!({"nicheSlug": "games", "externalId": "inv-2", "sourceType": "usage",
-        "grossMinor": 100, "refundMinor": 500, "currency": "USD"});
-    let response = app.post_signed(REVENUE, &costly.to_string()).await;
-    let body: Value = response.json().await.expect("JSON");
+async fn costs_above_gross_book_a_net_of_zero_never_less(app: TestApp) {
+    a_subscription_booked_for_two_operators(&app).await;
+    let body = book_usage_costing_more_than_it_made(&app).await;
     assert_eq!(body["event"]["netMinor"], 0, "{body}");
+}
 
-    // Bad input changes nothing.
+async fn a_bad_or_unsigned_revenue_event_books_nothing(app: TestApp) {
+    a_subscription_booked_for_two_operators(&app).await;
     let before = revenue_events::Entity::find()
         .count(&app.db)
         .await
@@ -316,7 +396,7 @@ async fn revenue_books_once_and_splits_the_net_to_the_unit(app: TestApp) {
         assert_eq!(response.status().as_u16(), status, "{bad}");
     }
     let unsigned = app
-        .post_with_signature(REVENUE, &event.to_string(), None)
+        .post_with_signature(REVENUE, &a_subscription().to_string(), None)
         .await;
     assert_eq!(unsigned.status(), 401);
     assert_eq!(
@@ -326,8 +406,11 @@ async fn revenue_books_once_and_splits_the_net_to_the_unit(app: TestApp) {
             .expect("count"),
         before
     );
+}
 
-    // The niche's revenue page, and its records kept when the niche is archived.
+async fn an_archived_niche_keeps_its_revenue_page(app: TestApp) {
+    let (_, bo, _) = a_subscription_booked_for_two_operators(&app).await;
+    book_usage_costing_more_than_it_made(&app).await;
     let root = person(&app.db, "root", true).await;
     let archived = app
         .graphql(
@@ -356,6 +439,12 @@ async fn revenue_books_once_and_splits_the_net_to_the_unit(app: TestApp) {
         revenue["myAllocations"],
         json!([{"amountMinor": 0}, {"amountMinor": 1920}])
     );
+}
+
+async fn only_admins_list_revenue_events(app: TestApp) {
+    let (ana, _, _) = a_subscription_booked_for_two_operators(&app).await;
+    book_usage_costing_more_than_it_made(&app).await;
+    let root = person(&app.db, "root", true).await;
     let events = app
         .graphql(
             Some(&root.token),
@@ -379,8 +468,19 @@ async fn revenue_books_once_and_splits_the_net_to_the_unit(app: TestApp) {
 
 on_both_backends!(
     fifty_intakes_against_a_budget_for_ten_store_exactly_ten,
-    a_bounty_is_reserved_then_charged_or_released,
-    revenue_books_once_and_splits_the_net_to_the_unit,
+    intake_reserves_a_bounty_and_reports_what_is_left,
+    a_bounty_over_what_is_left_by_one_unit_is_refused,
+    answering_charges_a_bounty_and_dismissing_or_expiring_releases_it,
+    a_charged_bounty_is_revenue_split_between_the_answerer_and_the_platform,
+    the_budget_shows_the_charge_spent_and_nothing_left_reserved,
+    the_answerer_is_owed_their_share_of_a_bounty,
+    only_members_and_admins_read_a_niche_budget,
+    revenue_splits_the_net_to_the_unit,
+    the_same_revenue_event_again_is_a_duplicate_that_books_nothing,
+    costs_above_gross_book_a_net_of_zero_never_less,
+    a_bad_or_unsigned_revenue_event_books_nothing,
+    an_archived_niche_keeps_its_revenue_page,
+    only_admins_list_revenue_events,
 );
 
 /// Every row of every table but the signal log, as text, in a stable order.
@@ -422,10 +522,29 @@ async fn snapshot(app: &TestApp) -> Vec<String> {
     rows
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn an_anomaly_signal_is_logged_once_for_admins_and_changes_nothing_else() {
+const MONITOR_SECRET: &str = "monitor-secret";
+const SIGNAL_LOG: &str = "{ anomalySignals { signalId subjectType subjectId severity finding } }";
+
+/// A signature made with the monitor's secret, not the agent's.
+fn monitor_signature(body: &str) -> String {
+    askloop::domain::signing::sign(
+        MONITOR_SECRET,
+        body.as_bytes(),
+        chrono::Utc::now().timestamp(),
+    )
+}
+
+/// An app with a monitor secret, an operator and an admin of `games`, and one question there.
+struct Monitored {
+    app: TestApp,
+    ana: Person,
+    root: Person,
+    question: i64,
+}
+
+async fn a_monitored_app() -> Monitored {
     let app = TestApp::spawn_with(Backend::Sqlite, |c| {
-        c.monitor = askloop::domain::signing::SigningKeys::new(Some("monitor-secret".into()), None);
+        c.monitor = askloop::domain::signing::SigningKeys::new(Some(MONITOR_SECRET.into()), None);
     })
     .await
     .expect("an app");
@@ -433,25 +552,33 @@ async fn an_anomaly_signal_is_logged_once_for_admins_and_changes_nothing_else() 
     let ana = operator(&app.db, "games", "ana").await;
     let root = person(&app.db, "root", true).await;
     let question = app.ask("games", "q-1").await;
-    let signal = json!({"signalId": "sig-1", "subjectType": "question", "subjectId": question.to_string(),
-        "kind": "prompt_injection", "severity": "high", "finding": "<script>alert(1)</script> in context"})
-    .to_string();
-    let signed = |body: &str| {
-        askloop::domain::signing::sign(
-            "monitor-secret",
-            body.as_bytes(),
-            chrono::Utc::now().timestamp(),
-        )
-    };
+    Monitored {
+        app,
+        ana,
+        root,
+        question,
+    }
+}
 
-    let before = snapshot(&app).await;
-    let response = app
-        .post_with_signature(SIGNALS, &signal, Some(&signed(&signal)))
-        .await;
-    assert_eq!(response.status(), 201);
-    let again = app
-        .post_with_signature(SIGNALS, &signal, Some(&signed(&signal)))
-        .await;
+/// A high-severity finding about `question`, with markup in it.
+fn a_signal_about(question: i64) -> String {
+    json!({"signalId": "sig-1", "subjectType": "question", "subjectId": question.to_string(),
+        "kind": "prompt_injection", "severity": "high", "finding": "<script>alert(1)</script> in context"})
+    .to_string()
+}
+
+/// POST `body` to the signal route signed by the monitor.
+async fn post_signal(app: &TestApp, body: &str) -> reqwest::Response {
+    app.post_with_signature(SIGNALS, body, Some(&monitor_signature(body)))
+        .await
+}
+
+/// Everything the signal route is sent in these tests: a signal, the same again, one with the
+/// agent's signature, one with none, and malformed ones; asserts each answer.
+async fn send_every_kind_of_signal(app: &TestApp, question: i64) {
+    let signal = a_signal_about(question);
+    assert_eq!(post_signal(app, &signal).await.status(), 201);
+    let again = post_signal(app, &signal).await;
     assert_eq!(again.status(), 200);
     let again: Value = again.json().await.expect("JSON");
     assert_eq!(again["duplicate"], true);
@@ -469,26 +596,57 @@ async fn an_anomaly_signal_is_logged_once_for_admins_and_changes_nothing_else() 
         json!({"signalId": "s4", "subjectType": "agent", "subjectId": "1", "kind": "k", "severity": "low", "finding": "x".repeat(4001)}),
         json!({"subjectType": "agent", "subjectId": "1", "kind": "k", "severity": "low", "finding": "f"}),
     ] {
-        let body = bad.to_string();
-        let response = app
-            .post_with_signature(SIGNALS, &body, Some(&signed(&body)))
-            .await;
+        let response = post_signal(app, &bad.to_string()).await;
         assert_eq!(response.status(), 400, "{bad}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_anomaly_signal_is_logged_once_and_refused_with_a_wrong_signature_or_bad_fields() {
+    let Monitored { app, question, .. } = a_monitored_app().await;
+    send_every_kind_of_signal(&app, question).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_anomaly_signal_changes_no_other_table() {
+    let Monitored { app, question, .. } = a_monitored_app().await;
+    let before = snapshot(&app).await;
+    send_every_kind_of_signal(&app, question).await;
     let after = snapshot(&app).await;
     assert_eq!(before, after, "a signal changed another table");
+}
 
-    let query = "{ anomalySignals { signalId subjectType subjectId severity finding } }";
-    let listed = app.graphql(Some(&root.token), query, json!({})).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn only_admins_read_the_signal_log() {
+    let Monitored {
+        app,
+        ana,
+        root,
+        question,
+    } = a_monitored_app().await;
+    send_every_kind_of_signal(&app, question).await;
+    let listed = app.graphql(Some(&root.token), SIGNAL_LOG, json!({})).await;
     assert_eq!(
         listed["data"]["anomalySignals"],
         json!([{"signalId": "sig-1", "subjectType": "question", "subjectId": question.to_string(),
                 "severity": "high", "finding": "<script>alert(1)</script> in context"}])
     );
-    let refused = app.graphql(Some(&ana.token), query, json!({})).await;
+    let refused = app.graphql(Some(&ana.token), SIGNAL_LOG, json!({})).await;
     assert_eq!(error_code(&refused), Some("FORBIDDEN"), "{refused}");
+}
 
-    // Admins can follow them live.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn admins_follow_new_anomaly_signals_live() {
+    let Monitored {
+        app,
+        root,
+        question,
+        ..
+    } = a_monitored_app().await;
+    assert_eq!(
+        post_signal(&app, &a_signal_about(question)).await.status(),
+        201
+    );
     let mut socket = askloop_tests::socket::GqlSocket::connect(&app.base, Some(&root.token)).await;
     socket
         .subscribe(
@@ -503,15 +661,17 @@ async fn an_anomaly_signal_is_logged_once_for_admins_and_changes_nothing_else() 
     let next = json!({"signalId": "sig-2", "subjectType": "agent", "subjectId": "agent-7",
         "kind": "spend_spike", "severity": "medium", "finding": "ten questions a second"})
     .to_string();
-    let response = app
-        .post_with_signature(SIGNALS, &next, Some(&signed(&next)))
-        .await;
-    assert_eq!(response.status(), 201);
+    assert_eq!(post_signal(&app, &next).await.status(), 201);
     let live = socket.next_data("s").await;
     assert_eq!(
         live["data"]["anomalySignals"],
         json!({"signalId": "sig-2", "severity": "medium"})
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn operators_cannot_follow_anomaly_signals() {
+    let Monitored { app, ana, .. } = a_monitored_app().await;
     let mut refused_socket =
         askloop_tests::socket::GqlSocket::connect(&app.base, Some(&ana.token)).await;
     refused_socket
@@ -538,25 +698,57 @@ async fn without_a_monitor_secret_the_signal_route_is_unavailable() {
     assert_eq!(response.status(), 503);
 }
 
-#[tokio::test]
-async fn admins_set_a_niche_budget_and_others_cannot() {
+const SET_BUDGET: &str = "mutation($limit: Int, $bounty: Int!, $max: Int!) { setNicheBudget(nicheSlug: \"games\", monthlyBudgetMinor: $limit, bountyMinor: $bounty, maxBountyMinor: $max) { limitMinor bountyMinor maxBountyMinor state } }";
+
+/// An app with `games` open, an operator of it and an admin.
+async fn a_niche_an_operator_and_an_admin() -> (TestApp, Person, Person) {
     let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let root = person(&app.db, "root", true).await;
-    let set = "mutation($limit: Int, $bounty: Int!, $max: Int!) { setNicheBudget(nicheSlug: \"games\", monthlyBudgetMinor: $limit, bountyMinor: $bounty, maxBountyMinor: $max) { limitMinor bountyMinor maxBountyMinor state } }";
-    let done = app
-        .graphql(
-            Some(&root.token),
-            set,
-            json!({"limit": 5000, "bounty": 100, "max": 500}),
-        )
-        .await;
+    (app, ana, root)
+}
+
+/// `games`'s stored limit, bounty and largest bounty.
+async fn stored_budget(app: &TestApp) -> (Option<i64>, i64, i64) {
+    let stored = niches::Entity::find()
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the niche");
+    (
+        stored.monthly_budget_minor,
+        stored.bounty_minor,
+        stored.max_bounty_minor,
+    )
+}
+
+/// `admin` sets `games`'s budget to 5,000 with bounties of 100 up to 500; the answer.
+async fn set_the_budget(app: &TestApp, admin: &Person) -> Value {
+    app.graphql(
+        Some(&admin.token),
+        SET_BUDGET,
+        json!({"limit": 5000, "bounty": 100, "max": 500}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn an_admin_sets_a_niche_budget() {
+    let (app, _, root) = a_niche_an_operator_and_an_admin().await;
+    let done = set_the_budget(&app, &root).await;
     assert_eq!(
         done["data"]["setNicheBudget"],
         json!({"limitMinor": 5000, "bountyMinor": 100, "maxBountyMinor": 500, "state": "AMPLE"}),
         "{done}"
     );
+    assert_eq!(stored_budget(&app).await, (Some(5000), 100, 500));
+}
+
+#[tokio::test]
+async fn a_negative_budget_or_a_bounty_over_its_maximum_is_refused() {
+    let (app, _, root) = a_niche_an_operator_and_an_admin().await;
+    set_the_budget(&app, &root).await;
     for (vars, code) in [
         (
             json!({"limit": -1, "bounty": 0, "max": 0}),
@@ -567,56 +759,155 @@ async fn admins_set_a_niche_budget_and_others_cannot() {
             "BAD_USER_INPUT",
         ),
     ] {
-        let refused = app.graphql(Some(&root.token), set, vars).await;
+        let refused = app.graphql(Some(&root.token), SET_BUDGET, vars).await;
         assert_eq!(error_code(&refused), Some(code), "{refused}");
     }
+    assert_eq!(stored_budget(&app).await, (Some(5000), 100, 500));
+}
+
+#[tokio::test]
+async fn operators_cannot_set_a_niche_budget() {
+    let (app, ana, root) = a_niche_an_operator_and_an_admin().await;
+    set_the_budget(&app, &root).await;
     let refused = app
         .graphql(
             Some(&ana.token),
-            set,
+            SET_BUDGET,
             json!({"limit": 1, "bounty": 0, "max": 0}),
         )
         .await;
     assert_eq!(error_code(&refused), Some("FORBIDDEN"));
-    let stored = niches::Entity::find()
-        .one(&app.db)
-        .await
-        .expect("query")
-        .expect("the niche");
-    assert_eq!(
-        (
-            stored.monthly_budget_minor,
-            stored.bounty_minor,
-            stored.max_bounty_minor
-        ),
-        (Some(5000), 100, 500)
-    );
+    assert_eq!(stored_budget(&app).await, (Some(5000), 100, 500));
 }
 
-async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
+const SCHEDULE: &str =
+    "mutation($handle: String!) { schedulePayout(handle: $handle) { id amountMinor status } }";
+const SET_ADDRESS: &str =
+    "mutation($a: String!) { setPayoutAddress(address: $a) { address verified } }";
+const VERIFY_ANA: &str =
+    "mutation($a: String!) { verifyPayoutAddress(handle: \"ana\", address: $a) { verified } }";
+const BALANCE: &str = "{ myRevenue { balances { currency owedMinor inFlightMinor paidMinor } payouts { status amountMinor } payoutAccount { verified } } }";
+const MARK_PAID: &str = "mutation($id: ID!, $r: String!) { markPayoutPaid(id: $id, externalReference: $r) { status externalReference } }";
+const MARK_FAILED: &str =
+    "mutation($id: ID!, $why: String!) { markPayoutFailed(id: $id, reason: $why) { status } }";
+
+/// An operator of `games` owed 2,000 (her share of one usage event) and two admins.
+struct Payroll {
+    ana: Person,
+    root: Person,
+    other_admin: Person,
+}
+
+/// Book 10,000 of usage in `games` as `external`.
+async fn book_usage(app: &TestApp, external: &str) {
+    let event = json!({"nicheSlug": "games", "externalId": external, "sourceType": "usage",
+        "grossMinor": 10_000, "currency": "USD"});
+    let response = app.post_signed(REVENUE, &event.to_string()).await;
+    assert_eq!(response.status(), 201);
+}
+
+async fn an_operator_owed_money(app: &TestApp) -> Payroll {
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let root = person(&app.db, "root", true).await;
     let other_admin = person(&app.db, "root2", true).await;
-    let book = |external: &'static str| {
-        let app = &app;
-        async move {
-            let event = json!({"nicheSlug": "games", "externalId": external, "sourceType": "usage",
-                "grossMinor": 10_000, "currency": "USD"});
-            let response = app.post_signed(REVENUE, &event.to_string()).await;
-            assert_eq!(response.status(), 201);
-        }
-    };
-    book("inv-1").await;
-    let schedule =
-        "mutation($handle: String!) { schedulePayout(handle: $handle) { id amountMinor status } }";
-    let address = "mutation($a: String!) { setPayoutAddress(address: $a) { address verified } }";
-    let verify =
-        "mutation($a: String!) { verifyPayoutAddress(handle: \"ana\", address: $a) { verified } }";
-    let balance = "{ myRevenue { balances { currency owedMinor inFlightMinor paidMinor } payouts { status amountMinor } payoutAccount { verified } } }";
+    book_usage(app, "inv-1").await;
+    Payroll {
+        ana,
+        root,
+        other_admin,
+    }
+}
 
+/// [`an_operator_owed_money`] whose payout address an admin has verified.
+async fn a_payee_with_a_verified_address(app: &TestApp) -> Payroll {
+    let payroll = an_operator_owed_money(app).await;
+    let saved = app
+        .graphql(
+            Some(&payroll.ana.token),
+            SET_ADDRESS,
+            json!({"a": "IBAN DE99 9999"}),
+        )
+        .await;
+    assert!(saved["errors"].is_null(), "{saved}");
+    let verified = app
+        .graphql(
+            Some(&payroll.root.token),
+            VERIFY_ANA,
+            json!({"a": "IBAN DE99 9999"}),
+        )
+        .await;
+    assert_eq!(
+        verified["data"]["verifyPayoutAddress"]["verified"], true,
+        "{verified}"
+    );
+    payroll
+}
+
+/// How many audit rows are about payouts: refused steps must add none.
+async fn payout_audit_rows(app: &TestApp) -> u64 {
+    entity::audit_log::Entity::find()
+        .filter(entity::audit_log::Column::SubjectType.eq("payout"))
+        .count(&app.db)
+        .await
+        .expect("count")
+}
+
+/// Schedule a payout to ana as `admin`; its id.
+async fn schedule_payout(app: &TestApp, admin: &Person) -> Value {
+    let scheduled = app
+        .graphql(Some(&admin.token), SCHEDULE, json!({"handle": "ana"}))
+        .await;
+    assert!(scheduled["errors"].is_null(), "{scheduled}");
+    scheduled["data"]["schedulePayout"]["id"].clone()
+}
+
+/// Mark payout `id` paid with reference `reference`; the whole answer.
+async fn mark_paid(app: &TestApp, admin: &Person, id: &Value, reference: &str) -> Value {
+    app.graphql(
+        Some(&admin.token),
+        MARK_PAID,
+        json!({"id": id, "r": reference}),
+    )
+    .await
+}
+
+/// [`a_payee_with_a_verified_address`] whose first payout was paid as `wire-1`, then who was
+/// owed again from a second usage event, and whose second payout failed.
+async fn a_payout_paid_and_one_failed(app: &TestApp) -> Payroll {
+    let payroll = a_payee_with_a_verified_address(app).await;
+    let first = schedule_payout(app, &payroll.root).await;
+    let done = mark_paid(app, &payroll.root, &first, "wire-1").await;
+    assert_eq!(done["data"]["markPayoutPaid"]["status"], "paid", "{done}");
+    book_usage(app, "inv-2").await;
+    let second = schedule_payout(app, &payroll.root).await;
+    let bounced = app
+        .graphql(
+            Some(&payroll.root.token),
+            MARK_FAILED,
+            json!({"id": second, "why": "account closed"}),
+        )
+        .await;
+    assert_eq!(
+        bounced["data"]["markPayoutFailed"]["status"], "failed",
+        "{bounced}"
+    );
+    payroll
+}
+
+/// [`a_payout_paid_and_one_failed`], then what was owed again paid as `wire-2`.
+async fn two_payouts_paid_and_one_failed(app: &TestApp) -> Payroll {
+    let payroll = a_payout_paid_and_one_failed(app).await;
+    let third = schedule_payout(app, &payroll.root).await;
+    let settled = mark_paid(app, &payroll.root, &third, "wire-2").await;
+    assert!(settled["errors"].is_null(), "{settled}");
+    payroll
+}
+
+async fn a_payout_needs_an_address_an_admin_verified(app: TestApp) {
+    let Payroll { ana, root, .. } = an_operator_owed_money(&app).await;
     let refused = app
-        .graphql(Some(&root.token), schedule, json!({"handle": "ana"}))
+        .graphql(Some(&root.token), SCHEDULE, json!({"handle": "ana"}))
         .await;
     assert_eq!(
         error_code(&refused),
@@ -624,18 +915,22 @@ async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
         "no address yet: {refused}"
     );
     let empty = app
-        .graphql(Some(&ana.token), address, json!({"a": "  "}))
+        .graphql(Some(&ana.token), SET_ADDRESS, json!({"a": "  "}))
         .await;
     assert_eq!(error_code(&empty), Some("BAD_USER_INPUT"));
     let saved = app
-        .graphql(Some(&ana.token), address, json!({"a": "IBAN DE00 1234"}))
+        .graphql(
+            Some(&ana.token),
+            SET_ADDRESS,
+            json!({"a": "IBAN DE00 1234"}),
+        )
         .await;
     assert_eq!(
         saved["data"]["setPayoutAddress"]["verified"], false,
         "{saved}"
     );
     let refused = app
-        .graphql(Some(&root.token), schedule, json!({"handle": "ana"}))
+        .graphql(Some(&root.token), SCHEDULE, json!({"handle": "ana"}))
         .await;
     assert_eq!(
         error_code(&refused),
@@ -643,28 +938,60 @@ async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
         "not verified: {refused}"
     );
     let not_admin = app
-        .graphql(Some(&ana.token), verify, json!({"a": "IBAN DE00 1234"}))
+        .graphql(Some(&ana.token), VERIFY_ANA, json!({"a": "IBAN DE00 1234"}))
         .await;
     assert_eq!(error_code(&not_admin), Some("FORBIDDEN"));
     let verified = app
-        .graphql(Some(&root.token), verify, json!({"a": "IBAN DE00 1234"}))
+        .graphql(
+            Some(&root.token),
+            VERIFY_ANA,
+            json!({"a": "IBAN DE00 1234"}),
+        )
         .await;
     assert_eq!(
         verified["data"]["verifyPayoutAddress"]["verified"], true,
         "{verified}"
     );
-    // Changing the address clears the verification.
+}
+
+async fn changing_the_payout_address_clears_its_verification(app: TestApp) {
+    let Payroll { ana, root, .. } = an_operator_owed_money(&app).await;
+    app.graphql(
+        Some(&ana.token),
+        SET_ADDRESS,
+        json!({"a": "IBAN DE00 1234"}),
+    )
+    .await;
+    let verified = app
+        .graphql(
+            Some(&root.token),
+            VERIFY_ANA,
+            json!({"a": "IBAN DE00 1234"}),
+        )
+        .await;
+    assert_eq!(
+        verified["data"]["verifyPayoutAddress"]["verified"], true,
+        "{verified}"
+    );
     let changed = app
-        .graphql(Some(&ana.token), address, json!({"a": "IBAN DE99 9999"}))
+        .graphql(
+            Some(&ana.token),
+            SET_ADDRESS,
+            json!({"a": "IBAN DE99 9999"}),
+        )
         .await;
     assert_eq!(changed["data"]["setPayoutAddress"]["verified"], false);
     let refused = app
-        .graphql(Some(&root.token), schedule, json!({"handle": "ana"}))
+        .graphql(Some(&root.token), SCHEDULE, json!({"handle": "ana"}))
         .await;
     assert_eq!(error_code(&refused), Some("CONFLICT"));
     // The admin checked the old address: verifying it now verifies nothing.
     let stale = app
-        .graphql(Some(&root.token), verify, json!({"a": "IBAN DE00 1234"}))
+        .graphql(
+            Some(&root.token),
+            VERIFY_ANA,
+            json!({"a": "IBAN DE00 1234"}),
+        )
         .await;
     assert_eq!(error_code(&stale), Some("CONFLICT"), "{stale}");
     let listed = app
@@ -678,13 +1005,29 @@ async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
         listed["data"]["payoutAccounts"],
         json!([{"handle": "ana", "address": "IBAN DE99 9999", "verified": false}])
     );
-    app.graphql(Some(&root.token), verify, json!({"a": "IBAN DE99 9999"}))
-        .await;
+    app.graphql(
+        Some(&root.token),
+        VERIFY_ANA,
+        json!({"a": "IBAN DE99 9999"}),
+    )
+    .await;
+    let verifications = entity::audit_log::Entity::find()
+        .filter(entity::audit_log::Column::Action.eq("payout_account.verified"))
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(verifications, 2, "the stale verification recorded nothing");
+}
 
-    // Two admins at once: one payout.
+async fn two_admins_scheduling_at_once_make_one_payout_of_everything_owed(app: TestApp) {
+    let Payroll {
+        ana,
+        root,
+        other_admin,
+    } = a_payee_with_a_verified_address(&app).await;
     let (one, two) = tokio::join!(
-        app.graphql(Some(&root.token), schedule, json!({"handle": "ana"})),
-        app.graphql(Some(&other_admin.token), schedule, json!({"handle": "ana"})),
+        app.graphql(Some(&root.token), SCHEDULE, json!({"handle": "ana"})),
+        app.graphql(Some(&other_admin.token), SCHEDULE, json!({"handle": "ana"})),
     );
     let made: Vec<&Value> = [&one, &two]
         .into_iter()
@@ -694,8 +1037,7 @@ async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
     let loser = if one["errors"].is_null() { &two } else { &one };
     assert_eq!(error_code(loser), Some("CONFLICT"), "{loser}");
     assert_eq!(made[0]["data"]["schedulePayout"]["amountMinor"], 2000);
-    let first_payout = made[0]["data"]["schedulePayout"]["id"].clone();
-    let mine = app.graphql(Some(&ana.token), balance, json!({})).await;
+    let mine = app.graphql(Some(&ana.token), BALANCE, json!({})).await;
     assert_eq!(
         mine["data"]["myRevenue"]["balances"][0]["owedMinor"], 0,
         "{mine}"
@@ -704,93 +1046,95 @@ async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
         mine["data"]["myRevenue"]["balances"][0]["inFlightMinor"],
         2000
     );
+    assert_eq!(
+        payout_audit_rows(&app).await,
+        1,
+        "the refused schedule recorded nothing"
+    );
+}
 
-    let paid = "mutation($id: ID!, $r: String!) { markPayoutPaid(id: $id, externalReference: $r) { status externalReference } }";
-    let failed =
-        "mutation($id: ID!, $why: String!) { markPayoutFailed(id: $id, reason: $why) { status } }";
-    let done = app
-        .graphql(
-            Some(&root.token),
-            paid,
-            json!({"id": first_payout, "r": "wire-1"}),
-        )
-        .await;
+async fn a_payout_is_marked_paid_once(app: TestApp) {
+    let Payroll { root, .. } = a_payee_with_a_verified_address(&app).await;
+    let payout = schedule_payout(&app, &root).await;
+    let done = mark_paid(&app, &root, &payout, "wire-1").await;
     assert_eq!(done["data"]["markPayoutPaid"]["status"], "paid", "{done}");
-    let twice = app
-        .graphql(
-            Some(&root.token),
-            paid,
-            json!({"id": first_payout, "r": "wire-9"}),
-        )
-        .await;
+    let twice = mark_paid(&app, &root, &payout, "wire-9").await;
     assert_eq!(error_code(&twice), Some("CONFLICT"));
+    assert_eq!(payout_audit_rows(&app).await, 2, "scheduled and paid");
+}
 
-    // A failed payout leaves its money owed again.
-    book("inv-2").await;
-    let second = app
-        .graphql(Some(&root.token), schedule, json!({"handle": "ana"}))
-        .await;
-    let second_id = second["data"]["schedulePayout"]["id"].clone();
+async fn a_failed_payout_needs_a_reason_and_leaves_its_money_owed_again(app: TestApp) {
+    let Payroll { ana, root, .. } = a_payee_with_a_verified_address(&app).await;
+    let first = schedule_payout(&app, &root).await;
+    mark_paid(&app, &root, &first, "wire-1").await;
+    book_usage(&app, "inv-2").await;
+    let second = schedule_payout(&app, &root).await;
     let no_reason = app
         .graphql(
             Some(&root.token),
-            failed,
-            json!({"id": second_id, "why": ""}),
+            MARK_FAILED,
+            json!({"id": second, "why": ""}),
         )
         .await;
     assert_eq!(error_code(&no_reason), Some("BAD_USER_INPUT"));
     let bounced = app
         .graphql(
             Some(&root.token),
-            failed,
-            json!({"id": second_id, "why": "account closed"}),
+            MARK_FAILED,
+            json!({"id": second, "why": "account closed"}),
         )
         .await;
     assert_eq!(
         bounced["data"]["markPayoutFailed"]["status"], "failed",
         "{bounced}"
     );
-    let mine = app.graphql(Some(&ana.token), balance, json!({})).await;
+    let mine = app.graphql(Some(&ana.token), BALANCE, json!({})).await;
     assert_eq!(
         mine["data"]["myRevenue"]["balances"][0]["owedMinor"], 2000,
         "{mine}"
     );
     assert_eq!(mine["data"]["myRevenue"]["balances"][0]["inFlightMinor"], 0);
     assert_eq!(mine["data"]["myRevenue"]["balances"][0]["paidMinor"], 2000);
-    let third = app
-        .graphql(Some(&root.token), schedule, json!({"handle": "ana"}))
-        .await;
-    let third_id = third["data"]["schedulePayout"]["id"].clone();
-    let reused = app
-        .graphql(
-            Some(&root.token),
-            paid,
-            json!({"id": third_id, "r": "wire-1"}),
-        )
-        .await;
+    assert_eq!(
+        payout_audit_rows(&app).await,
+        4,
+        "two schedules, one paid, one failed"
+    );
+}
+
+async fn a_payout_reference_is_used_once(app: TestApp) {
+    let Payroll { root, .. } = a_payout_paid_and_one_failed(&app).await;
+    let third = schedule_payout(&app, &root).await;
+    let reused = mark_paid(&app, &root, &third, "wire-1").await;
     assert_eq!(
         error_code(&reused),
         Some("CONFLICT"),
         "a reference is unique: {reused}"
     );
-    let settled = app
-        .graphql(
-            Some(&root.token),
-            paid,
-            json!({"id": third_id, "r": "wire-2"}),
-        )
-        .await;
+    let settled = mark_paid(&app, &root, &third, "wire-2").await;
     assert!(settled["errors"].is_null(), "{settled}");
+    assert_eq!(
+        payout_audit_rows(&app).await,
+        6,
+        "3 schedules, 2 paid, 1 failed"
+    );
+}
+
+async fn marking_a_payout_paid_refuses_a_malformed_or_unknown_id(app: TestApp) {
+    let Payroll { root, .. } = a_payee_with_a_verified_address(&app).await;
     for (id, code) in [
         (json!("x"), "BAD_USER_INPUT"),
         (json!("99999"), "NOT_FOUND"),
     ] {
-        let refused = app
-            .graphql(Some(&root.token), paid, json!({"id": id, "r": "w"}))
-            .await;
+        let refused = mark_paid(&app, &root, &id, "w").await;
         assert_eq!(error_code(&refused), Some(code));
     }
-    let mine = app.graphql(Some(&ana.token), balance, json!({})).await;
+    assert_eq!(payout_audit_rows(&app).await, 0);
+}
+
+async fn the_payee_sees_every_payout_and_everything_paid(app: TestApp) {
+    let Payroll { ana, .. } = two_payouts_paid_and_one_failed(&app).await;
+    let mine = app.graphql(Some(&ana.token), BALANCE, json!({})).await;
     assert_eq!(
         mine["data"]["myRevenue"]["balances"][0]["paidMinor"], 4000,
         "{mine}"
@@ -800,21 +1144,28 @@ async fn payouts_gather_what_is_owed_once_and_settle_or_fail(app: TestApp) {
         json!([{"status": "paid", "amountMinor": 2000}, {"status": "failed", "amountMinor": 2000},
                {"status": "paid", "amountMinor": 2000}])
     );
-    let audited = entity::audit_log::Entity::find()
-        .filter(entity::audit_log::Column::SubjectType.eq("payout"))
-        .count(&app.db)
-        .await
-        .expect("count");
-    assert_eq!(audited, 6, "3 schedules, 2 paid, 1 failed");
-    let verifications = entity::audit_log::Entity::find()
-        .filter(entity::audit_log::Column::Action.eq("payout_account.verified"))
-        .count(&app.db)
-        .await
-        .expect("count");
-    assert_eq!(verifications, 2, "the stale verification recorded nothing");
 }
 
-on_both_backends!(payouts_gather_what_is_owed_once_and_settle_or_fail);
+async fn every_payout_step_is_audited(app: TestApp) {
+    two_payouts_paid_and_one_failed(&app).await;
+    assert_eq!(
+        payout_audit_rows(&app).await,
+        6,
+        "3 schedules, 2 paid, 1 failed"
+    );
+}
+
+on_both_backends!(
+    a_payout_needs_an_address_an_admin_verified,
+    changing_the_payout_address_clears_its_verification,
+    two_admins_scheduling_at_once_make_one_payout_of_everything_owed,
+    a_payout_is_marked_paid_once,
+    a_failed_payout_needs_a_reason_and_leaves_its_money_owed_again,
+    a_payout_reference_is_used_once,
+    marking_a_payout_paid_refuses_a_malformed_or_unknown_id,
+    the_payee_sees_every_payout_and_everything_paid,
+    every_payout_step_is_audited,
+);
 
 async fn a_niche_with_money_records_cannot_be_deleted_and_archiving_keeps_them(app: TestApp) {
     use sea_orm::ModelTrait;
@@ -869,12 +1220,11 @@ async fn a_niche_with_money_records_cannot_be_deleted_and_archiving_keeps_them(a
 
 on_both_backends!(a_niche_with_money_records_cannot_be_deleted_and_archiving_keeps_them);
 
-async fn settling_a_payout_twice_at_once_settles_it_once(app: TestApp) {
-    use askloop::service::payouts;
+/// An operator of `games` owed money in two currencies (2,000 USD and 2,000 EUR), and an admin.
+async fn owed_in_two_currencies(app: &TestApp) -> (Person, Person) {
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let root = person(&app.db, "root", true).await;
-    let now = chrono::Utc::now();
     for (n, currency) in [(1, "USD"), (2, "EUR")] {
         let event = json!({"nicheSlug": "games", "externalId": format!("inv-{n}"), "sourceType": "usage",
             "grossMinor": 10_000, "currency": currency});
@@ -883,7 +1233,11 @@ async fn settling_a_payout_twice_at_once_settles_it_once(app: TestApp) {
             201
         );
     }
-    // Money in two currencies is never added up: one balance each.
+    (ana, root)
+}
+
+async fn money_in_two_currencies_is_never_added_up(app: TestApp) {
+    let (ana, _) = owed_in_two_currencies(&app).await;
     let mine = app
         .graphql(
             Some(&ana.token),
@@ -895,6 +1249,12 @@ async fn settling_a_payout_twice_at_once_settles_it_once(app: TestApp) {
         mine["data"]["myRevenue"]["balances"],
         json!([{"currency": "EUR", "owedMinor": 2000}, {"currency": "USD", "owedMinor": 2000}])
     );
+}
+
+async fn settling_a_payout_twice_at_once_settles_it_once(app: TestApp) {
+    use askloop::service::payouts;
+    let (ana, root) = owed_in_two_currencies(&app).await;
+    let now = chrono::Utc::now();
     payouts::set_address(&app.db, &ana.viewer(), "acct", now)
         .await
         .expect("saved");
@@ -983,17 +1343,14 @@ async fn a_reservation_from_last_month_still_counts_until_it_settles(app: TestAp
 }
 
 on_both_backends!(
+    money_in_two_currencies_is_never_added_up,
     settling_a_payout_twice_at_once_settles_it_once,
     a_reservation_from_last_month_still_counts_until_it_settles,
 );
 
 #[tokio::test]
-async fn money_views_keep_to_their_readers_and_refuse_bad_input() {
-    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
-    open_niche(&app.db, "games").await;
-    let ana = operator(&app.db, "games", "ana").await;
-    let eve = person(&app.db, "eve", false).await;
-    let root = person(&app.db, "root", true).await;
+async fn admin_money_views_refuse_operators_and_anonymous_callers() {
+    let (app, ana, _) = a_niche_an_operator_and_an_admin().await;
     for query in [
         "{ payoutAccounts { handle } }",
         "{ payouts { id } }",
@@ -1010,6 +1367,12 @@ async fn money_views_keep_to_their_readers_and_refuse_bad_input() {
         let anonymous = app.graphql(None, query, json!({})).await;
         assert_eq!(error_code(&anonymous), Some("UNAUTHENTICATED"), "{query}");
     }
+}
+
+#[tokio::test]
+async fn a_niches_revenue_is_refused_to_outsiders_and_my_revenue_to_anonymous_callers() {
+    let (app, _, _) = a_niche_an_operator_and_an_admin().await;
+    let eve = person(&app.db, "eve", false).await;
     let outsider = app
         .graphql(
             Some(&eve.token),
@@ -1022,6 +1385,11 @@ async fn money_views_keep_to_their_readers_and_refuse_bad_input() {
         .graphql(None, "{ myRevenue { balances { currency } } }", json!({}))
         .await;
     assert_eq!(error_code(&anonymous), Some("UNAUTHENTICATED"));
+}
+
+#[tokio::test]
+async fn a_payout_address_longer_than_200_characters_is_refused() {
+    let (app, ana, _) = a_niche_an_operator_and_an_admin().await;
     let too_long = app
         .graphql(
             Some(&ana.token),
@@ -1030,6 +1398,12 @@ async fn money_views_keep_to_their_readers_and_refuse_bad_input() {
         )
         .await;
     assert_eq!(error_code(&too_long), Some("BAD_USER_INPUT"), "{too_long}");
+}
+
+#[tokio::test]
+async fn a_payout_to_nobody_or_to_someone_without_an_address_is_refused() {
+    let (app, _, root) = a_niche_an_operator_and_an_admin().await;
+    person(&app.db, "eve", false).await;
     let nobody = app
         .graphql(
             Some(&root.token),

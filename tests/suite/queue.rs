@@ -1,7 +1,7 @@
 //! Reading the queue: order, pagination, filters, the REST listing and form redirects.
 
 use askloop_tests::fixtures::{open_niche, question_body};
-use askloop_tests::people::operator;
+use askloop_tests::people::{Person, operator};
 use askloop_tests::{TestApp, error_code, on_both_backends};
 use serde_json::{Value, json};
 
@@ -91,12 +91,14 @@ async fn page_sizes_and_cursors_are_checked(app: TestApp) {
     assert_eq!(list.status(), 400);
 }
 
-async fn the_rest_listing_pages_and_the_answer_route_checks_the_niche(app: TestApp) {
+/// Three questions waiting in `games` (and a niche `roofing` beside it), an operator of `games`,
+/// and the first REST page of two.
+async fn three_waiting_and_a_first_page(app: &TestApp) -> (Person, Value) {
     open_niche(&app.db, "games").await;
     open_niche(&app.db, "roofing").await;
     let ana = operator(&app.db, "games", "ana").await;
     for i in 0..3 {
-        ask_with_urgency(&app, &format!("q{i}"), "normal").await;
+        ask_with_urgency(app, &format!("q{i}"), "normal").await;
     }
     let page: Value = app
         .client
@@ -108,6 +110,33 @@ async fn the_rest_listing_pages_and_the_answer_route_checks_the_niche(app: TestA
         .json()
         .await
         .expect("JSON");
+    (ana, page)
+}
+
+/// POST `body` to the REST answer route of question `id` in `slug` as `ana`.
+async fn answer_over_rest(
+    app: &TestApp,
+    ana: &Person,
+    slug: &str,
+    id: i64,
+    body: Value,
+) -> reqwest::Response {
+    app.client
+        .post(app.url(&format!("/api/v1/niches/{slug}/questions/{id}/answer")))
+        .bearer_auth(&ana.token)
+        .json(&body)
+        .send()
+        .await
+        .expect("sent")
+}
+
+/// The first question on a REST page.
+fn first_id(page: &Value) -> i64 {
+    page["questions"][0]["id"].as_i64().expect("an id")
+}
+
+async fn the_rest_listing_pages_by_cursor(app: TestApp) {
+    let (ana, page) = three_waiting_and_a_first_page(&app).await;
     assert_eq!(
         page["questions"].as_array().map(Vec::len),
         Some(2),
@@ -128,37 +157,41 @@ async fn the_rest_listing_pages_and_the_answer_route_checks_the_niche(app: TestA
         .expect("JSON");
     assert_eq!(rest["questions"][0]["externalId"], "q2", "{rest}");
     assert!(rest["nextCursor"].is_null());
+}
 
-    let id = page["questions"][0]["id"].as_i64().expect("an id");
-    let wrong_niche = app
-        .client
-        .post(app.url(&format!("/api/v1/niches/roofing/questions/{id}/answer")))
-        .bearer_auth(&ana.token)
-        .json(&json!({"kind": "answered", "optionId": "ea"}))
-        .send()
-        .await
-        .expect("sent");
+async fn the_rest_answer_route_does_not_find_a_question_of_another_niche(app: TestApp) {
+    let (ana, page) = three_waiting_and_a_first_page(&app).await;
+    let wrong_niche = answer_over_rest(
+        &app,
+        &ana,
+        "roofing",
+        first_id(&page),
+        json!({"kind": "answered", "optionId": "ea"}),
+    )
+    .await;
     assert_eq!(wrong_niche.status(), 404);
-    let unknown_kind = app
-        .client
-        .post(app.url(&format!("/api/v1/niches/games/questions/{id}/answer")))
-        .bearer_auth(&ana.token)
-        .json(&json!({"kind": "yes"}))
-        .send()
-        .await
-        .expect("sent");
+}
+
+async fn the_rest_answer_route_refuses_an_unknown_kind(app: TestApp) {
+    let (ana, page) = three_waiting_and_a_first_page(&app).await;
+    let unknown_kind =
+        answer_over_rest(&app, &ana, "games", first_id(&page), json!({"kind": "yes"})).await;
     assert_eq!(unknown_kind.status(), 400);
-    let answered: Value = app
-        .client
-        .post(app.url(&format!("/api/v1/niches/games/questions/{id}/answer")))
-        .bearer_auth(&ana.token)
-        .json(&json!({"kind": "answered", "optionId": "ea", "body": "EA is the release"}))
-        .send()
-        .await
-        .expect("sent")
-        .json()
-        .await
-        .expect("JSON");
+}
+
+async fn the_rest_answer_route_answers_and_says_what_happens_next(app: TestApp) {
+    let (ana, page) = three_waiting_and_a_first_page(&app).await;
+    let answered: Value = answer_over_rest(
+        &app,
+        &ana,
+        "games",
+        first_id(&page),
+        json!({"kind": "answered", "optionId": "ea", "body": "EA is the release"}),
+    )
+    .await
+    .json()
+    .await
+    .expect("JSON");
     assert_eq!(answered["question"]["status"], "answered", "{answered}");
     assert_eq!(
         answered["notice"],
@@ -166,15 +199,19 @@ async fn the_rest_listing_pages_and_the_answer_route_checks_the_niche(app: TestA
     );
 }
 
-async fn form_posts_redirect_only_within_the_site(app: TestApp) {
+/// A client that shows redirects instead of following them.
+fn not_following_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a client")
+}
+
+async fn a_form_post_never_redirects_off_the_site(app: TestApp) {
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let id = app.ask("games", "form").await;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("a client");
-    let response = client
+    let response = not_following_redirects()
         .post(app.url(&format!("/dashboard/questions/{id}/answer")))
         .bearer_auth(&ana.token)
         .form(&[
@@ -198,8 +235,12 @@ async fn form_posts_redirect_only_within_the_site(app: TestApp) {
         location.contains("an+answer+needs+an+option+or+some+words"),
         "{location}"
     );
+}
 
-    let not_an_id = client
+async fn a_form_post_for_a_malformed_id_says_there_is_no_such_question(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let not_an_id = not_following_redirects()
         .post(app.url("/dashboard/questions/abc/dismiss"))
         .bearer_auth(&ana.token)
         .form(&[("next", "/dashboard/niches")])
@@ -216,6 +257,10 @@ async fn form_posts_redirect_only_within_the_site(app: TestApp) {
 on_both_backends!(
     the_waiting_queue_is_most_urgent_first_then_oldest_and_pages_by_cursor,
     page_sizes_and_cursors_are_checked,
-    the_rest_listing_pages_and_the_answer_route_checks_the_niche,
-    form_posts_redirect_only_within_the_site,
+    the_rest_listing_pages_by_cursor,
+    the_rest_answer_route_does_not_find_a_question_of_another_niche,
+    the_rest_answer_route_refuses_an_unknown_kind,
+    the_rest_answer_route_answers_and_says_what_happens_next,
+    a_form_post_never_redirects_off_the_site,
+    a_form_post_for_a_malformed_id_says_there_is_no_such_question,
 );

@@ -96,6 +96,23 @@ impl Receiver {
         Self::start_on(reserve_port(), script).await
     }
 
+    /// Start where `app` delivers: its webhook URL must be one [`Receiver::url_for`] made (an
+    /// agent that was down until now, or one started after the app).
+    pub async fn start_for(app: &crate::TestApp, script: Vec<Reply>) -> Self {
+        let url = app
+            .config()
+            .webhook_url
+            .as_deref()
+            .expect("the app delivers to a webhook URL");
+        let addr = url
+            .strip_prefix("http://")
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|addr| addr.parse().ok())
+            .unwrap_or_else(|| panic!("{url} is not a receiver URL"));
+        assert_eq!(url, Self::url_for(addr), "not a receiver URL");
+        Self::start_on(addr, script).await
+    }
+
     /// Answer from now on with `script`, then 200.
     pub fn set_script(&self, script: Vec<Reply>) {
         self.lock().script = script.into();

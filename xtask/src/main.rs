@@ -1,7 +1,10 @@
 //! askloop's build helper, so the README's two commands work on a fresh machine:
 //!
 //! - `cargo xtask run [-- serve args]`: build the dashboard and the server, then serve.
-//! - `cargo xtask test`: build the dashboard, then run every test.
+//! - `cargo xtask test [--install-deps] [-- cargo test args]`: build the dashboard, then run
+//!   every test. The browser tests need Chromium and the dashboard's optimiser needs npm; when
+//!   either is missing the command stops before building anything and names them, and with
+//!   `--install-deps` (what CI passes) it installs them with apt-get instead.
 //! - `cargo xtask build-web`: only the dashboard, into `web/dist`.
 //!
 //! The dashboard is compiled with cargo for `wasm32-unknown-unknown` and bound with the
@@ -23,10 +26,15 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("build-web") => build_web().map(|_| ()),
         Some("run") => build_web().and_then(|_| run(&args[1..])),
-        Some("test") => build_web().and_then(|_| test(&args[1..])),
+        Some("test") => {
+            let (install_deps, rest) = test_options(&args[1..]);
+            ensure_test_packages(install_deps)
+                .and_then(|()| build_web())
+                .and_then(|_| test(&rest))
+        }
         _ => {
             eprintln!(
-                "usage: cargo xtask <build-web | run [-- serve args] | test [-- cargo test args]>"
+                "usage: cargo xtask <build-web | run [-- serve args] | test [--install-deps] [-- cargo test args]>"
             );
             return ExitCode::from(2);
         }
@@ -98,9 +106,7 @@ fn build_web() -> anyhow::Result<PathBuf> {
     ]);
     status(build, "building the dashboard")?;
 
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let target_dir = target_dir();
     let wasm = target_dir
         .join(WASM_TARGET)
         .join("wasm-release")
@@ -141,10 +147,30 @@ fn build_web() -> anyhow::Result<PathBuf> {
     Ok(dist)
 }
 
+/// Cargo's target folder (`CARGO_TARGET_DIR`, else `target`).
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// The npm prefix `binaryen` is installed under.
+fn binaryen_prefix(target_dir: &Path) -> PathBuf {
+    target_dir.join("tools").join(BINARYEN.replace('@', "-"))
+}
+
+/// Where `wasm-opt` is once installed.
+fn wasm_opt_path(target_dir: &Path) -> PathBuf {
+    binaryen_prefix(target_dir)
+        .join("node_modules")
+        .join(".bin")
+        .join("wasm-opt")
+}
+
 /// `wasm-opt`, installed from npm into `target/tools` the first time it is needed.
 fn wasm_opt(target_dir: &Path) -> anyhow::Result<PathBuf> {
-    let tools = target_dir.join("tools").join(BINARYEN.replace('@', "-"));
-    let binary = tools.join("node_modules").join(".bin").join("wasm-opt");
+    let tools = binaryen_prefix(target_dir);
+    let binary = wasm_opt_path(target_dir);
     if binary.is_file() {
         return Ok(binary);
     }
@@ -193,30 +219,96 @@ fn run(args: &[String]) -> anyhow::Result<()> {
     status(serve, "askloop")
 }
 
-/// The browser tests drive Debian's Chromium; install it when it is missing and we may.
-fn ensure_chromium() -> anyhow::Result<()> {
-    let browser = std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into());
-    if Command::new(&browser)
+/// `--install-deps` before any `--`, and the arguments that go on to `cargo test`.
+fn test_options(args: &[String]) -> (bool, Vec<String>) {
+    let ours = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let install_deps = args[..ours].iter().any(|a| a == INSTALL_DEPS);
+    let rest = args
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| *i >= ours || a.as_str() != INSTALL_DEPS)
+        .map(|(_, a)| a.clone())
+        .collect();
+    (install_deps, rest)
+}
+
+const INSTALL_DEPS: &str = "--install-deps";
+
+/// A Debian package the tests need, and why.
+struct Package {
+    name: &'static str,
+    why: &'static str,
+}
+
+/// What `cargo xtask test` needs from the system and does not have: Chromium for the browser
+/// tests (the binary in `CHROMIUM`, else `chromium`) and npm for installing the dashboard's
+/// `wasm-opt`, unless that is installed under `target/tools` already.
+fn missing_test_packages() -> Vec<Package> {
+    let mut missing = Vec::new();
+    if !runs(&chromium()) {
+        missing.push(Package {
+            name: "chromium",
+            why: "the browser tests drive it over the DevTools protocol",
+        });
+    }
+    if !wasm_opt_path(&target_dir()).is_file() && !runs("npm") {
+        missing.push(Package {
+            name: "npm",
+            why: "it installs the dashboard's size optimiser, wasm-opt",
+        });
+    }
+    missing
+}
+
+fn chromium() -> String {
+    std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into())
+}
+
+/// Whether `program --version` starts and succeeds.
+fn runs(program: &str) -> bool {
+    Command::new(program)
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success())
-    {
+}
+
+/// Stop early, naming what is missing, unless `install` says to apt-get it.
+fn ensure_test_packages(install: bool) -> anyhow::Result<()> {
+    let missing = missing_test_packages();
+    if missing.is_empty() {
         return Ok(());
     }
-    eprintln!("xtask: installing Chromium for the browser tests (apt-get)");
+    let names: Vec<&str> = missing.iter().map(|p| p.name).collect();
+    if !install {
+        let reasons: Vec<String> = missing
+            .iter()
+            .map(|p| format!("  {}: {}", p.name, p.why))
+            .collect();
+        bail!(
+            "the tests need system packages that are missing:\n{}\ninstall them \
+             (`apt-get install {}`), or run `cargo xtask test {INSTALL_DEPS}` to have apt-get \
+             install them (set CHROMIUM to use another browser binary)",
+            reasons.join("\n"),
+            names.join(" ")
+        );
+    }
+    eprintln!("xtask: installing {} with apt-get", names.join(", "));
     let mut update = Command::new("apt-get");
     update.arg("update");
     status(update, "`apt-get update`")?;
     let mut install = Command::new("apt-get");
-    install.args([
-        "install",
-        "-y",
-        "--no-install-recommends",
-        "chromium",
-        "chromium-driver",
-    ]);
-    status(install, "`apt-get install chromium chromium-driver`")
-        .context("the browser tests need Chromium (set CHROMIUM to another binary)")
+    install.args(["install", "-y", "--no-install-recommends"]);
+    install.args(&names);
+    status(install, &format!("`apt-get install {}`", names.join(" ")))?;
+    let still: Vec<&str> = missing_test_packages().iter().map(|p| p.name).collect();
+    if !still.is_empty() {
+        bail!(
+            "apt-get installed {} but {} still does not run",
+            names.join(" "),
+            still.join(" and ")
+        );
+    }
+    Ok(())
 }
 
 /// PostgreSQL runs the storage tests too: use `TEST_DATABASE_URL` when set, else the local
@@ -236,7 +328,6 @@ fn test_database_url() -> Option<String> {
 }
 
 fn test(args: &[String]) -> anyhow::Result<()> {
-    ensure_chromium()?;
     // The suite runs the real `askloop` binary for its command-line tests; `cargo test` builds
     // only test harnesses, so build the binaries first — over the same packages as the tests,
     // so that features unify the same way and every dependency is compiled once for both.
@@ -283,7 +374,33 @@ fn count_before(line: &str, label: &str) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::count_before;
+    use super::{count_before, test_options};
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    #[test]
+    fn install_deps_is_ours_and_everything_else_goes_to_cargo_test() {
+        assert_eq!(test_options(&[]), (false, Vec::new()));
+        assert_eq!(
+            test_options(&strings(&["--install-deps"])),
+            (true, Vec::new())
+        );
+        assert_eq!(
+            test_options(&strings(&["--install-deps", "--", "delivery"])),
+            (true, strings(&["--", "delivery"]))
+        );
+        // After `--` it belongs to cargo test, even when it looks like ours.
+        assert_eq!(
+            test_options(&strings(&["--", "--install-deps"])),
+            (false, strings(&["--", "--install-deps"]))
+        );
+        assert_eq!(
+            test_options(&strings(&["delivery"])),
+            (false, strings(&["delivery"]))
+        );
+    }
 
     #[test]
     fn test_result_lines_are_counted() {

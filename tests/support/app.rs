@@ -1,0 +1,183 @@
+//! The app under test: [`TestApp`] starts a real askloop in-process on a random port over a
+//! fresh [`TestDatabase`], can pause, resume and start a second instance on the same database,
+//! and stops it when dropped. Also where the built `askloop` binary and dashboard are.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use askloop::config::Config;
+use askloop::domain::signing::SigningKeys;
+use askloop::startup::Application;
+use sea_orm::DatabaseConnection;
+use tokio::sync::oneshot;
+
+use crate::database::{Backend, TestDatabase};
+
+/// The signing secret every test app is configured with.
+pub const SECRET: &str = "test-signing-secret";
+
+/// A running askloop.
+pub struct TestApp {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// A client with a cookie store.
+    pub client: reqwest::Client,
+    /// A direct connection to the app's database, for setting up and checking.
+    pub db: DatabaseConnection,
+    /// Which storage it runs on.
+    pub backend: Backend,
+    /// The database URL it runs on (for a second instance on the same database).
+    pub database_url: String,
+    config: Config,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    // Declared last: dropped after everything that holds connections to it. `None` for a
+    // second instance on another app's database.
+    _database: Option<TestDatabase>,
+}
+
+/// The config a test app starts from: a random port, the test secret, the built dashboard.
+pub fn test_config(database_url: &str) -> Config {
+    let mut config = Config::defaults();
+    config.database_url = database_url.to_owned();
+    config.bind = "127.0.0.1:0".parse().expect("an address");
+    config.signing = SigningKeys::new(Some(SECRET.to_owned()), None);
+    config.web_dir = web_dist();
+    config.shutdown_grace = std::time::Duration::from_secs(5);
+    config
+}
+
+/// The `askloop` binary cargo built next to the test binary (`cargo xtask test` builds it).
+pub fn askloop_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>");
+    let binary = dir.join("askloop");
+    assert!(
+        binary.is_file(),
+        "{} is not built: run the tests with `cargo xtask test`",
+        binary.display()
+    );
+    binary
+}
+
+/// Where `cargo xtask build-web` puts the dashboard.
+pub fn web_dist() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("web")
+        .join("dist")
+}
+
+impl TestApp {
+    /// Start askloop on `backend`; `None` for PostgreSQL when `TEST_DATABASE_URL` is not set.
+    pub async fn spawn(backend: Backend) -> Option<Self> {
+        Self::spawn_with(backend, |_| {}).await
+    }
+
+    /// Start askloop on `backend` with `adjust` applied to its config.
+    pub async fn spawn_with(backend: Backend, adjust: impl FnOnce(&mut Config)) -> Option<Self> {
+        let database = TestDatabase::create(backend).await?;
+        let mut config = test_config(&database.url);
+        adjust(&mut config);
+        Some(Self::start(backend, config, Some(database)).await)
+    }
+
+    async fn start(backend: Backend, config: Config, database: Option<TestDatabase>) -> Self {
+        let app = Application::build(config.clone())
+            .await
+            .expect("askloop starts");
+        let addr = app.local_addr();
+        let db = app.state().db.clone();
+        let (tx, rx) = oneshot::channel::<()>();
+        let server = tokio::spawn(app.run_until(async {
+            let _ = rx.await;
+        }));
+        Self {
+            base: format!("http://{addr}"),
+            addr,
+            client: reqwest::Client::builder()
+                .cookie_store(true)
+                .build()
+                .expect("a client"),
+            db,
+            backend,
+            database_url: config.database_url.clone(),
+            config,
+            shutdown: Some(tx),
+            server: Some(server),
+            _database: database,
+        }
+    }
+
+    /// A second askloop on this app's database, on its own random port.
+    pub async fn another_instance(&self) -> TestApp {
+        self.another_instance_with(|_| {}).await
+    }
+
+    /// A second askloop on this app's database, on its own random port, with `adjust` applied
+    /// to a copy of this app's config.
+    pub async fn another_instance_with(&self, adjust: impl FnOnce(&mut Config)) -> TestApp {
+        let mut config = self.config.clone();
+        config.bind = "127.0.0.1:0".parse().expect("an address");
+        adjust(&mut config);
+        Self::start(self.backend, config, None).await
+    }
+
+    /// Shut the server down as SIGTERM would (its websockets close with 1001) and wait for it;
+    /// the database stays. [`TestApp::resume`] starts it again.
+    pub async fn pause(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+    }
+
+    /// Start askloop again on the same address and database after [`TestApp::pause`].
+    pub async fn resume(&mut self) {
+        let mut config = self.config.clone();
+        config.bind = self.addr;
+        // Its handles move here; what is left of it drops without stopping anything.
+        let mut restarted = Self::start(self.backend, config, None).await;
+        self.db = restarted.db.clone();
+        self.shutdown = restarted.shutdown.take();
+        self.server = restarted.server.take();
+    }
+
+    /// The full URL of `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// The config this app runs with (after any adjustment a test made).
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Stop the server and wait for it to finish.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.abort();
+        }
+    }
+}

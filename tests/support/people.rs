@@ -1,0 +1,115 @@
+//! People for tests: users with a live session, their memberships of niches (any role and
+//! status), and the password they sign in with.
+
+use askloop::service::access::Viewer;
+use askloop::service::accounts::{self, NewUser, new_token, token_hash};
+use askloop::service::audit::Actor;
+use askloop::service::sessions::SESSION_PREFIX;
+use chrono::{Duration, Utc};
+use entity::niche_members::{self, MemberRole, MemberStatus};
+use entity::sessions;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet,
+    QueryFilter,
+};
+
+/// The password every test person has.
+pub const PASSWORD: &str = "correct horse battery staple";
+
+/// A person with a live session token.
+#[derive(Debug, Clone)]
+pub struct Person {
+    /// Their user id.
+    pub id: i64,
+    /// Their handle.
+    pub handle: String,
+    /// A session token to send as a bearer (or cookie).
+    pub token: String,
+    /// Whether they are an admin.
+    pub admin: bool,
+}
+
+impl Person {
+    /// The person as the services see them.
+    pub fn viewer(&self) -> Viewer {
+        Viewer {
+            user_id: self.id,
+            handle: self.handle.clone(),
+            is_admin: self.admin,
+        }
+    }
+}
+
+/// Create `handle` (an admin when `admin`) with [`PASSWORD`] and a session.
+pub async fn person(db: &DatabaseConnection, handle: &str, admin: bool) -> Person {
+    let user = accounts::create_user(
+        db,
+        NewUser {
+            handle: handle.into(),
+            email: format!("{handle}@example.com"),
+            password: PASSWORD.into(),
+            admin,
+        },
+        &Actor::Cli,
+        Utc::now(),
+    )
+    .await
+    .expect("the person is created");
+    let token = new_token(SESSION_PREFIX);
+    sessions::ActiveModel {
+        id: NotSet,
+        user_id: Set(user.id),
+        token_hash: Set(token_hash(&token)),
+        created_at: Set(Utc::now()),
+        expires_at: Set(Utc::now() + Duration::days(1)),
+        last_seen_at: Set(Utc::now()),
+    }
+    .insert(db)
+    .await
+    .expect("a session");
+    Person {
+        id: user.id,
+        handle: user.handle,
+        token,
+        admin,
+    }
+}
+
+/// Make `person` a member of `slug` with `role` and `status`.
+pub async fn member(
+    db: &DatabaseConnection,
+    slug: &str,
+    person: &Person,
+    role: MemberRole,
+    status: MemberStatus,
+) {
+    let member = accounts::add_member(
+        db,
+        &askloop::live::ChangeHint::none(),
+        slug,
+        &person.handle,
+        role,
+        &Actor::Cli,
+        Utc::now(),
+    )
+    .await
+    .expect("the membership is created");
+    if status != MemberStatus::Active {
+        let member = niche_members::Entity::find()
+            .filter(niche_members::Column::Id.eq(member.id))
+            .one(db)
+            .await
+            .expect("query")
+            .expect("the membership");
+        let mut member: niche_members::ActiveModel = member.into();
+        member.status = Set(status);
+        member.update(db).await.expect("status set");
+    }
+}
+
+/// An active operator of `slug`.
+pub async fn operator(db: &DatabaseConnection, slug: &str, handle: &str) -> Person {
+    let p = person(db, handle, false).await;
+    member(db, slug, &p, MemberRole::Operator, MemberStatus::Active).await;
+    p
+}
