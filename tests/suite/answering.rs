@@ -111,7 +111,7 @@ async fn a_new_operators_answer_waits_for_review(app: TestApp) {
         .await;
     let result = &body["data"]["answerQuestion"];
     assert_eq!(result["points"], 3, "{body}");
-    assert_eq!(result["contributionStatus"], "pending");
+    assert_eq!(result["contributionStatus"], "PENDING");
     assert_eq!(
         result["notice"],
         "Thanks. It goes to review before it counts."
@@ -139,7 +139,7 @@ async fn the_twenty_sixth_answer_is_verified_on_arrival(app: TestApp) {
             )
             .await;
         assert_eq!(
-            body["data"]["answerQuestion"]["contributionStatus"], "pending",
+            body["data"]["answerQuestion"]["contributionStatus"], "PENDING",
             "{body}"
         );
         let id = contributions(&app)
@@ -156,7 +156,7 @@ async fn the_twenty_sixth_answer_is_verified_on_arrival(app: TestApp) {
             )
             .await;
         assert_eq!(
-            verified["data"]["verifyContribution"]["status"], "verified",
+            verified["data"]["verifyContribution"]["status"], "VERIFIED",
             "{verified}"
         );
     }
@@ -169,7 +169,7 @@ async fn the_twenty_sixth_answer_is_verified_on_arrival(app: TestApp) {
         )
         .await;
     let result = &body["data"]["answerQuestion"];
-    assert_eq!(result["contributionStatus"], "verified", "{body}");
+    assert_eq!(result["contributionStatus"], "VERIFIED", "{body}");
     assert_eq!(result["notice"], "Thanks. That is 3 points.");
     let score = contribution_scores::Entity::find()
         .one(&app.db)
@@ -428,7 +428,7 @@ async fn a_hundred_points_reversed(app: &TestApp) -> (Person, Person, Value, Str
 async fn an_admins_adjustment_counts_at_once_and_moves_the_tier(app: TestApp) {
     let (ana, _, first) = given_a_hundred_points(&app).await;
     assert_eq!(
-        first["data"]["adjustContribution"]["status"], "verified",
+        first["data"]["adjustContribution"]["status"], "VERIFIED",
         "{first}"
     );
     let standing = app.graphql(Some(&ana.token), STANDING, json!({})).await;
@@ -444,7 +444,7 @@ async fn a_reversal_takes_the_points_off_the_score_and_keeps_the_row(app: TestAp
     let (ana, _, reversed, _) = a_hundred_points_reversed(&app).await;
     assert_eq!(
         reversed["data"]["reverseContribution"],
-        json!({"status": "reversed", "points": 100}),
+        json!({"status": "REVERSED", "points": 100}),
         "{reversed}"
     );
     let standing = app.graphql(Some(&ana.token), STANDING, json!({})).await;

@@ -671,7 +671,7 @@ async fn admins_list_an_exhausted_delivery_with_every_attempt() {
     assert!(tries.len() >= 2, "{listed}");
     assert_eq!(
         tries.last().map(|a| a["outcome"].clone()),
-        Some(json!("exhausted"))
+        Some(json!("EXHAUSTED"))
     );
     assert_eq!(rows[0]["attemptCount"], json!(tries.len()));
 }

@@ -35,7 +35,7 @@ async fn niches_lists_only_niches_taking_questions(app: TestApp) {
     let body = query(&app, json!({"query": "{ niches { slug status } }"})).await;
     assert_eq!(
         body["data"]["niches"],
-        json!([{"slug": "games", "status": "open"}, {"slug": "roofing", "status": "operated"}])
+        json!([{"slug": "games", "status": "OPEN"}, {"slug": "roofing", "status": "OPERATED"}])
     );
 }
 
@@ -65,10 +65,10 @@ async fn admins_list_every_niche_with_its_members_and_nobody_else_can(app: TestA
     assert_eq!(
         listed["data"]["allNiches"],
         json!([
-            {"slug": "drafty", "status": "draft", "members": []},
-            {"slug": "games", "status": "open", "members": [
-                {"handle": "ana", "role": "operator", "status": "active"},
-                {"handle": "bo", "role": "operator", "status": "active"},
+            {"slug": "drafty", "status": "DRAFT", "members": []},
+            {"slug": "games", "status": "OPEN", "members": [
+                {"handle": "ana", "role": "OPERATOR", "status": "ACTIVE"},
+                {"handle": "bo", "role": "OPERATOR", "status": "ACTIVE"},
             ]},
         ]),
         "{listed}"

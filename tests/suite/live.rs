@@ -152,7 +152,7 @@ async fn a_member_suspended_mid_subscription_stops_receiving(app: TestApp) {
         )
         .await;
     assert_eq!(
-        suspended["data"]["suspendMember"]["status"], "suspended",
+        suspended["data"]["suspendMember"]["status"], "SUSPENDED",
         "{suspended}"
     );
     let cut = socket.next_data("q").await;

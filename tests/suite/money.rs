@@ -628,8 +628,8 @@ async fn only_admins_read_the_signal_log() {
     let listed = app.graphql(Some(&root.token), SIGNAL_LOG, json!({})).await;
     assert_eq!(
         listed["data"]["anomalySignals"],
-        json!([{"signalId": "sig-1", "subjectType": "question", "subjectId": question.to_string(),
-                "severity": "high", "finding": "<script>alert(1)</script> in context"}])
+        json!([{"signalId": "sig-1", "subjectType": "QUESTION", "subjectId": question.to_string(),
+                "severity": "HIGH", "finding": "<script>alert(1)</script> in context"}])
     );
     let refused = app.graphql(Some(&ana.token), SIGNAL_LOG, json!({})).await;
     assert_eq!(error_code(&refused), Some("FORBIDDEN"), "{refused}");
@@ -665,7 +665,7 @@ async fn admins_follow_new_anomaly_signals_live() {
     let live = socket.next_data("s").await;
     assert_eq!(
         live["data"]["anomalySignals"],
-        json!({"signalId": "sig-2", "severity": "medium"})
+        json!({"signalId": "sig-2", "severity": "MEDIUM"})
     );
 }
 
@@ -878,7 +878,7 @@ async fn a_payout_paid_and_one_failed(app: &TestApp) -> Payroll {
     let payroll = a_payee_with_a_verified_address(app).await;
     let first = schedule_payout(app, &payroll.root).await;
     let done = mark_paid(app, &payroll.root, &first, "wire-1").await;
-    assert_eq!(done["data"]["markPayoutPaid"]["status"], "paid", "{done}");
+    assert_eq!(done["data"]["markPayoutPaid"]["status"], "PAID", "{done}");
     book_usage(app, "inv-2").await;
     let second = schedule_payout(app, &payroll.root).await;
     let bounced = app
@@ -889,7 +889,7 @@ async fn a_payout_paid_and_one_failed(app: &TestApp) -> Payroll {
         )
         .await;
     assert_eq!(
-        bounced["data"]["markPayoutFailed"]["status"], "failed",
+        bounced["data"]["markPayoutFailed"]["status"], "FAILED",
         "{bounced}"
     );
     payroll
@@ -1057,7 +1057,7 @@ async fn a_payout_is_marked_paid_once(app: TestApp) {
     let Payroll { root, .. } = a_payee_with_a_verified_address(&app).await;
     let payout = schedule_payout(&app, &root).await;
     let done = mark_paid(&app, &root, &payout, "wire-1").await;
-    assert_eq!(done["data"]["markPayoutPaid"]["status"], "paid", "{done}");
+    assert_eq!(done["data"]["markPayoutPaid"]["status"], "PAID", "{done}");
     let twice = mark_paid(&app, &root, &payout, "wire-9").await;
     assert_eq!(error_code(&twice), Some("CONFLICT"));
     assert_eq!(payout_audit_rows(&app).await, 2, "scheduled and paid");
@@ -1085,7 +1085,7 @@ async fn a_failed_payout_needs_a_reason_and_leaves_its_money_owed_again(app: Tes
         )
         .await;
     assert_eq!(
-        bounced["data"]["markPayoutFailed"]["status"], "failed",
+        bounced["data"]["markPayoutFailed"]["status"], "FAILED",
         "{bounced}"
     );
     let mine = app.graphql(Some(&ana.token), BALANCE, json!({})).await;
@@ -1141,8 +1141,8 @@ async fn the_payee_sees_every_payout_and_everything_paid(app: TestApp) {
     );
     assert_eq!(
         mine["data"]["myRevenue"]["payouts"],
-        json!([{"status": "paid", "amountMinor": 2000}, {"status": "failed", "amountMinor": 2000},
-               {"status": "paid", "amountMinor": 2000}])
+        json!([{"status": "PAID", "amountMinor": 2000}, {"status": "FAILED", "amountMinor": 2000},
+               {"status": "PAID", "amountMinor": 2000}])
     );
 }
 

@@ -129,7 +129,7 @@ impl AccountMutation {
         let caller = caller_of(ctx)?;
         caller.check_write().gql()?;
         if let Some(token) = &caller.session_token {
-            sessions::logout(db, token).await.gql()?;
+            sessions::logout(db, token, Utc::now()).await.gql()?;
         }
         ctx.append_http_header(SET_COOKIE, auth::clear_session_cookie());
         Ok(caller.viewer.is_some())

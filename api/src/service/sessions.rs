@@ -8,11 +8,14 @@ use entity::users::{self, UserRole};
 use entity::{api_keys, sessions};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter,
+    TransactionTrait,
 };
+use serde_json::json;
 
 use crate::error::ServiceError;
 use crate::service::access::Viewer;
 use crate::service::accounts::{new_token, token_hash};
+use crate::service::audit::{self, Actor, AuditEntry};
 
 /// How long a session lasts.
 pub const SESSION_LIFETIME_DAYS: i64 = 14;
@@ -74,7 +77,8 @@ pub async fn login(
     }
     let token = new_token(SESSION_PREFIX);
     let expires_at = now + Duration::days(SESSION_LIFETIME_DAYS);
-    sessions::Entity::insert(sessions::ActiveModel {
+    let txn = db.begin().await?;
+    let session = sessions::Entity::insert(sessions::ActiveModel {
         id: NotSet,
         user_id: Set(user.id),
         token_hash: Set(token_hash(&token)),
@@ -82,8 +86,22 @@ pub async fn login(
         expires_at: Set(expires_at),
         last_seen_at: Set(now),
     })
-    .exec_without_returning(db)
+    .exec_with_returning(&txn)
     .await?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(user.id),
+            action: "session.created",
+            subject_type: "session",
+            subject_id: session.id,
+            niche_id: None,
+            detail: json!({ "user": user.handle, "expiresAt": expires_at }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
     Ok(NewSession {
         token,
         viewer: viewer_of(&user),
@@ -91,12 +109,41 @@ pub async fn login(
     })
 }
 
-/// End the session whose token this is (a no-op for unknown tokens).
-pub async fn logout(db: &DatabaseConnection, token: &str) -> Result<(), ServiceError> {
-    sessions::Entity::delete_many()
+/// End the session whose token this is (audited; a no-op for unknown tokens).
+pub async fn logout(
+    db: &DatabaseConnection,
+    token: &str,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    let txn = db.begin().await?;
+    let Some(session) = sessions::Entity::find()
         .filter(sessions::Column::TokenHash.eq(token_hash(token)))
-        .exec(db)
+        .one(&txn)
+        .await?
+    else {
+        txn.rollback().await?;
+        return Ok(());
+    };
+    let ended = sessions::Entity::delete_many()
+        .filter(sessions::Column::Id.eq(session.id))
+        .exec(&txn)
         .await?;
+    if ended.rows_affected == 1 {
+        audit::record(
+            &txn,
+            AuditEntry {
+                actor: &Actor::User(session.user_id),
+                action: "session.ended",
+                subject_type: "session",
+                subject_id: session.id,
+                niche_id: None,
+                detail: json!({}),
+            },
+            now,
+        )
+        .await?;
+    }
+    txn.commit().await?;
     Ok(())
 }
 
