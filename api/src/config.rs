@@ -101,6 +101,19 @@ pub mod env {
         default: "5000",
         meaning: "how often waiting questions past their time are expired, in milliseconds",
     };
+    /// The largest GraphQL request body.
+    pub const ASKLOOP_GRAPHQL_MAX_BODY_BYTES: EnvVar = EnvVar {
+        name: "ASKLOOP_GRAPHQL_MAX_BODY_BYTES",
+        default: "1048576",
+        meaning: "the largest POST /graphql body in bytes; larger ones are refused (413) unread",
+    };
+    /// How many websockets one instance holds.
+    pub const ASKLOOP_MAX_WEBSOCKETS: EnvVar = EnvVar {
+        name: "ASKLOOP_MAX_WEBSOCKETS",
+        default: "10000",
+        meaning: "how many /graphql/ws connections one instance holds; past it a new one is \
+                  closed with 1013 (try again later)",
+    };
     /// The anomaly monitor's secret.
     pub const ASKLOOP_MONITOR_SECRET: EnvVar = EnvVar {
         name: "ASKLOOP_MONITOR_SECRET",
@@ -140,6 +153,8 @@ pub const ENVIRONMENT: &[EnvVar] = &[
     env::ASKLOOP_DELIVERY_RETRY_BASE_MS,
     env::ASKLOOP_DELIVERY_POLL_MS,
     env::ASKLOOP_EXPIRY_SWEEP_MS,
+    env::ASKLOOP_GRAPHQL_MAX_BODY_BYTES,
+    env::ASKLOOP_MAX_WEBSOCKETS,
     env::ASKLOOP_MONITOR_SECRET,
     env::ASKLOOP_WEB_DIR,
     env::ASKLOOP_LOG_FORMAT,
@@ -195,8 +210,10 @@ pub struct Config {
     pub webhook_url: Option<String>,
     /// The built dashboard (index.html and the wasm bundle).
     pub web_dir: PathBuf,
-    /// The largest request body accepted.
+    /// The largest request body accepted on the REST routes.
     pub max_body_bytes: usize,
+    /// The largest `POST /graphql` body accepted.
+    pub graphql_max_body_bytes: usize,
     /// How long in-flight requests get to finish on shutdown.
     pub shutdown_grace: Duration,
     /// How log lines are written.
@@ -256,6 +273,18 @@ fn millis(name: &'static str, value: Option<String>) -> Result<Option<Duration>,
         .transpose()
 }
 
+fn count(name: &'static str, value: Option<String>) -> Result<Option<usize>, ConfigError> {
+    value
+        .map(|raw| match raw.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(ConfigError {
+                name,
+                problem: format!("'{raw}' is not a positive whole number"),
+            }),
+        })
+        .transpose()
+}
+
 /// A configuration value that could not be used.
 #[derive(Debug, thiserror::Error)]
 #[error("{name}: {problem}")]
@@ -277,6 +306,7 @@ impl Config {
             webhook_url: None,
             web_dir: PathBuf::from(DEFAULT_WEB_DIR),
             max_body_bytes: 256 * 1024,
+            graphql_max_body_bytes: 1024 * 1024,
             shutdown_grace: Duration::from_secs(20),
             log_format: LogFormat::Pretty,
             public_origin: None,
@@ -333,6 +363,18 @@ impl Config {
             })?;
         }
         config.public_origin = get(&env::ASKLOOP_PUBLIC_ORIGIN);
+        if let Some(bytes) = count(
+            env::ASKLOOP_GRAPHQL_MAX_BODY_BYTES.name,
+            get(&env::ASKLOOP_GRAPHQL_MAX_BODY_BYTES),
+        )? {
+            config.graphql_max_body_bytes = bytes;
+        }
+        if let Some(sockets) = count(
+            env::ASKLOOP_MAX_WEBSOCKETS.name,
+            get(&env::ASKLOOP_MAX_WEBSOCKETS),
+        )? {
+            config.live.max_sockets = sockets;
+        }
         let delivery = &mut config.delivery;
         if let Some(timeout) = read_millis(&env::ASKLOOP_DELIVERY_TIMEOUT_MS)? {
             delivery.timeout = timeout;

@@ -115,6 +115,16 @@ pub struct LiveSettings {
     pub ping_every: Duration,
     /// How long a websocket may stay silent (no pong, no message) before it is dropped.
     pub dead_after: Duration,
+    /// How many websockets one instance holds at once.
+    pub max_sockets: usize,
+    /// How many of them may be waiting for `connection_init` at once.
+    pub max_uninitialised: usize,
+    /// How many operations one websocket may run at once.
+    pub max_subscriptions: usize,
+    /// The largest message (and frame) a websocket peer may send, in bytes.
+    pub max_message_bytes: usize,
+    /// How many messages from one peer may wait for the protocol to take them.
+    pub inbox: usize,
 }
 
 impl Default for LiveSettings {
@@ -125,6 +135,11 @@ impl Default for LiveSettings {
             init_timeout: Duration::from_secs(10),
             ping_every: Duration::from_secs(15),
             dead_after: Duration::from_secs(45),
+            max_sockets: 10_000,
+            max_uninitialised: 1_000,
+            max_subscriptions: 32,
+            max_message_bytes: 64 * 1024,
+            inbox: 16,
         }
     }
 }

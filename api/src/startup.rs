@@ -63,17 +63,17 @@ impl Application {
         let live = LiveHub::start(db.clone(), config.live).await?;
         let config = Arc::new(config);
         let login_throttle = Arc::new(LoginThrottle::default());
-        let endpoint = GraphqlEndpoint {
-            schema: graphql::build_schema(
+        let endpoint = GraphqlEndpoint::new(
+            graphql::build_schema(
                 db.clone(),
                 config.clone(),
                 login_throttle.clone(),
                 Some(live.clone()),
             ),
-            db: db.clone(),
-            config: config.clone(),
-            live: live.clone(),
-        };
+            db.clone(),
+            config.clone(),
+            live.clone(),
+        );
         let state = AppState {
             db,
             config,

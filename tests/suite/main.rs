@@ -9,6 +9,7 @@ mod dashboard_live;
 mod delivery;
 mod error_door;
 mod graphql;
+mod hardening;
 mod health;
 mod intake;
 mod ledger_properties;

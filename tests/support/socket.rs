@@ -72,6 +72,23 @@ impl GqlSocket {
             .expect("sent");
     }
 
+    /// Send many protocol messages at once: all written, then flushed once, as a flooding
+    /// client would.
+    pub async fn send_burst(&mut self, messages: impl IntoIterator<Item = Value>) {
+        for message in messages {
+            if self
+                .ws
+                .feed(Message::Text(message.to_string().into()))
+                .await
+                .is_err()
+            {
+                // The server may close mid-burst; what it says is read afterwards.
+                return;
+            }
+        }
+        let _ = self.ws.flush().await;
+    }
+
     /// Subscribe as operation `id`.
     pub async fn subscribe(&mut self, id: &str, query: &str, variables: Value) {
         self.send(json!({"id": id, "type": "subscribe", "payload": {"query": query, "variables": variables}}))

@@ -4,17 +4,18 @@
 
 use std::sync::Arc;
 
-use async_graphql::ParseRequestError;
 use async_graphql::http::GraphiQLSource;
 use async_graphql::{ErrorExtensions, Response};
-use async_graphql_axum::rejection::GraphQLRejection;
-use async_graphql_axum::{GraphQLRequest, GraphQLResponse};
+use async_graphql_axum::GraphQLResponse;
 use axum::Router;
-use axum::extract::{FromRef, State};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, FromRef, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use sea_orm::DatabaseConnection;
+use tokio::sync::Semaphore;
 
 use super::{AskloopSchema, error_door, socket};
 use crate::auth::resolve_caller;
@@ -33,6 +34,29 @@ pub struct GraphqlEndpoint {
     pub config: Arc<Config>,
     /// The live hub (its stop closes websockets on shutdown).
     pub live: LiveHub,
+    /// One permit per open websocket, up to `ASKLOOP_MAX_WEBSOCKETS`.
+    pub sockets: Arc<Semaphore>,
+    /// One permit per websocket still waiting for `connection_init`.
+    pub uninitialised: Arc<Semaphore>,
+}
+
+impl GraphqlEndpoint {
+    /// The endpoint for `schema`, with socket permits sized from the configuration.
+    pub fn new(
+        schema: AskloopSchema,
+        db: DatabaseConnection,
+        config: Arc<Config>,
+        live: LiveHub,
+    ) -> Self {
+        Self {
+            sockets: Arc::new(Semaphore::new(config.live.max_sockets)),
+            uninitialised: Arc::new(Semaphore::new(config.live.max_uninitialised)),
+            schema,
+            db,
+            config,
+            live,
+        }
+    }
 }
 
 impl FromRef<GraphqlEndpoint> for DatabaseConnection {
@@ -52,8 +76,16 @@ pub fn routes<S>(endpoint: GraphqlEndpoint) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
 {
+    // The body limit applies before a byte is read: `execute` takes the body through axum's
+    // limited extractor, never the library's unbounded one.
+    let limit = endpoint.config.graphql_max_body_bytes;
     Router::new()
-        .route("/graphql", get(graphiql).post(execute))
+        .route(
+            "/graphql",
+            get(graphiql)
+                .post(execute)
+                .layer(DefaultBodyLimit::max(limit)),
+        )
         .route("/graphql/ws", get(socket::upgrade))
         .with_state(endpoint)
 }
@@ -62,19 +94,15 @@ where
 pub async fn execute(
     State(endpoint): State<GraphqlEndpoint>,
     headers: HeaderMap,
-    request: Result<GraphQLRequest, GraphQLRejection>,
+    body: Result<Bytes, BytesRejection>,
 ) -> axum::response::Response {
-    let request = match request {
+    let request = match body.map_err(Refusal::Body).and_then(parse_request) {
         Ok(request) => request,
-        Err(rejection) => return refused(rejection),
+        Err(refusal) => return refused(refusal),
     };
     let response: GraphQLResponse =
         match resolve_caller(&headers, &endpoint.db, &endpoint.config, chrono::Utc::now()).await {
-            Ok(caller) => endpoint
-                .schema
-                .execute(request.into_inner().data(caller))
-                .await
-                .into(),
+            Ok(caller) => endpoint.schema.execute(request.data(caller)).await.into(),
             Err(err) => {
                 Response::from_errors(vec![err.extend().into_server_error(Default::default())])
                     .into()
@@ -83,24 +111,54 @@ pub async fn execute(
     response.into_response()
 }
 
+/// Why a body is not one GraphQL request.
+enum Refusal {
+    /// It could not be read (too large, or cut off).
+    Body(BytesRejection),
+    /// A JSON array: several operations at once.
+    Batch,
+    /// Not a GraphQL request object.
+    Shape(serde_json::Error),
+}
+
+/// One GraphQL request from a JSON body: `{"query", "variables"?, "operationName"?}`.
+fn parse_request(body: Bytes) -> Result<async_graphql::Request, Refusal> {
+    serde_json::from_slice::<async_graphql::Request>(&body).map_err(|err| {
+        let first = body.iter().find(|b| !b.is_ascii_whitespace());
+        if first == Some(&b'[') {
+            Refusal::Batch
+        } else {
+            Refusal::Shape(err)
+        }
+    })
+}
+
 /// A body that is not one GraphQL request still gets a GraphQL error body with a code, so
 /// clients handle it like every other error.
-fn refused(rejection: GraphQLRejection) -> axum::response::Response {
-    let (status, reason, message) = match &rejection.0 {
-        ParseRequestError::UnsupportedBatch => (
+fn refused(refusal: Refusal) -> axum::response::Response {
+    let (status, reason, message) = match refusal {
+        Refusal::Batch => (
             StatusCode::BAD_REQUEST,
             Some("BATCH_UNSUPPORTED"),
             "askloop takes one operation per request; send a batch as separate requests".to_owned(),
         ),
-        ParseRequestError::PayloadTooLarge => (
+        Refusal::Body(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => (
             StatusCode::PAYLOAD_TOO_LARGE,
             Some("PAYLOAD_TOO_LARGE"),
             "the request body is larger than askloop accepts".to_owned(),
         ),
-        other => (
+        Refusal::Body(rejection) => (
             StatusCode::BAD_REQUEST,
             None,
-            format!("not a GraphQL request: {other}"),
+            format!(
+                "the request body could not be read: {}",
+                rejection.body_text()
+            ),
+        ),
+        Refusal::Shape(err) => (
+            StatusCode::BAD_REQUEST,
+            None,
+            format!("not a GraphQL request: {err}"),
         ),
     };
     let mut extensions = serde_json::Map::new();

@@ -7,6 +7,7 @@
 //! drops a peer that has not answered for three times as long. A peer that does not take a message within
 //! [`SEND_TIMEOUT`] is dropped: its subscriptions would otherwise fall behind forever.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -18,6 +19,8 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::http::GraphqlEndpoint;
@@ -26,6 +29,9 @@ use crate::service::sessions;
 
 /// How long one message may take to send.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a closing socket waits for its peer's close.
+const LINGER: Duration = Duration::from_secs(2);
 
 /// Upgrade to a websocket speaking the negotiated GraphQL protocol.
 pub async fn upgrade(
@@ -48,6 +54,17 @@ pub async fn upgrade(
         )
             .into_response();
     };
+    let limits = state.config.live;
+    // The server-wide caps are taken before the upgrade; a socket past them is accepted only to
+    // be told, with a close code clients understand, to come back later.
+    let permits = state
+        .sockets
+        .clone()
+        .try_acquire_owned()
+        .and_then(|socket| {
+            let waiting = state.uninitialised.clone().try_acquire_owned()?;
+            Ok((socket, waiting))
+        });
     let cookie_caller =
         match resolve_caller(&headers, &state.db, &state.config, chrono::Utc::now()).await {
             Ok(caller) if caller.origin == OriginCheck::Same || !caller.via_cookie => caller,
@@ -56,12 +73,36 @@ pub async fn upgrade(
     // Queue changes are a few KiB at most; tungstenite's 128 KiB default buffers would make
     // every idle subscriber cost a quarter of a megabyte. The write buffer is bounded so a peer
     // that stops reading cannot grow it without limit.
-    upgrade
+    let upgrade = upgrade
         .read_buffer_size(4 * 1024)
         .write_buffer_size(0)
         .max_write_buffer_size(256 * 1024)
-        .protocols(async_graphql::http::ALL_WEBSOCKET_PROTOCOLS)
-        .on_upgrade(move |socket| serve(socket, state, protocol, cookie_caller))
+        .max_message_size(limits.max_message_bytes)
+        .max_frame_size(limits.max_message_bytes)
+        .protocols(async_graphql::http::ALL_WEBSOCKET_PROTOCOLS);
+    match permits {
+        Ok((socket_permit, waiting_permit)) => upgrade.on_upgrade(move |socket| {
+            serve(
+                socket,
+                state,
+                protocol,
+                cookie_caller,
+                Permits {
+                    _socket: socket_permit,
+                    waiting: Some(waiting_permit),
+                },
+            )
+        }),
+        Err(_) => upgrade.on_upgrade(|socket| async move {
+            let (mut sink, _) = socket.split();
+            close(
+                &mut sink,
+                1013,
+                "askloop is at its websocket limit; try again later",
+            )
+            .await;
+        }),
+    }
 }
 
 async fn close(sink: &mut futures::stream::SplitSink<WebSocket, Message>, code: u16, reason: &str) {
@@ -72,20 +113,84 @@ async fn close(sink: &mut futures::stream::SplitSink<WebSocket, Message>, code: 
     let _ = tokio::time::timeout(SEND_TIMEOUT, sink.send(frame)).await;
 }
 
+/// What a socket holds of the server-wide caps while it is open.
+struct Permits {
+    _socket: OwnedSemaphorePermit,
+    /// Given back once the connection is initialised.
+    waiting: Option<OwnedSemaphorePermit>,
+}
+
+/// The operations a peer has running, by id, so one socket cannot start without bound.
+#[derive(Default)]
+struct Operations {
+    running: HashSet<String>,
+}
+
+/// The parts of a `graphql-transport-ws` message the socket itself looks at.
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    id: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl Operations {
+    /// A message from the peer: `false` when it would run more operations than allowed.
+    fn from_peer(&mut self, text: &str, max: usize) -> bool {
+        let Ok(envelope) = serde_json::from_str::<Envelope<'_>>(text) else {
+            // Not ours to judge: the protocol answers a malformed message itself.
+            return true;
+        };
+        match (envelope.kind.as_ref(), envelope.id) {
+            ("subscribe" | "start", Some(id)) => {
+                self.running.insert(id.into_owned());
+                self.running.len() <= max
+            }
+            ("complete" | "stop", Some(id)) => {
+                self.running.remove(id.as_ref());
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// A message to the peer: an operation that completed or failed is no longer running.
+    fn to_peer(&mut self, text: &str) {
+        // Cheap test first: `next` messages, the bulk of the traffic, are not parsed.
+        if !(text.contains("\"complete\"") || text.contains("\"error\"")) {
+            return;
+        }
+        if let Ok(envelope) = serde_json::from_str::<Envelope<'_>>(text)
+            && matches!(envelope.kind.as_ref(), "complete" | "error")
+            && let Some(id) = envelope.id
+        {
+            self.running.remove(id.as_ref());
+        }
+    }
+}
+
 async fn serve(
     socket: WebSocket,
     state: GraphqlEndpoint,
     protocol: WebSocketProtocols,
     cookie_caller: Caller,
+    mut permits: Permits,
 ) {
+    let limits = state.config.live;
     let (mut sink, mut incoming) = socket.split();
-    let (to_graphql, from_client) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
+    let (to_graphql, from_client) = tokio::sync::mpsc::channel::<Vec<u8>>(limits.inbox.max(1));
+    let mut operations = Operations::default();
+    // The token the connection was opened with, checked again at every ping: a socket ends
+    // with its session or key.
+    let credential = Arc::new(std::sync::Mutex::new(cookie_caller.session_token.clone()));
     let initialised = Arc::new(AtomicBool::new(false));
 
     let init_refused = Arc::new(AtomicBool::new(false));
     let init_state = state.clone();
     let init_flag = initialised.clone();
     let refused_flag = init_refused.clone();
+    let init_credential = credential.clone();
     let on_init = move |payload: serde_json::Value| async move {
         let token = payload
             .get("token")
@@ -101,6 +206,9 @@ async fn serve(
                     refused_flag.store(true, Ordering::SeqCst);
                     return Err(async_graphql::Error::new("that token is not valid"));
                 };
+                if let Ok(mut held) = init_credential.lock() {
+                    *held = Some(token.clone());
+                }
                 Caller {
                     viewer: Some(resolved.0),
                     credential: Some(resolved.1),
@@ -135,17 +243,36 @@ async fn serve(
             message = incoming.next() => {
                 last_heard = Instant::now();
                 let bytes = match message {
-                    Some(Ok(Message::Text(text))) => text.as_str().as_bytes().to_vec(),
+                    Some(Ok(Message::Text(text))) => {
+                        if !operations.from_peer(text.as_str(), limits.max_subscriptions) {
+                            let reason = format!("at most {} operations at once on one connection", limits.max_subscriptions);
+                            close(&mut sink, 4429, &reason).await;
+                            break;
+                        }
+                        text.as_str().as_bytes().to_vec()
+                    }
                     Some(Ok(Message::Binary(bytes))) => bytes.to_vec(),
                     Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
                     Some(Ok(Message::Close(_)) | Err(_)) | None => break,
                 };
-                if to_graphql.send(bytes).await.is_err() {
-                    break;
+                // Never wait here: the protocol that drains this queue is polled by this same
+                // loop, so waiting for room would stall the socket (and the database
+                // connections its operations hold). A peer that outruns it is flooding.
+                match to_graphql.try_send(bytes) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full(_)) => {
+                        close(&mut sink, 1008, "too many messages at once").await;
+                        break;
+                    }
+                    Err(TrySendError::Closed(_)) => break,
                 }
             }
             outgoing = graphql.next() => match outgoing {
                 Some(WsMessage::Text(text)) => {
+                    operations.to_peer(&text);
+                    if permits.waiting.is_some() && initialised.load(Ordering::SeqCst) {
+                        permits.waiting = None;
+                    }
                     let sent = tokio::time::timeout(SEND_TIMEOUT, sink.send(Message::Text(text.into()))).await;
                     if !matches!(sent, Ok(Ok(()))) {
                         tracing::info!("dropping a websocket peer that does not keep up");
@@ -164,6 +291,14 @@ async fn serve(
                     close(&mut sink, 4000, "no answer to pings").await;
                     break;
                 }
+                let token = credential.lock().ok().and_then(|held| held.clone());
+                if let Some(token) = token
+                    && initialised.load(Ordering::SeqCst)
+                    && matches!(sessions::resolve(&state.db, &token, chrono::Utc::now()).await, Ok(None))
+                {
+                    close(&mut sink, 4403, "the session or key has ended").await;
+                    break;
+                }
                 let sent = tokio::time::timeout(SEND_TIMEOUT, sink.send(Message::Ping(Vec::new().into()))).await;
                 if !matches!(sent, Ok(Ok(()))) {
                     break;
@@ -180,6 +315,17 @@ async fn serve(
             }
         }
     }
+    // The closing handshake: read (and drop) what the peer still sends until it answers our
+    // close, for a moment at most. Closing a TCP connection with unread data resets it, and a
+    // reset can destroy our close frame before the peer reads it, leaving it no reason why.
+    let _ = tokio::time::timeout(LINGER, async {
+        while let Some(Ok(message)) = incoming.next().await {
+            if matches!(message, Message::Close(_)) {
+                break;
+            }
+        }
+    })
+    .await;
 }
 
 /// The close codes `graphql-transport-ws` prescribes, where the library uses generic ones:

@@ -1,0 +1,215 @@
+//! No single client can freeze or exhaust askloop: a websocket flood is cut off while everyone
+//! else keeps being answered, GraphQL bodies have a limit before they are read, and a socket
+//! ends with the session it was opened with.
+
+use std::time::{Duration, Instant};
+
+use askloop_tests::fixtures::{open_niche, question_body};
+use askloop_tests::people::operator;
+use askloop_tests::socket::{GqlSocket, Received};
+use askloop_tests::{Backend, TestApp, error_code, on_both_backends};
+use serde_json::json;
+
+const QUEUE: &str =
+    "subscription ($slug: String!) { questionQueue(nicheSlug: $slug) { change question { id } } }";
+
+/// The slowest answer each probe got while it ran, or why one failed.
+#[derive(Debug, Default)]
+struct Probed {
+    intake: Duration,
+    graphql: Duration,
+    ready: Duration,
+    rounds: usize,
+}
+
+/// Ask, query and check readiness in turn until `until`, as another client would.
+async fn probe(app: &TestApp, until: Instant) -> Result<Probed, String> {
+    let mut probed = Probed::default();
+    while Instant::now() < until {
+        let round = probed.rounds;
+        let started = Instant::now();
+        let body = question_body("games", &format!("probe-{round}")).to_string();
+        let asked = app
+            .post_signed("/api/v1/internal/expert-questions", &body)
+            .await;
+        if !asked.status().is_success() {
+            return Err(format!("intake answered {}", asked.status()));
+        }
+        probed.intake = probed.intake.max(started.elapsed());
+
+        let started = Instant::now();
+        let listed = app.graphql(None, "{ niches { slug } }", json!({})).await;
+        if listed["data"]["niches"][0]["slug"] != "games" {
+            return Err(format!("GraphQL answered {listed}"));
+        }
+        probed.graphql = probed.graphql.max(started.elapsed());
+
+        let started = Instant::now();
+        let ready = app
+            .client
+            .get(app.url("/readyz"))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        if ready.status() != 200 {
+            return Err(format!("/readyz answered {}", ready.status()));
+        }
+        probed.ready = probed.ready.max(started.elapsed());
+        probed.rounds += 1;
+    }
+    Ok(probed)
+}
+
+async fn a_socket_flooding_subscribes_is_cut_off_while_others_are_answered(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let mut flood = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+
+    let flooding = async {
+        flood
+            .send_burst((0..1_000).map(|i| {
+                json!({"id": format!("s{i}"), "type": "subscribe",
+                       "payload": {"query": QUEUE, "variables": {"slug": "games"}}})
+            }))
+            .await;
+        loop {
+            match flood.receive(Duration::from_secs(10)).await {
+                Received::Json(_) => continue,
+                Received::Closed(code) => break code,
+                Received::Nothing => panic!("the flooding socket was neither answered nor closed"),
+            }
+        }
+    };
+    let (probed, close) = tokio::join!(
+        probe(&app, Instant::now() + Duration::from_secs(4)),
+        flooding
+    );
+    assert!(
+        matches!(close, Some(4429 | 1008)),
+        "closed with {close:?}, not the cap's code"
+    );
+    let probed = probed.expect("every probe answered");
+    eprintln!("while flooded: {probed:?}");
+    // A freeze detector, not a speed claim (the benchmarks measure speed): before the fix one
+    // flood stopped every answer for good.
+    for (what, slowest) in [
+        ("intake", probed.intake),
+        ("GraphQL", probed.graphql),
+        ("/readyz", probed.ready),
+    ] {
+        assert!(slowest < Duration::from_secs(5), "{what} took {slowest:?}");
+    }
+
+    // The pool is not exhausted: a new socket still subscribes and hears a new question.
+    let mut fresh = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    fresh.subscribe("q", QUEUE, json!({"slug": "games"})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let id = app.ask("games", "after-the-flood").await;
+    let added = fresh.next_data("q").await;
+    assert_eq!(
+        added["data"]["questionQueue"]["question"]["id"],
+        id.to_string()
+    );
+}
+
+on_both_backends!(a_socket_flooding_subscribes_is_cut_off_while_others_are_answered);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_socket_past_the_subscription_cap_is_closed_with_4429() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
+        config.live.max_subscriptions = 3;
+    })
+    .await
+    .expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    for id in ["a", "b", "c"] {
+        socket.subscribe(id, QUEUE, json!({"slug": "games"})).await;
+    }
+    assert!(matches!(
+        socket.receive(Duration::from_millis(500)).await,
+        Received::Nothing
+    ));
+    socket.subscribe("d", QUEUE, json!({"slug": "games"})).await;
+    let closed = loop {
+        match socket.receive(Duration::from_secs(5)).await {
+            Received::Json(_) => continue,
+            other => break other,
+        }
+    };
+    assert!(matches!(closed, Received::Closed(Some(4429))), "{closed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_socket_past_the_server_wide_cap_is_told_to_come_back_later() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
+        config.live.max_sockets = 1;
+    })
+    .await
+    .expect("an app");
+    let _first = GqlSocket::connect(&app.base, None).await;
+    let mut second = GqlSocket::open(&app.base).await;
+    let closed = second.receive(Duration::from_secs(5)).await;
+    assert!(matches!(closed, Received::Closed(Some(1013))), "{closed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_message_over_the_size_cap_ends_the_socket() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    let mut socket = GqlSocket::open(&app.base).await;
+    let huge = "x".repeat(200 * 1024);
+    socket
+        .send_burst([json!({"type": "connection_init", "payload": {"pad": huge}})])
+        .await;
+    let answer = socket.receive(Duration::from_secs(5)).await;
+    assert!(
+        !matches!(&answer, Received::Json(m) if m["type"] == "connection_ack"),
+        "a 200 KiB connection_init was acknowledged"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_socket_ends_when_its_session_is_signed_out() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
+        config.live.ping_every = Duration::from_millis(200);
+    })
+    .await
+    .expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
+    let out = app
+        .graphql(Some(&ana.token), "mutation { logout }", json!({}))
+        .await;
+    assert_eq!(out["data"]["logout"], true, "{out}");
+    let closed = loop {
+        match socket.receive(Duration::from_secs(5)).await {
+            Received::Json(_) => continue,
+            other => break other,
+        }
+    };
+    assert!(matches!(closed, Received::Closed(Some(4403))), "{closed:?}");
+}
+
+async fn a_graphql_body_over_the_limit_is_refused_unread(app: TestApp) {
+    let padding = "x".repeat(2 * 1024 * 1024);
+    let response = app
+        .client
+        .post(app.url("/graphql"))
+        .header("content-type", "application/json")
+        .body(json!({"query": "{ niches { slug } }", "variables": {"pad": padding}}).to_string())
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), 413);
+    let body: serde_json::Value = response.json().await.expect("JSON");
+    assert_eq!(error_code(&body), Some("BAD_REQUEST"), "{body}");
+    assert_eq!(
+        body["errors"][0]["extensions"]["reason"],
+        "PAYLOAD_TOO_LARGE"
+    );
+}
+
+on_both_backends!(a_graphql_body_over_the_limit_is_refused_unread);
