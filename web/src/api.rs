@@ -49,7 +49,7 @@ impl ErrorCode {
 }
 
 /// A failed call: what the server's `extensions` said, and its message for people.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ApiError {
     /// `extensions.code`.
     pub code: ErrorCode,
@@ -128,12 +128,32 @@ impl RawResponse {
 
 /// Run operation `Q` with `variables` over `POST /graphql` and decode its `data`.
 pub async fn run<Q: GraphQLQuery>(variables: Q::Variables) -> Result<Q::ResponseData, ApiError> {
+    post(request_body::<Q>(variables)).await?.into_data::<Q>()
+}
+
+/// Run mutation `Q` for what it does, not what it answers: its errors are checked and its
+/// `data` is not decoded (so no decoder for it is compiled into the dashboard).
+pub async fn send<Q: GraphQLQuery>(variables: Q::Variables) -> Result<(), ApiError> {
+    let mut response = post(request_body::<Q>(variables)).await?;
+    match response.take_error() {
+        Some(err) => Err(err),
+        None => Ok(()),
+    }
+}
+
+fn request_body<Q: GraphQLQuery>(variables: Q::Variables) -> Result<String, ApiError> {
+    serde_json::to_string(&Q::build_query(variables)).map_err(ApiError::network)
+}
+
+/// The one untyped step every operation shares (kept out of the generic functions so it is
+/// compiled once).
+async fn post(body: Result<String, ApiError>) -> Result<RawResponse, ApiError> {
     let response = Request::post("/graphql")
-        .json(&Q::build_query(variables))
+        .header("content-type", "application/json")
+        .body(body?)
         .map_err(ApiError::network)?
         .send()
         .await
         .map_err(ApiError::network)?;
-    let body: RawResponse = response.json().await.map_err(ApiError::network)?;
-    body.into_data::<Q>()
+    response.json().await.map_err(ApiError::network)
 }

@@ -29,8 +29,7 @@ macro_rules! operations {
             #[graphql(
                 schema_path = "../schema.graphql",
                 query_path = $file,
-                response_derives = "Debug, Clone, PartialEq",
-                variables_derives = "Debug, Clone",
+                response_derives = "Clone",
                 extern_enums("QuestionStatus", "QueueChangeKind", "AnswerKind", "BudgetState", "DeliveryStatus", "MemberRole")
             )]
             pub struct $name;

@@ -46,10 +46,7 @@ impl Session {
         if let Some(changed) = self.changed.get() {
             return Some(changed);
         }
-        self.read.get().map(|result| match result {
-            Ok(person) => person,
-            Err(_) => None,
-        })
+        self.read.get().map(Result::unwrap_or_default)
     }
 
     /// Whether someone is signed in, as the route guard asks it (`None`: not known yet).

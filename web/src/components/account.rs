@@ -17,12 +17,12 @@ pub fn Account() -> impl IntoView {
     let sign_out = Action::new_local(move |_: &()| {
         let navigate = navigate.clone();
         async move {
-            let result = api::run::<Logout>(logout::Variables).await;
+            let result = api::send::<Logout>(logout::Variables).await;
             if result.is_ok() {
                 session.set(None);
                 navigate("/login", NavigateOptions::default());
             }
-            result.map(|_| ())
+            result
         }
     });
     let busy = sign_out.pending();

@@ -73,35 +73,37 @@ impl Command {
     async fn run(self) -> Result<String, ApiError> {
         Ok(match self {
             Self::Verify { id, note } => {
-                api::run::<VerifyContribution>(verify_contribution::Variables { id, note }).await?;
+                api::send::<VerifyContribution>(verify_contribution::Variables { id, note })
+                    .await?;
                 "Verified: its points count now.".to_owned()
             }
             Self::Reject { id, note } => {
-                api::run::<RejectContribution>(reject_contribution::Variables { id, note }).await?;
+                api::send::<RejectContribution>(reject_contribution::Variables { id, note })
+                    .await?;
                 "Rejected: it will never count.".to_owned()
             }
             Self::AddMember { slug, handle, role } => {
                 let done = format!("{handle} is now a member of {slug}.");
-                api::run::<AddMember>(add_member::Variables { slug, handle, role }).await?;
+                api::send::<AddMember>(add_member::Variables { slug, handle, role }).await?;
                 done
             }
             Self::Suspend { slug, handle } => {
                 let done = format!("{handle} is suspended in {slug}.");
-                api::run::<SuspendMember>(suspend_member::Variables { slug, handle }).await?;
+                api::send::<SuspendMember>(suspend_member::Variables { slug, handle }).await?;
                 done
             }
             Self::Reinstate { slug, handle } => {
                 let done = format!("{handle} is active again in {slug}.");
-                api::run::<ReinstateMember>(reinstate_member::Variables { slug, handle }).await?;
+                api::send::<ReinstateMember>(reinstate_member::Variables { slug, handle }).await?;
                 done
             }
             Self::Redeliver { id } => {
-                api::run::<Redeliver>(redeliver::Variables { id }).await?;
+                api::send::<Redeliver>(redeliver::Variables { id }).await?;
                 "Queued to be sent again; the agent sees the same envelope id.".to_owned()
             }
             Self::VerifyAddress { handle, address } => {
                 let done = format!("{handle}'s payout address is verified.");
-                api::run::<VerifyPayoutAddress>(verify_payout_address::Variables {
+                api::send::<VerifyPayoutAddress>(verify_payout_address::Variables {
                     handle,
                     address,
                 })
@@ -110,15 +112,15 @@ impl Command {
             }
             Self::SchedulePayout { handle } => {
                 let done = format!("A payout to {handle} is scheduled.");
-                api::run::<SchedulePayout>(schedule_payout::Variables { handle }).await?;
+                api::send::<SchedulePayout>(schedule_payout::Variables { handle }).await?;
                 done
             }
             Self::MarkPaid { id, reference } => {
-                api::run::<MarkPayoutPaid>(mark_payout_paid::Variables { id, reference }).await?;
+                api::send::<MarkPayoutPaid>(mark_payout_paid::Variables { id, reference }).await?;
                 "Marked paid.".to_owned()
             }
             Self::MarkFailed { id, reason } => {
-                api::run::<MarkPayoutFailed>(mark_payout_failed::Variables { id, reason }).await?;
+                api::send::<MarkPayoutFailed>(mark_payout_failed::Variables { id, reason }).await?;
                 "Marked failed: its money is owed again.".to_owned()
             }
         })

@@ -23,7 +23,7 @@ pub fn LoginPage() -> impl IntoView {
         };
         let navigate = navigate.clone();
         async move {
-            api::run::<Login>(variables).await?;
+            api::send::<Login>(variables).await?;
             let person = api::run::<Me>(me::Variables).await?.viewer.map(|v| v.user);
             session.set(person);
             let next = safe_next(query.get_untracked().get("next"));

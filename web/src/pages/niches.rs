@@ -6,6 +6,7 @@ use leptos_router::components::A;
 
 use crate::api;
 use crate::components::loaded::Loaded;
+use crate::components::money::percent;
 use crate::components::time_ago::TimeAgo;
 use crate::live::{self, LiveEvent};
 use crate::operations::{
@@ -17,7 +18,7 @@ use crate::vocab::{
 };
 
 type Membership = standing::StandingViewerMemberships;
-type Tier = contributions_and_ladder::ContributionsAndLadderTiers;
+type Tier = contributions_and_ladder::TierRow;
 
 /// The niches page.
 #[component]
@@ -107,7 +108,7 @@ fn SignedIn(memberships: Vec<Membership>) -> impl IntoView {
             })}
             <Loaded>
                 {move || awaiting.get().map(|result| result.map(|data| {
-                    let list: Vec<_> = data.awaiting_me.edges.into_iter().map(|e| e.node).collect();
+                    let list = data.awaiting_me.nodes;
                     if list.is_empty() {
                         return view! {
                             <p class="empty">"Nothing is waiting for you. Your agent will ask when it is stuck."</p>
@@ -196,10 +197,6 @@ fn Ladder(tiers: Vec<Tier>) -> impl IntoView {
             </ol>
         </section>
     }
-}
-
-fn percent(bps: i64) -> String {
-    format!("{}%", bps as f64 / 100.0)
 }
 
 #[component]

@@ -23,7 +23,7 @@ use crate::operations::{QueueChanges, QueuePage as QueueRead, queue_changes, que
 use crate::vocab::{ContributionStatus, QueueChangeKind, Urgency};
 
 type Question = queue_page::QuestionCard;
-type Settled = queue_page::QueuePageNicheSettledEdgesNode;
+type Settled = queue_page::QueuePageNicheSettledNodes;
 
 /// The route's typed parameters.
 #[derive(Params, Clone, PartialEq)]
@@ -106,9 +106,8 @@ pub fn QueuePage(slug: String) -> impl IntoView {
             });
             let next = niche
                 .waiting
-                .edges
+                .nodes
                 .into_iter()
-                .map(|e| e.node)
                 .filter(|q| !acted.with_value(|a| a.contains(&(q.id.clone(), q.research_round))))
                 .map(|q| Card {
                     fresh: !first && (!known.contains(&q.id) || previous_fresh.contains(&q.id)),
@@ -116,7 +115,7 @@ pub fn QueuePage(slug: String) -> impl IntoView {
                 })
                 .collect();
             cards.set(next);
-            settled.set(niche.settled.edges.into_iter().map(|e| e.node).collect());
+            settled.set(niche.settled.nodes);
             Ok(Some(niche.name))
         }
     });

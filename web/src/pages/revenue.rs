@@ -7,7 +7,7 @@ use leptos_router::components::A;
 
 use crate::api;
 use crate::components::loaded::Loaded;
-use crate::components::money::{BudgetBar, EarningsChart, money};
+use crate::components::money::{BudgetBar, EarningsChart, money, percent};
 use crate::components::time_ago::TimeAgo;
 use crate::operations::{
     MyRevenue, NicheMoney, SetPayoutAddress, my_revenue, niche_money, set_payout_address,
@@ -79,7 +79,7 @@ fn Allocations(allocations: Vec<Allocation>, title: &'static str) -> impl IntoVi
                                         <td><TimeAgo at=a.created_at/></td>
                                         <td>{a.niche_slug}</td>
                                         <td>{a.source_type.replace('_', " ")}</td>
-                                        <td class="num">{format!("{}%", a.share_bps as f64 / 100.0)}</td>
+                                        <td class="num">{percent(a.share_bps)}</td>
                                         <td class="num">{money(a.amount_minor, &a.currency)}</td>
                                         <td><span class=format!("badge status-{status}")>{status.to_string()}</span></td>
                                     </tr>
@@ -127,7 +127,7 @@ fn PayoutAddress(account: Option<my_revenue::MyRevenueMyRevenuePayoutAccount>) -
     let verified = account.as_ref().is_some_and(|a| a.verified);
     let (address, set_address) = signal(account.map(|a| a.address).unwrap_or_default());
     let save = Action::new_local(|address: &String| {
-        api::run::<SetPayoutAddress>(set_payout_address::Variables {
+        api::send::<SetPayoutAddress>(set_payout_address::Variables {
             address: address.clone(),
         })
     });
@@ -230,7 +230,7 @@ fn NicheRevenueView(revenue: niche_money::NicheMoneyNicheRevenue) -> impl IntoVi
             <h3>"Members' shares"</h3>
             <ul class="shares">
                 {revenue.shares.into_iter().map(|s| view! {
-                    <li><strong>{s.handle}</strong>" "{format!("{}%", s.share_bps as f64 / 100.0)}</li>
+                    <li><strong>{s.handle}</strong>" "{percent(s.share_bps)}</li>
                 }).collect_view()}
             </ul>
             <Allocations allocations=mine title="Your allocations here"/>
