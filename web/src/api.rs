@@ -1,8 +1,10 @@
 //! The GraphQL transport: one generic [`run`] that posts a generated operation to `/graphql` on
-//! the same origin, and the one error type every page and the live connection share.
+//! the same origin (and [`send`], for mutations whose answer no page reads), and the one error
+//! type every page and the live connection share.
 //!
 //! Errors are told apart by the server's `extensions.code` (and `extensions.reason` where the
-//! server adds one), never by their wording (docs/ on askloop's GraphQL contract).
+//! server adds one), never by their wording: the codes are askloop's stable contract, the
+//! messages are for people and may change.
 
 use gloo_net::http::Request;
 use graphql_client::GraphQLQuery;
