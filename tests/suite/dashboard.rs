@@ -3,6 +3,8 @@
 
 use askloop_tests::browser::Browser;
 use askloop_tests::fixtures::niche;
+
+use crate::dashboard_pages::{self as pages, LoginPage, NichesPage, QueuePage};
 use askloop_tests::{Backend, TestApp, web_dist};
 use entity::niches::NicheStatus;
 
@@ -72,15 +74,6 @@ async fn the_dashboard_shows_the_niches_it_can_see_in_a_real_browser() {
     }
 }
 
-/// Type into a field the way a person would, so the app's input handlers see it.
-fn type_into(id: &str, text: &str) -> String {
-    let text = serde_json::to_string(text).unwrap_or_default();
-    format!(
-        "(() => {{ const el = document.getElementById('{id}'); el.value = {text}; \
-         el.dispatchEvent(new Event('input', {{ bubbles: true }})); return true; }})()"
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_signs_in_reads_untrusted_context_as_text_and_answers() {
     use askloop_tests::people::{PASSWORD, operator};
@@ -102,15 +95,15 @@ async fn an_operator_signs_in_reads_untrusted_context_as_text_and_answers() {
         .post_signed("/api/v1/internal/expert-questions", &hostile.to_string())
         .await;
     assert_eq!(response.status(), 201);
+    let id = 1;
 
-    let mut browser = Browser::start().await;
-    browser.viewport(1280, 900, false).await;
+    let mut browser = pages::browser().await;
     // A deep link while signed out goes to the login page and comes back.
     browser
         .goto(&app.url("/dashboard/niches/games/questions"))
         .await;
     browser
-        .wait_for("document.getElementById('handle')", "the login form")
+        .wait_for("location.pathname === '/login'", "the login page")
         .await;
     assert!(
         browser
@@ -120,16 +113,9 @@ async fn an_operator_signs_in_reads_untrusted_context_as_text_and_answers() {
             .unwrap_or_default()
             .contains("next=")
     );
-    browser.eval(&type_into("handle", "ana")).await;
-    browser.eval(&type_into("password", PASSWORD)).await;
-    browser
-        .eval("document.querySelector('form.login button[type=submit]').click()")
-        .await;
-    browser
-        .wait_for(
-            "document.querySelector('article.question')",
-            "the question card",
-        )
+    LoginPage(&mut browser).sign_in("ana", PASSWORD).await;
+    QueuePage(&mut browser)
+        .wait_for_card(id, "the question card")
         .await;
     assert_eq!(
         browser.eval("location.pathname").await,
@@ -137,8 +123,11 @@ async fn an_operator_signs_in_reads_untrusted_context_as_text_and_answers() {
     );
 
     // The untrusted text is shown as text, under its label, and nothing in it ran.
+    let card = QueuePage::card(id);
     let quote = browser
-        .eval("document.querySelector('article.question details.context blockquote').textContent")
+        .eval(&format!(
+            "{card}.querySelector('details.context blockquote').textContent"
+        ))
         .await;
     assert!(
         quote
@@ -148,11 +137,13 @@ async fn an_operator_signs_in_reads_untrusted_context_as_text_and_answers() {
         "{quote}"
     );
     let label = browser
-        .eval("document.querySelector('article.question details.context summary').textContent")
+        .eval(&format!(
+            "{card}.querySelector('details.context summary').textContent"
+        ))
         .await;
     assert_eq!(label, json!("What the agent found"));
     let title = browser
-        .eval("document.querySelector('article.question h2').textContent")
+        .eval(&format!("{card}.querySelector('h2').textContent"))
         .await;
     assert!(
         title.as_str().unwrap_or_default().starts_with("<img src=x"),
@@ -169,36 +160,16 @@ async fn an_operator_signs_in_reads_untrusted_context_as_text_and_answers() {
     browser.viewport(1280, 900, false).await;
 
     // Answer with an option and words: the notice says what happened and the card is gone.
-    browser
-        .eval("document.querySelector('article.question input[value=ea]').click()")
-        .await;
-    browser
-        .eval(&type_into(
-            &format!("body-{}", 1),
-            "The 1.0 date is the release.",
-        ))
-        .await;
-    browser
-        .eval("document.querySelector('button[data-kind=answered]').click()")
-        .await;
-    browser
-        .wait_for("document.querySelector('.notice')", "the notice")
-        .await;
+    let mut queue = QueuePage(&mut browser);
+    queue.choose(id, "<i>Early</i> access").await;
+    queue.write(id, "The 1.0 date is the release.").await;
+    queue.press(id, "Answer").await;
     assert_eq!(
-        browser
-            .eval("document.querySelector('.notice').textContent")
-            .await,
-        json!("Thanks. It goes to review before it counts.")
+        queue.notice().await,
+        "Thanks. It goes to review before it counts."
     );
-    browser
-        .wait_for("document.querySelector('.empty')", "the empty queue")
-        .await;
-    assert_eq!(
-        browser
-            .eval("document.querySelectorAll('article.question').length")
-            .await,
-        json!(0)
-    );
+    queue.wait_until_empty().await;
+    assert_eq!(queue.card_count().await, 0);
     assert_eq!(
         browser.eval("typeof window.__pwned").await,
         json!("undefined")
@@ -206,16 +177,9 @@ async fn an_operator_signs_in_reads_untrusted_context_as_text_and_answers() {
 
     // The niches page now counts the answer in review.
     browser.goto(&app.url("/dashboard/niches")).await;
-    browser
-        .wait_for(
-            "document.querySelector('.card[data-slug=games]')",
-            "the niche card",
-        )
-        .await;
-    let card = browser
-        .eval("document.querySelector('.card[data-slug=games]').innerText")
-        .await;
-    let card = card.as_str().unwrap_or_default();
+    let mut niches = NichesPage(&mut browser);
+    niches.wait_for_card("games").await;
+    let card = niches.card_text("games").await;
     assert!(card.contains("1 in review"), "{card}");
     assert!(card.contains("100 more to Specialist"), "{card}");
     browser.screenshot("niches-signed-in-desktop").await;

@@ -2,9 +2,11 @@
 //! departures across two sessions, declining and sending back, a refused non-member, a dropped
 //! connection that re-syncs, sessions that end, and the admin page.
 
-use askloop_tests::browser::Browser;
+use askloop_tests::browser::{Browser, button, button_in, labelled, role};
 use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::people::{PASSWORD, operator, person};
+
+use crate::dashboard_pages::{AdminPage, Header, LoginPage, NichesPage, QueuePage, signed_in};
 use askloop_tests::{Backend, TestApp, web_dist};
 use entity::agent_questions::{self, QuestionStatus};
 use sea_orm::{EntityTrait, PaginatorTrait};
@@ -17,39 +19,6 @@ fn require_built_dashboard() {
     );
 }
 
-/// Set a field's value the way typing does, so the app's input handlers see it.
-fn type_into(selector: &str, text: &str) -> String {
-    let selector = serde_json::to_string(selector).unwrap_or_default();
-    let text = serde_json::to_string(text).unwrap_or_default();
-    format!(
-        "(() => {{ const el = document.querySelector({selector}); el.value = {text}; \
-         el.dispatchEvent(new Event('input', {{ bubbles: true }})); return true; }})()"
-    )
-}
-
-/// A browser signed in as `handle`, on `path`.
-async fn signed_in(app: &TestApp, handle: &str, path: &str) -> Browser {
-    let mut browser = Browser::start().await;
-    browser.viewport(1280, 900, false).await;
-    browser.goto(&app.url(&format!("/login?next={path}"))).await;
-    sign_in_on_login_page(&mut browser, handle).await;
-    browser
-        .wait_for(&format!("location.pathname === {path:?}"), path)
-        .await;
-    browser
-}
-
-async fn sign_in_on_login_page(browser: &mut Browser, handle: &str) {
-    browser
-        .wait_for("document.getElementById('handle')", "the login form")
-        .await;
-    browser.eval(&type_into("#handle", handle)).await;
-    browser.eval(&type_into("#password", PASSWORD)).await;
-    browser
-        .eval("document.querySelector('form.login button[type=submit]').click()")
-        .await;
-}
-
 /// Ask a question titled `title` in `slug` through the signed intake route; its id.
 async fn ask(app: &TestApp, slug: &str, external_id: &str, title: &str) -> i64 {
     let mut body = question_body(slug, external_id);
@@ -60,10 +29,6 @@ async fn ask(app: &TestApp, slug: &str, external_id: &str, title: &str) -> i64 {
     assert_eq!(response.status(), 201);
     let body: Value = response.json().await.expect("JSON");
     body["question"]["id"].as_i64().expect("an id")
-}
-
-fn card(id: i64) -> String {
-    format!("document.querySelector('article.question[data-question-id=\"{id}\"]')")
 }
 
 async fn text(browser: &mut Browser, expression: &str) -> String {
@@ -95,79 +60,51 @@ async fn questions_arrive_live_and_leave_for_everyone_once_answered() {
     let mut ana = signed_in(&app, "ana", queue).await;
     let mut ben = signed_in(&app, "ben", queue).await;
     for browser in [&mut ana, &mut ben] {
-        browser
-            .wait_for("document.querySelector('.empty')", "the empty state")
-            .await;
+        QueuePage(browser).wait_until_empty().await;
         // Set on the loaded page: a reload would lose it.
         browser.eval("window.__sameDocument = true").await;
     }
     // Ben also watches "Your agent needs you" in a second browser.
     let mut ben_home = signed_in(&app, "ben", "/dashboard/niches").await;
-    ben_home
-        .wait_for(
-            "document.querySelector('.awaiting .empty')",
-            "nothing awaiting ben",
-        )
-        .await;
+    NichesPage(&mut ben_home).wait_until_nothing_awaits().await;
     ben_home.eval("window.__sameDocument = true").await;
 
     let id = ask(&app, "games", "live-1", "Which release date?").await;
     for browser in [&mut ana, &mut ben] {
-        browser.wait_for(&card(id), "the new question, live").await;
+        QueuePage(browser)
+            .wait_for_card(id, "the new question, live")
+            .await;
         assert_eq!(browser.eval("window.__sameDocument").await, json!(true));
         assert_eq!(
             browser
-                .eval(&format!("{}.classList.contains('fresh')", card(id)))
+                .eval(&format!(
+                    "{}.classList.contains('fresh')",
+                    QueuePage::card(id)
+                ))
                 .await,
             json!(true),
             "an arrival is marked new"
         );
     }
     ben_home
-        .wait_for(
-            &format!("document.querySelector('.awaiting li[data-question-id=\"{id}\"]')"),
-            "the question awaiting ben",
-        )
+        .wait_for(&NichesPage::awaiting(id), "the question awaiting ben")
         .await;
     ben.screenshot("queue-live-arrival-desktop").await;
     assert_eq!(ben_home.eval("window.__sameDocument").await, json!(true));
 
     // A refused answer keeps what was typed: the choice and the words stay, the error shows.
-    ana.eval(&format!(
-        "{}.querySelector('input[value=ea]').click()",
-        card(id)
-    ))
-    .await;
+    let mut page = QueuePage(&mut ana);
+    page.choose(id, "Early access").await;
     let too_long = "x".repeat(8001);
-    ana.eval(&type_into(&format!("#body-{id}"), &too_long))
-        .await;
-    ana.eval(&format!(
-        "{}.querySelector('button[data-kind=answered]').click()",
-        card(id)
-    ))
-    .await;
-    ana.wait_for(
-        &format!("document.getElementById('error-{id}').textContent.length > 0"),
-        "the refusal next to the form",
-    )
-    .await;
-    let error = text(
-        &mut ana,
-        &format!("document.getElementById('error-{id}').textContent"),
-    )
-    .await;
+    page.write(id, &too_long).await;
+    page.press(id, "Answer").await;
+    let error = page.refusal(id).await;
     assert!(error.contains("8000"), "{error}");
-    assert_eq!(
-        ana.eval(&format!(
-            "document.getElementById('body-{id}').value.length"
-        ))
-        .await,
-        json!(8001)
-    );
+    assert_eq!(page.written(id).await.len(), 8001);
     assert_eq!(
         ana.eval(&format!(
             "{}.querySelector('input[value=ea]').checked",
-            card(id)
+            QueuePage::card(id)
         ))
         .await,
         json!(true)
@@ -175,20 +112,11 @@ async fn questions_arrive_live_and_leave_for_everyone_once_answered() {
     assert_eq!(status_of(&app, id).await, QuestionStatus::Open);
 
     // Answered: the notice and the points; the card leaves both pages and "Settled" has it.
-    ana.eval(&type_into(
-        &format!("#body-{id}"),
-        "The 1.0 date is the release.",
-    ))
-    .await;
-    ana.eval(&format!(
-        "{}.querySelector('button[data-kind=answered]').click()",
-        card(id)
-    ))
-    .await;
-    ana.wait_for("document.querySelector('.notice')", "the notice")
-        .await;
+    let mut page = QueuePage(&mut ana);
+    page.write(id, "The 1.0 date is the release.").await;
+    page.press(id, "Answer").await;
     assert_eq!(
-        text(&mut ana, "document.querySelector('.notice').textContent").await,
+        page.notice().await,
         "Thanks. It goes to review before it counts."
     );
     assert_eq!(
@@ -197,23 +125,15 @@ async fn questions_arrive_live_and_leave_for_everyone_once_answered() {
     );
     assert_eq!(status_of(&app, id).await, QuestionStatus::Answered);
     for browser in [&mut ana, &mut ben] {
-        browser
-            .wait_for(&format!("!{}", card(id)), "the answered question to leave")
+        QueuePage(browser)
+            .wait_for_card_to_leave(id, "the answered question to leave")
             .await;
         browser
-            .wait_for(
-                &format!("document.querySelector('.settled li[data-question-id=\"{id}\"]')"),
-                "the question under Settled",
-            )
+            .wait_for(&QueuePage::settled(id), "the question under Settled")
             .await;
         assert_eq!(browser.eval("window.__sameDocument").await, json!(true));
     }
-    ben_home
-        .wait_for(
-            "document.querySelector('.awaiting .empty')",
-            "ben's list to empty",
-        )
-        .await;
+    NichesPage(&mut ben_home).wait_until_nothing_awaits().await;
     let settled = text(&mut ben, "document.querySelector('.settled').innerText").await;
     assert!(settled.contains("Which release date?"), "{settled}");
     assert!(settled.contains("answered just now"), "{settled}");
@@ -230,17 +150,14 @@ async fn declining_and_sending_back_leave_the_question_with_the_agent_or_the_oth
     let declined = ask(&app, "games", "d-1", "Is the demo free?").await;
     let sent_back = ask(&app, "games", "r-1", "Which engine?").await;
     let mut cara = signed_in(&app, "cara", "/dashboard/niches/games/questions").await;
-    cara.wait_for(&card(sent_back), "both questions").await;
+    let mut page = QueuePage(&mut cara);
+    page.wait_for_card(sent_back, "both questions").await;
 
-    cara.eval(&format!(
-        "{}.querySelector('button[data-kind=insufficient_context]').click()",
-        card(declined)
-    ))
-    .await;
-    cara.wait_for(&format!("!{}", card(declined)), "the declined card to go")
+    page.press(declined, "Not enough context").await;
+    page.wait_for_card_to_leave(declined, "the declined card to go")
         .await;
     assert_eq!(
-        text(&mut cara, "document.querySelector('.notice').textContent").await,
+        page.notice().await,
         "Noted. It stays open for someone else."
     );
     assert_eq!(
@@ -251,23 +168,18 @@ async fn declining_and_sending_back_leave_the_question_with_the_agent_or_the_oth
     );
     assert_eq!(status_of(&app, declined).await, QuestionStatus::Open);
 
-    cara.eval(&type_into(
-        &format!("#body-{sent_back}"),
-        "Check the game's credits screen.",
-    ))
-    .await;
-    cara.eval(&format!(
-        "{}.querySelector('button[data-kind=needs_research]').click()",
-        card(sent_back)
-    ))
-    .await;
+    let mut page = QueuePage(&mut cara);
+    page.write(sent_back, "Check the game's credits screen.")
+        .await;
+    page.press(sent_back, "Ask the agent to research more")
+        .await;
     cara.wait_for(
         "document.querySelector('.notice').textContent.startsWith('Sent back')",
         "the research notice",
     )
     .await;
     assert_eq!(
-        text(&mut cara, "document.querySelector('.notice').textContent").await,
+        QueuePage(&mut cara).notice().await,
         "Sent back to the agent for more research."
     );
     assert_eq!(
@@ -276,22 +188,19 @@ async fn declining_and_sending_back_leave_the_question_with_the_agent_or_the_oth
     );
     // Neither comes back into cara's view while she stays (live updates included).
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    assert_eq!(
-        cara.eval("document.querySelectorAll('article.question').length")
-            .await,
-        json!(0)
-    );
+    assert_eq!(QueuePage(&mut cara).card_count().await, 0);
     // Another operator still sees both waiting, the one sent back marked as such.
     operator(&app.db, "games", "dan").await;
     let mut dan = signed_in(&app, "dan", "/dashboard/niches/games/questions").await;
-    dan.wait_for(&card(sent_back), "the researching question")
+    QueuePage(&mut dan)
+        .wait_for_card(sent_back, "the researching question")
         .await;
-    assert!(dan.eval(&card(declined)).await.is_object());
+    assert!(dan.eval(&QueuePage::card(declined)).await.is_object());
     let badge = text(
         &mut dan,
         &format!(
             "{}.querySelector('.researching').textContent",
-            card(sent_back)
+            QueuePage::card(sent_back)
         ),
     )
     .await;
@@ -306,7 +215,7 @@ async fn a_non_member_gets_no_questions_in_the_browser() {
     person(&app.db, "eve", false).await;
     ask(&app, "games", "secret", "A member-only question").await;
     let mut eve = signed_in(&app, "eve", "/dashboard/niches/games/questions").await;
-    eve.wait_for("document.querySelector('main .error')", "the refusal")
+    eve.wait_for(&role("alert", "active member"), "the refusal")
         .await;
     let page = text(&mut eve, "document.body.innerText").await;
     assert!(page.contains("active member"), "{page}");
@@ -320,11 +229,7 @@ async fn a_non_member_gets_no_questions_in_the_browser() {
     tokio::time::sleep(std::time::Duration::from_millis(800)).await;
     let page = text(&mut eve, "document.body.innerText").await;
     assert!(!page.contains("member-only"), "{page}");
-    assert_eq!(
-        eve.eval("document.querySelectorAll('article.question').length")
-            .await,
-        json!(0)
-    );
+    assert_eq!(QueuePage(&mut eve).card_count().await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -334,17 +239,11 @@ async fn a_dropped_connection_is_shown_and_the_queue_resyncs_when_it_returns() {
     open_niche(&app.db, "games").await;
     operator(&app.db, "games", "ana").await;
     let mut ana = signed_in(&app, "ana", "/dashboard/niches/games/questions").await;
-    ana.wait_for("document.querySelector('.empty')", "the empty state")
-        .await;
+    QueuePage(&mut ana).wait_until_empty().await;
     ana.eval("window.__sameDocument = true").await;
 
     app.pause().await;
-    ana.wait_for(
-        "document.querySelector('.banner')",
-        "the dropped-connection banner",
-    )
-    .await;
-    let banner = text(&mut ana, "document.querySelector('.banner').textContent").await;
+    let banner = QueuePage(&mut ana).banner().await;
     assert!(banner.contains("Connection lost"), "{banner}");
     // While this instance is down another one takes a question: nothing is sent to the page.
     let other = app.another_instance().await;
@@ -352,14 +251,16 @@ async fn a_dropped_connection_is_shown_and_the_queue_resyncs_when_it_returns() {
     other.stop().await;
 
     app.resume().await;
-    ana.wait_for(&card(id), "the question after the re-sync")
+    QueuePage(&mut ana)
+        .wait_for_card(id, "the question after the re-sync")
         .await;
     ana.wait_for("!document.querySelector('.banner')", "the banner to go")
         .await;
     assert_eq!(ana.eval("window.__sameDocument").await, json!(true));
     // And live updates work again on the new connection.
     let live = ask(&app, "games", "after", "Asked after the return").await;
-    ana.wait_for(&card(live), "a live arrival after the return")
+    QueuePage(&mut ana)
+        .wait_for_card(live, "a live arrival after the return")
         .await;
 }
 
@@ -374,9 +275,7 @@ async fn an_ended_session_goes_to_login_and_back_and_signing_out_ends_it() {
     let ana = operator(&app.db, "games", "ana").await;
     let queue = "/dashboard/niches/games/questions";
     let mut browser = signed_in(&app, "ana", queue).await;
-    browser
-        .wait_for("document.querySelector('.empty')", "the queue")
-        .await;
+    QueuePage(&mut browser).wait_until_empty().await;
 
     // Every session of ana's expires.
     sessions::Entity::update_many()
@@ -392,16 +291,14 @@ async fn an_ended_session_goes_to_login_and_back_and_signing_out_ends_it() {
     browser
         .wait_for("location.pathname === '/login'", "the login page")
         .await;
-    sign_in_on_login_page(&mut browser, "ana").await;
+    LoginPage(&mut browser).sign_in("ana", PASSWORD).await;
     browser
         .wait_for(
             &format!("location.pathname === {queue:?}"),
             "back on the queue",
         )
         .await;
-    browser
-        .wait_for("document.querySelector('.empty')", "the queue again")
-        .await;
+    QueuePage(&mut browser).wait_until_empty().await;
 
     // Signing out ends the session: the queue asks for a sign-in again.
     let live_sessions = || async {
@@ -413,15 +310,7 @@ async fn an_ended_session_goes_to_login_and_back_and_signing_out_ends_it() {
             .expect("count")
     };
     assert_eq!(live_sessions().await, 1, "the sign-in after the expiry");
-    browser
-        .wait_for(
-            "document.querySelector('.account button')",
-            "the sign-out button",
-        )
-        .await;
-    browser
-        .eval("document.querySelector('.account button').click()")
-        .await;
+    Header(&mut browser).sign_out().await;
     browser
         .wait_for("location.pathname === '/login'", "the login page")
         .await;
@@ -452,16 +341,8 @@ async fn admins_review_contributions_and_manage_members_in_the_browser() {
 
     // A non-admin is told the page is not theirs.
     let mut ben = signed_in(&app, "ben", "/admin").await;
-    ben.wait_for("document.querySelector('main .error')", "the refusal")
-        .await;
-    assert!(
-        text(
-            &mut ben,
-            "document.querySelector('main .error').textContent"
-        )
-        .await
-        .contains("admins")
-    );
+    let refusal = AdminPage(&mut ben).error().await;
+    assert!(refusal.contains("admins"), "{refusal}");
     assert_eq!(
         ben.eval("document.querySelectorAll('.review').length")
             .await,
@@ -474,10 +355,9 @@ async fn admins_review_contributions_and_manage_members_in_the_browser() {
     let header = text(&mut root, "document.querySelector('.top').innerText").await;
     assert!(header.contains("Admin"), "{header}");
     root.screenshot("admin-desktop").await;
-    root.eval("document.querySelector('.review button[data-action=verify]').click()")
-        .await;
-    root.wait_for("document.querySelector('.notice')", "the verify notice")
-        .await;
+    let mut admin = AdminPage(&mut root);
+    admin.press("Verify").await;
+    admin.wait_for_notice("Verified").await;
     root.wait_for(
         "!document.querySelector('.review')",
         "the review queue to empty",
@@ -496,24 +376,16 @@ async fn admins_review_contributions_and_manage_members_in_the_browser() {
     );
 
     // Members: ana is listed; suspend her, add ben.
+    let ana_row = AdminPage::member("games", "ana");
+    root.wait_for(&ana_row, "ana in the members table").await;
+    AdminPage(&mut root).press("Suspend ana").await;
     root.wait_for(
-        "document.querySelector('.niche-admin[data-slug=games] tr[data-member=ana]')",
-        "ana in the members table",
-    )
-    .await;
-    root.eval("document.querySelector('tr[data-member=ana] button').click()")
-        .await;
-    root.wait_for(
-        "document.querySelector('tr[data-member=ana]') && document.querySelector('tr[data-member=ana]').innerText.includes('suspended')",
+        &format!("{ana_row} && {ana_row}.innerText.includes('suspended')"),
         "ana suspended",
     )
     .await;
-    root.eval(&type_into("#add-games", "ben")).await;
-    root.eval(
-        "document.querySelector('.niche-admin[data-slug=games] form button[type=submit]').click()",
-    )
-    .await;
-    root.wait_for("document.querySelector('tr[data-member=ben]')", "ben added")
+    AdminPage(&mut root).add_member("games", "ben").await;
+    root.wait_for(&AdminPage::member("games", "ben"), "ben added")
         .await;
     let members = app
         .graphql(
@@ -528,18 +400,10 @@ async fn admins_review_contributions_and_manage_members_in_the_browser() {
         "a suspended member reads nothing: {members}"
     );
     // Adding someone who does not exist is refused, visibly, and changes nothing.
-    root.eval(&type_into("#add-games", "nobody")).await;
-    root.eval(
-        "document.querySelector('.niche-admin[data-slug=games] form button[type=submit]').click()",
-    )
-    .await;
-    root.wait_for("document.querySelector('main .error')", "the refusal")
-        .await;
-    assert_eq!(
-        root.eval("document.querySelectorAll('.niche-admin[data-slug=games] tbody tr').length")
-            .await,
-        json!(2)
-    );
+    let mut admin = AdminPage(&mut root);
+    admin.add_member("games", "nobody").await;
+    admin.error().await;
+    assert_eq!(admin.member_count("games").await, 2);
     assert_eq!(root.eval("typeof window.__pwned").await, json!("undefined"));
 }
 
@@ -620,11 +484,13 @@ async fn admins_see_failed_deliveries_first_and_redeliver_in_the_browser() {
     .await;
     assert!(first.contains("HTTP 503"), "{first}");
     root.screenshot("admin-deliveries-desktop").await;
-    root.eval(
-        "document.querySelector('tr.delivery-exhausted button[data-action=redeliver]').click()",
-    )
+    root.click(&button_in(
+        "document.querySelector('tr.delivery-exhausted')",
+        "Redeliver",
+    ))
     .await;
-    root.wait_for("document.querySelector('.notice')", "the redelivery notice")
+    AdminPage(&mut root)
+        .wait_for_notice("Queued to be sent again")
         .await;
     while count(DeliveryStatus::Delivered).await < 2 {
         assert!(
@@ -767,24 +633,18 @@ async fn the_revenue_and_budget_pages_show_real_money_and_admins_settle_payouts(
             .is_some_and(|d| d.starts_with("M ")),
     );
     browser
-        .eval(&type_into("#payout-address", "IBAN DE00 1234"))
+        .fill(&labelled("Payout address"), "IBAN DE00 1234")
         .await;
+    browser.click(&button("Save")).await;
     browser
-        .eval("document.querySelector('#payout-address').form.querySelector('button').click()")
-        .await;
-    browser
-        .wait_for("document.querySelector('.notice')", "the saved address")
+        .wait_for(&role("status", "Saved."), "the saved address")
         .await;
     browser.screenshot("my-revenue-desktop").await;
 
     // The admin verifies the address, schedules the payout and marks it paid; a signal from
     // the monitor shows up live meanwhile.
     let mut root = signed_in(&app, "root", "/admin").await;
-    root.wait_for(
-        "document.querySelector('#payout-handle')",
-        "the payout desk",
-    )
-    .await;
+    root.wait_for(&labelled("Person"), "the payout desk").await;
     // The page's signal subscription starts from the signals already logged: give it time to
     // start, so the next one is new to it.
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
@@ -827,23 +687,11 @@ async fn the_revenue_and_budget_pages_show_real_money_and_admins_settle_payouts(
     )
     .await;
     assert!(listed.contains("IBAN DE00 1234"), "{listed}");
-    root.eval(
-        "document.querySelector('li[data-account=ana] [data-action=verify-address]').click()",
-    )
-    .await;
-    root.wait_for(
-        "document.querySelector('.notice') && document.querySelector('.notice').textContent.includes('verified')",
-        "the verification",
-    )
-    .await;
-    root.wait_for(
-        "document.querySelector('#payout-handle')",
-        "the payout desk again",
-    )
-    .await;
-    root.eval(&type_into("#payout-handle", "ana")).await;
-    root.eval("document.querySelector('[data-action=schedule-payout]').click()")
-        .await;
+    let mut admin = AdminPage(&mut root);
+    admin.press("Verify ana").await;
+    admin.wait_for_notice("payout address is verified").await;
+    root.fill(&labelled("Person"), "ana").await;
+    AdminPage(&mut root).press("Schedule what is owed").await;
     root.wait_for(
         "document.querySelector('li[data-payout-id] [data-action=mark-paid]')",
         "the scheduled payout",
@@ -855,10 +703,8 @@ async fn the_revenue_and_budget_pages_show_real_money_and_admins_settle_payouts(
     )
     .await;
     assert!(line.contains("19.80 USD"), "{line}");
-    root.eval(&type_into("li[data-payout-id] input", "wire-42"))
-        .await;
-    root.eval("document.querySelector('[data-action=mark-paid]').click()")
-        .await;
+    root.fill(&labelled("Reference or reason"), "wire-42").await;
+    AdminPage(&mut root).press("Mark paid").await;
     root.wait_for(
         "document.querySelector('li[data-payout-id] .status-paid')",
         "the paid payout",

@@ -6,6 +6,8 @@ mod authorization;
 mod cli;
 mod dashboard;
 mod dashboard_live;
+mod dashboard_navigation;
+mod dashboard_pages;
 mod delivery;
 mod error_door;
 mod graphql;

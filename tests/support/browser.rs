@@ -1,5 +1,10 @@
 //! A headless Chromium driven over the DevTools protocol (a websocket), with no driver binary:
 //! navigate, evaluate JavaScript, wait for the page, set cookies and take screenshots.
+//!
+//! Tests find things the way a person does: a control by its label, a button or link by its
+//! name, text by what it says ([`labelled`], [`button`], [`link`]); these build JavaScript
+//! expressions for [`Browser::click`], [`Browser::fill`] and [`Browser::text`]. Page objects on
+//! top of them live with the dashboard's tests.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -130,6 +135,50 @@ impl Browser {
         result["result"]["value"].clone()
     }
 
+    /// Run `source` in every document this page loads from now on, before the page's own
+    /// scripts (e.g. to watch what the app constructs).
+    pub async fn add_init_script(&mut self, source: &str) {
+        self.call(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": source }),
+        )
+        .await;
+    }
+
+    /// Reload the current page (a new document, as the browser's reload button makes).
+    pub async fn reload(&mut self) {
+        self.call("Page.reload", json!({})).await;
+    }
+
+    /// Click the element `locator` finds (waiting for it first).
+    pub async fn click(&mut self, locator: &str) {
+        self.wait_for(locator, locator).await;
+        self.eval(&format!("({locator}).click()")).await;
+    }
+
+    /// Put `text` into the field `locator` finds, the way typing does, so the app's input
+    /// handlers see it (waiting for the field first).
+    pub async fn fill(&mut self, locator: &str, text: &str) {
+        self.wait_for(locator, locator).await;
+        let text = serde_json::to_string(text).unwrap_or_default();
+        self.eval(&format!(
+            "(() => {{ const el = ({locator}); el.value = {text}; \
+             el.dispatchEvent(new Event('input', {{ bubbles: true }})); return true; }})()"
+        ))
+        .await;
+    }
+
+    /// The visible text of what `locator` finds; empty when nothing is found.
+    pub async fn text(&mut self, locator: &str) -> String {
+        self.eval(&format!(
+            "(() => {{ const el = ({locator}); return el ? el.innerText : ''; }})()"
+        ))
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+    }
+
     /// Wait until `expression` is truthy in the page (up to 15 s); panics with `what` otherwise.
     /// A check that lands while the page is navigating (the app moves between pages with full
     /// loads) counts as "not yet".
@@ -157,14 +206,16 @@ impl Browser {
 
     /// Save a PNG screenshot as `name`.png in [`screenshot_dir`].
     pub async fn screenshot(&mut self, name: &str) -> PathBuf {
-        use base64_decode::decode;
+        use base64::Engine as _;
         let shot = self
             .call(
                 "Page.captureScreenshot",
                 json!({"format": "png", "captureBeyondViewport": true}),
             )
             .await;
-        let bytes = decode(shot["data"].as_str().expect("image data"));
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().expect("image data"))
+            .expect("the screenshot is base64");
         let dir = screenshot_dir();
         std::fs::create_dir_all(&dir).expect("the screenshot folder");
         let path = dir.join(format!("{name}.png"));
@@ -205,44 +256,6 @@ async fn page_websocket(port: u16) -> String {
     panic!("chromium did not open its DevTools port");
 }
 
-/// Standard base64, decoded without another dependency.
-mod base64_decode {
-    /// Decode standard base64 (with padding); invalid characters are skipped.
-    pub fn decode(text: &str) -> Vec<u8> {
-        let value = |c: u8| -> Option<u32> {
-            match c {
-                b'A'..=b'Z' => Some(u32::from(c - b'A')),
-                b'a'..=b'z' => Some(u32::from(c - b'a') + 26),
-                b'0'..=b'9' => Some(u32::from(c - b'0') + 52),
-                b'+' => Some(62),
-                b'/' => Some(63),
-                _ => None,
-            }
-        };
-        let digits: Vec<u32> = text.bytes().filter_map(value).collect();
-        let mut out = Vec::with_capacity(digits.len() * 3 / 4);
-        for chunk in digits.chunks(4) {
-            let mut acc = 0u32;
-            for (i, d) in chunk.iter().enumerate() {
-                acc |= d << (18 - 6 * i);
-            }
-            let bytes = acc.to_be_bytes();
-            out.extend_from_slice(&bytes[1..chunk.len()]);
-        }
-        out
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn base64_round_trips_known_values() {
-            assert_eq!(super::decode("aGVsbG8="), b"hello");
-            assert_eq!(super::decode("aGk="), b"hi");
-            assert_eq!(super::decode("YWJj"), b"abc");
-        }
-    }
-}
-
 /// Whether a DevTools error only means the page was navigating when asked.
 fn is_navigation(error: &Value) -> bool {
     let message = error["message"].as_str().unwrap_or_default();
@@ -253,4 +266,73 @@ fn is_navigation(error: &Value) -> bool {
     ]
     .iter()
     .any(|m| message.contains(m))
+}
+
+/// JavaScript for the whitespace-normalised text of element `el`.
+fn normalised(el: &str) -> String {
+    format!("{el}.textContent.replace(/\\s+/g, ' ').trim()")
+}
+
+/// A JavaScript expression for the form control whose `<label>` says `label` (the first one in
+/// `scope`, a JavaScript expression for an element, or `document`).
+pub fn labelled_in(scope: &str, label: &str) -> String {
+    let label = serde_json::to_string(label).unwrap_or_default();
+    format!(
+        "([...({scope}).querySelectorAll('label')].find(l => {} === {label}) || {{}}).control",
+        normalised("l")
+    )
+}
+
+/// The form control labelled `label` on the page.
+pub fn labelled(label: &str) -> String {
+    labelled_in("document", label)
+}
+
+/// A JavaScript expression for the button named `name` (its text, hidden words included) in
+/// `scope`.
+pub fn button_in(scope: &str, name: &str) -> String {
+    let name = serde_json::to_string(name).unwrap_or_default();
+    format!(
+        "[...({scope}).querySelectorAll('button')].find(b => {} === {name})",
+        normalised("b")
+    )
+}
+
+/// The button named `name` on the page.
+pub fn button(name: &str) -> String {
+    button_in("document", name)
+}
+
+/// A JavaScript expression for the link named `name` in `scope`.
+pub fn link_in(scope: &str, name: &str) -> String {
+    let name = serde_json::to_string(name).unwrap_or_default();
+    format!(
+        "[...({scope}).querySelectorAll('a')].find(a => {} === {name})",
+        normalised("a")
+    )
+}
+
+/// The link named `name` on the page.
+pub fn link(name: &str) -> String {
+    link_in("document", name)
+}
+
+/// A JavaScript expression for the first element with ARIA role `role` (explicit, or a heading
+/// for `heading`) in `scope` whose text contains `text`.
+pub fn role_in(scope: &str, role: &str, text: &str) -> String {
+    let selector = match role {
+        "heading" => "h1, h2, h3, [role=heading]".to_owned(),
+        other => format!("[role={other}]"),
+    };
+    let selector = serde_json::to_string(&selector).unwrap_or_default();
+    let text = serde_json::to_string(text).unwrap_or_default();
+    format!(
+        "[...({scope}).querySelectorAll({selector})].find(e => {}.includes({text}))",
+        normalised("e")
+    )
+}
+
+/// The first element with role `role` on the page whose text contains `text`.
+pub fn role(role: &str, text: &str) -> String {
+    role_in("document", role, text)
 }

@@ -1,5 +1,7 @@
 //! Pieces the pages share.
 
+pub mod account;
+pub mod loaded;
 pub mod money;
 pub mod notice;
 pub mod question_card;

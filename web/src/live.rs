@@ -1,33 +1,48 @@
-//! Live updates: one `graphql-transport-ws` subscription over `/graphql/ws`, kept alive.
+//! Live updates: one `graphql-transport-ws` connection to `/graphql/ws` for the whole app,
+//! carrying every page's subscriptions side by side (the protocol's operation ids keep them
+//! apart), so moving between pages never reconnects.
 //!
-//! The browser sends the session cookie with the upgrade (same origin), so `connection_init`
-//! carries no token. When the socket drops, the page is told at once and the client reconnects
-//! with growing pauses (1 s doubling to 10 s); every acknowledged (re)connection is reported as
+//! The connection opens with the first subscription; the browser sends the session cookie with
+//! the upgrade (same origin), so `connection_init` carries no token. When the socket drops,
+//! every subscription is told at once and the client reconnects with growing pauses (1 s
+//! doubling to 10 s); every acknowledged (re)subscription is reported as
 //! [`LiveEvent::Connected`], which is the page's cue to re-read what it shows, since changes
-//! made while it was away were not delivered.
+//! made while it was away were not delivered. After "fell behind" (a `CONFLICT` error, then
+//! `complete`) the subscription starts again the same way; after any other error it stays ended.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
+use graphql_client::GraphQLQuery;
+use leptos::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
 use web_sys::{CloseEvent, MessageEvent, WebSocket};
 
-use crate::api::{ApiError, GraphqlError, first_error};
+use crate::api::{ApiError, ErrorCode, GraphqlError, RawResponse, first_error};
 
 /// What a subscription reports to its page.
 #[derive(Debug, Clone)]
-pub enum LiveEvent {
-    /// (Re)connected and subscribed: re-read the page's data.
+pub enum LiveEvent<T> {
+    /// (Re)subscribed: re-read the page's data.
     Connected,
-    /// One result of the subscription (its `data`).
-    Next(Value),
+    /// One result of the subscription, typed by its operation.
+    Next(T),
     /// The server refused or ended the subscription with an error.
     Failed(ApiError),
     /// The connection dropped; a reconnection is scheduled.
+    Dropped,
+}
+
+/// A live event before its payload is typed.
+enum RawEvent {
+    Connected,
+    Next(RawResponse),
+    Failed(ApiError),
     Dropped,
 }
 
@@ -36,15 +51,19 @@ struct ServerMessage {
     #[serde(rename = "type")]
     kind: String,
     #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
     payload: Value,
 }
 
-#[derive(Deserialize)]
-struct ExecutionResult {
-    #[serde(default)]
-    data: Value,
-    #[serde(default)]
-    errors: Vec<GraphqlError>,
+struct Subscription {
+    /// The `subscribe` payload: query, variables and operation name.
+    payload: Value,
+    handler: Rc<dyn Fn(RawEvent)>,
+    /// The last error's code, to tell "fell behind" (start again) from a refusal (stop).
+    last_failure: Option<ErrorCode>,
+    /// Ended by the server for good.
+    finished: bool,
 }
 
 struct Handlers {
@@ -53,43 +72,138 @@ struct Handlers {
     _close: Closure<dyn FnMut(CloseEvent)>,
 }
 
+#[derive(Default)]
 struct Client {
-    query: String,
-    variables: Value,
-    on_event: Box<dyn Fn(LiveEvent)>,
     socket: Option<WebSocket>,
     handlers: Option<Handlers>,
+    /// The server acknowledged `connection_init` on the current socket.
+    acknowledged: bool,
     /// Failed attempts since the last acknowledged connection.
     attempts: u32,
-    /// The id of the current subscription on the socket.
+    reconnect_scheduled: bool,
     next_id: u32,
-    /// The last failure's code, to tell "fell behind" (re-subscribe) from a refusal (stop).
-    last_failure: Option<String>,
-    /// Set when the server refused for good; no more reconnections.
-    finished: bool,
+    subscriptions: BTreeMap<u32, Subscription>,
 }
 
 type Shared = Rc<RefCell<Client>>;
 
-/// Start `query` (a subscription) with `variables`; `on_event` hears everything that happens.
-/// The subscription lives as long as the page.
-pub fn subscribe(query: &str, variables: Value, on_event: impl Fn(LiveEvent) + 'static) {
-    let client = Rc::new(RefCell::new(Client {
-        query: query.to_owned(),
-        variables,
-        on_event: Box::new(on_event),
-        socket: None,
-        handlers: None,
-        attempts: 0,
-        next_id: 0,
-        last_failure: None,
-        finished: false,
-    }));
-    connect(&client);
+/// The app's live connection, shared through the context (see [`Live::provide`]).
+#[derive(Clone, Copy)]
+pub struct Live(StoredValue<Shared, LocalStorage>);
+
+/// A subscription's handle, to end it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubscriptionId(u32);
+
+impl Live {
+    /// Create the connection (opened on first use) and provide it to every page below.
+    pub fn provide() -> Self {
+        let live = Self(StoredValue::new_local(Rc::default()));
+        provide_context(live);
+        live
+    }
+
+    /// The app's live connection.
+    pub fn get() -> Self {
+        expect_context()
+    }
+
+    fn client(self) -> Shared {
+        self.0.get_value()
+    }
+
+    /// Start operation `Q` (a subscription) with `variables`; `on_event` hears everything that
+    /// happens to it until [`Live::unsubscribe`].
+    pub fn subscribe<Q: GraphQLQuery + 'static>(
+        self,
+        variables: Q::Variables,
+        on_event: impl Fn(LiveEvent<Q::ResponseData>) + 'static,
+    ) -> SubscriptionId {
+        let handler: Rc<dyn Fn(RawEvent)> = Rc::new(move |event| {
+            on_event(match event {
+                RawEvent::Connected => LiveEvent::Connected,
+                RawEvent::Dropped => LiveEvent::Dropped,
+                RawEvent::Failed(err) => LiveEvent::Failed(err),
+                RawEvent::Next(raw) => match raw.into_data::<Q>() {
+                    Ok(data) => LiveEvent::Next(data),
+                    Err(err) => LiveEvent::Failed(err),
+                },
+            })
+        });
+        let payload = serde_json::to_value(Q::build_query(variables)).unwrap_or_default();
+        let client = self.client();
+        let (id, acknowledged) = {
+            let mut c = client.borrow_mut();
+            c.next_id += 1;
+            let id = c.next_id;
+            c.subscriptions.insert(
+                id,
+                Subscription {
+                    payload,
+                    handler,
+                    last_failure: None,
+                    finished: false,
+                },
+            );
+            (id, c.acknowledged)
+        };
+        if acknowledged {
+            send_subscribe(&client, id);
+            // Told after the page has finished setting up, as it would be by a fresh socket.
+            let later = client.clone();
+            leptos::task::spawn_local(async move { emit(&later, id, RawEvent::Connected) });
+        } else if client.borrow().socket.is_none() {
+            connect(&client);
+        }
+        SubscriptionId(id)
+    }
+
+    /// End a subscription; the connection stays open for the others (and the next page).
+    pub fn unsubscribe(self, id: SubscriptionId) {
+        let client = self.client();
+        let mut c = client.borrow_mut();
+        let Some(subscription) = c.subscriptions.remove(&id.0) else {
+            return;
+        };
+        if c.acknowledged
+            && !subscription.finished
+            && let Some(socket) = &c.socket
+        {
+            send(
+                socket,
+                &json!({ "id": id.0.to_string(), "type": "complete" }),
+            );
+        }
+    }
+
+    /// Drop the connection and open a new one for whoever is signed in now: the server
+    /// authenticates a socket once, when it opens.
+    pub fn restart(self) {
+        let client = self.client();
+        let active = {
+            let mut c = client.borrow_mut();
+            close_quietly(&mut c);
+            c.attempts = 0;
+            c.subscriptions.values().any(|s| !s.finished)
+        };
+        if active {
+            connect(&client);
+        }
+    }
+}
+
+/// Subscribe to `Q` for as long as the calling component lives.
+pub fn subscribe<Q: GraphQLQuery + 'static>(
+    variables: Q::Variables,
+    on_event: impl Fn(LiveEvent<Q::ResponseData>) + 'static,
+) {
+    let live = Live::get();
+    let id = live.subscribe::<Q>(variables, on_event);
+    on_cleanup(move || live.unsubscribe(id));
 }
 
 fn socket_url() -> String {
-    let location = leptos::prelude::window().location();
+    let location = window().location();
     let scheme = match location.protocol().as_deref() {
         Ok("https:") => "wss",
         _ => "ws",
@@ -98,28 +212,62 @@ fn socket_url() -> String {
     format!("{scheme}://{host}/graphql/ws")
 }
 
-fn emit(client: &Shared, event: LiveEvent) {
-    // The callback may touch page state only; it never calls back into the client.
-    let borrowed = client.borrow();
-    (borrowed.on_event)(event);
-}
-
 fn send(socket: &WebSocket, message: &Value) {
     let _ = socket.send_with_str(&message.to_string());
 }
 
-fn start_subscription(client: &Shared) {
+/// Tell subscription `id` about `event`. No borrow is held while the page reacts, so it may
+/// subscribe or unsubscribe from inside.
+fn emit(client: &Shared, id: u32, event: RawEvent) {
+    let handler = client
+        .borrow()
+        .subscriptions
+        .get(&id)
+        .map(|s| s.handler.clone());
+    if let Some(handler) = handler {
+        handler(event);
+    }
+}
+
+/// Tell every subscription still running about `event`.
+fn broadcast(client: &Shared, event: fn() -> RawEvent) {
+    let ids: Vec<u32> = client
+        .borrow()
+        .subscriptions
+        .iter()
+        .filter(|(_, s)| !s.finished)
+        .map(|(id, _)| *id)
+        .collect();
+    for id in ids {
+        emit(client, id, event());
+    }
+}
+
+fn send_subscribe(client: &Shared, id: u32) {
     let mut c = client.borrow_mut();
-    c.next_id += 1;
-    c.last_failure = None;
+    let Some(subscription) = c.subscriptions.get_mut(&id) else {
+        return;
+    };
+    subscription.last_failure = None;
     let message = json!({
-        "id": c.next_id.to_string(),
+        "id": id.to_string(),
         "type": "subscribe",
-        "payload": { "query": c.query, "variables": c.variables },
+        "payload": subscription.payload,
     });
     if let Some(socket) = &c.socket {
         send(socket, &message);
     }
+}
+
+fn close_quietly(c: &mut Client) {
+    if let Some(old) = c.socket.take() {
+        old.set_onopen(None);
+        old.set_onmessage(None);
+        old.set_onclose(None);
+        let _ = old.close();
+    }
+    c.handlers = None;
+    c.acknowledged = false;
 }
 
 fn connect(client: &Shared) {
@@ -148,31 +296,28 @@ fn connect(client: &Shared) {
             let Ok(message) = serde_json::from_str::<ServerMessage>(&text) else {
                 return;
             };
-            match message.kind.as_str() {
-                "connection_ack" => {
-                    client.borrow_mut().attempts = 0;
-                    start_subscription(&client);
-                    emit(&client, LiveEvent::Connected);
-                }
-                "ping" => send(&socket, &json!({ "type": "pong" })),
-                "next" => {
-                    let Ok(result) = serde_json::from_value::<ExecutionResult>(message.payload)
+            let id = message.id.as_deref().and_then(|id| id.parse::<u32>().ok());
+            match (message.kind.as_str(), id) {
+                ("connection_ack", _) => acknowledged(&client),
+                ("ping", _) => send(&socket, &json!({ "type": "pong" })),
+                ("next", Some(id)) => {
+                    let Ok(mut result) = serde_json::from_value::<RawResponse>(message.payload)
                     else {
                         return;
                     };
-                    match first_error(result.errors) {
-                        Some(err) => failed(&client, err),
-                        None => emit(&client, LiveEvent::Next(result.data)),
+                    match result.take_error() {
+                        Some(err) => failed(&client, id, err, false),
+                        None => emit(&client, id, RawEvent::Next(result)),
                     }
                 }
-                "error" => {
+                ("error", Some(id)) => {
                     let errors = serde_json::from_value::<Vec<GraphqlError>>(message.payload)
                         .unwrap_or_default();
-                    if let Some(err) = first_error(errors) {
-                        failed(&client, err);
-                    }
+                    let err = first_error(errors)
+                        .unwrap_or_else(|| ApiError::network("the subscription was refused"));
+                    failed(&client, id, err, true);
                 }
-                "complete" => completed(&client),
+                ("complete", Some(id)) => completed(&client, id),
                 _ => {}
             }
         })
@@ -181,11 +326,16 @@ fn connect(client: &Shared) {
     let on_close = {
         let client = client.clone();
         Closure::<dyn FnMut(CloseEvent)>::new(move |_event: CloseEvent| {
-            if client.borrow().finished {
-                return;
+            let active = {
+                let mut c = client.borrow_mut();
+                c.socket = None;
+                c.acknowledged = false;
+                c.subscriptions.values().any(|s| !s.finished)
+            };
+            if active {
+                broadcast(&client, || RawEvent::Dropped);
+                schedule_reconnect(&client);
             }
-            emit(&client, LiveEvent::Dropped);
-            schedule_reconnect(&client);
         })
     };
 
@@ -194,11 +344,7 @@ fn connect(client: &Shared) {
     socket.set_onclose(Some(on_close.as_ref().unchecked_ref()));
 
     let mut c = client.borrow_mut();
-    if let Some(old) = c.socket.take() {
-        old.set_onopen(None);
-        old.set_onmessage(None);
-        old.set_onclose(None);
-    }
+    close_quietly(&mut c);
     c.socket = Some(socket);
     c.handlers = Some(Handlers {
         _open: on_open,
@@ -207,34 +353,77 @@ fn connect(client: &Shared) {
     });
 }
 
-fn failed(client: &Shared, err: ApiError) {
-    client.borrow_mut().last_failure = Some(err.code.clone());
-    emit(client, LiveEvent::Failed(err));
+/// The server took `connection_init`: (re)start every subscription still running.
+fn acknowledged(client: &Shared) {
+    let ids: Vec<u32> = {
+        let mut c = client.borrow_mut();
+        c.acknowledged = true;
+        c.attempts = 0;
+        c.subscriptions
+            .iter()
+            .filter(|(_, s)| !s.finished)
+            .map(|(id, _)| *id)
+            .collect()
+    };
+    for id in &ids {
+        send_subscribe(client, *id);
+    }
+    for id in ids {
+        emit(client, id, RawEvent::Connected);
+    }
 }
 
-/// The server ended the subscription. After "fell behind" (CONFLICT) it starts again and the
-/// page re-syncs; after a refusal it stays ended.
-fn completed(client: &Shared) {
-    let fell_behind = client.borrow().last_failure.as_deref() == Some("CONFLICT");
-    if fell_behind {
-        start_subscription(client);
-        emit(client, LiveEvent::Connected);
-        return;
+/// The server reported an error for subscription `id`; `ended` when it ends the subscription
+/// by itself (an `error` message, which no `complete` follows).
+fn failed(client: &Shared, id: u32, err: ApiError, ended: bool) {
+    if let Some(subscription) = client.borrow_mut().subscriptions.get_mut(&id) {
+        subscription.last_failure = Some(err.code.clone());
+        subscription.finished |= ended;
     }
-    let mut c = client.borrow_mut();
-    c.finished = true;
-    if let Some(socket) = &c.socket {
-        let _ = socket.close();
+    emit(client, id, RawEvent::Failed(err));
+}
+
+/// The server ended subscription `id`: after "fell behind" it starts again and the page
+/// re-syncs; otherwise it stays ended.
+fn completed(client: &Shared, id: u32) {
+    let fell_behind = {
+        let mut c = client.borrow_mut();
+        let Some(subscription) = c.subscriptions.get_mut(&id) else {
+            return;
+        };
+        let fell_behind = subscription.last_failure == Some(ErrorCode::Conflict);
+        subscription.finished = !fell_behind;
+        fell_behind
+    };
+    if fell_behind {
+        send_subscribe(client, id);
+        emit(client, id, RawEvent::Connected);
     }
 }
 
 fn schedule_reconnect(client: &Shared) {
     let attempts = {
         let mut c = client.borrow_mut();
+        if c.reconnect_scheduled {
+            return;
+        }
+        c.reconnect_scheduled = true;
         c.attempts += 1;
         c.attempts
     };
     let pause = Duration::from_millis((500u64 << attempts.min(5)).min(10_000));
     let client = client.clone();
-    leptos::prelude::set_timeout(move || connect(&client), pause);
+    set_timeout(
+        move || {
+            let active = {
+                let mut c = client.borrow_mut();
+                c.reconnect_scheduled = false;
+                c.socket.is_none() && c.subscriptions.values().any(|s| !s.finished)
+            };
+            if active {
+                connect(&client);
+            }
+        },
+        pause,
+    );
 }

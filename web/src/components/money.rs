@@ -10,6 +10,19 @@ pub fn money(minor: i64, currency: &str) -> String {
     format!("{sign}{}.{:02} {currency}", abs / 100, abs % 100)
 }
 
+/// A share in basis points as people read it: `2000` as "20%", `250` as "2.5%", `1` as "0.01%"
+/// (whole numbers, so no float formatting is compiled in for it).
+pub fn percent(bps: i64) -> String {
+    let sign = if bps < 0 { "-" } else { "" };
+    let abs = bps.unsigned_abs();
+    let (whole, hundredths) = (abs / 100, abs % 100);
+    match hundredths {
+        0 => format!("{sign}{whole}%"),
+        h if h % 10 == 0 => format!("{sign}{whole}.{}%", h / 10),
+        h => format!("{sign}{whole}.{h:02}%"),
+    }
+}
+
 /// Earnings over time: the running total of `points` (time in ms, amount), as a line.
 #[component]
 pub fn EarningsChart(points: Vec<(f64, i64)>, currency: String) -> impl IntoView {

@@ -1,14 +1,15 @@
 //! The line that says what just happened (`?notice=`) or what went wrong (`?error=`).
 
 use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
 
 /// Shows the page's `notice` or `error` query parameter, if any.
 #[component]
 pub fn Notice() -> impl IntoView {
-    let notice = crate::query_param("notice");
-    let error = crate::query_param("error");
+    let query = use_query_map();
+    let param = move |name: &str| query.read().get(name).filter(|v| !v.is_empty());
     view! {
-        {notice.map(|text| view! { <p class="notice" role="status">{text}</p> })}
-        {error.map(|text| view! { <p class="error" role="alert">{text}</p> })}
+        {move || param("notice").map(|text| view! { <p class="notice" role="status">{text}</p> })}
+        {move || param("error").map(|text| view! { <p class="error" role="alert">{text}</p> })}
     }
 }

@@ -2,64 +2,60 @@
 //! is only ever text inside the labelled blockquote, never markup.
 
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
-use crate::api::{self, AnswerResult, QueueQuestion};
+use crate::api::{self, ErrorCode};
 use crate::components::time_ago::TimeAgo;
+use crate::operations::{AnswerQuestion, answer_question, queue_page::QuestionCard as Question};
+use crate::vocab::{AnswerKind, QuestionStatus, Urgency};
 
 /// What acting on a card did: the question, its research round, and the server's result.
-pub type Acted = (String, i64, AnswerResult);
+pub type Acted = (String, i64, answer_question::AnswerQuestionAnswerQuestion);
 
 /// One waiting question with the three ways to act on it, through the `answerQuestion` mutation.
 /// A refusal is shown next to the form and nothing typed is lost; on success `on_done` hears it.
 #[component]
-pub fn QuestionCard(
-    question: QueueQuestion,
-    fresh: bool,
-    on_done: Callback<Acted>,
-) -> impl IntoView {
+pub fn QuestionCard(question: Question, fresh: bool, on_done: Callback<Acted>) -> impl IntoView {
     let id = question.id.clone();
     let round = question.research_round;
     let body_id = format!("body-{id}");
     let error_id = format!("error-{id}");
     let described_by = error_id.clone();
     let option_name = format!("option-{id}");
-    let urgency_class = format!("badge urgency-{}", question.urgency);
-    let researching = question.status == "RESEARCHING";
+    let urgency = Urgency::of(&question.urgency);
+    let urgency_class = format!("badge urgency-{urgency}");
+    let researching = question.status == QuestionStatus::Researching;
     let has_options = !question.options.is_empty();
 
     let (choice, set_choice) = signal(None::<String>);
     let (body, set_body) = signal(String::new());
     let (error, set_error) = signal(None::<String>);
-    let (busy, set_busy) = signal(false);
 
-    let act = move |kind: &'static str| {
+    let act = Action::new_local(move |kind: &AnswerKind| {
+        let input = answer_question::AnswerInput {
+            question_id: id.clone(),
+            option_id: choice
+                .get_untracked()
+                .filter(|_| *kind == AnswerKind::Answered),
+            body: Some(body.get_untracked()).filter(|b| !b.trim().is_empty()),
+            kind: kind.clone(),
+        };
         let id = id.clone();
-        set_busy.set(true);
-        set_error.set(None);
-        let option = choice.get_untracked().filter(|_| kind == "ANSWERED");
-        let words = Some(body.get_untracked()).filter(|b| !b.trim().is_empty());
-        spawn_local(async move {
-            match api::answer(&id, kind, option, words).await {
-                Ok(result) => on_done.run((id, round, result)),
+        async move {
+            set_error.set(None);
+            match api::run::<AnswerQuestion>(answer_question::Variables { input }).await {
+                Ok(data) => on_done.run((id, round, data.answer_question)),
                 Err(err) => {
-                    // Matched on the code, never on the wording.
-                    let message = match err.code.as_str() {
-                        "UNAUTHENTICATED" => {
-                            "Your session has ended. Sign in again in another tab; what you typed is still here.".to_owned()
-                        }
-                        "CONFLICT" => format!("{err} It may already be settled."),
+                    let message = match err.code {
+                        ErrorCode::Unauthenticated => "Your session has ended. Sign in again in another tab; what you typed is still here.".to_owned(),
+                        ErrorCode::Conflict => format!("{err} It may already be settled."),
                         _ => err.to_string(),
                     };
                     set_error.set(Some(message));
-                    set_busy.set(false);
                 }
             }
-        });
-    };
-    let answer = act.clone();
-    let decline = act.clone();
-    let research = act;
+        }
+    });
+    let busy = act.pending();
 
     let options = question
         .options
@@ -84,7 +80,7 @@ pub fn QuestionCard(
     view! {
         <article class="question" class:fresh=fresh data-question-id=question.id.clone()>
             <p class="meta">
-                <span class=urgency_class>{question.urgency.clone()}</span>
+                <span class=urgency_class>{urgency.to_string()}</span>
                 {fresh.then(|| view! { <span class="badge new">"new"</span> })}
                 {researching.then(|| view! { <span class="badge researching">"sent back for research"</span> })}
                 <span class="muted">"asked "<TimeAgo at=question.created_at/></span>
@@ -97,7 +93,7 @@ pub fn QuestionCard(
                     <blockquote>{context}</blockquote>
                 </details>
             })}
-            <form class="answer" on:submit=|ev| ev.prevent_default() aria-describedby=described_by>
+            <form class="answer" on:submit=|ev| ev.prevent_default() aria-describedby=described_by aria-busy=move || busy.get().to_string()>
                 {has_options.then(|| view! {
                     <fieldset>
                         <legend>"Which is it?"</legend>
@@ -115,9 +111,9 @@ pub fn QuestionCard(
                 ></textarea>
                 <p class="error form-error" id=error_id role="alert">{move || error.get()}</p>
                 <div class="actions">
-                    <button type="button" data-kind="answered" disabled=busy on:click=move |_| answer("ANSWERED")>"Answer"</button>
-                    <button type="button" data-kind="insufficient_context" class="secondary" disabled=busy on:click=move |_| decline("INSUFFICIENT_CONTEXT")>"Not enough context"</button>
-                    <button type="button" data-kind="needs_research" class="secondary" disabled=busy on:click=move |_| research("NEEDS_RESEARCH")>"Ask the agent to research more"</button>
+                    <button type="button" data-kind="answered" disabled=busy on:click=move |_| { act.dispatch(AnswerKind::Answered); }>"Answer"</button>
+                    <button type="button" data-kind="insufficient_context" class="secondary" disabled=busy on:click=move |_| { act.dispatch(AnswerKind::InsufficientContext); }>"Not enough context"</button>
+                    <button type="button" data-kind="needs_research" class="secondary" disabled=busy on:click=move |_| { act.dispatch(AnswerKind::NeedsResearch); }>"Ask the agent to research more"</button>
                 </div>
                 <p class="muted">"Declining costs nothing: only answer what you know."</p>
             </form>

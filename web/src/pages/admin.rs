@@ -1,109 +1,192 @@
-//! `/admin`: the review queue (verify / reject), the niches with their members (add,
-//! suspend, reinstate) and the deliveries to the agent, failures first (redeliver). Everything goes through the admin mutations, which check for an admin
-//! on the server; this page only decides what to show.
+//! `/admin`: the review queue (verify / reject), the niches with their members (add, suspend,
+//! reinstate), the deliveries to the agent, failures first (redeliver), and the money desk with
+//! anomaly signals (live) and the audit log. Every change goes through an admin mutation, which
+//! checks for an admin on the server; this page only decides what to show.
 
 use leptos::prelude::*;
-use leptos::task::spawn_local;
-use serde_json::{Value, json};
 
-use crate::api::{
-    self, AdminLedger, AdminNiche, AdminOverview, AnomalySignal, ApiError, Contribution, Delivery,
-    Payout,
-};
+use crate::api::{self, ApiError};
+use crate::components::loaded::Loaded;
 use crate::components::money::money;
 use crate::components::time_ago::TimeAgo;
 use crate::live::{self, LiveEvent};
+use crate::operations::{
+    AddMember, AdminLedger, AdminOverview, AnomalySignalArrivals, AnomalySignals, MarkPayoutFailed,
+    MarkPayoutPaid, Redeliver, ReinstateMember, RejectContribution, SchedulePayout, SuspendMember,
+    VerifyContribution, VerifyPayoutAddress, add_member, admin_ledger, admin_overview,
+    anomaly_signal_arrivals, anomaly_signals, mark_payout_failed, mark_payout_paid, redeliver,
+    reinstate_member, reject_contribution, schedule_payout, suspend_member, verify_contribution,
+    verify_payout_address,
+};
+use crate::vocab::{
+    AttemptOutcome, DeliveryStatus, MemberRole, MemberStatus, NicheStatus, PayoutStatus, Severity,
+};
 
-/// What the page holds.
+type SignalRow = anomaly_signals::SignalRow;
+
+/// Something an admin does on this page: one mutation each.
 #[derive(Clone)]
-enum Load {
-    Loading,
-    Ready(AdminOverview),
-    Failed(ApiError),
+enum Command {
+    Verify {
+        id: String,
+        note: Option<String>,
+    },
+    Reject {
+        id: String,
+        note: Option<String>,
+    },
+    AddMember {
+        slug: String,
+        handle: String,
+        role: MemberRole,
+    },
+    Suspend {
+        slug: String,
+        handle: String,
+    },
+    Reinstate {
+        slug: String,
+        handle: String,
+    },
+    Redeliver {
+        id: String,
+    },
+    VerifyAddress {
+        handle: String,
+        address: String,
+    },
+    SchedulePayout {
+        handle: String,
+    },
+    MarkPaid {
+        id: String,
+        reference: String,
+    },
+    MarkFailed {
+        id: String,
+        reason: String,
+    },
 }
+
+impl Command {
+    /// Send the mutation; what to tell the admin when it worked.
+    async fn run(self) -> Result<String, ApiError> {
+        Ok(match self {
+            Self::Verify { id, note } => {
+                api::send::<VerifyContribution>(verify_contribution::Variables { id, note })
+                    .await?;
+                "Verified: its points count now.".to_owned()
+            }
+            Self::Reject { id, note } => {
+                api::send::<RejectContribution>(reject_contribution::Variables { id, note })
+                    .await?;
+                "Rejected: it will never count.".to_owned()
+            }
+            Self::AddMember { slug, handle, role } => {
+                let done = format!("{handle} is now a member of {slug}.");
+                api::send::<AddMember>(add_member::Variables { slug, handle, role }).await?;
+                done
+            }
+            Self::Suspend { slug, handle } => {
+                let done = format!("{handle} is suspended in {slug}.");
+                api::send::<SuspendMember>(suspend_member::Variables { slug, handle }).await?;
+                done
+            }
+            Self::Reinstate { slug, handle } => {
+                let done = format!("{handle} is active again in {slug}.");
+                api::send::<ReinstateMember>(reinstate_member::Variables { slug, handle }).await?;
+                done
+            }
+            Self::Redeliver { id } => {
+                api::send::<Redeliver>(redeliver::Variables { id }).await?;
+                "Queued to be sent again; the agent sees the same envelope id.".to_owned()
+            }
+            Self::VerifyAddress { handle, address } => {
+                let done = format!("{handle}'s payout address is verified.");
+                api::send::<VerifyPayoutAddress>(verify_payout_address::Variables {
+                    handle,
+                    address,
+                })
+                .await?;
+                done
+            }
+            Self::SchedulePayout { handle } => {
+                let done = format!("A payout to {handle} is scheduled.");
+                api::send::<SchedulePayout>(schedule_payout::Variables { handle }).await?;
+                done
+            }
+            Self::MarkPaid { id, reference } => {
+                api::send::<MarkPayoutPaid>(mark_payout_paid::Variables { id, reference }).await?;
+                "Marked paid.".to_owned()
+            }
+            Self::MarkFailed { id, reason } => {
+                api::send::<MarkPayoutFailed>(mark_payout_failed::Variables { id, reason }).await?;
+                "Marked failed: its money is owed again.".to_owned()
+            }
+        })
+    }
+}
+
+/// The page's one way to change things: its pending state disables every button.
+type Act = Action<Command, Result<String, ApiError>>;
 
 /// The admin page.
 #[component]
 pub fn AdminPage() -> impl IntoView {
-    let load = RwSignal::new(Load::Loading);
-    let message = RwSignal::new(None::<Result<String, String>>);
-    let reload = move || {
-        spawn_local(async move {
-            match api::admin_overview().await {
-                Ok(overview) => load.set(Load::Ready(overview)),
-                Err(err) if err.code == "UNAUTHENTICATED" => crate::go_to_login(),
-                Err(err) => load.set(Load::Failed(err)),
-            }
-        });
-    };
-    reload();
+    let overview = LocalResource::new(|| api::run::<AdminOverview>(admin_overview::Variables));
+    let ledger = LocalResource::new(|| api::run::<AdminLedger>(admin_ledger::Variables));
+    let act: Act = Action::new_local(move |command: &Command| {
+        let command = command.clone();
+        async move {
+            let result = command.run().await;
+            // Whatever happened, show the page as it is now.
+            overview.refetch();
+            ledger.refetch();
+            result
+        }
+    });
     // Anomaly signals arrive live, once for the page (re-reads keep the same subscription).
-    let signals = RwSignal::new(Vec::<AnomalySignal>::new());
-    live::subscribe(
-        &format!(
-            "subscription Signals {{ anomalySignals {{ {} }} }}",
-            api::SIGNAL_FIELDS
-        ),
-        json!({}),
-        move |event| match event {
-            // Subscribed (again): re-read the log, so nothing that arrived between the page's
-            // first read and the subscription (or while disconnected) is missing.
-            LiveEvent::Connected => spawn_local(async move {
-                if let Ok(latest) = api::anomaly_signals().await {
-                    merge_signals(signals, latest);
+    let signals = RwSignal::new(Vec::<SignalRow>::new());
+    live::subscribe::<AnomalySignalArrivals>(anomaly_signal_arrivals::Variables, move |event| {
+        match event {
+            // Subscribed (again): re-read the log, so nothing that arrived before the
+            // subscription (or while disconnected) is missing.
+            LiveEvent::Connected => leptos::task::spawn_local(async move {
+                if let Ok(latest) = api::run::<AnomalySignals>(anomaly_signals::Variables).await {
+                    merge_signals(signals, latest.anomaly_signals);
                 }
             }),
             LiveEvent::Next(data) => {
-                if let Ok(signal) =
-                    serde_json::from_value::<AnomalySignal>(data["anomalySignals"].clone())
-                {
-                    merge_signals(signals, vec![signal]);
-                }
+                merge_signals(signals, vec![SignalRow::from(data.anomaly_signals)])
             }
             LiveEvent::Failed(_) | LiveEvent::Dropped => {}
-        },
-    );
-    // Run a mutation, say how it went, and re-read the page.
-    let act = Callback::new(
-        move |(mutation, variables, done): (&'static str, Value, String)| {
-            spawn_local(async move {
-                match api::admin_action(mutation, variables).await {
-                    Ok(()) => message.set(Some(Ok(done))),
-                    Err(err) => message.set(Some(Err(err.to_string()))),
-                }
-                reload();
-            });
-        },
-    );
+        }
+    });
     view! {
         <main class="admin">
             <h1>"Admin"</h1>
-            {move || message.get().map(|m| match m {
+            {move || act.value().get().map(|result| match result {
                 Ok(text) => view! { <p class="notice" role="status">{text}</p> }.into_any(),
-                Err(text) => view! { <p class="error" role="alert">{text}</p> }.into_any(),
+                Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
             })}
-            {move || match load.get() {
-                Load::Loading => view! { <p class="muted">"Loading…"</p> }.into_any(),
-                Load::Failed(err) if err.code == "FORBIDDEN" => view! {
-                    <p class="error" role="alert">"This page is for askloop's admins."</p>
-                }.into_any(),
-                Load::Failed(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
-                Load::Ready(overview) => view! {
-                    <ReviewQueue queue=overview.review_queue act=act/>
-                    <Niches niches=overview.all_niches act=act/>
-                    <Deliveries deliveries=overview.deliveries act=act/>
-                    <Ledger act=act signals=signals/>
-                }.into_any(),
-            }}
+            <Loaded forbidden="This page is for askloop's admins">
+                {move || overview.get().map(|result| result.map(|o| view! {
+                    <ReviewQueue queue=o.review_queue act=act/>
+                    <Niches niches=o.all_niches act=act/>
+                    <Deliveries deliveries=o.deliveries act=act/>
+                    <Loaded>
+                        {move || ledger.get().map(|result| result.map(|l| view! { <Ledger ledger=l act=act signals=signals/> }))}
+                    </Loaded>
+                }))}
+            </Loaded>
         </main>
     }
 }
 
-type Act = Callback<(&'static str, Value, String)>;
-
 /// Contributions awaiting review. The evidence is agent-influenced: shown as text only.
 #[component]
-fn ReviewQueue(queue: Vec<Contribution>, act: Act) -> impl IntoView {
+fn ReviewQueue(queue: Vec<admin_overview::AdminOverviewReviewQueue>, act: Act) -> impl IntoView {
+    let busy = act.pending();
     view! {
         <section aria-labelledby="review-title">
             <h2 id="review-title">"Review queue"</h2>
@@ -114,6 +197,7 @@ fn ReviewQueue(queue: Vec<Contribution>, act: Act) -> impl IntoView {
                     let note_id = format!("note-{}", c.id);
                     let (note, set_note) = signal(String::new());
                     let (verify_id, reject_id) = (c.id.clone(), c.id.clone());
+                    let written = move || Some(note.get_untracked()).filter(|n| !n.is_empty());
                     view! {
                         <article class="card review" data-contribution-id=c.id.clone()>
                             <p>
@@ -128,16 +212,12 @@ fn ReviewQueue(queue: Vec<Contribution>, act: Act) -> impl IntoView {
                             <label for=note_id.clone()>"Note (optional)"</label>
                             <input id=note_id type="text" maxlength="500" prop:value=note on:input=move |ev| set_note.set(event_target_value(&ev))/>
                             <div class="actions">
-                                <button type="button" data-action="verify" on:click=move |_| act.run((
-                                    "mutation Verify($id: ID!, $note: String) { verifyContribution(id: $id, note: $note) { id } }",
-                                    json!({ "id": verify_id, "note": Some(note.get_untracked()).filter(|n| !n.is_empty()) }),
-                                    "Verified: its points count now.".to_owned(),
-                                ))>"Verify"</button>
-                                <button type="button" class="secondary" data-action="reject" on:click=move |_| act.run((
-                                    "mutation Reject($id: ID!, $note: String) { rejectContribution(id: $id, note: $note) { id } }",
-                                    json!({ "id": reject_id, "note": Some(note.get_untracked()).filter(|n| !n.is_empty()) }),
-                                    "Rejected: it will never count.".to_owned(),
-                                ))>"Reject"</button>
+                                <button type="button" data-action="verify" disabled=busy on:click=move |_| {
+                                    act.dispatch(Command::Verify { id: verify_id.clone(), note: written() });
+                                }>"Verify"</button>
+                                <button type="button" class="secondary" data-action="reject" disabled=busy on:click=move |_| {
+                                    act.dispatch(Command::Reject { id: reject_id.clone(), note: written() });
+                                }>"Reject"</button>
                             </div>
                         </article>
                     }
@@ -149,7 +229,7 @@ fn ReviewQueue(queue: Vec<Contribution>, act: Act) -> impl IntoView {
 
 /// Every niche with its members.
 #[component]
-fn Niches(niches: Vec<AdminNiche>, act: Act) -> impl IntoView {
+fn Niches(niches: Vec<admin_overview::AdminOverviewAllNiches>, act: Act) -> impl IntoView {
     view! {
         <section aria-labelledby="niches-title">
             <h2 id="niches-title">"Niches and members"</h2>
@@ -159,49 +239,40 @@ fn Niches(niches: Vec<AdminNiche>, act: Act) -> impl IntoView {
 }
 
 #[component]
-fn NicheMembers(niche: AdminNiche, act: Act) -> impl IntoView {
+fn NicheMembers(niche: admin_overview::AdminOverviewAllNiches, act: Act) -> impl IntoView {
+    let busy = act.pending();
     let slug = niche.slug.clone();
     let handle_id = format!("add-{}", niche.slug);
     let role_id = format!("role-{}", niche.slug);
     let (handle, set_handle) = signal(String::new());
-    let (role, set_role) = signal("OPERATOR".to_owned());
+    let (role, set_role) = signal(MemberRole::Operator);
     let add_slug = slug.clone();
     let add = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let who = handle.get_untracked().trim().to_owned();
-        act.run((
-            "mutation Add($slug: String!, $handle: String!, $role: MemberRole!) { addMember(nicheSlug: $slug, handle: $handle, role: $role) { handle } }",
-            json!({ "slug": add_slug, "handle": who, "role": role.get_untracked() }),
-            format!("{who} is now a member of {add_slug}."),
-        ));
+        act.dispatch(Command::AddMember {
+            slug: add_slug.clone(),
+            handle: handle.get_untracked().trim().to_owned(),
+            role: role.get_untracked(),
+        });
         set_handle.set(String::new());
     };
     let members = niche
         .members
         .into_iter()
         .map(|m| {
-            let active = m.status == "active";
-            let (mutation, label, done) = if active {
-                (
-                    "mutation Suspend($slug: String!, $handle: String!) { suspendMember(nicheSlug: $slug, handle: $handle) { status } }",
-                    "Suspend",
-                    format!("{} is suspended in {slug}.", m.handle),
-                )
+            let status = MemberStatus::of(&m.status);
+            let (label, command) = if status == MemberStatus::Active {
+                ("Suspend", Command::Suspend { slug: slug.clone(), handle: m.handle.clone() })
             } else {
-                (
-                    "mutation Reinstate($slug: String!, $handle: String!) { reinstateMember(nicheSlug: $slug, handle: $handle) { status } }",
-                    "Reinstate",
-                    format!("{} is active again in {slug}.", m.handle),
-                )
+                ("Reinstate", Command::Reinstate { slug: slug.clone(), handle: m.handle.clone() })
             };
-            let variables = json!({ "slug": slug, "handle": m.handle });
             view! {
                 <tr data-member=m.handle.clone()>
                     <td>{m.handle.clone()}</td>
-                    <td>{m.role}</td>
-                    <td>{m.status}</td>
+                    <td>{MemberRole::of(&m.role).to_string()}</td>
+                    <td>{status.to_string()}</td>
                     <td>
-                        <button type="button" class="secondary small" on:click=move |_| act.run((mutation, variables.clone(), done.clone()))>
+                        <button type="button" class="secondary small" disabled=busy on:click=move |_| { act.dispatch(command.clone()); }>
                             {label}<span class="visually-hidden">" "{m.handle.clone()}</span>
                         </button>
                     </td>
@@ -211,7 +282,7 @@ fn NicheMembers(niche: AdminNiche, act: Act) -> impl IntoView {
         .collect_view();
     view! {
         <article class="card niche-admin" data-slug=niche.slug.clone()>
-            <h3>{niche.name}" "<code>{niche.slug.clone()}</code>" "<span class="status">{niche.status}</span></h3>
+            <h3>{niche.name}" "<code>{niche.slug.clone()}</code>" "<span class="status">{NicheStatus::of(&niche.status).to_string()}</span></h3>
             <div class="table-wrap">
                 <table>
                     <thead><tr><th scope="col">"Handle"</th><th scope="col">"Role"</th><th scope="col">"Status"</th><th scope="col">""</th></tr></thead>
@@ -222,12 +293,12 @@ fn NicheMembers(niche: AdminNiche, act: Act) -> impl IntoView {
                 <label for=handle_id.clone()>"Add a member"</label>
                 <input id=handle_id type="text" required placeholder="handle" prop:value=handle on:input=move |ev| set_handle.set(event_target_value(&ev))/>
                 <label for=role_id.clone() class="visually-hidden">"Role"</label>
-                <select id=role_id on:change=move |ev| set_role.set(event_target_value(&ev))>
-                    <option value="OPERATOR" selected>"operator"</option>
-                    <option value="SPECIALIST">"specialist"</option>
-                    <option value="OBSERVER">"observer"</option>
+                <select id=role_id on:change=move |ev| set_role.set(MemberRole::of(event_target_value(&ev)))>
+                    <option value="operator" selected>"operator"</option>
+                    <option value="specialist">"specialist"</option>
+                    <option value="observer">"observer"</option>
                 </select>
-                <button type="submit">"Add"</button>
+                <button type="submit" disabled=busy>"Add"</button>
             </form>
         </article>
     }
@@ -235,7 +306,7 @@ fn NicheMembers(niche: AdminNiche, act: Act) -> impl IntoView {
 
 /// Deliveries to the agent, failures first, each with its attempts.
 #[component]
-fn Deliveries(deliveries: Vec<Delivery>, act: Act) -> impl IntoView {
+fn Deliveries(deliveries: Vec<admin_overview::AdminOverviewDeliveries>, act: Act) -> impl IntoView {
     view! {
         <section aria-labelledby="deliveries-title">
             <h2 id="deliveries-title">"Deliveries to the agent"</h2>
@@ -261,8 +332,9 @@ fn Deliveries(deliveries: Vec<Delivery>, act: Act) -> impl IntoView {
 }
 
 #[component]
-fn DeliveryRow(delivery: Delivery, act: Act) -> impl IntoView {
-    let status = delivery.status.to_lowercase();
+fn DeliveryRow(delivery: admin_overview::AdminOverviewDeliveries, act: Act) -> impl IntoView {
+    let busy = act.pending();
+    let status = delivery.status.clone();
     let id = delivery.id.clone();
     let count = delivery.attempts.len();
     let attempts = delivery
@@ -275,7 +347,7 @@ fn DeliveryRow(delivery: Delivery, act: Act) -> impl IntoView {
                 (None, None) => String::new(),
             };
             view! {
-                <li><TimeAgo at=a.at/>" · "{a.outcome}" · "{what}" · "{a.duration_ms}" ms"</li>
+                <li><TimeAgo at=a.at/>" · "{AttemptOutcome::of(&a.outcome).to_string()}" · "{what}" · "{a.duration_ms}" ms"</li>
             }
         })
         .collect_view();
@@ -289,18 +361,16 @@ fn DeliveryRow(delivery: Delivery, act: Act) -> impl IntoView {
                 </details>
             </td>
             <td>
-                <span class=format!("badge status-{status}")>{status.clone()}</span>
-                {(status == "pending").then(|| view! { <span class="muted">" next "<TimeAgo at=delivery.next_attempt_at/></span> })}
+                <span class=format!("badge status-{status}")>{status.to_string()}</span>
+                {(status == DeliveryStatus::Pending).then(|| view! { <span class="muted">" next "<TimeAgo at=delivery.next_attempt_at/></span> })}
             </td>
             <td class="num">{count}</td>
             <td>{delivery.last_error.unwrap_or_default()}</td>
             <td><TimeAgo at=delivery.created_at/></td>
             <td>
-                <button type="button" class="secondary small" data-action="redeliver" on:click=move |_| act.run((
-                    "mutation Redeliver($id: ID!) { redeliver(id: $id) { id } }",
-                    json!({ "id": id }),
-                    "Queued to be sent again; the agent sees the same envelope id.".to_owned(),
-                ))>"Redeliver"</button>
+                <button type="button" class="secondary small" data-action="redeliver" disabled=busy on:click=move |_| {
+                    act.dispatch(Command::Redeliver { id: id.clone() });
+                }>"Redeliver"</button>
             </td>
         </tr>
     }
@@ -309,62 +379,60 @@ fn DeliveryRow(delivery: Delivery, act: Act) -> impl IntoView {
 /// The money side for admins: payouts to settle, revenue events, anomaly signals (live) and
 /// the audit log.
 #[component]
-fn Ledger(act: Act, signals: RwSignal<Vec<AnomalySignal>>) -> impl IntoView {
-    let ledger = RwSignal::new(None::<Result<AdminLedger, ApiError>>);
-    spawn_local(async move { ledger.set(Some(api::admin_ledger().await)) });
+fn Ledger(
+    ledger: admin_ledger::ResponseData,
+    act: Act,
+    signals: RwSignal<Vec<SignalRow>>,
+) -> impl IntoView {
+    let l = ledger;
     view! {
-        {move || ledger.get().map(|result| match result {
-            Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
-            Ok(l) => {
-                merge_signals(signals, l.anomaly_signals.clone());
-                view! {
-                    <PayoutDesk payouts=l.payouts accounts=l.payout_accounts act=act/>
-                    <section aria-labelledby="admin-revenue-title">
-                        <h2 id="admin-revenue-title">"Revenue events"</h2>
-                        {if l.revenue_events.is_empty() {
-                            view! { <p class="empty">"No revenue yet."</p> }.into_any()
-                        } else {
-                            view! { <div class="table-wrap"><table class="admin-events">
-                                <thead><tr><th scope="col">"When"</th><th scope="col">"Niche"</th><th scope="col">"Source"</th><th scope="col">"Reference"</th><th scope="col" class="num">"Gross"</th><th scope="col" class="num">"Net"</th></tr></thead>
-                                <tbody>{l.revenue_events.into_iter().map(|e| view! {
-                                    <tr><td><TimeAgo at=e.created_at/></td><td>{e.niche_slug}</td><td>{e.source_type}</td><td><code>{e.external_id}</code></td>
-                                    <td class="num">{money(e.gross_minor, &e.currency)}</td><td class="num">{money(e.net_minor, &e.currency)}</td></tr>
-                                }).collect_view()}</tbody>
-                            </table></div> }.into_any()
-                        }}
-                    </section>
-                    <section aria-labelledby="signals-title">
-                        <h2 id="signals-title">"Anomaly signals"</h2>
-                        <p class="muted">"Logged for a person to look at; they change nothing by themselves."</p>
-                        <Show when=move || !signals.with(Vec::is_empty) fallback=|| view! { <p class="empty">"No signals."</p> }>
-                            <ul class="signals">
-                                <For each=move || signals.get() key=|s| s.signal_id.clone() children=|s| view! {
-                                    <li data-signal-id=s.signal_id.clone()>
-                                        <span class=format!("badge severity-{}", s.severity)>{s.severity.clone()}</span>
-                                        " "<strong>{s.kind}</strong>" on "{s.subject_type}" "<code>{s.subject_id}</code>" · "<TimeAgo at=s.received_at/>
-                                        <pre class="evidence">{s.finding}</pre>
-                                    </li>
-                                }/>
-                            </ul>
-                        </Show>
-                    </section>
-                    <section aria-labelledby="audit-title">
-                        <h2 id="audit-title">"Audit log"</h2>
-                        <div class="table-wrap"><table class="audit">
-                            <thead><tr><th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"What"</th><th scope="col">"Subject"</th><th scope="col">"Detail"</th></tr></thead>
-                            <tbody>{l.audit_log.into_iter().map(|a| view! {
-                                <tr><td><TimeAgo at=a.created_at/></td><td>{a.actor}</td><td>{a.action}</td><td>{a.subject_type}" "{a.subject_id}</td><td><code>{a.detail}</code></td></tr>
-                            }).collect_view()}</tbody>
-                        </table></div>
-                    </section>
-                }.into_any()
-            }
-        })}
+        <PayoutDesk payouts=l.payouts accounts=l.payout_accounts act=act/>
+        <section aria-labelledby="admin-revenue-title">
+            <h2 id="admin-revenue-title">"Revenue events"</h2>
+            {if l.revenue_events.is_empty() {
+                view! { <p class="empty">"No revenue yet."</p> }.into_any()
+            } else {
+                view! { <div class="table-wrap"><table class="admin-events">
+                    <thead><tr><th scope="col">"When"</th><th scope="col">"Niche"</th><th scope="col">"Source"</th><th scope="col">"Reference"</th><th scope="col" class="num">"Gross"</th><th scope="col" class="num">"Net"</th></tr></thead>
+                    <tbody>{l.revenue_events.into_iter().map(|e| view! {
+                        <tr><td><TimeAgo at=e.created_at/></td><td>{e.niche_slug}</td><td>{e.source_type}</td><td><code>{e.external_id}</code></td>
+                        <td class="num">{money(e.gross_minor, &e.currency)}</td><td class="num">{money(e.net_minor, &e.currency)}</td></tr>
+                    }).collect_view()}</tbody>
+                </table></div> }.into_any()
+            }}
+        </section>
+        <section aria-labelledby="signals-title">
+            <h2 id="signals-title">"Anomaly signals"</h2>
+            <p class="muted">"Logged for a person to look at; they change nothing by themselves."</p>
+            <Show when=move || !signals.with(Vec::is_empty) fallback=|| view! { <p class="empty">"No signals."</p> }>
+                <ul class="signals">
+                    <For each=move || signals.get() key=|s| s.signal_id.clone() children=|s| {
+                        let severity = Severity::of(&s.severity);
+                        view! {
+                            <li data-signal-id=s.signal_id.clone()>
+                                <span class=format!("badge severity-{severity}")>{severity.to_string()}</span>
+                                " "<strong>{s.kind}</strong>" on "{s.subject_type}" "<code>{s.subject_id}</code>" · "<TimeAgo at=s.received_at/>
+                                <pre class="evidence">{s.finding}</pre>
+                            </li>
+                        }
+                    }/>
+                </ul>
+            </Show>
+        </section>
+        <section aria-labelledby="audit-title">
+            <h2 id="audit-title">"Audit log"</h2>
+            <div class="table-wrap"><table class="audit">
+                <thead><tr><th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"What"</th><th scope="col">"Subject"</th><th scope="col">"Detail"</th></tr></thead>
+                <tbody>{l.audit_log.into_iter().map(|a| view! {
+                    <tr><td><TimeAgo at=a.created_at/></td><td>{a.actor}</td><td>{a.action}</td><td>{a.subject_type}" "{a.subject_id}</td><td><code>{a.detail}</code></td></tr>
+                }).collect_view()}</tbody>
+            </table></div>
+        </section>
     }
 }
 
 /// Add `more` to the signals shown, once each, newest first.
-fn merge_signals(signals: RwSignal<Vec<AnomalySignal>>, more: Vec<AnomalySignal>) {
+fn merge_signals(signals: RwSignal<Vec<SignalRow>>, more: Vec<SignalRow>) {
     signals.update(|list| {
         for s in more {
             if !list.iter().any(|known| known.signal_id == s.signal_id) {
@@ -377,17 +445,18 @@ fn merge_signals(signals: RwSignal<Vec<AnomalySignal>>, more: Vec<AnomalySignal>
 
 /// Payouts: verify an address, schedule, then mark paid (with the reference) or failed.
 #[component]
-fn PayoutDesk(payouts: Vec<Payout>, accounts: Vec<api::PayoutAccount>, act: Act) -> impl IntoView {
+fn PayoutDesk(
+    payouts: Vec<admin_ledger::AdminLedgerPayouts>,
+    accounts: Vec<admin_ledger::AdminLedgerPayoutAccounts>,
+    act: Act,
+) -> impl IntoView {
+    let busy = act.pending();
     let (handle, set_handle) = signal(String::new());
-    let unverified: Vec<api::PayoutAccount> =
-        accounts.into_iter().filter(|a| !a.verified).collect();
+    let unverified: Vec<_> = accounts.into_iter().filter(|a| !a.verified).collect();
     let schedule = move |_| {
-        let who = handle.get_untracked().trim().to_owned();
-        act.run((
-            "mutation Schedule($h: String!) { schedulePayout(handle: $h) { id } }",
-            json!({ "h": who }),
-            format!("A payout to {who} is scheduled."),
-        ));
+        act.dispatch(Command::SchedulePayout {
+            handle: handle.get_untracked().trim().to_owned(),
+        });
     };
     view! {
         <section aria-labelledby="payout-desk-title">
@@ -398,15 +467,13 @@ fn PayoutDesk(payouts: Vec<Payout>, accounts: Vec<api::PayoutAccount>, act: Act)
             } else {
                 view! { <ul class="accounts">{unverified.into_iter().map(|a| {
                     let who = a.handle.clone().unwrap_or_default();
-                    let (h, addr) = (who.clone(), a.address.clone());
+                    let command = Command::VerifyAddress { handle: who.clone(), address: a.address.clone() };
                     view! {
                         <li data-account=who.clone()>
                             <strong>{who.clone()}</strong>" "<code>{a.address}</code>" "
-                            <button type="button" class="secondary small" data-action="verify-address" on:click=move |_| act.run((
-                                "mutation Verify($h: String!, $a: String!) { verifyPayoutAddress(handle: $h, address: $a) { verified } }",
-                                json!({ "h": h, "a": addr }),
-                                format!("{h}'s payout address is verified."),
-                            ))>"Verify"<span class="visually-hidden">" "{who.clone()}</span></button>
+                            <button type="button" class="secondary small" data-action="verify-address" disabled=busy on:click=move |_| {
+                                act.dispatch(command.clone());
+                            }>"Verify"<span class="visually-hidden">" "{who.clone()}</span></button>
                         </li>
                     }
                 }).collect_view()}</ul> }.into_any()
@@ -414,7 +481,7 @@ fn PayoutDesk(payouts: Vec<Payout>, accounts: Vec<api::PayoutAccount>, act: Act)
             <form class="inline" on:submit=|ev| ev.prevent_default()>
                 <label for="payout-handle">"Person"</label>
                 <input id="payout-handle" type="text" placeholder="handle" prop:value=handle on:input=move |ev| set_handle.set(event_target_value(&ev))/>
-                <button type="button" data-action="schedule-payout" on:click=schedule>"Schedule what is owed"</button>
+                <button type="button" data-action="schedule-payout" disabled=busy on:click=schedule>"Schedule what is owed"</button>
             </form>
             {if payouts.is_empty() {
                 view! { <p class="empty">"No payouts yet."</p> }.into_any()
@@ -426,14 +493,16 @@ fn PayoutDesk(payouts: Vec<Payout>, accounts: Vec<api::PayoutAccount>, act: Act)
 }
 
 #[component]
-fn PayoutLine(payout: Payout, act: Act) -> impl IntoView {
-    let scheduled = payout.status == "scheduled";
+fn PayoutLine(payout: admin_ledger::AdminLedgerPayouts, act: Act) -> impl IntoView {
+    let busy = act.pending();
+    let status = PayoutStatus::of(&payout.status);
+    let scheduled = status == PayoutStatus::Scheduled;
     let (note, set_note) = signal(String::new());
     let note_id = format!("payout-note-{}", payout.id);
     let (paid_id, failed_id) = (payout.id.clone(), payout.id.clone());
     view! {
         <li data-payout-id=payout.id.clone()>
-            <span class=format!("badge status-{}", payout.status)>{payout.status.clone()}</span>
+            <span class=format!("badge status-{status}")>{status.to_string()}</span>
             " "<strong>{payout.handle}</strong>" "{money(payout.amount_minor, &payout.currency)}" · "<TimeAgo at=payout.created_at/>
             {payout.external_reference.map(|r| view! { " · ref "<code>{r}</code> })}
             {payout.failure_reason.map(|r| view! { " · "<span class="error">{r}</span> })}
@@ -441,16 +510,12 @@ fn PayoutLine(payout: Payout, act: Act) -> impl IntoView {
                 <div class="inline">
                     <label for=note_id.clone()>"Reference or reason"</label>
                     <input id=note_id type="text" maxlength="200" prop:value=note on:input=move |ev| set_note.set(event_target_value(&ev))/>
-                    <button type="button" class="small" data-action="mark-paid" on:click=move |_| act.run((
-                        "mutation Paid($id: ID!, $r: String!) { markPayoutPaid(id: $id, externalReference: $r) { status } }",
-                        json!({ "id": paid_id, "r": note.get_untracked() }),
-                        "Marked paid.".to_owned(),
-                    ))>"Mark paid"</button>
-                    <button type="button" class="secondary small" data-action="mark-failed" on:click=move |_| act.run((
-                        "mutation Failed($id: ID!, $why: String!) { markPayoutFailed(id: $id, reason: $why) { status } }",
-                        json!({ "id": failed_id, "why": note.get_untracked() }),
-                        "Marked failed: its money is owed again.".to_owned(),
-                    ))>"Mark failed"</button>
+                    <button type="button" class="small" data-action="mark-paid" disabled=busy on:click=move |_| {
+                        act.dispatch(Command::MarkPaid { id: paid_id.clone(), reference: note.get_untracked() });
+                    }>"Mark paid"</button>
+                    <button type="button" class="secondary small" data-action="mark-failed" disabled=busy on:click=move |_| {
+                        act.dispatch(Command::MarkFailed { id: failed_id.clone(), reason: note.get_untracked() });
+                    }>"Mark failed"</button>
                 </div>
             })}
         </li>

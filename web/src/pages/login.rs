@@ -1,42 +1,50 @@
-//! `/login`: sign in, then go back where you were.
+//! `/login`: sign in, then go back where you were (`?next=`, a path on this site).
 
 use leptos::prelude::*;
-use leptos::task::spawn_local;
+use leptos_router::NavigateOptions;
+use leptos_router::hooks::{use_navigate, use_query_map};
 
-use crate::api;
+use crate::api::{self, ApiError, ErrorCode};
+use crate::operations::{Login, Me, login, me};
+use crate::session::{Session, safe_next};
 
 /// The sign-in form.
 #[component]
 pub fn LoginPage() -> impl IntoView {
+    let session = Session::get();
+    let query = use_query_map();
+    let navigate = use_navigate();
     let (handle, set_handle) = signal(String::new());
     let (password, set_password) = signal(String::new());
-    let (error, set_error) = signal(None::<String>);
-    let (busy, set_busy) = signal(false);
+    let sign_in = Action::new_local(move |(handle, password): &(String, String)| {
+        let variables = login::Variables {
+            handle: handle.clone(),
+            password: password.clone(),
+        };
+        let navigate = navigate.clone();
+        async move {
+            api::send::<Login>(variables).await?;
+            let person = api::run::<Me>(me::Variables).await?.viewer.map(|v| v.user);
+            session.set(person);
+            let next = safe_next(query.get_untracked().get("next"));
+            navigate(&next, NavigateOptions::default());
+            Ok::<(), ApiError>(())
+        }
+    });
+    let busy = sign_in.pending();
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        set_busy.set(true);
-        set_error.set(None);
-        let (h, p) = (handle.get_untracked(), password.get_untracked());
-        spawn_local(async move {
-            match api::login(&h, &p).await {
-                Ok(()) => {
-                    let next = crate::query_param("next")
-                        .filter(|n| n.starts_with('/') && !n.starts_with("//"))
-                        .unwrap_or_else(|| "/dashboard/niches".to_owned());
-                    crate::go_to(&next);
-                }
-                Err(err) => {
-                    // Matched on the code, never on the wording.
-                    let message = match err.code.as_str() {
-                        "UNAUTHENTICATED" => err.message.clone(),
-                        "FORBIDDEN" => "Sign in from askloop's own page.".to_owned(),
-                        _ => format!("Could not sign in: {err}"),
-                    };
-                    set_error.set(Some(message));
-                    set_busy.set(false);
-                }
+        sign_in.dispatch((handle.get_untracked(), password.get_untracked()));
+    };
+    let error = move || {
+        sign_in.value().get().and_then(Result::err).map(|err| {
+            // Matched on the code, never on the wording.
+            match err.code {
+                ErrorCode::Unauthenticated => err.message.clone(),
+                ErrorCode::Forbidden => "Sign in from askloop's own page.".to_owned(),
+                _ => format!("Could not sign in: {err}"),
             }
-        });
+        })
     };
     view! {
         <main class="narrow">
@@ -48,8 +56,8 @@ pub fn LoginPage() -> impl IntoView {
                 <label for="password">"Password"</label>
                 <input id="password" name="password" type="password" autocomplete="current-password" required
                     prop:value=password on:input=move |ev| set_password.set(event_target_value(&ev))/>
-                {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
-                <button type="submit" disabled=busy>"Sign in"</button>
+                {move || error().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+                <button type="submit" disabled=busy>{move || if busy.get() { "Signing in…" } else { "Sign in" }}</button>
             </form>
         </main>
     }

@@ -1,54 +1,57 @@
-//! `/dashboard/niches`: "Your agent needs you", then a card per niche, then the ladder. Signed
-//! out, the niches taking questions and a way to sign in.
+//! `/dashboard/niches`: "Your agent needs you" (live), then a card per niche, then my
+//! contributions and the ladder. Signed out, the niches taking questions and a way to sign in.
 
 use leptos::prelude::*;
-use leptos::task::spawn_local;
-use serde_json::json;
+use leptos_router::components::A;
 
 use crate::api;
+use crate::components::loaded::Loaded;
+use crate::components::money::percent;
 use crate::components::time_ago::TimeAgo;
 use crate::live::{self, LiveEvent};
+use crate::operations::{
+    AwaitingMe, AwaitingMeChanges, ContributionsAndLadder, Niches, Standing, awaiting_me,
+    awaiting_me_changes, contributions_and_ladder, niches, standing,
+};
+use crate::vocab::{
+    ContributionKind, ContributionStatus, MemberRole, MemberStatus, NicheStatus, Urgency,
+};
+
+type Membership = standing::StandingViewerMemberships;
+type Tier = contributions_and_ladder::TierRow;
 
 /// The niches page.
 #[component]
 pub fn NichesPage() -> impl IntoView {
-    let viewer = LocalResource::new(api::viewer);
+    let standing = LocalResource::new(|| api::run::<Standing>(standing::Variables));
     view! {
         <main>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                <ErrorBoundary fallback=|errors| view! {
-                    <p class="error" role="alert">
-                        {move || errors.get().into_iter().map(|(_, e)| e.to_string()).collect::<Vec<_>>().join("; ")}
-                    </p>
-                }>
-                    {move || viewer.get().map(|result| result.map(|viewer| match viewer {
-                        Some(viewer) => view! { <SignedIn viewer=viewer/> }.into_any(),
-                        None => view! { <SignedOut/> }.into_any(),
-                    }))}
-                </ErrorBoundary>
-            </Transition>
+            <Loaded>
+                {move || standing.get().map(|result| result.map(|data| match data.viewer {
+                    Some(viewer) => view! { <SignedIn memberships=viewer.memberships/> }.into_any(),
+                    None => view! { <SignedOut/> }.into_any(),
+                }))}
+            </Loaded>
         </main>
     }
 }
 
 #[component]
 fn SignedOut() -> impl IntoView {
-    let niches = LocalResource::new(api::niches);
+    let niches = LocalResource::new(|| api::run::<Niches>(niches::Variables));
     view! {
         <h1>"Niches"</h1>
         <p class="lede">"Where agents ask what they cannot settle, and people who have done the job answer."</p>
-        <p><a href="/login?next=/dashboard/niches">"Sign in"</a>" to see the questions waiting for you."</p>
-        <Transition fallback=|| view! { <p class="muted">"Loading niches…"</p> }>
-            <ErrorBoundary fallback=|_| view! { <p class="error" role="alert">"Could not load niches."</p> }>
-                {move || niches.get().map(|result| result.map(|list| view! { <NicheList niches=list/> }))}
-            </ErrorBoundary>
-        </Transition>
+        <p><A href="/login?next=/dashboard/niches">"Sign in"</A>" to see the questions waiting for you."</p>
+        <Loaded loading="Loading niches…">
+            {move || niches.get().map(|result| result.map(|data| view! { <NicheList niches=data.niches/> }))}
+        </Loaded>
     }
 }
 
 /// The niches anyone can see, or a calm empty state.
 #[component]
-fn NicheList(niches: Vec<api::Niche>) -> impl IntoView {
+fn NicheList(niches: Vec<niches::NichesNiches>) -> impl IntoView {
     if niches.is_empty() {
         return view! { <p class="empty">"No niches are taking questions yet."</p> }.into_any();
     }
@@ -64,7 +67,7 @@ fn NicheList(niches: Vec<api::Niche>) -> impl IntoView {
                             " "
                             <code>{niche.slug}</code>
                             " "
-                            <span class="status">{niche.status}</span>
+                            <span class="status">{NicheStatus::of(&niche.status).to_string()}</span>
                         </li>
                     }
                 })
@@ -75,36 +78,25 @@ fn NicheList(niches: Vec<api::Niche>) -> impl IntoView {
 }
 
 #[component]
-fn SignedIn(viewer: api::Viewer) -> impl IntoView {
-    let awaiting = RwSignal::new(None::<Result<Vec<api::AwaitingQuestion>, api::ApiError>>);
-    let refresh = move || {
-        spawn_local(async move {
-            let list = api::awaiting_me().await;
-            if matches!(&list, Err(err) if err.code == "UNAUTHENTICATED") {
-                crate::go_to_login();
-                return;
-            }
-            awaiting.set(Some(list));
-        });
-    };
-    refresh();
+fn SignedIn(memberships: Vec<Membership>) -> impl IntoView {
+    let awaiting = LocalResource::new(|| api::run::<AwaitingMe>(awaiting_me::Variables));
     // "Your agent needs you" is live: any change re-reads the short list.
     let dropped = RwSignal::new(false);
-    live::subscribe(
-        "subscription Awaiting { awaitingMe { change question { id } } }",
-        json!({}),
+    live::subscribe::<AwaitingMeChanges>(
+        awaiting_me_changes::Variables,
         move |event| match event {
             LiveEvent::Connected | LiveEvent::Next(_) => {
                 dropped.set(false);
-                refresh();
+                awaiting.refetch();
             }
             LiveEvent::Dropped => dropped.set(true),
             LiveEvent::Failed(_) => {}
         },
     );
-    let standing = LocalResource::new(api::contributions_and_ladder);
-    let cards = viewer
-        .memberships
+    let standing = LocalResource::new(|| {
+        api::run::<ContributionsAndLadder>(contributions_and_ladder::Variables)
+    });
+    let cards = memberships
         .into_iter()
         .map(|m| view! { <MembershipCard membership=m/> })
         .collect_view();
@@ -114,47 +106,49 @@ fn SignedIn(viewer: api::Viewer) -> impl IntoView {
             {move || dropped.get().then(|| view! {
                 <p class="banner" role="status">"Connection lost. Reconnecting…"</p>
             })}
-            {move || match awaiting.get() {
-                None => view! { <p class="muted">"Loading…"</p> }.into_any(),
-                Some(Err(err)) => view! { <p class="error" role="alert">"Could not load your questions: "{err.to_string()}</p> }.into_any(),
-                Some(Ok(list)) if list.is_empty() => view! {
-                    <p class="empty">"Nothing is waiting for you. Your agent will ask when it is stuck."</p>
-                }.into_any(),
-                Some(Ok(list)) => view! {
-                    <ul class="awaiting-list">
-                        {list.into_iter().map(|q| {
-                            let href = format!("/dashboard/niches/{}/questions", q.niche.slug);
-                            let badge = format!("badge urgency-{}", q.urgency);
-                            view! {
-                                <li data-question-id=q.id>
-                                    <span class=badge>{q.urgency.clone()}</span>
-                                    " "
-                                    <a href=href>{q.title}</a>
-                                    " "
-                                    <span class="muted">{q.niche.name}</span>
-                                </li>
-                            }
-                        }).collect_view()}
-                    </ul>
-                }.into_any(),
-            }}
+            <Loaded>
+                {move || awaiting.get().map(|result| result.map(|data| {
+                    let list = data.awaiting_me.nodes;
+                    if list.is_empty() {
+                        return view! {
+                            <p class="empty">"Nothing is waiting for you. Your agent will ask when it is stuck."</p>
+                        }.into_any();
+                    }
+                    view! {
+                        <ul class="awaiting-list">
+                            {list.into_iter().map(|q| {
+                                let href = format!("/dashboard/niches/{}/questions", q.niche.slug);
+                                let urgency = Urgency::of(&q.urgency);
+                                view! {
+                                    <li data-question-id=q.id>
+                                        <span class=format!("badge urgency-{urgency}")>{urgency.to_string()}</span>
+                                        " "
+                                        <A href=href>{q.title}</A>
+                                        " "
+                                        <span class="muted">{q.niche.name}</span>
+                                    </li>
+                                }
+                            }).collect_view()}
+                        </ul>
+                    }.into_any()
+                }))}
+            </Loaded>
         </section>
         <section class="cards" aria-label="Your niches">{cards}</section>
-        <Transition fallback=|| view! { <p class="muted">"Loading your contributions…"</p> }>
-            {move || standing.get().map(|result| match result {
-                Ok((contributions, tiers)) => view! {
-                    <Contributions contributions=contributions/>
-                    <Ladder tiers=tiers/>
-                }.into_any(),
-                Err(err) => view! { <p class="error" role="alert">"Could not load your contributions: "{err.to_string()}</p> }.into_any(),
-            })}
-        </Transition>
+        <Loaded loading="Loading your contributions…">
+            {move || standing.get().map(|result| result.map(|data| view! {
+                <Contributions contributions=data.my_contributions/>
+                <Ladder tiers=data.tiers/>
+            }))}
+        </Loaded>
     }
 }
 
 /// My contributions, newest first.
 #[component]
-fn Contributions(contributions: Vec<api::Contribution>) -> impl IntoView {
+fn Contributions(
+    contributions: Vec<contributions_and_ladder::ContributionsAndLadderMyContributions>,
+) -> impl IntoView {
     view! {
         <section class="contributions" aria-labelledby="contributions-title">
             <h2 id="contributions-title">"Your contributions"</h2>
@@ -166,14 +160,17 @@ fn Contributions(contributions: Vec<api::Contribution>) -> impl IntoView {
                         <table>
                             <thead><tr><th scope="col">"When"</th><th scope="col">"Niche"</th><th scope="col">"What"</th><th scope="col" class="num">"Points"</th><th scope="col">"Status"</th></tr></thead>
                             <tbody>
-                                {contributions.into_iter().map(|c| view! {
-                                    <tr data-contribution-id=c.id>
-                                        <td><TimeAgo at=c.created_at/></td>
-                                        <td>{c.niche_slug}</td>
-                                        <td>{what(&c.kind)}</td>
-                                        <td class="num">{c.points}</td>
-                                        <td><span class=format!("badge status-{}", c.status)>{c.status.clone()}</span></td>
-                                    </tr>
+                                {contributions.into_iter().map(|c| {
+                                    let status = ContributionStatus::of(&c.status);
+                                    view! {
+                                        <tr data-contribution-id=c.id>
+                                            <td><TimeAgo at=c.created_at/></td>
+                                            <td>{c.niche_slug}</td>
+                                            <td>{ContributionKind::of(&c.kind).describe()}</td>
+                                            <td class="num">{c.points}</td>
+                                            <td><span class=format!("badge status-{status}")>{status.to_string()}</span></td>
+                                        </tr>
+                                    }
                                 }).collect_view()}
                             </tbody>
                         </table>
@@ -184,17 +181,9 @@ fn Contributions(contributions: Vec<api::Contribution>) -> impl IntoView {
     }
 }
 
-fn what(kind: &str) -> String {
-    match kind {
-        "agent_answer" => "Answered a question".to_owned(),
-        "manual_adjustment" => "Adjustment".to_owned(),
-        other => other.replace('_', " "),
-    }
-}
-
 /// The tier ladder, lowest first.
 #[component]
-fn Ladder(tiers: Vec<api::Tier>) -> impl IntoView {
+fn Ladder(tiers: Vec<Tier>) -> impl IntoView {
     view! {
         <section class="ladder" aria-labelledby="ladder-title">
             <h2 id="ladder-title">"The tier ladder"</h2>
@@ -210,12 +199,8 @@ fn Ladder(tiers: Vec<api::Tier>) -> impl IntoView {
     }
 }
 
-fn percent(bps: i64) -> String {
-    format!("{}%", bps as f64 / 100.0)
-}
-
 #[component]
-fn MembershipCard(membership: api::Membership) -> impl IntoView {
+fn MembershipCard(membership: Membership) -> impl IntoView {
     let href = format!("/dashboard/niches/{}/questions", membership.niche.slug);
     let money_href = format!("/dashboard/niches/{}/revenue", membership.niche.slug);
     let share = percent(membership.share_bps);
@@ -227,6 +212,8 @@ fn MembershipCard(membership: api::Membership) -> impl IntoView {
         }
         _ => (100, "At the top of the ladder.".to_owned()),
     };
+    let role = MemberRole::of(&membership.role);
+    let status = MemberStatus::of(&membership.status);
     view! {
         <article class="card" data-slug=membership.niche.slug.clone()>
             <h2>{membership.niche.name}</h2>
@@ -235,13 +222,13 @@ fn MembershipCard(membership: api::Membership) -> impl IntoView {
                 " · share "{share}
                 " · score "{membership.score}
             </p>
-            <p class="muted">{membership.verified_count}" verified · "{membership.pending_count}" in review · "{membership.role}" ("{membership.status}")"</p>
+            <p class="muted">{membership.verified_count}" verified · "{membership.pending_count}" in review · "{role.to_string()}" ("{status.to_string()}")"</p>
             <progress max="100" value=progress>{progress}"%"</progress>
             <p class="muted">{next_line}</p>
             <p class="links">
-                <a href=href>"Open the queue"</a>
+                <A href=href>"Open the queue"</A>
                 " · "
-                <a href=money_href>"Revenue and budget"</a>
+                <A href=money_href>"Revenue and budget"</A>
             </p>
         </article>
     }

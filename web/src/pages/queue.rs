@@ -1,35 +1,55 @@
 //! `/dashboard/niches/:slug/questions`: the live waiting queue and "Settled".
 //!
-//! The page reads the queue once, then follows the `questionQueue` subscription: new questions
-//! appear marked "new", questions settled elsewhere leave. When the connection drops, a banner
-//! says so; on return the page re-reads everything, since what happened meanwhile was not sent.
+//! The page reads the queue, then follows the `questionQueue` subscription on the app's live
+//! connection: new questions appear marked "new", questions settled elsewhere leave. When the
+//! connection drops, a banner says so; on return the page re-reads everything, since what
+//! happened meanwhile was not sent.
 
 use std::collections::HashSet;
 
+use leptos::Params;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
-use serde::Deserialize;
-use serde_json::json;
+use leptos_router::components::A;
+use leptos_router::hooks::use_params;
+use leptos_router::params::Params;
 
-use crate::api::{self, ApiError, QueueQuestion, SettledQuestion};
+use crate::api::{self, ApiError, ErrorCode};
+use crate::components::loaded::Loaded;
 use crate::components::notice::Notice;
 use crate::components::question_card::{Acted, QuestionCard};
 use crate::components::time_ago::TimeAgo;
 use crate::live::{self, LiveEvent};
+use crate::operations::{QueueChanges, QueuePage as QueueRead, queue_changes, queue_page};
+use crate::vocab::{ContributionStatus, QueueChangeKind, Urgency};
+
+type Question = queue_page::QuestionCard;
+type Settled = queue_page::QueuePageNicheSettledNodes;
+
+/// The route's typed parameters.
+#[derive(Params, Clone, PartialEq)]
+pub struct NicheParams {
+    /// The niche's slug.
+    pub slug: Option<String>,
+}
+
+/// The niche in the path, once it is known.
+pub fn niche_slug() -> Memo<String> {
+    let params = use_params::<NicheParams>();
+    Memo::new(move |_| params.get().ok().and_then(|p| p.slug).unwrap_or_default())
+}
+
+/// The queue route: a fresh page (and subscription) for each niche.
+#[component]
+pub fn QueueRoute() -> impl IntoView {
+    let slug = niche_slug();
+    move || view! { <QueuePage slug=slug.get()/> }
+}
 
 /// A card on the page.
 #[derive(Clone)]
 struct Card {
-    question: QueueQuestion,
+    question: Question,
     fresh: bool,
-}
-
-#[derive(Clone)]
-enum Load {
-    Loading,
-    Ready,
-    NoNiche,
-    Failed(ApiError),
 }
 
 /// Where the live connection stands.
@@ -41,31 +61,10 @@ enum Link {
     Ended,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct QueueChange {
-    change: String,
-    question: QueueQuestion,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct QueueChangeData {
-    question_queue: QueueChange,
-}
-
-fn urgency_rank(urgency: &str) -> u8 {
-    match urgency {
-        "high" => 0,
-        "normal" => 1,
-        _ => 2,
-    }
-}
-
 fn sort_cards(cards: &mut [Card]) {
     cards.sort_by_key(|c| {
         (
-            urgency_rank(&c.question.urgency),
+            Urgency::of(&c.question.urgency).rank(),
             c.question.id.parse::<i64>().unwrap_or(i64::MAX),
         )
     });
@@ -74,10 +73,8 @@ fn sort_cards(cards: &mut [Card]) {
 /// The queue of one niche.
 #[component]
 pub fn QueuePage(slug: String) -> impl IntoView {
-    let load = RwSignal::new(Load::Loading);
-    let name = RwSignal::new(String::new());
     let cards = RwSignal::new(Vec::<Card>::new());
-    let settled = RwSignal::new(Vec::<SettledQuestion>::new());
+    let settled = RwSignal::new(Vec::<Settled>::new());
     let link = RwSignal::new(Link::Connecting);
     let link_message = RwSignal::new(None::<String>);
     let acted_notice = RwSignal::new(None::<(String, Option<String>)>);
@@ -86,65 +83,50 @@ pub fn QueuePage(slug: String) -> impl IntoView {
     let acted = StoredValue::new(HashSet::<(String, i64)>::new());
     let read_once = StoredValue::new(false);
 
-    let read = {
-        let slug = slug.clone();
-        move || {
-            let slug = slug.clone();
-            spawn_local(async move {
-                match api::queue_page(&slug).await {
-                    Ok(Some(page)) => {
-                        let first = !read_once.get_value();
-                        read_once.set_value(true);
-                        let known: HashSet<String> = cards
-                            .get_untracked()
-                            .iter()
-                            .map(|c| c.question.id.clone())
-                            .collect();
-                        let previous_fresh: HashSet<String> = cards
-                            .get_untracked()
-                            .iter()
-                            .filter(|c| c.fresh)
-                            .map(|c| c.question.id.clone())
-                            .collect();
-                        let next = page
-                            .waiting
-                            .into_iter()
-                            .filter(|q| {
-                                !acted.with_value(|a| a.contains(&(q.id.clone(), q.research_round)))
-                            })
-                            .map(|q| Card {
-                                fresh: !first
-                                    && (!known.contains(&q.id) || previous_fresh.contains(&q.id)),
-                                question: q,
-                            })
-                            .collect();
-                        name.set(page.name);
-                        cards.set(next);
-                        settled.set(page.settled);
-                        load.set(Load::Ready);
-                    }
-                    Ok(None) => load.set(Load::NoNiche),
-                    Err(err) if err.code == "UNAUTHENTICATED" => crate::go_to_login(),
-                    Err(err) => load.set(Load::Failed(err)),
-                }
+    // The read merges into the cards the page holds, so a re-read after a drop marks what
+    // arrived meanwhile as new. It yields the niche's name, or `None` for no such niche.
+    let read_slug = slug.clone();
+    let queue = LocalResource::new(move || {
+        let slug = read_slug.clone();
+        async move {
+            let data = api::run::<QueueRead>(queue_page::Variables { slug }).await?;
+            let Some(niche) = data.niche else {
+                return Ok::<_, ApiError>(None);
+            };
+            let first = !read_once.get_value();
+            read_once.set_value(true);
+            let (known, previous_fresh) = cards.with_untracked(|list| {
+                let known: HashSet<String> = list.iter().map(|c| c.question.id.clone()).collect();
+                let fresh: HashSet<String> = list
+                    .iter()
+                    .filter(|c| c.fresh)
+                    .map(|c| c.question.id.clone())
+                    .collect();
+                (known, fresh)
             });
+            let next = niche
+                .waiting
+                .nodes
+                .into_iter()
+                .filter(|q| !acted.with_value(|a| a.contains(&(q.id.clone(), q.research_round))))
+                .map(|q| Card {
+                    fresh: !first && (!known.contains(&q.id) || previous_fresh.contains(&q.id)),
+                    question: q,
+                })
+                .collect();
+            cards.set(next);
+            settled.set(niche.settled.nodes);
+            Ok(Some(niche.name))
         }
-    };
-    read();
+    });
 
-    let changes_slug = slug.clone();
-    let on_change = move |change: QueueChange| {
-        let question = change.question;
-        match change.change.as_str() {
-            "REMOVED" => {
+    let on_change = move |change: queue_changes::QueueChangesQuestionQueue| {
+        let question = Question::from(change.question);
+        match change.change {
+            QueueChangeKind::Removed => {
                 cards.update(|list| list.retain(|c| c.question.id != question.id));
                 // It may have been settled: "Settled" shows it.
-                let slug = changes_slug.clone();
-                spawn_local(async move {
-                    if let Ok(Some(page)) = api::queue_page(&slug).await {
-                        settled.set(page.settled);
-                    }
-                });
+                queue.refetch();
             }
             _ => {
                 if acted.with_value(|a| a.contains(&(question.id.clone(), question.research_round)))
@@ -166,32 +148,21 @@ pub fn QueuePage(slug: String) -> impl IntoView {
         }
     };
 
-    let on_change = StoredValue::new(on_change);
-    let resync = read.clone();
-    live::subscribe(
-        &format!(
-            "subscription Queue($slug: String!) {{ questionQueue(nicheSlug: $slug) {{ change question {{ {} }} }} }}",
-            api::CARD_FIELDS
-        ),
-        json!({ "slug": slug }),
+    live::subscribe::<QueueChanges>(
+        queue_changes::Variables { slug },
         move |event| match event {
             LiveEvent::Connected => {
                 let was_dropped = link.get_untracked() == Link::Dropped;
                 link.set(Link::Live);
                 link_message.set(None);
-                // The first acknowledgement closes the gap between the first read and the
-                // subscription; later ones follow a drop.
+                // The first subscription closes the gap between the first read and itself; later
+                // ones follow a drop.
                 if was_dropped || read_once.get_value() {
-                    resync();
+                    queue.refetch();
                 }
             }
-            LiveEvent::Next(data) => {
-                if let Ok(data) = serde_json::from_value::<QueueChangeData>(data) {
-                    on_change.with_value(|f| f(data.question_queue));
-                }
-            }
-            LiveEvent::Failed(err) if err.code == "UNAUTHENTICATED" => crate::go_to_login(),
-            LiveEvent::Failed(err) if err.code == "CONFLICT" => {}
+            LiveEvent::Next(data) => on_change(data.question_queue),
+            LiveEvent::Failed(err) if err.code == ErrorCode::Conflict => {}
             LiveEvent::Failed(err) => {
                 link.set(Link::Ended);
                 link_message.set(Some(err.to_string()));
@@ -205,47 +176,46 @@ pub fn QueuePage(slug: String) -> impl IntoView {
             a.insert((id.clone(), round));
         });
         cards.update(|list| list.retain(|c| c.question.id != id));
-        let points = result
-            .contribution_status
-            .map(|status| format!("{} points, {status}", result.points));
+        let points = result.contribution_status.map(|status| {
+            format!(
+                "{} points, {}",
+                result.points,
+                ContributionStatus::of(&status)
+            )
+        });
         acted_notice.set(Some((result.notice, points)));
     });
 
     view! {
         <main>
-            <p><a href="/dashboard/niches">"← Your niches"</a></p>
+            <p><A href="/dashboard/niches">"← Your niches"</A></p>
             <Notice/>
             {move || acted_notice.get().map(|(notice, points)| view! {
                 <p class="notice" role="status">{notice}</p>
                 {points.map(|p| view! { <p class="points muted">{p}</p> })}
             })}
-            <Show when=move || matches!(load.get(), Load::Ready)>
-                <LinkBanner link=link message=link_message/>
-            </Show>
-            {move || match load.get() {
-                Load::Loading => view! { <p class="muted">"Loading the queue…"</p> }.into_any(),
-                Load::NoNiche => view! { <h1>"No such niche"</h1> }.into_any(),
-                Load::Failed(err) if err.code == "FORBIDDEN" => view! {
-                    <p class="error" role="alert">"Only the niche's active members see its questions: "{err.to_string()}"."</p>
-                }.into_any(),
-                Load::Failed(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
-                Load::Ready => view! {
-                    <h1>{move || name.get()}</h1>
-                    <section class="waiting" aria-label="Waiting questions">
-                        <Show
-                            when=move || !cards.with(Vec::is_empty)
-                            fallback=|| view! { <p class="empty">"Nothing is waiting. New questions appear here."</p> }
-                        >
-                            <For
-                                each=move || cards.get()
-                                key=|card| (card.question.id.clone(), card.question.research_round, card.question.status.clone())
-                                children=move |card| view! { <QuestionCard question=card.question fresh=card.fresh on_done=on_done/> }
-                            />
-                        </Show>
-                    </section>
-                    <Settled settled=settled/>
-                }.into_any(),
-            }}
+            <Loaded loading="Loading the queue…" forbidden="Only the niche's active members see its questions">
+                {move || queue.get().map(|result| result.map(|name| match name {
+                    None => view! { <h1>"No such niche"</h1> }.into_any(),
+                    Some(name) => view! {
+                        <LinkBanner link=link message=link_message/>
+                        <h1>{name}</h1>
+                        <section class="waiting" aria-label="Waiting questions">
+                            <Show
+                                when=move || !cards.with(Vec::is_empty)
+                                fallback=|| view! { <p class="empty">"Nothing is waiting. New questions appear here."</p> }
+                            >
+                                <For
+                                    each=move || cards.get()
+                                    key=|card| (card.question.id.clone(), card.question.research_round, card.question.status.clone())
+                                    children=move |card| view! { <QuestionCard question=card.question fresh=card.fresh on_done=on_done/> }
+                                />
+                            </Show>
+                        </section>
+                        <SettledList settled=settled/>
+                    }.into_any(),
+                }))}
+            </Loaded>
         </main>
     }
 }
@@ -278,7 +248,7 @@ fn LinkBanner(link: RwSignal<Link>, message: RwSignal<Option<String>>) -> impl I
 
 /// Recently answered questions.
 #[component]
-fn Settled(settled: RwSignal<Vec<SettledQuestion>>) -> impl IntoView {
+fn SettledList(settled: RwSignal<Vec<Settled>>) -> impl IntoView {
     view! {
         <section class="settled" aria-labelledby="settled-title">
             <h2 id="settled-title">"Settled"</h2>

@@ -3,18 +3,19 @@
 //! budget this month).
 
 use leptos::prelude::*;
-use leptos::task::spawn_local;
+use leptos_router::components::A;
 
-use crate::api::{self, Allocation, ApiError, Budget, NicheRevenue, Payout};
-use crate::components::money::{BudgetBar, EarningsChart, money};
+use crate::api;
+use crate::components::loaded::Loaded;
+use crate::components::money::{BudgetBar, EarningsChart, money, percent};
 use crate::components::time_ago::TimeAgo;
+use crate::operations::{
+    MyRevenue, NicheMoney, SetPayoutAddress, my_revenue, niche_money, set_payout_address,
+};
+use crate::pages::queue::niche_slug;
+use crate::vocab::{AllocationStatus, BudgetEntryKind, PayoutStatus};
 
-fn failed(err: &ApiError) -> AnyView {
-    if err.code == "UNAUTHENTICATED" {
-        crate::go_to_login();
-    }
-    view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any()
-}
+type Allocation = my_revenue::AllocationRow;
 
 fn time_ms(at: &str) -> f64 {
     js_sys::Date::parse(at)
@@ -23,40 +24,38 @@ fn time_ms(at: &str) -> f64 {
 /// My revenue.
 #[component]
 pub fn MyRevenuePage() -> impl IntoView {
-    let revenue = LocalResource::new(api::my_revenue);
+    let revenue = LocalResource::new(|| api::run::<MyRevenue>(my_revenue::Variables));
     view! {
         <main>
             <h1>"Your revenue"</h1>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || revenue.get().map(|result| match result {
-                    Err(err) => failed(&err),
-                    Ok(mine) => {
-                        let currency = mine.allocations.first().map_or_else(|| "USD".to_owned(), |a| a.currency.clone());
-                        let points: Vec<(f64, i64)> = mine.allocations.iter().filter(|a| a.currency == currency).map(|a| (time_ms(&a.created_at), a.amount_minor)).collect();
-                        view! {
-                            {if mine.balances.is_empty() {
-                                view! { <p class="empty">"Nothing owed or paid yet."</p> }.into_any()
-                            } else {
-                                mine.balances.into_iter().map(|b| view! {
-                                    <section class="balances" aria-label=format!("Balance in {}", b.currency) data-currency=b.currency.clone()>
-                                        <div class="card balance"><span class="muted">"Owed"</span><strong data-balance="owed">{money(b.owed_minor, &b.currency)}</strong></div>
-                                        <div class="card balance"><span class="muted">"In flight"</span><strong data-balance="in-flight">{money(b.in_flight_minor, &b.currency)}</strong></div>
-                                        <div class="card balance"><span class="muted">"Paid"</span><strong data-balance="paid">{money(b.paid_minor, &b.currency)}</strong></div>
-                                        <div class="card balance"><span class="muted">"Reversed"</span><strong data-balance="reversed">{money(b.reversed_minor, &b.currency)}</strong></div>
-                                    </section>
-                                }).collect_view().into_any()
-                            }}
-                            <section aria-labelledby="earnings-title">
-                                <h2 id="earnings-title">"Earnings over time"</h2>
-                                <EarningsChart points=points currency=currency/>
-                            </section>
-                            <Allocations allocations=mine.allocations title="Your allocations"/>
-                            <Payouts payouts=mine.payouts/>
-                            <PayoutAddress account=mine.payout_account/>
-                        }.into_any()
+            <Loaded>
+                {move || revenue.get().map(|result| result.map(|data| {
+                    let mine = data.my_revenue;
+                    let currency = mine.allocations.first().map_or_else(|| "USD".to_owned(), |a| a.currency.clone());
+                    let points: Vec<(f64, i64)> = mine.allocations.iter().filter(|a| a.currency == currency).map(|a| (time_ms(&a.created_at), a.amount_minor)).collect();
+                    view! {
+                        {if mine.balances.is_empty() {
+                            view! { <p class="empty">"Nothing owed or paid yet."</p> }.into_any()
+                        } else {
+                            mine.balances.into_iter().map(|b| view! {
+                                <section class="balances" aria-label=format!("Balance in {}", b.currency) data-currency=b.currency.clone()>
+                                    <div class="card balance"><span class="muted">"Owed"</span><strong data-balance="owed">{money(b.owed_minor, &b.currency)}</strong></div>
+                                    <div class="card balance"><span class="muted">"In flight"</span><strong data-balance="in-flight">{money(b.in_flight_minor, &b.currency)}</strong></div>
+                                    <div class="card balance"><span class="muted">"Paid"</span><strong data-balance="paid">{money(b.paid_minor, &b.currency)}</strong></div>
+                                    <div class="card balance"><span class="muted">"Reversed"</span><strong data-balance="reversed">{money(b.reversed_minor, &b.currency)}</strong></div>
+                                </section>
+                            }).collect_view().into_any()
+                        }}
+                        <section aria-labelledby="earnings-title">
+                            <h2 id="earnings-title">"Earnings over time"</h2>
+                            <EarningsChart points=points currency=currency/>
+                        </section>
+                        <Allocations allocations=mine.allocations title="Your allocations"/>
+                        <Payouts payouts=mine.payouts/>
+                        <PayoutAddress account=mine.payout_account/>
                     }
-                })}
-            </Transition>
+                }))}
+            </Loaded>
         </main>
     }
 }
@@ -73,15 +72,18 @@ fn Allocations(allocations: Vec<Allocation>, title: &'static str) -> impl IntoVi
                     <div class="table-wrap"><table>
                         <thead><tr><th scope="col">"When"</th><th scope="col">"Niche"</th><th scope="col">"From"</th><th scope="col" class="num">"Share"</th><th scope="col" class="num">"Amount"</th><th scope="col">"Status"</th></tr></thead>
                         <tbody>
-                            {allocations.into_iter().map(|a| view! {
-                                <tr data-allocation-id=a.id>
-                                    <td><TimeAgo at=a.created_at/></td>
-                                    <td>{a.niche_slug}</td>
-                                    <td>{a.source_type.replace('_', " ")}</td>
-                                    <td class="num">{format!("{}%", a.share_bps as f64 / 100.0)}</td>
-                                    <td class="num">{money(a.amount_minor, &a.currency)}</td>
-                                    <td><span class=format!("badge status-{}", a.status)>{a.status.clone()}</span></td>
-                                </tr>
+                            {allocations.into_iter().map(|a| {
+                                let status = AllocationStatus::of(&a.status);
+                                view! {
+                                    <tr data-allocation-id=a.id>
+                                        <td><TimeAgo at=a.created_at/></td>
+                                        <td>{a.niche_slug}</td>
+                                        <td>{a.source_type.replace('_', " ")}</td>
+                                        <td class="num">{percent(a.share_bps)}</td>
+                                        <td class="num">{money(a.amount_minor, &a.currency)}</td>
+                                        <td><span class=format!("badge status-{status}")>{status.to_string()}</span></td>
+                                    </tr>
+                                }
                             }).collect_view()}
                         </tbody>
                     </table></div>
@@ -92,7 +94,7 @@ fn Allocations(allocations: Vec<Allocation>, title: &'static str) -> impl IntoVi
 }
 
 #[component]
-fn Payouts(payouts: Vec<Payout>) -> impl IntoView {
+fn Payouts(payouts: Vec<my_revenue::MyRevenueMyRevenuePayouts>) -> impl IntoView {
     view! {
         <section aria-labelledby="payouts-title">
             <h2 id="payouts-title">"Payouts"</h2>
@@ -101,13 +103,16 @@ fn Payouts(payouts: Vec<Payout>) -> impl IntoView {
             } else {
                 view! {
                     <ul class="payouts">
-                        {payouts.into_iter().map(|p| view! {
-                            <li>
-                                <span class=format!("badge status-{}", p.status)>{p.status.clone()}</span>
-                                " "{money(p.amount_minor, &p.currency)}" · "<TimeAgo at=p.created_at/>
-                                {p.external_reference.map(|r| view! { " · ref "<code>{r}</code> })}
-                                {p.failure_reason.map(|r| view! { " · "<span class="error">{r}</span> })}
-                            </li>
+                        {payouts.into_iter().map(|p| {
+                            let status = PayoutStatus::of(&p.status);
+                            view! {
+                                <li>
+                                    <span class=format!("badge status-{status}")>{status.to_string()}</span>
+                                    " "{money(p.amount_minor, &p.currency)}" · "<TimeAgo at=p.created_at/>
+                                    {p.external_reference.map(|r| view! { " · ref "<code>{r}</code> })}
+                                    {p.failure_reason.map(|r| view! { " · "<span class="error">{r}</span> })}
+                                </li>
+                            }
                         }).collect_view()}
                     </ul>
                 }.into_any()
@@ -118,70 +123,81 @@ fn Payouts(payouts: Vec<Payout>) -> impl IntoView {
 
 /// Where I am paid: saving a new address sends it back for verification.
 #[component]
-fn PayoutAddress(account: Option<api::PayoutAccount>) -> impl IntoView {
+fn PayoutAddress(account: Option<my_revenue::MyRevenueMyRevenuePayoutAccount>) -> impl IntoView {
     let verified = account.as_ref().is_some_and(|a| a.verified);
     let (address, set_address) = signal(account.map(|a| a.address).unwrap_or_default());
-    let (message, set_message) = signal(None::<Result<String, String>>);
-    let save = move |ev: leptos::ev::SubmitEvent| {
+    let save = Action::new_local(|address: &String| {
+        api::send::<SetPayoutAddress>(set_payout_address::Variables {
+            address: address.clone(),
+        })
+    });
+    let busy = save.pending();
+    let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let value = address.get_untracked();
-        spawn_local(async move {
-            match api::set_payout_address(&value).await {
-                Ok(()) => set_message.set(Some(Ok(
-                    "Saved. An admin verifies it before the next payout.".to_owned(),
-                ))),
-                Err(err) => set_message.set(Some(Err(err.to_string()))),
-            }
-        });
+        save.dispatch(address.get_untracked());
     };
     view! {
         <section aria-labelledby="address-title">
             <h2 id="address-title">"Where you are paid"</h2>
             <p class="muted">{if verified { "Verified by an admin." } else { "Not verified yet: payouts wait until it is." }}</p>
-            <form class="inline" on:submit=save>
+            <form class="inline" on:submit=submit>
                 <label for="payout-address">"Payout address"</label>
                 <input id="payout-address" type="text" maxlength="200" required prop:value=address on:input=move |ev| set_address.set(event_target_value(&ev))/>
-                <button type="submit">"Save"</button>
+                <button type="submit" disabled=busy>{move || if busy.get() { "Saving…" } else { "Save" }}</button>
             </form>
-            {move || message.get().map(|m| match m {
-                Ok(text) => view! { <p class="notice" role="status">{text}</p> }.into_any(),
-                Err(text) => view! { <p class="error" role="alert">{text}</p> }.into_any(),
+            {move || save.value().get().map(|result| match result {
+                Ok(_) => view! { <p class="notice" role="status">"Saved. An admin verifies it before the next payout."</p> }.into_any(),
+                Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
             })}
         </section>
     }
+}
+
+/// The niche revenue route: a fresh page for each niche.
+#[component]
+pub fn NicheMoneyRoute() -> impl IntoView {
+    let slug = niche_slug();
+    move || view! { <NicheMoneyPage slug=slug.get()/> }
 }
 
 /// A niche's revenue and budget.
 #[component]
 pub fn NicheMoneyPage(slug: String) -> impl IntoView {
     let back = format!("/dashboard/niches/{slug}/questions");
+    let read_slug = slug.clone();
     let data = LocalResource::new(move || {
-        let slug = slug.clone();
-        async move { api::niche_money(&slug).await }
+        api::run::<NicheMoney>(niche_money::Variables {
+            slug: read_slug.clone(),
+        })
     });
     view! {
         <main>
-            <p><a href="/dashboard/niches">"← Your niches"</a>" · "<a href=back>"The queue"</a></p>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || data.get().map(|result| match result {
-                    Err(err) => failed(&err),
-                    Ok((name, revenue, budget)) => view! {
+            <p><A href="/dashboard/niches">"← Your niches"</A>" · "<A href=back>"The queue"</A></p>
+            <Loaded>
+                {let slug = slug.clone(); move || data.get().map(|result| result.map(|d| {
+                    let name = d.niche.map_or_else(|| slug.clone(), |n| n.name);
+                    view! {
                         <h1>{name}" — revenue and budget"</h1>
-                        <NicheRevenueView revenue=revenue/>
-                        <BudgetView budget=budget/>
-                    }.into_any(),
-                })}
-            </Transition>
+                        <NicheRevenueView revenue=d.niche_revenue/>
+                        <BudgetView budget=d.budget/>
+                    }
+                }))}
+            </Loaded>
         </main>
     }
 }
 
 #[component]
-fn NicheRevenueView(revenue: NicheRevenue) -> impl IntoView {
+fn NicheRevenueView(revenue: niche_money::NicheMoneyNicheRevenue) -> impl IntoView {
     let currency = revenue
         .recent_events
         .first()
         .map_or_else(|| "USD".to_owned(), |e| e.currency.clone());
+    let mine: Vec<Allocation> = revenue
+        .my_allocations
+        .into_iter()
+        .map(Allocation::from)
+        .collect();
     view! {
         <section class="niche-revenue" aria-labelledby="revenue-title">
             <h2 id="revenue-title">"Revenue"</h2>
@@ -214,18 +230,18 @@ fn NicheRevenueView(revenue: NicheRevenue) -> impl IntoView {
             <h3>"Members' shares"</h3>
             <ul class="shares">
                 {revenue.shares.into_iter().map(|s| view! {
-                    <li><strong>{s.handle}</strong>" "{format!("{}%", s.share_bps as f64 / 100.0)}</li>
+                    <li><strong>{s.handle}</strong>" "{percent(s.share_bps)}</li>
                 }).collect_view()}
             </ul>
-            <Allocations allocations=revenue.my_allocations title="Your allocations here"/>
+            <Allocations allocations=mine title="Your allocations here"/>
         </section>
     }
 }
 
 #[component]
-fn BudgetView(budget: Budget) -> impl IntoView {
+fn BudgetView(budget: niche_money::NicheMoneyBudget) -> impl IntoView {
     let currency = "USD";
-    let state = budget.state.to_lowercase();
+    let state = budget.state.to_string();
     view! {
         <section class="budget" aria-labelledby="budget-title">
             <h2 id="budget-title">"The agent's budget this month"</h2>
@@ -249,11 +265,12 @@ fn BudgetView(budget: Budget) -> impl IntoView {
                         <thead><tr><th scope="col">"When"</th><th scope="col">"What"</th><th scope="col">"Question"</th><th scope="col" class="num">"Amount"</th></tr></thead>
                         <tbody>
                             {budget.entries.into_iter().map(|e| {
-                                let kind = e.kind.clone();
+                                let kind = BudgetEntryKind::of(&e.kind).to_string();
+                                let label = kind.clone();
                                 view! {
                                 <tr data-entry-kind=kind>
                                     <td><TimeAgo at=e.created_at/></td>
-                                    <td>{e.kind}</td>
+                                    <td>{label}</td>
                                     <td>{format!("#{}", e.question_id)}</td>
                                     <td class="num">{money(e.amount_minor, currency)}</td>
                                 </tr>

@@ -1,0 +1,268 @@
+//! Page objects for the dashboard's browser tests: each page as a person uses it — fields found
+//! by their labels, buttons and links by their names, messages by their roles — so the tests
+//! read as what someone does, and survive markup changes that a person would not notice.
+//!
+//! Items are picked out by the ids the app shows them with (`data-question-id`, `data-member`,
+//! …) only where a person would pick them out by their content.
+
+use askloop_tests::TestApp;
+use askloop_tests::browser::{
+    Browser, button, button_in, labelled, labelled_in, link, link_in, role,
+};
+use askloop_tests::people::PASSWORD;
+
+/// Counts the `WebSocket`s the page constructs, in `window.__sockets` (per document).
+pub const COUNT_SOCKETS: &str = "(() => { const Native = window.WebSocket; window.__sockets = 0; \
+    window.WebSocket = new Proxy(Native, { construct(target, args) { window.__sockets += 1; \
+    return new target(...args); } }); })()";
+
+/// A browser on `app`, 1280×900.
+pub async fn browser() -> Browser {
+    let mut browser = Browser::start().await;
+    browser.viewport(1280, 900, false).await;
+    browser
+}
+
+/// A browser signed in as `handle` (with the fixtures' password), on `path`.
+pub async fn signed_in(app: &TestApp, handle: &str, path: &str) -> Browser {
+    let mut browser = browser().await;
+    browser.goto(&app.url(&format!("/login?next={path}"))).await;
+    LoginPage(&mut browser).sign_in(handle, PASSWORD).await;
+    browser
+        .wait_for(&format!("location.pathname === {path:?}"), path)
+        .await;
+    browser
+}
+
+/// `/login`.
+pub struct LoginPage<'a>(pub &'a mut Browser);
+
+impl LoginPage<'_> {
+    /// Wait for the form, fill it in and send it.
+    pub async fn sign_in(self, handle: &str, password: &str) {
+        let browser = self.0;
+        browser.fill(&labelled("Handle"), handle).await;
+        browser.fill(&labelled("Password"), password).await;
+        browser.click(&button("Sign in")).await;
+    }
+}
+
+/// The header on every page.
+pub struct Header<'a>(pub &'a mut Browser);
+
+impl Header<'_> {
+    /// Sign out with the header's button.
+    pub async fn sign_out(self) {
+        self.0.click(&button("Sign out")).await;
+    }
+}
+
+/// `/dashboard/niches`.
+pub struct NichesPage<'a>(pub &'a mut Browser);
+
+impl NichesPage<'_> {
+    /// The card of my membership in `slug`.
+    pub fn card(slug: &str) -> String {
+        format!("document.querySelector('article.card[data-slug={slug:?}]')")
+    }
+
+    /// Wait for my card in `slug`.
+    pub async fn wait_for_card(&mut self, slug: &str) {
+        self.0
+            .wait_for(&Self::card(slug), &format!("the {slug} card"))
+            .await;
+    }
+
+    /// The text of my card in `slug`.
+    pub async fn card_text(&mut self, slug: &str) -> String {
+        self.0.text(&Self::card(slug)).await
+    }
+
+    /// "Open the queue" on my card in `slug`.
+    pub async fn open_queue(&mut self, slug: &str) {
+        self.0
+            .click(&link_in(&Self::card(slug), "Open the queue"))
+            .await;
+    }
+
+    /// The entry for question `id` under "Your agent needs you".
+    pub fn awaiting(id: i64) -> String {
+        format!("document.querySelector('.awaiting li[data-question-id=\"{id}\"]')")
+    }
+
+    /// Wait until nothing is waiting for me.
+    pub async fn wait_until_nothing_awaits(&mut self) {
+        self.0
+            .wait_for(
+                "document.querySelector('.awaiting .empty')",
+                "nothing waiting",
+            )
+            .await;
+    }
+}
+
+/// `/dashboard/niches/:slug/questions`.
+pub struct QueuePage<'a>(pub &'a mut Browser);
+
+impl QueuePage<'_> {
+    /// The card of question `id`.
+    pub fn card(id: i64) -> String {
+        format!("document.querySelector('article.question[data-question-id=\"{id}\"]')")
+    }
+
+    /// Wait for question `id`'s card.
+    pub async fn wait_for_card(&mut self, id: i64, what: &str) {
+        self.0.wait_for(&Self::card(id), what).await;
+    }
+
+    /// Wait until question `id`'s card has gone.
+    pub async fn wait_for_card_to_leave(&mut self, id: i64, what: &str) {
+        self.0.wait_for(&format!("!{}", Self::card(id)), what).await;
+    }
+
+    /// Wait for the calm "nothing is waiting" state.
+    pub async fn wait_until_empty(&mut self) {
+        self.0
+            .wait_for(
+                "document.querySelector('.waiting .empty')",
+                "the empty queue",
+            )
+            .await;
+    }
+
+    /// How many cards the page shows.
+    pub async fn card_count(&mut self) -> i64 {
+        self.0
+            .eval("document.querySelectorAll('article.question').length")
+            .await
+            .as_i64()
+            .unwrap_or(-1)
+    }
+
+    /// Pick the option labelled `label` on question `id`.
+    pub async fn choose(&mut self, id: i64, label: &str) {
+        self.0.click(&labelled_in(&Self::card(id), label)).await;
+    }
+
+    /// Type `words` into question `id`'s answer.
+    pub async fn write(&mut self, id: i64, words: &str) {
+        self.0
+            .fill(&labelled_in(&Self::card(id), "Your answer"), words)
+            .await;
+    }
+
+    /// What is typed in question `id`'s answer.
+    pub async fn written(&mut self, id: i64) -> String {
+        self.0
+            .eval(&format!(
+                "{}.value",
+                labelled_in(&Self::card(id), "Your answer")
+            ))
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// Press one of question `id`'s buttons ("Answer", "Not enough context", "Ask the agent to
+    /// research more").
+    pub async fn press(&mut self, id: i64, name: &str) {
+        self.0.click(&button_in(&Self::card(id), name)).await;
+    }
+
+    /// The refusal shown on question `id`'s form, once there is one.
+    pub async fn refusal(&mut self, id: i64) -> String {
+        let alert = format!("{}.querySelector('form [role=alert]')", Self::card(id));
+        self.0
+            .wait_for(
+                &format!("{alert}.textContent.length > 0"),
+                "the refusal next to the form",
+            )
+            .await;
+        self.0.text(&alert).await
+    }
+
+    /// The page's status message, once there is one.
+    pub async fn notice(&mut self) -> String {
+        let status = "document.querySelector('main p.notice[role=status]')";
+        self.0.wait_for(status, "the notice").await;
+        self.0.text(status).await
+    }
+
+    /// The connection banner's text, once it shows.
+    pub async fn banner(&mut self) -> String {
+        let banner = role("status", "Connection lost");
+        self.0
+            .wait_for(&banner, "the dropped-connection banner")
+            .await;
+        self.0.text(&banner).await
+    }
+
+    /// The entry for question `id` under "Settled".
+    pub fn settled(id: i64) -> String {
+        format!("document.querySelector('.settled li[data-question-id=\"{id}\"]')")
+    }
+
+    /// Back to the niches page with the page's own link.
+    pub async fn back_to_niches(&mut self) {
+        self.0.click(&link("← Your niches")).await;
+    }
+}
+
+/// `/admin`.
+pub struct AdminPage<'a>(pub &'a mut Browser);
+
+impl AdminPage<'_> {
+    /// The members table of niche `slug`.
+    fn niche(slug: &str) -> String {
+        format!("document.querySelector('.niche-admin[data-slug={slug:?}]')")
+    }
+
+    /// The row of `handle` in niche `slug`'s members.
+    pub fn member(slug: &str, handle: &str) -> String {
+        format!(
+            "{}.querySelector('tr[data-member={handle:?}]')",
+            Self::niche(slug)
+        )
+    }
+
+    /// Press the button named `name` (its visible words and the hidden ones naming whom).
+    pub async fn press(&mut self, name: &str) {
+        self.0.click(&button(name)).await;
+    }
+
+    /// Add `handle` to niche `slug` with the niche's form.
+    pub async fn add_member(&mut self, slug: &str, handle: &str) {
+        let niche = Self::niche(slug);
+        self.0
+            .fill(&labelled_in(&niche, "Add a member"), handle)
+            .await;
+        self.0.click(&button_in(&niche, "Add")).await;
+    }
+
+    /// How many members niche `slug` lists.
+    pub async fn member_count(&mut self, slug: &str) -> i64 {
+        self.0
+            .eval(&format!(
+                "{}.querySelectorAll('tbody tr').length",
+                Self::niche(slug)
+            ))
+            .await
+            .as_i64()
+            .unwrap_or(-1)
+    }
+
+    /// Wait for the page's status message to say `words`.
+    pub async fn wait_for_notice(&mut self, words: &str) {
+        self.0
+            .wait_for(&role("status", words), &format!("the notice \"{words}\""))
+            .await;
+    }
+
+    /// Wait for an error on the page and return it.
+    pub async fn error(&mut self) -> String {
+        let alert = "document.querySelector('main [role=alert]')";
+        self.0.wait_for(alert, "the refusal").await;
+        self.0.text(alert).await
+    }
+}

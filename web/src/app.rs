@@ -1,0 +1,83 @@
+//! The app: the header, the route table and what lives as long as the page (the session, the
+//! live connection, the clock).
+//!
+//! Pages that show a niche's or a person's data sit under a guard that sends a signed-out
+//! visitor to `/login?next=<path>`; `/login` brings them back. The niches page is open to all
+//! (signed out, it lists the niches taking questions).
+
+use leptos::prelude::*;
+use leptos_router::components::{
+    A, Outlet, ParentRoute, ProtectedParentRoute, Route, Router, Routes,
+};
+use leptos_router::hooks::use_location;
+use leptos_router::path;
+
+use crate::components::account::Account;
+use crate::components::time_ago;
+use crate::live::Live;
+use crate::pages;
+use crate::session::{Session, login_path};
+
+/// The dashboard.
+#[component]
+pub fn App() -> impl IntoView {
+    time_ago::provide_clock();
+    let session = Session::provide(Live::provide());
+    view! {
+        <Router>
+            <Header/>
+            <AppRoutes session=session/>
+        </Router>
+    }
+}
+
+/// The brand and, except on the login page, the account links.
+#[component]
+fn Header() -> impl IntoView {
+    let location = use_location();
+    let on_login_page = move || location.pathname.get() == "/login";
+    view! {
+        <header class="top">
+            <A href="/dashboard/niches" attr:class="brand">"askloop"</A>
+            <Show when=move || !on_login_page()>
+                <Account/>
+            </Show>
+        </header>
+    }
+}
+
+/// Every page of the dashboard.
+#[component]
+fn AppRoutes(session: Session) -> impl IntoView {
+    let location = use_location();
+    let (pathname, search) = (location.pathname, location.search);
+    let signed_in = move || session.signed_in();
+    let to_login = move || login_path(&pathname.get_untracked(), &search.get_untracked());
+    let checking = || view! { <main><p class="muted">"Loading…"</p></main> };
+    view! {
+        <Routes fallback=NotFound>
+            <Route path=path!("/") view=pages::niches::NichesPage/>
+            <Route path=path!("/login") view=pages::login::LoginPage/>
+            <ParentRoute path=path!("/dashboard") view=Outlet>
+                <Route path=path!("") view=pages::niches::NichesPage/>
+                <Route path=path!("niches") view=pages::niches::NichesPage/>
+                <ProtectedParentRoute path=path!("") view=Outlet condition=signed_in redirect_path=to_login fallback=checking>
+                    <Route path=path!("niches/:slug/questions") view=pages::queue::QueueRoute/>
+                    <Route path=path!("niches/:slug/revenue") view=pages::revenue::NicheMoneyRoute/>
+                    <Route path=path!("revenue") view=pages::revenue::MyRevenuePage/>
+                    <Route path=path!("payouts") view=pages::revenue::MyRevenuePage/>
+                </ProtectedParentRoute>
+            </ParentRoute>
+            <ProtectedParentRoute path=path!("/admin") view=Outlet condition=signed_in redirect_path=to_login fallback=checking>
+                <Route path=path!("") view=pages::admin::AdminPage/>
+            </ProtectedParentRoute>
+        </Routes>
+    }
+}
+
+#[component]
+fn NotFound() -> impl IntoView {
+    view! {
+        <main><h1>"Not found"</h1><p><A href="/dashboard/niches">"Back to your niches"</A></p></main>
+    }
+}

@@ -1,0 +1,165 @@
+//! Every GraphQL operation the dashboard sends, as types generated at compile time from the
+//! `.graphql` files in `web/graphql/` checked against the committed `schema.graphql`: a field
+//! renamed or removed on the server fails the dashboard's build, not a page at run time.
+//!
+//! Each operation is a unit struct implementing `graphql_client::GraphQLQuery`, with a module of
+//! the same name in snake case holding its `Variables` and `ResponseData`. Subscriptions are
+//! operations too; `live` decodes their payloads into the same generated types.
+
+use graphql_client::GraphQLQuery;
+
+// The schema's enums, one type per concept for every operation (named in `extern_enums`).
+pub use crate::vocab::{
+    AnswerKind, BudgetState, DeliveryStatus, MemberRole, QuestionStatus, QueueChangeKind,
+};
+
+/// The `DateTime` scalar: RFC 3339 text, shown through `components::time_ago`.
+pub type DateTime = String;
+
+// The derive reads `schema.graphql` without telling cargo; including it here makes any change to
+// the schema rebuild (and so re-check) the dashboard's operations.
+const _SCHEMA: &str = include_str!("../../schema.graphql");
+
+/// Declares operations found in one `.graphql` file of `web/graphql/`.
+macro_rules! operations {
+    ($file:tt: $($(#[$meta:meta])* $name:ident),+ $(,)?) => {
+        $(
+            $(#[$meta])*
+            #[derive(GraphQLQuery)]
+            #[graphql(
+                schema_path = "../schema.graphql",
+                query_path = $file,
+                response_derives = "Clone",
+                extern_enums("QuestionStatus", "QueueChangeKind", "AnswerKind", "BudgetState", "DeliveryStatus", "MemberRole")
+            )]
+            pub struct $name;
+        )+
+    };
+}
+
+operations!("graphql/session.graphql":
+    /// The signed-in person, if any.
+    Me,
+    /// Sign in; the server sets the session cookie.
+    Login,
+    /// Sign out; the server ends the session and clears the cookie.
+    Logout,
+);
+
+operations!("graphql/niches.graphql":
+    /// The niches anyone can see.
+    Niches,
+    /// My memberships with where I stand in each.
+    Standing,
+    /// "Your agent needs you": what waits for me across my niches.
+    AwaitingMe,
+    /// Live changes to what waits for me.
+    AwaitingMeChanges,
+    /// My latest contributions and the tier ladder.
+    ContributionsAndLadder,
+);
+
+operations!("graphql/queue.graphql":
+    /// A niche's waiting and recently settled questions.
+    QueuePage,
+    /// Live changes to a niche's waiting queue.
+    QueueChanges,
+    /// Answer, decline or send back a question.
+    AnswerQuestion,
+);
+
+operations!("graphql/revenue.graphql":
+    /// My balances, allocations, payouts and payout address.
+    MyRevenue,
+    /// Save where I want to be paid.
+    SetPayoutAddress,
+    /// A niche's name, revenue and agent budget.
+    NicheMoney,
+);
+
+operations!("graphql/admin.graphql":
+    /// The review queue, every niche with its members, and the deliveries.
+    AdminOverview,
+    /// Revenue events, payouts, payout addresses and the audit log.
+    AdminLedger,
+    /// The newest anomaly signals.
+    AnomalySignals,
+    /// Anomaly signals as they arrive.
+    AnomalySignalArrivals,
+    /// Count a contribution.
+    VerifyContribution,
+    /// Never count a contribution.
+    RejectContribution,
+    /// Add a person to a niche.
+    AddMember,
+    /// Suspend a member.
+    SuspendMember,
+    /// Make a suspended member active again.
+    ReinstateMember,
+    /// Send an exhausted delivery again.
+    Redeliver,
+    /// Confirm a person's payout address.
+    VerifyPayoutAddress,
+    /// Schedule everything owed to a person.
+    SchedulePayout,
+    /// Settle a payout with the payment's reference.
+    MarkPayoutPaid,
+    /// Record that a payout failed; its money is owed again.
+    MarkPayoutFailed,
+);
+
+/// The card of a question that arrived live, as the queue's first read shapes it: the same
+/// `QuestionCard` fragment, generated once per operation.
+impl From<queue_changes::QuestionCard> for queue_page::QuestionCard {
+    fn from(card: queue_changes::QuestionCard) -> Self {
+        Self {
+            id: card.id,
+            title: card.title,
+            question: card.question,
+            context: card.context,
+            urgency: card.urgency,
+            status: card.status,
+            created_at: card.created_at,
+            research_round: card.research_round,
+            options: card
+                .options
+                .into_iter()
+                .map(|o| queue_page::QuestionCardOptions {
+                    id: o.id,
+                    label: o.label,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A signal that arrived live, as the signal log's read shapes it (the `SignalRow` fragment).
+impl From<anomaly_signal_arrivals::SignalRow> for anomaly_signals::SignalRow {
+    fn from(s: anomaly_signal_arrivals::SignalRow) -> Self {
+        Self {
+            signal_id: s.signal_id,
+            subject_type: s.subject_type,
+            subject_id: s.subject_id,
+            kind: s.kind,
+            severity: s.severity,
+            finding: s.finding,
+            received_at: s.received_at,
+        }
+    }
+}
+
+/// A niche's allocations to me, shaped as my own allocations are (the `AllocationRow` fragment).
+impl From<niche_money::AllocationRow> for my_revenue::AllocationRow {
+    fn from(a: niche_money::AllocationRow) -> Self {
+        Self {
+            id: a.id,
+            niche_slug: a.niche_slug,
+            share_bps: a.share_bps,
+            amount_minor: a.amount_minor,
+            status: a.status,
+            source_type: a.source_type,
+            currency: a.currency,
+            created_at: a.created_at,
+        }
+    }
+}

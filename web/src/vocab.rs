@@ -1,0 +1,180 @@
+//! askloop's status-like words, one type per concept, each the only place that knows its
+//! values.
+//!
+//! The schema's own enums (`QuestionStatus`, `QueueChangeKind`, `BudgetState`,
+//! `DeliveryStatus`, `AnswerKind`, `MemberRole`) are named in the operations' `extern_enums`,
+//! so every generated operation uses these types instead of an enum of its own per operation.
+//! The rest are `String!` fields today; pages read them with `Concept::of(&field)`, which also
+//! accepts the enum itself, so when the server turns one into an enum, adding its name to
+//! `extern_enums` in `operations.rs` is the whole change.
+//!
+//! Values are matched without regard to case (the server spells `String!` values `active` and
+//! enum values `ACTIVE`); a value this build does not know yet is kept as `Other` rather than
+//! failing the whole response.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Defines a concept: its variants with their lower-case spelling, how to read and show it.
+macro_rules! vocabulary {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident = $word:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $(
+                #[doc = concat!("`", $word, "`")]
+                $variant,
+            )+
+            /// A value this build does not know yet.
+            Other(String),
+        }
+
+        impl $name {
+            /// The value in lower case, as pages show it and style it (`badge status-…`).
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $(Self::$variant => $word,)+
+                    Self::Other(word) => word.as_str(),
+                }
+            }
+
+            /// Read a value however the server cases it; also takes the concept itself, so
+            /// call sites survive a field turning from `String` into this enum.
+            pub fn of(value: impl AsRef<str>) -> Self {
+                let value = value.as_ref();
+                $(
+                    if value.eq_ignore_ascii_case($word) {
+                        return Self::$variant;
+                    }
+                )+
+                Self::Other(value.to_ascii_lowercase())
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                self.as_str()
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        // GraphQL enum values are the upper-case spelling.
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.as_str().to_ascii_uppercase())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                String::deserialize(deserializer).map(Self::of)
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// Where a question is (schema enum `QuestionStatus`).
+    QuestionStatus { Open = "open", Researching = "researching", Answered = "answered", Dismissed = "dismissed", Expired = "expired" }
+}
+
+vocabulary! {
+    /// What a live queue change did (schema enum `QueueChangeKind`).
+    QueueChangeKind { Added = "added", Updated = "updated", Removed = "removed" }
+}
+
+vocabulary! {
+    /// How an operator acts on a question (schema enum `AnswerKind`).
+    AnswerKind { Answered = "answered", InsufficientContext = "insufficient_context", NeedsResearch = "needs_research" }
+}
+
+vocabulary! {
+    /// How a niche's agent budget stands this month (schema enum `BudgetState`).
+    BudgetState { Ample = "ample", Tight = "tight", Exhausted = "exhausted" }
+}
+
+vocabulary! {
+    /// Where a delivery to the agent is (schema enum `DeliveryStatus`).
+    DeliveryStatus { Pending = "pending", Delivered = "delivered", Exhausted = "exhausted" }
+}
+
+vocabulary! {
+    /// A member's role in a niche (schema enum `MemberRole`; `Member.role` is still a string).
+    MemberRole { Operator = "operator", Specialist = "specialist", Observer = "observer" }
+}
+
+vocabulary! {
+    /// A membership's standing (`Member.status`, `Membership.status`).
+    MemberStatus { Active = "active", Suspended = "suspended", Removed = "removed" }
+}
+
+vocabulary! {
+    /// How urgent the agent says a question is (`Question.urgency`).
+    Urgency { High = "high", Normal = "normal", Low = "low" }
+}
+
+vocabulary! {
+    /// A niche's lifecycle (`Niche.status`).
+    NicheStatus { Draft = "draft", Open = "open", Operated = "operated", Archived = "archived" }
+}
+
+vocabulary! {
+    /// Where a contribution is in review (`Contribution.status`, `AnswerResult.contributionStatus`).
+    ContributionStatus { Pending = "pending", Verified = "verified", Rejected = "rejected", Reversed = "reversed" }
+}
+
+vocabulary! {
+    /// What earned a contribution (`Contribution.kind`).
+    ContributionKind { AgentAnswer = "agent_answer", ManualAdjustment = "manual_adjustment" }
+}
+
+vocabulary! {
+    /// Where an allocation of revenue is (`Allocation.status`).
+    AllocationStatus { Accrued = "accrued", Scheduled = "scheduled", Paid = "paid", Reversed = "reversed" }
+}
+
+vocabulary! {
+    /// Where a payout is (`Payout.status`).
+    PayoutStatus { Scheduled = "scheduled", Paid = "paid", Failed = "failed" }
+}
+
+vocabulary! {
+    /// How one delivery attempt ended (`DeliveryAttempt.outcome`).
+    AttemptOutcome { Delivered = "delivered", Retry = "retry", Exhausted = "exhausted" }
+}
+
+vocabulary! {
+    /// A line of a niche's budget ledger (`BudgetEntry.kind`).
+    BudgetEntryKind { Reserve = "reserve", Charge = "charge", Release = "release" }
+}
+
+vocabulary! {
+    /// How bad an anomaly signal is (`AnomalySignal.severity`).
+    Severity { Low = "low", Medium = "medium", High = "high", Critical = "critical" }
+}
+
+impl Urgency {
+    /// Most urgent first: the queue's order.
+    pub fn rank(&self) -> u8 {
+        match self {
+            Self::High => 0,
+            Self::Normal => 1,
+            Self::Low | Self::Other(_) => 2,
+        }
+    }
+}
+
+impl ContributionKind {
+    /// What the contribution was for, in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::AgentAnswer => "Answered a question".to_owned(),
+            Self::ManualAdjustment => "Adjustment".to_owned(),
+            Self::Other(word) => word.replace('_', " "),
+        }
+    }
+}
