@@ -10,7 +10,9 @@ use graphql_client::GraphQLQuery;
 
 // The schema's enums, one type per concept for every operation (named in `extern_enums`).
 pub use crate::vocab::{
-    AnswerKind, BudgetState, DeliveryStatus, MemberRole, QuestionStatus, QueueChangeKind,
+    AllocationStatus, AnswerKind, AttemptOutcome, BudgetEntryKind, BudgetState, ContributionStatus,
+    DeliveryStatus, MemberRole, MemberStatus, NicheStatus, PayoutStatus, QuestionStatus,
+    QueueChangeKind, Severity, SignalSubject, Urgency,
 };
 
 /// The `DateTime` scalar: RFC 3339 text, shown through `components::time_ago`.
@@ -30,7 +32,12 @@ macro_rules! operations {
                 schema_path = "../schema.graphql",
                 query_path = $file,
                 response_derives = "Clone",
-                extern_enums("QuestionStatus", "QueueChangeKind", "AnswerKind", "BudgetState", "DeliveryStatus", "MemberRole")
+                extern_enums(
+                    "QuestionStatus", "QueueChangeKind", "AnswerKind", "BudgetState", "DeliveryStatus",
+                    "MemberRole", "MemberStatus", "Urgency", "NicheStatus", "ContributionStatus",
+                    "AllocationStatus", "PayoutStatus", "AttemptOutcome", "BudgetEntryKind", "Severity",
+                    "SignalSubject"
+                )
             )]
             pub struct $name;
         )+

@@ -1,12 +1,9 @@
 //! askloop's status-like words, one type per concept, each the only place that knows its
 //! values.
 //!
-//! The schema's own enums (`QuestionStatus`, `QueueChangeKind`, `BudgetState`,
-//! `DeliveryStatus`, `AnswerKind`, `MemberRole`) are named in the operations' `extern_enums`,
-//! so every generated operation uses these types instead of an enum of its own per operation.
-//! The rest are `String!` fields today; pages read them with `Concept::of(&field)`, which also
-//! accepts the enum itself, so when the server turns one into an enum, adding its name to
-//! `extern_enums` in `operations.rs` is the whole change.
+//! Every schema enum is named in the operations' `extern_enums`, so every generated operation
+//! uses these types instead of an enum of its own per operation. `Contribution.kind` is a
+//! string (contribution types are data); pages read it with `ContributionKind::of(&field)`.
 //!
 //! Values are matched without regard to case (the server spells `String!` values `active` and
 //! enum values `ACTIVE`); a value this build does not know yet is kept as `Other` rather than
@@ -103,13 +100,13 @@ vocabulary! {
 }
 
 vocabulary! {
-    /// A member's role in a niche (schema enum `MemberRole`; `Member.role` is still a string).
+    /// A member's role in a niche (schema enum `MemberRole`).
     MemberRole { Operator = "operator", Specialist = "specialist", Observer = "observer" }
 }
 
 vocabulary! {
     /// A membership's standing (`Member.status`, `Membership.status`).
-    MemberStatus { Active = "active", Suspended = "suspended", Removed = "removed" }
+    MemberStatus { Pending = "pending", Active = "active", Suspended = "suspended", Left = "left" }
 }
 
 vocabulary! {
@@ -150,6 +147,11 @@ vocabulary! {
 vocabulary! {
     /// A line of a niche's budget ledger (`BudgetEntry.kind`).
     BudgetEntryKind { Reserve = "reserve", Charge = "charge", Release = "release" }
+}
+
+vocabulary! {
+    /// What an anomaly signal is about (`AnomalySignal.subjectType`).
+    SignalSubject { Question = "question", Answer = "answer", Operator = "operator", Agent = "agent" }
 }
 
 vocabulary! {

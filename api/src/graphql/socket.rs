@@ -137,7 +137,7 @@ struct Envelope<'a> {
 
 impl Operations {
     /// A message from the peer: `false` when it would run more operations than allowed.
-    fn from_peer(&mut self, text: &str, max: usize) -> bool {
+    fn heard(&mut self, text: &str, max: usize) -> bool {
         let Ok(envelope) = serde_json::from_str::<Envelope<'_>>(text) else {
             // Not ours to judge: the protocol answers a malformed message itself.
             return true;
@@ -156,7 +156,7 @@ impl Operations {
     }
 
     /// A message to the peer: an operation that completed or failed is no longer running.
-    fn to_peer(&mut self, text: &str) {
+    fn said(&mut self, text: &str) {
         // Cheap test first: `next` messages, the bulk of the traffic, are not parsed.
         if !(text.contains("\"complete\"") || text.contains("\"error\"")) {
             return;
@@ -244,7 +244,7 @@ async fn serve(
                 last_heard = Instant::now();
                 let bytes = match message {
                     Some(Ok(Message::Text(text))) => {
-                        if !operations.from_peer(text.as_str(), limits.max_subscriptions) {
+                        if !operations.heard(text.as_str(), limits.max_subscriptions) {
                             let reason = format!("at most {} operations at once on one connection", limits.max_subscriptions);
                             close(&mut sink, 4429, &reason).await;
                             break;
@@ -269,7 +269,7 @@ async fn serve(
             }
             outgoing = graphql.next() => match outgoing {
                 Some(WsMessage::Text(text)) => {
-                    operations.to_peer(&text);
+                    operations.said(&text);
                     if permits.waiting.is_some() && initialised.load(Ordering::SeqCst) {
                         permits.waiting = None;
                     }

@@ -411,7 +411,7 @@ fn Ledger(
                         view! {
                             <li data-signal-id=s.signal_id.clone()>
                                 <span class=format!("badge severity-{severity}")>{severity.to_string()}</span>
-                                " "<strong>{s.kind}</strong>" on "{s.subject_type}" "<code>{s.subject_id}</code>" · "<TimeAgo at=s.received_at/>
+                                " "<strong>{s.kind}</strong>" on "{s.subject_type.to_string()}" "<code>{s.subject_id}</code>" · "<TimeAgo at=s.received_at/>
                                 <pre class="evidence">{s.finding}</pre>
                             </li>
                         }
