@@ -187,6 +187,38 @@ async fn a_500_is_retried_once_honouring_retry_after_and_signed_afresh() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_redirect_is_a_failed_attempt_and_the_envelope_goes_nowhere_else() {
+    let elsewhere = Receiver::start(vec![]).await;
+    let receiver = Receiver::start(vec![Reply::Redirect(307, elsewhere.addr())]).await;
+    let app = spawn_delivering(Backend::Sqlite, &receiver.url)
+        .await
+        .expect("an app");
+    answered_question(&app).await;
+    let delivery = wait_for_status(&app, DeliveryStatus::Delivered).await;
+    let log = attempts(&app, delivery.id).await;
+    assert_eq!(
+        log.iter()
+            .map(|a| (a.status_code, a.outcome.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(Some(307), "retry"), (Some(200), "delivered")]
+    );
+    let error = log[0].error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("307") && error.contains(&elsewhere.url) && error.contains("not followed"),
+        "{error}"
+    );
+    assert_eq!(
+        receiver.received().len(),
+        2,
+        "the retry came back to the agent"
+    );
+    assert!(
+        elsewhere.received().is_empty(),
+        "the signed envelope was sent to the redirect's host"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_hanging_agent_times_out_and_the_retry_follows() {
     let receiver = Receiver::start(vec![Reply::Hang]).await;
     let app = spawn_delivering(Backend::Sqlite, &receiver.url)

@@ -213,3 +213,38 @@ async fn a_graphql_body_over_the_limit_is_refused_unread(app: TestApp) {
 }
 
 on_both_backends!(a_graphql_body_over_the_limit_is_refused_unread);
+
+async fn a_control_character_in_an_intake_field_is_refused_naming_the_field(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    for (field, text) in [("question", "before\u{0}after"), ("title", "ring \u{7}")] {
+        let mut body = question_body("games", &format!("ctl-{field}"));
+        body["payload"][field] = json!(text);
+        let response = app
+            .post_signed("/api/v1/internal/expert-questions", &body.to_string())
+            .await;
+        assert_eq!(response.status(), 400, "{field}");
+        let refused: serde_json::Value = response.json().await.expect("JSON");
+        assert_eq!(refused["code"], "BAD_USER_INPUT", "{refused}");
+        assert!(
+            refused["error"]
+                .as_str()
+                .is_some_and(|e| e.contains(&format!("payload.{field}"))),
+            "{refused}"
+        );
+    }
+    let stored = <entity::agent_questions::Entity as sea_orm::EntityTrait>::find()
+        .all(&app.db)
+        .await
+        .expect("read");
+    assert!(stored.is_empty(), "a refused question was stored");
+
+    // Tabs and line breaks are text.
+    let mut body = question_body("games", "ctl-fine");
+    body["payload"]["question"] = json!("line one\r\n\tline two");
+    let response = app
+        .post_signed("/api/v1/internal/expert-questions", &body.to_string())
+        .await;
+    assert_eq!(response.status(), 201);
+}
+
+on_both_backends!(a_control_character_in_an_intake_field_is_refused_naming_the_field);

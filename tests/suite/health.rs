@@ -66,6 +66,35 @@ async fn every_response_carries_a_request_id(app: TestApp) {
     assert_eq!(id.len(), 36, "{id}");
 }
 
+#[tokio::test]
+async fn invented_methods_do_not_become_metric_labels() {
+    let app = TestApp::spawn(askloop_tests::Backend::Sqlite)
+        .await
+        .expect("an app");
+    for method in ["FROBNICATE", "XYZZY1", "XYZZY2"] {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("a token");
+        app.client
+            .request(method, app.url("/healthz"))
+            .send()
+            .await
+            .expect("sent");
+    }
+    let text = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .expect("sent")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        !text.contains("FROBNICATE") && !text.contains("XYZZY"),
+        "{text}"
+    );
+    assert!(text.contains(r#"method="other""#), "{text}");
+}
+
 on_both_backends!(
     health_and_readiness_answer,
     metrics_count_requests_and_intake_outcomes,

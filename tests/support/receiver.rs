@@ -24,6 +24,8 @@ pub enum Reply {
     Status(u16, Option<u64>),
     /// Never answer.
     Hang,
+    /// Answer this 3xx status with a `Location` on another host.
+    Redirect(u16, SocketAddr),
 }
 
 /// One request as received.
@@ -215,6 +217,11 @@ async fn receive(State(receiver): State<Receiver>, headers: HeaderMap, body: Byt
                 Some(secs) => (status, [("retry-after", secs.to_string())]).into_response(),
                 None => status.into_response(),
             }
+        }
+        Reply::Redirect(code, elsewhere) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::TEMPORARY_REDIRECT);
+            let location = Receiver::url_for(elsewhere);
+            (status, [("location", location)]).into_response()
         }
     }
 }

@@ -1,4 +1,7 @@
-//! Length caps. Lengths are Unicode scalar values (Rust `char`s), and cutting never splits one.
+//! Length caps, and the characters text may hold. Lengths are Unicode scalar values (Rust
+//! `char`s), and cutting never splits one.
+
+use serde_json::Value;
 
 /// The longest title a question keeps.
 pub const TITLE_MAX: usize = 300;
@@ -32,9 +35,82 @@ pub fn char_len(text: &str) -> usize {
     text.chars().count()
 }
 
+/// Whether `c` is a control character askloop refuses in text: the C0 controls (NUL
+/// included, which PostgreSQL cannot store in text) other than tab, line feed and carriage
+/// return, and DEL.
+fn refused_control(c: char) -> bool {
+    (c.is_ascii_control() && !matches!(c, '\t' | '\n' | '\r')) || c == '\u{7f}'
+}
+
+/// Where in `value` a string (or an object key) holds a refused control character, as a path
+/// such as `payload.options[2].label`; `None` when there is none.
+pub fn control_character_at(value: &Value) -> Option<String> {
+    fn walk(value: &Value, path: &mut String) -> bool {
+        match value {
+            Value::String(text) => text.chars().any(refused_control),
+            Value::Array(items) => items.iter().enumerate().any(|(i, item)| {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                let found = walk(item, path);
+                if !found {
+                    path.truncate(len);
+                }
+                found
+            }),
+            Value::Object(fields) => fields.iter().any(|(key, item)| {
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                // A key with a control character is shown escaped, never raw.
+                path.push_str(&key.escape_default().to_string());
+                let found = key.chars().any(refused_control) || walk(item, path);
+                if !found {
+                    path.truncate(len);
+                }
+                found
+            }),
+            _ => false,
+        }
+    }
+    let mut path = String::new();
+    walk(value, &mut path).then(|| {
+        if path.is_empty() {
+            "the body".to_owned()
+        } else {
+            path
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_found_with_their_path() {
+        let clean = serde_json::json!({"payload": {"title": "tab\there\r\nnew line", "n": 1}});
+        assert_eq!(control_character_at(&clean), None);
+        let nul = serde_json::json!({"payload": {"options": [{"id": "a"}, {"label": "x\u{0}y"}]}});
+        assert_eq!(
+            control_character_at(&nul).as_deref(),
+            Some("payload.options[1].label")
+        );
+        let bell = serde_json::json!({"payload": {"question": "ring \u{7}"}});
+        assert_eq!(
+            control_character_at(&bell).as_deref(),
+            Some("payload.question")
+        );
+        let key = serde_json::json!({"payload": {"ctx": {"a\u{1}b": "v"}}});
+        assert_eq!(
+            control_character_at(&key).as_deref(),
+            Some("payload.ctx.a\\u{1}b")
+        );
+        assert_eq!(
+            control_character_at(&serde_json::json!("\u{0}")).as_deref(),
+            Some("the body")
+        );
+    }
 
     #[test]
     fn capping_counts_chars_not_bytes() {

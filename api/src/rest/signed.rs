@@ -7,6 +7,7 @@ use axum::http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
 use crate::domain::signing::{SIGNATURE_HEADER, SignatureError, SigningKeys};
+use crate::domain::text::control_character_at;
 use crate::error::ServiceError;
 
 /// Why a signed request was refused, with a short label for the metrics.
@@ -58,10 +59,21 @@ pub fn verified_json(
             SignatureError::Mismatch => "bad_signature",
         },
     })?;
-    serde_json::from_slice(&body).map_err(|err| Refusal {
+    let value: Value = serde_json::from_slice(&body).map_err(|err| Refusal {
         error: ServiceError::BadInput(format!("the body is not valid JSON: {err}")),
         reason: "not_json",
-    })
+    })?;
+    // One check for every signed route, before any field is read: PostgreSQL cannot store NUL
+    // in text, and no field has a use for the other control characters.
+    if let Some(path) = control_character_at(&value) {
+        return Err(Refusal {
+            error: ServiceError::BadInput(format!(
+                "{path} contains a control character (only tab and line breaks are allowed)"
+            )),
+            reason: "bad_input",
+        });
+    }
+    Ok(value)
 }
 
 /// Verify a signed request and parse its JSON with `parse`: the parsed value, or the error

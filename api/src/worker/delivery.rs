@@ -20,7 +20,10 @@ const BATCH: u64 = IN_FLIGHT as u64;
 /// Claim and send due deliveries until the process stops.
 pub(super) async fn deliver_forever(state: WorkerContext, url: String) {
     let settings = state.config.delivery;
+    // Redirects are never followed: the signed envelope goes to the configured URL only, and a
+    // 3xx is a failed attempt (its Location is recorded), not a reason to send it elsewhere.
     let client = match reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
         .timeout(settings.timeout)
         .user_agent(concat!("askloop/", env!("CARGO_PKG_VERSION")))
         .build()
@@ -106,11 +109,29 @@ async fn send(
                 .get("retry-after")
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| parse_retry_after(v, Utc::now()));
+            let error = if response.status().is_redirection() {
+                let location = response
+                    .headers()
+                    .get("location")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("nowhere");
+                // Bounded: the agent's endpoint chooses this text, and it lands in our log.
+                let location: String = location.chars().take(200).collect();
+                tracing::warn!(
+                    envelope = %claimed.delivery.envelope_id,
+                    status,
+                    location = %location,
+                    "the agent's endpoint redirected; the envelope is not sent elsewhere"
+                );
+                Some(format!("HTTP {status} redirect to {location} not followed"))
+            } else {
+                (!response.status().is_success()).then(|| format!("HTTP {status}"))
+            };
             outbox::Attempt {
                 at,
                 status_code: Some(status),
                 duration,
-                error: (!response.status().is_success()).then(|| format!("HTTP {status}")),
+                error,
                 retry_after,
             }
         }
