@@ -248,3 +248,35 @@ async fn a_control_character_in_an_intake_field_is_refused_naming_the_field(app:
 }
 
 on_both_backends!(a_control_character_in_an_intake_field_is_refused_naming_the_field);
+
+async fn the_same_revenue_external_id_books_once_per_niche(app: TestApp) {
+    const REVENUE: &str = "/api/v1/internal/revenue-events";
+    for slug in ["games", "roofing"] {
+        open_niche(&app.db, slug).await;
+        operator(&app.db, slug, &format!("op-{slug}")).await;
+    }
+    let event = |slug: &str| {
+        json!({"nicheSlug": slug, "externalId": "inv-1", "sourceType": "usage",
+               "grossMinor": 10_000, "currency": "USD"})
+        .to_string()
+    };
+    let first = app.post_signed(REVENUE, &event("games")).await;
+    assert_eq!(first.status(), 201);
+    let first: serde_json::Value = first.json().await.expect("JSON");
+    let second = app.post_signed(REVENUE, &event("roofing")).await;
+    assert_eq!(
+        second.status(),
+        201,
+        "roofing's revenue was taken for games'"
+    );
+    let second: serde_json::Value = second.json().await.expect("JSON");
+    assert_eq!(second["duplicate"], false);
+    assert_ne!(second["event"]["id"], first["event"]["id"]);
+    let again = app.post_signed(REVENUE, &event("roofing")).await;
+    assert_eq!(again.status(), 200);
+    let again: serde_json::Value = again.json().await.expect("JSON");
+    assert_eq!(again["duplicate"], true);
+    assert_eq!(again["event"]["id"], second["event"]["id"]);
+}
+
+on_both_backends!(the_same_revenue_external_id_books_once_per_niche);

@@ -666,8 +666,11 @@ impl MoneySubscription {
         &self,
         ctx: &Context<'_>,
     ) -> Result<impl Stream<Item = Result<AnomalySignal>> + use<>> {
+        let db = ctx.data::<DatabaseConnection>()?;
         let rx = ctx.data::<LiveHub>()?.subscribe();
-        let signals = signals::watch(caller_of(ctx)?.viewer(), rx).gql()?;
+        let signals = signals::watch(db, caller_of(ctx)?.viewer(), rx)
+            .await
+            .gql()?;
         Ok(signals.map(|signal| {
             signal
                 .map(|s| AnomalySignal::from(s.as_ref().clone()))

@@ -149,6 +149,7 @@ pub async fn book(
     let Some(event) = inserted else {
         txn.rollback().await?;
         let event = revenue_events::Entity::find()
+            .filter(revenue_events::Column::NicheId.eq(niche.id))
             .filter(revenue_events::Column::ExternalId.eq(new.external_id.clone()))
             .one(db)
             .await?
@@ -212,9 +213,12 @@ async fn insert_event<C: ConnectionTrait>(
     };
     let inserted = revenue_events::Entity::insert(row)
         .on_conflict(
-            OnConflict::column(revenue_events::Column::ExternalId)
-                .do_nothing()
-                .to_owned(),
+            OnConflict::columns([
+                revenue_events::Column::NicheId,
+                revenue_events::Column::ExternalId,
+            ])
+            .do_nothing()
+            .to_owned(),
         )
         .try_insert()
         .exec(conn)

@@ -3,6 +3,7 @@
 //! because of one, and it writes no other row (not even an audit entry). The same signalId books
 //! once.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -163,7 +164,10 @@ pub async fn list(
 
 /// New anomaly signals from `rx` on, oldest first (admins only). The hub's feed reads the log
 /// once per round for every subscriber; a subscriber that falls behind is told so and ended.
-pub fn watch(
+/// The subscription starts from the signals already logged: those among the newest when it
+/// starts are never sent, even if the feed broadcasts them after `rx` was taken.
+pub async fn watch(
+    db: &DatabaseConnection,
     viewer: Option<&Viewer>,
     rx: broadcast::Receiver<LiveEvent>,
 ) -> Result<
@@ -171,17 +175,31 @@ pub fn watch(
     ServiceError,
 > {
     access::admin(viewer)?;
-    Ok(futures::stream::unfold(Some(rx), |rx| async move {
-        let mut rx = rx?;
-        loop {
-            match rx.recv().await {
-                Ok(LiveEvent::Signal(signal)) => return Some((Ok(signal), Some(rx))),
-                Ok(_) => {}
-                Err(RecvError::Lagged(_)) => {
-                    return Some((Err(Conflict::SubscriptionFellBehind.into()), None));
+    let logged: HashSet<i64> = list(db, None, STARTING_WINDOW)
+        .await?
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    Ok(futures::stream::unfold(Some(rx), move |rx| {
+        let logged = logged.clone();
+        async move {
+            let mut rx = rx?;
+            loop {
+                match rx.recv().await {
+                    Ok(LiveEvent::Signal(signal)) if !logged.contains(&signal.id) => {
+                        return Some((Ok(signal), Some(rx)));
+                    }
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => {
+                        return Some((Err(Conflict::SubscriptionFellBehind.into()), None));
+                    }
+                    Err(RecvError::Closed) => return None,
                 }
-                Err(RecvError::Closed) => return None,
             }
         }
     }))
 }
+
+/// How many of the newest signals count as "already logged" when a subscription starts (the
+/// same window the feed reads).
+const STARTING_WINDOW: u64 = 200;

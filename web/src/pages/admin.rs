@@ -145,6 +145,9 @@ pub fn AdminPage() -> impl IntoView {
             result
         }
     });
+    // What an admin types into the payout desk outlives the desk's re-renders: a re-read that
+    // lands while they type must not wipe the field.
+    provide_context(PayoutHandle(RwSignal::new(String::new())));
     // Anomaly signals arrive live, once for the page (re-reads keep the same subscription).
     let signals = RwSignal::new(Vec::<SignalRow>::new());
     live::subscribe::<AnomalySignalArrivals>(anomaly_signal_arrivals::Variables, move |event| {
@@ -443,6 +446,10 @@ fn merge_signals(signals: RwSignal<Vec<SignalRow>>, more: Vec<SignalRow>) {
     });
 }
 
+/// The person the payout desk schedules for, kept by the page.
+#[derive(Clone, Copy)]
+struct PayoutHandle(RwSignal<String>);
+
 /// Payouts: verify an address, schedule, then mark paid (with the reference) or failed.
 #[component]
 fn PayoutDesk(
@@ -451,7 +458,8 @@ fn PayoutDesk(
     act: Act,
 ) -> impl IntoView {
     let busy = act.pending();
-    let (handle, set_handle) = signal(String::new());
+    let handle =
+        use_context::<PayoutHandle>().map_or_else(|| RwSignal::new(String::new()), |h| h.0);
     let unverified: Vec<_> = accounts.into_iter().filter(|a| !a.verified).collect();
     let schedule = move |_| {
         act.dispatch(Command::SchedulePayout {
@@ -480,7 +488,7 @@ fn PayoutDesk(
             }}
             <form class="inline" on:submit=|ev| ev.prevent_default()>
                 <label for="payout-handle">"Person"</label>
-                <input id="payout-handle" type="text" placeholder="handle" prop:value=handle on:input=move |ev| set_handle.set(event_target_value(&ev))/>
+                <input id="payout-handle" type="text" placeholder="handle" prop:value=handle on:input=move |ev| handle.set(event_target_value(&ev))/>
                 <button type="button" data-action="schedule-payout" disabled=busy on:click=schedule>"Schedule what is owed"</button>
             </form>
             {if payouts.is_empty() {
