@@ -595,6 +595,30 @@ mod tests {
     }
 
     #[test]
+    fn the_graphql_body_limit_and_socket_cap_are_read_and_checked() {
+        let config = Config::from_lookup(|name| match name {
+            "ASKLOOP_GRAPHQL_MAX_BODY_BYTES" => Some("2048".into()),
+            "ASKLOOP_MAX_WEBSOCKETS" => Some("7".into()),
+            _ => None,
+        })
+        .expect("valid");
+        assert_eq!(config.graphql_max_body_bytes, 2048);
+        assert_eq!(config.live.max_sockets, 7);
+        for (name, raw) in [
+            ("ASKLOOP_GRAPHQL_MAX_BODY_BYTES", "0"),
+            ("ASKLOOP_GRAPHQL_MAX_BODY_BYTES", "1MiB"),
+            ("ASKLOOP_MAX_WEBSOCKETS", "-1"),
+        ] {
+            let err =
+                Config::from_lookup(|n| (n == name).then(|| raw.into())).expect_err("refused");
+            assert!(
+                err.to_string().starts_with(&format!("{name}: '{raw}'")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
     fn a_bad_bind_address_names_the_variable() {
         let err = Config::from_lookup(|name| (name == "ASKLOOP_BIND").then(|| "nope".into()))
             .expect_err("invalid");

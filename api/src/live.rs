@@ -115,6 +115,9 @@ pub struct LiveSettings {
     pub ping_every: Duration,
     /// How long a websocket may stay silent (no pong, no message) before it is dropped.
     pub dead_after: Duration,
+    /// How often a websocket's session or key is looked up again (one query per socket each
+    /// time), so a socket ends soon after its credential does.
+    pub recheck_every: Duration,
     /// How many websockets one instance holds at once.
     pub max_sockets: usize,
     /// How many of them may be waiting for `connection_init` at once.
@@ -135,6 +138,7 @@ impl Default for LiveSettings {
             init_timeout: Duration::from_secs(10),
             ping_every: Duration::from_secs(15),
             dead_after: Duration::from_secs(45),
+            recheck_every: Duration::from_secs(60),
             max_sockets: 10_000,
             max_uninitialised: 1_000,
             max_subscriptions: 32,

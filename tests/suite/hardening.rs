@@ -173,6 +173,7 @@ async fn a_message_over_the_size_cap_ends_the_socket() {
 async fn a_socket_ends_when_its_session_is_signed_out() {
     let app = TestApp::spawn_with(Backend::Sqlite, |config| {
         config.live.ping_every = Duration::from_millis(200);
+        config.live.recheck_every = Duration::from_millis(200);
     })
     .await
     .expect("an app");

@@ -3,7 +3,8 @@
 //! Authentication is the `token` in `connection_init`'s payload (an API key or session token) or
 //! the session cookie — the cookie only when the upgrade came from askloop's own origin, so
 //! another site cannot open a socket in a visitor's name. A connection that does not initialise
-//! within the configured time (10 s) is closed with 4408. The server pings (every 15 s by default) and
+//! within the configured time (10 s) is closed with 4408. A socket ends (4403) within a minute of
+//! its session or key ending. The server pings (every 15 s by default) and
 //! drops a peer that has not answered for three times as long. A peer that does not take a message within
 //! [`SEND_TIMEOUT`] is dropped: its subscriptions would otherwise fall behind forever.
 
@@ -233,6 +234,7 @@ async fn serve(
     ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
     ping.tick().await;
     let mut last_heard = Instant::now();
+    let mut last_checked = Instant::now();
     let init_deadline = tokio::time::sleep(live.init_timeout);
     futures::pin_mut!(init_deadline);
     let stopping = state.live.stopped();
@@ -291,7 +293,13 @@ async fn serve(
                     close(&mut sink, 4000, "no answer to pings").await;
                     break;
                 }
-                let token = credential.lock().ok().and_then(|held| held.clone());
+                // The credential is looked up on its own, slower beat: at every ping it would
+                // cost one query per socket per ping across every connected client.
+                let due = last_checked.elapsed() >= live.recheck_every;
+                let token = due.then(|| credential.lock().ok().and_then(|held| held.clone())).flatten();
+                if due {
+                    last_checked = Instant::now();
+                }
                 if let Some(token) = token
                     && initialised.load(Ordering::SeqCst)
                     && matches!(sessions::resolve(&state.db, &token, chrono::Utc::now()).await, Ok(None))
