@@ -152,7 +152,10 @@ impl Browser {
 
     /// Click the element `locator` finds (waiting for it first).
     pub async fn click(&mut self, locator: &str) {
-        self.wait_for(locator, locator).await;
+        // As a person would: only once the control is there and enabled (a busy page disables
+        // its buttons, and a click on a disabled one does nothing).
+        let ready = format!("(() => {{ const el = {locator}; return !!el && !el.disabled; }})()");
+        self.wait_for(&ready, locator).await;
         self.eval(&format!("({locator}).click()")).await;
     }
 
