@@ -466,8 +466,57 @@ async fn only_admins_list_revenue_events(app: TestApp) {
     assert_eq!(error_code(&not_admin), Some("FORBIDDEN"));
 }
 
+/// A question without an external id is named by its signed request: the same bytes under the
+/// same header, sent three times (a replay inside the signature's window), store one question
+/// and reserve one bounty; the same body signed at another time is a new question.
+async fn a_replayed_request_without_an_external_id_stores_and_reserves_once(app: TestApp) {
+    budgeted_niche(&app, "games", Some(1000), 100).await;
+    let mut body = question_body("games", "unused");
+    body["payload"]
+        .as_object_mut()
+        .expect("a payload")
+        .remove("externalId");
+    body["payload"]["bountyMinor"] = json!(100);
+    let body = body.to_string();
+    let now = chrono::Utc::now().timestamp();
+    let header = askloop::domain::signing::sign(askloop_tests::SECRET, body.as_bytes(), now);
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        let response = app
+            .post_with_signature(INTAKE, &body, Some(&header))
+            .await;
+        let status = response.status().as_u16();
+        answers.push((status, response.json::<Value>().await.expect("JSON")));
+    }
+    let statuses: Vec<u16> = answers.iter().map(|(s, _)| *s).collect();
+    assert_eq!(statuses, [201, 200, 200]);
+    let id = answers[0].1["question"]["id"].as_i64().expect("an id");
+    for (_, answer) in &answers[1..] {
+        assert_eq!(answer["duplicate"], true);
+        assert_eq!(answer["question"]["id"].as_i64(), Some(id));
+    }
+    assert_eq!(entries(&app, id).await, [(BudgetEntryKind::Reserve, 100)]);
+    let stored = entity::agent_questions::Entity::find_by_id(id)
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("stored");
+    let digest = askloop::domain::signing::request_digest(now, body.as_bytes());
+    assert_eq!(stored.external_id, Some(format!("signed:{digest}")));
+
+    let later = askloop::domain::signing::sign(askloop_tests::SECRET, body.as_bytes(), now - 1);
+    let again = app.post_with_signature(INTAKE, &body, Some(&later)).await;
+    assert_eq!(again.status(), 201, "signed anew, it is a new question");
+    let questions = entity::agent_questions::Entity::find()
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(questions, 2);
+}
+
 on_both_backends!(
     fifty_intakes_against_a_budget_for_ten_store_exactly_ten,
+    a_replayed_request_without_an_external_id_stores_and_reserves_once,
     intake_reserves_a_bounty_and_reports_what_is_left,
     a_bounty_over_what_is_left_by_one_unit_is_refused,
     answering_charges_a_bounty_and_dismissing_or_expiring_releases_it,

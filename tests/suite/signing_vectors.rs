@@ -24,7 +24,7 @@ fn every_verification_vector_holds() {
             v["now"].as_i64().expect("now"),
         );
         if v["ok"].as_bool() == Some(true) {
-            assert_eq!(outcome, Ok(()), "vector {name}");
+            assert!(outcome.is_ok(), "vector {name}: {outcome:?}");
         } else {
             let reason = outcome.expect_err(name).to_string();
             assert_eq!(Some(reason.as_str()), v["reason"].as_str(), "vector {name}");

@@ -124,7 +124,7 @@ impl RawResponse {
         let data = self
             .data
             .ok_or_else(|| ApiError::network("the server sent no data"))?;
-        serde_json::from_value(data).map_err(ApiError::network)
+        crate::decode::from_value(data).map_err(ApiError::network)
     }
 }
 

@@ -10,7 +10,7 @@ use leptos_router::components::{
     A, Outlet, ParentRoute, ProtectedParentRoute, Route, Router, Routes,
 };
 use leptos_router::hooks::use_location;
-use leptos_router::path;
+use leptos_router::{Lazy, path};
 
 use crate::components::account::Account;
 use crate::components::time_ago;
@@ -69,7 +69,7 @@ fn AppRoutes(session: Session) -> impl IntoView {
                 </ProtectedParentRoute>
             </ParentRoute>
             <ProtectedParentRoute path=path!("/admin") view=Outlet condition=signed_in redirect_path=to_login fallback=checking>
-                <Route path=path!("") view=pages::admin::AdminPage/>
+                <Route path=path!("") view={Lazy::<pages::admin::AdminRoute>::new()}/>
             </ProtectedParentRoute>
         </Routes>
     }

@@ -11,6 +11,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 mod api;
 mod app;
 mod components;
+mod decode;
 mod live;
 mod operations;
 mod pages;

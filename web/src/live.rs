@@ -301,7 +301,7 @@ fn connect(client: &Shared) {
                 ("connection_ack", _) => acknowledged(&client),
                 ("ping", _) => send(&socket, &json!({ "type": "pong" })),
                 ("next", Some(id)) => {
-                    let Ok(mut result) = serde_json::from_value::<RawResponse>(message.payload)
+                    let Ok(mut result) = crate::decode::from_value::<RawResponse>(message.payload)
                     else {
                         return;
                     };
@@ -311,7 +311,7 @@ fn connect(client: &Shared) {
                     }
                 }
                 ("error", Some(id)) => {
-                    let errors = serde_json::from_value::<Vec<GraphqlError>>(message.payload)
+                    let errors = crate::decode::from_value::<Vec<GraphqlError>>(message.payload)
                         .unwrap_or_default();
                     let err = first_error(errors)
                         .unwrap_or_else(|| ApiError::network("the subscription was refused"));

@@ -116,21 +116,15 @@ fn build_web() -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(&pkg).with_context(|| format!("cannot create {}", pkg.display()))?;
 
     let bound = pkg.join("web_bg.wasm");
-    // Rebind when the compiled wasm is not the one bound last time (its size and mtime are
-    // stamped next to the output), so a stale bundle can never be served.
+    // Rebuild the bundle when the compiled wasm is not the one bound last time (its size and
+    // mtime are stamped next to the output), so a stale bundle can never be served.
     let stamp_file = pkg.join(".source");
     let stamp = source_stamp(&wasm)?;
     let up_to_date = bound.is_file()
         && pkg.join("web.js").is_file()
         && std::fs::read_to_string(&stamp_file).ok().as_deref() == Some(stamp.as_str());
     if !up_to_date {
-        wasm_bindgen_cli_support::Bindgen::new()
-            .input_path(&wasm)
-            .web(true)?
-            .typescript(false)
-            .generate(&pkg)
-            .context("wasm-bindgen could not bind the dashboard")?;
-        optimise_for_size(&bound, &target_dir)?;
+        bundle(&wasm, &pkg, &target_dir)?;
         std::fs::write(&stamp_file, &stamp).context("cannot write the bind stamp")?;
     }
     for file in ["index.html", "style.css"] {
@@ -138,13 +132,71 @@ fn build_web() -> anyhow::Result<PathBuf> {
         std::fs::copy(&from, dist.join(file))
             .with_context(|| format!("cannot copy {}", from.display()))?;
     }
-    let size = std::fs::metadata(&bound).map(|m| m.len()).unwrap_or(0);
-    eprintln!(
-        "xtask: dashboard built in {} ({} KiB of wasm)",
-        dist.display(),
-        size / 1024
-    );
+    eprintln!("xtask: dashboard built in {}", dist.display());
+    for (file, bytes) in wasm_files(&pkg)? {
+        eprintln!("xtask:   {file}: {} KiB", bytes / 1024);
+    }
     Ok(dist)
+}
+
+/// Turn the compiled wasm into what the page loads, in `pkg`:
+///
+/// 1. split: every `#[lazy_route]` view (and `#[lazy]` function) moves into a chunk of its own,
+///    which the page fetches the first time it is needed; what is left is the main module;
+/// 2. bind the main module with wasm-bindgen into `web.js` + `web_bg.wasm` (the chunks'
+///    loader, `__wasm_split.js`, imports from `web.js`);
+/// 3. shrink every wasm file with `wasm-opt -Oz`.
+fn bundle(wasm: &Path, pkg: &Path, target_dir: &Path) -> anyhow::Result<()> {
+    // Chunks from an earlier build must not linger next to the new ones.
+    for entry in std::fs::read_dir(pkg).with_context(|| format!("cannot list {}", pkg.display()))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|ext| ext == "wasm" || ext == "js") {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+    }
+    let input = std::fs::read(wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
+    let main_module = wasm.with_file_name("web_split.wasm");
+    let split = wasm_split_cli_support::transform({
+        let mut options = wasm_split_cli_support::Options::new(&input);
+        options.output_dir = pkg;
+        options.main_out_path = &main_module;
+        options.main_module = "./web.js";
+        options.link_name = "./__wasm_split.js";
+        options
+    })
+    .map_err(|err| anyhow::anyhow!("{err:#}"))
+    .context("cannot split the dashboard's lazily loaded pages into chunks")?;
+
+    wasm_bindgen_cli_support::Bindgen::new()
+        .input_path(&main_module)
+        .out_name("web")
+        .web(true)?
+        .typescript(false)
+        .keep_lld_exports(true)
+        .demangle(false)
+        .generate(pkg)
+        .context("wasm-bindgen could not bind the dashboard")?;
+
+    optimise_for_size(&pkg.join("web_bg.wasm"), target_dir)?;
+    for chunk in &split.split_modules {
+        optimise_for_size(chunk, target_dir)?;
+    }
+    Ok(())
+}
+
+/// The wasm files of the bundle with their sizes, main module first.
+fn wasm_files(pkg: &Path) -> anyhow::Result<Vec<(String, u64)>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(pkg).with_context(|| format!("cannot list {}", pkg.display()))? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".wasm") {
+            files.push((name, entry.metadata()?.len()));
+        }
+    }
+    files.sort_by_key(|(name, _)| (name != "web_bg.wasm", name.clone()));
+    Ok(files)
 }
 
 /// Cargo's target folder (`CARGO_TARGET_DIR`, else `target`).

@@ -9,7 +9,7 @@
 //! agent side (the CLI's `sign` and `ask`) signs with exactly the code the server verifies with.
 
 use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 /// The header that carries a signature, in both directions.
@@ -78,13 +78,13 @@ impl SigningKeys {
             .map(String::as_str)
     }
 
-    /// Verify `header` over `body` at clock `now` (unix seconds).
+    /// Verify `header` over `body` at clock `now` (unix seconds); the signed time `t` when valid.
     pub fn verify(
         &self,
         header: Option<&str>,
         body: &[u8],
         now: i64,
-    ) -> Result<(), SignatureError> {
+    ) -> Result<i64, SignatureError> {
         if !self.is_configured() {
             return Err(SignatureError::NoSecret);
         }
@@ -103,7 +103,7 @@ impl SigningKeys {
                 .iter()
                 .any(|candidate| matches(candidate, &expected))
             {
-                return Ok(());
+                return Ok(parsed.timestamp);
             }
         }
         Err(SignatureError::Mismatch)
@@ -127,6 +127,17 @@ impl SigningKeys {
 /// The header for `body` at time `t` with one secret: `t=<t>,v1=<hex>`.
 pub fn sign(secret: &str, body: &[u8], t: i64) -> String {
     format!("t={t},v1={}", hex::encode(mac_bytes(secret, t, body)))
+}
+
+/// What names one signed request whatever secret signed it: the first 128 bits of SHA-256 over
+/// `"<t>.<body>"`, in hex. The same bytes sent again under the same `t` (a replay inside the
+/// signature's window, or an agent's retry) have the same digest.
+pub fn request_digest(t: i64, body: &[u8]) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(t.to_string().as_bytes());
+    hasher.update(b".");
+    hasher.update(body);
+    hex::encode(&hasher.finalize()[..16])
 }
 
 /// HMAC-SHA256 over `"<t>.<body>"`.
@@ -187,8 +198,17 @@ mod tests {
         let header = sign("s3cret", b"{}", 1_700_000_000);
         assert_eq!(
             keys("s3cret").verify(Some(&header), b"{}", 1_700_000_000),
-            Ok(())
+            Ok(1_700_000_000)
         );
+    }
+
+    #[test]
+    fn a_request_digest_depends_on_the_time_and_every_byte() {
+        let digest = request_digest(10, b"{}");
+        assert_eq!(digest.len(), 32);
+        assert_eq!(digest, request_digest(10, b"{}"));
+        assert_ne!(digest, request_digest(11, b"{}"));
+        assert_ne!(digest, request_digest(10, b"{ }"));
     }
 
     #[test]
@@ -205,7 +225,7 @@ mod tests {
     fn the_previous_secret_is_accepted_while_rotating() {
         let rotating = SigningKeys::new(Some("new".into()), Some("old".into()));
         let old_header = sign("old", b"body", 10);
-        assert_eq!(rotating.verify(Some(&old_header), b"body", 10), Ok(()));
+        assert_eq!(rotating.verify(Some(&old_header), b"body", 10), Ok(10));
         let unrelated = sign("other", b"body", 10);
         assert_eq!(
             rotating.verify(Some(&unrelated), b"body", 10),
@@ -218,8 +238,8 @@ mod tests {
         let rotating = SigningKeys::new(Some("new".into()), Some("old".into()));
         let header = rotating.sign_header(b"x", 99).expect("configured");
         assert_eq!(header.matches("v1=").count(), 2);
-        assert_eq!(keys("new").verify(Some(&header), b"x", 99), Ok(()));
-        assert_eq!(keys("old").verify(Some(&header), b"x", 99), Ok(()));
+        assert_eq!(keys("new").verify(Some(&header), b"x", 99), Ok(99));
+        assert_eq!(keys("old").verify(Some(&header), b"x", 99), Ok(99));
     }
 
     #[test]

@@ -23,20 +23,25 @@ pub async fn receive_question(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let now = Utc::now();
-    let value = match verified_json(&state.config.signing, &headers, body, now.timestamp()) {
-        Ok(value) => value,
+    let signed = match verified_json(&state.config.signing, &headers, body, now.timestamp()) {
+        Ok(signed) => signed,
         Err(refusal) => {
             state.metrics.intake_outcome(refusal.reason);
             return refusal.error.into_response();
         }
     };
-    let new = match parse_new_question(&value) {
+    let mut new = match parse_new_question(&signed.value) {
         Ok(new) => new,
         Err(err) => {
             state.metrics.intake_outcome("bad_input");
             return ServiceError::BadInput(err.0).into_response();
         }
     };
+    // Without an id of its own, a question is named by its signed request, so the same bytes
+    // under the same signature time (an agent's retry, or a replay) are the same question.
+    if new.external_id.is_none() {
+        new.external_id = Some(signed_request_id(&signed.digest));
+    }
     match receive(&state.db, &state.hint(), new, now).await {
         Ok(outcome) => {
             state.metrics.intake_outcome(if outcome.duplicate {
@@ -51,6 +56,11 @@ pub async fn receive_question(
             err.into_response()
         }
     }
+}
+
+/// The external id given to a question that came without one: `signed:<request digest>`.
+pub fn signed_request_id(digest: &str) -> String {
+    format!("signed:{digest}")
 }
 
 fn intake_response(outcome: &IntakeOutcome) -> Response {

@@ -6,7 +6,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
-use crate::domain::signing::{SIGNATURE_HEADER, SignatureError, SigningKeys};
+use crate::domain::signing::{SIGNATURE_HEADER, SignatureError, SigningKeys, request_digest};
 use crate::domain::text::control_character_at;
 use crate::error::ServiceError;
 
@@ -18,13 +18,22 @@ pub struct Refusal {
     pub reason: &'static str,
 }
 
+/// A verified signed request.
+pub struct Signed {
+    /// Its body, parsed.
+    pub value: Value,
+    /// What names this exact request ([`request_digest`]): the same bytes under the same `t` give
+    /// the same digest.
+    pub digest: String,
+}
+
 /// Verify and parse a signed JSON request.
 pub fn verified_json(
     keys: &SigningKeys,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
     now: i64,
-) -> Result<Value, Refusal> {
+) -> Result<Signed, Refusal> {
     if !keys.is_configured() {
         return Err(Refusal {
             error: ServiceError::Unavailable(SignatureError::NoSecret.to_string()),
@@ -49,7 +58,7 @@ pub fn verified_json(
         None => None,
         Some(value) => Some(value.to_str().unwrap_or("\u{fffd}")),
     };
-    keys.verify(header, &body, now).map_err(|err| Refusal {
+    let signed_at = keys.verify(header, &body, now).map_err(|err| Refusal {
         error: ServiceError::Unauthenticated(err.to_string()),
         reason: match err {
             SignatureError::NoSecret => "no_secret",
@@ -73,7 +82,10 @@ pub fn verified_json(
             reason: "bad_input",
         });
     }
-    Ok(value)
+    Ok(Signed {
+        value,
+        digest: request_digest(signed_at, &body),
+    })
 }
 
 /// Verify a signed request and parse its JSON with `parse`: the parsed value, or the error
@@ -84,7 +96,7 @@ pub fn signed_and_parsed<T>(
     body: Result<Bytes, BytesRejection>,
     parse: impl FnOnce(&Value) -> Result<T, ServiceError>,
 ) -> Result<T, ServiceError> {
-    let value = verified_json(keys, headers, body, chrono::Utc::now().timestamp())
+    let signed = verified_json(keys, headers, body, chrono::Utc::now().timestamp())
         .map_err(|refusal| refusal.error)?;
-    parse(&value)
+    parse(&signed.value)
 }

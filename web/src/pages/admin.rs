@@ -4,6 +4,7 @@
 //! checks for an admin on the server; this page only decides what to show.
 
 use leptos::prelude::*;
+use leptos_router::{LazyRoute, lazy_route};
 
 use crate::api::{self, ApiError};
 use crate::components::loaded::Loaded;
@@ -130,9 +131,24 @@ impl Command {
 /// The page's one way to change things: its pending state disables every button.
 type Act = Action<Command, Result<String, ApiError>>;
 
+/// `/admin` as a lazily loaded route: the page's code is its own wasm chunk, fetched the first
+/// time someone opens the page, so the operators' dashboard never downloads it.
+pub struct AdminRoute;
+
+#[lazy_route]
+impl LazyRoute for AdminRoute {
+    fn data() -> Self {
+        Self
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <AdminPage/> }.into_any()
+    }
+}
+
 /// The admin page.
 #[component]
-pub fn AdminPage() -> impl IntoView {
+fn AdminPage() -> impl IntoView {
     let overview = LocalResource::new(|| api::run::<AdminOverview>(admin_overview::Variables));
     let ledger = LocalResource::new(|| api::run::<AdminLedger>(admin_ledger::Variables));
     let act: Act = Action::new_local(move |command: &Command| {
