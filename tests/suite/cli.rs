@@ -181,7 +181,10 @@ fn cli_sign_prints_a_header_that_askloop_verifies() {
     let header = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     assert!(header.starts_with("t=1700000000,v1="), "{header}");
     let keys = SigningKeys::new(Some(SECRET.into()), None);
-    assert_eq!(keys.verify(Some(&header), body, 1_700_000_000), Ok(1_700_000_000));
+    assert_eq!(
+        keys.verify(Some(&header), body, 1_700_000_000),
+        Ok(1_700_000_000)
+    );
 }
 
 #[test]

@@ -408,6 +408,86 @@ async fn a_bad_or_unsigned_revenue_event_books_nothing(app: TestApp) {
     );
 }
 
+/// Amounts that could overflow a sum are refused at the edge: two events of 9·10^18 minor units
+/// are both a 400 naming the field and book nothing, and a niche whose total is near the most
+/// askloop keeps refuses the event that would pass it — while its revenue page still answers.
+async fn revenue_that_could_overflow_a_sum_is_refused_with_a_400(app: TestApp) {
+    let (_, bo, _) = a_subscription_booked_for_two_operators(&app).await;
+    for n in 0..2 {
+        let huge = json!({"nicheSlug": "games", "externalId": format!("huge-{n}"),
+            "sourceType": "usage", "grossMinor": 9_000_000_000_000_000_000_i64, "currency": "USD"});
+        let response = app.post_signed(REVENUE, &huge.to_string()).await;
+        assert_eq!(response.status(), 400);
+        let body: Value = response.json().await.expect("JSON");
+        assert!(
+            body["error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("grossMinor is above the largest amount")),
+            "{body}"
+        );
+    }
+    let costly = json!({"nicheSlug": "games", "externalId": "costly", "sourceType": "usage",
+        "grossMinor": 1, "refundMinor": 2_000_000_000_000_000_i64, "currency": "USD"});
+    assert_eq!(
+        app.post_signed(REVENUE, &costly.to_string()).await.status(),
+        400,
+        "every cost is capped too"
+    );
+    assert_eq!(
+        revenue_events::Entity::find()
+            .count(&app.db)
+            .await
+            .expect("count"),
+        1
+    );
+
+    // Bring the niche's total to just under the most it may hold, as years of events would.
+    revenue_events::Entity::update_many()
+        .col_expr(
+            revenue_events::Column::GrossMinor,
+            Expr::value(askloop::domain::ledger::MAX_NICHE_GROSS_MINOR - 10),
+        )
+        .exec(&app.db)
+        .await
+        .expect("total raised");
+    let past = json!({"nicheSlug": "games", "externalId": "past", "sourceType": "usage",
+        "grossMinor": 11, "currency": "USD"});
+    let response = app.post_signed(REVENUE, &past.to_string()).await;
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.expect("JSON");
+    assert!(
+        body["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("past the largest revenue total")),
+        "{body}"
+    );
+    let fits = json!({"nicheSlug": "games", "externalId": "fits", "sourceType": "usage",
+        "grossMinor": 10, "currency": "USD"});
+    assert_eq!(
+        app.post_signed(REVENUE, &fits.to_string()).await.status(),
+        201
+    );
+    // A redelivery of a booked event is still a duplicate, not a refusal.
+    assert_eq!(
+        app.post_signed(REVENUE, &fits.to_string()).await.status(),
+        200
+    );
+
+    let page = app
+        .graphql(
+            Some(&bo.token),
+            "{ nicheRevenue(nicheSlug: \"games\") { grossMinor eventCount } }",
+            json!({}),
+        )
+        .await;
+    assert!(page["errors"].is_null(), "{page}");
+    assert_eq!(
+        page["data"]["nicheRevenue"]["grossMinor"],
+        askloop::domain::ledger::MAX_NICHE_GROSS_MINOR
+    );
+    assert_eq!(page["data"]["nicheRevenue"]["eventCount"], 2);
+}
+
 async fn an_archived_niche_keeps_its_revenue_page(app: TestApp) {
     let (_, bo, _) = a_subscription_booked_for_two_operators(&app).await;
     book_usage_costing_more_than_it_made(&app).await;
@@ -482,9 +562,7 @@ async fn a_replayed_request_without_an_external_id_stores_and_reserves_once(app:
     let header = askloop::domain::signing::sign(askloop_tests::SECRET, body.as_bytes(), now);
     let mut answers = Vec::new();
     for _ in 0..3 {
-        let response = app
-            .post_with_signature(INTAKE, &body, Some(&header))
-            .await;
+        let response = app.post_with_signature(INTAKE, &body, Some(&header)).await;
         let status = response.status().as_u16();
         answers.push((status, response.json::<Value>().await.expect("JSON")));
     }
@@ -528,6 +606,7 @@ on_both_backends!(
     the_same_revenue_event_again_is_a_duplicate_that_books_nothing,
     costs_above_gross_book_a_net_of_zero_never_less,
     a_bad_or_unsigned_revenue_event_books_nothing,
+    revenue_that_could_overflow_a_sum_is_refused_with_a_400,
     an_archived_niche_keeps_its_revenue_page,
     only_admins_list_revenue_events,
 );

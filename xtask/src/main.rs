@@ -150,7 +150,10 @@ fn bundle(wasm: &Path, pkg: &Path, target_dir: &Path) -> anyhow::Result<()> {
     // Chunks from an earlier build must not linger next to the new ones.
     for entry in std::fs::read_dir(pkg).with_context(|| format!("cannot list {}", pkg.display()))? {
         let path = entry?.path();
-        if path.extension().is_some_and(|ext| ext == "wasm" || ext == "js") {
+        if path
+            .extension()
+            .is_some_and(|ext| ext == "wasm" || ext == "js")
+        {
             std::fs::remove_file(&path)
                 .with_context(|| format!("cannot remove {}", path.display()))?;
         }

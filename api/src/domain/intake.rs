@@ -145,12 +145,9 @@ pub fn parse_new_question(body: &Value) -> Result<NewQuestion, IntakeError> {
         urgency: Urgency::parse_lenient(fields.get("urgency").and_then(Value::as_str)),
         related_resource_ids: parse_related(fields.get("relatedResourceIds"))?,
         bounty_minor: optional_integer(fields, "bountyMinor")?
-            .map(|b| {
-                if b < 0 {
-                    Err(bad("bountyMinor cannot be negative"))
-                } else {
-                    Ok(b)
-                }
+            .map(|b| match crate::domain::ledger::amount_problem("bountyMinor", b) {
+                Some(problem) => Err(bad(problem)),
+                None => Ok(b),
             })
             .transpose()?,
         expires_in_seconds: optional_integer(fields, "expiresInSeconds")?
@@ -396,6 +393,11 @@ mod tests {
                 "options must be a list of {id, label}",
             ),
             ("bountyMinor", json!(-1), "bountyMinor cannot be negative"),
+            (
+                "bountyMinor",
+                json!(1_000_000_000_000_001_i64),
+                "bountyMinor is above the largest amount askloop keeps (1000000000000000 minor units)",
+            ),
             (
                 "bountyMinor",
                 json!(1.5),

@@ -3,6 +3,28 @@
 
 use chrono::{DateTime, Datelike, TimeZone, Utc};
 
+/// The largest amount in minor units that one revenue event (or one of its costs), one bounty or
+/// one budget setting may carry: 10^15, ten trillion in a two-decimal currency. Anything larger
+/// is refused at the edge with a 400, so no sum askloop keeps can come near `i64::MAX`.
+pub const MAX_AMOUNT_MINOR: i64 = 1_000_000_000_000_000;
+
+/// The largest gross revenue one niche may book over its life (half of `i64::MAX`): a revenue
+/// event that would pass it is refused, so the database's sums of a niche's events always fit.
+pub const MAX_NICHE_GROSS_MINOR: i64 = i64::MAX / 2;
+
+/// Why an amount is refused, if it is: negative, or above [`MAX_AMOUNT_MINOR`].
+pub fn amount_problem(field: &str, amount: i64) -> Option<String> {
+    if amount < 0 {
+        Some(format!("{field} cannot be negative"))
+    } else if amount > MAX_AMOUNT_MINOR {
+        Some(format!(
+            "{field} is above the largest amount askloop keeps ({MAX_AMOUNT_MINOR} minor units)"
+        ))
+    } else {
+        None
+    }
+}
+
 /// All of something, in basis points.
 pub const WHOLE_BPS: u32 = 10_000;
 
@@ -114,6 +136,26 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn amounts_from_zero_to_the_cap_pass_and_others_are_named() {
+        assert_eq!(amount_problem("grossMinor", 0), None);
+        assert_eq!(amount_problem("grossMinor", MAX_AMOUNT_MINOR), None);
+        assert_eq!(
+            amount_problem("grossMinor", -1).as_deref(),
+            Some("grossMinor cannot be negative")
+        );
+        assert!(
+            amount_problem("bountyMinor", MAX_AMOUNT_MINOR + 1)
+                .is_some_and(|m| m.starts_with("bountyMinor is above the largest amount"))
+        );
+        // 9,223 events at the cap still fit in the niche's total, which fits in an i64.
+        assert!(
+            MAX_AMOUNT_MINOR
+                .checked_mul(4_611)
+                .is_some_and(|t| t <= MAX_NICHE_GROSS_MINOR)
+        );
+    }
 
     #[test]
     fn net_is_gross_less_costs_and_never_negative() {

@@ -320,8 +320,15 @@ pub async fn set_niche_budget(
         bounty_minor,
         max_bounty_minor,
     } = settings;
-    if monthly_budget_minor.is_some_and(|b| b < 0) || bounty_minor < 0 || max_bounty_minor < 0 {
-        return Err(ServiceError::BadInput("amounts cannot be negative".into()));
+    let problem = [
+        ("monthlyBudgetMinor", monthly_budget_minor.unwrap_or(0)),
+        ("bountyMinor", bounty_minor),
+        ("maxBountyMinor", max_bounty_minor),
+    ]
+    .into_iter()
+    .find_map(|(field, amount)| crate::domain::ledger::amount_problem(field, amount));
+    if let Some(problem) = problem {
+        return Err(ServiceError::BadInput(problem));
     }
     if bounty_minor > max_bounty_minor {
         return Err(ServiceError::BadInput(

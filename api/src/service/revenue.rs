@@ -10,7 +10,7 @@ use entity::{niches, revenue_events};
 use sea_orm::sea_query::{Alias, Expr, Func, OnConflict};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, NotSet,
-    QueryFilter, QueryOrder, QuerySelect, TryInsertResult,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TryInsertResult,
 };
 use serde_json::{Value, json};
 
@@ -64,11 +64,17 @@ pub fn parse(body: &Value) -> Result<NewRevenue, ServiceError> {
         match fields.get(key) {
             None | Some(Value::Null) if !required => Ok(0),
             None | Some(Value::Null) => Err(bad(format!("{key} is required"))),
-            Some(v) => v.as_i64().filter(|n| *n >= 0).ok_or_else(|| {
-                bad(format!(
-                    "{key} must be a whole number of minor units, 0 or more"
-                ))
-            }),
+            Some(v) => {
+                let n = v.as_i64().filter(|n| *n >= 0).ok_or_else(|| {
+                    bad(format!(
+                        "{key} must be a whole number of minor units, 0 or more"
+                    ))
+                })?;
+                match ledger::amount_problem(key, n) {
+                    Some(problem) => Err(bad(problem)),
+                    None => Ok(n),
+                }
+            }
         }
     };
     let niche_slug = text("nicheSlug")
@@ -134,6 +140,19 @@ pub async fn book(
     let ladder = scores::ladder(db).await?;
     let shares = standing::niche_shares(db, niche.id, &ladder).await?;
     let txn = begin_write(db).await?;
+    // The niche's total stays where the database's sums fit (checked in the writing
+    // transaction; a redelivery of a booked event is still answered as a duplicate below).
+    let (gross_so_far, _, _) = niche_totals(&txn, niche.id).await?;
+    if gross_so_far.saturating_add(new.gross) > ledger::MAX_NICHE_GROSS_MINOR
+        && !event_booked(&txn, niche.id, &new.external_id).await?
+    {
+        txn.rollback().await?;
+        return Err(ServiceError::BadInput(format!(
+            "this event would take niche '{}' past the largest revenue total askloop keeps ({} minor units)",
+            niche.slug,
+            ledger::MAX_NICHE_GROSS_MINOR
+        )));
+    }
     let inserted = insert_event(
         &txn,
         &niche,
@@ -410,9 +429,23 @@ pub async fn events_of(
         .await?)
 }
 
+/// Whether niche `niche_id` has booked an event under `external_id`.
+async fn event_booked<C: ConnectionTrait>(
+    conn: &C,
+    niche_id: i64,
+    external_id: &str,
+) -> Result<bool, ServiceError> {
+    Ok(revenue_events::Entity::find()
+        .filter(revenue_events::Column::NicheId.eq(niche_id))
+        .filter(revenue_events::Column::ExternalId.eq(external_id))
+        .count(conn)
+        .await?
+        > 0)
+}
+
 /// A niche's totals: gross, net and how many events.
-pub async fn niche_totals(
-    db: &DatabaseConnection,
+pub async fn niche_totals<C: ConnectionTrait>(
+    db: &C,
     niche_id: i64,
 ) -> Result<(i64, i64, i64), ServiceError> {
     // Summed by the database; SUM and COUNT are cast so both databases give an i64 (and an
