@@ -3,11 +3,12 @@
 //! request came from askloop's own origin, which cookie-authenticated writes require.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::Mutex;
+use std::convert::Infallible;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use axum::extract::{FromRef, FromRequestParts};
+use axum::extract::{ConnectInfo, FromRef, FromRequestParts};
 use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue};
@@ -15,6 +16,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::DatabaseConnection;
 
 use crate::config::Config;
+use crate::domain::handle::Handle;
 use crate::error::ServiceError;
 use crate::service::access::Viewer;
 use crate::service::sessions::{self, Credential};
@@ -212,47 +214,246 @@ pub fn clear_session_cookie() -> HeaderValue {
     HeaderValue::from_static("askloop_session=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0")
 }
 
-/// Slows down guessing: after [`LoginThrottle::FREE_FAILURES`] failed sign-ins for a handle,
-/// each further attempt must wait, doubling up to fifteen minutes. Per process: with several
-/// instances the limit applies per instance.
-#[derive(Debug, Default)]
+/// Where a request came from: the peer address of its connection. askloop has no setting that
+/// names a trusted proxy, so `X-Forwarded-For` and its kin are never believed; behind a proxy,
+/// every request comes from the proxy's address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClientAddress(Option<IpAddr>);
+
+impl ClientAddress {
+    /// The client at `ip`.
+    pub fn new(ip: IpAddr) -> Self {
+        Self(Some(ip))
+    }
+
+    /// The address a throttle counts under: IPv4 as is (also when written as IPv6), IPv6 by its
+    /// /64 (one subscriber's network), and one shared address for requests whose peer is not
+    /// known (a router served without connection info).
+    pub fn throttle_address(self) -> IpAddr {
+        match self.0.map(|ip| ip.to_canonical()) {
+            Some(IpAddr::V6(v6)) => {
+                let bits = u128::from(v6) & !((1u128 << 64) - 1);
+                IpAddr::V6(Ipv6Addr::from(bits))
+            }
+            Some(ip) => ip,
+            None => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self(
+            parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|ConnectInfo(peer)| peer.ip()),
+        ))
+    }
+}
+
+/// Whose failed sign-ins a count is: a handle in normal form, tried from one address.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ThrottleKey {
+    handle: Handle,
+    address: IpAddr,
+}
+
+impl ThrottleKey {
+    /// Sign-ins for `handle` from `client`.
+    pub fn new(handle: &Handle, client: ClientAddress) -> Self {
+        Self {
+            handle: handle.clone(),
+            address: client.throttle_address(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Failures {
+    /// Attempts counted: each is counted as it starts, and forgotten when one succeeds.
+    count: u32,
+    /// When the last was counted.
+    last: Instant,
+}
+
+#[derive(Debug)]
+struct Counts {
+    by_key: HashMap<ThrottleKey, Failures>,
+    swept: Instant,
+}
+
+/// Slows down guessing: after [`LoginThrottle::FREE_FAILURES`] failed sign-ins for a handle
+/// from one address, each further attempt from there must wait, doubling up to
+/// [`LoginThrottle::LONGEST_WAIT`]. Counting by handle *and* address means a stranger who fails
+/// on purpose slows down only themselves, never the person signing in from their own address.
+///
+/// An attempt is counted when it starts, before its password is checked, and the count is
+/// forgotten when one succeeds: so a burst of simultaneous guesses gets no more checks than the
+/// free allowance. Counts are forgotten [`LoginThrottle::FORGET_AFTER`] after their last
+/// attempt, and at most [`LoginThrottle::CAPACITY`] are kept; past it the least telling go
+/// first (fewest failures, then oldest). Per process: with several instances the limit applies
+/// per instance.
+#[derive(Debug)]
 pub struct LoginThrottle {
-    failures: Mutex<HashMap<String, (u32, Instant)>>,
+    counts: Mutex<Counts>,
+    capacity: usize,
+}
+
+impl Default for LoginThrottle {
+    fn default() -> Self {
+        Self::with_capacity(Self::CAPACITY)
+    }
+}
+
+/// A counted sign-in attempt: it stays counted as a failure unless it is marked
+/// [`succeeded`](Attempt::succeeded) or [`withdrawn`](Attempt::withdrawn).
+#[derive(Debug)]
+#[must_use = "an attempt is a failure unless marked otherwise"]
+pub struct Attempt<'a> {
+    throttle: &'a LoginThrottle,
+    key: ThrottleKey,
+}
+
+impl Attempt<'_> {
+    /// The password was right: forget this handle's failures from this address.
+    pub fn succeeded(self) {
+        self.throttle.lock().by_key.remove(&self.key);
+    }
+
+    /// The password was wrong: the attempt stays counted.
+    pub fn failed(self) {}
+
+    /// The attempt could not be judged (askloop failed, not the password): uncount it.
+    pub fn withdrawn(self) {
+        if let Some(failures) = self.throttle.lock().by_key.get_mut(&self.key) {
+            failures.count = failures.count.saturating_sub(1);
+        }
+    }
 }
 
 impl LoginThrottle {
     /// Failures allowed before waiting starts.
     pub const FREE_FAILURES: u32 = 5;
+    /// The longest wait between attempts.
+    pub const LONGEST_WAIT: Duration = Duration::from_secs(15 * 60);
+    /// How long after its last attempt a count is forgotten.
+    pub const FORGET_AFTER: Duration = Duration::from_secs(60 * 60);
+    /// The most counts kept at once.
+    pub const CAPACITY: usize = 20_000;
+    /// How often forgotten counts are swept out even when nothing is full.
+    const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
-    /// How long `handle` must still wait before another attempt, if at all.
-    pub fn wait_for(&self, handle: &str, now: Instant) -> Option<Duration> {
-        let failures = self.failures.lock().ok()?;
-        let (count, last) = failures.get(&handle.to_lowercase())?;
-        let delay = Self::delay(*count)?;
-        let ready = *last + delay;
-        (ready > now).then(|| ready - now)
+    /// A throttle that keeps at most `capacity` counts (at least one).
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            counts: Mutex::new(Counts {
+                by_key: HashMap::new(),
+                swept: Instant::now(),
+            }),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// The counts; a panic elsewhere while they were held leaves them usable (each change
+    /// to them is a single step).
+    fn lock(&self) -> MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn delay(count: u32) -> Option<Duration> {
         let over = count.checked_sub(Self::FREE_FAILURES)?;
-        let seconds = 2u64.saturating_pow(over.min(20)).min(15 * 60);
-        Some(Duration::from_secs(seconds))
+        let seconds = 2u64.saturating_pow(over.min(20));
+        Some(Duration::from_secs(seconds).min(Self::LONGEST_WAIT))
     }
 
-    /// Record a failed attempt.
-    pub fn failed(&self, handle: &str, now: Instant) {
-        if let Ok(mut failures) = self.failures.lock() {
-            let entry = failures.entry(handle.to_lowercase()).or_insert((0, now));
-            entry.0 = entry.0.saturating_add(1);
-            entry.1 = now;
+    fn forgotten(failures: &Failures, now: Instant) -> bool {
+        now.saturating_duration_since(failures.last) >= Self::FORGET_AFTER
+    }
+
+    fn wait_of(failures: &Failures, now: Instant) -> Option<Duration> {
+        if Self::forgotten(failures, now) {
+            return None;
+        }
+        let ready = failures.last + Self::delay(failures.count)?;
+        (ready > now).then(|| ready - now)
+    }
+
+    /// How long sign-ins under `key` must still wait, if at all.
+    pub fn wait_for(&self, key: &ThrottleKey, now: Instant) -> Option<Duration> {
+        Self::wait_of(self.lock().by_key.get(key)?, now)
+    }
+
+    /// Start a sign-in attempt under `key`: counted as a failure at once, or refused with how
+    /// long to wait. Checking and counting happen under one lock, so simultaneous attempts
+    /// cannot all pass the check before any is counted.
+    pub fn attempt(&self, key: &ThrottleKey, now: Instant) -> Result<Attempt<'_>, Duration> {
+        let mut counts = self.lock();
+        if let Some(failures) = counts.by_key.get_mut(key) {
+            if let Some(wait) = Self::wait_of(failures, now) {
+                return Err(wait);
+            }
+            if Self::forgotten(failures, now) {
+                failures.count = 0;
+            }
+            failures.count = failures.count.saturating_add(1);
+            failures.last = now;
+        } else {
+            self.make_room(&mut counts, now);
+            counts.by_key.insert(
+                key.clone(),
+                Failures {
+                    count: 1,
+                    last: now,
+                },
+            );
+        }
+        Ok(Attempt {
+            throttle: self,
+            key: key.clone(),
+        })
+    }
+
+    /// Sweep out forgotten counts (every minute, or when full); when still full, drop a tenth
+    /// of the capacity, the least telling first: fewest failures, then oldest.
+    fn make_room(&self, counts: &mut Counts, now: Instant) {
+        let full = counts.by_key.len() >= self.capacity;
+        if full || now.saturating_duration_since(counts.swept) >= Self::SWEEP_EVERY {
+            counts
+                .by_key
+                .retain(|_, failures| !Self::forgotten(failures, now));
+            counts.swept = now;
+            // Give back what a flood of counts took once they are gone.
+            if counts.by_key.capacity() > 4 * counts.by_key.len().max(256) {
+                counts.by_key.shrink_to_fit();
+            }
+        }
+        let len = counts.by_key.len();
+        if len < self.capacity {
+            return;
+        }
+        let drop = (len + 1 - self.capacity).max(self.capacity / 10).min(len);
+        let mut ranked: Vec<(u32, Instant, ThrottleKey)> = counts
+            .by_key
+            .iter()
+            .map(|(key, failures)| (failures.count, failures.last, key.clone()))
+            .collect();
+        ranked.select_nth_unstable_by_key(drop - 1, |(count, last, _)| (*count, *last));
+        for (_, _, key) in ranked.into_iter().take(drop) {
+            counts.by_key.remove(&key);
         }
     }
 
-    /// Forget failures after a successful sign-in.
-    pub fn succeeded(&self, handle: &str) {
-        if let Ok(mut failures) = self.failures.lock() {
-            failures.remove(&handle.to_lowercase());
-        }
+    /// How many counts are kept.
+    pub fn len(&self) -> usize {
+        self.lock().by_key.len()
+    }
+
+    /// Whether no counts are kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -260,29 +461,219 @@ impl LoginThrottle {
 mod tests {
     use super::*;
 
+    fn client(ip: [u8; 4]) -> ClientAddress {
+        ClientAddress::new(IpAddr::from(ip))
+    }
+
+    fn key(typed: &str, from: ClientAddress) -> ThrottleKey {
+        ThrottleKey::new(&Handle::parse(typed).expect("a handle"), from)
+    }
+
+    const HOME: [u8; 4] = [127, 0, 0, 1];
+    const STRANGER: [u8; 4] = [127, 0, 0, 2];
+
     #[test]
     fn the_throttle_lets_five_failures_through_then_makes_people_wait_longer_each_time() {
         let throttle = LoginThrottle::default();
+        let home = client(HOME);
         let start = Instant::now();
         for _ in 0..5 {
-            assert_eq!(throttle.wait_for("Ana", start), None);
-            throttle.failed("ana", start);
+            assert_eq!(throttle.wait_for(&key("Ana", home), start), None);
+            throttle
+                .attempt(&key("ana", home), start)
+                .expect("free")
+                .failed();
         }
         assert_eq!(
-            throttle.wait_for("ana", start),
+            throttle.wait_for(&key("ana", home), start),
             Some(Duration::from_secs(1))
         );
-        throttle.failed("ana", start);
         assert_eq!(
-            throttle.wait_for("ANA", start),
+            throttle
+                .attempt(&key("ana", home), start)
+                .map(Attempt::failed),
+            Err(Duration::from_secs(1))
+        );
+        let later = start + Duration::from_secs(1);
+        throttle
+            .attempt(&key("ana", home), later)
+            .expect("after the wait")
+            .failed();
+        assert_eq!(
+            throttle.wait_for(&key("ANA", home), later),
             Some(Duration::from_secs(2))
         );
-        assert_eq!(
-            throttle.wait_for("ana", start + Duration::from_secs(2)),
-            None
+        let ready = later + Duration::from_secs(2);
+        assert_eq!(throttle.wait_for(&key("ana", home), ready), None);
+        throttle
+            .attempt(&key("ana", home), ready)
+            .expect("after the wait")
+            .succeeded();
+        assert_eq!(throttle.wait_for(&key("ana", home), ready), None);
+        assert!(throttle.is_empty());
+    }
+
+    #[test]
+    fn padded_and_differently_cased_handles_share_one_count() {
+        let throttle = LoginThrottle::default();
+        let home = client(HOME);
+        let now = Instant::now();
+        for typed in [
+            " operator",
+            "operator ",
+            "\toperator",
+            "\u{3000}operator",
+            "OPERATOR",
+        ] {
+            throttle
+                .attempt(&key(typed, home), now)
+                .expect("free")
+                .failed();
+        }
+        assert_eq!(throttle.len(), 1);
+        // The plain handle is the sixth attempt: it waits, whatever the password.
+        assert!(throttle.attempt(&key("operator", home), now).is_err());
+    }
+
+    #[test]
+    fn a_strangers_failures_do_not_hold_back_the_owner_at_their_own_address() {
+        let throttle = LoginThrottle::default();
+        let now = Instant::now();
+        for _ in 0..20 {
+            let _ = throttle
+                .attempt(&key("ana", client(STRANGER)), now)
+                .map(Attempt::failed);
+        }
+        assert!(
+            throttle
+                .wait_for(&key("ana", client(STRANGER)), now)
+                .is_some()
         );
-        throttle.succeeded("ana");
-        assert_eq!(throttle.wait_for("ana", start), None);
+        assert_eq!(throttle.wait_for(&key("ana", client(HOME)), now), None);
+        throttle
+            .attempt(&key("ana", client(HOME)), now)
+            .expect("the owner is let through")
+            .succeeded();
+        // The stranger is still held back.
+        assert!(
+            throttle
+                .wait_for(&key("ana", client(STRANGER)), now)
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn a_burst_of_simultaneous_attempts_gets_only_the_free_allowance() {
+        let throttle = LoginThrottle::default();
+        let now = Instant::now();
+        let through = std::thread::scope(|scope| {
+            let tries: Vec<_> = (0..20)
+                .map(|_| {
+                    scope.spawn(|| {
+                        // Each attempt stays counted, as a wrong password leaves it.
+                        throttle.attempt(&key("ana", client(HOME)), now).is_ok()
+                    })
+                })
+                .collect();
+            tries
+                .into_iter()
+                .map(|t| t.join().unwrap_or(false))
+                .filter(|&through| through)
+                .count()
+        });
+        assert_eq!(through, LoginThrottle::FREE_FAILURES as usize);
+    }
+
+    #[test]
+    fn an_attempt_askloop_could_not_judge_is_not_counted() {
+        let throttle = LoginThrottle::default();
+        let now = Instant::now();
+        for _ in 0..10 {
+            throttle
+                .attempt(&key("ana", client(HOME)), now)
+                .expect("never counted")
+                .withdrawn();
+        }
+        assert_eq!(throttle.wait_for(&key("ana", client(HOME)), now), None);
+    }
+
+    #[test]
+    fn the_store_stays_within_its_capacity_and_keeps_the_telling_counts() {
+        let throttle = LoginThrottle::with_capacity(100);
+        let now = Instant::now();
+        // A stranger locked out of ana's account from their address.
+        let locked = key("ana", client(STRANGER));
+        for _ in 0..LoginThrottle::FREE_FAILURES {
+            throttle.attempt(&locked, now).expect("free").failed();
+        }
+        // Then a flood of one-off handles, each one failure.
+        for i in 0..1_000 {
+            let handle = format!("flood-{i}");
+            throttle
+                .attempt(&key(&handle, client(STRANGER)), now)
+                .expect("a fresh count")
+                .failed();
+            assert!(throttle.len() <= 100, "{} counts kept", throttle.len());
+        }
+        // The flood pushed out its own counts, not the one that holds the stranger back.
+        assert!(throttle.wait_for(&locked, now).is_some());
+    }
+
+    #[test]
+    fn counts_are_forgotten_after_an_hour_and_swept_out() {
+        let throttle = LoginThrottle::default();
+        let start = Instant::now();
+        for i in 0..50 {
+            let _ = throttle
+                .attempt(&key(&format!("old-{i}"), client(HOME)), start)
+                .map(Attempt::failed);
+        }
+        for _ in 0..10 {
+            let _ = throttle
+                .attempt(&key("ana", client(HOME)), start)
+                .map(Attempt::failed);
+        }
+        assert!(
+            throttle
+                .wait_for(&key("ana", client(HOME)), start)
+                .is_some()
+        );
+        let later = start + LoginThrottle::FORGET_AFTER;
+        assert_eq!(throttle.wait_for(&key("ana", client(HOME)), later), None);
+        throttle
+            .attempt(&key("new", client(HOME)), later)
+            .expect("free")
+            .failed();
+        assert_eq!(throttle.len(), 1, "the forgotten counts were swept out");
+        // A forgotten count starts again from nothing.
+        for _ in 0..LoginThrottle::FREE_FAILURES {
+            throttle
+                .attempt(&key("ana", client(HOME)), later)
+                .expect("free again")
+                .failed();
+        }
+    }
+
+    #[test]
+    fn addresses_are_counted_by_ipv4_or_by_ipv6_network() {
+        let v4: IpAddr = "203.0.113.7".parse().expect("an address");
+        let mapped: IpAddr = "::ffff:203.0.113.7".parse().expect("an address");
+        assert_eq!(ClientAddress::new(mapped).throttle_address(), v4);
+        let one: IpAddr = "2001:db8:1:2:aaaa::1".parse().expect("an address");
+        let same_net: IpAddr = "2001:db8:1:2:bbbb::9".parse().expect("an address");
+        let other_net: IpAddr = "2001:db8:1:3::1".parse().expect("an address");
+        assert_eq!(
+            ClientAddress::new(one).throttle_address(),
+            ClientAddress::new(same_net).throttle_address()
+        );
+        assert_ne!(
+            ClientAddress::new(one).throttle_address(),
+            ClientAddress::new(other_net).throttle_address()
+        );
+        assert_eq!(
+            ClientAddress::default().throttle_address(),
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+        );
     }
 
     #[test]

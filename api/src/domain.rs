@@ -2,6 +2,7 @@
 
 pub mod answer;
 pub mod delivery;
+pub mod handle;
 pub mod intake;
 pub mod ledger;
 pub mod scoring;

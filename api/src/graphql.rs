@@ -21,6 +21,7 @@ pub mod http;
 mod live;
 mod money;
 mod niches;
+pub mod one_login;
 mod questions;
 mod scores;
 pub mod socket;
@@ -80,6 +81,7 @@ pub fn build_schema(
     .limit_depth(MAX_DEPTH)
     .limit_complexity(MAX_COMPLEXITY)
     .extension(error_door::ErrorDoor)
+    .extension(one_login::OneLoginPerRequest)
     .data(DataLoader::new(
         types::NicheLoader { db: db.clone() },
         tokio::spawn,

@@ -15,6 +15,7 @@ pub mod lookup;
 pub mod names;
 pub mod niches;
 pub mod outbox;
+pub mod passwords;
 pub mod payouts;
 pub mod queue;
 pub mod research;

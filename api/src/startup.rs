@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::graphql::{self, http::GraphqlEndpoint};
 use crate::live::LiveHub;
 use crate::metrics::{self, Metrics};
+use crate::service::passwords;
 use crate::state::AppState;
 use crate::worker::{self, WorkerContext};
 use crate::{db, rest};
@@ -61,6 +62,8 @@ impl Application {
             );
         }
         let live = LiveHub::start(db.clone(), config.live).await?;
+        // The dummy hash unknown handles are checked against, made before the first sign-in.
+        passwords::prepare().await?;
         let config = Arc::new(config);
         let login_throttle = Arc::new(LoginThrottle::default());
         let endpoint = GraphqlEndpoint::new(
@@ -128,7 +131,13 @@ impl Application {
             workers.cancel();
             let _ = stopping_tx.send(());
         };
-        let serve = axum::serve(self.listener, self.router).with_graceful_shutdown(signal);
+        // The peer's address reaches handlers (sign-in counts failures by it).
+        let serve = axum::serve(
+            self.listener,
+            self.router
+                .into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(signal);
         let serving = tokio::spawn(async move { serve.await });
         tokio::select! {
             result = serving => result??,

@@ -18,4 +18,5 @@ mod ledger_properties;
 mod live;
 mod money;
 mod queue;
+mod sign_in;
 mod signing_vectors;

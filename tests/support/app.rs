@@ -4,7 +4,9 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use askloop::auth::LoginThrottle;
 use askloop::config::Config;
 use askloop::domain::signing::SigningKeys;
 use askloop::startup::Application;
@@ -26,6 +28,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// A direct connection to the app's database, for setting up and checking.
     pub db: DatabaseConnection,
+    /// The app's sign-in throttle, to see what it keeps.
+    pub login_throttle: Arc<LoginThrottle>,
     /// Which storage it runs on.
     pub backend: Backend,
     /// The database URL it runs on (for a second instance on the same database).
@@ -93,6 +97,7 @@ impl TestApp {
             .expect("askloop starts");
         let addr = app.local_addr();
         let db = app.state().db.clone();
+        let login_throttle = app.state().login_throttle.clone();
         let (tx, rx) = oneshot::channel::<()>();
         let server = tokio::spawn(app.run_until(async {
             let _ = rx.await;
@@ -105,6 +110,7 @@ impl TestApp {
                 .build()
                 .expect("a client"),
             db,
+            login_throttle,
             backend,
             database_url: config.database_url.clone(),
             config,
@@ -146,6 +152,7 @@ impl TestApp {
         // Its handles move here; what is left of it drops without stopping anything.
         let mut restarted = Self::start(self.backend, config, None).await;
         self.db = restarted.db.clone();
+        self.login_throttle = restarted.login_throttle.clone();
         self.shutdown = restarted.shutdown.take();
         self.server = restarted.server.take();
     }

@@ -13,6 +13,7 @@ use sea_orm::{ActiveValue::Set, DbBackend, EntityTrait, NotSet};
 use serde_json::json;
 
 use crate::config::Config;
+use crate::domain::handle::Handle;
 use crate::domain::slug::Slug;
 use crate::live::ChangeHint;
 use crate::service::accounts::{self, NewUser, new_token};
@@ -83,7 +84,9 @@ pub async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()>
         now,
     )
     .await?;
-    let token = sessions::login(&db, &handle, &password, now).await?.token;
+    let token = sessions::login(&db, &Handle::parse(&handle)?, &password, now)
+        .await?
+        .token;
 
     let filling = Instant::now();
     let urgencies = [

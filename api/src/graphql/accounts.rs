@@ -10,8 +10,9 @@ use sea_orm::DatabaseConnection;
 
 use super::caller_of;
 use super::types::{Membership, User};
-use crate::auth::{self, LoginThrottle};
+use crate::auth::{self, ClientAddress, LoginThrottle, ThrottleKey};
 use crate::config::Config;
+use crate::domain::handle::Handle;
 use crate::error::{GqlResultExt, ServiceError};
 use crate::service::access;
 use crate::service::accounts;
@@ -88,29 +89,43 @@ pub struct AccountMutation;
 
 #[Object]
 impl AccountMutation {
-    /// Sign in; also sets the session cookie. Repeated failures for a handle are slowed down.
+    /// Sign in; also sets the session cookie. The handle is folded to its normal form first
+    /// (NFKC, trimmed, lowercased). After five failed sign-ins for a handle from one address,
+    /// each further attempt from there waits, 1 s doubling up to 15 minutes. One `login` per
+    /// request: an operation that selects it twice is refused whole.
     async fn login(&self, ctx: &Context<'_>, handle: String, password: String) -> Result<Session> {
         let db = ctx.data::<DatabaseConnection>()?;
         let config = ctx.data::<Arc<Config>>()?;
         let throttle = ctx.data::<Arc<LoginThrottle>>()?;
         caller_of(ctx)?.check_login().gql()?;
-        if let Some(wait) = throttle.wait_for(&handle, Instant::now()) {
-            return Err(ServiceError::Unauthenticated(format!(
-                "too many failed sign-ins; try again in {} s",
-                wait.as_secs().max(1)
-            )))
-            .gql();
-        }
+        // A handle that cannot be anyone's is refused before it is counted or checked.
+        let handle = Handle::parse(&handle)
+            .map_err(|e| ServiceError::BadInput(e.to_string()))
+            .gql()?;
+        let client = ctx.data_opt::<ClientAddress>().copied().unwrap_or_default();
+        let attempt = throttle
+            .attempt(&ThrottleKey::new(&handle, client), Instant::now())
+            .map_err(|wait| {
+                ServiceError::Unauthenticated(format!(
+                    "too many failed sign-ins; try again in {} s",
+                    wait.as_secs().max(1)
+                ))
+            })
+            .gql()?;
         let session = match sessions::login(db, &handle, &password, Utc::now()).await {
-            Ok(session) => session,
+            Ok(session) => {
+                attempt.succeeded();
+                session
+            }
             Err(err) => {
                 if matches!(err, ServiceError::Unauthenticated(_)) {
-                    throttle.failed(&handle, Instant::now());
+                    attempt.failed();
+                } else {
+                    attempt.withdrawn();
                 }
                 return Err(err).gql();
             }
         };
-        throttle.succeeded(&handle);
         ctx.append_http_header(SET_COOKIE, auth::session_cookie(&session.token, config));
         Ok(Session {
             token: session.token,

@@ -18,7 +18,7 @@ use sea_orm::DatabaseConnection;
 use tokio::sync::Semaphore;
 
 use super::{AskloopSchema, error_door, socket};
-use crate::auth::resolve_caller;
+use crate::auth::{ClientAddress, resolve_caller};
 use crate::config::Config;
 use crate::live::LiveHub;
 
@@ -90,9 +90,11 @@ where
         .with_state(endpoint)
 }
 
-/// `POST /graphql`: resolve the caller once, then run the operation with it.
+/// `POST /graphql`: resolve the caller once, then run the operation with it (and with the
+/// address it came from, which sign-in counts failures by).
 pub async fn execute(
     State(endpoint): State<GraphqlEndpoint>,
+    client: ClientAddress,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> axum::response::Response {
@@ -102,7 +104,11 @@ pub async fn execute(
     };
     let response: GraphQLResponse =
         match resolve_caller(&headers, &endpoint.db, &endpoint.config, chrono::Utc::now()).await {
-            Ok(caller) => endpoint.schema.execute(request.data(caller)).await.into(),
+            Ok(caller) => endpoint
+                .schema
+                .execute(request.data(caller).data(client))
+                .await
+                .into(),
             Err(err) => {
                 Response::from_errors(vec![err.extend().into_server_error(Default::default())])
                     .into()

@@ -25,7 +25,7 @@ use tokio::sync::mpsc::error::TrySendError;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::http::GraphqlEndpoint;
-use crate::auth::{Caller, OriginCheck, resolve_caller};
+use crate::auth::{Caller, ClientAddress, OriginCheck, resolve_caller};
 use crate::service::sessions;
 
 /// How long one message may take to send.
@@ -37,6 +37,7 @@ const LINGER: Duration = Duration::from_secs(2);
 /// Upgrade to a websocket speaking the negotiated GraphQL protocol.
 pub async fn upgrade(
     State(state): State<GraphqlEndpoint>,
+    client: ClientAddress,
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
@@ -88,6 +89,7 @@ pub async fn upgrade(
                 state,
                 protocol,
                 cookie_caller,
+                client,
                 Permits {
                     _socket: socket_permit,
                     waiting: Some(waiting_permit),
@@ -176,6 +178,7 @@ async fn serve(
     state: GraphqlEndpoint,
     protocol: WebSocketProtocols,
     cookie_caller: Caller,
+    client: ClientAddress,
     mut permits: Permits,
 ) {
     let limits = state.config.live;
@@ -223,6 +226,7 @@ async fn serve(
         init_flag.store(true, Ordering::SeqCst);
         let mut data = Data::default();
         data.insert(caller);
+        data.insert(client);
         Ok(data)
     };
     let graphql = GraphqlSocket::new(state.schema.clone(), tokio_stream_of(from_client), protocol)

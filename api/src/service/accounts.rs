@@ -1,7 +1,5 @@
 //! People, memberships and API keys as an admin sets them up (the CLI today, GraphQL next).
 
-use argon2::Argon2;
-use argon2::password_hash::{PasswordHasher, SaltString, rand_core::OsRng};
 use chrono::{DateTime, Utc};
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::users::{self, UserRole};
@@ -15,10 +13,12 @@ use sea_orm::{
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use crate::domain::handle::{self, Handle};
 use crate::error::{Conflict, ServiceError};
 use crate::live::ChangeHint;
 use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::passwords;
 
 /// The shortest password askloop accepts.
 pub const PASSWORD_MIN: usize = 10;
@@ -26,7 +26,8 @@ pub const PASSWORD_MIN: usize = 10;
 /// A person to create.
 #[derive(Debug, Clone)]
 pub struct NewUser {
-    /// 2..=40 of a-z, 0-9, '_' and '-', lowercased.
+    /// As typed: stored in its normal form (see [`Handle`]), which must be 2..=40 of a-z, 0-9,
+    /// '_' and '-'.
     pub handle: String,
     /// Must look like an address.
     pub email: String,
@@ -36,23 +37,19 @@ pub struct NewUser {
     pub admin: bool,
 }
 
-/// Create a person. Handles and emails are unique (case-insensitively: both are lowercased).
+/// Create a person. Handles and emails are unique case-insensitively: the handle is stored in
+/// its normal form (NFKC, trimmed, lowercased), the one sign-in folds what is typed to; the email
+/// is lowercased.
 pub async fn create_user(
     db: &DatabaseConnection,
     new: NewUser,
     actor: &Actor,
     now: DateTime<Utc>,
 ) -> Result<users::Model, ServiceError> {
-    let handle = new.handle.trim().to_lowercase();
-    let handle_ok = (2..=40).contains(&handle.len())
-        && handle
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
-    if !handle_ok {
-        return Err(ServiceError::BadInput(
-            "a handle is 2 to 40 characters of a-z, 0-9, '_' and '-'".into(),
-        ));
-    }
+    let handle = Handle::parse(&new.handle)
+        .map_err(|e| ServiceError::BadInput(e.to_string()))?
+        .as_str()
+        .to_owned();
     let email = new.email.trim().to_lowercase();
     let email_ok = email
         .split_once('@')
@@ -68,7 +65,7 @@ pub async fn create_user(
             "a password needs at least {PASSWORD_MIN} characters"
         )));
     }
-    let credential_hash = hash_password(&new.password)?;
+    let credential_hash = passwords::hash(&new.password).await?;
     let txn = db.begin().await?;
     let user = users::Entity::insert(users::ActiveModel {
         id: NotSet,
@@ -105,20 +102,12 @@ pub async fn create_user(
     Ok(user)
 }
 
-fn hash_password(password: &str) -> Result<String, ServiceError> {
-    let salt = SaltString::generate(&mut OsRng);
-    Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
-        .map(|hash| hash.to_string())
-        .map_err(|e| ServiceError::Internal(anyhow::anyhow!("hashing a password: {e}")))
-}
-
-/// Find a person by handle, or say who is missing.
+/// Find a person by handle (folded as sign-in folds it), or say who is missing.
 pub async fn user_by_handle(
     db: &DatabaseConnection,
     handle: &str,
 ) -> Result<users::Model, ServiceError> {
-    let handle = handle.trim().to_lowercase();
+    let handle = handle::fold(handle);
     users::Entity::find()
         .filter(users::Column::Handle.eq(handle.as_str()))
         .one(db)

@@ -1,8 +1,6 @@
 //! Signing in and out, and turning a presented token (session or API key) into a [`Viewer`].
 //! Only SHA-256 hashes of tokens are stored; a token is shown once, when it is made.
 
-use argon2::Argon2;
-use argon2::password_hash::{PasswordHash, PasswordVerifier};
 use chrono::{DateTime, Duration, Utc};
 use entity::users::{self, UserRole};
 use entity::{api_keys, sessions};
@@ -12,10 +10,12 @@ use sea_orm::{
 };
 use serde_json::json;
 
+use crate::domain::handle::Handle;
 use crate::error::ServiceError;
 use crate::service::access::Viewer;
 use crate::service::accounts::{new_token, token_hash};
 use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::passwords;
 
 /// How long a session lasts.
 pub const SESSION_LIFETIME_DAYS: i64 = 14;
@@ -52,29 +52,24 @@ fn viewer_of(user: &users::Model) -> Viewer {
 }
 
 /// Check a handle and password and open a session. Wrong handle and wrong password give the same
-/// answer, so the error says nothing about which accounts exist.
+/// answer, so the error says nothing about which accounts exist; and both check one password
+/// (an unknown handle's against a dummy hash), so neither does the time the answer takes.
 pub async fn login(
     db: &DatabaseConnection,
-    handle: &str,
+    handle: &Handle,
     password: &str,
     now: DateTime<Utc>,
 ) -> Result<NewSession, ServiceError> {
     let refused = || ServiceError::Unauthenticated("wrong handle or password".into());
-    let user = users::Entity::find()
-        .filter(users::Column::Handle.eq(handle.trim().to_lowercase()))
+    let found = users::Entity::find()
+        .filter(users::Column::Handle.eq(handle.as_str()))
         .one(db)
         .await?;
-    let Some(user) = user else {
+    let stored = found.as_ref().map(|user| user.credential_hash.as_str());
+    let verified = passwords::verify(password, stored).await?;
+    let Some(user) = found.filter(|_| verified) else {
         return Err(refused());
     };
-    let parsed = PasswordHash::new(&user.credential_hash)
-        .map_err(|e| ServiceError::Internal(anyhow::anyhow!("stored hash is unreadable: {e}")))?;
-    if Argon2::default()
-        .verify_password(password.as_bytes(), &parsed)
-        .is_err()
-    {
-        return Err(refused());
-    }
     let token = new_token(SESSION_PREFIX);
     let expires_at = now + Duration::days(SESSION_LIFETIME_DAYS);
     let txn = db.begin().await?;
@@ -177,4 +172,96 @@ pub async fn resolve(
             .map(|user| (viewer_of(&user), Credential::ApiKey)));
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use migration::{Migrator, MigratorTrait};
+
+    use super::*;
+    use crate::service::accounts::{self, NewUser};
+    use crate::service::passwords::CHECKS;
+
+    const PASSWORD: &str = "correct horse battery staple";
+
+    /// A fresh, migrated SQLite database in a file of its own (removed when the test ends).
+    struct Scratch(std::path::PathBuf);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut path = self.0.clone().into_os_string();
+                path.push(suffix);
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+
+    async fn database() -> (Scratch, DatabaseConnection) {
+        let path =
+            std::env::temp_dir().join(format!("askloop-sessions-{}.db", uuid::Uuid::new_v4()));
+        let db = crate::db::connect(&format!("sqlite://{}?mode=rwc", path.display()))
+            .await
+            .expect("a database");
+        Migrator::up(&db, None).await.expect("migrated");
+        (Scratch(path), db)
+    }
+
+    /// Sign in as `handle` and count the passwords checked meanwhile.
+    async fn checks_while_signing_in(
+        db: &DatabaseConnection,
+        handle: &str,
+        password: &str,
+    ) -> (bool, u32) {
+        let handle = Handle::parse(handle).expect("a handle");
+        CHECKS
+            .scope(Cell::new(0), async {
+                let outcome = login(db, &handle, password, Utc::now()).await;
+                if let Err(err) = &outcome {
+                    assert!(
+                        matches!(err, ServiceError::Unauthenticated(m) if m == "wrong handle or password"),
+                        "{err:?}"
+                    );
+                }
+                (outcome.is_ok(), CHECKS.with(Cell::get))
+            })
+            .await
+    }
+
+    #[tokio::test]
+    async fn an_unknown_handle_checks_one_password_like_a_known_one() {
+        let (_scratch, db) = database().await;
+        accounts::create_user(
+            &db,
+            NewUser {
+                handle: "ana".into(),
+                email: "ana@example.com".into(),
+                password: PASSWORD.into(),
+                admin: false,
+            },
+            &Actor::Cli,
+            Utc::now(),
+        )
+        .await
+        .expect("ana");
+        assert_eq!(
+            checks_while_signing_in(&db, "nobody", PASSWORD).await,
+            (false, 1)
+        );
+        assert_eq!(
+            checks_while_signing_in(&db, "ana", "a wrong one").await,
+            (false, 1)
+        );
+        assert_eq!(
+            checks_while_signing_in(&db, "ana", PASSWORD).await,
+            (true, 1)
+        );
+        // The handle is looked up in its normal form.
+        assert_eq!(
+            checks_while_signing_in(&db, "\u{3000}ANA ", PASSWORD).await,
+            (true, 1)
+        );
+    }
 }
