@@ -107,6 +107,13 @@ pub mod env {
         default: "1048576",
         meaning: "the largest POST /graphql body in bytes; larger ones are refused (413) unread",
     };
+    /// Whether `GET /graphql` serves GraphiQL.
+    pub const ASKLOOP_GRAPHIQL: EnvVar = EnvVar {
+        name: "ASKLOOP_GRAPHIQL",
+        default: "0",
+        meaning: "1 serves the GraphiQL explorer on GET /graphql (its scripts come from \
+                  unpkg.com, allowed by that page's own CSP); 0 answers 404 there",
+    };
     /// How many websockets one instance holds.
     pub const ASKLOOP_MAX_WEBSOCKETS: EnvVar = EnvVar {
         name: "ASKLOOP_MAX_WEBSOCKETS",
@@ -154,6 +161,7 @@ pub const ENVIRONMENT: &[EnvVar] = &[
     env::ASKLOOP_DELIVERY_POLL_MS,
     env::ASKLOOP_EXPIRY_SWEEP_MS,
     env::ASKLOOP_GRAPHQL_MAX_BODY_BYTES,
+    env::ASKLOOP_GRAPHIQL,
     env::ASKLOOP_MAX_WEBSOCKETS,
     env::ASKLOOP_MONITOR_SECRET,
     env::ASKLOOP_WEB_DIR,
@@ -214,6 +222,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// The largest `POST /graphql` body accepted.
     pub graphql_max_body_bytes: usize,
+    /// Whether `GET /graphql` serves GraphiQL (off unless `ASKLOOP_GRAPHIQL=1`).
+    pub graphiql: bool,
     /// How long in-flight requests get to finish on shutdown.
     pub shutdown_grace: Duration,
     /// How log lines are written.
@@ -307,6 +317,7 @@ impl Config {
             web_dir: PathBuf::from(DEFAULT_WEB_DIR),
             max_body_bytes: 256 * 1024,
             graphql_max_body_bytes: 1024 * 1024,
+            graphiql: false,
             shutdown_grace: Duration::from_secs(20),
             log_format: LogFormat::Pretty,
             public_origin: None,
@@ -369,6 +380,16 @@ impl Config {
         )? {
             config.graphql_max_body_bytes = bytes;
         }
+        config.graphiql = match get(&env::ASKLOOP_GRAPHIQL).as_deref().map(str::trim) {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(other) => {
+                return Err(ConfigError {
+                    name: env::ASKLOOP_GRAPHIQL.name,
+                    problem: format!("'{other}' is neither 0 nor 1"),
+                });
+            }
+        };
         if let Some(sockets) = count(
             env::ASKLOOP_MAX_WEBSOCKETS.name,
             get(&env::ASKLOOP_MAX_WEBSOCKETS),
@@ -592,6 +613,17 @@ mod tests {
         assert!(err.to_string().starts_with("RUST_LOG: "), "{err}");
         Config::from_lookup(|name| (name == "RUST_LOG").then(|| "info,askloop=debug".into()))
             .expect("a valid filter");
+    }
+
+    #[test]
+    fn graphiql_is_off_unless_set_to_one() {
+        assert!(!Config::from_lookup(|_| None).expect("valid").graphiql);
+        let on = Config::from_lookup(|name| (name == "ASKLOOP_GRAPHIQL").then(|| "1".into()));
+        assert!(on.expect("valid").graphiql);
+        let err = Config::from_lookup(|name| (name == "ASKLOOP_GRAPHIQL").then(|| "yes".into()))
+            .expect_err("refused");
+        assert_eq!(err.name, "ASKLOOP_GRAPHIQL");
+        assert!(err.problem.contains("neither 0 nor 1"), "{}", err.problem);
     }
 
     #[test]

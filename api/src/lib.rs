@@ -14,6 +14,7 @@ pub mod graphql;
 pub mod live;
 pub mod metrics;
 pub mod rest;
+pub mod security_headers;
 pub mod service;
 pub mod startup;
 pub mod state;

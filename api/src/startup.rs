@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::graphql::{self, http::GraphqlEndpoint};
 use crate::live::LiveHub;
 use crate::metrics::{self, Metrics};
+use crate::security_headers;
 use crate::service::passwords;
 use crate::state::AppState;
 use crate::worker::{self, WorkerContext};
@@ -158,14 +159,15 @@ pub fn router(state: AppState, graphql: GraphqlEndpoint) -> Router {
     let index = state.config.web_dir.join("index.html");
     let dashboard = ServeDir::new(&state.config.web_dir).fallback(ServeFile::new(index));
     let body_limit = state.config.max_body_bytes;
-    Router::new()
+    let routes = Router::new()
         .merge(rest::router())
         .merge(graphql::http::routes(graphql))
         .route_layer(axum::middleware::from_fn_with_state(
             state.metrics.clone(),
             metrics::track,
         ))
-        .fallback_service(dashboard)
+        .fallback_service(dashboard);
+    security_headers::apply(routes)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(

@@ -101,7 +101,7 @@ on_both_backends!(
 );
 
 #[tokio::test]
-async fn graphiql_is_served_on_get() {
+async fn graphiql_is_off_by_default_and_get_graphql_is_a_coded_404() {
     let app = TestApp::spawn(askloop_tests::Backend::Sqlite)
         .await
         .expect("an app");
@@ -111,7 +111,42 @@ async fn graphiql_is_served_on_get() {
         .send()
         .await
         .expect("sent");
+    assert_eq!(page.status(), 404);
+    let body: serde_json::Value = page.json().await.expect("a JSON error");
+    assert_eq!(body["code"], "NOT_FOUND");
+    assert!(
+        body["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("ASKLOOP_GRAPHIQL=1")),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn with_graphiql_on_its_page_is_served_under_its_own_policy() {
+    let app = TestApp::spawn_with(askloop_tests::Backend::Sqlite, |config| {
+        config.graphiql = true;
+    })
+    .await
+    .expect("an app");
+    let page = app
+        .client
+        .get(app.url("/graphql"))
+        .send()
+        .await
+        .expect("sent");
     assert_eq!(page.status(), 200);
+    let policy = page
+        .headers()
+        .get("content-security-policy")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .expect("a policy");
+    assert_eq!(
+        policy,
+        askloop::security_headers::GRAPHIQL_CONTENT_SECURITY_POLICY
+    );
+    assert_eq!(page.headers()["x-frame-options"], "DENY");
     assert!(page.text().await.expect("text").contains("graphiql"));
 }
 

@@ -281,3 +281,40 @@ async fn the_same_revenue_external_id_books_once_per_niche(app: TestApp) {
 }
 
 on_both_backends!(the_same_revenue_external_id_books_once_per_niche);
+
+/// Every page (the dashboard's index at `/` and at a deep link) and every API answer carries the
+/// security headers; the dashboard's HTML has no inline script for its policy to allow.
+#[tokio::test]
+async fn every_page_carries_the_security_headers_and_no_inline_script() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    for path in [
+        "/",
+        "/dashboard/niches/games/questions",
+        "/readyz",
+        "/boot.js",
+    ] {
+        let response = app.client.get(app.url(path)).send().await.expect("sent");
+        assert_eq!(response.status(), 200, "{path}");
+        let headers = response.headers();
+        assert_eq!(
+            headers["content-security-policy"],
+            askloop::security_headers::CONTENT_SECURITY_POLICY,
+            "{path}"
+        );
+        assert_eq!(headers["x-frame-options"], "DENY", "{path}");
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(headers["referrer-policy"], "same-origin", "{path}");
+        if path.starts_with("/dashboard") {
+            let page = response.text().await.expect("text");
+            let scripts: Vec<&str> = page.split("<script").skip(1).collect();
+            assert!(!scripts.is_empty(), "the page loads its script");
+            for script in scripts {
+                let tag = script.split('>').next().unwrap_or_default();
+                assert!(tag.contains("src="), "inline script: <script{script}");
+            }
+        }
+    }
+    let policy = askloop::security_headers::CONTENT_SECURITY_POLICY;
+    assert!(!policy.contains("'unsafe-inline'") && !policy.contains("'unsafe-eval'"));
+    assert!(policy.contains("frame-ancestors 'none'"));
+}

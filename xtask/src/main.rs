@@ -127,7 +127,7 @@ fn build_web() -> anyhow::Result<PathBuf> {
         bundle(&wasm, &pkg, &target_dir)?;
         std::fs::write(&stamp_file, &stamp).context("cannot write the bind stamp")?;
     }
-    for file in ["index.html", "style.css"] {
+    for file in ["index.html", "boot.js", "style.css"] {
         let from = root.join("web").join(file);
         std::fs::copy(&from, dist.join(file))
             .with_context(|| format!("cannot copy {}", from.display()))?;

@@ -11,7 +11,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, FromRef, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use sea_orm::DatabaseConnection;
@@ -20,6 +20,7 @@ use tokio::sync::Semaphore;
 use super::{AskloopSchema, error_door, socket};
 use crate::auth::{ClientAddress, resolve_caller};
 use crate::config::Config;
+use crate::error::ServiceError;
 use crate::live::LiveHub;
 
 /// What the GraphQL handlers reach: the schema, and what resolving a caller and serving a
@@ -179,12 +180,26 @@ fn refused(refusal: Refusal) -> axum::response::Response {
     (status, axum::Json(body)).into_response()
 }
 
-/// `GET /graphql`: GraphiQL.
-pub async fn graphiql() -> impl IntoResponse {
-    Html(
-        GraphiQLSource::build()
-            .endpoint("/graphql")
-            .subscription_endpoint("/graphql/ws")
-            .finish(),
+/// `GET /graphql`: the GraphiQL explorer with its own CSP (it loads its scripts from unpkg.com),
+/// only when `ASKLOOP_GRAPHIQL=1`; otherwise 404.
+pub async fn graphiql(State(endpoint): State<GraphqlEndpoint>) -> axum::response::Response {
+    if !endpoint.config.graphiql {
+        return ServiceError::NotFound(
+            "the GraphiQL explorer is off; start askloop with ASKLOOP_GRAPHIQL=1 to serve it here"
+                .into(),
+        )
+        .into_response();
+    }
+    let page = GraphiQLSource::build()
+        .endpoint("/graphql")
+        .subscription_endpoint("/graphql/ws")
+        .finish();
+    (
+        [(
+            header::CONTENT_SECURITY_POLICY,
+            crate::security_headers::GRAPHIQL_CONTENT_SECURITY_POLICY,
+        )],
+        Html(page),
     )
+        .into_response()
 }
