@@ -20,6 +20,7 @@ use crate::{graphql, telemetry};
 
 mod agent;
 mod bench_queue;
+mod flood;
 mod loadgen;
 
 /// askloop: agents ask the questions they cannot settle; the people who have done the job answer.
@@ -81,6 +82,9 @@ enum Command {
     /// Fill a niche with N waiting questions and time the waiting-queue page (first and deep),
     /// printing the database's plan for it.
     BenchQueue(bench_queue::BenchQueueArgs),
+    /// Flood one websocket with N subscribes while probing intake, GraphQL and /readyz from
+    /// another client, then time the exit after SIGTERM (askloop runs as a child process).
+    Flood(flood::FloodArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -280,6 +284,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
         }
         Command::Loadgen(args) => loadgen::run(config, args).await,
         Command::BenchQueue(args) => bench_queue::run(config, args).await,
+        Command::Flood(args) => flood::run(config, args).await,
     }
 }
 
