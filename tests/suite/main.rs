@@ -17,5 +17,6 @@ mod intake;
 mod ledger_properties;
 mod live;
 mod money;
+mod query_limits;
 mod queue;
 mod signing_vectors;
