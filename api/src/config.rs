@@ -114,6 +114,14 @@ pub mod env {
         meaning: "1 serves the GraphiQL explorer on GET /graphql (its scripts come from \
                   unpkg.com, allowed by that page's own CSP); 0 answers 404 there",
     };
+    /// How many nodes one GraphQL query may return.
+    pub const ASKLOOP_GRAPHQL_MAX_NODES: EnvVar = EnvVar {
+        name: "ASKLOOP_GRAPHQL_MAX_NODES",
+        default: "10000",
+        meaning: "the most nodes one GraphQL query may return, counting each page at its size \
+                  (first, 20 when omitted) and nested pages multiplied; larger queries are \
+                  refused with QUERY_TOO_COMPLEX before they run",
+    };
     /// How many websockets one instance holds.
     pub const ASKLOOP_MAX_WEBSOCKETS: EnvVar = EnvVar {
         name: "ASKLOOP_MAX_WEBSOCKETS",
@@ -162,6 +170,7 @@ pub const ENVIRONMENT: &[EnvVar] = &[
     env::ASKLOOP_EXPIRY_SWEEP_MS,
     env::ASKLOOP_GRAPHQL_MAX_BODY_BYTES,
     env::ASKLOOP_GRAPHIQL,
+    env::ASKLOOP_GRAPHQL_MAX_NODES,
     env::ASKLOOP_MAX_WEBSOCKETS,
     env::ASKLOOP_MONITOR_SECRET,
     env::ASKLOOP_WEB_DIR,
@@ -224,6 +233,8 @@ pub struct Config {
     pub graphql_max_body_bytes: usize,
     /// Whether `GET /graphql` serves GraphiQL (off unless `ASKLOOP_GRAPHIQL=1`).
     pub graphiql: bool,
+    /// The most nodes one GraphQL query may return (`ASKLOOP_GRAPHQL_MAX_NODES`).
+    pub graphql_max_nodes: usize,
     /// How long in-flight requests get to finish on shutdown.
     pub shutdown_grace: Duration,
     /// How log lines are written.
@@ -318,6 +329,7 @@ impl Config {
             max_body_bytes: 256 * 1024,
             graphql_max_body_bytes: 1024 * 1024,
             graphiql: false,
+            graphql_max_nodes: crate::graphql::limits::DEFAULT_MAX_NODES,
             shutdown_grace: Duration::from_secs(20),
             log_format: LogFormat::Pretty,
             public_origin: None,
@@ -390,6 +402,12 @@ impl Config {
                 });
             }
         };
+        if let Some(nodes) = count(
+            env::ASKLOOP_GRAPHQL_MAX_NODES.name,
+            get(&env::ASKLOOP_GRAPHQL_MAX_NODES),
+        )? {
+            config.graphql_max_nodes = nodes;
+        }
         if let Some(sockets) = count(
             env::ASKLOOP_MAX_WEBSOCKETS.name,
             get(&env::ASKLOOP_MAX_WEBSOCKETS),
@@ -591,6 +609,10 @@ mod tests {
             delivery.sweep_every.as_millis()
         );
         assert_eq!(delivery.lease, delivery.timeout + Duration::from_secs(30));
+        assert_eq!(
+            env::ASKLOOP_GRAPHQL_MAX_NODES.default,
+            config.graphql_max_nodes.to_string()
+        );
     }
 
     #[test]
@@ -627,18 +649,22 @@ mod tests {
     }
 
     #[test]
-    fn the_graphql_body_limit_and_socket_cap_are_read_and_checked() {
+    fn the_graphql_limits_and_socket_cap_are_read_and_checked() {
         let config = Config::from_lookup(|name| match name {
             "ASKLOOP_GRAPHQL_MAX_BODY_BYTES" => Some("2048".into()),
             "ASKLOOP_MAX_WEBSOCKETS" => Some("7".into()),
+            "ASKLOOP_GRAPHQL_MAX_NODES" => Some("500".into()),
             _ => None,
         })
         .expect("valid");
         assert_eq!(config.graphql_max_body_bytes, 2048);
         assert_eq!(config.live.max_sockets, 7);
+        assert_eq!(config.graphql_max_nodes, 500);
         for (name, raw) in [
             ("ASKLOOP_GRAPHQL_MAX_BODY_BYTES", "0"),
             ("ASKLOOP_GRAPHQL_MAX_BODY_BYTES", "1MiB"),
+            ("ASKLOOP_GRAPHQL_MAX_NODES", "0"),
+            ("ASKLOOP_GRAPHQL_MAX_NODES", "ten thousand"),
             ("ASKLOOP_MAX_WEBSOCKETS", "-1"),
         ] {
             let err =

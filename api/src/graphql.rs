@@ -18,6 +18,7 @@ mod deliveries;
 pub mod enums;
 pub mod error_door;
 pub mod http;
+pub mod limits;
 mod live;
 mod money;
 mod niches;
@@ -26,11 +27,6 @@ mod questions;
 mod scores;
 pub mod socket;
 pub mod types;
-
-/// How deep a query may nest.
-pub const MAX_DEPTH: usize = 12;
-/// How costly a query may be (each field counts 1 unless it says otherwise).
-pub const MAX_COMPLEXITY: usize = 2_000;
 
 /// Every query, merged from the areas.
 #[derive(MergedObject, Default)]
@@ -65,23 +61,26 @@ pub struct SubscriptionRoot(live::LiveSubscription, money::MoneySubscription);
 /// askloop's schema.
 pub type AskloopSchema = Schema<QueryRoot, MutationRoot, SubscriptionRoot>;
 
-/// Build the schema with its limits and the data resolvers read. Without a hub (the SDL
-/// export) subscriptions answer with an error.
+/// Build the schema with its limits (`limits`: depth, selections and introspection measured by
+/// askloop; the node count as the library's complexity, capped at `ASKLOOP_GRAPHQL_MAX_NODES`)
+/// and the data resolvers read. Without a hub (the SDL export) subscriptions answer with an error.
 pub fn build_schema(
     db: DatabaseConnection,
     config: Arc<Config>,
     throttle: Arc<LoginThrottle>,
     hub: Option<LiveHub>,
 ) -> AskloopSchema {
+    let max_nodes = config.graphql_max_nodes;
     let mut builder = Schema::build(
         QueryRoot::default(),
         MutationRoot::default(),
         SubscriptionRoot::default(),
     )
-    .limit_depth(MAX_DEPTH)
-    .limit_complexity(MAX_COMPLEXITY)
+    .limit_complexity(max_nodes)
+    // The door first: it sees every error the limits raise.
     .extension(error_door::ErrorDoor)
     .extension(one_login::OneLoginPerRequest)
+    .extension(limits::QueryLimits { max_nodes })
     .data(DataLoader::new(
         types::NicheLoader { db: db.clone() },
         tokio::spawn,

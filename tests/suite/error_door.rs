@@ -1,6 +1,6 @@
 //! The GraphQL error door: every error a client receives carries `extensions.code` — the
-//! library's refusals (parse, validation, depth, complexity, batch) included — and a fault inside
-//! askloop is `INTERNAL` with none of the driver's words.
+//! library's refusals (parse, validation, depth, complexity, batch, a subscription over HTTP)
+//! included — and a fault inside askloop is `INTERNAL` with none of the driver's words.
 
 use askloop_tests::fixtures::{niche, open_niche};
 use askloop_tests::people::person;
@@ -74,11 +74,12 @@ async fn a_field_the_schema_lacks_is_refused_with_a_code() {
 #[tokio::test]
 async fn a_query_nested_past_the_limit_is_refused_with_a_code() {
     let app = sqlite_app().await;
-    // __schema, types, fields, type, eight ofType and name: 13 levels against a limit of 12.
+    // niche, then questions > nodes > niche three times, questions > nodes > id: 13 levels
+    // against a limit of 12 (introspection has its own; tests/suite/query_limits.rs).
     let deep = format!(
-        "{{ __schema {{ types {{ fields {{ type {{ {}name{} }} }} }} }} }}",
-        "ofType { ".repeat(8),
-        " }".repeat(8)
+        "{{ niche(slug: \"games\") {{ {}questions(first: 1) {{ nodes {{ id }} }}{} }} }}",
+        "questions(first: 1) { nodes { niche { ".repeat(3),
+        " } } }".repeat(3)
     );
     let body = app.graphql(None, &deep, json!({})).await;
     assert_eq!(error_code(&body), Some("QUERY_TOO_DEEP"), "{body}");
@@ -183,6 +184,7 @@ fn every_conflict_reason_is_documented() {
         "QUERY_TOO_COMPLEX",
         "BAD_REQUEST",
         "BATCH_UNSUPPORTED",
+        "SUBSCRIPTION_NEEDS_WEBSOCKET",
     ] {
         assert!(
             contract.contains(&format!("`{code}`")),

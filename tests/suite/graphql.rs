@@ -155,11 +155,12 @@ async fn queries_deeper_than_the_limit_are_refused() {
     let app = TestApp::spawn(askloop_tests::Backend::Sqlite)
         .await
         .expect("an app");
-    // __schema, types, fields, type, eight ofType and name: 13 levels against a limit of 12.
+    // niche, then questions > nodes > niche three times, questions > nodes > id: 13 levels
+    // against a limit of 12 (introspection has bounds of its own: query_limits.rs).
     let deep = format!(
-        "__schema {{ types {{ fields {{ type {{ {}name{} }} }} }} }}",
-        "ofType { ".repeat(8),
-        " }".repeat(8)
+        "niche(slug: \"games\") {{ {}questions(first: 1) {{ nodes {{ id }} }}{} }}",
+        "questions(first: 1) { nodes { niche { ".repeat(3),
+        " } } }".repeat(3)
     );
     let body = query(&app, json!({"query": format!("{{ {deep} }}")})).await;
     let message = body["errors"][0]["message"].as_str().unwrap_or_default();

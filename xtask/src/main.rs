@@ -5,7 +5,10 @@
 //!   every test. The browser tests need Chromium and the dashboard's optimiser needs npm; when
 //!   either is missing the command stops before building anything and names them, and with
 //!   `--install-deps` (what CI passes) it installs them with apt-get instead.
+//!   After the tests it fuzzes the API from outside (`fuzz-api`); `--no-fuzz` skips that.
 //! - `cargo xtask build-web`: only the dashboard, into `web/dist`.
+//! - `cargo xtask fuzz-api [--max-time SECONDS]`: schemathesis against `/graphql` of a freshly
+//!   seeded askloop, as a member and as an admin (see `fuzz_api.rs`).
 //!
 //! The dashboard is compiled with cargo for `wasm32-unknown-unknown` and bound with the
 //! `wasm-bindgen-cli-support` library pinned to the same version as the `wasm-bindgen` crate, so
@@ -18,6 +21,8 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, bail};
 
+mod fuzz_api;
+
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 const BINARYEN: &str = "binaryen@132.0.0";
 
@@ -27,14 +32,20 @@ fn main() -> ExitCode {
         Some("build-web") => build_web().map(|_| ()),
         Some("run") => build_web().and_then(|_| run(&args[1..])),
         Some("test") => {
-            let (install_deps, rest) = test_options(&args[1..]);
-            ensure_test_packages(install_deps)
+            let options = test_options(&args[1..]);
+            ensure_test_packages(options.install_deps, Needs::tests(options.fuzz))
                 .and_then(|()| build_web())
-                .and_then(|_| test(&rest))
+                .and_then(|_| test(&options))
         }
+        Some("fuzz-api") => fuzz_api::seconds(&args[1..]).and_then(|seconds| {
+            ensure_test_packages(false, Needs::FUZZ_ONLY)
+                .and_then(|()| build_binaries())
+                .and_then(|()| fuzz_api::run(seconds))
+        }),
         _ => {
             eprintln!(
-                "usage: cargo xtask <build-web | run [-- serve args] | test [--install-deps] [-- cargo test args]>"
+                "usage: cargo xtask <build-web | run [-- serve args] | test [--install-deps] \
+                 [--no-fuzz] [-- cargo test args] | fuzz-api [--max-time SECONDS]>"
             );
             return ExitCode::from(2);
         }
@@ -274,20 +285,35 @@ fn run(args: &[String]) -> anyhow::Result<()> {
     status(serve, "askloop")
 }
 
-/// `--install-deps` before any `--`, and the arguments that go on to `cargo test`.
-fn test_options(args: &[String]) -> (bool, Vec<String>) {
+/// What `cargo xtask test` was asked for.
+#[derive(Debug, PartialEq, Eq)]
+struct TestOptions {
+    /// `--install-deps`: apt-get what is missing.
+    install_deps: bool,
+    /// Unless `--no-fuzz`: fuzz the API after the tests.
+    fuzz: bool,
+    /// The arguments that go on to `cargo test`.
+    cargo_test: Vec<String>,
+}
+
+/// `--install-deps` and `--no-fuzz` before any `--`; everything else goes on to `cargo test`.
+fn test_options(args: &[String]) -> TestOptions {
     let ours = args.iter().position(|a| a == "--").unwrap_or(args.len());
-    let install_deps = args[..ours].iter().any(|a| a == INSTALL_DEPS);
-    let rest = args
-        .iter()
-        .enumerate()
-        .filter(|(i, a)| *i >= ours || a.as_str() != INSTALL_DEPS)
-        .map(|(_, a)| a.clone())
-        .collect();
-    (install_deps, rest)
+    let flag = |name: &str| args[..ours].iter().any(|a| a == name);
+    TestOptions {
+        install_deps: flag(INSTALL_DEPS),
+        fuzz: !flag(NO_FUZZ),
+        cargo_test: args
+            .iter()
+            .enumerate()
+            .filter(|(i, a)| *i >= ours || (a.as_str() != INSTALL_DEPS && a.as_str() != NO_FUZZ))
+            .map(|(_, a)| a.clone())
+            .collect(),
+    }
 }
 
 const INSTALL_DEPS: &str = "--install-deps";
+const NO_FUZZ: &str = "--no-fuzz";
 
 /// A Debian package the tests need, and why.
 struct Package {
@@ -295,11 +321,38 @@ struct Package {
     why: &'static str,
 }
 
-/// What `cargo xtask test` needs from the system and does not have: Chromium for the browser
+/// Which system packages a command needs.
+#[derive(Clone, Copy)]
+struct Needs {
+    /// The test suite's: Chromium and npm.
+    suite: bool,
+    /// The API fuzzer's: Python with `venv`.
+    fuzz: bool,
+}
+
+impl Needs {
+    const FUZZ_ONLY: Needs = Needs {
+        suite: false,
+        fuzz: true,
+    };
+
+    fn tests(fuzz: bool) -> Needs {
+        Needs { suite: true, fuzz }
+    }
+}
+
+/// What a command needs from the system and does not have. The suite: Chromium for the browser
 /// tests (the binary in `CHROMIUM`, else `chromium`) and npm for installing the dashboard's
-/// `wasm-opt`, unless that is installed under `target/tools` already.
-fn missing_test_packages() -> Vec<Package> {
+/// `wasm-opt`, unless that is installed under `target/tools` already. The fuzzer: Python with
+/// its `venv` module, unless its venv is there already.
+fn missing_test_packages(needs: Needs) -> Vec<Package> {
     let mut missing = Vec::new();
+    if needs.fuzz {
+        missing.extend(fuzz_api::missing_packages(&target_dir()));
+    }
+    if !needs.suite {
+        return missing;
+    }
     if !runs(&chromium()) {
         missing.push(Package {
             name: "chromium",
@@ -328,8 +381,8 @@ fn runs(program: &str) -> bool {
 }
 
 /// Stop early, naming what is missing, unless `install` says to apt-get it.
-fn ensure_test_packages(install: bool) -> anyhow::Result<()> {
-    let missing = missing_test_packages();
+fn ensure_test_packages(install: bool, needs: Needs) -> anyhow::Result<()> {
+    let missing = missing_test_packages(needs);
     if missing.is_empty() {
         return Ok(());
     }
@@ -355,7 +408,10 @@ fn ensure_test_packages(install: bool) -> anyhow::Result<()> {
     install.args(["install", "-y", "--no-install-recommends"]);
     install.args(&names);
     status(install, &format!("`apt-get install {}`", names.join(" ")))?;
-    let still: Vec<&str> = missing_test_packages().iter().map(|p| p.name).collect();
+    let still: Vec<&str> = missing_test_packages(needs)
+        .iter()
+        .map(|p| p.name)
+        .collect();
     if !still.is_empty() {
         bail!(
             "apt-get installed {} but {} still does not run",
@@ -382,13 +438,19 @@ fn test_database_url() -> Option<String> {
     None
 }
 
-fn test(args: &[String]) -> anyhow::Result<()> {
-    // The suite runs the real `askloop` binary for its command-line tests; `cargo test` builds
-    // only test harnesses, so build the binaries first — over the same packages as the tests,
-    // so that features unify the same way and every dependency is compiled once for both.
+/// Build the `askloop` binary (and the other binaries). The suite runs the real binary for its
+/// command-line tests and the fuzzer serves it; `cargo test` builds only test harnesses, so
+/// build the binaries first — over the same packages as the tests, so that features unify the
+/// same way and every dependency is compiled once for both.
+fn build_binaries() -> anyhow::Result<()> {
     let mut binary = cargo();
     binary.args(["build", "--workspace", "--exclude", "web", "--bins"]);
-    status(binary, "building the askloop binary")?;
+    status(binary, "building the askloop binary")
+}
+
+fn test(options: &TestOptions) -> anyhow::Result<()> {
+    build_binaries()?;
+    let args = &options.cargo_test;
     let mut tests = cargo();
     if let Some(url) = test_database_url() {
         tests.env("TEST_DATABASE_URL", url);
@@ -410,12 +472,21 @@ fn test(args: &[String]) -> anyhow::Result<()> {
         }
     }
     let exit = child.wait().context("waiting for the tests")?;
-    // One closing line over every test binary, so a reader need not add them up.
-    println!("tests: {passed} passed, {failed} failed");
+    let tally = format!("tests: {passed} passed, {failed} failed");
     if !exit.success() {
+        println!("{tally}");
         bail!("the tests failed ({exit})");
     }
-    Ok(())
+    // The fuzzer only after a green suite; its summary comes before the closing line.
+    let fuzzed = if options.fuzz {
+        fuzz_api::run(fuzz_api::DEFAULT_SECONDS)
+    } else {
+        eprintln!("xtask: {NO_FUZZ}: the API is not fuzzed");
+        Ok(())
+    };
+    // One closing line over every test binary, so a reader need not add them up.
+    println!("{tally}");
+    fuzzed
 }
 
 /// The number just before `label` in a `test result:` line (`ok. 12 passed; 0 failed; …`).
@@ -429,31 +500,39 @@ fn count_before(line: &str, label: &str) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{count_before, test_options};
+    use super::{TestOptions, count_before, test_options};
 
     fn strings(args: &[&str]) -> Vec<String> {
         args.iter().map(|a| (*a).to_owned()).collect()
     }
 
+    fn options(install_deps: bool, fuzz: bool, cargo_test: &[&str]) -> TestOptions {
+        TestOptions {
+            install_deps,
+            fuzz,
+            cargo_test: strings(cargo_test),
+        }
+    }
+
     #[test]
-    fn install_deps_is_ours_and_everything_else_goes_to_cargo_test() {
-        assert_eq!(test_options(&[]), (false, Vec::new()));
+    fn our_flags_are_ours_and_everything_else_goes_to_cargo_test() {
+        assert_eq!(test_options(&[]), options(false, true, &[]));
         assert_eq!(
             test_options(&strings(&["--install-deps"])),
-            (true, Vec::new())
+            options(true, true, &[])
         );
         assert_eq!(
-            test_options(&strings(&["--install-deps", "--", "delivery"])),
-            (true, strings(&["--", "delivery"]))
+            test_options(&strings(&["--install-deps", "--no-fuzz", "--", "delivery"])),
+            options(true, false, &["--", "delivery"])
         );
         // After `--` it belongs to cargo test, even when it looks like ours.
         assert_eq!(
-            test_options(&strings(&["--", "--install-deps"])),
-            (false, strings(&["--", "--install-deps"]))
+            test_options(&strings(&["--", "--install-deps", "--no-fuzz"])),
+            options(false, true, &["--", "--install-deps", "--no-fuzz"])
         );
         assert_eq!(
             test_options(&strings(&["delivery"])),
-            (false, strings(&["delivery"]))
+            options(false, true, &["delivery"])
         );
     }
 

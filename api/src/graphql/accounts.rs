@@ -25,6 +25,7 @@ pub struct Viewer {
     /// Who.
     pub user: User,
     /// Their memberships, with score, tier, share and next tier.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     pub memberships: Vec<Membership>,
 }
 

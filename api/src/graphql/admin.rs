@@ -49,6 +49,7 @@ pub struct AdminQuery;
 #[Object]
 impl AdminQuery {
     /// Every niche, drafts and archived ones included, by name (admins only).
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn all_niches(&self, ctx: &Context<'_>) -> Result<Vec<Niche>> {
         let db = ctx.data::<DatabaseConnection>()?;
         let found = admin::all_niches(db, caller_of(ctx)?.viewer())
@@ -58,6 +59,7 @@ impl AdminQuery {
     }
 
     /// Contributions awaiting review, newest first (admins only).
+    #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn review_queue(
         &self,
         ctx: &Context<'_>,

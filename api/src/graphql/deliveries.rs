@@ -129,6 +129,7 @@ impl From<delivery_attempts::Model> for DeliveryAttempt {
 #[ComplexObject]
 impl Delivery {
     /// Every attempt, oldest first.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn attempts(&self, ctx: &Context<'_>) -> Result<Vec<DeliveryAttempt>> {
         let db = ctx.data::<DatabaseConnection>()?;
         Ok(outbox::attempts_of(db, self.row_id)
@@ -147,6 +148,7 @@ pub struct DeliveryQuery;
 #[Object]
 impl DeliveryQuery {
     /// Deliveries to the agent, failures first (admins only).
+    #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn deliveries(
         &self,
         ctx: &Context<'_>,

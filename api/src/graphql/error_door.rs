@@ -1,7 +1,8 @@
 //! The one error door of the GraphQL transport (see `docs/contract.md#errors`): every error that
 //! leaves carries `extensions.code`. Errors from askloop's services arrive with a code already;
-//! the library's own refusals (a query that does not parse, fails validation, nests too deep or
-//! costs too much, an argument that cannot be coerced) are given one here; anything else is an
+//! the library's own refusals (a query that does not parse, fails validation or costs too much,
+//! an argument that cannot be coerced, a subscription sent over HTTP) are given one here (the
+//! limits askloop measures itself, in `limits`, carry theirs already); anything else is an
 //! error nobody classified, so it becomes `INTERNAL`, is logged once (inside the request's span,
 //! which carries its id) and its text, which may be a driver's, never reaches the client.
 
@@ -59,12 +60,22 @@ fn with_code(mut error: ServerError, code: &'static str) -> ServerError {
     error
 }
 
+/// How async-graphql words its depth refusal (askloop measures depth itself, in `limits`, but
+/// the library's wording still gets its code should it ever be raised).
+pub const LIBRARY_TOO_DEEP: &str = "Query is nested too deep.";
+/// How async-graphql words its complexity refusal: the node limit (`limits` rewords it).
+pub const LIBRARY_TOO_COMPLEX: &str = "Query is too complex.";
+/// How async-graphql words a subscription sent over `POST /graphql`.
+const LIBRARY_SUBSCRIPTION_OVER_HTTP: &str = "Subscriptions are not supported on this transport.";
+/// The reason of a subscription sent over `POST /graphql`.
+pub const SUBSCRIPTION_NEEDS_WEBSOCKET: &str = "SUBSCRIPTION_NEEDS_WEBSOCKET";
+
 /// The library's validation refusals, told apart by the limit they name (async-graphql words
 /// them; the test suite pins them, so an upgrade that rewords them fails loudly).
 fn validation_code(error: &ServerError) -> &'static str {
     match error.message.as_str() {
-        "Query is nested too deep." => TOO_DEEP,
-        "Query is too complex." => TOO_COMPLEX,
+        LIBRARY_TOO_DEEP => TOO_DEEP,
+        LIBRARY_TOO_COMPLEX => TOO_COMPLEX,
         _ => VALIDATION_FAILED,
     }
 }
@@ -83,6 +94,19 @@ fn close_the_door(error: ServerError) -> ServerError {
         || message.starts_with("Operation name required")
     {
         return with_code(error, VALIDATION_FAILED);
+    }
+    // A subscription needs the websocket; over `POST /graphql` it is the caller's mistake.
+    if message == LIBRARY_SUBSCRIPTION_OVER_HTTP {
+        let mut refused = ServerError::new(
+            "subscriptions are served over the websocket at /graphql/ws (graphql-transport-ws)",
+            None,
+        );
+        refused.locations = error.locations;
+        refused
+            .extensions
+            .get_or_insert_with(Default::default)
+            .set("reason", Value::from(SUBSCRIPTION_NEEDS_WEBSOCKET));
+        return with_code(refused, BAD_REQUEST);
     }
     tracing::error!(
         error = %error.message,
@@ -182,10 +206,19 @@ mod tests {
     }
 
     #[test]
+    fn a_subscription_over_http_is_the_callers_mistake_and_says_where_to_go() {
+        let closed = close_the_door(ServerError::new(LIBRARY_SUBSCRIPTION_OVER_HTTP, None));
+        assert_eq!(code_of(&closed).as_deref(), Some(BAD_REQUEST));
+        assert!(closed.message.contains("/graphql/ws"), "{}", closed.message);
+        let reason = closed.extensions.as_ref().and_then(|e| e.get("reason"));
+        assert_eq!(reason, Some(&Value::from(SUBSCRIPTION_NEEDS_WEBSOCKET)));
+    }
+
+    #[test]
     fn the_limits_are_told_apart() {
         for (message, code) in [
-            ("Query is nested too deep.", TOO_DEEP),
-            ("Query is too complex.", TOO_COMPLEX),
+            (LIBRARY_TOO_DEEP, TOO_DEEP),
+            (LIBRARY_TOO_COMPLEX, TOO_COMPLEX),
             ("Unknown field \"nope\"", VALIDATION_FAILED),
         ] {
             assert_eq!(validation_code(&ServerError::new(message, None)), code);

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_graphql::http::GraphiQLSource;
-use async_graphql::{ErrorExtensions, Response};
+use async_graphql::{ErrorExtensions, Response, ServerError};
 use async_graphql_axum::GraphQLResponse;
 use axum::Router;
 use axum::body::Bytes;
@@ -110,12 +110,17 @@ pub async fn execute(
                 .execute(request.data(caller).data(client))
                 .await
                 .into(),
-            Err(err) => {
-                Response::from_errors(vec![err.extend().into_server_error(Default::default())])
-                    .into()
-            }
+            Err(err) => Response::from_errors(vec![unplaced(err.extend())]).into(),
         };
     response.into_response()
+}
+
+/// An error about the request as a whole (its credential), which has no place in the query text:
+/// no `locations`, rather than a line 0 that no query has.
+fn unplaced(error: async_graphql::Error) -> ServerError {
+    let mut unplaced = ServerError::new(error.message, None);
+    unplaced.extensions = error.extensions;
+    unplaced
 }
 
 /// Why a body is not one GraphQL request.

@@ -85,6 +85,7 @@ pub struct Budget {
     /// The largest bounty a question may carry.
     pub max_bounty_minor: i64,
     /// This month's entries, newest first.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     pub entries: Vec<BudgetEntry>,
 }
 
@@ -217,6 +218,7 @@ pub struct Balance {
     pub reversed_minor: i64,
 }
 
+// Its lists are the page `myRevenue(first)` asks for; that field's cost counts them.
 /// My money, by currency and where it is, with my allocations and payouts.
 #[derive(SimpleObject, Clone)]
 pub struct MyRevenue {
@@ -239,6 +241,7 @@ pub struct MemberShare {
     pub share_bps: i64,
 }
 
+// Its lists are the page `nicheRevenue(first)` asks for; that field's cost counts them.
 /// A niche's revenue.
 #[derive(SimpleObject, Clone)]
 pub struct NicheRevenue {
@@ -386,6 +389,7 @@ impl MoneyQuery {
     }
 
     /// My revenue: balances by where the money is, and my allocations.
+    #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn my_revenue(&self, ctx: &Context<'_>, first: Option<i32>) -> Result<MyRevenue> {
         let db = ctx.data::<DatabaseConnection>()?;
         let first = page_size(first).gql()?;
@@ -412,6 +416,7 @@ impl MoneyQuery {
 
     /// A niche's revenue: totals, recent events, members' shares and my allocations (its
     /// active members and admins).
+    #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn niche_revenue(
         &self,
         ctx: &Context<'_>,
@@ -444,6 +449,7 @@ impl MoneyQuery {
     }
 
     /// Revenue events across niches, newest first (admins only).
+    #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn revenue_events(
         &self,
         ctx: &Context<'_>,
@@ -462,6 +468,7 @@ impl MoneyQuery {
     }
 
     /// Everyone's payout addresses, unverified first (admins only).
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn payout_accounts(&self, ctx: &Context<'_>) -> Result<Vec<PayoutAccount>> {
         let db = ctx.data::<DatabaseConnection>()?;
         Ok(ledger_views::payout_accounts(db, caller_of(ctx)?.viewer())
@@ -476,6 +483,7 @@ impl MoneyQuery {
     }
 
     /// Payouts, newest first (admins only).
+    #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn payouts(&self, ctx: &Context<'_>, first: Option<i32>) -> Result<Vec<Payout>> {
         let db = ctx.data::<DatabaseConnection>()?;
         let first = page_size(first).gql()?;
@@ -488,6 +496,7 @@ impl MoneyQuery {
     }
 
     /// Anomaly signals, newest first (admins only).
+    #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn anomaly_signals(
         &self,
         ctx: &Context<'_>,
@@ -506,6 +515,7 @@ impl MoneyQuery {
     }
 
     /// The audit log, newest first, optionally of one kind of subject (admins only).
+    #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn audit_log(
         &self,
         ctx: &Context<'_>,

@@ -14,6 +14,7 @@ pub struct NicheQuery;
 #[Object]
 impl NicheQuery {
     /// The niches taking questions (open or operated), by name.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn niches(&self, ctx: &Context<'_>) -> Result<Vec<Niche>> {
         let db = ctx.data::<DatabaseConnection>()?;
         let found = service::niches::list_public_niches(db).await.gql()?;

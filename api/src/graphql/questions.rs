@@ -71,6 +71,7 @@ impl QuestionQuery {
     }
 
     /// "Your agent needs you": waiting questions in my niches that I have not acted on.
+    #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn awaiting_me(
         &self,
         ctx: &Context<'_>,

@@ -16,6 +16,7 @@ pub struct ScoreQuery;
 #[Object]
 impl ScoreQuery {
     /// The tier ladder, lowest first.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn tiers(&self, ctx: &Context<'_>) -> Result<Vec<Tier>> {
         let db = ctx.data::<DatabaseConnection>()?;
         Ok(scores::ladder(db)
@@ -27,6 +28,7 @@ impl ScoreQuery {
     }
 
     /// My contributions, newest first.
+    #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn my_contributions(
         &self,
         ctx: &Context<'_>,

@@ -212,6 +212,7 @@ pub fn connection(page: Page, filter: ServiceFilter, had_cursor: bool) -> Questi
 #[ComplexObject]
 impl Niche {
     /// The niche's questions: only for its active members and admins.
+    #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn questions(
         &self,
         ctx: &Context<'_>,
@@ -245,6 +246,7 @@ impl Niche {
     }
 
     /// The niche's members, by handle (admins only).
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn members(&self, ctx: &Context<'_>) -> Result<Vec<Member>> {
         let db = ctx.data::<DatabaseConnection>()?;
         let members = crate::service::admin::members_of(db, caller_of(ctx)?.viewer(), self.id)
@@ -283,6 +285,7 @@ pub struct Question {
     /// What the agent found: UNTRUSTED text, to be shown only as text.
     pub context: Option<String>,
     /// The answers the agent offers.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     pub options: Vec<QuestionOption>,
     /// How urgent the agent says it is.
     pub urgency: Urgency,
@@ -340,6 +343,7 @@ impl Question {
     }
 
     /// Every answer and decline given, oldest first.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn answers(&self, ctx: &Context<'_>) -> Result<Vec<Answer>> {
         let db = ctx.data::<DatabaseConnection>()?;
         let id: i64 = self.id.parse()?;
@@ -357,6 +361,7 @@ impl Question {
     }
 
     /// What happened to it, oldest first.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn timeline(&self, ctx: &Context<'_>) -> Result<Vec<TimelineEntry>> {
         let db = ctx.data::<DatabaseConnection>()?;
         let id: i64 = self.id.parse()?;
