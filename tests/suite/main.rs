@@ -17,6 +17,7 @@ mod intake;
 mod ledger_properties;
 mod live;
 mod money;
+mod properties;
 mod query_limits;
 mod queue;
 mod sign_in;

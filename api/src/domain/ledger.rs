@@ -54,18 +54,24 @@ pub fn net(gross: i64, costs: Costs) -> i64 {
 /// Split `net` by `shares_bps` (each of the whole, summing to at most [`WHOLE_BPS`]): every
 /// share is floored, and the platform gets the rest, so the parts sum to `net` exactly.
 /// Returns the shares' amounts and the platform's.
+///
+/// Shares that sum past the whole are never meant to come here; should they, each share gets
+/// at most what the ones before it left, so the parts still sum to `net`, none is negative and
+/// nothing overflows.
 pub fn allocate(net: i64, shares_bps: &[u32]) -> (Vec<i64>, i64) {
-    let net = net.max(0);
+    let mut left = net.max(0);
     let parts: Vec<i64> = shares_bps
         .iter()
         .map(|&bps| {
-            // i128: net · bps cannot overflow.
-            let part = i128::from(net) * i128::from(bps.min(WHOLE_BPS)) / i128::from(WHOLE_BPS);
-            i64::try_from(part).unwrap_or(0)
+            // i128: net · bps cannot overflow, and the floor is at most `net`.
+            let part =
+                i128::from(net.max(0)) * i128::from(bps.min(WHOLE_BPS)) / i128::from(WHOLE_BPS);
+            let part = i64::try_from(part).unwrap_or(0).min(left);
+            left -= part;
+            part
         })
         .collect();
-    let given: i64 = parts.iter().sum();
-    (parts, net - given)
+    (parts, left)
 }
 
 /// The budget month of `at` (`YYYY-MM`, UTC).
@@ -205,6 +211,18 @@ mod tests {
     fn a_big_net_does_not_overflow() {
         let (parts, platform) = allocate(i64::MAX, &[8000]);
         assert_eq!(parts[0] + platform, i64::MAX);
+    }
+
+    /// Found by the allocation property (tests/suite/properties.rs): shares over the whole
+    /// gave the platform a negative rest, and at a big net their sum overflowed.
+    #[test]
+    fn shares_over_the_whole_never_give_away_more_than_the_net() {
+        assert_eq!(allocate(1, &[10_000, 10_000]), (vec![1, 0], 0));
+        assert_eq!(allocate(100, &[6000, 6000, 1]), (vec![60, 40, 0], 0));
+        assert_eq!(
+            allocate(i64::MAX, &[10_000, 10_000, u32::MAX]),
+            (vec![i64::MAX, 0, 0], 0)
+        );
     }
 
     #[test]

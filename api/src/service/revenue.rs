@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::db::begin_write;
 use crate::domain::intake::NicheRef;
 use crate::domain::ledger::{self, Costs, WHOLE_BPS};
+use crate::domain::text::{IDENTIFIER_MAX, char_len};
 use crate::error::ServiceError;
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::niches::find_niche;
@@ -81,8 +82,11 @@ pub fn parse(body: &Value) -> Result<NewRevenue, ServiceError> {
         .ok_or_else(|| bad("nicheSlug is required".into()))?
         .to_lowercase();
     let external_id = text("externalId").ok_or_else(|| bad("externalId is required".into()))?;
-    if external_id.len() > 200 {
-        return Err(bad("externalId is longer than 200 characters".into()));
+    // Counted in characters, as every limit is: bytes would refuse a short id in another script.
+    if char_len(external_id) > IDENTIFIER_MAX {
+        return Err(bad(format!(
+            "externalId is longer than {IDENTIFIER_MAX} characters"
+        )));
     }
     if external_id.starts_with(BOUNTY_SOURCE) {
         return Err(bad(format!(
@@ -535,5 +539,21 @@ mod tests {
             let err = parse(&body).expect_err("invalid").to_string();
             assert!(err.contains(says), "{body}: {err}");
         }
+    }
+
+    /// Found by the revenue property (tests/suite/properties.rs): the id's length was counted
+    /// in bytes, so 101 two-byte characters were "longer than 200 characters".
+    #[test]
+    fn an_external_id_is_measured_in_characters() {
+        let body = |id: String| {
+            json!({"nicheSlug": "g", "externalId": id, "sourceType": "usage", "grossMinor": 1,
+                "currency": "USD"})
+        };
+        let kept = parse(&body("é".repeat(200)))
+            .expect("200 characters")
+            .external_id;
+        assert_eq!(kept, "é".repeat(200));
+        let err = parse(&body("é".repeat(201))).expect_err("201").to_string();
+        assert_eq!(err, "externalId is longer than 200 characters");
     }
 }
