@@ -361,3 +361,57 @@ async fn cli_ask_refuses_a_file_that_is_not_json() {
         stderr(&broken)
     );
 }
+
+/// `askloop flood` against a fresh askloop of its own: the flooding socket is closed at the
+/// operation cap, every probe is answered, and the server exits on SIGTERM. Bad arguments are
+/// refused before anything starts.
+#[tokio::test]
+async fn the_flood_tool_reports_the_cap_the_probes_and_the_exit() {
+    let database = TestDatabase::create(Backend::Sqlite)
+        .await
+        .expect("a database");
+    let output = run(askloop(
+        &database.url,
+        &["flood", "--seconds", "2", "--subscribes", "100"],
+    ));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", stderr(&output));
+    assert!(
+        stdout.contains("sent 100 subscribes") && stdout.contains("closed with 4429"),
+        "{stdout}"
+    );
+    for probe in ["intake", "graphql", "readyz"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("probe {probe}")))
+            .unwrap_or_else(|| panic!("no {probe} line in {stdout}"));
+        assert!(line.ends_with("failures 0"), "{line}");
+    }
+    assert!(stdout.contains("sigterm  exited in"), "{stdout}");
+
+    for (args, says) in [
+        (
+            &["flood", "--subscribes", "0"][..],
+            "--subscribes must be at least 1",
+        ),
+        (
+            &["flood", "--seconds", "1"][..],
+            "--seconds must be at least 2",
+        ),
+        (&["flood", "--target", "http://127.0.0.1:9"][..], "--token"),
+        (
+            &[
+                "flood", "--target", "ftp://x", "--token", "t", "--niche", "n", "--secret", "s",
+            ][..],
+            "--target must be an http:// or https:// address",
+        ),
+    ] {
+        let output = run(askloop(&database.url, args));
+        assert!(!output.status.success(), "{args:?}");
+        assert!(
+            stderr(&output).contains(says),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+}

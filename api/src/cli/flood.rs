@@ -4,6 +4,11 @@
 //! sends N `subscribe` messages in one burst. It reports what the flooding socket got (how many
 //! operations answered, how it was closed), each probe's latency during the run, and how long
 //! the child takes to exit after SIGTERM next to its grace period.
+//!
+//! With `--target`, it floods an askloop that is already running instead (a deployment, or an
+//! older build to compare with): then `--token` (a member's session token or API key),
+//! `--niche` and `--secret` (the signing secret) say how to reach it, and `--pid`, if given, is
+//! the process to send SIGTERM to.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -41,6 +46,32 @@ pub struct FloodArgs {
     /// The pause between probe rounds, in milliseconds.
     #[arg(long, default_value_t = 20)]
     every_ms: u64,
+    /// Flood this running askloop (`http://host:port`) instead of starting one.
+    #[arg(long, requires_all = ["token", "niche", "secret"])]
+    target: Option<String>,
+    /// With `--target`: a member's session token or API key.
+    #[arg(long)]
+    token: Option<String>,
+    /// With `--target`: the niche the member belongs to.
+    #[arg(long)]
+    niche: Option<String>,
+    /// With `--target`: the signing secret the target verifies intake with.
+    #[arg(long)]
+    secret: Option<String>,
+    /// With `--target`: the target's process id, to time its exit after SIGTERM.
+    #[arg(long)]
+    pid: Option<u32>,
+}
+
+/// The askloop under test.
+struct Target {
+    base: String,
+    token: String,
+    slug: String,
+    secret: String,
+    /// The child this run started, if it did.
+    child: Option<tokio::process::Child>,
+    pid: Option<u32>,
 }
 
 /// One probe's latencies.
@@ -93,7 +124,126 @@ struct FloodOutcome {
 pub async fn run(config: Config, args: FloodArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.subscribes > 0, "--subscribes must be at least 1");
     anyhow::ensure!(args.seconds >= 2, "--seconds must be at least 2");
-    let db = startup::connect_and_migrate(&config).await?;
+    let mut target = match &args.target {
+        Some(url) => given_target(url, &args)?,
+        None => start_target(&config).await?,
+    };
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    loop {
+        let ready = client.get(format!("{}/readyz", target.base)).send().await;
+        if matches!(&ready, Ok(r) if r.status().is_success()) {
+            break;
+        }
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(30),
+            "askloop did not become ready"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let until = Instant::now() + Duration::from_secs(args.seconds);
+    let probes = tokio::spawn(probe(
+        client.clone(),
+        target.base.clone(),
+        target.secret.clone(),
+        target.slug.clone(),
+        target.token.clone(),
+        until,
+        Duration::from_millis(args.every_ms),
+    ));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let socket_url = format!("{}/graphql/ws", target.base.replacen("http", "ws", 1));
+    let flooded = flood(
+        &socket_url,
+        &target.token,
+        &target.slug,
+        args.subscribes,
+        until,
+    )
+    .await?;
+    let (mut intake, mut graphql, mut ready) = probes.await?;
+
+    println!(
+        "flood    one socket sent {} subscribes in one burst: {} answered, then {}",
+        flooded.sent,
+        flooded.answered,
+        flooded
+            .closed
+            .as_deref()
+            .unwrap_or("still open when the run ended")
+    );
+    intake.print("intake");
+    graphql.print("graphql");
+    ready.print("readyz");
+
+    let Some(pid) = target.pid else {
+        return Ok(());
+    };
+    let sigterm = Instant::now();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()?;
+    anyhow::ensure!(killed.success(), "kill -TERM {pid} failed");
+    let grace = config.shutdown_grace;
+    let waited = grace + Duration::from_secs(10);
+    let exited = match target.child.as_mut() {
+        Some(child) => tokio::time::timeout(waited, child.wait())
+            .await
+            .map(|status| status.map(|s| s.to_string())),
+        None => {
+            tokio::time::timeout(waited, async {
+                // Not our child: watch for its process to go.
+                while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Ok("gone".to_owned())
+            })
+            .await
+        }
+    };
+    match exited {
+        Ok(status) => println!(
+            "sigterm  exited in {:.0} ms ({}); the grace period is {} ms",
+            sigterm.elapsed().as_secs_f64() * 1_000.0,
+            status?,
+            grace.as_millis()
+        ),
+        Err(_) => {
+            if let Some(child) = target.child.as_mut() {
+                child.kill().await.ok();
+            }
+            println!(
+                "sigterm  still running {} s after SIGTERM",
+                waited.as_secs()
+            );
+            anyhow::bail!("askloop was still running {grace:?} + 10 s after SIGTERM");
+        }
+    }
+    Ok(())
+}
+
+/// An askloop that is already running, as `--target` and its companions describe it.
+fn given_target(url: &str, args: &FloodArgs) -> anyhow::Result<Target> {
+    let base = url.trim_end_matches('/').to_owned();
+    anyhow::ensure!(
+        base.starts_with("http://") || base.starts_with("https://"),
+        "--target must be an http:// or https:// address"
+    );
+    Ok(Target {
+        base,
+        token: args.token.clone().unwrap_or_default(),
+        slug: args.niche.clone().unwrap_or_default(),
+        secret: args.secret.clone().unwrap_or_default(),
+        child: None,
+        pid: args.pid,
+    })
+}
+
+/// A fresh niche and member on DATABASE_URL, and askloop serving it as a child process, so
+/// SIGTERM reaches it as it would in production.
+async fn start_target(config: &Config) -> anyhow::Result<Target> {
+    let db = startup::connect_and_migrate(config).await?;
     let run_id: String = new_token("").chars().take(8).collect();
     let slug = format!("flood-{run_id}");
     let now = Utc::now();
@@ -137,12 +287,11 @@ pub async fn run(config: Config, args: FloodArgs) -> anyhow::Result<()> {
         .token;
     db.close().await.ok();
 
-    // The server under test is its own process, so SIGTERM reaches it as it would in production.
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
     let secret = new_token("");
-    let mut child = tokio::process::Command::new(std::env::current_exe()?)
+    let child = tokio::process::Command::new(std::env::current_exe()?)
         .arg("serve")
         .env("DATABASE_URL", &config.database_url)
         .env("ASKLOOP_BIND", format!("127.0.0.1:{port}"))
@@ -151,71 +300,15 @@ pub async fn run(config: Config, args: FloodArgs) -> anyhow::Result<()> {
         .stdout(Stdio::null())
         .kill_on_drop(true)
         .spawn()?;
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::new();
-    let started = Instant::now();
-    loop {
-        let ready = client.get(format!("{base}/readyz")).send().await;
-        if matches!(&ready, Ok(r) if r.status().is_success()) {
-            break;
-        }
-        anyhow::ensure!(
-            started.elapsed() < Duration::from_secs(30),
-            "askloop did not become ready"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-
-    let until = Instant::now() + Duration::from_secs(args.seconds);
-    let probes = tokio::spawn(probe(
-        client.clone(),
-        base.clone(),
+    let pid = child.id();
+    Ok(Target {
+        base: format!("http://127.0.0.1:{port}"),
+        token,
+        slug,
         secret,
-        slug.clone(),
-        token.clone(),
-        until,
-        Duration::from_millis(args.every_ms),
-    ));
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let flooded = flood(port, &token, &slug, args.subscribes, until).await?;
-    let (mut intake, mut graphql, mut ready) = probes.await?;
-
-    println!(
-        "flood    one socket sent {} subscribes in one burst: {} answered, then {}",
-        flooded.sent,
-        flooded.answered,
-        flooded
-            .closed
-            .as_deref()
-            .unwrap_or("still open when the run ended")
-    );
-    intake.print("intake");
-    graphql.print("graphql");
-    ready.print("readyz");
-
-    let pid = child
-        .id()
-        .ok_or_else(|| anyhow::anyhow!("askloop exited early"))?;
-    let sigterm = Instant::now();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()?;
-    anyhow::ensure!(killed.success(), "kill -TERM {pid} failed");
-    let grace = config.shutdown_grace;
-    let exited = tokio::time::timeout(grace + Duration::from_secs(10), child.wait()).await;
-    match exited {
-        Ok(status) => println!(
-            "sigterm  exited in {:.0} ms ({}); the grace period is {} ms",
-            sigterm.elapsed().as_secs_f64() * 1_000.0,
-            status?,
-            grace.as_millis()
-        ),
-        Err(_) => {
-            child.kill().await.ok();
-            anyhow::bail!("askloop was still running {grace:?} + 10 s after SIGTERM");
-        }
-    }
-    Ok(())
+        child: Some(child),
+        pid,
+    })
 }
 
 /// Ask, query and check readiness in turn until `until`.
@@ -283,13 +376,13 @@ async fn probe(
 /// One member's socket: `connection_init`, then `count` subscribes in one burst, then read what
 /// comes back until the socket closes or the run ends.
 async fn flood(
-    port: u16,
+    url: &str,
     token: &str,
     slug: &str,
     count: usize,
     until: Instant,
 ) -> anyhow::Result<FloodOutcome> {
-    let mut request = format!("ws://127.0.0.1:{port}/graphql/ws").into_client_request()?;
+    let mut request = url.into_client_request()?;
     request.headers_mut().insert(
         "sec-websocket-protocol",
         HeaderValue::from_static("graphql-transport-ws"),
