@@ -145,9 +145,37 @@ fn build_web() -> anyhow::Result<PathBuf> {
     }
     eprintln!("xtask: dashboard built in {}", dist.display());
     for (file, bytes) in wasm_files(&pkg)? {
-        eprintln!("xtask:   {file}: {} KiB", bytes / 1024);
+        let compressed = gzipped_size(&pkg.join(&file))?;
+        eprintln!(
+            "xtask:   {file}: {} KiB, {} KiB gzipped",
+            bytes / 1024,
+            compressed / 1024
+        );
+        if file == "web_bg.wasm" && compressed > MAIN_WASM_BUDGET {
+            bail!(
+                "the dashboard's main wasm is {compressed} bytes gzipped, over its budget of \
+                 {MAIN_WASM_BUDGET}: move a page behind #[lazy_route] or trim what it compiles in"
+            );
+        }
     }
     Ok(dist)
+}
+
+/// The most the main wasm (what every page load fetches) may weigh gzipped, in bytes; pages
+/// behind `#[lazy_route]` are chunks of their own and not counted here.
+const MAIN_WASM_BUDGET: u64 = 400_000;
+
+/// How many bytes `file` takes gzipped at the highest level (as a server would send it).
+fn gzipped_size(file: &Path) -> anyhow::Result<u64> {
+    let output = Command::new("gzip")
+        .args(["-9", "-c"])
+        .arg(file)
+        .output()
+        .context("cannot run gzip to weigh the dashboard")?;
+    if !output.status.success() {
+        bail!("gzip could not read {}", file.display());
+    }
+    Ok(output.stdout.len() as u64)
 }
 
 /// Turn the compiled wasm into what the page loads, in `pkg`:
