@@ -28,7 +28,7 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
                     .busy_timeout(Duration::from_secs(10))
             });
     } else {
-        options.max_connections(20).min_connections(1);
+        options.max_connections(20).min_connections(5);
     }
     Database::connect(options).await
 }

@@ -75,14 +75,29 @@ struct Target {
 }
 
 /// One probe's latencies.
-#[derive(Default)]
 struct Probe {
     latencies: Vec<Duration>,
     failures: usize,
+    /// When the run started, and when (after it) the slowest answer was asked for.
+    started: Instant,
+    slowest_at: Duration,
 }
 
 impl Probe {
-    fn record(&mut self, took: Duration, ok: bool) {
+    fn new(started: Instant) -> Self {
+        Self {
+            latencies: Vec::new(),
+            failures: 0,
+            started,
+            slowest_at: Duration::ZERO,
+        }
+    }
+
+    fn record(&mut self, sent: Instant, ok: bool) {
+        let took = sent.elapsed();
+        if self.latencies.iter().all(|l| *l < took) {
+            self.slowest_at = sent - self.started;
+        }
         self.latencies.push(took);
         if !ok {
             self.failures += 1;
@@ -102,11 +117,12 @@ impl Probe {
             .last()
             .map_or(0.0, |d| d.as_secs_f64() * 1_000.0);
         println!(
-            "probe {label:<8} n={:<5} p50 {:>7.2} ms   p99 {:>7.2} ms   max {:>7.2} ms   failures {}",
+            "probe {label:<8} n={:<5} p50 {:>7.2} ms   p99 {:>7.2} ms   max {:>7.2} ms (asked at {:>5.2} s)   failures {}",
             self.latencies.len(),
             pick(0.50),
             pick(0.99),
             max,
+            self.slowest_at.as_secs_f64(),
             self.failures
         );
     }
@@ -321,8 +337,12 @@ async fn probe(
     until: Instant,
     every: Duration,
 ) -> (Probe, Probe, Probe) {
-    let (mut intake, mut graphql, mut ready) =
-        (Probe::default(), Probe::default(), Probe::default());
+    let started = Instant::now();
+    let (mut intake, mut graphql, mut ready) = (
+        Probe::new(started),
+        Probe::new(started),
+        Probe::new(started),
+    );
     let mut round = 0usize;
     while Instant::now() < until {
         round += 1;
@@ -342,10 +362,7 @@ async fn probe(
             .body(body)
             .send()
             .await;
-        intake.record(
-            sent.elapsed(),
-            matches!(&asked, Ok(r) if r.status().as_u16() == 201),
-        );
+        intake.record(sent, matches!(&asked, Ok(r) if r.status().as_u16() == 201));
 
         let sent = Instant::now();
         let queried = client
@@ -360,14 +377,11 @@ async fn probe(
             }
             _ => false,
         };
-        graphql.record(sent.elapsed(), ok);
+        graphql.record(sent, ok);
 
         let sent = Instant::now();
         let checked = client.get(format!("{base}/readyz")).send().await;
-        ready.record(
-            sent.elapsed(),
-            matches!(&checked, Ok(r) if r.status().is_success()),
-        );
+        ready.record(sent, matches!(&checked, Ok(r) if r.status().is_success()));
         tokio::time::sleep(every).await;
     }
     (intake, graphql, ready)
