@@ -18,6 +18,10 @@ pub enum ServiceError {
     /// Signed in, but not allowed.
     #[error("{0}")]
     Forbidden(String),
+    /// A person may not judge or settle their own work or money (four eyes): reviewing their own
+    /// contribution, adjusting their own score, settling a payout to themselves.
+    #[error("{0}")]
+    SelfReview(String),
     /// No such thing (or not visible to the caller).
     #[error("{0}")]
     NotFound(String),
@@ -184,7 +188,7 @@ impl ServiceError {
         match self {
             ServiceError::BadInput(_) | ServiceError::TooLarge(_) => "BAD_USER_INPUT",
             ServiceError::Unauthenticated(_) => "UNAUTHENTICATED",
-            ServiceError::Forbidden(_) => "FORBIDDEN",
+            ServiceError::Forbidden(_) | ServiceError::SelfReview(_) => "FORBIDDEN",
             ServiceError::NotFound(_) => "NOT_FOUND",
             ServiceError::Conflict(_) => "CONFLICT",
             ServiceError::Unavailable(_) => "UNAVAILABLE",
@@ -198,7 +202,7 @@ impl ServiceError {
         match self {
             ServiceError::BadInput(_) => StatusCode::BAD_REQUEST,
             ServiceError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
-            ServiceError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ServiceError::Forbidden(_) | ServiceError::SelfReview(_) => StatusCode::FORBIDDEN,
             ServiceError::NotFound(_) => StatusCode::NOT_FOUND,
             ServiceError::Conflict(_) => StatusCode::CONFLICT,
             ServiceError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -212,6 +216,7 @@ impl ServiceError {
     pub fn reason(&self) -> Option<&'static str> {
         match self {
             ServiceError::Conflict(conflict) => Some(conflict.reason()),
+            ServiceError::SelfReview(_) => Some("SELF_REVIEW"),
             _ => None,
         }
     }

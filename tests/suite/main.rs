@@ -10,6 +10,7 @@ mod dashboard_navigation;
 mod dashboard_pages;
 mod delivery;
 mod error_door;
+mod four_eyes;
 mod graphql;
 mod hardening;
 mod health;

@@ -218,6 +218,11 @@ pub async fn review(
         .one(db)
         .await?
         .ok_or_else(|| ServiceError::NotFound("no such contribution".into()))?;
+    if event.user_id == admin.user_id {
+        return Err(ServiceError::SelfReview(
+            "nobody reviews their own contribution: another admin must".into(),
+        ));
+    }
     let (from, to, action) = match decision {
         Decision::Verify => (
             ContributionStatus::Pending,
@@ -307,6 +312,11 @@ pub async fn manual_adjustment(
     let admin = access::admin(viewer)?;
     let niche = niche_by_slug(db, slug).await?;
     let user = user_by_handle(db, handle).await?;
+    if user.id == admin.user_id {
+        return Err(ServiceError::SelfReview(
+            "nobody adjusts their own score: another admin must".into(),
+        ));
+    }
     let kind = scores::contribution_type(db, "manual_adjustment").await?;
     if !(kind.min_points..=kind.max_points).contains(&points) {
         return Err(ServiceError::BadInput(format!(

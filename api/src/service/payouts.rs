@@ -137,6 +137,11 @@ pub async fn verify_address(
 ) -> Result<payout_accounts::Model, ServiceError> {
     let admin = access::admin(viewer)?;
     let user_id = user_id_of(db, handle).await?;
+    if user_id == admin.user_id {
+        return Err(ServiceError::SelfReview(
+            "nobody verifies their own payout address: another admin must".into(),
+        ));
+    }
     let txn = begin_write(db).await?;
     let account = payout_accounts::Entity::find()
         .filter(payout_accounts::Column::UserId.eq(user_id))
@@ -345,7 +350,13 @@ async fn settle(
     now: DateTime<Utc>,
 ) -> Result<payouts::Model, ServiceError> {
     let txn = begin_write(db).await?;
-    scheduled_payout(&txn, payout_id).await?;
+    let payout = scheduled_payout(&txn, payout_id).await?;
+    if payout.user_id == admin.user_id {
+        txn.rollback().await?;
+        return Err(ServiceError::SelfReview(
+            "nobody settles a payout to themselves: another admin must".into(),
+        ));
+    }
     let (status, reference, reason) = match settlement {
         Settlement::Paid(reference) => (PayoutStatus::Paid, Some(reference), None),
         Settlement::Failed(reason) => (PayoutStatus::Failed, None, Some(reason)),
