@@ -101,6 +101,25 @@ enum NicheCommand {
         #[arg(long, value_enum, default_value_t = NicheStatusArg::Open)]
         status: NicheStatusArg,
     },
+    /// Set a niche's agent budget: the monthly limit and the bounties (minor units). What is not
+    /// given keeps its value; the result is printed with this month's spending.
+    Budget {
+        /// The niche.
+        #[arg(long)]
+        slug: String,
+        /// The monthly limit.
+        #[arg(long, conflicts_with = "unlimited")]
+        monthly: Option<i64>,
+        /// No monthly limit.
+        #[arg(long)]
+        unlimited: bool,
+        /// The bounty a question carries when the agent names none.
+        #[arg(long)]
+        bounty: Option<i64>,
+        /// The largest bounty an agent may offer.
+        #[arg(long)]
+        max_bounty: Option<i64>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -217,6 +236,53 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             )
             .await?;
             println!("created niche '{}' (id {})", niche.slug, niche.id);
+            Ok(())
+        }
+        Command::Niche {
+            action:
+                NicheCommand::Budget {
+                    slug,
+                    monthly,
+                    unlimited,
+                    bounty,
+                    max_bounty,
+                },
+        } => {
+            let db = startup::connect_and_migrate(&config).await?;
+            let niche = crate::service::queue::niche_by_slug(&db, &slug).await?;
+            let settings = crate::service::ledger_views::NicheBudget {
+                monthly_budget_minor: match (monthly, unlimited) {
+                    (Some(limit), _) => Some(limit),
+                    (None, true) => None,
+                    (None, false) => niche.monthly_budget_minor,
+                },
+                bounty_minor: bounty.unwrap_or(niche.bounty_minor),
+                max_bounty_minor: max_bounty.unwrap_or(niche.max_bounty_minor),
+            };
+            let view = crate::service::ledger_views::apply_niche_budget(
+                &db,
+                &Actor::Cli,
+                &niche.slug,
+                settings,
+                Utc::now(),
+            )
+            .await?;
+            let limit = view.budget.limit.map_or_else(
+                || "no monthly limit".to_owned(),
+                |l| format!("monthly limit {l}"),
+            );
+            let left = view
+                .budget
+                .remaining()
+                .map_or_else(|| "no limit".to_owned(), |r| r.to_string());
+            println!(
+                "niche '{}': {limit}, bounty {}, largest bounty {}; this month spent {}, reserved {}, left {left}",
+                view.niche.slug,
+                view.niche.bounty_minor,
+                view.niche.max_bounty_minor,
+                view.budget.spent,
+                view.budget.reserved,
+            );
             Ok(())
         }
         Command::User {

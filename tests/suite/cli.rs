@@ -415,3 +415,105 @@ async fn the_flood_tool_reports_the_cap_the_probes_and_the_exit() {
         );
     }
 }
+
+/// `askloop niche budget` sets the monthly limit and bounties, keeps what is not given, prints
+/// where the month stands, and refuses bad amounts with nothing changed.
+#[tokio::test]
+async fn the_cli_sets_a_niche_budget_and_refuses_bad_amounts() {
+    let database = TestDatabase::create(Backend::Sqlite)
+        .await
+        .expect("a database");
+    let url = database.url.clone();
+    let created = run(askloop(
+        &url,
+        &["niche", "create", "--slug", "games", "--name", "Games"],
+    ));
+    assert!(created.status.success(), "{}", stderr(&created));
+    let stored = |url: String| async move {
+        let db = Database::connect(&url).await.expect("connect");
+        let niche = entity::niches::Entity::find()
+            .one(&db)
+            .await
+            .expect("query")
+            .expect("the niche");
+        db.close().await.ok();
+        (
+            niche.monthly_budget_minor,
+            niche.bounty_minor,
+            niche.max_bounty_minor,
+        )
+    };
+
+    let set = run(askloop(
+        &url,
+        &[
+            "niche",
+            "budget",
+            "--slug",
+            "games",
+            "--monthly",
+            "5000",
+            "--bounty",
+            "100",
+            "--max-bounty",
+            "500",
+        ],
+    ));
+    assert!(set.status.success(), "{}", stderr(&set));
+    assert_eq!(
+        String::from_utf8_lossy(&set.stdout).trim(),
+        "niche 'games': monthly limit 5000, bounty 100, largest bounty 500; this month spent 0, reserved 0, left 5000"
+    );
+    assert_eq!(stored(url.clone()).await, (Some(5000), 100, 500));
+
+    let bounty_only = run(askloop(
+        &url,
+        &["niche", "budget", "--slug", "games", "--bounty", "200"],
+    ));
+    assert!(bounty_only.status.success(), "{}", stderr(&bounty_only));
+    assert_eq!(stored(url.clone()).await, (Some(5000), 200, 500));
+    let unlimited = run(askloop(
+        &url,
+        &["niche", "budget", "--slug", "games", "--unlimited"],
+    ));
+    assert!(unlimited.status.success(), "{}", stderr(&unlimited));
+    assert!(String::from_utf8_lossy(&unlimited.stdout).contains("no monthly limit"));
+    assert_eq!(stored(url.clone()).await, (None, 200, 500));
+
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["niche", "budget", "--slug", "games", "--bounty", "600"],
+            "the default bounty cannot be above the largest bounty",
+        ),
+        (
+            &["niche", "budget", "--slug", "games", "--monthly=-1"],
+            "monthlyBudgetMinor cannot be negative",
+        ),
+        (
+            &["niche", "budget", "--slug", "nowhere", "--bounty", "1"],
+            "no niche 'nowhere'",
+        ),
+        (
+            &[
+                "niche",
+                "budget",
+                "--slug",
+                "games",
+                "--monthly",
+                "5",
+                "--unlimited",
+            ],
+            "cannot be used with",
+        ),
+    ];
+    for (args, message) in cases {
+        let output = run(askloop(&url, args));
+        assert!(!output.status.success(), "{args:?}");
+        assert!(
+            stderr(&output).contains(message),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    assert_eq!(stored(url).await, (None, 200, 500));
+}

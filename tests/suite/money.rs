@@ -592,8 +592,33 @@ async fn a_replayed_request_without_an_external_id_stores_and_reserves_once(app:
     assert_eq!(questions, 2);
 }
 
+/// A question without a bounty, answered, still leaves one ledger row: a charge of 0, so the cost
+/// ledger counts every exchange.
+async fn a_free_exchange_leaves_a_zero_charge_in_the_ledger(app: TestApp) {
+    budgeted_niche(&app, "games", Some(1000), 0).await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let (status, body) = ask_with_bounty(&app, "games", "free", 0).await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["question"]["id"].as_i64().expect("an id");
+    assert_eq!(
+        entries(&app, id).await,
+        [],
+        "nothing is reserved for a free question"
+    );
+    let answered = app
+        .graphql(
+            Some(&ana.token),
+            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { points } }",
+            json!({"id": id.to_string()}),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    assert_eq!(entries(&app, id).await, [(BudgetEntryKind::Charge, 0)]);
+}
+
 on_both_backends!(
     fifty_intakes_against_a_budget_for_ten_store_exactly_ten,
+    a_free_exchange_leaves_a_zero_charge_in_the_ledger,
     a_replayed_request_without_an_external_id_stores_and_reserves_once,
     intake_reserves_a_bounty_and_reports_what_is_left,
     a_bounty_over_what_is_left_by_one_unit_is_refused,

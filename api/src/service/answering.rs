@@ -313,6 +313,8 @@ async fn settle(
         )
         .await?;
         budget_audit(txn, &actor, question, "budget.charged", amount, now).await?;
+    } else {
+        budget::record_free_exchange(txn, question.niche_id, question.id, now).await?;
     }
     outbox::enqueue(
         txn,

@@ -10,7 +10,7 @@ use entity::niches;
 use sea_orm::sea_query::{Alias, Expr, Func};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait,
-    NotSet, QueryFilter, QueryOrder, QuerySelect, Statement,
+    NotSet, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Statement,
 };
 
 use crate::domain::ledger::{Budget, month_of, resets_at};
@@ -164,6 +164,34 @@ pub async fn settle<C: ConnectionTrait>(
     )
     .await?;
     Ok(Some(reserved.amount_minor))
+}
+
+/// Record an exchange that cost nothing: a question answered without a bounty leaves a charge
+/// of 0, so the cost ledger counts every exchange. Nothing is written when the question has
+/// entries already (its bounty was settled, or this exchange is recorded).
+pub async fn record_free_exchange<C: ConnectionTrait>(
+    conn: &C,
+    niche_id: i64,
+    question_id: i64,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    let recorded = budget_entries::Entity::find()
+        .filter(budget_entries::Column::QuestionId.eq(question_id))
+        .count(conn)
+        .await?;
+    if recorded > 0 {
+        return Ok(());
+    }
+    append(
+        conn,
+        niche_id,
+        question_id,
+        BudgetEntryKind::Charge,
+        0,
+        month_of(now),
+        now,
+    )
+    .await
 }
 
 /// A niche's budget entries of a month, newest first.

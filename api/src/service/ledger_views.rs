@@ -315,6 +315,18 @@ pub async fn set_niche_budget(
     now: DateTime<Utc>,
 ) -> Result<BudgetView, ServiceError> {
     let admin = access::admin(viewer)?;
+    apply_niche_budget(db, &Actor::User(admin.user_id), slug, settings, now).await
+}
+
+/// Set a niche's monthly budget and bounties as `actor` (the caller has checked who may), audited,
+/// and return its budget.
+pub async fn apply_niche_budget(
+    db: &DatabaseConnection,
+    actor: &Actor,
+    slug: &str,
+    settings: NicheBudget,
+    now: DateTime<Utc>,
+) -> Result<BudgetView, ServiceError> {
     let NicheBudget {
         monthly_budget_minor,
         bounty_minor,
@@ -354,7 +366,7 @@ pub async fn set_niche_budget(
     audit::record(
         &txn,
         AuditEntry {
-            actor: &Actor::User(admin.user_id),
+            actor,
             action: "budget.set",
             subject_type: "niche",
             subject_id: niche.id,
