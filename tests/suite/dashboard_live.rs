@@ -720,3 +720,59 @@ async fn the_revenue_and_budget_pages_show_real_money_and_admins_settle_payouts(
     assert_eq!(stored.amount_minor, 1980);
     assert_eq!(root.eval("typeof window.__pwned").await, json!("undefined"));
 }
+
+/// An admin sets a niche's monthly limit and bounties on the admin page; the card then says where
+/// the month stands, a bounty above the largest is refused with the reason shown, and nothing
+/// else changes.
+#[tokio::test]
+async fn admins_set_a_niche_budget_in_the_browser() {
+    require_built_dashboard();
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    person(&app.db, "root", true).await;
+    let mut root = signed_in(&app, "root", "/admin").await;
+    let month = AdminPage::budget_month("games");
+    root.wait_for(&month, "the budget of games").await;
+    let before = text(&mut root, &format!("{month}.innerText")).await;
+    assert!(before.contains("left no limit"), "{before}");
+
+    AdminPage(&mut root)
+        .set_budget("games", "5000", "100", "500")
+        .await;
+    AdminPage(&mut root)
+        .wait_for_notice("The budget of games is saved.")
+        .await;
+    root.wait_for(
+        &format!("{month} && {month}.innerText.includes('left 5000')"),
+        "the month's standing with the new limit",
+    )
+    .await;
+    let niche = entity::niches::Entity::find()
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the niche");
+    assert_eq!(
+        (
+            niche.monthly_budget_minor,
+            niche.bounty_minor,
+            niche.max_bounty_minor
+        ),
+        (Some(5000), 100, 500)
+    );
+
+    AdminPage(&mut root)
+        .set_budget("games", "5000", "600", "500")
+        .await;
+    let refusal = AdminPage(&mut root).error().await;
+    assert!(
+        refusal.contains("the default bounty cannot be above the largest bounty"),
+        "{refusal}"
+    );
+    let unchanged = entity::niches::Entity::find()
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the niche");
+    assert_eq!(unchanged.bounty_minor, 100);
+}

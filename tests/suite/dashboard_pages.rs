@@ -240,6 +240,24 @@ impl AdminPage<'_> {
         self.0.click(&button_in(&niche, "Add")).await;
     }
 
+    /// Fill niche `slug`'s budget form and save it.
+    pub async fn set_budget(&mut self, slug: &str, monthly: &str, bounty: &str, largest: &str) {
+        let niche = Self::niche(slug);
+        for (label, value) in [
+            ("Monthly limit (minor units; empty for no limit)", monthly),
+            ("Bounty per question", bounty),
+            ("Largest bounty", largest),
+        ] {
+            self.0.fill(&labelled_in(&niche, label), value).await;
+        }
+        self.0.click(&button_in(&niche, "Save budget")).await;
+    }
+
+    /// Where niche `slug`'s budget stands this month, as its card says.
+    pub fn budget_month(slug: &str) -> String {
+        format!("{}.querySelector('[data-budget-month]')", Self::niche(slug))
+    }
+
     /// How many members niche `slug` lists.
     pub async fn member_count(&mut self, slug: &str) -> i64 {
         self.0

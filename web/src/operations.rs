@@ -113,6 +113,10 @@ operations!("graphql/admin.graphql":
     MarkPayoutPaid,
     /// Record that a payout failed; its money is owed again.
     MarkPayoutFailed,
+    /// A niche's budget settings and where this month stands.
+    NicheBudget,
+    /// Set a niche's monthly limit and bounties.
+    SetNicheBudget,
 );
 
 /// The card of a question that arrived live, as the queue's first read shapes it: the same

@@ -13,11 +13,11 @@ use crate::components::time_ago::TimeAgo;
 use crate::live::{self, LiveEvent};
 use crate::operations::{
     AddMember, AdminLedger, AdminOverview, AnomalySignalArrivals, AnomalySignals, MarkPayoutFailed,
-    MarkPayoutPaid, Redeliver, ReinstateMember, RejectContribution, SchedulePayout, SuspendMember,
-    VerifyContribution, VerifyPayoutAddress, add_member, admin_ledger, admin_overview,
-    anomaly_signal_arrivals, anomaly_signals, mark_payout_failed, mark_payout_paid, redeliver,
-    reinstate_member, reject_contribution, schedule_payout, suspend_member, verify_contribution,
-    verify_payout_address,
+    MarkPayoutPaid, NicheBudget, Redeliver, ReinstateMember, RejectContribution, SchedulePayout,
+    SetNicheBudget, SuspendMember, VerifyContribution, VerifyPayoutAddress, add_member,
+    admin_ledger, admin_overview, anomaly_signal_arrivals, anomaly_signals, mark_payout_failed,
+    mark_payout_paid, niche_budget, redeliver, reinstate_member, reject_contribution,
+    schedule_payout, set_niche_budget, suspend_member, verify_contribution, verify_payout_address,
 };
 use crate::vocab::{
     AttemptOutcome, DeliveryStatus, MemberRole, MemberStatus, NicheStatus, PayoutStatus, Severity,
@@ -66,6 +66,12 @@ enum Command {
     MarkFailed {
         id: String,
         reason: String,
+    },
+    SetBudget {
+        slug: String,
+        monthly: Option<i64>,
+        bounty: i64,
+        max_bounty: i64,
     },
 }
 
@@ -123,6 +129,22 @@ impl Command {
             Self::MarkFailed { id, reason } => {
                 api::send::<MarkPayoutFailed>(mark_payout_failed::Variables { id, reason }).await?;
                 "Marked failed: its money is owed again.".to_owned()
+            }
+            Self::SetBudget {
+                slug,
+                monthly,
+                bounty,
+                max_bounty,
+            } => {
+                let done = format!("The budget of {slug} is saved.");
+                api::send::<SetNicheBudget>(set_niche_budget::Variables {
+                    slug,
+                    monthly,
+                    bounty,
+                    max_bounty,
+                })
+                .await?;
+                done
             }
         })
     }
@@ -319,7 +341,99 @@ fn NicheMembers(niche: admin_overview::AdminOverviewAllNiches, act: Act) -> impl
                 </select>
                 <button type="submit" disabled=busy>"Add"</button>
             </form>
+            <BudgetEditor slug=slug act=act/>
         </article>
+    }
+}
+
+/// A whole number of minor units typed into a field, or why not.
+fn minor_units(label: &str, typed: &str) -> Result<i64, String> {
+    typed
+        .trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|n| *n >= 0)
+        .ok_or_else(|| format!("{label} is a whole number of minor units, 0 or more"))
+}
+
+/// A niche's agent budget: where this month stands, and its limit and bounties to edit.
+#[component]
+fn BudgetEditor(slug: String, act: Act) -> impl IntoView {
+    let busy = act.pending();
+    let read_slug = slug.clone();
+    let budget = LocalResource::new(move || {
+        let slug = read_slug.clone();
+        async move { api::run::<NicheBudget>(niche_budget::Variables { slug }).await }
+    });
+    let ids = ["monthly", "bounty", "max-bounty"].map(|field| format!("budget-{field}-{slug}"));
+    let monthly = RwSignal::new(String::new());
+    let bounty = RwSignal::new(String::new());
+    let max_bounty = RwSignal::new(String::new());
+    let problem = RwSignal::new(None::<String>);
+    // The fields start from the stored settings once they are read.
+    Effect::new(move |_| {
+        if let Some(Ok(read)) = budget.get() {
+            let b = read.budget;
+            monthly.set(b.limit_minor.map(|l| l.to_string()).unwrap_or_default());
+            bounty.set(b.bounty_minor.to_string());
+            max_bounty.set(b.max_bounty_minor.to_string());
+        }
+    });
+    let save_slug = slug.clone();
+    let save = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let typed_monthly = monthly.get_untracked();
+        let parsed = (|| {
+            let monthly = match typed_monthly.trim() {
+                "" => None,
+                typed => Some(minor_units("The monthly limit", typed)?),
+            };
+            Ok::<_, String>(Command::SetBudget {
+                slug: save_slug.clone(),
+                monthly,
+                bounty: minor_units("The bounty", &bounty.get_untracked())?,
+                max_bounty: minor_units("The largest bounty", &max_bounty.get_untracked())?,
+            })
+        })();
+        match parsed {
+            Ok(command) => {
+                problem.set(None);
+                act.dispatch(command);
+            }
+            Err(why) => problem.set(Some(why)),
+        }
+    };
+    let standing = move || {
+        budget.get().map(|read| match read {
+            Ok(read) => {
+                let b = read.budget;
+                let left = b
+                    .remaining_minor
+                    .map_or_else(|| "no limit".to_owned(), |r| r.to_string());
+                view! {
+                    <p class="budget-month" data-budget-month="">
+                        "This month: spent "{b.spent_minor}", reserved "{b.reserved_minor}", left "{left}
+                    </p>
+                }
+                .into_any()
+            }
+            Err(err) => view! { <p class="error">{err.to_string()}</p> }.into_any(),
+        })
+    };
+    let [monthly_id, bounty_id, max_id] = ids;
+    view! {
+        <form class="budget-editor" on:submit=save aria-label=format!("Budget of {slug}")>
+            <h4>"Agent budget"</h4>
+            {standing}
+            <label for=monthly_id.clone()>"Monthly limit (minor units; empty for no limit)"</label>
+            <input id=monthly_id type="number" min="0" step="1" inputmode="numeric" prop:value=monthly on:input=move |ev| monthly.set(event_target_value(&ev))/>
+            <label for=bounty_id.clone()>"Bounty per question"</label>
+            <input id=bounty_id type="number" min="0" step="1" required inputmode="numeric" prop:value=bounty on:input=move |ev| bounty.set(event_target_value(&ev))/>
+            <label for=max_id.clone()>"Largest bounty"</label>
+            <input id=max_id type="number" min="0" step="1" required inputmode="numeric" prop:value=max_bounty on:input=move |ev| max_bounty.set(event_target_value(&ev))/>
+            {move || problem.get().map(|why| view! { <p class="error form-error" role="alert">{why}</p> })}
+            <button type="submit" disabled=busy>"Save budget"</button>
+        </form>
     }
 }
 
