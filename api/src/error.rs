@@ -71,8 +71,8 @@ pub enum Conflict {
     /// The caller answered this question already.
     #[error("you have already answered that question")]
     AlreadyAnswered,
-    /// Research came back for a question that is not waiting for it.
-    #[error("that question is not waiting for research")]
+    /// Research came back for a question that is settled or expired.
+    #[error("that question is settled or expired and takes no more research")]
     NotAwaitingResearch,
     /// A review decision does not fit the contribution's status.
     #[error("only {needed} contributions can be {decision}")]

@@ -37,6 +37,8 @@ pub struct Model {
     pub bounty_minor: i64,
     /// How many times research has come back.
     pub research_round: i64,
+    /// The last round whose declines the agent was told about (`expert_question.needs_context`).
+    pub needs_context_round: Option<i64>,
     /// When it stops waiting.
     pub expires_at: DateTimeUtc,
     /// When it arrived.

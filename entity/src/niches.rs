@@ -29,6 +29,9 @@ pub struct Model {
     pub monthly_budget_minor: Option<i64>,
     /// How long a question waits unless it asks otherwise.
     pub default_question_lifetime_secs: i64,
+    /// How many "not enough context" declines in one round tell the agent (or every active
+    /// operator's, when there are fewer).
+    pub declines_to_notify: i64,
     /// When it was made.
     pub created_at: DateTimeUtc,
     /// When it last changed.

@@ -15,6 +15,7 @@ mod m20261129_000006_deliveries;
 mod m20261129_000007_money;
 mod m20261129_000008_payouts;
 mod m20261130_000009_revenue_ids_per_niche;
+mod m20261130_000010_declines_speak;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -32,6 +33,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000007_money::Migration),
             Box::new(m20261129_000008_payouts::Migration),
             Box::new(m20261130_000009_revenue_ids_per_niche::Migration),
+            Box::new(m20261130_000010_declines_speak::Migration),
         ]
     }
 }

@@ -295,22 +295,44 @@ async fn research_coming_back_reopens_the_question_with_its_new_context(app: Tes
         .await
         .expect("query")
         .expect("stored");
-    assert_eq!(
-        row.context.as_deref(),
-        Some("Steam's store page says 1.0 shipped in May.")
+    let context = row.context.unwrap_or_default();
+    // The context it came with, then the findings under a dated heading.
+    assert!(
+        context.starts_with("Steam lists both an early-access date and a 1.0 date.\n\nResearch, "),
+        "{context}"
     );
+    assert!(
+        context.ends_with(" UTC:\nSteam's store page says 1.0 shipped in May."),
+        "{context}"
+    );
+    assert_eq!(row.research_round, 1);
 }
 
-async fn research_for_a_question_not_waiting_for_it_is_a_conflict(app: TestApp) {
-    let (question, _) = research_came_back(&app).await;
+async fn research_for_a_settled_question_is_a_conflict(app: TestApp) {
+    let (question, ana) = research_came_back(&app).await;
+    let answered = app
+        .graphql(
+            Some(&ana.token),
+            ANSWER,
+            answer_input(question, "ANSWERED", Some("ea"), None),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    let before = agent_questions::Entity::find_by_id(question)
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("stored");
     let again = app.post_signed(RESEARCH_RESULTS, &research_for_q_r()).await;
     assert_eq!(again.status(), 409);
+    let body: Value = again.json().await.expect("JSON");
+    assert_eq!(body["reason"], "NOT_AWAITING_RESEARCH", "{body}");
     let row = agent_questions::Entity::find_by_id(question)
         .one(&app.db)
         .await
         .expect("query")
         .expect("stored");
-    assert_eq!(row.status, QuestionStatus::Open, "unchanged");
+    assert_eq!(row, before, "unchanged");
 }
 
 async fn research_for_an_unknown_question_or_without_context_is_refused(app: TestApp) {
@@ -503,7 +525,7 @@ on_both_backends!(
     a_decline_is_replaced_not_doubled_when_the_same_person_answers,
     sending_back_for_research_takes_the_question_from_the_one_who_sent_it,
     research_coming_back_reopens_the_question_with_its_new_context,
-    research_for_a_question_not_waiting_for_it_is_a_conflict,
+    research_for_a_settled_question_is_a_conflict,
     research_for_an_unknown_question_or_without_context_is_refused,
     answering_refuses_an_unknown_question_a_bad_option_or_a_bad_body,
     a_dismissed_question_cannot_be_answered,

@@ -372,12 +372,15 @@ async fn the_flood_tool_reports_the_cap_the_probes_and_the_exit() {
         .expect("a database");
     let output = run(askloop(
         &database.url,
-        &["flood", "--seconds", "2", "--subscribes", "100"],
+        &["flood", "--seconds", "3", "--subscribes", "100"],
     ));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", stderr(&output));
+    // Past the cap it is closed: at the 33rd operation (4429), or sooner (1008) when the burst
+    // outruns the socket's small inbox, as it may on a busy machine.
     assert!(
-        stdout.contains("sent 100 subscribes") && stdout.contains("closed with 4429"),
+        stdout.contains("sent 100 subscribes")
+            && (stdout.contains("closed with 4429") || stdout.contains("closed with 1008")),
         "{stdout}"
     );
     for probe in ["intake", "graphql", "readyz"] {

@@ -8,6 +8,7 @@ mod dashboard;
 mod dashboard_live;
 mod dashboard_navigation;
 mod dashboard_pages;
+mod declines;
 mod delivery;
 mod error_door;
 mod four_eyes;

@@ -123,6 +123,7 @@ pub async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()>
                 }),
                 bounty_minor: Set(0),
                 research_round: Set(0),
+                needs_context_round: Set(None),
                 expires_at: Set(now + chrono::Duration::days(7)),
                 created_at: Set(now),
                 answered_at: Set(None),

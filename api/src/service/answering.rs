@@ -10,11 +10,13 @@ use entity::agent_answers::{self, AnswerKind};
 use entity::agent_questions::{self, QuestionStatus};
 use entity::budget_entries::BudgetEntryKind;
 use entity::contribution_events::{self, ContributionStatus};
+use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::niches;
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
-    DatabaseTransaction, EntityTrait, NotSet, QueryFilter, TryInsertResult,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait,
+    DatabaseConnection, DatabaseTransaction, EntityTrait, NotSet, PaginatorTrait, QueryFilter,
+    TryInsertResult,
 };
 use serde_json::json;
 
@@ -399,6 +401,9 @@ async fn decline(
         now,
     )
     .await?;
+    if valid.kind == Kind::InsufficientContext {
+        tell_if_context_is_needed(txn, question, now).await?;
+    }
     if valid.kind == Kind::NeedsResearch {
         outbox::enqueue(
             txn,
@@ -424,6 +429,86 @@ async fn decline(
         contribution_status: None,
         notice: notice.to_owned(),
     })
+}
+
+/// Declines speak (docs/contract.md#events-for-the-agent): when this round's "not enough context"
+/// declines reach the niche's `declines_to_notify` (or every active operator's, when there are
+/// fewer), the agent is told once per round with `expert_question.needs_context`. The question's
+/// `needs_context_round` is claimed by one conditional update, so declines arriving together tell
+/// it once.
+async fn tell_if_context_is_needed(
+    txn: &DatabaseTransaction,
+    question: &agent_questions::Model,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    let round = question.research_round;
+    let declines = agent_answers::Entity::find()
+        .filter(agent_answers::Column::QuestionId.eq(question.id))
+        .filter(agent_answers::Column::Kind.eq(AnswerKind::InsufficientContext))
+        .filter(agent_answers::Column::ResearchRound.eq(round))
+        .count(txn)
+        .await?;
+    let niche = niche_of(txn, question).await?;
+    let operators = niche_members::Entity::find()
+        .filter(niche_members::Column::NicheId.eq(niche.id))
+        .filter(niche_members::Column::Status.eq(MemberStatus::Active))
+        .filter(niche_members::Column::Role.ne(MemberRole::Observer))
+        .count(txn)
+        .await?;
+    let threshold = niche
+        .declines_to_notify
+        .min(i64::try_from(operators).unwrap_or(i64::MAX))
+        .max(1);
+    if i64::try_from(declines).unwrap_or(i64::MAX) < threshold {
+        return Ok(());
+    }
+    let claimed = agent_questions::Entity::update_many()
+        .col_expr(
+            agent_questions::Column::NeedsContextRound,
+            Expr::value(Some(round)),
+        )
+        .filter(agent_questions::Column::Id.eq(question.id))
+        .filter(
+            Condition::any()
+                .add(agent_questions::Column::NeedsContextRound.is_null())
+                .add(agent_questions::Column::NeedsContextRound.lt(round)),
+        )
+        .exec(txn)
+        .await?;
+    if claimed.rows_affected == 0 {
+        return Ok(());
+    }
+    audit::record(
+        txn,
+        AuditEntry {
+            actor: &Actor::System,
+            action: "question.needs_context",
+            subject_type: "question",
+            subject_id: question.id,
+            niche_id: Some(question.niche_id),
+            detail: json!({ "round": round, "declines": declines }),
+        },
+        now,
+    )
+    .await?;
+    outbox::enqueue(
+        txn,
+        NewEvent {
+            event: EventType::NeedsContext,
+            niche_id: question.niche_id,
+            question_id: Some(question.id),
+            user_id: None,
+            payload: json!({
+                "questionId": question.id,
+                "externalId": question.external_id,
+                "round": round,
+                "declines": declines,
+            }),
+        },
+        now,
+    )
+    .await?;
+    Ok(())
 }
 
 /// The audit row of a bounty's reservation settling (`budget.charged` / `budget.released`).

@@ -113,6 +113,7 @@ pub async fn receive_question(
         status: Set(QuestionStatus::Open),
         bounty_minor: Set(bounty),
         research_round: Set(0),
+        needs_context_round: Set(None),
         expires_at: Set(now + Duration::seconds(lifetime)),
         created_at: Set(now),
         answered_at: Set(None),

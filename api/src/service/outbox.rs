@@ -35,6 +35,8 @@ pub enum EventType {
     QuestionExpired,
     /// A question was dismissed.
     QuestionDismissed,
+    /// Enough people said a question lacks the context to answer it (once per round).
+    NeedsContext,
 }
 
 impl EventType {
@@ -45,6 +47,7 @@ impl EventType {
             EventType::ResearchRequested => "agent.research_requested",
             EventType::QuestionExpired => "expert_question.expired",
             EventType::QuestionDismissed => "expert_question.dismissed",
+            EventType::NeedsContext => "expert_question.needs_context",
         }
     }
 
@@ -55,6 +58,7 @@ impl EventType {
             EventType::ResearchRequested,
             EventType::QuestionExpired,
             EventType::QuestionDismissed,
+            EventType::NeedsContext,
         ]
         .into_iter()
         .find(|e| e.as_str() == name)

@@ -66,7 +66,10 @@ pub fn parse(body: &Value) -> Result<ResearchResult, ServiceError> {
     })
 }
 
-/// Put a researching question back in the queue with its new context.
+/// Research comes back for a waiting question (sent back for research, or still open): its
+/// findings are appended to the context as a dated section (earlier text is never rewritten;
+/// findings that would take the context past its cap are refused), the round advances so those
+/// who declined see it again, and a researching question is open again.
 pub async fn research_returned(
     db: &DatabaseConnection,
     hint: &ChangeHint,
@@ -76,7 +79,7 @@ pub async fn research_returned(
     let niche = find_niche(db, &result.niche)
         .await?
         .ok_or_else(|| ServiceError::NotFound("no such niche".into()))?;
-    let question = agent_questions::Entity::find()
+    let found = agent_questions::Entity::find()
         .filter(agent_questions::Column::NicheId.eq(niche.id))
         .filter(agent_questions::Column::ExternalId.eq(result.external_id.as_str()))
         .one(db)
@@ -88,22 +91,38 @@ pub async fn research_returned(
             ))
         })?;
     let txn = begin_write(db).await?;
+    // Read again in the writing transaction: the section goes after the context as it is now.
+    let question = agent_questions::Entity::find_by_id(found.id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("question vanished")))?;
+    let waiting = [QuestionStatus::Open, QuestionStatus::Researching];
+    if !waiting.contains(&question.status) || question.expires_at <= now {
+        txn.rollback().await?;
+        return Err(Conflict::NotAwaitingResearch.into());
+    }
+    let context = with_findings(question.context.as_deref(), &result.context, now);
+    if char_len(&context) > CONTEXT_MAX {
+        txn.rollback().await?;
+        return Err(ServiceError::BadInput(format!(
+            "with these findings the question's context would pass {CONTEXT_MAX} characters; \
+             send them shorter (earlier findings are never cut)"
+        )));
+    }
     let reopened = agent_questions::Entity::update_many()
         .col_expr(
             agent_questions::Column::Status,
             Expr::value(QuestionStatus::Open),
         )
-        .col_expr(
-            agent_questions::Column::Context,
-            Expr::value(Some(result.context)),
-        )
+        .col_expr(agent_questions::Column::Context, Expr::value(Some(context)))
         .col_expr(
             agent_questions::Column::ResearchRound,
             Expr::col(agent_questions::Column::ResearchRound).add(1),
         )
         .col_expr(agent_questions::Column::UpdatedAt, Expr::value(now))
         .filter(agent_questions::Column::Id.eq(question.id))
-        .filter(agent_questions::Column::Status.eq(QuestionStatus::Researching))
+        .filter(agent_questions::Column::ResearchRound.eq(question.research_round))
+        .filter(agent_questions::Column::Status.is_in(waiting))
         .filter(agent_questions::Column::ExpiresAt.gt(now))
         .exec(&txn)
         .await?;
@@ -133,9 +152,37 @@ pub async fn research_returned(
     Ok(updated)
 }
 
+/// `context` with `findings` appended as a section headed by the time they came back.
+pub fn with_findings(context: Option<&str>, findings: &str, now: DateTime<Utc>) -> String {
+    let heading = format!("Research, {} UTC:", now.format("%Y-%m-%d %H:%M"));
+    match context.filter(|c| !c.trim().is_empty()) {
+        Some(context) => format!("{context}\n\n{heading}\n{findings}"),
+        None => format!("{heading}\n{findings}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn findings_follow_the_context_under_a_dated_heading() {
+        let at = DateTime::parse_from_rfc3339("2026-11-30T14:05:09Z")
+            .expect("a time")
+            .with_timezone(&Utc);
+        assert_eq!(
+            with_findings(Some("Steam says June."), "The publisher says July.", at),
+            "Steam says June.\n\nResearch, 2026-11-30 14:05 UTC:\nThe publisher says July."
+        );
+        assert_eq!(
+            with_findings(None, "Found it.", at),
+            "Research, 2026-11-30 14:05 UTC:\nFound it."
+        );
+        assert_eq!(
+            with_findings(Some("  "), "Found it.", at),
+            "Research, 2026-11-30 14:05 UTC:\nFound it."
+        );
+    }
 
     /// Found by the research property (tests/suite/properties.rs): an external id of any
     /// length was accepted, though no question can have one over 200 characters.
