@@ -776,3 +776,99 @@ async fn admins_set_a_niche_budget_in_the_browser() {
         .expect("the niche");
     assert_eq!(unchanged.bounty_minor, 100);
 }
+
+/// A hostile question cannot break the card: with a 20,000-character context, a 400-character
+/// unbroken word and a right-to-left override in the title, the page never scrolls sideways at
+/// 320, 390 or 1280 px, the Answer button stays within two screens of the card's top, the
+/// override is shown rather than obeyed, line breaks are kept, and the bounty and the time left
+/// are on the card.
+#[tokio::test]
+async fn a_hostile_question_keeps_its_card_readable_at_every_width() {
+    require_built_dashboard();
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    sea_orm::ConnectionTrait::execute_unprepared(
+        &app.db,
+        "UPDATE niches SET bounty_minor = 250, max_bounty_minor = 1000",
+    )
+    .await
+    .expect("a bounty");
+    operator(&app.db, "games", "ana").await;
+    let mut body = question_body("games", "hostile");
+    let word = "W".repeat(400);
+    body["payload"]["title"] = json!("invoice\u{202E}gnp.exe");
+    body["payload"]["question"] = json!(format!("First line\nSecond line {word}"));
+    body["payload"]["context"] = json!(format!("{word}\n{}", "context ".repeat(2_500)));
+    let response = app
+        .post_signed("/api/v1/internal/expert-questions", &body.to_string())
+        .await;
+    assert_eq!(response.status(), 201);
+    let id = response.json::<Value>().await.expect("JSON")["question"]["id"]
+        .as_i64()
+        .expect("an id");
+
+    let mut browser = signed_in(&app, "ana", "/dashboard/niches/games/questions").await;
+    let card = QueuePage::card(id);
+    for (width, height, mobile) in [(320, 640, true), (390, 844, true), (1280, 900, false)] {
+        browser.viewport(width, height, mobile).await;
+        browser.reload().await;
+        QueuePage(&mut browser)
+            .wait_for_card(id, "the hostile card")
+            .await;
+        let wide = browser
+            .eval("document.documentElement.scrollWidth")
+            .await
+            .as_i64()
+            .unwrap_or(-1);
+        let viewport = browser
+            .eval("document.documentElement.clientWidth")
+            .await
+            .as_i64()
+            .unwrap_or(-2);
+        assert_eq!(wide, viewport, "sideways scroll at {width} px");
+        let gap = browser
+            .eval(&format!(
+                "{card}.querySelector('button[data-kind=answered]').getBoundingClientRect().top - {card}.getBoundingClientRect().top"
+            ))
+            .await
+            .as_f64()
+            .unwrap_or(f64::MAX);
+        assert!(
+            gap <= f64::from(2 * height),
+            "the Answer button is {gap} px below the card's top at {width} px"
+        );
+        browser.screenshot(&format!("hostile-card-{width}")).await;
+    }
+    let title = text(
+        &mut browser,
+        &format!("{card}.querySelector('h2').innerText"),
+    )
+    .await;
+    assert_eq!(title, "invoice[U+202E]gnp.exe");
+    let question = text(
+        &mut browser,
+        &format!("{card}.querySelector('.question-text').innerText"),
+    )
+    .await;
+    assert!(
+        question.starts_with("First line\nSecond line"),
+        "{question}"
+    );
+    let meta = text(
+        &mut browser,
+        &format!("{card}.querySelector('.meta').innerText"),
+    )
+    .await;
+    assert!(meta.contains("bounty 2.50 USD"), "{meta}");
+    assert!(meta.contains("expires in"), "{meta}");
+    // The long context opens in full on request.
+    browser
+        .click(&askloop_tests::browser::button_in(&card, "Show all"))
+        .await;
+    browser
+        .wait_for(
+            &format!("!{card}.querySelector('blockquote.collapsed')"),
+            "the whole context",
+        )
+        .await;
+}

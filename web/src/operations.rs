@@ -131,6 +131,8 @@ impl From<queue_changes::QuestionCard> for queue_page::QuestionCard {
             urgency: card.urgency,
             status: card.status,
             created_at: card.created_at,
+            expires_at: card.expires_at,
+            bounty_minor: card.bounty_minor,
             research_round: card.research_round,
             options: card
                 .options

@@ -1,12 +1,67 @@
 //! The question card. The agent's context is untrusted (docs/contract.md#untrusted-context): it
-//! is only ever text inside the labelled blockquote, never markup.
+//! is only ever text inside the labelled blockquote, never markup. Every field the agent wrote
+//! is isolated (`<bdi>`), and the invisible characters that could reorder or hide what a person
+//! reads (bidirectional overrides, zero-width characters) are shown as visible marks instead of
+//! being obeyed.
 
 use leptos::prelude::*;
 
 use crate::api::{self, ErrorCode};
-use crate::components::time_ago::TimeAgo;
+use crate::components::money::money;
+use crate::components::time_ago::{TimeAgo, exact};
 use crate::operations::{AnswerQuestion, answer_question, queue_page::QuestionCard as Question};
 use crate::vocab::{AnswerKind, QuestionStatus, Urgency};
+
+/// `text` with every character that could reorder or hide what is read (bidirectional embeddings,
+/// overrides, isolates and marks; zero-width spaces and joiners; the byte-order mark) replaced by
+/// a visible mark naming it, e.g. `[U+202E]`.
+pub fn visible_controls(text: &str) -> String {
+    let hidden = |c: char| {
+        matches!(
+            c,
+            '\u{061C}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{FEFF}'
+        )
+    };
+    if !text.chars().any(hidden) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if hidden(c) {
+                format!("[U+{:04X}]", u32::from(c))
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// Untrusted text (isolated, invisible characters shown), kept to a few lines when it is long,
+/// with "Show all" to open it; as a blockquote when `tag_quote`.
+#[component]
+fn LongText(text: String, class: &'static str, tag_quote: bool) -> impl IntoView {
+    let long = text.lines().count() > 8 || text.chars().count() > 600;
+    let (expanded, set_expanded) = signal(false);
+    let shown = view! { <bdi>{visible_controls(&text)}</bdi> };
+    let collapsed = move || long && !expanded.get();
+    view! {
+        {if tag_quote {
+            view! { <blockquote class=class class:collapsed=collapsed>{shown}</blockquote> }.into_any()
+        } else {
+            view! { <p class=class class:collapsed=collapsed>{shown}</p> }.into_any()
+        }}
+        {long.then(|| view! {
+            <button type="button" class="secondary small show-all" aria-expanded=move || expanded.get().to_string() on:click=move |_| set_expanded.update(|e| *e = !*e)>
+                {move || if expanded.get() { "Show less" } else { "Show all" }}
+            </button>
+        })}
+    }
+}
 
 /// What acting on a card did: the question, its research round, and the server's result.
 pub type Acted = (String, i64, answer_question::AnswerQuestionAnswerQuestion);
@@ -71,7 +126,7 @@ pub fn QuestionCard(question: Question, fresh: bool, on_done: Callback<Acted>) -
                         on:change=move |_| set_choice.set(Some(value.clone()))
                     />
                     " "
-                    {option.label}
+                    <bdi>{visible_controls(&option.label)}</bdi>
                 </label>
             }
         })
@@ -83,14 +138,19 @@ pub fn QuestionCard(question: Question, fresh: bool, on_done: Callback<Acted>) -
                 <span class=urgency_class>{urgency.to_string()}</span>
                 {fresh.then(|| view! { <span class="badge new">"new"</span> })}
                 {researching.then(|| view! { <span class="badge researching">"sent back for research"</span> })}
+                {(question.bounty_minor > 0).then(|| view! {
+                    <span class="badge bounty" data-bounty=question.bounty_minor.to_string()>"bounty "{money(question.bounty_minor, "USD")}</span>
+                })}
                 <span class="muted">"asked "<TimeAgo at=question.created_at/></span>
+                " · "
+                <span class="muted expires" title=exact(&question.expires_at)>"expires "<TimeAgo at=question.expires_at.clone()/></span>
             </p>
-            <h2>{question.title}</h2>
-            <p class="question-text">{question.question}</p>
+            <h2><bdi>{visible_controls(&question.title)}</bdi></h2>
+            <LongText text=question.question class="question-text" tag_quote=false/>
             {question.context.map(|context| view! {
                 <details class="context" open>
                     <summary>"What the agent found"</summary>
-                    <blockquote>{context}</blockquote>
+                    <LongText text=context class="" tag_quote=true/>
                 </details>
             })}
             <form class="answer" on:submit=|ev| ev.prevent_default() aria-describedby=described_by aria-busy=move || busy.get().to_string()>
@@ -118,5 +178,26 @@ pub fn QuestionCard(question: Question, fresh: bool, on_done: Callback<Acted>) -
                 <p class="muted">"Declining costs nothing: only answer what you know."</p>
             </form>
         </article>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::visible_controls;
+
+    #[test]
+    fn reordering_and_invisible_characters_are_shown_not_obeyed() {
+        assert_eq!(
+            visible_controls("invoice\u{202E}gnp.exe"),
+            "invoice[U+202E]gnp.exe"
+        );
+        assert_eq!(
+            visible_controls("a\u{200B}b\u{2066}c\u{FEFF}"),
+            "a[U+200B]b[U+2066]c[U+FEFF]"
+        );
+        assert_eq!(
+            visible_controls("plain, ünïcode, עברית"),
+            "plain, ünïcode, עברית"
+        );
     }
 }
