@@ -516,6 +516,54 @@ async fn the_tier_history_records_the_rise_and_the_fall(app: TestApp) {
     assert_eq!(history[1].1, 0);
 }
 
+async fn a_dismissal_refuses_a_bad_reason_and_changes_nothing(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let question = app.ask("games", "q-1").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let dismiss =
+        "mutation($id: ID!, $why: String) { dismissQuestion(id: $id, reason: $why) { status } }";
+    for why in ["x".repeat(501), "nul\u{0}inside".to_owned()] {
+        let refused = app
+            .graphql(
+                Some(&ana.token),
+                dismiss,
+                json!({"id": question.to_string(), "why": why}),
+            )
+            .await;
+        assert_eq!(error_code(&refused), Some("BAD_USER_INPUT"), "{refused}");
+    }
+    let row = agent_questions::Entity::find_by_id(question)
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("stored");
+    assert_eq!(row.status, QuestionStatus::Open);
+    let done = app
+        .graphql(
+            Some(&ana.token),
+            dismiss,
+            json!({"id": question.to_string(), "why": "  "}),
+        )
+        .await;
+    assert_eq!(
+        done["data"]["dismissQuestion"]["status"], "DISMISSED",
+        "{done}"
+    );
+    let told = entity::deliveries::Entity::find()
+        .all(&app.db)
+        .await
+        .expect("query")
+        .into_iter()
+        .find(|d| d.event_type == "expert_question.dismissed")
+        .expect("the agent is told");
+    let envelope: Value = serde_json::from_str(&told.body).expect("JSON");
+    assert_eq!(
+        envelope["payload"]["reason"],
+        Value::Null,
+        "a blank reason is none"
+    );
+}
+
 on_both_backends!(
     fifty_operators_answering_at_once_produce_one_winner,
     the_same_person_double_submitting_stores_one_row,
@@ -526,6 +574,7 @@ on_both_backends!(
     sending_back_for_research_takes_the_question_from_the_one_who_sent_it,
     research_coming_back_reopens_the_question_with_its_new_context,
     research_for_a_settled_question_is_a_conflict,
+    a_dismissal_refuses_a_bad_reason_and_changes_nothing,
     research_for_an_unknown_question_or_without_context_is_refused,
     answering_refuses_an_unknown_question_a_bad_option_or_a_bad_body,
     a_dismissed_question_cannot_be_answered,

@@ -871,4 +871,51 @@ async fn a_hostile_question_keeps_its_card_readable_at_every_width() {
             "the whole context",
         )
         .await;
+
+    // Dismissed from the bottom of the page with a reason: the card goes, the notice is in view,
+    // and the agent hears why.
+    browser
+        .eval("window.scrollTo(0, document.documentElement.scrollHeight)")
+        .await;
+    browser
+        .click(&format!("{card}.querySelector('details.dismiss summary')"))
+        .await;
+    browser
+        .fill(
+            &askloop_tests::browser::labelled_in(&card, "Why (optional; the agent is told)"),
+            "Spam from a test run",
+        )
+        .await;
+    browser
+        .click(&askloop_tests::browser::button_in(
+            &card,
+            "Dismiss question",
+        ))
+        .await;
+    QueuePage(&mut browser)
+        .wait_for_card_to_leave(id, "the dismissed card to leave")
+        .await;
+    browser
+        .wait_for(
+            &role("status", "Dismissed. Nobody will be asked about it again."),
+            "the notice",
+        )
+        .await;
+    let in_view = browser
+        .eval(
+            "(() => { const r = document.querySelector('.acted .notice').getBoundingClientRect(); \
+             return r.top >= 0 && r.bottom <= window.innerHeight; })()",
+        )
+        .await;
+    assert_eq!(in_view, json!(true), "the notice is in view");
+    let told = entity::deliveries::Entity::find()
+        .all(&app.db)
+        .await
+        .expect("query")
+        .into_iter()
+        .find(|d| d.event_type == "expert_question.dismissed")
+        .expect("the agent is told");
+    let envelope: Value = serde_json::from_str(&told.body).expect("JSON");
+    assert_eq!(envelope["payload"]["reason"], "Spam from a test run");
+    assert_eq!(envelope["payload"]["dismissedBy"], "ana");
 }

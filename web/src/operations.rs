@@ -73,6 +73,8 @@ operations!("graphql/queue.graphql":
     QueueChanges,
     /// Answer, decline or send back a question.
     AnswerQuestion,
+    /// Close a question nobody should answer, with an optional reason for the agent.
+    DismissQuestion,
 );
 
 operations!("graphql/revenue.graphql":

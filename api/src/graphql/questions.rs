@@ -127,8 +127,14 @@ impl QuestionMutation {
         })
     }
 
-    /// "Not worth anybody's time": close a waiting question without an answer.
-    async fn dismiss_question(&self, ctx: &Context<'_>, id: ID) -> Result<Question> {
+    /// "Not worth anybody's time": close a waiting question without an answer, optionally saying
+    /// why (at most 500 characters; the agent receives it).
+    async fn dismiss_question(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+        reason: Option<String>,
+    ) -> Result<Question> {
         let db = ctx.data::<DatabaseConnection>()?;
         let caller = caller_of(ctx)?;
         access::signed_in(caller.viewer()).gql()?;
@@ -138,6 +144,7 @@ impl QuestionMutation {
             &super::hint(ctx),
             caller.viewer(),
             question_id(&id).gql()?,
+            reason.as_deref(),
             Utc::now(),
         )
         .await

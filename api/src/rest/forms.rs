@@ -36,6 +36,8 @@ pub struct AnswerForm {
 pub struct DismissForm {
     /// Where to return.
     next: Option<String>,
+    /// Why, for the agent (optional).
+    reason: Option<String>,
 }
 
 /// `next` if it is a path on this site; otherwise the dashboard. Rejects `//host`, `/\host`,
@@ -140,6 +142,7 @@ pub async fn dismiss(
             &state.hint(),
             caller.viewer(),
             question_id,
+            form.reason.as_deref(),
             Utc::now(),
         )
         .await?;

@@ -584,16 +584,40 @@ async fn store_answer(
     }
 }
 
+/// The longest reason for a dismissal, in characters.
+pub const DISMISS_REASON_MAX: usize = 500;
+
+/// A dismissal's reason as given: trimmed, empty as none; refused when too long or holding
+/// control characters.
+fn dismiss_reason(reason: Option<&str>) -> Result<Option<String>, ServiceError> {
+    let Some(reason) = reason.map(str::trim).filter(|r| !r.is_empty()) else {
+        return Ok(None);
+    };
+    if crate::domain::text::char_len(reason) > DISMISS_REASON_MAX {
+        return Err(ServiceError::BadInput(format!(
+            "a reason is at most {DISMISS_REASON_MAX} characters"
+        )));
+    }
+    if crate::domain::text::control_character_at(&serde_json::Value::from(reason)).is_some() {
+        return Err(ServiceError::BadInput(
+            "the reason contains a control character (only tab and line breaks are allowed)".into(),
+        ));
+    }
+    Ok(Some(reason.to_owned()))
+}
+
 /// "Not worth anybody's time": an active non-observer member or an admin closes a waiting
-/// question without an answer. No points.
+/// question without an answer, optionally saying why (the agent hears the reason). No points.
 pub async fn dismiss_question(
     db: &DatabaseConnection,
     hint: &ChangeHint,
     viewer: Option<&Viewer>,
     question_id: i64,
+    reason: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<agent_questions::Model, ServiceError> {
     let viewer = access::signed_in(viewer)?;
+    let reason = dismiss_reason(reason)?;
     let question = find_question(db, question_id).await?;
     if !is_waiting(&question, now) {
         return Err(not_waiting(&question));
@@ -629,7 +653,7 @@ pub async fn dismiss_question(
             subject_type: "question",
             subject_id: question.id,
             niche_id: Some(question.niche_id),
-            detail: json!({}),
+            detail: json!({ "reason": reason }),
         },
         now,
     )
@@ -649,6 +673,7 @@ pub async fn dismiss_question(
                 "questionId": question.id,
                 "externalId": question.external_id,
                 "dismissedBy": viewer.handle,
+                "reason": reason,
             }),
         },
         now,

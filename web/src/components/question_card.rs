@@ -9,7 +9,10 @@ use leptos::prelude::*;
 use crate::api::{self, ErrorCode};
 use crate::components::money::money;
 use crate::components::time_ago::{TimeAgo, exact};
-use crate::operations::{AnswerQuestion, answer_question, queue_page::QuestionCard as Question};
+use crate::operations::{
+    AnswerQuestion, DismissQuestion, answer_question, dismiss_question,
+    queue_page::QuestionCard as Question,
+};
 use crate::vocab::{AnswerKind, QuestionStatus, Urgency};
 
 /// `text` with every character that could reorder or hide what is read (bidirectional embeddings,
@@ -66,11 +69,20 @@ fn LongText(text: String, class: &'static str, tag_quote: bool) -> impl IntoView
 /// What acting on a card did: the question, its research round, and the server's result.
 pub type Acted = (String, i64, answer_question::AnswerQuestionAnswerQuestion);
 
-/// One waiting question with the three ways to act on it, through the `answerQuestion` mutation.
-/// A refusal is shown next to the form and nothing typed is lost; on success `on_done` hears it.
+/// One waiting question with the three ways to act on it, through the `answerQuestion` mutation,
+/// and a Dismiss control (`dismissQuestion`, with an optional reason for the agent). A refusal is
+/// shown next to the form and nothing typed is lost; on success `on_done` (or `on_dismissed`,
+/// with the question's id) hears it.
 #[component]
-pub fn QuestionCard(question: Question, fresh: bool, on_done: Callback<Acted>) -> impl IntoView {
+pub fn QuestionCard(
+    question: Question,
+    fresh: bool,
+    on_done: Callback<Acted>,
+    on_dismissed: Callback<String>,
+) -> impl IntoView {
     let id = question.id.clone();
+    let dismiss_id = question.id.clone();
+    let reason_id = format!("dismiss-reason-{id}");
     let round = question.research_round;
     let body_id = format!("body-{id}");
     let error_id = format!("error-{id}");
@@ -110,7 +122,23 @@ pub fn QuestionCard(question: Question, fresh: bool, on_done: Callback<Acted>) -
             }
         }
     });
-    let busy = act.pending();
+    let (reason, set_reason) = signal(String::new());
+    let dismiss = Action::new_local(move |_: &()| {
+        let id = dismiss_id.clone();
+        let reason = Some(reason.get_untracked()).filter(|r| !r.trim().is_empty());
+        async move {
+            set_error.set(None);
+            let variables = dismiss_question::Variables {
+                id: id.clone(),
+                reason,
+            };
+            match api::send::<DismissQuestion>(variables).await {
+                Ok(()) => on_dismissed.run(id),
+                Err(err) => set_error.set(Some(err.to_string())),
+            }
+        }
+    });
+    let busy = Signal::derive(move || act.pending().get() || dismiss.pending().get());
 
     let options = question
         .options
@@ -176,6 +204,12 @@ pub fn QuestionCard(question: Question, fresh: bool, on_done: Callback<Acted>) -
                     <button type="button" data-kind="needs_research" class="secondary" disabled=busy on:click=move |_| { act.dispatch(AnswerKind::NeedsResearch); }>"Ask the agent to research more"</button>
                 </div>
                 <p class="muted">"Declining costs nothing: only answer what you know."</p>
+                <details class="dismiss">
+                    <summary>"Dismiss…"</summary>
+                    <label for=reason_id.clone()>"Why (optional; the agent is told)"</label>
+                    <input id=reason_id type="text" maxlength="500" prop:value=reason on:input=move |ev| set_reason.set(event_target_value(&ev))/>
+                    <button type="button" class="secondary" data-kind="dismiss" disabled=busy on:click=move |_| { dismiss.dispatch(()); }>"Dismiss question"</button>
+                </details>
             </form>
         </article>
     }

@@ -186,14 +186,26 @@ pub fn QueuePage(slug: String) -> impl IntoView {
         acted_notice.set(Some((result.notice, points)));
     });
 
+    let on_dismissed = Callback::new(move |id: String| {
+        cards.update(|list| list.retain(|c| c.question.id != id));
+        acted_notice.set(Some((
+            "Dismissed. Nobody will be asked about it again.".to_owned(),
+            None,
+        )));
+    });
+
     view! {
         <main>
             <p><A href="/dashboard/niches">"← Your niches"</A></p>
             <Notice/>
-            {move || acted_notice.get().map(|(notice, points)| view! {
-                <p class="notice" role="status">{notice}</p>
-                {points.map(|p| view! { <p class="points muted">{p}</p> })}
-            })}
+            // What the last action did stays in view (it sticks to the top while the person is
+            // deep in the queue) and is announced.
+            <div class="acted" aria-live="polite">
+                {move || acted_notice.get().map(|(notice, points)| view! {
+                    <p class="notice" role="status">{notice}</p>
+                    {points.map(|p| view! { <p class="points muted">{p}</p> })}
+                })}
+            </div>
             <Loaded loading="Loading the queue…" forbidden="Only the niche's active members see its questions">
                 {move || queue.get().map(|result| result.map(|name| match name {
                     None => view! { <h1>"No such niche"</h1> }.into_any(),
@@ -208,7 +220,7 @@ pub fn QueuePage(slug: String) -> impl IntoView {
                                 <For
                                     each=move || cards.get()
                                     key=|card| (card.question.id.clone(), card.question.research_round, card.question.status.clone())
-                                    children=move |card| view! { <QuestionCard question=card.question fresh=card.fresh on_done=on_done/> }
+                                    children=move |card| view! { <QuestionCard question=card.question fresh=card.fresh on_done=on_done on_dismissed=on_dismissed/> }
                                 />
                             </Show>
                         </section>
