@@ -24,3 +24,4 @@ mod query_limits;
 mod queue;
 mod sign_in;
 mod signing_vectors;
+mod verdicts;

@@ -4,10 +4,11 @@ use chrono::{DateTime, Utc};
 use entity::contribution_events::{self, ContributionStatus};
 use entity::niche_members::{self, MemberStatus};
 use entity::niches::{self, NicheStatus};
+use entity::{agent_answers, agent_questions};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet,
-    QueryFilter,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DatabaseTransaction,
+    EntityTrait, NotSet, QueryFilter,
 };
 use serde_json::json;
 
@@ -18,6 +19,7 @@ use crate::service::access::{self, Viewer};
 use crate::service::accounts::user_by_handle;
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::niches::NewNiche;
+use crate::service::outbox::{self, EventType, NewEvent};
 use crate::service::queue::niche_by_slug;
 use crate::service::{accounts, niches as niche_service, scores, standing};
 
@@ -291,12 +293,71 @@ pub async fn review(
         now,
     )
     .await?;
+    tell_the_agent_the_verdict(&txn, &event, decision, note.as_deref(), now).await?;
     let updated = contribution_events::Entity::find_by_id(event.id)
         .one(&txn)
         .await?
         .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("contribution vanished")))?;
     txn.commit().await?;
     Ok(updated)
+}
+
+/// The verdict travels with the answer (docs/contract.md#events-for-the-agent): when the
+/// contribution reviewed is an answer to an agent's question, the agent hears
+/// `expert_answer.verified`, or `expert_answer.rejected` with the note and the review it had.
+async fn tell_the_agent_the_verdict(
+    txn: &DatabaseTransaction,
+    event: &contribution_events::Model,
+    decision: Decision,
+    note: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    let Some(answer) = agent_answers::Entity::find()
+        .filter(agent_answers::Column::ContributionEventId.eq(event.id))
+        .one(txn)
+        .await?
+    else {
+        return Ok(());
+    };
+    let Some(question) = agent_questions::Entity::find_by_id(answer.question_id)
+        .one(txn)
+        .await?
+    else {
+        return Ok(());
+    };
+    let (kind, payload) = match decision {
+        Decision::Verify => (
+            EventType::AnswerVerified,
+            json!({
+                "questionId": question.id,
+                "externalId": question.external_id,
+                "answerId": answer.id,
+            }),
+        ),
+        Decision::Reject | Decision::Reverse => (
+            EventType::AnswerRejected,
+            json!({
+                "questionId": question.id,
+                "externalId": question.external_id,
+                "answerId": answer.id,
+                "note": note,
+                "previousReview": if decision == Decision::Reject { "pending" } else { "verified" },
+            }),
+        ),
+    };
+    outbox::enqueue(
+        txn,
+        NewEvent {
+            event: kind,
+            niche_id: question.niche_id,
+            question_id: Some(question.id),
+            user_id: None,
+            payload,
+        },
+        now,
+    )
+    .await?;
+    Ok(())
 }
 
 /// Record a manual adjustment (0..=500 points, verified at once) for a member of a niche.

@@ -328,9 +328,17 @@ async fn settle(
             payload: json!({
                 "questionId": question.id,
                 "externalId": question.external_id,
+                "answerId": answer.id,
                 "answer": valid.body,
                 "optionId": valid.option_id,
+                "optionLabel": valid.option_id.as_deref().and_then(|chosen| {
+                    options_of(question)
+                        .into_iter()
+                        .find(|o| o.id == chosen)
+                        .map(|o| o.label)
+                }),
                 "answeredBy": viewer.handle,
+                "review": if verified { "verified" } else { "pending" },
             }),
         },
         now,

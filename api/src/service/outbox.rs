@@ -37,6 +37,10 @@ pub enum EventType {
     QuestionDismissed,
     /// Enough people said a question lacks the context to answer it (once per round).
     NeedsContext,
+    /// An admin verified a pending answer.
+    AnswerVerified,
+    /// An admin rejected a pending answer or reversed a verified one.
+    AnswerRejected,
 }
 
 impl EventType {
@@ -48,6 +52,8 @@ impl EventType {
             EventType::QuestionExpired => "expert_question.expired",
             EventType::QuestionDismissed => "expert_question.dismissed",
             EventType::NeedsContext => "expert_question.needs_context",
+            EventType::AnswerVerified => "expert_answer.verified",
+            EventType::AnswerRejected => "expert_answer.rejected",
         }
     }
 
@@ -59,6 +65,8 @@ impl EventType {
             EventType::QuestionExpired,
             EventType::QuestionDismissed,
             EventType::NeedsContext,
+            EventType::AnswerVerified,
+            EventType::AnswerRejected,
         ]
         .into_iter()
         .find(|e| e.as_str() == name)

@@ -1,0 +1,95 @@
+//! The verdict travels with the answer: the agent's `expert_answer.created` says which answer,
+//! which option (by label) and whether it is verified or pending review; verifying it sends
+//! `expert_answer.verified`, rejecting or reversing it `expert_answer.rejected` with the note.
+
+use askloop_tests::fixtures::open_niche;
+use askloop_tests::people::{operator, person};
+use askloop_tests::{TestApp, on_both_backends};
+use entity::{contribution_events, deliveries};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+use serde_json::{Value, json};
+
+/// The payloads of the events of `kind` queued for the agent, oldest first.
+async fn told(app: &TestApp, kind: &str) -> Vec<Value> {
+    deliveries::Entity::find()
+        .filter(deliveries::Column::EventType.eq(kind))
+        .order_by_asc(deliveries::Column::Id)
+        .all(&app.db)
+        .await
+        .expect("query")
+        .into_iter()
+        .map(|d| serde_json::from_str::<Value>(&d.body).expect("JSON")["payload"].clone())
+        .collect()
+}
+
+async fn answer(app: &TestApp, token: &str, question: i64) {
+    let body = app
+        .graphql(
+            Some(token),
+            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\", body: \"It is the early-access date.\"}) { points } }",
+            json!({"id": question.to_string()}),
+        )
+        .await;
+    assert!(body["errors"].is_null(), "{body}");
+}
+
+async fn review(app: &TestApp, token: &str, mutation: &str, note: Option<&str>) {
+    let id = contribution_events::Entity::find()
+        .order_by_desc(contribution_events::Column::Id)
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("a contribution")
+        .id;
+    let body = app
+        .graphql(
+            Some(token),
+            &format!("mutation($id: ID!, $note: String) {{ {mutation}(id: $id, note: $note) {{ status }} }}"),
+            json!({"id": id.to_string(), "note": note}),
+        )
+        .await;
+    assert!(body["errors"].is_null(), "{body}");
+}
+
+async fn a_pending_answer_reaches_the_agent_as_pending_and_then_its_verdicts(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let root = person(&app.db, "root", true).await;
+    let first = app.ask("games", "q-1").await;
+    answer(&app, &ana.token, first).await;
+    let created = told(&app, "expert_answer.created").await;
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0]["review"], "pending");
+    assert_eq!(created[0]["optionId"], "ea");
+    assert_eq!(created[0]["optionLabel"], "Early access");
+    assert_eq!(created[0]["questionId"], first);
+    let answer_id = created[0]["answerId"].clone();
+    assert!(answer_id.is_i64(), "{}", created[0]);
+
+    review(&app, &root.token, "verifyContribution", None).await;
+    assert_eq!(
+        told(&app, "expert_answer.verified").await,
+        [json!({"questionId": first, "externalId": "q-1", "answerId": answer_id})]
+    );
+    review(
+        &app,
+        &root.token,
+        "reverseContribution",
+        Some("The date moved."),
+    )
+    .await;
+
+    let second = app.ask("games", "q-2").await;
+    answer(&app, &ana.token, second).await;
+    review(&app, &root.token, "rejectContribution", Some("A guess.")).await;
+    let rejected = told(&app, "expert_answer.rejected").await;
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
+    assert_eq!(rejected[0]["questionId"], first);
+    assert_eq!(rejected[0]["note"], "The date moved.");
+    assert_eq!(rejected[0]["previousReview"], "verified");
+    assert_eq!(rejected[1]["questionId"], second);
+    assert_eq!(rejected[1]["note"], "A guess.");
+    assert_eq!(rejected[1]["previousReview"], "pending");
+}
+
+on_both_backends!(a_pending_answer_reaches_the_agent_as_pending_and_then_its_verdicts);
