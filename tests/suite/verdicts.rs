@@ -66,7 +66,33 @@ async fn a_pending_answer_reaches_the_agent_as_pending_and_then_its_verdicts(app
     let answer_id = created[0]["answerId"].clone();
     assert!(answer_id.is_i64(), "{}", created[0]);
 
+    // The lookup route and GraphQL show where the answer is in review.
+    let looked = app
+        .post_signed(
+            "/api/v1/internal/expert-questions/lookup",
+            &json!({"nicheSlug": "games", "externalIds": ["q-1"]}).to_string(),
+        )
+        .await;
+    assert_eq!(looked.status(), 200);
+    let looked: Value = looked.json().await.expect("JSON");
+    assert_eq!(
+        looked["questions"][0]["answer"]["review"], "pending",
+        "{looked}"
+    );
+    assert_eq!(looked["questions"][0]["answer"]["answerId"], answer_id);
+
     review(&app, &root.token, "verifyContribution", None).await;
+    let graphql = app
+        .graphql(
+            Some(&root.token),
+            "query($id: ID!) { question(id: $id) { answers { review } } }",
+            json!({"id": first.to_string()}),
+        )
+        .await;
+    assert_eq!(
+        graphql["data"]["question"]["answers"][0]["review"], "VERIFIED",
+        "{graphql}"
+    );
     assert_eq!(
         told(&app, "expert_answer.verified").await,
         [json!({"questionId": first, "externalId": "q-1", "answerId": answer_id})]

@@ -119,7 +119,7 @@ impl QuestionMutation {
             .map(|v| v.handle.clone())
             .unwrap_or_default();
         Ok(AnswerResult {
-            answer: Answer::from_model(outcome.answer, handle),
+            answer: Answer::from_model(outcome.answer, handle, outcome.contribution_status),
             question: outcome.question.into(),
             points: outcome.points,
             contribution_status: outcome.contribution_status.map(Into::into),

@@ -351,11 +351,17 @@ impl Question {
         let handles = names::handles(db, answers.iter().map(|a| a.user_id))
             .await
             .gql()?;
+        let reviews = queue::reviews_of(db, answers.iter().filter_map(|a| a.contribution_event_id))
+            .await
+            .gql()?;
         Ok(answers
             .into_iter()
             .map(|a| {
                 let handle = handles.get(&a.user_id).cloned().unwrap_or_default();
-                Answer::from_model(a, handle)
+                let review = a
+                    .contribution_event_id
+                    .and_then(|c| reviews.get(&c).copied());
+                Answer::from_model(a, handle, review)
             })
             .collect())
     }
@@ -387,6 +393,9 @@ pub struct Answer {
     pub body: Option<String>,
     /// Who gave it.
     pub answered_by: String,
+    /// Where the answer is in review: `VERIFIED` (the answerer is trusted, or an admin checked
+    /// it), `PENDING`, `REJECTED` or `REVERSED`; none for a decline.
+    pub review: Option<ContributionStatus>,
     /// When.
     pub created_at: DateTime<Utc>,
     /// When it last changed.
@@ -394,14 +403,19 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// From a stored answer and its author's handle.
-    pub fn from_model(a: agent_answers::Model, handle: String) -> Self {
+    /// From a stored answer, its author's handle and its contribution's review state.
+    pub fn from_model(
+        a: agent_answers::Model,
+        handle: String,
+        review: Option<entity::contribution_events::ContributionStatus>,
+    ) -> Self {
         Self {
             id: ID(a.id.to_string()),
             kind: a.kind.into(),
             option_id: a.option_id,
             body: a.body,
             answered_by: handle,
+            review: review.map(Into::into),
             created_at: a.created_at,
             updated_at: a.updated_at,
         }

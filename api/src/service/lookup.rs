@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use entity::agent_answers::{self, AnswerKind};
 use entity::agent_questions::{self, QuestionStatus};
+use entity::contribution_events::ContributionStatus;
 use entity::niches;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
@@ -144,13 +145,24 @@ pub async fn lookup(
     Ok(render(&lookup.external_ids, &found))
 }
 
-type Found = HashMap<
-    String,
-    (
-        agent_questions::Model,
-        Option<(agent_answers::Model, String)>,
-    ),
->;
+type Found = HashMap<String, (agent_questions::Model, Option<FoundAnswer>)>;
+
+/// A question's winning answer with who gave it and where it is in review.
+struct FoundAnswer {
+    answer: agent_answers::Model,
+    handle: String,
+    review: &'static str,
+}
+
+/// A review state as the contract spells it.
+fn review_word(status: ContributionStatus) -> &'static str {
+    match status {
+        ContributionStatus::Pending => "pending",
+        ContributionStatus::Verified => "verified",
+        ContributionStatus::Rejected => "rejected",
+        ContributionStatus::Reversed => "reversed",
+    }
+}
 
 async fn read(
     db: &DatabaseConnection,
@@ -173,11 +185,27 @@ async fn read(
         .all(db)
         .await?;
     let handles = crate::service::names::handles(db, answers.iter().map(|a| a.user_id)).await?;
-    let mut by_question: HashMap<i64, (agent_answers::Model, String)> = answers
+    let reviews = crate::service::queue::reviews_of(
+        db,
+        answers.iter().filter_map(|a| a.contribution_event_id),
+    )
+    .await?;
+    let mut by_question: HashMap<i64, FoundAnswer> = answers
         .into_iter()
-        .map(|a| {
-            let handle = handles.get(&a.user_id).cloned().unwrap_or_default();
-            (a.question_id, (a, handle))
+        .map(|answer| {
+            let handle = handles.get(&answer.user_id).cloned().unwrap_or_default();
+            let review = answer
+                .contribution_event_id
+                .and_then(|c| reviews.get(&c))
+                .map_or("verified", |status| review_word(*status));
+            (
+                answer.question_id,
+                FoundAnswer {
+                    answer,
+                    handle,
+                    review,
+                },
+            )
         })
         .collect();
     Ok(questions
@@ -202,11 +230,13 @@ fn render(external_ids: &[String], found: &Found) -> Value {
                 "status": q.status,
                 "expiresAt": q.expires_at,
                 "answeredAt": q.answered_at,
-                "answer": answer.as_ref().map(|(a, handle)| json!({
-                    "optionId": a.option_id,
-                    "body": a.body,
-                    "answeredBy": handle,
-                    "createdAt": a.created_at,
+                "answer": answer.as_ref().map(|found| json!({
+                    "answerId": found.answer.id,
+                    "optionId": found.answer.option_id,
+                    "body": found.answer.body,
+                    "answeredBy": found.handle,
+                    "createdAt": found.answer.created_at,
+                    "review": found.review,
                 })),
             }),
         })

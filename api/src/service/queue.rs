@@ -5,6 +5,9 @@
 
 use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, QuestionStatus};
+use std::collections::HashMap;
+
+use entity::contribution_events::{self, ContributionStatus};
 use entity::{agent_answers, audit_log, niches};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{
@@ -294,6 +297,24 @@ pub async fn answers_of(
         .order_by_asc(agent_answers::Column::Id)
         .all(db)
         .await?)
+}
+
+/// The review state of the answers whose contributions are `contribution_ids`, by contribution.
+pub async fn reviews_of<C: ConnectionTrait>(
+    conn: &C,
+    contribution_ids: impl IntoIterator<Item = i64>,
+) -> Result<HashMap<i64, ContributionStatus>, ServiceError> {
+    let ids: Vec<i64> = contribution_ids.into_iter().collect();
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    Ok(contribution_events::Entity::find()
+        .filter(contribution_events::Column::Id.is_in(ids))
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|c| (c.id, c.status))
+        .collect())
 }
 
 /// A question's timeline: its audit entries, oldest first.
