@@ -22,6 +22,7 @@ mod agent;
 mod bench_queue;
 mod flood;
 mod loadgen;
+mod seed;
 
 /// askloop: agents ask the questions they cannot settle; the people who have done the job answer.
 ///

@@ -7,20 +7,11 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use clap::Args;
 use entity::agent_questions::{self, QuestionStatus, Urgency};
-use entity::niche_members::MemberRole;
-use entity::niches::NicheStatus;
 use sea_orm::{ActiveValue::Set, DbBackend, EntityTrait, NotSet};
 use serde_json::json;
 
 use crate::config::Config;
-use crate::domain::handle::Handle;
-use crate::domain::slug::Slug;
-use crate::live::ChangeHint;
-use crate::service::accounts::{self, NewUser, new_token};
-use crate::service::audit::Actor;
-use crate::service::niches::{NewNiche, create_niche};
 use crate::service::queue::{self, Cursor};
-use crate::service::sessions;
 use crate::startup::{self, Application};
 
 /// Arguments of `askloop bench-queue`.
@@ -46,47 +37,10 @@ pub async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()>
         DbBackend::Postgres => "postgres",
         _ => "sqlite",
     };
-    let run_id: String = new_token("").chars().take(8).collect();
-    let slug = format!("bench-{run_id}");
+    let seeded = super::seed::niche_with_operator(&db, "bench", "Queue benchmark").await?;
+    let (niche, token) = (seeded.niche, seeded.token);
+    let slug = niche.slug.clone();
     let now = Utc::now();
-    let niche = create_niche(
-        &db,
-        NewNiche {
-            slug: Slug::parse(&slug)?,
-            name: "Queue benchmark".into(),
-            status: NicheStatus::Open,
-        },
-        &Actor::Cli,
-        now,
-    )
-    .await?;
-    let handle = format!("bench-{run_id}");
-    let password = new_token("");
-    accounts::create_user(
-        &db,
-        NewUser {
-            handle: handle.clone(),
-            email: format!("{handle}@askloop.invalid"),
-            password: password.clone(),
-            admin: false,
-        },
-        &Actor::Cli,
-        now,
-    )
-    .await?;
-    accounts::add_member(
-        &db,
-        &ChangeHint::none(),
-        &slug,
-        &handle,
-        MemberRole::Operator,
-        &Actor::Cli,
-        now,
-    )
-    .await?;
-    let token = sessions::login(&db, &Handle::parse(&handle)?, &password, now)
-        .await?
-        .token;
 
     let filling = Instant::now();
     let urgencies = [

@@ -15,8 +15,6 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use clap::Args;
-use entity::niche_members::MemberRole;
-use entity::niches::NicheStatus;
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
@@ -24,14 +22,8 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 
 use crate::config::Config;
-use crate::domain::handle::Handle;
 use crate::domain::signing::{SIGNATURE_HEADER, sign};
-use crate::domain::slug::Slug;
-use crate::live::ChangeHint;
-use crate::service::accounts::{self, NewUser, new_token};
-use crate::service::audit::Actor;
-use crate::service::niches::{NewNiche, create_niche};
-use crate::service::sessions;
+use crate::service::accounts::new_token;
 use crate::startup;
 
 /// Arguments of `askloop flood`.
@@ -260,47 +252,8 @@ fn given_target(url: &str, args: &FloodArgs) -> anyhow::Result<Target> {
 /// SIGTERM reaches it as it would in production.
 async fn start_target(config: &Config) -> anyhow::Result<Target> {
     let db = startup::connect_and_migrate(config).await?;
-    let run_id: String = new_token("").chars().take(8).collect();
-    let slug = format!("flood-{run_id}");
-    let now = Utc::now();
-    create_niche(
-        &db,
-        NewNiche {
-            slug: Slug::parse(&slug)?,
-            name: "Flood".into(),
-            status: NicheStatus::Open,
-        },
-        &Actor::Cli,
-        now,
-    )
-    .await?;
-    let handle = format!("flood-{run_id}");
-    let password = new_token("");
-    accounts::create_user(
-        &db,
-        NewUser {
-            handle: handle.clone(),
-            email: format!("{handle}@askloop.invalid"),
-            password: password.clone(),
-            admin: false,
-        },
-        &Actor::Cli,
-        now,
-    )
-    .await?;
-    accounts::add_member(
-        &db,
-        &ChangeHint::none(),
-        &slug,
-        &handle,
-        MemberRole::Operator,
-        &Actor::Cli,
-        now,
-    )
-    .await?;
-    let token = sessions::login(&db, &Handle::parse(&handle)?, &password, now)
-        .await?
-        .token;
+    let seeded = super::seed::niche_with_operator(&db, "flood", "Flood").await?;
+    let (slug, token) = (seeded.niche.slug, seeded.token);
     db.close().await.ok();
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")?

@@ -1,0 +1,74 @@
+//! What the measuring commands (`bench-queue`, `flood`) start from: a fresh open niche and an
+//! operator of it, signed in.
+
+use chrono::Utc;
+use entity::niche_members::MemberRole;
+use entity::niches::{self, NicheStatus};
+use sea_orm::DatabaseConnection;
+
+use crate::domain::handle::Handle;
+use crate::domain::slug::Slug;
+use crate::live::ChangeHint;
+use crate::service::accounts::{self, NewUser, new_token};
+use crate::service::audit::Actor;
+use crate::service::niches::{NewNiche, create_niche};
+use crate::service::sessions;
+
+/// A fresh niche and its operator.
+pub struct Seeded {
+    /// The niche (its slug is `<prefix>-<run id>`).
+    pub niche: niches::Model,
+    /// The operator's session token.
+    pub token: String,
+}
+
+/// Create an open niche named `name` with slug `<prefix>-<random>` and an operator of it with the
+/// same handle, signed in.
+pub async fn niche_with_operator(
+    db: &DatabaseConnection,
+    prefix: &str,
+    name: &str,
+) -> anyhow::Result<Seeded> {
+    let run_id: String = new_token("").chars().take(8).collect();
+    let slug = format!("{prefix}-{run_id}");
+    let now = Utc::now();
+    let niche = create_niche(
+        db,
+        NewNiche {
+            slug: Slug::parse(&slug)?,
+            name: name.into(),
+            status: NicheStatus::Open,
+        },
+        &Actor::Cli,
+        now,
+    )
+    .await?;
+    let handle = slug.clone();
+    let password = new_token("");
+    accounts::create_user(
+        db,
+        NewUser {
+            handle: handle.clone(),
+            email: format!("{handle}@askloop.invalid"),
+            password: password.clone(),
+            admin: false,
+        },
+        &Actor::Cli,
+        now,
+    )
+    .await?;
+    accounts::add_member(
+        db,
+        &ChangeHint::none(),
+        &slug,
+        &handle,
+        MemberRole::Operator,
+        &Actor::Cli,
+        now,
+    )
+    .await?;
+    let token = sessions::login(db, &Handle::parse(&handle)?, &password, now)
+        .await?
+        .token;
+    Ok(Seeded { niche, token })
+}
