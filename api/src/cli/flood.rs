@@ -32,12 +32,15 @@ pub struct FloodArgs {
     /// How many `subscribe` messages the flooding socket sends in one burst.
     #[arg(long, default_value_t = 1_000)]
     subscribes: usize,
-    /// How long the probes run, in seconds (the flood starts after the first second).
+    /// How long the probes run, in seconds (the flood starts `--flood-after` seconds in).
     #[arg(long, default_value_t = 10)]
     seconds: u64,
     /// The pause between probe rounds, in milliseconds.
     #[arg(long, default_value_t = 20)]
     every_ms: u64,
+    /// How long the probes run before the flood starts, in seconds (the server warms up).
+    #[arg(long, default_value_t = 1)]
+    flood_after: u64,
     /// Flood this running askloop (`http://host:port`) instead of starting one.
     #[arg(long, requires_all = ["token", "niche", "secret"])]
     target: Option<String>,
@@ -66,56 +69,59 @@ struct Target {
     pid: Option<u32>,
 }
 
-/// One probe's latencies.
+/// One probe's answers: when each was asked (after the run started) and how long it took.
 struct Probe {
-    latencies: Vec<Duration>,
+    samples: Vec<(Duration, Duration)>,
     failures: usize,
-    /// When the run started, and when (after it) the slowest answer was asked for.
     started: Instant,
-    slowest_at: Duration,
 }
 
 impl Probe {
     fn new(started: Instant) -> Self {
         Self {
-            latencies: Vec::new(),
+            samples: Vec::new(),
             failures: 0,
             started,
-            slowest_at: Duration::ZERO,
         }
     }
 
     fn record(&mut self, sent: Instant, ok: bool) {
-        let took = sent.elapsed();
-        if self.latencies.iter().all(|l| *l < took) {
-            self.slowest_at = sent - self.started;
-        }
-        self.latencies.push(took);
+        self.samples.push((sent - self.started, sent.elapsed()));
         if !ok {
             self.failures += 1;
         }
     }
 
-    fn print(&mut self, label: &str) {
-        self.latencies.sort_unstable();
+    /// p50, p99 and the slowest (with when it was asked) of the answers asked from `from` on.
+    fn figures(&self, from: Duration) -> (usize, f64, f64, f64, f64) {
+        let mut took: Vec<(Duration, Duration)> = self
+            .samples
+            .iter()
+            .filter(|(at, _)| *at >= from)
+            .map(|(at, took)| (*took, *at))
+            .collect();
+        took.sort_unstable();
+        let ms = |d: Duration| d.as_secs_f64() * 1_000.0;
         let pick = |q: f64| {
-            let index = ((self.latencies.len() as f64 - 1.0) * q).round() as usize;
-            self.latencies
-                .get(index)
-                .map_or(0.0, |d| d.as_secs_f64() * 1_000.0)
+            let index = ((took.len() as f64 - 1.0) * q).round() as usize;
+            took.get(index).map_or(0.0, |(d, _)| ms(*d))
         };
-        let max = self
-            .latencies
+        let (max, at) = took
             .last()
-            .map_or(0.0, |d| d.as_secs_f64() * 1_000.0);
+            .map_or((0.0, 0.0), |(d, at)| (ms(*d), at.as_secs_f64()));
+        (took.len(), pick(0.50), pick(0.99), max, at)
+    }
+
+    /// The whole run, then the answers asked from the flood on (`flood_at` after the start).
+    fn print(&self, label: &str, flood_at: Duration) {
+        let (n, p50, p99, max, at) = self.figures(Duration::ZERO);
         println!(
-            "probe {label:<8} n={:<5} p50 {:>7.2} ms   p99 {:>7.2} ms   max {:>7.2} ms (asked at {:>5.2} s)   failures {}",
-            self.latencies.len(),
-            pick(0.50),
-            pick(0.99),
-            max,
-            self.slowest_at.as_secs_f64(),
+            "probe {label:<8} n={n:<5} p50 {p50:>7.2} ms   p99 {p99:>7.2} ms   max {max:>7.2} ms (asked at {at:>5.2} s)   failures {}",
             self.failures
+        );
+        let (n, p50, p99, max, at) = self.figures(flood_at);
+        println!(
+            "  from the flood on    n={n:<5} p50 {p50:>7.2} ms   p99 {p99:>7.2} ms   max {max:>7.2} ms (asked at {at:>5.2} s)"
         );
     }
 }
@@ -132,6 +138,10 @@ struct FloodOutcome {
 pub async fn run(config: Config, args: FloodArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.subscribes > 0, "--subscribes must be at least 1");
     anyhow::ensure!(args.seconds >= 2, "--seconds must be at least 2");
+    anyhow::ensure!(
+        args.flood_after < args.seconds,
+        "--flood-after must be shorter than --seconds"
+    );
     let mut target = match &args.target {
         Some(url) => given_target(url, &args)?,
         None => start_target(&config).await?,
@@ -160,7 +170,8 @@ pub async fn run(config: Config, args: FloodArgs) -> anyhow::Result<()> {
         until,
         Duration::from_millis(args.every_ms),
     ));
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let flood_at = Duration::from_secs(args.flood_after);
+    tokio::time::sleep(flood_at).await;
     let socket_url = format!("{}/graphql/ws", target.base.replacen("http", "ws", 1));
     let flooded = flood(
         &socket_url,
@@ -170,7 +181,7 @@ pub async fn run(config: Config, args: FloodArgs) -> anyhow::Result<()> {
         until,
     )
     .await?;
-    let (mut intake, mut graphql, mut ready) = probes.await?;
+    let (intake, graphql, ready) = probes.await?;
 
     println!(
         "flood    one socket sent {} subscribes in one burst: {} answered, then {}",
@@ -181,9 +192,9 @@ pub async fn run(config: Config, args: FloodArgs) -> anyhow::Result<()> {
             .as_deref()
             .unwrap_or("still open when the run ended")
     );
-    intake.print("intake");
-    graphql.print("graphql");
-    ready.print("readyz");
+    intake.print("intake", flood_at);
+    graphql.print("graphql", flood_at);
+    ready.print("readyz", flood_at);
 
     let Some(pid) = target.pid else {
         return Ok(());
