@@ -383,6 +383,7 @@ async fn the_flood_tool_reports_the_cap_the_probes_and_the_exit() {
             && (stdout.contains("closed with 4429") || stdout.contains("closed with 1008")),
         "{stdout}"
     );
+    assert!(stdout.contains("from the flood on"), "{stdout}");
     for probe in ["intake", "graphql", "readyz"] {
         let line = stdout
             .lines()
@@ -400,6 +401,10 @@ async fn the_flood_tool_reports_the_cap_the_probes_and_the_exit() {
         (
             &["flood", "--seconds", "1"][..],
             "--seconds must be at least 2",
+        ),
+        (
+            &["flood", "--seconds", "3", "--flood-after", "3"][..],
+            "--flood-after must be shorter than --seconds",
         ),
         (&["flood", "--target", "http://127.0.0.1:9"][..], "--token"),
         (
