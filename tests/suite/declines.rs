@@ -7,8 +7,7 @@ use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{Person, operator};
 use askloop_tests::{TestApp, on_both_backends};
 use entity::agent_questions;
-use entity::deliveries;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::EntityTrait;
 use serde_json::{Value, json};
 
 const ANSWER: &str =
@@ -29,18 +28,7 @@ async fn decline(app: &TestApp, who: &Person, question: i64) {
 
 /// The payloads of the `needs_context` events queued for the agent, oldest first.
 async fn told(app: &TestApp) -> Vec<Value> {
-    deliveries::Entity::find()
-        .filter(deliveries::Column::EventType.eq("expert_question.needs_context"))
-        .order_by_asc(deliveries::Column::Id)
-        .all(&app.db)
-        .await
-        .expect("query")
-        .into_iter()
-        .map(|d| {
-            let envelope: Value = serde_json::from_str(&d.body).expect("a JSON envelope");
-            envelope["payload"].clone()
-        })
-        .collect()
+    app.events_for_agent("expert_question.needs_context").await
 }
 
 async fn operators(app: &TestApp, count: usize) -> Vec<Person> {

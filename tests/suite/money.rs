@@ -1478,9 +1478,15 @@ async fn a_reservation_from_last_month_still_counts_until_it_settles(app: TestAp
         (0, 800, Some(200))
     );
     // Charged in November: it counts as November's spending, and is no longer reserved.
-    budget::settle(&app.db, question, BudgetEntryKind::Charge, november)
-        .await
-        .expect("charged");
+    budget::settle(
+        &app.db,
+        niche_id,
+        question,
+        BudgetEntryKind::Charge,
+        november,
+    )
+    .await
+    .expect("charged");
     let after = budget::budget_of(&app.db, &niche, november)
         .await
         .expect("budget");
@@ -1489,9 +1495,15 @@ async fn a_reservation_from_last_month_still_counts_until_it_settles(app: TestAp
         (800, 0, Some(200))
     );
     // A second settlement of the same question books nothing.
-    let again = budget::settle(&app.db, question, BudgetEntryKind::Release, november)
-        .await
-        .expect("no-op");
+    let again = budget::settle(
+        &app.db,
+        niche_id,
+        question,
+        BudgetEntryKind::Release,
+        november,
+    )
+    .await
+    .expect("no-op");
     assert_eq!(again, None);
 }
 

@@ -5,21 +5,12 @@
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{operator, person};
 use askloop_tests::{TestApp, on_both_backends};
-use entity::{contribution_events, deliveries};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+use entity::contribution_events;
+use sea_orm::{EntityTrait, QueryOrder};
 use serde_json::{Value, json};
 
-/// The payloads of the events of `kind` queued for the agent, oldest first.
 async fn told(app: &TestApp, kind: &str) -> Vec<Value> {
-    deliveries::Entity::find()
-        .filter(deliveries::Column::EventType.eq(kind))
-        .order_by_asc(deliveries::Column::Id)
-        .all(&app.db)
-        .await
-        .expect("query")
-        .into_iter()
-        .map(|d| serde_json::from_str::<Value>(&d.body).expect("JSON")["payload"].clone())
-        .collect()
+    app.events_for_agent(kind).await
 }
 
 async fn answer(app: &TestApp, token: &str, question: i64) {

@@ -19,6 +19,7 @@ pub mod database;
 pub mod fixtures;
 pub mod graphql;
 mod on_both_backends;
+pub mod outbox;
 pub mod people;
 pub mod receiver;
 pub mod signed;

@@ -297,7 +297,15 @@ async fn settle(
         now,
     )
     .await?;
-    if let Some(amount) = budget::settle(txn, question.id, BudgetEntryKind::Charge, now).await? {
+    if let Some(amount) = budget::settle(
+        txn,
+        question.niche_id,
+        question.id,
+        BudgetEntryKind::Charge,
+        now,
+    )
+    .await?
+    {
         let niche = niche_of(txn, question).await?;
         let ladder = scores::ladder(txn).await?;
         let share = standing::niche_shares(txn, niche.id, &ladder)
@@ -315,8 +323,6 @@ async fn settle(
         )
         .await?;
         budget_audit(txn, &actor, question, "budget.charged", amount, now).await?;
-    } else {
-        budget::record_free_exchange(txn, question.niche_id, question.id, now).await?;
     }
     outbox::enqueue(
         txn,
@@ -666,7 +672,15 @@ pub async fn dismiss_question(
         now,
     )
     .await?;
-    if let Some(amount) = budget::settle(&txn, question.id, BudgetEntryKind::Release, now).await? {
+    if let Some(amount) = budget::settle(
+        &txn,
+        question.niche_id,
+        question.id,
+        BudgetEntryKind::Release,
+        now,
+    )
+    .await?
+    {
         let actor = Actor::User(viewer.user_id);
         budget_audit(&txn, &actor, &question, "budget.released", amount, now).await?;
     }

@@ -10,7 +10,7 @@ use entity::niches;
 use sea_orm::sea_query::{Alias, Expr, Func};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait,
-    NotSet, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Statement,
+    NotSet, QueryFilter, QueryOrder, QuerySelect, Statement,
 };
 
 use crate::domain::ledger::{Budget, month_of, resets_at};
@@ -135,9 +135,12 @@ pub async fn reserve<C: ConnectionTrait>(
 
 /// Settle a question's reservation as `kind` (charge or release), in the transaction that
 /// settles the question; a charge counts in the month it is made. The amount, or `None` when
-/// nothing was reserved or it is already settled.
+/// nothing was reserved or it is already settled. A question answered without a bounty (nothing
+/// reserved, nothing recorded) still leaves a charge of 0, so the cost ledger counts every
+/// exchange; `None` is returned for it too.
 pub async fn settle<C: ConnectionTrait>(
     conn: &C,
+    niche_id: i64,
     question_id: i64,
     kind: BudgetEntryKind,
     now: DateTime<Utc>,
@@ -147,6 +150,10 @@ pub async fn settle<C: ConnectionTrait>(
         .order_by_asc(budget_entries::Column::Id)
         .all(conn)
         .await?;
+    if entries.is_empty() && kind == BudgetEntryKind::Charge {
+        append(conn, niche_id, question_id, kind, 0, month_of(now), now).await?;
+        return Ok(None);
+    }
     let Some(reserved) = entries.iter().find(|e| e.kind == BudgetEntryKind::Reserve) else {
         return Ok(None);
     };
@@ -164,34 +171,6 @@ pub async fn settle<C: ConnectionTrait>(
     )
     .await?;
     Ok(Some(reserved.amount_minor))
-}
-
-/// Record an exchange that cost nothing: a question answered without a bounty leaves a charge
-/// of 0, so the cost ledger counts every exchange. Nothing is written when the question has
-/// entries already (its bounty was settled, or this exchange is recorded).
-pub async fn record_free_exchange<C: ConnectionTrait>(
-    conn: &C,
-    niche_id: i64,
-    question_id: i64,
-    now: DateTime<Utc>,
-) -> Result<(), ServiceError> {
-    let recorded = budget_entries::Entity::find()
-        .filter(budget_entries::Column::QuestionId.eq(question_id))
-        .count(conn)
-        .await?;
-    if recorded > 0 {
-        return Ok(());
-    }
-    append(
-        conn,
-        niche_id,
-        question_id,
-        BudgetEntryKind::Charge,
-        0,
-        month_of(now),
-        now,
-    )
-    .await
 }
 
 /// A niche's budget entries of a month, newest first.

@@ -64,8 +64,14 @@ pub async fn sweep(
             now,
         )
         .await?;
-        if let Some(amount) =
-            budget::settle(&txn, question.id, BudgetEntryKind::Release, now).await?
+        if let Some(amount) = budget::settle(
+            &txn,
+            question.niche_id,
+            question.id,
+            BudgetEntryKind::Release,
+            now,
+        )
+        .await?
         {
             budget_audit(
                 &txn,
