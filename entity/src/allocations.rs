@@ -24,6 +24,8 @@ pub struct Model {
     pub status: AllocationStatus,
     /// The payout it is in, while it is in one.
     pub payout_id: Option<i64>,
+    /// For a clawback (a negative amount): the paid allocation it takes back.
+    pub claws_back: Option<i64>,
     /// When it was made.
     pub created_at: DateTimeUtc,
     /// When its status last changed.
@@ -43,6 +45,9 @@ impl ActiveModelBehavior for ActiveModel {}
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::None)")]
 #[serde(rename_all = "snake_case")]
 pub enum AllocationStatus {
+    /// `held`: the bounty of an answer still in review; shown, not owed, in no payout.
+    #[sea_orm(string_value = "held")]
+    Held,
     /// `accrued`: owed.
     #[sea_orm(string_value = "accrued")]
     Accrued,

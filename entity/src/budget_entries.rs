@@ -1,4 +1,5 @@
-//! The budget ledger of bounties: append-only reserve, charge and release entries.
+//! The budget ledger of bounties: append-only reserve, charge, release and charge-reversal
+//! entries.
 
 use sea_orm::entity::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -46,4 +47,7 @@ pub enum BudgetEntryKind {
     /// `release`: given back when the question was dismissed or expired.
     #[sea_orm(string_value = "release")]
     Release,
+    /// `charge_reversal`: a charge given back because its answer was rejected or reversed.
+    #[sea_orm(string_value = "charge_reversal")]
+    ChargeReversal,
 }

@@ -5,6 +5,7 @@
 
 pub use sea_orm_migration::prelude::*;
 
+mod checks;
 mod columns;
 mod m20261129_000001_accounts_and_niches;
 mod m20261129_000002_questions_and_answers;
@@ -16,6 +17,7 @@ mod m20261129_000007_money;
 mod m20261129_000008_payouts;
 mod m20261130_000009_revenue_ids_per_niche;
 mod m20261130_000010_declines_speak;
+mod m20261130_000011_money_waits_for_the_verdict;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -34,6 +36,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000008_payouts::Migration),
             Box::new(m20261130_000009_revenue_ids_per_niche::Migration),
             Box::new(m20261130_000010_declines_speak::Migration),
+            Box::new(m20261130_000011_money_waits_for_the_verdict::Migration),
         ]
     }
 }

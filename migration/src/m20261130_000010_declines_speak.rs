@@ -7,7 +7,8 @@
 //! the verdicts on answers (`expert_answer.verified`, `expert_answer.rejected`).
 
 use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::{ConnectionTrait, DbBackend, Statement};
+
+use crate::checks::{one_of, replace_check};
 
 /// The outbox's event types before this migration.
 const BEFORE: &[&str] = &[
@@ -24,76 +25,20 @@ const ADDED: &[&str] = &[
     "expert_answer.rejected",
 ];
 
-fn quoted(types: &[&str]) -> String {
-    types
-        .iter()
-        .map(|t| format!("'{t}'"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// Replace the CHECK on `deliveries.event_type` allowing `from` with one allowing `to`.
 async fn change_event_types(
     manager: &SchemaManager<'_>,
     from: &[&str],
     to: &[&str],
 ) -> Result<(), DbErr> {
-    let db = manager.get_connection();
-    match db.get_database_backend() {
-        DbBackend::Postgres => {
-            db.execute_unprepared(&format!(
-                "ALTER TABLE deliveries DROP CONSTRAINT deliveries_event_type_check, \
-                 ADD CONSTRAINT deliveries_event_type_check CHECK (event_type IN ({}))",
-                quoted(to)
-            ))
-            .await?;
-            Ok(())
-        }
-        DbBackend::Sqlite => {
-            // SQLite cannot alter a CHECK. Its documented procedure edits the table's stored
-            // definition instead (inside this migration's transaction, so on one connection)
-            // and bumps the schema version so every connection reads the new one. The rows
-            // already satisfy the new check: it only widens, and narrowing back happens only
-            // when no row uses the added types.
-            let table = db
-                .query_one_raw(Statement::from_string(
-                    DbBackend::Sqlite,
-                    "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'deliveries'",
-                ))
-                .await?
-                .ok_or_else(|| DbErr::Migration("no deliveries table".into()))?;
-            let sql: String = table.try_get("", "sql")?;
-            let old_list = format!("\"event_type\" IN ({})", quoted(from));
-            if sql.matches(&old_list).count() != 1 {
-                return Err(DbErr::Migration(format!(
-                    "the event type check of deliveries is not the expected one: {sql}"
-                )));
-            }
-            let changed =
-                sql.replacen(&old_list, &format!("\"event_type\" IN ({})", quoted(to)), 1);
-            let version = db
-                .query_one_raw(Statement::from_string(
-                    DbBackend::Sqlite,
-                    "PRAGMA schema_version",
-                ))
-                .await?
-                .ok_or_else(|| DbErr::Migration("no schema version".into()))?;
-            let version: i64 = version.try_get_by_index(0)?;
-            db.execute_unprepared("PRAGMA writable_schema = ON").await?;
-            db.execute_raw(Statement::from_sql_and_values(
-                DbBackend::Sqlite,
-                "UPDATE sqlite_schema SET sql = ? WHERE type = 'table' AND name = 'deliveries'",
-                [changed.into()],
-            ))
-            .await?;
-            db.execute_unprepared(&format!("PRAGMA schema_version = {}", version + 1))
-                .await?;
-            db.execute_unprepared("PRAGMA writable_schema = OFF")
-                .await?;
-            Ok(())
-        }
-        other => Err(DbErr::Migration(format!("{other:?} is not supported"))),
-    }
+    replace_check(
+        manager,
+        "deliveries",
+        "event_type",
+        &one_of("event_type", from),
+        &one_of("event_type", to),
+    )
+    .await
 }
 
 pub struct Migration;

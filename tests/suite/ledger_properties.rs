@@ -1,14 +1,22 @@
-//! Property tests of the ledger: random sequences of intakes, answers, dismissals, expiries,
-//! revenue events and payouts (seeded, so a failure names the seed that reproduces it), run
-//! against a real askloop, with the ledger's rules checked after every step:
+//! Property tests of the ledger: random sequences of intakes, answers, verdicts (verify, reject,
+//! reverse), dismissals, expiries, revenue events and payouts (seeded, so a failure names the
+//! seed that reproduces it), run against a real askloop, with the ledger's rules
+//! (docs/contract.md#held-money) checked after every step:
 //!
-//! - every settled question has reserved = charged + released, and a waiting one only reserved;
-//! - no budget is ever overspent (reserved − released ≤ the monthly limit);
-//! - every revenue event's allocations sum to its net;
-//! - no allocation is in two payouts, and a payout's amount is the sum of its allocations.
+//! - for every question, reserved = charged + released + still reserved, a charge is given back
+//!   at most once, and what the agent spent on it is one bounty at most (none while it waits or
+//!   once it was dismissed or expired);
+//! - no budget is ever overspent (what is spent and still reserved ≤ the monthly limit);
+//! - every revenue event's allocations other than clawbacks sum to its net, and each clawback is
+//!   the exact negative of a part already in a payout;
+//! - a bounty's part is held exactly while its answer is pending, and nothing of an answer that
+//!   is not verified is in a payout unless it was clawed back;
+//! - no allocation is in two payouts, and a payout's amount is the sum of its allocations and
+//!   positive.
 
 use std::collections::HashMap;
 
+use askloop::service::admin::{self, Decision};
 use askloop::service::{expiry, payouts};
 use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::people::{Person, operator, person};
@@ -16,8 +24,9 @@ use askloop_tests::{Backend, TestApp};
 use entity::agent_questions::{self, QuestionStatus};
 use entity::allocations;
 use entity::budget_entries::{self, BudgetEntryKind};
+use entity::contribution_events::{self, ContributionStatus};
 use entity::payouts::{self as payout_rows, PayoutStatus};
-use entity::{niches, revenue_events};
+use entity::{agent_answers, niches, revenue_events};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sea_orm::sea_query::Expr;
@@ -55,48 +64,53 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
                 .map(|(_, a)| a)
                 .sum()
         };
-        let (reserved, charged, released) = (
+        let (reserved, charged, released, given_back) = (
             sum(BudgetEntryKind::Reserve),
             sum(BudgetEntryKind::Charge),
             sum(BudgetEntryKind::Release),
+            sum(BudgetEntryKind::ChargeReversal),
+        );
+        let still_reserved = reserved - charged - released;
+        let spent = charged - given_back;
+        let largest_charge = list
+            .iter()
+            .filter(|(k, _)| *k == BudgetEntryKind::Charge)
+            .map(|(_, a)| *a)
+            .max()
+            .unwrap_or(0);
+        assert!(still_reserved >= 0, "{at}: q{question} {list:?}");
+        assert!(
+            (0..=largest_charge).contains(&spent),
+            "{at}: q{question} spent {spent}: {list:?}"
         );
         match questions.get(question) {
             Some(QuestionStatus::Open | QuestionStatus::Researching) => {
                 assert_eq!(
-                    (charged, released),
+                    (spent, released),
                     (0, 0),
-                    "{at}: question {question} waits"
+                    "{at}: q{question} waits: {list:?}"
                 )
             }
             Some(QuestionStatus::Answered) => {
-                assert_eq!(
-                    (reserved, charged, released),
-                    (reserved, reserved, 0),
-                    "{at}: q{question}"
-                )
+                assert_eq!(still_reserved, 0, "{at}: q{question} {list:?}")
             }
-            Some(_) => {
-                assert_eq!(
-                    (reserved, charged, released),
-                    (reserved, 0, reserved),
-                    "{at}: q{question}"
-                )
-            }
+            Some(_) => assert_eq!(
+                (still_reserved, spent),
+                (0, 0),
+                "{at}: q{question} {list:?}"
+            ),
             None => panic!("{at}: an entry for a question that does not exist"),
         }
     }
-    let outstanding: i64 = entries
+    let committed: i64 = entries
         .iter()
         .map(|e| match e.kind {
             BudgetEntryKind::Reserve => e.amount_minor,
-            BudgetEntryKind::Release => -e.amount_minor,
+            BudgetEntryKind::Release | BudgetEntryKind::ChargeReversal => -e.amount_minor,
             BudgetEntryKind::Charge => 0,
         })
         .sum();
-    assert!(
-        outstanding <= LIMIT,
-        "{at}: {outstanding} committed of {LIMIT}"
-    );
+    assert!(committed <= LIMIT, "{at}: {committed} committed of {LIMIT}");
 
     let all = allocations::Entity::find()
         .all(&app.db)
@@ -109,10 +123,63 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
     {
         let parts: i64 = all
             .iter()
-            .filter(|a| a.revenue_event_id == event.id)
+            .filter(|a| a.revenue_event_id == event.id && a.claws_back.is_none())
             .map(|a| a.amount_minor)
             .sum();
         assert_eq!(parts, event.net_minor, "{at}: event {}", event.external_id);
+        let Some(answer) = event
+            .external_id
+            .strip_prefix("agent_bounty:answer:")
+            .and_then(|id| id.parse::<i64>().ok())
+        else {
+            continue;
+        };
+        let review = review_of_answer(app, answer).await;
+        for part in all.iter().filter(|a| {
+            a.revenue_event_id == event.id && a.user_id.is_some() && a.claws_back.is_none()
+        }) {
+            assert_eq!(
+                part.status == allocations::AllocationStatus::Held,
+                review == ContributionStatus::Pending,
+                "{at}: allocation {} is {:?} for a {review:?} answer",
+                part.id,
+                part.status
+            );
+            let clawed_back = all.iter().any(|c| c.claws_back == Some(part.id));
+            if part.payout_id.is_some() && review != ContributionStatus::Verified {
+                assert!(
+                    clawed_back,
+                    "{at}: allocation {} of a {review:?} answer is in a payout",
+                    part.id
+                );
+            }
+        }
+    }
+    for clawback in all.iter().filter(|a| a.claws_back.is_some()) {
+        let taken = all
+            .iter()
+            .find(|a| Some(a.id) == clawback.claws_back)
+            .expect("a clawback names an allocation");
+        assert_eq!(
+            (
+                clawback.user_id,
+                clawback.revenue_event_id,
+                clawback.amount_minor
+            ),
+            (taken.user_id, taken.revenue_event_id, -taken.amount_minor),
+            "{at}: clawback {}",
+            clawback.id
+        );
+        assert!(
+            matches!(
+                taken.status,
+                allocations::AllocationStatus::Accrued
+                    | allocations::AllocationStatus::Scheduled
+                    | allocations::AllocationStatus::Paid
+            ),
+            "{at}: clawback of a {:?} allocation",
+            taken.status
+        );
     }
     for payout in payout_rows::Entity::find()
         .all(&app.db)
@@ -125,12 +192,15 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
             .collect();
         match payout.status {
             PayoutStatus::Failed => assert!(inside.is_empty(), "{at}: a failed payout holds money"),
-            _ => assert_eq!(
-                inside.iter().map(|a| a.amount_minor).sum::<i64>(),
-                payout.amount_minor,
-                "{at}: payout {}",
-                payout.id
-            ),
+            _ => {
+                assert_eq!(
+                    inside.iter().map(|a| a.amount_minor).sum::<i64>(),
+                    payout.amount_minor,
+                    "{at}: payout {}",
+                    payout.id
+                );
+                assert!(payout.amount_minor > 0, "{at}: payout {}", payout.id);
+            }
         }
         let wanted = match payout.status {
             PayoutStatus::Scheduled => allocations::AllocationStatus::Scheduled,
@@ -142,6 +212,58 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
             payout.id
         );
     }
+}
+
+/// The review state of answer `answer_id`'s contribution.
+async fn review_of_answer(app: &TestApp, answer_id: i64) -> ContributionStatus {
+    let answer = agent_answers::Entity::find_by_id(answer_id)
+        .one(&app.db)
+        .await
+        .expect("answer")
+        .expect("a bounty names its answer");
+    let contribution = answer
+        .contribution_event_id
+        .expect("an answer has a contribution");
+    contribution_events::Entity::find_by_id(contribution)
+        .one(&app.db)
+        .await
+        .expect("contribution")
+        .expect("the contribution")
+        .status
+}
+
+/// A verdict on a random pending or verified answer, by the admin: verify or reject a pending
+/// one, reverse a verified one. Its name, for the tally.
+async fn a_verdict(app: &TestApp, admin: &Person, rng: &mut StdRng) -> Option<&'static str> {
+    let open: Vec<contribution_events::Model> = contribution_events::Entity::find()
+        .filter(
+            contribution_events::Column::Status
+                .is_in([ContributionStatus::Pending, ContributionStatus::Verified]),
+        )
+        .all(&app.db)
+        .await
+        .expect("contributions");
+    if open.is_empty() {
+        return None;
+    }
+    let chosen = &open[rng.random_range(0..open.len())];
+    let (decision, name) = match chosen.status {
+        ContributionStatus::Pending if rng.random_bool(0.5) => (Decision::Verify, "verified"),
+        ContributionStatus::Pending => (Decision::Reject, "rejected"),
+        _ => (Decision::Reverse, "reversed"),
+    };
+    admin::review(
+        &app.db,
+        &askloop::live::ChangeHint::none(),
+        Some(&admin.viewer()),
+        chosen.id,
+        decision,
+        Some("property step".into()),
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("a verdict");
+    Some(name)
 }
 
 async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
@@ -195,7 +317,7 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
             .collect();
         let pick = |rng: &mut StdRng| waiting[rng.random_range(0..waiting.len())];
         let who = &people[rng.random_range(0..people.len())];
-        match rng.random_range(0..10) {
+        match rng.random_range(0..12) {
             0..=3 => {
                 asked += 1;
                 let mut body = question_body("games", &format!("q-{asked}"));
@@ -254,6 +376,11 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
                 )
                 .await
                 .expect("swept");
+            }
+            9 | 10 => {
+                if let Some(name) = a_verdict(&app, &admin, &mut rng).await {
+                    *seen.entry(name).or_default() += 1;
+                }
             }
             8 => {
                 let gross = rng.random_range(0..50_000_i64);
@@ -320,6 +447,7 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
                 BudgetEntryKind::Reserve => "reserved",
                 BudgetEntryKind::Charge => "charged",
                 BudgetEntryKind::Release => "released",
+                BudgetEntryKind::ChargeReversal => "charge given back",
             })
             .or_default() += 1;
     }
@@ -340,6 +468,10 @@ async fn random_sequences_keep_the_ledger_rules() {
         "released",
         "paid",
         "failed",
+        "verified",
+        "rejected",
+        "reversed",
+        "charge given back",
     ] {
         assert!(
             seen.get(kind).copied().unwrap_or(0) > 0,

@@ -15,6 +15,7 @@ mod four_eyes;
 mod graphql;
 mod hardening;
 mod health;
+mod held_money;
 mod intake;
 mod ledger_properties;
 mod live;

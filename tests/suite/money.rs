@@ -17,7 +17,12 @@ const REVENUE: &str = "/api/v1/internal/revenue-events";
 const SIGNALS: &str = "/api/v1/internal/anomaly-signals";
 
 /// `slug` takes questions with a monthly budget of `limit` and bounties up to 1000.
-async fn budgeted_niche(app: &TestApp, slug: &str, limit: Option<i64>, bounty: i64) -> i64 {
+pub(crate) async fn budgeted_niche(
+    app: &TestApp,
+    slug: &str,
+    limit: Option<i64>,
+    bounty: i64,
+) -> i64 {
     let created = open_niche(&app.db, slug).await;
     niches::Entity::update_many()
         .col_expr(niches::Column::MonthlyBudgetMinor, Expr::value(limit))
@@ -30,7 +35,7 @@ async fn budgeted_niche(app: &TestApp, slug: &str, limit: Option<i64>, bounty: i
     created.id
 }
 
-async fn ask_with_bounty(
+pub(crate) async fn ask_with_bounty(
     app: &TestApp,
     slug: &str,
     external_id: &str,
@@ -43,7 +48,7 @@ async fn ask_with_bounty(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-async fn entries(app: &TestApp, question: i64) -> Vec<(BudgetEntryKind, i64)> {
+pub(crate) async fn entries(app: &TestApp, question: i64) -> Vec<(BudgetEntryKind, i64)> {
     budget_entries::Entity::find()
         .filter(budget_entries::Column::QuestionId.eq(question))
         .order_by_asc(budget_entries::Column::Id)
@@ -265,23 +270,39 @@ async fn the_budget_shows_the_charge_spent_and_nothing_left_reserved(app: TestAp
     );
 }
 
-async fn the_answerer_is_owed_their_share_of_a_bounty(app: TestApp) {
+async fn the_answerer_is_owed_their_share_of_a_bounty_once_it_is_verified(app: TestApp) {
     let Bounties { ana, .. } = three_settled_bounties(&app).await;
-    let mine = app
-        .graphql(
-            Some(&ana.token),
-            "{ myRevenue { balances { currency owedMinor inFlightMinor paidMinor } allocations { amountMinor sourceType nicheSlug } } }",
-            json!({}),
-        )
-        .await;
+    let query = "{ myRevenue { balances { currency heldMinor owedMinor inFlightMinor paidMinor } allocations { amountMinor sourceType nicheSlug status } } }";
+    let mine = app.graphql(Some(&ana.token), query, json!({})).await;
+    // A new operator's answer is pending review: her part is held, not owed.
     assert_eq!(
         mine["data"]["myRevenue"]["balances"],
-        json!([{"currency": "USD", "owedMinor": 60, "inFlightMinor": 0, "paidMinor": 0}]),
+        json!([{"currency": "USD", "heldMinor": 60, "owedMinor": 0, "inFlightMinor": 0, "paidMinor": 0}]),
         "{mine}"
     );
     assert_eq!(
         mine["data"]["myRevenue"]["allocations"],
-        json!([{"amountMinor": 60, "sourceType": "agent_bounty", "nicheSlug": "games"}])
+        json!([{"amountMinor": 60, "sourceType": "agent_bounty", "nicheSlug": "games", "status": "HELD"}])
+    );
+    let root = person(&app.db, "root", true).await;
+    let pending = entity::contribution_events::Entity::find()
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("her contribution");
+    let verified = app
+        .graphql(
+            Some(&root.token),
+            "mutation($id: ID!) { verifyContribution(id: $id) { status } }",
+            json!({"id": pending.id.to_string()}),
+        )
+        .await;
+    assert!(verified["errors"].is_null(), "{verified}");
+    let mine = app.graphql(Some(&ana.token), query, json!({})).await;
+    assert_eq!(
+        mine["data"]["myRevenue"]["balances"],
+        json!([{"currency": "USD", "heldMinor": 0, "owedMinor": 60, "inFlightMinor": 0, "paidMinor": 0}]),
+        "{mine}"
     );
 }
 
@@ -625,7 +646,7 @@ on_both_backends!(
     answering_charges_a_bounty_and_dismissing_or_expiring_releases_it,
     a_charged_bounty_is_revenue_split_between_the_answerer_and_the_platform,
     the_budget_shows_the_charge_spent_and_nothing_left_reserved,
-    the_answerer_is_owed_their_share_of_a_bounty,
+    the_answerer_is_owed_their_share_of_a_bounty_once_it_is_verified,
     only_members_and_admins_read_a_niche_budget,
     revenue_splits_the_net_to_the_unit,
     the_same_revenue_event_again_is_a_duplicate_that_books_nothing,
@@ -933,13 +954,13 @@ async fn operators_cannot_set_a_niche_budget() {
     assert_eq!(stored_budget(&app).await, (Some(5000), 100, 500));
 }
 
-const SCHEDULE: &str =
+pub(crate) const SCHEDULE: &str =
     "mutation($handle: String!) { schedulePayout(handle: $handle) { id amountMinor status } }";
-const SET_ADDRESS: &str =
+pub(crate) const SET_ADDRESS: &str =
     "mutation($a: String!) { setPayoutAddress(address: $a) { address verified } }";
 const VERIFY_ANA: &str =
     "mutation($a: String!) { verifyPayoutAddress(handle: \"ana\", address: $a) { verified } }";
-const BALANCE: &str = "{ myRevenue { balances { currency owedMinor inFlightMinor paidMinor } payouts { status amountMinor } payoutAccount { verified } } }";
+pub(crate) const BALANCE: &str = "{ myRevenue { balances { currency owedMinor inFlightMinor paidMinor } payouts { status amountMinor } payoutAccount { verified } } }";
 const MARK_PAID: &str = "mutation($id: ID!, $r: String!) { markPayoutPaid(id: $id, externalReference: $r) { status externalReference } }";
 const MARK_FAILED: &str =
     "mutation($id: ID!, $why: String!) { markPayoutFailed(id: $id, reason: $why) { status } }";
@@ -952,7 +973,7 @@ struct Payroll {
 }
 
 /// Book 10,000 of usage in `games` as `external`.
-async fn book_usage(app: &TestApp, external: &str) {
+pub(crate) async fn book_usage(app: &TestApp, external: &str) {
     let event = json!({"nicheSlug": "games", "externalId": external, "sourceType": "usage",
         "grossMinor": 10_000, "currency": "USD"});
     let response = app.post_signed(REVENUE, &event.to_string()).await;
@@ -1007,7 +1028,7 @@ async fn payout_audit_rows(app: &TestApp) -> u64 {
 }
 
 /// Schedule a payout to ana as `admin`; its id.
-async fn schedule_payout(app: &TestApp, admin: &Person) -> Value {
+pub(crate) async fn schedule_payout(app: &TestApp, admin: &Person) -> Value {
     let scheduled = app
         .graphql(Some(&admin.token), SCHEDULE, json!({"handle": "ana"}))
         .await;
@@ -1016,7 +1037,7 @@ async fn schedule_payout(app: &TestApp, admin: &Person) -> Value {
 }
 
 /// Mark payout `id` paid with reference `reference`; the whole answer.
-async fn mark_paid(app: &TestApp, admin: &Person, id: &Value, reference: &str) -> Value {
+pub(crate) async fn mark_paid(app: &TestApp, admin: &Person, id: &Value, reference: &str) -> Value {
     app.graphql(
         Some(&admin.token),
         MARK_PAID,

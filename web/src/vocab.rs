@@ -131,7 +131,7 @@ vocabulary! {
 
 vocabulary! {
     /// Where an allocation of revenue is (`Allocation.status`).
-    AllocationStatus { Accrued = "accrued", Scheduled = "scheduled", Paid = "paid", Reversed = "reversed" }
+    AllocationStatus { Held = "held", Accrued = "accrued", Scheduled = "scheduled", Paid = "paid", Reversed = "reversed" }
 }
 
 vocabulary! {
@@ -146,7 +146,7 @@ vocabulary! {
 
 vocabulary! {
     /// A line of a niche's budget ledger (`BudgetEntry.kind`).
-    BudgetEntryKind { Reserve = "reserve", Charge = "charge", Release = "release" }
+    BudgetEntryKind { Reserve = "reserve", Charge = "charge", Release = "release", ChargeReversal = "charge_reversal" }
 }
 
 vocabulary! {

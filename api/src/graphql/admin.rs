@@ -89,6 +89,7 @@ async fn decide(
     let (db, caller) = writer(ctx)?;
     let event = admin::review(
         db,
+        &super::hint(ctx),
         caller.viewer(),
         contribution_id(&id).gql()?,
         decision,

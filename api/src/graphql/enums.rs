@@ -40,6 +40,8 @@ pub enum ContributionStatus {
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
 #[graphql(remote = "allocations::AllocationStatus")]
 pub enum AllocationStatus {
+    /// Held until the answer it is for is verified: shown, not owed, in no payout.
+    Held,
     /// Owed, not yet in a payout.
     Accrued,
     /// In a scheduled payout.
@@ -72,6 +74,8 @@ pub enum BudgetEntryKind {
     Charge,
     /// The bounty given back (dismissed or expired).
     Release,
+    /// A charge given back because its answer was rejected or reversed.
+    ChargeReversal,
 }
 
 /// How urgent the agent says a question is.

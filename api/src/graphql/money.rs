@@ -100,10 +100,13 @@ pub struct Allocation {
     pub handle: Option<String>,
     /// The share applied, basis points (as at finalisation).
     pub share_bps: i32,
-    /// The amount, minor units.
+    /// The amount, minor units (negative for a clawback).
     pub amount_minor: i64,
     /// Where its money is.
     pub status: AllocationStatus,
+    /// For a clawback: the allocation it takes back (its answer was reversed after it was paid
+    /// out or while it was in a payout).
+    pub claws_back: Option<ID>,
     /// The event's source.
     pub source_type: String,
     /// The event's currency.
@@ -208,8 +211,11 @@ fn payout_id(id: &ID) -> Result<i64, ServiceError> {
 pub struct Balance {
     /// ISO 4217.
     pub currency: String,
-    /// Accrued and not yet in a payout.
+    /// Accrued and not yet in a payout; clawbacks of reversed answers count against it, so it
+    /// is negative while the person owes more than they are owed.
     pub owed_minor: i64,
+    /// Held until the answers it is for are verified (not owed, in no payout).
+    pub held_minor: i64,
     /// In a scheduled payout.
     pub in_flight_minor: i64,
     /// Paid out.
@@ -333,6 +339,7 @@ fn allocation_view(row: AllocationRow) -> Allocation {
         share_bps: a.share_bps,
         amount_minor: a.amount_minor,
         status: a.status.into(),
+        claws_back: a.claws_back.map(|id| ID(id.to_string())),
         source_type: row
             .event
             .as_ref()
@@ -403,6 +410,7 @@ impl MoneyQuery {
                 .map(|b| Balance {
                     currency: b.currency,
                     owed_minor: b.owed,
+                    held_minor: b.held,
                     in_flight_minor: b.in_flight,
                     paid_minor: b.paid,
                     reversed_minor: b.reversed,

@@ -1,11 +1,12 @@
 //! Admin decisions: niches, memberships and contribution review. Every decision is audited.
 
 use chrono::{DateTime, Utc};
+use entity::agent_answers;
+use entity::agent_questions::{self, QuestionStatus};
 use entity::contribution_events::{self, ContributionStatus};
 use entity::niche_members::{self, MemberStatus};
 use entity::niches::{self, NicheStatus};
-use entity::{agent_answers, agent_questions};
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DatabaseTransaction,
     EntityTrait, NotSet, QueryFilter,
@@ -21,7 +22,9 @@ use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::niches::NewNiche;
 use crate::service::outbox::{self, EventType, NewEvent};
 use crate::service::queue::niche_by_slug;
-use crate::service::{accounts, niches as niche_service, scores, standing};
+use crate::service::{
+    accounts, answering, budget, niches as niche_service, revenue, scores, standing,
+};
 
 /// Changes to a niche; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
@@ -206,9 +209,14 @@ pub enum Decision {
     Reverse,
 }
 
-/// Apply a review decision to a contribution and recompute its owner's score.
+/// Apply a review decision to a contribution and recompute its owner's score. When it is an
+/// answer to an agent's question, the money and the question follow the verdict
+/// (docs/contract.md#held-money): verify makes the held bounty owed; reject or reverse gives the
+/// agent's charge back, reverses the bounty's allocations (clawing back what was already paid
+/// out) and reopens the question if it has not expired, its bounty reserved again.
 pub async fn review(
     db: &DatabaseConnection,
+    hint: &ChangeHint,
     viewer: Option<&Viewer>,
     contribution_id: i64,
     decision: Decision,
@@ -293,13 +301,175 @@ pub async fn review(
         now,
     )
     .await?;
-    tell_the_agent_the_verdict(&txn, &event, decision, note.as_deref(), now).await?;
+    let reopened = match answer_of(&txn, &event).await? {
+        Some((answer, question)) => {
+            let actor = Actor::User(admin.user_id);
+            let reopened =
+                money_follows_the_verdict(&txn, &actor, &answer, &question, decision, now).await?;
+            tell_the_agent_the_verdict(&txn, &answer, &question, decision, note.as_deref(), now)
+                .await?;
+            reopened
+        }
+        None => false,
+    };
     let updated = contribution_events::Entity::find_by_id(event.id)
         .one(&txn)
         .await?
         .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("contribution vanished")))?;
     txn.commit().await?;
+    if reopened {
+        hint.changed();
+    }
     Ok(updated)
+}
+
+/// The answer (and its question) a contribution was earned by, if it was earned by one.
+async fn answer_of(
+    txn: &DatabaseTransaction,
+    event: &contribution_events::Model,
+) -> Result<Option<(agent_answers::Model, agent_questions::Model)>, ServiceError> {
+    let Some(answer) = agent_answers::Entity::find()
+        .filter(agent_answers::Column::ContributionEventId.eq(event.id))
+        .one(txn)
+        .await?
+    else {
+        return Ok(None);
+    };
+    Ok(agent_questions::Entity::find_by_id(answer.question_id)
+        .one(txn)
+        .await?
+        .map(|question| (answer, question)))
+}
+
+/// The money and the question after a verdict on an answer; whether the question reopened.
+async fn money_follows_the_verdict(
+    txn: &DatabaseTransaction,
+    actor: &Actor,
+    answer: &agent_answers::Model,
+    question: &agent_questions::Model,
+    decision: Decision,
+    now: DateTime<Utc>,
+) -> Result<bool, ServiceError> {
+    let money_audit = |action: &'static str, detail: serde_json::Value| AuditEntry {
+        actor,
+        action,
+        subject_type: "budget",
+        subject_id: question.id,
+        niche_id: Some(question.niche_id),
+        detail,
+    };
+    if decision == Decision::Verify {
+        let verdict = revenue::release_held_bounty(txn, question.niche_id, answer.id, now).await?;
+        if !verdict.moved.is_empty() {
+            audit::record(
+                txn,
+                money_audit(
+                    "bounty.owed",
+                    json!({ "questionId": question.id, "answerId": answer.id, "allocations": verdict.moved }),
+                ),
+                now,
+            )
+            .await?;
+        }
+        return Ok(false);
+    }
+    let verdict = revenue::reverse_bounty(txn, question.niche_id, answer.id, now).await?;
+    if !verdict.moved.is_empty() || !verdict.clawbacks.is_empty() {
+        let clawbacks: Vec<_> = verdict
+            .clawbacks
+            .iter()
+            .map(|(of, id, amount)| json!({ "allocation": of, "clawback": id, "amountMinor": amount }))
+            .collect();
+        audit::record(
+            txn,
+            money_audit(
+                "bounty.reversed",
+                json!({ "questionId": question.id, "answerId": answer.id, "reversed": verdict.moved, "clawbacks": clawbacks }),
+            ),
+            now,
+        )
+        .await?;
+    }
+    if let Some(amount) = budget::reverse_charge(txn, question.id, now).await? {
+        answering::budget_audit(txn, actor, question, "budget.charge_reversed", amount, now)
+            .await?;
+    }
+    reopen(txn, actor, answer, question, now).await
+}
+
+/// Reopen an answered question whose answer was rejected or reversed, unless it has expired:
+/// open again, its round advanced (so earlier decliners see it again) and its bounty reserved
+/// again if the budget still covers it (otherwise it waits with no bounty, and says so).
+async fn reopen(
+    txn: &DatabaseTransaction,
+    actor: &Actor,
+    answer: &agent_answers::Model,
+    question: &agent_questions::Model,
+    now: DateTime<Utc>,
+) -> Result<bool, ServiceError> {
+    let reopened = agent_questions::Entity::update_many()
+        .col_expr(
+            agent_questions::Column::Status,
+            Expr::value(QuestionStatus::Open),
+        )
+        .col_expr(
+            agent_questions::Column::AnsweredAt,
+            Expr::value(None::<DateTime<Utc>>),
+        )
+        .col_expr(
+            agent_questions::Column::ResearchRound,
+            Expr::col(agent_questions::Column::ResearchRound).add(1),
+        )
+        .col_expr(agent_questions::Column::UpdatedAt, Expr::value(now))
+        .filter(agent_questions::Column::Id.eq(question.id))
+        .filter(agent_questions::Column::Status.eq(QuestionStatus::Answered))
+        .filter(agent_questions::Column::ExpiresAt.gt(now))
+        .exec(txn)
+        .await?;
+    if reopened.rows_affected == 0 {
+        return Ok(false);
+    }
+    let niche = niches::Entity::find_by_id(question.niche_id)
+        .one(txn)
+        .await?
+        .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("question without a niche")))?;
+    let bounty = question.bounty_minor;
+    let reserved = budget::reserve_again(txn, &niche, question.id, bounty, now).await?;
+    if !reserved {
+        agent_questions::Entity::update_many()
+            .col_expr(agent_questions::Column::BountyMinor, Expr::value(0_i64))
+            .filter(agent_questions::Column::Id.eq(question.id))
+            .exec(txn)
+            .await?;
+    }
+    let budget_action = if !reserved {
+        Some("budget.not_reserved")
+    } else if bounty > 0 {
+        Some("budget.reserved")
+    } else {
+        None
+    };
+    if let Some(action) = budget_action {
+        answering::budget_audit(txn, actor, question, action, bounty, now).await?;
+    }
+    audit::record(
+        txn,
+        AuditEntry {
+            actor,
+            action: "question.reopened",
+            subject_type: "question",
+            subject_id: question.id,
+            niche_id: Some(question.niche_id),
+            detail: json!({
+                "answerId": answer.id,
+                "round": question.research_round + 1,
+                "bountyMinor": if reserved { bounty } else { 0 },
+            }),
+        },
+        now,
+    )
+    .await?;
+    Ok(true)
 }
 
 /// The verdict travels with the answer (docs/contract.md#events-for-the-agent): when the
@@ -307,24 +477,12 @@ pub async fn review(
 /// `expert_answer.verified`, or `expert_answer.rejected` with the note and the review it had.
 async fn tell_the_agent_the_verdict(
     txn: &DatabaseTransaction,
-    event: &contribution_events::Model,
+    answer: &agent_answers::Model,
+    question: &agent_questions::Model,
     decision: Decision,
     note: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
-    let Some(answer) = agent_answers::Entity::find()
-        .filter(agent_answers::Column::ContributionEventId.eq(event.id))
-        .one(txn)
-        .await?
-    else {
-        return Ok(());
-    };
-    let Some(question) = agent_questions::Entity::find_by_id(answer.question_id)
-        .one(txn)
-        .await?
-    else {
-        return Ok(());
-    };
     let (kind, payload) = match decision {
         Decision::Verify => (
             EventType::AnswerVerified,

@@ -317,8 +317,10 @@ async fn settle(
             txn,
             &niche,
             question.id,
+            answer.id,
             (viewer.user_id, share),
             amount,
+            !verified,
             now,
         )
         .await?;

@@ -1,8 +1,10 @@
 //! Budgets and bounties (docs/contract.md#budgets-and-bounties): intake reserves a question's
 //! bounty against its niche's monthly agent budget, `answered` charges it, dismissal and expiry
-//! release it. The ledger (`budget_entries`) is append-only and each question is reserved, charged
-//! and released at most once (a unique key), so for every settled question reserved = charged +
-//! released.
+//! release it; a rejected answer's charge is given back (`charge_reversal`) and its reopened
+//! question reserved again (docs/contract.md#held-money). The ledger (`budget_entries`) is
+//! append-only. A reservation is settled once, by a charge or a release, in the transaction
+//! whose conditional status change settles the question, so for every question reserved =
+//! charged + released + still reserved, and a charge is reversed at most once.
 
 use chrono::{DateTime, Utc};
 use entity::budget_entries::{self, BudgetEntryKind};
@@ -50,7 +52,9 @@ pub async fn budget_of<C: ConnectionTrait>(
         - of(&all_time, BudgetEntryKind::Release);
     Ok(Budget {
         limit: niche.monthly_budget_minor,
-        spent: of(&this_month, BudgetEntryKind::Charge),
+        // A reversal is booked in the month of the charge it gives back.
+        spent: of(&this_month, BudgetEntryKind::Charge)
+            - of(&this_month, BudgetEntryKind::ChargeReversal),
         reserved: outstanding,
     })
 }
@@ -133,11 +137,32 @@ pub async fn reserve<C: ConnectionTrait>(
     .await
 }
 
-/// Settle a question's reservation as `kind` (charge or release), in the transaction that
-/// settles the question; a charge counts in the month it is made. The amount, or `None` when
-/// nothing was reserved or it is already settled. A question answered without a bounty (nothing
-/// reserved, nothing recorded) still leaves a charge of 0, so the cost ledger counts every
-/// exchange; `None` is returned for it too.
+/// A question's entries, oldest first.
+async fn entries_of_question<C: ConnectionTrait>(
+    conn: &C,
+    question_id: i64,
+) -> Result<Vec<budget_entries::Model>, ServiceError> {
+    Ok(budget_entries::Entity::find()
+        .filter(budget_entries::Column::QuestionId.eq(question_id))
+        .order_by_asc(budget_entries::Column::Id)
+        .all(conn)
+        .await?)
+}
+
+/// The sum of a question's entries of one kind.
+fn sum_of(entries: &[budget_entries::Model], kind: BudgetEntryKind) -> i64 {
+    entries
+        .iter()
+        .filter(|e| e.kind == kind)
+        .map(|e| e.amount_minor)
+        .sum()
+}
+
+/// Settle a question's outstanding reservation as `kind` (charge or release), in the transaction
+/// that settles the question; a charge counts in the month it is made. The amount, or `None`
+/// when nothing is reserved. A question answered with nothing reserved (no bounty, or a reopened
+/// question the budget could no longer cover) still leaves a charge of 0, so the cost ledger
+/// counts every exchange; `None` is returned for it too.
 pub async fn settle<C: ConnectionTrait>(
     conn: &C,
     niche_id: i64,
@@ -145,32 +170,83 @@ pub async fn settle<C: ConnectionTrait>(
     kind: BudgetEntryKind,
     now: DateTime<Utc>,
 ) -> Result<Option<i64>, ServiceError> {
-    let entries = budget_entries::Entity::find()
-        .filter(budget_entries::Column::QuestionId.eq(question_id))
-        .order_by_asc(budget_entries::Column::Id)
-        .all(conn)
-        .await?;
-    if entries.is_empty() && kind == BudgetEntryKind::Charge {
-        append(conn, niche_id, question_id, kind, 0, month_of(now), now).await?;
-        return Ok(None);
-    }
-    let Some(reserved) = entries.iter().find(|e| e.kind == BudgetEntryKind::Reserve) else {
-        return Ok(None);
-    };
-    if entries.iter().any(|e| e.kind != BudgetEntryKind::Reserve) {
+    let entries = entries_of_question(conn, question_id).await?;
+    let outstanding = sum_of(&entries, BudgetEntryKind::Reserve)
+        - sum_of(&entries, BudgetEntryKind::Charge)
+        - sum_of(&entries, BudgetEntryKind::Release);
+    if outstanding <= 0 {
+        if kind == BudgetEntryKind::Charge {
+            append(conn, niche_id, question_id, kind, 0, month_of(now), now).await?;
+        }
         return Ok(None);
     }
     append(
         conn,
-        reserved.niche_id,
+        niche_id,
         question_id,
         kind,
-        reserved.amount_minor,
+        outstanding,
         month_of(now),
         now,
     )
     .await?;
-    Ok(Some(reserved.amount_minor))
+    Ok(Some(outstanding))
+}
+
+/// Give back a question's last charge (its answer was rejected or reversed), booked in the
+/// month the charge counted in so that month's spending falls by it. The amount, or `None` when
+/// there is no charge left to give back (a zero charge, or one already reversed).
+pub async fn reverse_charge<C: ConnectionTrait>(
+    conn: &C,
+    question_id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<i64>, ServiceError> {
+    let entries = entries_of_question(conn, question_id).await?;
+    let unreversed = sum_of(&entries, BudgetEntryKind::Charge)
+        - sum_of(&entries, BudgetEntryKind::ChargeReversal);
+    let Some(charge) = entries
+        .iter()
+        .rev()
+        .find(|e| e.kind == BudgetEntryKind::Charge && e.amount_minor > 0)
+    else {
+        return Ok(None);
+    };
+    if unreversed <= 0 {
+        return Ok(None);
+    }
+    let amount = unreversed.min(charge.amount_minor);
+    append(
+        conn,
+        charge.niche_id,
+        question_id,
+        BudgetEntryKind::ChargeReversal,
+        amount,
+        charge.month.clone(),
+        now,
+    )
+    .await?;
+    Ok(Some(amount))
+}
+
+/// Reserve a reopened question's bounty again, if the niche's budget still covers it (after
+/// [`lock_niche`], inside the transaction that reopens it). Whether it was reserved; a bounty of
+/// 0 needs nothing and counts as reserved.
+pub async fn reserve_again<C: ConnectionTrait>(
+    conn: &C,
+    niche: &niches::Model,
+    question_id: i64,
+    amount: i64,
+    now: DateTime<Utc>,
+) -> Result<bool, ServiceError> {
+    if amount <= 0 {
+        return Ok(true);
+    }
+    lock_niche(conn, niche.id).await?;
+    if !budget_of(conn, niche, now).await?.fits(amount) {
+        return Ok(false);
+    }
+    reserve(conn, niche.id, question_id, amount, now).await?;
+    Ok(true)
 }
 
 /// A niche's budget entries of a month, newest first.

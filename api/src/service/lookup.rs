@@ -8,7 +8,7 @@ use entity::agent_answers::{self, AnswerKind};
 use entity::agent_questions::{self, QuestionStatus};
 use entity::contribution_events::ContributionStatus;
 use entity::niches;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -182,6 +182,9 @@ async fn read(
     let answers = agent_answers::Entity::find()
         .filter(agent_answers::Column::QuestionId.is_in(answered))
         .filter(agent_answers::Column::Kind.eq(AnswerKind::Answered))
+        // Oldest first, so the newest answer wins the map below: a question reopened after a
+        // rejection and answered again is settled by its latest answer.
+        .order_by_asc(agent_answers::Column::Id)
         .all(db)
         .await?;
     let handles = crate::service::names::handles(db, answers.iter().map(|a| a.user_id)).await?;

@@ -243,7 +243,9 @@ pub async fn schedule(
         .all(&txn)
         .await?;
     let amount: i64 = amounts.iter().sum();
-    if claimed.rows_affected == 0 || amount == 0 {
+    // Clawbacks are owed too (negative): a payout nets them, and is made only when the
+    // person is owed more than they owe; otherwise what they owe stays as a negative balance.
+    if claimed.rows_affected == 0 || amount <= 0 {
         txn.rollback().await?;
         return Err(Conflict::NothingOwed {
             handle: handle.to_owned(),

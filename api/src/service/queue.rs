@@ -7,8 +7,9 @@ use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, QuestionStatus};
 use std::collections::HashMap;
 
+use entity::agent_answers::{self, AnswerKind};
 use entity::contribution_events::{self, ContributionStatus};
-use entity::{agent_answers, audit_log, niches};
+use entity::{audit_log, niches};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait,
@@ -255,11 +256,21 @@ pub async fn awaiting_me(
         .and_where(
             Expr::col((agent_answers::Entity, agent_answers::Column::UserId)).eq(viewer.user_id),
         )
-        .and_where(
-            Expr::col((agent_answers::Entity, agent_answers::Column::ResearchRound)).equals((
-                agent_questions::Entity,
-                agent_questions::Column::ResearchRound,
-            )),
+        // Acted on in this round, or answered at all: an answer rejected from a reopened
+        // question bars its author from answering it again.
+        .cond_where(
+            Condition::any()
+                .add(
+                    Expr::col((agent_answers::Entity, agent_answers::Column::ResearchRound))
+                        .equals((
+                            agent_questions::Entity,
+                            agent_questions::Column::ResearchRound,
+                        )),
+                )
+                .add(
+                    Expr::col((agent_answers::Entity, agent_answers::Column::Kind))
+                        .eq(AnswerKind::Answered),
+                ),
         )
         .to_owned();
     let condition = Condition::all()

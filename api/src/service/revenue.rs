@@ -184,7 +184,7 @@ pub async fn book(
             duplicate: true,
         });
     };
-    let allocations = finalise(&txn, &event, &shares, now).await?;
+    let allocations = finalise(&txn, &event, &shares, AllocationStatus::Accrued, now).await?;
     audit::record(
         &txn,
         AuditEntry {
@@ -261,6 +261,7 @@ async fn finalise<C: ConnectionTrait>(
     conn: &C,
     event: &revenue_events::Model,
     shares: &[(i64, u32)],
+    members_status: AllocationStatus,
     now: DateTime<Utc>,
 ) -> Result<Vec<allocations::Model>, ServiceError> {
     let members: Vec<(i64, u32)> = shares.iter().copied().filter(|(_, bps)| *bps > 0).collect();
@@ -282,8 +283,14 @@ async fn finalise<C: ConnectionTrait>(
             user_id: Set(user),
             share_bps: Set(i32::try_from(bps).unwrap_or(0)),
             amount_minor: Set(amount),
-            status: Set(AllocationStatus::Accrued),
+            // The platform's part is never paid out, so it is never held.
+            status: Set(if user.is_some() {
+                members_status
+            } else {
+                AllocationStatus::Accrued
+            }),
             payout_id: Set(None),
+            claws_back: Set(None),
             created_at: Set(now),
             updated_at: Set(now),
         };
@@ -298,21 +305,31 @@ async fn finalise<C: ConnectionTrait>(
     Ok(stored)
 }
 
+/// The external id of the bounty charged for answer `answer_id` (askloop's own, so no agent's
+/// revenue event can take it; one per answer, since a question reopened after a rejection may be
+/// answered and charged again).
+pub fn bounty_external_id(answer_id: i64) -> String {
+    format!("{BOUNTY_SOURCE}:answer:{answer_id}")
+}
+
 /// Book a charged bounty (inside the answer's transaction): a revenue event of source
-/// `agent_bounty`, allocated to the answerer at their share and the platform the rest.
+/// `agent_bounty`, allocated to the answerer at their share and the platform the rest. The
+/// answerer's part is `held` while the answer waits for review (docs/contract.md#held-money).
+#[allow(clippy::too_many_arguments)]
 pub async fn book_bounty<C: ConnectionTrait>(
     conn: &C,
     niche: &niches::Model,
     question_id: i64,
+    answer_id: i64,
     answerer: (i64, u32),
     amount: i64,
+    held: bool,
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
-    let external_id = format!("{BOUNTY_SOURCE}:question:{question_id}");
     let Some(event) = insert_event(
         conn,
         niche,
-        &external_id,
+        &bounty_external_id(answer_id),
         BOUNTY_SOURCE,
         amount,
         Costs::default(),
@@ -324,8 +341,160 @@ pub async fn book_bounty<C: ConnectionTrait>(
     else {
         return Ok(());
     };
-    finalise(conn, &event, &[answerer], now).await?;
+    let status = if held {
+        AllocationStatus::Held
+    } else {
+        AllocationStatus::Accrued
+    };
+    finalise(conn, &event, &[answerer], status, now).await?;
     Ok(())
+}
+
+/// What a verdict did to the money of an answer's bounty.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BountyVerdict {
+    /// Allocations whose status changed (held → accrued, or → reversed).
+    pub moved: Vec<i64>,
+    /// Clawbacks booked: (the allocation taken back, the clawback's id, its negative amount).
+    pub clawbacks: Vec<(i64, i64, i64)>,
+}
+
+/// The allocations of the bounty charged for answer `answer_id` (none when it had no bounty).
+async fn bounty_allocations<C: ConnectionTrait>(
+    conn: &C,
+    niche_id: i64,
+    answer_id: i64,
+) -> Result<Vec<allocations::Model>, ServiceError> {
+    let Some(event) = revenue_events::Entity::find()
+        .filter(revenue_events::Column::NicheId.eq(niche_id))
+        .filter(revenue_events::Column::ExternalId.eq(bounty_external_id(answer_id)))
+        .one(conn)
+        .await?
+    else {
+        return Ok(Vec::new());
+    };
+    allocations_of(conn, event.id).await
+}
+
+/// Move allocations `ids` from `from` to `to`, only those still in `from`; the ids moved.
+async fn move_allocations<C: ConnectionTrait>(
+    conn: &C,
+    ids: &[i64],
+    from: &[AllocationStatus],
+    to: AllocationStatus,
+    now: DateTime<Utc>,
+) -> Result<Vec<i64>, ServiceError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut moved = Vec::new();
+    for id in ids {
+        // One conditional update per row, so a row a payout claimed in the meantime is seen as
+        // claimed (and clawed back) rather than reversed under the payout.
+        let changed = allocations::Entity::update_many()
+            .col_expr(allocations::Column::Status, Expr::value(to))
+            .col_expr(allocations::Column::UpdatedAt, Expr::value(now))
+            .filter(allocations::Column::Id.eq(*id))
+            .filter(allocations::Column::Status.is_in(from.iter().copied()))
+            .filter(allocations::Column::PayoutId.is_null())
+            .exec(conn)
+            .await?;
+        if changed.rows_affected == 1 {
+            moved.push(*id);
+        }
+    }
+    Ok(moved)
+}
+
+/// Verify → the answerer's held part of the bounty becomes owed.
+pub async fn release_held_bounty<C: ConnectionTrait>(
+    conn: &C,
+    niche_id: i64,
+    answer_id: i64,
+    now: DateTime<Utc>,
+) -> Result<BountyVerdict, ServiceError> {
+    let ids: Vec<i64> = bounty_allocations(conn, niche_id, answer_id)
+        .await?
+        .iter()
+        .filter(|a| a.status == AllocationStatus::Held)
+        .map(|a| a.id)
+        .collect();
+    let moved = move_allocations(
+        conn,
+        &ids,
+        &[AllocationStatus::Held],
+        AllocationStatus::Accrued,
+        now,
+    )
+    .await?;
+    Ok(BountyVerdict {
+        moved,
+        clawbacks: Vec::new(),
+    })
+}
+
+/// Reject or reverse → every part of the bounty is reversed (the agent's charge is given back,
+/// so neither the answerer nor the platform keeps it). A part already in a payout (scheduled or
+/// paid) cannot be undone: a clawback of its negative amount is booked for that person instead,
+/// owed against their next payouts.
+pub async fn reverse_bounty<C: ConnectionTrait>(
+    conn: &C,
+    niche_id: i64,
+    answer_id: i64,
+    now: DateTime<Utc>,
+) -> Result<BountyVerdict, ServiceError> {
+    let parts = bounty_allocations(conn, niche_id, answer_id).await?;
+    let originals: Vec<&allocations::Model> =
+        parts.iter().filter(|a| a.claws_back.is_none()).collect();
+    let ids: Vec<i64> = originals.iter().map(|a| a.id).collect();
+    let moved = move_allocations(
+        conn,
+        &ids,
+        &[AllocationStatus::Held, AllocationStatus::Accrued],
+        AllocationStatus::Reversed,
+        now,
+    )
+    .await?;
+    let mut clawbacks = Vec::new();
+    for part in originals {
+        if moved.contains(&part.id) || part.amount_minor == 0 {
+            continue;
+        }
+        let current = allocations::Entity::find_by_id(part.id)
+            .one(conn)
+            .await?
+            .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("allocation vanished")))?;
+        let (Some(user), AllocationStatus::Scheduled | AllocationStatus::Paid) =
+            (current.user_id, current.status)
+        else {
+            continue;
+        };
+        let inserted = allocations::Entity::insert(allocations::ActiveModel {
+            id: NotSet,
+            revenue_event_id: Set(current.revenue_event_id),
+            niche_id: Set(current.niche_id),
+            user_id: Set(Some(user)),
+            share_bps: Set(current.share_bps),
+            amount_minor: Set(-current.amount_minor),
+            status: Set(AllocationStatus::Accrued),
+            payout_id: Set(None),
+            claws_back: Set(Some(current.id)),
+            created_at: Set(now),
+            updated_at: Set(now),
+        })
+        .on_conflict(
+            OnConflict::column(allocations::Column::ClawsBack)
+                .do_nothing()
+                .to_owned(),
+        )
+        .try_insert()
+        .exec(conn)
+        .await?;
+        if let TryInsertResult::Inserted(result) = inserted {
+            clawbacks.push((current.id, result.last_insert_id, -current.amount_minor));
+        }
+    }
+    Ok(BountyVerdict { moved, clawbacks })
 }
 
 /// An event's allocations, members first then the platform.
@@ -345,8 +514,10 @@ pub async fn allocations_of<C: ConnectionTrait>(
 pub struct Balance {
     /// ISO 4217.
     pub currency: String,
-    /// Accrued, not yet in a payout.
+    /// Accrued, not yet in a payout (clawbacks included, so it may be negative).
     pub owed: i64,
+    /// Held until the answers it is for are verified.
+    pub held: i64,
     /// In a scheduled payout.
     pub in_flight: i64,
     /// Paid out.
@@ -388,6 +559,7 @@ pub async fn balances_of(
             ..Balance::default()
         });
         let slot = match status {
+            AllocationStatus::Held => &mut balance.held,
             AllocationStatus::Accrued => &mut balance.owed,
             AllocationStatus::Scheduled => &mut balance.in_flight,
             AllocationStatus::Paid => &mut balance.paid,

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use entity::agent_answers;
+use entity::agent_answers::{self, AnswerKind};
 use entity::agent_questions;
 use futures::Stream;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter};
@@ -166,7 +166,7 @@ async fn classify(
                 return Ok(None);
             }
             Ok(Some(match change.action.as_str() {
-                "question.created" => ChangeKind::Added,
+                "question.created" | "question.reopened" => ChangeKind::Added,
                 _ if settled => ChangeKind::Removed,
                 _ => ChangeKind::Updated,
             }))
@@ -180,6 +180,20 @@ async fn classify(
                 "question.created" => ChangeKind::Added,
                 _ if settled => ChangeKind::Removed,
                 "question.declined" | "question.research_requested" if mine => ChangeKind::Removed,
+                "question.reopened" => {
+                    // Back for everyone but whoever answered it before (their answer was
+                    // rejected, and they may not answer it again).
+                    let answered_before = agent_answers::Entity::find()
+                        .filter(agent_answers::Column::QuestionId.eq(change.question.id))
+                        .filter(agent_answers::Column::UserId.eq(watch.viewer.user_id))
+                        .filter(agent_answers::Column::Kind.eq(AnswerKind::Answered))
+                        .count(&watch.db)
+                        .await?;
+                    if answered_before > 0 {
+                        return Ok(None);
+                    }
+                    ChangeKind::Added
+                }
                 "question.research_returned" => {
                     // Back for everyone; new again for those who had set it aside.
                     let declined_before = agent_answers::Entity::find()

@@ -40,6 +40,7 @@ pub fn MyRevenuePage() -> impl IntoView {
                             mine.balances.into_iter().map(|b| view! {
                                 <section class="balances" aria-label=format!("Balance in {}", b.currency) data-currency=b.currency.clone()>
                                     <div class="card balance"><span class="muted">"Owed"</span><strong data-balance="owed">{money(b.owed_minor, &b.currency)}</strong></div>
+                                    <div class="card balance"><span class="muted">"Held for review"</span><strong data-balance="held">{money(b.held_minor, &b.currency)}</strong></div>
                                     <div class="card balance"><span class="muted">"In flight"</span><strong data-balance="in-flight">{money(b.in_flight_minor, &b.currency)}</strong></div>
                                     <div class="card balance"><span class="muted">"Paid"</span><strong data-balance="paid">{money(b.paid_minor, &b.currency)}</strong></div>
                                     <div class="card balance"><span class="muted">"Reversed"</span><strong data-balance="reversed">{money(b.reversed_minor, &b.currency)}</strong></div>
