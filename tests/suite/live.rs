@@ -8,6 +8,7 @@ use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::socket::{GqlSocket, Received};
 use askloop_tests::{Backend, TestApp, on_both_backends};
+use sea_orm::EntityTrait;
 use serde_json::json;
 
 const QUEUE: &str = "subscription($slug: String!) { questionQueue(nicheSlug: $slug) { change question { id title status } } }";
@@ -216,7 +217,81 @@ async fn research_coming_back_shows_as_an_update_to_open(app: TestApp) {
     assert_eq!(back["data"]["questionQueue"]["question"]["status"], "OPEN");
 }
 
+/// A question whose answer an admin rejects comes back: ADDED for the niche's queue and for
+/// everyone's "awaiting me", except the person whose answer was rejected.
+async fn a_reopened_question_comes_back_live_for_everyone_but_its_rejected_answerer(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let bo = operator(&app.db, "games", "bo").await;
+    let root = person(&app.db, "root", true).await;
+    let mut hers = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    hers.subscribe("a", AWAITING, json!({})).await;
+    let mut his = GqlSocket::connect(&app.base, Some(&bo.token)).await;
+    his.subscribe("a", AWAITING, json!({})).await;
+    let mut queue = GqlSocket::connect(&app.base, Some(&root.token)).await;
+    queue.subscribe("q", QUEUE, json!({"slug": "games"})).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let id = app.ask("games", "reopened").await;
+    for socket in [&mut hers, &mut his] {
+        assert_eq!(
+            socket.next_data("a").await["data"]["awaitingMe"]["change"],
+            "ADDED"
+        );
+    }
+    assert_eq!(
+        queue.next_data("q").await["data"]["questionQueue"]["change"],
+        "ADDED"
+    );
+    let answered = app
+        .graphql(
+            Some(&ana.token),
+            ANSWER,
+            json!({"id": id.to_string(), "kind": "ANSWERED"}),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    for socket in [&mut hers, &mut his] {
+        assert_eq!(
+            socket.next_data("a").await["data"]["awaitingMe"]["change"],
+            "REMOVED"
+        );
+    }
+    assert_eq!(
+        queue.next_data("q").await["data"]["questionQueue"]["change"],
+        "REMOVED"
+    );
+
+    let contribution = entity::contribution_events::Entity::find()
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("her contribution");
+    let rejected = app
+        .graphql(
+            Some(&root.token),
+            "mutation($id: ID!) { rejectContribution(id: $id, note: \"A guess.\") { status } }",
+            json!({"id": contribution.id.to_string()}),
+        )
+        .await;
+    assert!(rejected["errors"].is_null(), "{rejected}");
+    let back = his.next_data("a").await;
+    assert_eq!(back["data"]["awaitingMe"]["change"], "ADDED", "{back}");
+    assert_eq!(back["data"]["awaitingMe"]["question"]["id"], id.to_string());
+    let back = queue.next_data("q").await;
+    assert_eq!(back["data"]["questionQueue"]["change"], "ADDED", "{back}");
+    assert_eq!(back["data"]["questionQueue"]["question"]["status"], "OPEN");
+    // Hers stays quiet about it: the next thing she hears is the next question.
+    let next = app.ask("games", "after").await;
+    let heard = hers.next_data("a").await;
+    assert_eq!(
+        heard["data"]["awaitingMe"]["question"]["id"],
+        next.to_string(),
+        "{heard}"
+    );
+}
+
 on_both_backends!(
+    a_reopened_question_comes_back_live_for_everyone_but_its_rejected_answerer,
     a_subscriber_sees_a_new_question_arrive,
     a_subscriber_sees_a_question_leave_once_someone_answers_it,
     sending_a_question_back_for_research_shows_as_an_update,

@@ -19,6 +19,7 @@ mod held_money;
 mod intake;
 mod ledger_properties;
 mod live;
+mod migrations;
 mod money;
 mod properties;
 mod query_limits;

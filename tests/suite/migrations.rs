@@ -1,0 +1,99 @@
+//! Migrations on a database that already holds data: the held-money migration
+//! (`m20261130_000011`) goes down and up again on a live askloop's populated database, on both
+//! backends, and each direction leaves the checks it promises (on SQLite, the edited table
+//! definition is what every pooled connection then enforces).
+
+use askloop_tests::fixtures::open_niche;
+use askloop_tests::people::operator;
+use askloop_tests::{TestApp, on_both_backends};
+use entity::{allocations, budget_entries};
+use migration::{Migrator, MigratorTrait};
+use sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait, Statement};
+use serde_json::json;
+
+/// Run `sql` on the app's database; whether the database accepted it.
+async fn accepts(app: &TestApp, sql: &str) -> bool {
+    let db = &app.db;
+    db.execute_raw(Statement::from_string(db.get_database_backend(), sql))
+        .await
+        .is_ok()
+}
+
+async fn the_held_money_migration_goes_down_and_up_on_a_populated_database(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let id = app.ask("games", "q-1").await;
+    let answered = app
+        .graphql(
+            Some(&ana.token),
+            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { points } }",
+            json!({"id": id.to_string()}),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    let revenue = json!({"nicheSlug": "games", "externalId": "inv-1", "sourceType": "usage",
+        "grossMinor": 10_000, "currency": "USD"});
+    let booked = app
+        .post_signed("/api/v1/internal/revenue-events", &revenue.to_string())
+        .await;
+    assert_eq!(booked.status(), 201);
+    let rows = |app: &TestApp| {
+        let db = app.db.clone();
+        async move {
+            (
+                allocations::Entity::find().count(&db).await.expect("count"),
+                budget_entries::Entity::find()
+                    .count(&db)
+                    .await
+                    .expect("count"),
+            )
+        }
+    };
+    let before = rows(&app).await;
+    assert!(before.0 > 0 && before.1 > 0, "{before:?}");
+
+    Migrator::down(&app.db, Some(1)).await.expect("down");
+    assert_eq!(rows_without_claws_back(&app).await, before.0);
+    assert!(
+        !accepts(&app, "UPDATE allocations SET status = 'held'").await,
+        "the old check refuses held"
+    );
+    assert!(
+        !accepts(&app, "UPDATE budget_entries SET kind = 'charge_reversal'").await,
+        "the old check refuses charge_reversal"
+    );
+
+    Migrator::up(&app.db, None).await.expect("up again");
+    assert_eq!(rows(&app).await, before);
+    assert!(
+        accepts(
+            &app,
+            "UPDATE allocations SET status = 'held' WHERE user_id IS NOT NULL"
+        )
+        .await
+    );
+    assert!(
+        !accepts(&app, "UPDATE allocations SET amount_minor = -1").await,
+        "only a clawback may be negative"
+    );
+    assert!(
+        !accepts(&app, "UPDATE allocations SET status = 'lost'").await,
+        "the new check still refuses unknown states"
+    );
+}
+
+/// How many allocations there are, read without the column the down migration removed.
+async fn rows_without_claws_back(app: &TestApp) -> u64 {
+    let db = &app.db;
+    let row = db
+        .query_one_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT COUNT(*) AS n FROM allocations",
+        ))
+        .await
+        .expect("count")
+        .expect("a row");
+    u64::try_from(row.try_get::<i64>("", "n").expect("n")).expect("a count")
+}
+
+on_both_backends!(the_held_money_migration_goes_down_and_up_on_a_populated_database);
