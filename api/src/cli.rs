@@ -20,6 +20,7 @@ use crate::{graphql, telemetry};
 
 mod agent;
 mod bench_queue;
+mod contention;
 mod flood;
 mod loadgen;
 mod seed;
@@ -86,6 +87,9 @@ enum Command {
     /// Flood one websocket with N subscribes while probing intake, GraphQL and /readyz from
     /// another client, then time the exit after SIGTERM (askloop runs as a child process).
     Flood(flood::FloodArgs),
+    /// N operators answer one question at the same instant, for R questions: one must win,
+    /// the rest get CONFLICT; prints the latencies of all responses.
+    Contention(contention::ContentionArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -352,6 +356,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
         Command::Loadgen(args) => loadgen::run(config, args).await,
         Command::BenchQueue(args) => bench_queue::run(config, args).await,
         Command::Flood(args) => flood::run(config, args).await,
+        Command::Contention(args) => contention::run(config, args).await,
     }
 }
 

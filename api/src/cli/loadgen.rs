@@ -1,6 +1,9 @@
 //! `askloop loadgen`: post N signed questions with concurrency C, report throughput and p50/p99,
 //! and the same number of plain inserts through the database driver (the floor under any web
-//! layer). By default it starts its own askloop on a free port against DATABASE_URL.
+//! layer). With `--rate R` it runs open loop instead: request i is sent at start + i/R whatever
+//! the earlier ones are doing, and its latency counts from that scheduled time, so a stall shows
+//! in every request that waited behind it. It starts its own askloop on a free port against
+//! DATABASE_URL.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,6 +35,10 @@ pub struct LoadgenArgs {
     /// Skip the plain driver inserts.
     #[arg(long)]
     no_baseline: bool,
+    /// Open loop: offer this many requests per second (on a schedule) instead of keeping C in
+    /// flight; latency counts from each request's scheduled time.
+    #[arg(long)]
+    rate: Option<u32>,
 }
 
 /// Latency figures for one run.
@@ -44,6 +51,8 @@ struct Report {
 }
 
 impl Report {
+    /// Print the figures; `concurrency` is the requests kept in flight, or for the open loop the
+    /// rate offered per second.
     fn print(&mut self, backend: &str, concurrency: usize) {
         self.latencies.sort_unstable();
         let pick = |q: f64| {
@@ -52,16 +61,29 @@ impl Report {
                 .get(index)
                 .map_or(0.0, |d| d.as_secs_f64() * 1_000.0)
         };
+        let load = if self.label == "open" {
+            format!("offered {concurrency}/s")
+        } else {
+            format!("c={concurrency}")
+        };
         println!(
-            "{:<7} {:<8} n={:<6} c={:<4} {:>9.1} per s   p50 {:>7.2} ms   p99 {:>7.2} ms   failures {}",
+            "{:<7} {:<8} n={:<6} {:<14} {:>9.1} per s   p50 {:>7.2} ms   p99 {:>7.2} ms   failures {}",
             self.label,
             backend,
             self.count,
-            concurrency,
+            load,
             self.count as f64 / self.elapsed.as_secs_f64(),
             pick(0.50),
             pick(0.99),
             self.failures,
+        );
+        println!(
+            "bench: {}",
+            json!({"run": self.label, "store": backend, "count": self.count,
+                "concurrency": concurrency, "perSecond": self.count as f64 / self.elapsed.as_secs_f64(),
+                "p50Ms": pick(0.50), "p99Ms": pick(0.99),
+                "maxMs": self.latencies.last().map_or(0.0, |d| d.as_secs_f64() * 1_000.0),
+                "failures": self.failures})
         );
     }
 }
@@ -103,6 +125,13 @@ pub async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
         let _ = stop_rx.await;
     }));
 
+    if let Some(rate) = args.rate {
+        let mut open = offer_questions(&url, &secret, slug.as_str(), &run_id, &args, rate).await?;
+        open.print(backend, rate as usize);
+        let _ = stop_tx.send(());
+        server.await??;
+        return Ok(());
+    }
     let mut intake = post_questions(&url, &secret, slug.as_str(), &run_id, &args).await?;
     intake.print(backend, args.concurrency);
     if !args.no_baseline {
@@ -143,27 +172,10 @@ async fn post_questions(
                 if i >= total {
                     break;
                 }
-                let body = serde_json::to_vec(&json!({"payload": {
-                    "nicheSlug": slug,
-                    "externalId": format!("{run_id}-{i}"),
-                    "title": format!("Load question {i}"),
-                    "question": "Which of the two sources is right?",
-                    "context": "Source A says 10%; source B says 15%.",
-                    "urgency": "normal",
-                    "options": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}],
-                }}))
-                .unwrap_or_default();
-                let header = crate::domain::signing::sign(&secret, &body, Utc::now().timestamp());
                 let sent = Instant::now();
-                let response = client
-                    .post(&url)
-                    .header("content-type", "application/json")
-                    .header(SIGNATURE_HEADER, header)
-                    .body(body)
-                    .send()
-                    .await;
+                let stored = post_one(&client, &url, &secret, &slug, &run_id, i).await;
                 latencies.push(sent.elapsed());
-                if !matches!(&response, Ok(r) if r.status().as_u16() == 201) {
+                if !stored {
                     failures += 1;
                 }
             }
@@ -181,6 +193,86 @@ async fn post_questions(
         let (latencies, failures) = worker.await?;
         report.latencies.extend(latencies);
         report.failures += failures;
+    }
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+/// Post question `i` of the run, signed; whether it was stored (201).
+async fn post_one(
+    client: &reqwest::Client,
+    url: &str,
+    secret: &str,
+    slug: &str,
+    run_id: &str,
+    i: usize,
+) -> bool {
+    let body = serde_json::to_vec(&json!({"payload": {
+        "nicheSlug": slug,
+        "externalId": format!("{run_id}-{i}"),
+        "title": format!("Load question {i}"),
+        "question": "Which of the two sources is right?",
+        "context": "Source A says 10%; source B says 15%.",
+        "urgency": "normal",
+        "options": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}],
+    }}))
+    .unwrap_or_default();
+    let header = crate::domain::signing::sign(secret, &body, Utc::now().timestamp());
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header(SIGNATURE_HEADER, header)
+        .body(body)
+        .send()
+        .await;
+    matches!(&response, Ok(r) if r.status().as_u16() == 201)
+}
+
+/// Open loop: request i is sent at `start + i / rate`, each in its own task, and its latency
+/// counts from that scheduled time.
+async fn offer_questions(
+    url: &str,
+    secret: &str,
+    slug: &str,
+    run_id: &str,
+    args: &LoadgenArgs,
+    rate: u32,
+) -> anyhow::Result<Report> {
+    anyhow::ensure!(rate > 0, "--rate must be at least 1");
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(256)
+        .build()?;
+    let period = Duration::from_secs_f64(1.0 / f64::from(rate));
+    let started = tokio::time::Instant::now();
+    let mut sent = tokio::task::JoinSet::new();
+    for i in 0..args.requests {
+        let scheduled = started + period.mul_f64(i as f64);
+        tokio::time::sleep_until(scheduled).await;
+        let (client, url, secret, slug, run_id) = (
+            client.clone(),
+            url.to_owned(),
+            secret.to_owned(),
+            slug.to_owned(),
+            run_id.to_owned(),
+        );
+        sent.spawn(async move {
+            let stored = post_one(&client, &url, &secret, &slug, &run_id, i).await;
+            (scheduled.elapsed(), stored)
+        });
+    }
+    let mut report = Report {
+        label: "open",
+        count: args.requests,
+        failures: 0,
+        elapsed: Duration::ZERO,
+        latencies: Vec::with_capacity(args.requests),
+    };
+    while let Some(done) = sent.join_next().await {
+        let (latency, stored) = done?;
+        report.latencies.push(latency);
+        if !stored {
+            report.failures += 1;
+        }
     }
     report.elapsed = started.elapsed();
     Ok(report)

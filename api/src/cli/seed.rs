@@ -1,5 +1,5 @@
-//! What the measuring commands (`bench-queue`, `flood`) start from: a fresh open niche and an
-//! operator of it, signed in.
+//! What the measuring commands (`bench-queue`, `flood`, `contention`) start from: a fresh open
+//! niche and operators of it, signed in.
 
 use chrono::Utc;
 use entity::niche_members::MemberRole;
@@ -43,7 +43,18 @@ pub async fn niche_with_operator(
         now,
     )
     .await?;
-    let handle = slug.clone();
+    let token = signed_in_operator(db, &slug, &slug).await?;
+    Ok(Seeded { niche, token })
+}
+
+/// Create `handle`, make them an operator of niche `slug` and sign them in; their session token.
+pub async fn signed_in_operator(
+    db: &DatabaseConnection,
+    slug: &str,
+    handle: &str,
+) -> anyhow::Result<String> {
+    let now = Utc::now();
+    let handle = handle.to_owned();
     let password = new_token("");
     accounts::create_user(
         db,
@@ -60,15 +71,16 @@ pub async fn niche_with_operator(
     accounts::add_member(
         db,
         &ChangeHint::none(),
-        &slug,
+        slug,
         &handle,
         MemberRole::Operator,
         &Actor::Cli,
         now,
     )
     .await?;
-    let token = sessions::login(db, &Handle::parse(&handle)?, &password, now)
-        .await?
-        .token;
-    Ok(Seeded { niche, token })
+    Ok(
+        sessions::login(db, &Handle::parse(&handle)?, &password, now)
+            .await?
+            .token,
+    )
 }

@@ -229,9 +229,11 @@ async fn serve(
         data.insert(client);
         Ok(data)
     };
-    let graphql = GraphqlSocket::new(state.schema.clone(), tokio_stream_of(from_client), protocol)
-        .on_connection_init(on_init);
-    futures::pin_mut!(graphql);
+    // Boxed rather than pinned on the stack, so it can be dropped the moment the loop ends.
+    let mut graphql = Box::pin(
+        GraphqlSocket::new(state.schema.clone(), tokio_stream_of(from_client), protocol)
+            .on_connection_init(on_init),
+    );
 
     let live = state.config.live;
     let mut ping = tokio::time::interval(live.ping_every);
@@ -327,6 +329,11 @@ async fn serve(
             }
         }
     }
+    // Its operations go first: one still starting may hold a pooled database connection, and
+    // not polled while the socket lingers, it would keep it from everyone else until the peer
+    // answers the close.
+    drop(graphql);
+    drop(to_graphql);
     // The closing handshake: read (and drop) what the peer still sends until it answers our
     // close, for a moment at most. Closing a TCP connection with unread data resets it, and a
     // reset can destroy our close frame before the peer reads it, leaving it no reason why.

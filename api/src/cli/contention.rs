@@ -1,0 +1,200 @@
+//! `askloop contention`: N operators answer one question at the same instant. Each operator has
+//! its own HTTP connection, opened and used once before the round; then all N wait on a barrier
+//! and send `answerQuestion` together. Exactly one must win and the others get `CONFLICT`; the
+//! figures are the latencies of all N responses over every round. It starts its own askloop on a
+//! free port against DATABASE_URL.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use clap::Args;
+use sea_orm::DbBackend;
+use serde_json::{Value, json};
+use tokio::sync::Barrier;
+
+use crate::config::Config;
+use crate::domain::signing::{SIGNATURE_HEADER, SigningKeys, sign};
+use crate::service::accounts::new_token;
+use crate::startup::{self, Application};
+
+/// Arguments of `askloop contention`.
+#[derive(Debug, Args)]
+pub struct ContentionArgs {
+    /// How many operators answer each question at once.
+    #[arg(long, default_value_t = 50)]
+    operators: usize,
+    /// How many questions (rounds).
+    #[arg(long, default_value_t = 10)]
+    rounds: usize,
+}
+
+const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"a\"}) { points } }";
+
+/// How one operator's answer ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Won,
+    Conflict,
+    Failed,
+}
+
+/// Run the contention benchmark.
+pub async fn run(mut config: Config, args: ContentionArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.operators >= 2, "--operators must be at least 2");
+    anyhow::ensure!(args.rounds >= 1, "--rounds must be at least 1");
+    let secret = new_token("");
+    config.signing = SigningKeys::new(Some(secret.clone()), None);
+    config.bind = "127.0.0.1:0".parse()?;
+    let db = startup::connect_and_migrate(&config).await?;
+    let backend = match db.get_database_backend() {
+        DbBackend::Postgres => "postgres",
+        _ => "sqlite",
+    };
+    let seeded = super::seed::niche_with_operator(&db, "contend", "Contention").await?;
+    let slug = seeded.niche.slug.clone();
+    let mut tokens = vec![seeded.token];
+    for n in 1..args.operators {
+        tokens.push(super::seed::signed_in_operator(&db, &slug, &format!("{slug}-{n}")).await?);
+    }
+
+    let app = Application::build_with(config, db.clone()).await?;
+    let base = format!("http://{}", app.local_addr());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until(async {
+        let _ = stop_rx.await;
+    }));
+
+    // One client (one connection) per operator, warmed so the round measures answering only.
+    let mut clients = Vec::with_capacity(tokens.len());
+    for _ in &tokens {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(1)
+            .build()?;
+        client.get(format!("{base}/readyz")).send().await?;
+        clients.push(client);
+    }
+    let asker = reqwest::Client::new();
+
+    let mut latencies = Vec::with_capacity(args.operators * args.rounds);
+    let mut bad_rounds = 0;
+    for round in 0..args.rounds {
+        let question = ask(&asker, &base, &secret, &slug, round).await?;
+        let barrier = Arc::new(Barrier::new(tokens.len()));
+        let mut answering = Vec::with_capacity(tokens.len());
+        for (client, token) in clients.iter().zip(&tokens) {
+            let (client, token, barrier) = (client.clone(), token.clone(), barrier.clone());
+            let url = format!("{base}/graphql");
+            answering.push(tokio::spawn(async move {
+                barrier.wait().await;
+                let sent = Instant::now();
+                let outcome = answer(&client, &url, &token, question).await;
+                (sent.elapsed(), outcome)
+            }));
+        }
+        let mut outcomes = Vec::with_capacity(tokens.len());
+        for task in answering {
+            let (latency, outcome) = task.await?;
+            latencies.push(latency);
+            outcomes.push(outcome);
+        }
+        let won = outcomes.iter().filter(|o| **o == Outcome::Won).count();
+        let conflicts = outcomes.iter().filter(|o| **o == Outcome::Conflict).count();
+        if won != 1 || conflicts != tokens.len() - 1 {
+            bad_rounds += 1;
+            eprintln!(
+                "round {round}: {won} won, {conflicts} conflicts, {} failed",
+                tokens.len() - won - conflicts
+            );
+        }
+    }
+    latencies.sort_unstable();
+    let ms = |d: Duration| d.as_secs_f64() * 1_000.0;
+    let pick = |q: f64| {
+        latencies
+            .get(((latencies.len() - 1) as f64 * q).round() as usize)
+            .map_or(0.0, |d| ms(*d))
+    };
+    let max = latencies.last().map_or(0.0, |d| ms(*d));
+    println!(
+        "contention {backend:<8} {} operators × {} rounds: one winner in {} of {} rounds; all responses p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        args.operators,
+        args.rounds,
+        args.rounds - bad_rounds,
+        args.rounds,
+        pick(0.5),
+        pick(0.99),
+        max
+    );
+    println!(
+        "bench: {}",
+        json!({"run": "contention", "store": backend, "operators": args.operators,
+            "rounds": args.rounds, "badRounds": bad_rounds, "p50Ms": pick(0.5),
+            "p99Ms": pick(0.99), "maxMs": max})
+    );
+    let _ = stop_tx.send(());
+    server.await??;
+    anyhow::ensure!(
+        bad_rounds == 0,
+        "{bad_rounds} rounds did not have exactly one winner"
+    );
+    Ok(())
+}
+
+/// Post a signed question; its id.
+async fn ask(
+    client: &reqwest::Client,
+    base: &str,
+    secret: &str,
+    slug: &str,
+    round: usize,
+) -> anyhow::Result<i64> {
+    let body = serde_json::to_vec(&json!({"payload": {
+        "nicheSlug": slug,
+        "externalId": format!("contend-{round}"),
+        "title": format!("Contended question {round}"),
+        "question": "Which one is right?",
+        "options": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}],
+    }}))?;
+    let response = client
+        .post(format!("{base}/api/v1/internal/expert-questions"))
+        .header("content-type", "application/json")
+        .header(
+            SIGNATURE_HEADER,
+            sign(secret, &body, Utc::now().timestamp()),
+        )
+        .body(body)
+        .send()
+        .await?;
+    anyhow::ensure!(
+        response.status().as_u16() == 201,
+        "intake answered {}",
+        response.status()
+    );
+    let stored: Value = response.json().await?;
+    stored["question"]["id"]
+        .as_i64()
+        .ok_or_else(|| anyhow::anyhow!("intake gave no question id: {stored}"))
+}
+
+async fn answer(client: &reqwest::Client, url: &str, token: &str, question: i64) -> Outcome {
+    let sent = client
+        .post(url)
+        .bearer_auth(token)
+        .json(&json!({"query": ANSWER, "variables": {"id": question.to_string()}}))
+        .send()
+        .await;
+    let Ok(response) = sent else {
+        return Outcome::Failed;
+    };
+    let Ok(body) = response.json::<Value>().await else {
+        return Outcome::Failed;
+    };
+    if body["errors"].is_null() && !body["data"]["answerQuestion"].is_null() {
+        Outcome::Won
+    } else if body["errors"][0]["extensions"]["code"] == "CONFLICT" {
+        Outcome::Conflict
+    } else {
+        Outcome::Failed
+    }
+}
