@@ -179,12 +179,13 @@ async fn main() -> anyhow::Result<()> {
     // Give the last subscriptions a moment to register with the hub.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let connected_rss = rss_kib(server.id());
+    let per_connection_kib = (connected_rss.saturating_sub(idle_rss)) as f64 / subscribers as f64;
     println!(
         "{subscribers} subscribers connected in {:.1} s; server RSS {} KiB idle → {} KiB ({:.1} KiB per connection)",
         started.elapsed().as_secs_f64(),
         idle_rss,
         connected_rss,
-        (connected_rss.saturating_sub(idle_rss)) as f64 / subscribers as f64
+        per_connection_kib
     );
 
     let mut sent_at = Vec::with_capacity(questions);
@@ -232,6 +233,15 @@ async fn main() -> anyhow::Result<()> {
         pick(0.5),
         pick(0.99),
         latencies.last().copied().unwrap_or(f64::NAN)
+    );
+    println!(
+        "bench: {}",
+        json!({"run": "fanout", "store": if database_url.starts_with("postgres") { "postgres" } else { "sqlite" },
+            "subscribers": subscribers, "questions": questions,
+            "received": latencies.len(), "expected": subscribers * questions,
+            "p50Ms": pick(0.5), "p99Ms": pick(0.99),
+            "maxMs": latencies.last().copied().unwrap_or(f64::NAN),
+            "kibPerSubscriber": per_connection_kib})
     );
     let _ = server.kill();
     let _ = server.wait();

@@ -9,6 +9,7 @@
 //! - `cargo xtask build-web`: only the dashboard, into `web/dist`.
 //! - `cargo xtask fuzz-api [--max-time SECONDS]`: schemathesis against `/graphql` of a freshly
 //!   seeded askloop, as a member and as an admin (see `fuzz_api.rs`).
+//! - `cargo xtask bench [--quick]`: every performance figure in one table (see `bench.rs`).
 //!
 //! The dashboard is compiled with cargo for `wasm32-unknown-unknown` and bound with the
 //! `wasm-bindgen-cli-support` library pinned to the same version as the `wasm-bindgen` crate, so
@@ -21,6 +22,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, bail};
 
+mod bench;
 mod fuzz_api;
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
@@ -37,6 +39,7 @@ fn main() -> ExitCode {
                 .and_then(|()| build_web())
                 .and_then(|_| test(&options))
         }
+        Some("bench") => bench::run(&workspace_root(), &args[1..]),
         Some("fuzz-api") => fuzz_api::seconds(&args[1..]).and_then(|seconds| {
             ensure_test_packages(false, Needs::FUZZ_ONLY)
                 .and_then(|()| build_binaries())
@@ -45,7 +48,7 @@ fn main() -> ExitCode {
         _ => {
             eprintln!(
                 "usage: cargo xtask <build-web | run [-- serve args] | test [--install-deps] \
-                 [--no-fuzz] [-- cargo test args] | fuzz-api [--max-time SECONDS]>"
+                 [--no-fuzz] [-- cargo test args] | fuzz-api [--max-time SECONDS] | bench [--quick]>"
             );
             return ExitCode::from(2);
         }

@@ -143,11 +143,14 @@ pub async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()>
             pick(0.5).as_secs_f64() * 1000.0,
             pick(0.99).as_secs_f64() * 1000.0,
         );
+        let plan = queue::explain_waiting_page(&db, niche.id, after).await?;
+        println!("  plan: {}", plan.replace('\n', "\n        "));
         println!(
-            "  plan: {}",
-            queue::explain_waiting_page(&db, niche.id, after)
-                .await?
-                .replace('\n', "\n        ")
+            "bench: {}",
+            json!({"run": if after.is_none() { "queue-first" } else { "queue-deep" },
+                "store": backend, "questions": args.questions, "requests": args.requests,
+                "p50Ms": pick(0.5).as_secs_f64() * 1000.0, "p99Ms": pick(0.99).as_secs_f64() * 1000.0,
+                "usesIndex": plan.contains("agent_questions_waiting_idx")})
         );
     }
     let _ = stop_tx.send(());
