@@ -32,6 +32,12 @@ pub struct Model {
     /// How many "not enough context" declines in one round tell the agent (or every active
     /// operator's, when there are fewer).
     pub declines_to_notify: i64,
+    /// The month `budget_spent_minor` counts (`YYYY-MM`, UTC); none before the first entry.
+    pub budget_month: Option<String>,
+    /// What was charged (less charges given back) in `budget_month`, minor units.
+    pub budget_spent_minor: i64,
+    /// Reservations not yet charged or released, minor units.
+    pub budget_reserved_minor: i64,
     /// When it was made.
     pub created_at: DateTimeUtc,
     /// When it last changed.

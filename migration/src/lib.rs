@@ -18,6 +18,7 @@ mod m20261129_000008_payouts;
 mod m20261130_000009_revenue_ids_per_niche;
 mod m20261130_000010_declines_speak;
 mod m20261130_000011_money_waits_for_the_verdict;
+mod m20261130_000012_budget_balance;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -37,6 +38,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000009_revenue_ids_per_niche::Migration),
             Box::new(m20261130_000010_declines_speak::Migration),
             Box::new(m20261130_000011_money_waits_for_the_verdict::Migration),
+            Box::new(m20261130_000012_budget_balance::Migration),
         ]
     }
 }

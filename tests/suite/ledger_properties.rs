@@ -111,6 +111,35 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
         })
         .sum();
     assert!(committed <= LIMIT, "{at}: {committed} committed of {LIMIT}");
+    // The niche's balance is what its ledger sums to.
+    let month = askloop::domain::ledger::month_of(chrono::Utc::now());
+    for niche in niches::Entity::find().all(&app.db).await.expect("niches") {
+        let of = |kinds: &[BudgetEntryKind], this_month: bool| -> i64 {
+            entries
+                .iter()
+                .filter(|e| e.niche_id == niche.id && kinds.contains(&e.kind))
+                .filter(|e| !this_month || e.month == month)
+                .map(|e| match e.kind {
+                    BudgetEntryKind::Reserve | BudgetEntryKind::Charge => e.amount_minor,
+                    _ => -e.amount_minor,
+                })
+                .sum()
+        };
+        let reserved = of(&[BudgetEntryKind::Reserve], false)
+            - of(&[BudgetEntryKind::Charge], false)
+            + of(&[BudgetEntryKind::Release], false);
+        let spent = of(
+            &[BudgetEntryKind::Charge, BudgetEntryKind::ChargeReversal],
+            true,
+        );
+        let balance = askloop::service::budget::balance_of(&niche, chrono::Utc::now());
+        assert_eq!(
+            (balance.reserved, balance.spent),
+            (reserved, spent),
+            "{at}: the balance of niche {} is not its ledger",
+            niche.slug
+        );
+    }
 
     let all = allocations::Entity::find()
         .all(&app.db)

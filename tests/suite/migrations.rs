@@ -1,9 +1,9 @@
 //! Migrations on a database that already holds data: the held-money migration
-//! (`m20261130_000011`) goes down and up again on a live askloop's populated database, on both
-//! backends, and each direction leaves the checks it promises (on SQLite, the edited table
-//! definition is what every pooled connection then enforces).
+//! (`m20261130_000011`) and the budget-balance one (`m20261130_000012`) go down and up again on a
+//! live askloop's populated database, on both backends; each direction leaves the checks it
+//! promises (on SQLite, the edited table definition is what every pooled connection then
+//! enforces), and the balance starts from what the ledger sums to.
 
-use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::operator;
 use askloop_tests::{TestApp, on_both_backends};
 use entity::{allocations, budget_entries};
@@ -20,8 +20,10 @@ async fn accepts(app: &TestApp, sql: &str) -> bool {
 }
 
 async fn the_held_money_migration_goes_down_and_up_on_a_populated_database(app: TestApp) {
-    open_niche(&app.db, "games").await;
+    crate::money::budgeted_niche(&app, "games", Some(1000), 0).await;
     let ana = operator(&app.db, "games", "ana").await;
+    let (status, _) = crate::money::ask_with_bounty(&app, "games", "with-bounty", 300).await;
+    assert_eq!(status, 201);
     let id = app.ask("games", "q-1").await;
     let answered = app
         .graphql(
@@ -52,7 +54,7 @@ async fn the_held_money_migration_goes_down_and_up_on_a_populated_database(app: 
     let before = rows(&app).await;
     assert!(before.0 > 0 && before.1 > 0, "{before:?}");
 
-    Migrator::down(&app.db, Some(1)).await.expect("down");
+    Migrator::down(&app.db, Some(2)).await.expect("down");
     assert_eq!(rows_without_claws_back(&app).await, before.0);
     assert!(
         !accepts(&app, "UPDATE allocations SET status = 'held'").await,
@@ -65,6 +67,15 @@ async fn the_held_money_migration_goes_down_and_up_on_a_populated_database(app: 
 
     Migrator::up(&app.db, None).await.expect("up again");
     assert_eq!(rows(&app).await, before);
+    let games = entity::niches::Entity::find()
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the niche");
+    assert_eq!(
+        games.budget_reserved_minor, 300,
+        "the balance starts from the ledger"
+    );
     assert!(
         accepts(
             &app,

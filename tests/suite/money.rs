@@ -1488,9 +1488,10 @@ async fn a_reservation_from_last_month_still_counts_until_it_settles(app: TestAp
         .expect("a time");
     let (_, asked) = ask_with_bounty(&app, "games", "old", 0).await;
     let question = asked["question"]["id"].as_i64().expect("an id");
-    budget::reserve(&app.db, niche_id, question, 800, october)
+    let reserved = budget::try_reserve(&app.db, niche_id, question, 800, october)
         .await
         .expect("reserved");
+    assert!(reserved);
     let early = budget::budget_of(&app.db, &niche, november)
         .await
         .expect("budget");

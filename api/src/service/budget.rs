@@ -5,81 +5,109 @@
 //! append-only. A reservation is settled once, by a charge or a release, in the transaction
 //! whose conditional status change settles the question, so for every question reserved =
 //! charged + released + still reserved, and a charge is reversed at most once.
+//!
+//! Every entry also moves the niche's balance (what is reserved, and what was spent in the
+//! balance's month) in the same transaction, so the budget is read from one row and a
+//! reservation is checked and made by one conditional update of it, never by summing the ledger.
 
 use chrono::{DateTime, Utc};
 use entity::budget_entries::{self, BudgetEntryKind};
 use entity::niches;
-use sea_orm::sea_query::{Alias, Expr, Func};
+use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait,
-    NotSet, QueryFilter, QueryOrder, QuerySelect, Statement,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait,
+    NotSet, QueryFilter, QueryOrder, QuerySelect,
 };
 
 use crate::domain::ledger::{Budget, month_of, resets_at};
 use crate::error::ServiceError;
 
-/// Hold the niche's row until the transaction ends, so concurrent intakes into one niche check
-/// and reserve one after another (SQLite's IMMEDIATE transactions already do).
-pub async fn lock_niche<C: ConnectionTrait>(conn: &C, niche_id: i64) -> Result<(), ServiceError> {
-    if conn.get_database_backend() == DbBackend::Postgres {
-        conn.execute_raw(Statement::from_sql_and_values(
-            DbBackend::Postgres,
-            "SELECT id FROM niches WHERE id = $1 FOR UPDATE",
-            [niche_id.into()],
-        ))
-        .await?;
+/// A niche's budget at `now` from its balance (docs/contract.md#budgets-and-bounties):
+/// reservations still outstanding, whatever month they were made in, plus what was charged in
+/// the month of `now` (nothing yet when the balance last moved in an earlier month).
+pub fn balance_of(niche: &niches::Model, now: DateTime<Utc>) -> Budget {
+    let this_month = niche.budget_month.as_deref() == Some(month_of(now).as_str());
+    Budget {
+        limit: niche.monthly_budget_minor,
+        spent: if this_month {
+            niche.budget_spent_minor
+        } else {
+            0
+        },
+        reserved: niche.budget_reserved_minor,
     }
-    Ok(())
 }
 
-/// The niche's budget in the month of `now` (docs/contract.md#budgets-and-bounties): reservations
-/// still outstanding, whatever month they were made in, plus what was charged this month.
+/// The niche's budget at `now`, from its balance as `conn` sees it now.
 pub async fn budget_of<C: ConnectionTrait>(
     conn: &C,
     niche: &niches::Model,
     now: DateTime<Utc>,
 ) -> Result<Budget, ServiceError> {
-    let all_time = totals(conn, niche.id, None).await?;
-    let this_month = totals(conn, niche.id, Some(&month_of(now))).await?;
-    let of = |totals: &[(BudgetEntryKind, i64)], kind| {
-        totals
-            .iter()
-            .find(|(k, _)| *k == kind)
-            .map_or(0, |(_, amount)| *amount)
-    };
-    let outstanding = of(&all_time, BudgetEntryKind::Reserve)
-        - of(&all_time, BudgetEntryKind::Charge)
-        - of(&all_time, BudgetEntryKind::Release);
-    Ok(Budget {
-        limit: niche.monthly_budget_minor,
-        // A reversal is booked in the month of the charge it gives back.
-        spent: of(&this_month, BudgetEntryKind::Charge)
-            - of(&this_month, BudgetEntryKind::ChargeReversal),
-        reserved: outstanding,
-    })
+    let current = niches::Entity::find_by_id(niche.id)
+        .one(conn)
+        .await?
+        .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("niche vanished")))?;
+    Ok(balance_of(&current, now))
 }
 
-/// A niche's entry totals by kind (summed by the database), over all time or in one month.
-async fn totals<C: ConnectionTrait>(
+/// What the niche spent in `month` as its balance reads it: its spending when `month` is the
+/// balance's month, nothing otherwise.
+fn spent_in(month: &str) -> Expr {
+    Expr::case(
+        Expr::col(niches::Column::BudgetMonth).eq(month),
+        Expr::col(niches::Column::BudgetSpentMinor),
+    )
+    .finally(Expr::val(0_i64))
+    .into()
+}
+
+/// Reserve `amount` for question `question_id` if the niche's budget covers it: one conditional
+/// update of the niche's balance (concurrent reservations in one niche queue on its row and each
+/// sees the others' effect, so none overspends), then the ledger entry. Whether it was reserved;
+/// an amount of 0 needs nothing and is always reserved.
+pub async fn try_reserve<C: ConnectionTrait>(
     conn: &C,
     niche_id: i64,
-    month: Option<&str>,
-) -> Result<Vec<(BudgetEntryKind, i64)>, ServiceError> {
-    // SUM of a BIGINT is NUMERIC on PostgreSQL: cast it back so both databases give an i64.
-    let sum = Func::cast_as(
-        Func::sum(Expr::col(budget_entries::Column::AmountMinor)),
-        Alias::new("BIGINT"),
-    );
-    let mut query = budget_entries::Entity::find()
-        .select_only()
-        .column(budget_entries::Column::Kind)
-        .column_as(Expr::expr(sum), "total")
-        .filter(budget_entries::Column::NicheId.eq(niche_id))
-        .group_by(budget_entries::Column::Kind);
-    if let Some(month) = month {
-        query = query.filter(budget_entries::Column::Month.eq(month));
+    question_id: i64,
+    amount: i64,
+    now: DateTime<Utc>,
+) -> Result<bool, ServiceError> {
+    if amount <= 0 {
+        return Ok(true);
     }
-    Ok(query.into_tuple().all(conn).await?)
+    let month = month_of(now);
+    let fits = Condition::any()
+        .add(niches::Column::MonthlyBudgetMinor.is_null())
+        .add(
+            spent_in(&month)
+                .add(Expr::col(niches::Column::BudgetReservedMinor))
+                .add(amount)
+                .lte(Expr::col(niches::Column::MonthlyBudgetMinor)),
+        );
+    let reserved = niches::Entity::update_many()
+        .col_expr(
+            niches::Column::BudgetReservedMinor,
+            Expr::col(niches::Column::BudgetReservedMinor).add(amount),
+        )
+        .filter(niches::Column::Id.eq(niche_id))
+        .filter(fits)
+        .exec(conn)
+        .await?;
+    if reserved.rows_affected == 0 {
+        return Ok(false);
+    }
+    insert_entry(
+        conn,
+        niche_id,
+        question_id,
+        BudgetEntryKind::Reserve,
+        amount,
+        month,
+        now,
+    )
+    .await?;
+    Ok(true)
 }
 
 /// The 402 for a bounty the budget cannot cover.
@@ -90,7 +118,7 @@ pub fn over_budget(budget: &Budget, now: DateTime<Utc>) -> ServiceError {
     }
 }
 
-async fn append<C: ConnectionTrait>(
+async fn insert_entry<C: ConnectionTrait>(
     conn: &C,
     niche_id: i64,
     question_id: i64,
@@ -113,28 +141,46 @@ async fn append<C: ConnectionTrait>(
     Ok(())
 }
 
-/// Reserve `amount` for a question just stored (inside the intake's transaction, after
-/// [`lock_niche`] and a check that it fits). Nothing is recorded for a bounty of 0.
-pub async fn reserve<C: ConnectionTrait>(
+/// Append a charge, release or charge reversal of `amount` booked in `month`, and move the
+/// niche's balance with it in the same transaction.
+async fn append<C: ConnectionTrait>(
     conn: &C,
     niche_id: i64,
     question_id: i64,
+    kind: BudgetEntryKind,
     amount: i64,
+    month: String,
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
-    if amount <= 0 {
-        return Ok(());
-    }
-    append(
-        conn,
-        niche_id,
-        question_id,
-        BudgetEntryKind::Reserve,
-        amount,
-        month_of(now),
-        now,
-    )
-    .await
+    let reserved = Expr::col(niches::Column::BudgetReservedMinor);
+    let spent = Expr::col(niches::Column::BudgetSpentMinor);
+    let balance = niches::Entity::update_many().filter(niches::Column::Id.eq(niche_id));
+    let balance = match kind {
+        BudgetEntryKind::Reserve => {
+            return Err(ServiceError::Internal(anyhow::anyhow!(
+                "a reservation is made by try_reserve"
+            )));
+        }
+        BudgetEntryKind::Release => {
+            balance.col_expr(niches::Column::BudgetReservedMinor, reserved.sub(amount))
+        }
+        // A charge settles the reservation and counts in its month (which it starts, when the
+        // balance last moved in an earlier one).
+        BudgetEntryKind::Charge => balance
+            .col_expr(niches::Column::BudgetReservedMinor, reserved.sub(amount))
+            .col_expr(
+                niches::Column::BudgetSpentMinor,
+                spent_in(&month).add(amount),
+            )
+            .col_expr(niches::Column::BudgetMonth, Expr::val(month.clone())),
+        // Given back in the month of the charge: this month's spending falls only when that is
+        // the balance's month.
+        BudgetEntryKind::ChargeReversal => balance
+            .col_expr(niches::Column::BudgetSpentMinor, spent.sub(amount))
+            .filter(niches::Column::BudgetMonth.eq(month.clone())),
+    };
+    balance.exec(conn).await?;
+    insert_entry(conn, niche_id, question_id, kind, amount, month, now).await
 }
 
 /// A question's entries, oldest first.
@@ -214,7 +260,7 @@ pub async fn reverse_charge<C: ConnectionTrait>(
     if unreversed <= 0 {
         return Ok(None);
     }
-    let amount = unreversed.min(charge.amount_minor);
+    let amount = std::cmp::min(unreversed, charge.amount_minor);
     append(
         conn,
         charge.niche_id,
@@ -228,9 +274,9 @@ pub async fn reverse_charge<C: ConnectionTrait>(
     Ok(Some(amount))
 }
 
-/// Reserve a reopened question's bounty again, if the niche's budget still covers it (after
-/// [`lock_niche`], inside the transaction that reopens it). Whether it was reserved; a bounty of
-/// 0 needs nothing and counts as reserved.
+/// Reserve a reopened question's bounty again, if the niche's budget still covers it (inside
+/// the transaction that reopens it). Whether it was reserved; a bounty of 0 needs nothing and
+/// counts as reserved.
 pub async fn reserve_again<C: ConnectionTrait>(
     conn: &C,
     niche: &niches::Model,
@@ -238,15 +284,7 @@ pub async fn reserve_again<C: ConnectionTrait>(
     amount: i64,
     now: DateTime<Utc>,
 ) -> Result<bool, ServiceError> {
-    if amount <= 0 {
-        return Ok(true);
-    }
-    lock_niche(conn, niche.id).await?;
-    if !budget_of(conn, niche, now).await?.fits(amount) {
-        return Ok(false);
-    }
-    reserve(conn, niche.id, question_id, amount, now).await?;
-    Ok(true)
+    try_reserve(conn, niche.id, question_id, amount, now).await
 }
 
 /// A niche's budget entries of a month, newest first.

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use entity::agent_questions::{self, QuestionStatus, Urgency};
-use entity::niches::{self, NicheStatus};
+use entity::niches::NicheStatus;
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter,
@@ -92,8 +92,6 @@ pub async fn receive_question(
         .clamp(intake::MIN_LIFETIME_SECS, intake::MAX_LIFETIME_SECS);
 
     let txn = begin_write(db).await?;
-    // Reservations in one niche happen one at a time, so concurrent intakes never overspend.
-    budget::lock_niche(&txn, niche.id).await?;
     let inserted = agent_questions::Entity::insert(agent_questions::ActiveModel {
         id: NotSet,
         niche_id: Set(niche.id),
@@ -135,18 +133,15 @@ pub async fn receive_question(
     match inserted {
         TryInsertResult::Inserted(result) => {
             let question_id = result.last_insert_id;
-            // The limit as it is now, under the lock (an admin may just have changed it).
-            let niche = niches::Entity::find_by_id(niche.id)
-                .one(&txn)
-                .await?
-                .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("niche vanished")))?;
-            let before = budget::budget_of(&txn, &niche, now).await?;
-            if !before.fits(bounty) {
-                txn.rollback().await?;
-                return Err(budget::over_budget(&before, now));
-            }
-            budget::reserve(&txn, niche.id, question_id, bounty, now).await?;
-            if bounty > 0 {
+            // A bounty is checked and reserved by one conditional update of the niche's
+            // balance (the limit as it is now, whoever changed it); a question without one
+            // touches no budget at all.
+            let budget = if bounty > 0 {
+                if !budget::try_reserve(&txn, niche.id, question_id, bounty, now).await? {
+                    let refused = budget::budget_of(&txn, &niche, now).await?;
+                    txn.rollback().await?;
+                    return Err(budget::over_budget(&refused, now));
+                }
                 audit::record(
                     &txn,
                     AuditEntry {
@@ -160,7 +155,11 @@ pub async fn receive_question(
                     now,
                 )
                 .await?;
-            }
+                budget::budget_of(&txn, &niche, now).await?
+            } else {
+                // As the niche's row was read for this intake.
+                budget::balance_of(&niche, now)
+            };
             audit::record(
                 &txn,
                 AuditEntry {
@@ -174,11 +173,6 @@ pub async fn receive_question(
                 now,
             )
             .await?;
-            // The budget after this reservation: derived, not read again.
-            let budget = Budget {
-                reserved: before.reserved + bounty,
-                ..before
-            };
             txn.commit().await?;
             hint.changed();
             Ok(IntakeOutcome {

@@ -52,6 +52,9 @@ pub async fn create_niche(
         monthly_budget_minor: Set(None),
         default_question_lifetime_secs: Set(7 * 24 * 3600),
         declines_to_notify: Set(3),
+        budget_month: Set(None),
+        budget_spent_minor: Set(0),
+        budget_reserved_minor: Set(0),
         created_at: Set(now),
         updated_at: Set(now),
     })
