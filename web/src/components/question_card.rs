@@ -45,10 +45,12 @@ pub fn visible_controls(text: &str) -> String {
 }
 
 /// Untrusted text (isolated, invisible characters shown), kept to a few lines when it is long,
-/// with "Show all" to open it; as a blockquote when `tag_quote`.
+/// with "Show all" to open it; as a blockquote when `tag_quote`. The question page and the
+/// review queue show the agent's words through it too.
 #[component]
-fn LongText(text: String, class: &'static str, tag_quote: bool) -> impl IntoView {
-    let long = text.lines().count() > 8 || text.chars().count() > 600;
+pub fn LongText(text: String, class: &'static str, tag_quote: bool) -> impl IntoView {
+    // About twelve lines (the stylesheet's `.collapsed` height) at the page's widest.
+    let long = text.lines().count() > 12 || text.chars().count() > 1200;
     let (expanded, set_expanded) = signal(false);
     let shown = view! { <bdi>{visible_controls(&text)}</bdi> };
     let collapsed = move || long && !expanded.get();
@@ -72,10 +74,11 @@ pub type Acted = (String, i64, answer_question::AnswerQuestionAnswerQuestion);
 /// One waiting question with the three ways to act on it, through the `answerQuestion` mutation,
 /// and a Dismiss control (`dismissQuestion`, with an optional reason for the agent). A refusal is
 /// shown next to the form and nothing typed is lost; on success `on_done` (or `on_dismissed`,
-/// with the question's id) hears it.
+/// with the question's id) hears it. `page` is the question page's path, linked from the card.
 #[component]
 pub fn QuestionCard(
     question: Question,
+    page: String,
     fresh: bool,
     on_done: Callback<Acted>,
     on_dismissed: Callback<String>,
@@ -174,6 +177,7 @@ pub fn QuestionCard(
                 <span class="muted expires" title=exact(&question.expires_at)>"expires "<TimeAgo at=question.expires_at.clone()/></span>
             </p>
             <h2><bdi>{visible_controls(&question.title)}</bdi></h2>
+            <p class="question-link"><a href=page>"Its page: answers, timeline and budget"</a></p>
             <LongText text=question.question class="question-text" tag_quote=false/>
             {question.context.map(|context| view! {
                 <details class="context" open>
