@@ -66,9 +66,12 @@ operations!("graphql/niches.graphql":
     ContributionsAndLadder,
 );
 
-operations!("graphql/queue.graphql":
+operations!("graphql/queue_page.graphql":
     /// A niche's waiting and recently settled questions.
     QueuePage,
+);
+
+operations!("graphql/queue.graphql":
     /// The next page of a niche's waiting questions.
     QueueMore,
     /// Live changes to a niche's waiting queue.
@@ -95,9 +98,12 @@ operations!("graphql/question.graphql":
     QuestionDeliveries,
 );
 
-operations!("graphql/admin.graphql":
+operations!("graphql/review.graphql":
     /// Contributions awaiting review, each with its question, answer and answerer's record.
     ReviewQueue,
+);
+
+operations!("graphql/admin.graphql":
     /// Every niche with its members, and the deliveries.
     AdminOverview,
     /// Revenue events, payouts, payout addresses and the audit log.

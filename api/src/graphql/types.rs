@@ -401,11 +401,19 @@ impl Question {
     async fn timeline(&self, ctx: &Context<'_>) -> Result<Vec<TimelineEntry>> {
         let db = ctx.data::<DatabaseConnection>()?;
         let id: i64 = self.id.parse()?;
-        Ok(queue::timeline_of(db, id)
+        let entries = queue::timeline_of(db, id).await.gql()?;
+        let handles = names::handles(db, entries.iter().filter_map(|e| user_of(&e.actor)))
             .await
-            .gql()?
+            .gql()?;
+        Ok(entries
             .into_iter()
-            .map(TimelineEntry::from)
+            .map(|entry| {
+                let handle = user_of(&entry.actor).and_then(|u| handles.get(&u).cloned());
+                TimelineEntry {
+                    actor_handle: handle,
+                    ..TimelineEntry::from(entry)
+                }
+            })
             .collect())
     }
 }
@@ -471,6 +479,8 @@ pub struct TimelineEntry {
     pub at: DateTime<Utc>,
     /// Who (`user:<id>`, `agent:<id>`, `system`).
     pub actor: String,
+    /// The person's handle, when a person did it.
+    pub actor_handle: Option<String>,
     /// What (`question.created`, `question.answered`, …).
     pub action: String,
 }
@@ -480,9 +490,15 @@ impl From<audit_log::Model> for TimelineEntry {
         Self {
             at: entry.created_at,
             actor: entry.actor,
+            actor_handle: None,
             action: entry.action,
         }
     }
+}
+
+/// The user id in an audit actor (`user:<id>`), if a person was the actor.
+fn user_of(actor: &str) -> Option<i64> {
+    actor.strip_prefix("user:")?.parse().ok()
 }
 
 /// A rung of the tier ladder.

@@ -14,12 +14,13 @@ use crate::components::question_card::{LongText, visible_controls};
 use crate::components::time_ago::TimeAgo;
 use crate::live::{self, LiveEvent};
 use crate::operations::{
-    AddMember, AdminLedger, AdminOverview, ReviewQueue as ReviewRead, AnomalySignalArrivals, AnomalySignals, MarkPayoutFailed,
-    MarkPayoutPaid, NicheBudget, Redeliver, ReinstateMember, RejectContribution, SchedulePayout,
-    SetNicheBudget, SuspendMember, VerifyContribution, VerifyPayoutAddress, add_member,
-    admin_ledger, admin_overview, anomaly_signal_arrivals, anomaly_signals, mark_payout_failed,
-    mark_payout_paid, niche_budget, redeliver, reinstate_member, reject_contribution, review_queue,
-    schedule_payout, set_niche_budget, suspend_member, verify_contribution, verify_payout_address,
+    AddMember, AdminLedger, AdminOverview, AnomalySignalArrivals, AnomalySignals, MarkPayoutFailed,
+    MarkPayoutPaid, NicheBudget, Redeliver, ReinstateMember, RejectContribution,
+    ReviewQueue as ReviewRead, SchedulePayout, SetNicheBudget, SuspendMember, VerifyContribution,
+    VerifyPayoutAddress, add_member, admin_ledger, admin_overview, anomaly_signal_arrivals,
+    anomaly_signals, mark_payout_failed, mark_payout_paid, niche_budget, redeliver,
+    reinstate_member, reject_contribution, review_queue, schedule_payout, set_niche_budget,
+    suspend_member, verify_contribution, verify_payout_address,
 };
 use crate::vocab::{
     AttemptOutcome, DeliveryStatus, MemberRole, MemberStatus, NicheStatus, PayoutStatus, Severity,
@@ -271,7 +272,11 @@ fn ReviewCard(item: ReviewItem, act: Act) -> impl IntoView {
     let who = c.contributor;
     let record = format!(
         "{} tier, score {} · verified {}, rejected {}, pending {}, reversed {}",
-        who.tier.name, who.score, who.verified_count, who.rejected_count, who.pending_count,
+        who.tier.name,
+        who.score,
+        who.verified_count,
+        who.rejected_count,
+        who.pending_count,
         who.reversed_count
     );
     let answer_id = c.answer.as_ref().map(|a| a.id.clone());
@@ -304,7 +309,7 @@ fn ReviewCard(item: ReviewItem, act: Act) -> impl IntoView {
                 </ul>
             }.into_any()
         };
-        view! {
+        let head = view! {
             <h3><bdi>{visible_controls(&q.title)}</bdi></h3>
             <LongText text=q.question class="question-text" tag_quote=false/>
             {q.context.map(|context| view! {
@@ -315,11 +320,15 @@ fn ReviewCard(item: ReviewItem, act: Act) -> impl IntoView {
             })}
             <h4>"Options"</h4>
             <ul class="options-list">{options}</ul>
+        };
+        let tail = view! {
             <h4>"Other members on it"</h4>
             {others}
             <p><a href=href>"Open the question page"<span class="visually-hidden">": "{visible_controls(&title)}</span></a></p>
-        }
+        };
+        (head, tail)
     });
+    let (question_head, question_tail) = question.unzip();
     let answer = c.answer.map(|a| {
         view! {
             <h4>"The answer"</h4>
@@ -337,7 +346,7 @@ fn ReviewCard(item: ReviewItem, act: Act) -> impl IntoView {
                 " · "{c.points}" points · "{c.source}" · "
                 <TimeAgo at=c.created_at/>
             </p>
-            {question}
+            {question_head}
             {answer}
             <p class="record" data-record="">
                 "By "<strong class="answerer">{who.handle}</strong>" — "{record}
@@ -345,6 +354,7 @@ fn ReviewCard(item: ReviewItem, act: Act) -> impl IntoView {
             {c.seconds_to_answer.map(|s| view! {
                 <p class="took" data-seconds=s.to_string()>"Answered "{duration_words(s)}" after the question arrived"</p>
             })}
+            {question_tail}
             <details>
                 <summary>"Evidence"</summary>
                 <pre class="evidence">{c.evidence}</pre>

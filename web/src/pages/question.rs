@@ -21,7 +21,9 @@ use crate::components::loaded::Loaded;
 use crate::components::money::money;
 use crate::components::question_card::{LongText, visible_controls};
 use crate::components::time_ago::{TimeAgo, exact};
-use crate::operations::{QuestionDeliveries, QuestionPage as QuestionRead, question_deliveries, question_page};
+use crate::operations::{
+    QuestionDeliveries, QuestionPage as QuestionRead, question_deliveries, question_page,
+};
 use crate::session::Session;
 use crate::vocab::{AnswerKind, AttemptOutcome, QuestionStatus, Urgency};
 
@@ -201,7 +203,7 @@ fn QuestionView(question: Question) -> impl IntoView {
                 view! {
                     <ol class="timeline">
                         {q.timeline.into_iter().map(|t| view! {
-                            <li><TimeAgo at=t.at/>" · "<code>{t.action}</code>" · "{t.actor}</li>
+                            <li><TimeAgo at=t.at/>" · "<code>{t.action}</code>" · "{t.actor_handle.unwrap_or(t.actor)}</li>
                         }).collect_view()}
                     </ol>
                 }.into_any()
