@@ -426,7 +426,7 @@ async fn a_hostile_card_stays_readable_at_phone_width() {
     let card = QueuePage::card(id);
     let title = browser.text(&format!("{card}.querySelector('h2')")).await;
     assert_eq!(title, "invoice[U+202E]gnp.exe — which date?");
-    // The context is collapsed to about twelve lines until "Show all".
+    // The context is collapsed to its first lines until "Show all".
     let collapsed = browser
         .eval(&format!(
             "(() => {{ const q = {card}.querySelector('blockquote'); \

@@ -49,8 +49,7 @@ pub fn visible_controls(text: &str) -> String {
 /// review queue show the agent's words through it too.
 #[component]
 pub fn LongText(text: String, class: &'static str, tag_quote: bool) -> impl IntoView {
-    // About twelve lines (the stylesheet's `.collapsed` height) at the page's widest.
-    let long = text.lines().count() > 12 || text.chars().count() > 1200;
+    let long = text.lines().count() > 8 || text.chars().count() > 600;
     let (expanded, set_expanded) = signal(false);
     let shown = view! { <bdi>{visible_controls(&text)}</bdi> };
     let collapsed = move || long && !expanded.get();
@@ -95,6 +94,7 @@ pub fn QuestionCard(
     let urgency_class = format!("badge urgency-{urgency}");
     let researching = question.status == QuestionStatus::Researching;
     let has_options = !question.options.is_empty();
+    let title = visible_controls(&question.title);
 
     let (choice, set_choice) = signal(None::<String>);
     let (body, set_body) = signal(String::new());
@@ -177,7 +177,6 @@ pub fn QuestionCard(
                 <span class="muted expires" title=exact(&question.expires_at)>"expires "<TimeAgo at=question.expires_at.clone()/></span>
             </p>
             <h2><bdi>{visible_controls(&question.title)}</bdi></h2>
-            <p class="question-link"><a href=page>"Its page: answers, timeline and budget"</a></p>
             <LongText text=question.question class="question-text" tag_quote=false/>
             {question.context.map(|context| view! {
                 <details class="context" open>
@@ -215,6 +214,8 @@ pub fn QuestionCard(
                     <button type="button" class="secondary" data-kind="dismiss" disabled=busy on:click=move |_| { dismiss.dispatch(()); }>"Dismiss question"</button>
                 </details>
             </form>
+            // Below the form, so the buttons stay near the top of a long card.
+            <p class="question-link"><a href=page>"Its page: answers, timeline and budget"<span class="visually-hidden">" — "{title}</span></a></p>
         </article>
     }
 }
