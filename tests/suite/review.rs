@@ -138,7 +138,7 @@ const REVIEW_QUEUE: &str = r#"{ reviewQueue(first: 10) {
   secondsToAnswer
   contributor { handle verifiedCount rejectedCount pendingCount reversedCount score tier { name } }
   answer { optionId optionLabel body answeredBy review }
-  question { id title context options { id label } answers { kind answeredBy body optionLabel } }
+  question { id title context options { id label } answers { kind answeredBy body optionLabel contributionId } }
 } }"#;
 
 async fn a_review_item_shows_the_question_the_chosen_option_the_words_and_the_record(app: TestApp) {
@@ -167,8 +167,10 @@ async fn a_review_item_shows_the_question_the_chosen_option_the_words_and_the_re
     assert_eq!(
         question["answers"],
         json!([
-            {"kind": "INSUFFICIENT_CONTEXT", "answeredBy": "ben", "body": "Which store's date?", "optionLabel": null},
-            {"kind": "ANSWERED", "answeredBy": "ana", "body": "The 1.0 date is the release.", "optionLabel": "1.0"},
+            {"kind": "INSUFFICIENT_CONTEXT", "answeredBy": "ben", "body": "Which store's date?",
+             "optionLabel": null, "contributionId": null},
+            {"kind": "ANSWERED", "answeredBy": "ana", "body": "The 1.0 date is the release.",
+             "optionLabel": "1.0", "contributionId": scene.contribution},
         ])
     );
 

@@ -183,6 +183,54 @@ async fn the_review_item_shows_the_question_the_chosen_option_the_words_and_the_
     browser
         .wait_for(&format!("!{item}"), "the verified item to leave the queue")
         .await;
+
+    // On the question page an admin can reverse the verified answer, with a note for the agent.
+    browser.goto(&app.url(&path)).await;
+    QuestionPage(&mut browser).wait_until_loaded().await;
+    let answer = "document.querySelector('.answers-list li:last-child')";
+    browser
+        .wait_for(
+            &format!("{answer}.querySelector('.badge.status-verified')"),
+            "the verified answer",
+        )
+        .await;
+    browser
+        .fill(
+            &askloop_tests::browser::labelled_in(
+                answer,
+                "Why reverse (optional; the agent is told)",
+            ),
+            "The store moved the date",
+        )
+        .await;
+    browser
+        .click(&askloop_tests::browser::button_in(
+            answer,
+            "Reverse ana's answer",
+        ))
+        .await;
+    browser
+        .wait_for(
+            &askloop_tests::browser::role(
+                "status",
+                "Reversed: it no longer counts, and the agent is told.",
+            ),
+            "the notice",
+        )
+        .await;
+    browser
+        .wait_for(
+            &format!("{answer}.querySelector('.badge.status-reversed')"),
+            "the answer shown reversed",
+        )
+        .await;
+    let told = app.events_for_agent("expert_answer.rejected").await;
+    assert!(
+        told.iter().any(|e| e["questionId"] == json!(scene.question)
+            && e["note"] == "The store moved the date"
+            && e["previousReview"] == "verified"),
+        "{told:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

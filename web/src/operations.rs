@@ -96,6 +96,8 @@ operations!("graphql/question.graphql":
     QuestionPage,
     /// A question's deliveries to the agent (admins only).
     QuestionDeliveries,
+    /// Take back a verified answer's contribution (admins only).
+    ReverseContribution,
 );
 
 operations!("graphql/review.graphql":

@@ -437,6 +437,8 @@ pub struct Answer {
     /// Where the answer is in review: `VERIFIED` (the answerer is trusted, or an admin checked
     /// it), `PENDING`, `REJECTED` or `REVERSED`; none for a decline.
     pub review: Option<ContributionStatus>,
+    /// The contribution it earned (what admins verify, reject or reverse); none for a decline.
+    pub contribution_id: Option<ID>,
     /// When.
     pub created_at: DateTime<Utc>,
     /// When it last changed.
@@ -466,6 +468,7 @@ impl Answer {
             body: a.body,
             answered_by: handle,
             review: review.map(Into::into),
+            contribution_id: a.contribution_event_id.map(|c| ID(c.to_string())),
             created_at: a.created_at,
             updated_at: a.updated_at,
         }

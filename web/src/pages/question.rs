@@ -2,7 +2,8 @@
 //! see it — the question with the agent's context (untrusted: escaped, isolated, collapsed when
 //! long, through the question card's `LongText`), its options with the chosen one marked, every
 //! answer and decline with its review state, its timeline (the audit log, oldest first) and its
-//! budget entries; for admins, its deliveries to the agent with their attempts.
+//! budget entries; for admins, its deliveries to the agent with their attempts, and "Reverse"
+//! (with a note) on a verified answer.
 //!
 //! Who may read it is the server's rule: anyone else gets the server's refusal in words, never a
 //! broken page. The page is a lazily loaded route, its own wasm chunk.
@@ -16,19 +17,24 @@ use leptos_router::hooks::use_params;
 use leptos_router::params::Params;
 use leptos_router::{LazyRoute, lazy_route};
 
-use crate::api;
+use crate::api::{self, ApiError};
 use crate::components::loaded::Loaded;
 use crate::components::money::money;
 use crate::components::question_card::{LongText, visible_controls};
 use crate::components::time_ago::{TimeAgo, exact};
 use crate::operations::{
-    QuestionDeliveries, QuestionPage as QuestionRead, question_deliveries, question_page,
+    QuestionDeliveries, QuestionPage as QuestionRead, ReverseContribution, question_deliveries,
+    question_page, reverse_contribution,
 };
 use crate::session::Session;
-use crate::vocab::{AnswerKind, AttemptOutcome, QuestionStatus, Urgency};
+use crate::vocab::{AnswerKind, AttemptOutcome, ContributionStatus, QuestionStatus, Urgency};
 
 type Question = question_page::QuestionPageQuestion;
 type Delivery = question_deliveries::QuestionDeliveriesQuestionDeliveries;
+type Answer = question_page::QuestionPageQuestionAnswers;
+
+/// An admin reversing a verified answer: its contribution's id and the note for the agent.
+type Reverse = Action<(String, Option<String>), Result<(), ApiError>>;
 
 /// The route's typed parameters.
 #[derive(Params, Clone, PartialEq)]
@@ -95,10 +101,29 @@ fn QuestionPage(slug: String, id: String) -> impl IntoView {
             )
         }
     });
+    let reverse: Reverse = Action::new_local(move |(id, note): &(String, Option<String>)| {
+        let variables = reverse_contribution::Variables {
+            id: id.clone(),
+            note: note.clone(),
+        };
+        async move {
+            let result = api::send::<ReverseContribution>(variables).await;
+            // Whatever happened, show the question as it is now.
+            question.refetch();
+            deliveries.refetch();
+            result
+        }
+    });
     let queue_href = format!("/dashboard/niches/{slug}/questions");
     view! {
         <main class="question-page">
             <p><A href=queue_href>"← Back to the queue"</A></p>
+            <div aria-live="polite">
+                {move || reverse.value().get().map(|result| match result {
+                    Ok(()) => view! { <p class="notice" role="status">"Reversed: it no longer counts, and the agent is told."</p> }.into_any(),
+                    Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
+                })}
+            </div>
             <Loaded loading="Loading the question…" forbidden="Only the niche's active members and admins see its questions">
                 {
                     let slug = slug.clone();
@@ -114,7 +139,7 @@ fn QuestionPage(slug: String, id: String) -> impl IntoView {
                                     <p><A href=href>"Open it in "{q.niche.name}</A></p>
                                 }.into_any();
                             }
-                            view! { <QuestionView question=q/> }.into_any()
+                            view! { <QuestionView question=q admin=is_admin.get() reverse=reverse/> }.into_any()
                         }))
                     }
                 }
@@ -133,7 +158,7 @@ fn QuestionPage(slug: String, id: String) -> impl IntoView {
 
 /// The question with its options, answers, timeline and budget entries.
 #[component]
-fn QuestionView(question: Question) -> impl IntoView {
+fn QuestionView(question: Question, admin: bool, reverse: Reverse) -> impl IntoView {
     let q = question;
     let urgency = Urgency::of(&q.urgency);
     let status = QuestionStatus::of(&q.status);
@@ -194,7 +219,7 @@ fn QuestionView(question: Question) -> impl IntoView {
             }}
             {offered.then(|| view! { <ul class="options-list">{options}</ul> })}
         </article>
-        <AnswerList answers=answers/>
+        <AnswerList answers=answers admin=admin reverse=reverse/>
         <section aria-labelledby="timeline-title">
             <h2 id="timeline-title">"Timeline"</h2>
             {if q.timeline.is_empty() {
@@ -228,9 +253,10 @@ fn QuestionView(question: Question) -> impl IntoView {
     }
 }
 
-/// Every answer and decline, oldest first, with its review state.
+/// Every answer and decline, oldest first, with its review state; for an admin, "Reverse" on a
+/// verified answer.
 #[component]
-fn AnswerList(answers: Vec<question_page::QuestionPageQuestionAnswers>) -> impl IntoView {
+fn AnswerList(answers: Vec<Answer>, admin: bool, reverse: Reverse) -> impl IntoView {
     view! {
         <section aria-labelledby="answers-title">
             <h2 id="answers-title">"Answers and declines"</h2>
@@ -241,6 +267,10 @@ fn AnswerList(answers: Vec<question_page::QuestionPageQuestionAnswers>) -> impl 
                     <ol class="answers-list">
                         {answers.into_iter().map(|a| {
                             let review = a.review.clone();
+                            let reversible = admin && review == Some(ContributionStatus::Verified);
+                            let form = a.contribution_id.clone().filter(|_| reversible).map(|id| {
+                                view! { <ReverseForm contribution=id answer=a.id.clone() handle=a.answered_by.clone() reverse=reverse/> }
+                            });
                             view! {
                                 <li data-answer-id=a.id.clone()>
                                     <strong>{a.answered_by}</strong>": "{a.kind.describe()}
@@ -248,6 +278,7 @@ fn AnswerList(answers: Vec<question_page::QuestionPageQuestionAnswers>) -> impl 
                                     {review.map(|r| view! { " "<span class=format!("badge status-{r}")>{r.to_string()}</span> })}
                                     " · "<TimeAgo at=a.created_at/>
                                     {a.body.map(|b| view! { <p class="answer-words"><bdi>{visible_controls(&b)}</bdi></p> })}
+                                    {form}
                                 </li>
                             }
                         }).collect_view()}
@@ -255,6 +286,30 @@ fn AnswerList(answers: Vec<question_page::QuestionPageQuestionAnswers>) -> impl 
                 }.into_any()
             }}
         </section>
+    }
+}
+
+/// Reverse a verified answer, with an optional note the agent receives.
+#[component]
+fn ReverseForm(
+    contribution: String,
+    answer: String,
+    handle: String,
+    reverse: Reverse,
+) -> impl IntoView {
+    let busy = reverse.pending();
+    let note = RwSignal::new(String::new());
+    let note_id = format!("reverse-note-{answer}");
+    view! {
+        <form class="inline" on:submit=move |ev| {
+            ev.prevent_default();
+            let written = Some(note.get_untracked()).filter(|n| !n.trim().is_empty());
+            reverse.dispatch((contribution.clone(), written));
+        }>
+            <label for=note_id.clone()>"Why reverse (optional; the agent is told)"</label>
+            <input id=note_id type="text" maxlength="500" prop:value=note on:input=move |ev| note.set(event_target_value(&ev))/>
+            <button type="submit" class="secondary small" disabled=busy>"Reverse"<span class="visually-hidden">" "{handle}"'s answer"</span></button>
+        </form>
     }
 }
 
