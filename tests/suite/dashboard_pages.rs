@@ -284,3 +284,57 @@ impl AdminPage<'_> {
         self.0.text(alert).await
     }
 }
+
+impl AdminPage<'_> {
+    /// The review item of contribution `id`.
+    pub fn review_item(id: &str) -> String {
+        format!("document.querySelector('article.review[data-contribution-id={id:?}]')")
+    }
+
+    /// Wait for contribution `id`'s review item and return its text.
+    pub async fn review_text(&mut self, id: &str) -> String {
+        let item = Self::review_item(id);
+        self.0
+            .wait_for(&item, &format!("the review item of contribution {id}"))
+            .await;
+        self.0.text(&item).await
+    }
+}
+
+/// `/dashboard/niches/:slug/questions/:id`.
+pub struct QuestionPage<'a>(pub &'a mut Browser);
+
+impl QuestionPage<'_> {
+    /// The path of question `id` in niche `slug`.
+    pub fn path(slug: &str, id: i64) -> String {
+        format!("/dashboard/niches/{slug}/questions/{id}")
+    }
+
+    /// Wait until the question has loaded (its timeline is there).
+    pub async fn wait_until_loaded(&mut self) {
+        self.0
+            .wait_for(
+                "document.querySelector('.question-page ol.timeline li')",
+                "the question page's timeline",
+            )
+            .await;
+    }
+
+    /// The text of the section headed `heading`.
+    pub async fn section(&mut self, heading: &str) -> String {
+        let heading = serde_json::to_string(heading).unwrap_or_default();
+        self.0
+            .text(&format!(
+                "[...document.querySelectorAll('.question-page section')].find(s => \
+                 s.querySelector('h2') && s.querySelector('h2').textContent.trim() === {heading})"
+            ))
+            .await
+    }
+
+    /// The page's refusal or error, once it shows.
+    pub async fn error(&mut self) -> String {
+        let alert = "document.querySelector('main [role=alert]')";
+        self.0.wait_for(alert, "the page's error").await;
+        self.0.text(alert).await
+    }
+}

@@ -24,6 +24,8 @@ mod money;
 mod properties;
 mod query_limits;
 mod queue;
+mod review;
+mod review_pages;
 mod sign_in;
 mod signing_vectors;
 mod verdicts;

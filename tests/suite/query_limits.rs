@@ -253,12 +253,14 @@ async fn a_fragment_bomb_is_refused_at_once() {
 }
 
 /// Every query the dashboard sends, from its `.graphql` files, fits every limit (as an admin,
-/// who may read them all, on an empty database).
+/// who may read them all, on a database with one question), with the largest variables the
+/// dashboard passes (a re-read of the queue asks for up to 100).
 #[tokio::test]
 async fn every_dashboard_query_fits_the_limits() {
     let app = sqlite_app().await;
     askloop_tests::fixtures::open_niche(&app.db, "games").await;
     let root = person(&app.db, "root", true).await;
+    let question = app.ask("games", "q-1").await;
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../web/graphql");
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).expect("web/graphql") {
@@ -280,7 +282,12 @@ async fn every_dashboard_query_fits_the_limits() {
                 .json(&json!({
                     "query": document,
                     "operationName": name,
-                    "variables": { "slug": "games" },
+                    "variables": {
+                        "slug": "games",
+                        "first": 100,
+                        "after": "q0.0",
+                        "id": question.to_string(),
+                    },
                 }))
                 .send()
                 .await

@@ -209,21 +209,42 @@ impl Browser {
 
     /// Save a PNG screenshot as `name`.png in [`screenshot_dir`].
     pub async fn screenshot(&mut self, name: &str) -> PathBuf {
+        self.screenshot_into(&screenshot_dir(), name, true).await
+    }
+
+    /// Save a PNG screenshot as `name`.png in `dir`: the whole page when `whole_page`, else
+    /// what the viewport shows.
+    pub async fn screenshot_into(
+        &mut self,
+        dir: &std::path::Path,
+        name: &str,
+        whole_page: bool,
+    ) -> PathBuf {
         use base64::Engine as _;
         let shot = self
             .call(
                 "Page.captureScreenshot",
-                json!({"format": "png", "captureBeyondViewport": true}),
+                json!({"format": "png", "captureBeyondViewport": whole_page}),
             )
             .await;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(shot["data"].as_str().expect("image data"))
             .expect("the screenshot is base64");
-        let dir = screenshot_dir();
-        std::fs::create_dir_all(&dir).expect("the screenshot folder");
+        std::fs::create_dir_all(dir).expect("the screenshot folder");
         let path = dir.join(format!("{name}.png"));
         std::fs::write(&path, bytes).expect("the screenshot is written");
         path
+    }
+
+    /// Press Tab once, as a keyboard does (the browser moves focus itself).
+    pub async fn press_tab(&mut self) {
+        for kind in ["rawKeyDown", "keyUp"] {
+            self.call(
+                "Input.dispatchKeyEvent",
+                json!({"type": kind, "key": "Tab", "code": "Tab", "windowsVirtualKeyCode": 9}),
+            )
+            .await;
+        }
     }
 }
 

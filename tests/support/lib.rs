@@ -11,9 +11,11 @@
 //! - [`socket`]: a `graphql-transport-ws` client for subscriptions.
 //! - [`receiver`]: an agent that receives askloop's webhooks and verifies them.
 //! - [`browser`]: headless Chromium over the DevTools protocol.
+//! - [`axe`]: axe-core's accessibility checks on the page a browser shows.
 //! - [`on_both_backends!`]: one storage test per backend.
 
 pub mod app;
+pub mod axe;
 pub mod browser;
 pub mod database;
 pub mod fixtures;

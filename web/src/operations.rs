@@ -66,9 +66,14 @@ operations!("graphql/niches.graphql":
     ContributionsAndLadder,
 );
 
-operations!("graphql/queue.graphql":
+operations!("graphql/queue_page.graphql":
     /// A niche's waiting and recently settled questions.
     QueuePage,
+);
+
+operations!("graphql/queue.graphql":
+    /// The next page of a niche's waiting questions.
+    QueueMore,
     /// Live changes to a niche's waiting queue.
     QueueChanges,
     /// Answer, decline or send back a question.
@@ -86,8 +91,22 @@ operations!("graphql/revenue.graphql":
     NicheMoney,
 );
 
+operations!("graphql/question.graphql":
+    /// One question with its answers, timeline and budget entries.
+    QuestionPage,
+    /// A question's deliveries to the agent (admins only).
+    QuestionDeliveries,
+    /// Take back a verified answer's contribution (admins only).
+    ReverseContribution,
+);
+
+operations!("graphql/review.graphql":
+    /// Contributions awaiting review, each with its question, answer and answerer's record.
+    ReviewQueue,
+);
+
 operations!("graphql/admin.graphql":
-    /// The review queue, every niche with its members, and the deliveries.
+    /// Every niche with its members, and the deliveries.
     AdminOverview,
     /// Revenue events, payouts, payout addresses and the audit log.
     AdminLedger,
@@ -125,6 +144,32 @@ operations!("graphql/admin.graphql":
 /// `QuestionCard` fragment, generated once per operation.
 impl From<queue_changes::QuestionCard> for queue_page::QuestionCard {
     fn from(card: queue_changes::QuestionCard) -> Self {
+        Self {
+            id: card.id,
+            title: card.title,
+            question: card.question,
+            context: card.context,
+            urgency: card.urgency,
+            status: card.status,
+            created_at: card.created_at,
+            expires_at: card.expires_at,
+            bounty_minor: card.bounty_minor,
+            research_round: card.research_round,
+            options: card
+                .options
+                .into_iter()
+                .map(|o| queue_page::QuestionCardOptions {
+                    id: o.id,
+                    label: o.label,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A card of the next page, as the queue's first read shapes it (the same fragment).
+impl From<queue_more::QuestionCard> for queue_page::QuestionCard {
+    fn from(card: queue_more::QuestionCard) -> Self {
         Self {
             id: card.id,
             title: card.title,

@@ -3,5 +3,6 @@
 pub mod admin;
 pub mod login;
 pub mod niches;
+pub mod question;
 pub mod queue;
 pub mod revenue;

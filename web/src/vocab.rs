@@ -170,6 +170,18 @@ impl Urgency {
     }
 }
 
+impl AnswerKind {
+    /// What an answer of this kind did, in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Answered => "Answered".to_owned(),
+            Self::InsufficientContext => "Not enough context".to_owned(),
+            Self::NeedsResearch => "Asked the agent to research more".to_owned(),
+            Self::Other(word) => word.replace('_', " "),
+        }
+    }
+}
+
 impl ContributionKind {
     /// What the contribution was for, in words.
     pub fn describe(&self) -> String {

@@ -15,7 +15,9 @@
 //! `wasm-bindgen-cli-support` library pinned to the same version as the `wasm-bindgen` crate, so
 //! the two can never drift apart. The bound wasm is then shrunk with `wasm-opt -Oz` from the npm
 //! package `binaryen` (pinned; installed once under `target/tools`, since Debian's older binaryen
-//! produces a bundle that breaks at run time).
+//! produces a bundle that breaks at run time). The browser tests check pages with axe-core, the
+//! npm package `axe-core` (pinned, installed the same way; the tests find it under
+//! `target/tools`, or at `ASKLOOP_AXE`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -27,6 +29,9 @@ mod fuzz_api;
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 const BINARYEN: &str = "binaryen@132.0.0";
+/// The accessibility checker the browser tests inject into pages (its `axe.min.js`); the suite's
+/// `tests/support/axe.rs` names the same version.
+const AXE: &str = "axe-core@4.14.1";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -37,6 +42,7 @@ fn main() -> ExitCode {
             let options = test_options(&args[1..]);
             ensure_test_packages(options.install_deps, Needs::tests(options.fuzz))
                 .and_then(|()| build_web())
+                .and_then(|_| axe_core(&target_dir()).map(|_| ()))
                 .and_then(|_| test(&options))
         }
         Some("bench") => bench::run(&workspace_root(), &args[1..]),
@@ -287,6 +293,39 @@ fn wasm_opt(target_dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(binary)
 }
 
+/// The npm prefix `axe-core` is installed under.
+fn axe_prefix(target_dir: &Path) -> PathBuf {
+    target_dir.join("tools").join(AXE.replace('@', "-"))
+}
+
+/// Where `axe.min.js` is once installed.
+fn axe_script_path(target_dir: &Path) -> PathBuf {
+    axe_prefix(target_dir)
+        .join("node_modules")
+        .join("axe-core")
+        .join("axe.min.js")
+}
+
+/// `axe.min.js`, installed from npm into `target/tools` the first time the tests need it.
+fn axe_core(target_dir: &Path) -> anyhow::Result<PathBuf> {
+    let tools = axe_prefix(target_dir);
+    let script = axe_script_path(target_dir);
+    if script.is_file() {
+        return Ok(script);
+    }
+    eprintln!("xtask: installing {AXE} from npm into {}", tools.display());
+    std::fs::create_dir_all(&tools)
+        .with_context(|| format!("cannot create {}", tools.display()))?;
+    let mut install = Command::new("npm");
+    install
+        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&tools)
+        .arg(AXE);
+    status(install, "`npm install axe-core`")
+        .context("the browser tests' accessibility checks need npm (Debian package `npm`)")?;
+    Ok(script)
+}
+
 /// Shrink the bound wasm in place with `wasm-opt -Oz`.
 fn optimise_for_size(wasm: &Path, target_dir: &Path) -> anyhow::Result<()> {
     let optimiser = wasm_opt(target_dir)?;
@@ -390,10 +429,13 @@ fn missing_test_packages(needs: Needs) -> Vec<Package> {
             why: "the browser tests drive it over the DevTools protocol",
         });
     }
-    if !wasm_opt_path(&target_dir()).is_file() && !runs("npm") {
+    let installed =
+        wasm_opt_path(&target_dir()).is_file() && axe_script_path(&target_dir()).is_file();
+    if !installed && !runs("npm") {
         missing.push(Package {
             name: "npm",
-            why: "it installs the dashboard's size optimiser, wasm-opt",
+            why: "it installs the dashboard's size optimiser, wasm-opt, and the browser tests' \
+                  accessibility checker, axe-core",
         });
     }
     missing

@@ -275,16 +275,10 @@ impl AdminMutation {
         )
         .await
         .gql()?;
-        Ok(Contribution {
-            id: ID(event.id.to_string()),
-            niche_slug: niche_slug.to_lowercase(),
-            kind: "manual_adjustment".into(),
-            points: event.points,
-            status: event.status.into(),
-            source: event.source,
-            evidence: event.evidence.to_string(),
-            created_at: event.created_at,
-            verified_at: event.verified_at,
-        })
+        Ok(Contribution::new(
+            event,
+            "manual_adjustment".into(),
+            niche_slug.to_lowercase(),
+        ))
     }
 }

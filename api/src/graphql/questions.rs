@@ -118,9 +118,15 @@ impl QuestionMutation {
             .viewer()
             .map(|v| v.handle.clone())
             .unwrap_or_default();
+        let question = Question::from(outcome.question);
         Ok(AnswerResult {
-            answer: Answer::from_model(outcome.answer, handle, outcome.contribution_status),
-            question: outcome.question.into(),
+            answer: Answer::from_model(
+                outcome.answer,
+                handle,
+                outcome.contribution_status,
+                &question.options,
+            ),
+            question,
             points: outcome.points,
             contribution_status: outcome.contribution_status.map(Into::into),
             notice: outcome.notice,

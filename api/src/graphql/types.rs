@@ -16,12 +16,14 @@ use entity::{audit_log, niches, users};
 use sea_orm::DatabaseConnection;
 
 use super::caller_of;
+use super::deliveries::Delivery;
 use super::enums::{ContributionStatus, MemberStatus, Urgency};
+use super::money::BudgetEntry;
 use crate::domain::scoring;
 use crate::error::{GqlResultExt, ServiceError};
 use crate::service::names;
 use crate::service::queue::{self, Cursor, Page, QueueFilter as ServiceFilter};
-use crate::service::standing::{ContributionView, MembershipStanding};
+use crate::service::standing::{self, ContributionView, ContributorRecord, MembershipStanding};
 
 /// The three kinds of answer.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
@@ -361,8 +363,36 @@ impl Question {
                 let review = a
                     .contribution_event_id
                     .and_then(|c| reviews.get(&c).copied());
-                Answer::from_model(a, handle, review)
+                Answer::from_model(a, handle, review, &self.options)
             })
+            .collect())
+    }
+
+    /// Its lines in the niche's budget ledger (the bounty reserved, charged, released, …),
+    /// oldest first.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
+    async fn budget_entries(&self, ctx: &Context<'_>) -> Result<Vec<BudgetEntry>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let id: i64 = self.id.parse()?;
+        Ok(queue::budget_entries_of(db, id)
+            .await
+            .gql()?
+            .into_iter()
+            .map(BudgetEntry::from)
+            .collect())
+    }
+
+    /// The events written for the agent about it, each with its attempts, oldest first (admins
+    /// only: anyone else gets `FORBIDDEN`).
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
+    async fn deliveries(&self, ctx: &Context<'_>) -> Result<Vec<Delivery>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let id: i64 = self.id.parse()?;
+        Ok(queue::deliveries_of(db, caller_of(ctx)?.viewer(), id)
+            .await
+            .gql()?
+            .into_iter()
+            .map(Delivery::from)
             .collect())
     }
 
@@ -371,11 +401,19 @@ impl Question {
     async fn timeline(&self, ctx: &Context<'_>) -> Result<Vec<TimelineEntry>> {
         let db = ctx.data::<DatabaseConnection>()?;
         let id: i64 = self.id.parse()?;
-        Ok(queue::timeline_of(db, id)
+        let entries = queue::timeline_of(db, id).await.gql()?;
+        let handles = names::handles(db, entries.iter().filter_map(|e| user_of(&e.actor)))
             .await
-            .gql()?
+            .gql()?;
+        Ok(entries
             .into_iter()
-            .map(TimelineEntry::from)
+            .map(|entry| {
+                let handle = user_of(&entry.actor).and_then(|u| handles.get(&u).cloned());
+                TimelineEntry {
+                    actor_handle: handle,
+                    ..TimelineEntry::from(entry)
+                }
+            })
             .collect())
     }
 }
@@ -389,6 +427,9 @@ pub struct Answer {
     pub kind: AnswerKind,
     /// The option chosen.
     pub option_id: Option<String>,
+    /// The chosen option's label, as the question offered it (untrusted text, like the
+    /// question's).
+    pub option_label: Option<String>,
     /// The words.
     pub body: Option<String>,
     /// Who gave it.
@@ -396,6 +437,8 @@ pub struct Answer {
     /// Where the answer is in review: `VERIFIED` (the answerer is trusted, or an admin checked
     /// it), `PENDING`, `REJECTED` or `REVERSED`; none for a decline.
     pub review: Option<ContributionStatus>,
+    /// The contribution it earned (what admins verify, reject or reverse); none for a decline.
+    pub contribution_id: Option<ID>,
     /// When.
     pub created_at: DateTime<Utc>,
     /// When it last changed.
@@ -403,19 +446,29 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// From a stored answer, its author's handle and its contribution's review state.
+    /// From a stored answer, its author's handle, its contribution's review state and the
+    /// options of its question (for the chosen one's label).
     pub fn from_model(
         a: agent_answers::Model,
         handle: String,
         review: Option<entity::contribution_events::ContributionStatus>,
+        options: &[QuestionOption],
     ) -> Self {
+        let option_label = a.option_id.as_deref().and_then(|chosen| {
+            options
+                .iter()
+                .find(|o| o.id == chosen)
+                .map(|o| o.label.clone())
+        });
         Self {
             id: ID(a.id.to_string()),
             kind: a.kind.into(),
             option_id: a.option_id,
+            option_label,
             body: a.body,
             answered_by: handle,
             review: review.map(Into::into),
+            contribution_id: a.contribution_event_id.map(|c| ID(c.to_string())),
             created_at: a.created_at,
             updated_at: a.updated_at,
         }
@@ -429,6 +482,8 @@ pub struct TimelineEntry {
     pub at: DateTime<Utc>,
     /// Who (`user:<id>`, `agent:<id>`, `system`).
     pub actor: String,
+    /// The person's handle, when a person did it.
+    pub actor_handle: Option<String>,
     /// What (`question.created`, `question.answered`, …).
     pub action: String,
 }
@@ -438,9 +493,15 @@ impl From<audit_log::Model> for TimelineEntry {
         Self {
             at: entry.created_at,
             actor: entry.actor,
+            actor_handle: None,
             action: entry.action,
         }
     }
+}
+
+/// The user id in an audit actor (`user:<id>`), if a person was the actor.
+fn user_of(actor: &str) -> Option<i64> {
+    actor.strip_prefix("user:")?.parse().ok()
 }
 
 /// A rung of the tier ladder.
@@ -524,8 +585,11 @@ pub struct Member {
     pub share_cap_bps: i32,
 }
 
-/// A scored contribution.
+/// A scored contribution. For an answer to an agent's question it also carries what a
+/// reviewer weighs: the question, the answer, the contributor's record and how long the answer
+/// took.
 #[derive(SimpleObject, Clone)]
+#[graphql(complex)]
 pub struct Contribution {
     /// Its id.
     pub id: ID,
@@ -545,21 +609,146 @@ pub struct Contribution {
     pub created_at: DateTime<Utc>,
     /// When it was verified.
     pub verified_at: Option<DateTime<Utc>>,
+    #[graphql(skip)]
+    pub row_id: i64,
+    #[graphql(skip)]
+    pub niche_id: i64,
+    #[graphql(skip)]
+    pub user_id: i64,
+    /// The answer and question behind it, read once however many fields ask.
+    #[graphql(skip)]
+    answered: Arc<tokio::sync::OnceCell<Option<AnsweredQuestion>>>,
 }
 
-impl From<ContributionView> for Contribution {
-    fn from(view: ContributionView) -> Self {
-        let e = view.event;
+/// The answer that earned a contribution and the question it answered.
+type AnsweredQuestion = (agent_answers::Model, agent_questions::Model);
+
+impl Contribution {
+    /// From a stored event, its type's key and its niche's slug.
+    pub fn new(
+        e: entity::contribution_events::Model,
+        type_key: String,
+        niche_slug: String,
+    ) -> Self {
         Self {
             id: ID(e.id.to_string()),
-            niche_slug: view.niche_slug,
-            kind: view.type_key,
+            niche_slug,
+            kind: type_key,
             points: e.points,
             status: e.status.into(),
             source: e.source,
             evidence: e.evidence.to_string(),
             created_at: e.created_at,
             verified_at: e.verified_at,
+            row_id: e.id,
+            niche_id: e.niche_id,
+            user_id: e.user_id,
+            answered: Arc::default(),
+        }
+    }
+
+    /// The answer and question behind it, for a caller allowed to read the question.
+    async fn answered(&self, ctx: &Context<'_>) -> Result<Option<&AnsweredQuestion>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let viewer = caller_of(ctx)?.viewer();
+        let found = self
+            .answered
+            .get_or_try_init(|| queue::answered_question(db, viewer, self.row_id))
+            .await
+            .gql()?;
+        Ok(found.as_ref())
+    }
+}
+
+impl From<ContributionView> for Contribution {
+    fn from(view: ContributionView) -> Self {
+        Self::new(view.event, view.type_key, view.niche_slug)
+    }
+}
+
+#[ComplexObject]
+impl Contribution {
+    /// The question it answered; none for a contribution not earned by an answer. Readable by
+    /// whoever may read the question (its niche's active members and admins).
+    async fn question(&self, ctx: &Context<'_>) -> Result<Option<Question>> {
+        Ok(self
+            .answered(ctx)
+            .await?
+            .map(|(_, question)| Question::from(question.clone())))
+    }
+
+    /// The answer that earned it; none for a contribution not earned by an answer.
+    async fn answer(&self, ctx: &Context<'_>) -> Result<Option<Answer>> {
+        let Some((answer, question)) = self.answered(ctx).await? else {
+            return Ok(None);
+        };
+        let db = ctx.data::<DatabaseConnection>()?;
+        let handle = names::handles(db, [answer.user_id])
+            .await
+            .gql()?
+            .remove(&answer.user_id)
+            .unwrap_or_default();
+        let options: Vec<QuestionOption> =
+            serde_json::from_value(question.options.clone()).unwrap_or_default();
+        Ok(Some(Answer::from_model(
+            answer.clone(),
+            handle,
+            Some(self.status.into()),
+            &options,
+        )))
+    }
+
+    /// Seconds from the question's arrival to this answer; none for a contribution not earned
+    /// by an answer.
+    async fn seconds_to_answer(&self, ctx: &Context<'_>) -> Result<Option<i64>> {
+        Ok(self
+            .answered(ctx)
+            .await?
+            .map(|(answer, question)| (answer.created_at - question.created_at).num_seconds()))
+    }
+
+    /// Who contributed and their record in the niche (admins, and the person themselves).
+    async fn contributor(&self, ctx: &Context<'_>) -> Result<Contributor> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let viewer = caller_of(ctx)?.viewer();
+        Ok(
+            standing::contributor_record(db, viewer, self.niche_id, self.user_id)
+                .await
+                .gql()?
+                .into(),
+        )
+    }
+}
+
+/// A contributor and their record in one niche: what a reviewer weighs an answer against.
+#[derive(SimpleObject, Clone)]
+pub struct Contributor {
+    /// Their handle.
+    pub handle: String,
+    /// Contributions verified.
+    pub verified_count: i64,
+    /// Contributions rejected.
+    pub rejected_count: i64,
+    /// Contributions awaiting review.
+    pub pending_count: i64,
+    /// Contributions verified, then reversed.
+    pub reversed_count: i64,
+    /// Sum of verified points.
+    pub score: i64,
+    /// The tier the score is in.
+    pub tier: Tier,
+}
+
+impl From<ContributorRecord> for Contributor {
+    fn from(r: ContributorRecord) -> Self {
+        Self {
+            handle: r.handle,
+            verified_count: r.verified_count,
+            rejected_count: r.rejected_count,
+            pending_count: r.pending_count,
+            reversed_count: r.reversed_count,
+            score: r.score,
+            tier: r.tier.into(),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Reading questions: a niche's queue (waiting: most urgent first, then oldest; settled: newest
-//! first), one question with its answers and timeline, and "awaiting me" across my niches.
+//! first), one question with its answers, timeline, budget entries and (for admins) deliveries,
+//! the question an answer-contribution was for, and "awaiting me" across my niches.
 //! Pagination is keyset (a cursor, never an offset), so a page costs the same at any depth and
 //! every read walks an index.
 
@@ -9,7 +10,7 @@ use std::collections::HashMap;
 
 use entity::agent_answers::{self, AnswerKind};
 use entity::contribution_events::{self, ContributionStatus};
-use entity::{audit_log, niches};
+use entity::{audit_log, budget_entries, deliveries, niches};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait,
@@ -339,4 +340,52 @@ pub async fn timeline_of(
         .order_by_asc(audit_log::Column::Id)
         .all(db)
         .await?)
+}
+
+/// A question's budget ledger rows (reserve, charge, release, …), oldest first. Who may read
+/// them is who may read the question: callers reach this only through a question they read.
+pub async fn budget_entries_of(
+    db: &DatabaseConnection,
+    question_id: i64,
+) -> Result<Vec<budget_entries::Model>, ServiceError> {
+    Ok(budget_entries::Entity::find()
+        .filter(budget_entries::Column::QuestionId.eq(question_id))
+        .order_by_asc(budget_entries::Column::Id)
+        .all(db)
+        .await?)
+}
+
+/// The events written for the agent about a question, oldest first (admins only: deliveries
+/// carry envelopes and the agent's endpoint's answers).
+pub async fn deliveries_of(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    question_id: i64,
+) -> Result<Vec<deliveries::Model>, ServiceError> {
+    access::admin(viewer)?;
+    Ok(deliveries::Entity::find()
+        .filter(deliveries::Column::QuestionId.eq(question_id))
+        .order_by_asc(deliveries::Column::Id)
+        .all(db)
+        .await?)
+}
+
+/// The answer that earned contribution `contribution_id` and the question it answered, for
+/// someone allowed to read that question; `None` when the contribution was not earned by an
+/// answer (a manual adjustment).
+pub async fn answered_question(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    contribution_id: i64,
+) -> Result<Option<(agent_answers::Model, agent_questions::Model)>, ServiceError> {
+    access::signed_in(viewer)?;
+    let Some(answer) = agent_answers::Entity::find()
+        .filter(agent_answers::Column::ContributionEventId.eq(contribution_id))
+        .one(db)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let (question, _) = question(db, viewer, answer.question_id).await?;
+    Ok(Some((answer, question)))
 }

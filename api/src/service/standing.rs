@@ -1,5 +1,6 @@
 //! Where people stand: memberships with score, tier, share and next tier; the niche's shares
-//! split so they never exceed 80% together; a person's contributions.
+//! split so they never exceed 80% together; a person's contributions; a contributor's record in
+//! a niche, as a reviewer weighs it.
 
 use entity::contribution_events::{self, ContributionStatus};
 use entity::niche_members::{self, MemberRole, MemberStatus};
@@ -194,4 +195,71 @@ async fn contributions_where(
             event,
         })
         .collect())
+}
+
+/// A person's record in one niche, as a reviewer weighs their answer: how many of their
+/// contributions were verified, rejected, are pending or were reversed, their score and tier.
+#[derive(Debug, Clone)]
+pub struct ContributorRecord {
+    /// Their handle.
+    pub handle: String,
+    /// Verified contributions.
+    pub verified_count: i64,
+    /// Rejected contributions.
+    pub rejected_count: i64,
+    /// Contributions awaiting review.
+    pub pending_count: i64,
+    /// Contributions verified, then reversed.
+    pub reversed_count: i64,
+    /// Sum of verified points.
+    pub score: i64,
+    /// The tier the score is in.
+    pub tier: Tier,
+}
+
+/// `user_id`'s record in `niche_id`: for admins, and for the person themselves.
+pub async fn contributor_record(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    niche_id: i64,
+    user_id: i64,
+) -> Result<ContributorRecord, ServiceError> {
+    let viewer = access::signed_in(viewer)?;
+    if !viewer.is_admin && viewer.user_id != user_id {
+        return Err(ServiceError::Forbidden(
+            "only admins see another person's record".into(),
+        ));
+    }
+    let handle = crate::service::names::handles(db, [user_id])
+        .await?
+        .remove(&user_id)
+        .unwrap_or_default();
+    let statuses: Vec<ContributionStatus> = contribution_events::Entity::find()
+        .select_only()
+        .column(contribution_events::Column::Status)
+        .filter(contribution_events::Column::NicheId.eq(niche_id))
+        .filter(contribution_events::Column::UserId.eq(user_id))
+        .into_tuple()
+        .all(db)
+        .await?;
+    let count = |status| statuses.iter().filter(|s| **s == status).count() as i64;
+    let score = contribution_scores::Entity::find()
+        .filter(contribution_scores::Column::NicheId.eq(niche_id))
+        .filter(contribution_scores::Column::UserId.eq(user_id))
+        .one(db)
+        .await?
+        .map_or(0, |c| c.score);
+    let ladder = scores::ladder(db).await?;
+    let tier = scoring::tier_for(score, &ladder)
+        .cloned()
+        .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("the tier ladder is empty")))?;
+    Ok(ContributorRecord {
+        handle,
+        verified_count: count(ContributionStatus::Verified),
+        rejected_count: count(ContributionStatus::Rejected),
+        pending_count: count(ContributionStatus::Pending),
+        reversed_count: count(ContributionStatus::Reversed),
+        score,
+        tier,
+    })
 }

@@ -45,9 +45,10 @@ pub fn visible_controls(text: &str) -> String {
 }
 
 /// Untrusted text (isolated, invisible characters shown), kept to a few lines when it is long,
-/// with "Show all" to open it; as a blockquote when `tag_quote`.
+/// with "Show all" to open it; as a blockquote when `tag_quote`. The question page and the
+/// review queue show the agent's words through it too.
 #[component]
-fn LongText(text: String, class: &'static str, tag_quote: bool) -> impl IntoView {
+pub fn LongText(text: String, class: &'static str, tag_quote: bool) -> impl IntoView {
     let long = text.lines().count() > 8 || text.chars().count() > 600;
     let (expanded, set_expanded) = signal(false);
     let shown = view! { <bdi>{visible_controls(&text)}</bdi> };
@@ -72,10 +73,11 @@ pub type Acted = (String, i64, answer_question::AnswerQuestionAnswerQuestion);
 /// One waiting question with the three ways to act on it, through the `answerQuestion` mutation,
 /// and a Dismiss control (`dismissQuestion`, with an optional reason for the agent). A refusal is
 /// shown next to the form and nothing typed is lost; on success `on_done` (or `on_dismissed`,
-/// with the question's id) hears it.
+/// with the question's id) hears it. `page` is the question page's path, linked from the card.
 #[component]
 pub fn QuestionCard(
     question: Question,
+    page: String,
     fresh: bool,
     on_done: Callback<Acted>,
     on_dismissed: Callback<String>,
@@ -92,6 +94,7 @@ pub fn QuestionCard(
     let urgency_class = format!("badge urgency-{urgency}");
     let researching = question.status == QuestionStatus::Researching;
     let has_options = !question.options.is_empty();
+    let title = visible_controls(&question.title);
 
     let (choice, set_choice) = signal(None::<String>);
     let (body, set_body) = signal(String::new());
@@ -211,6 +214,8 @@ pub fn QuestionCard(
                     <button type="button" class="secondary" data-kind="dismiss" disabled=busy on:click=move |_| { dismiss.dispatch(()); }>"Dismiss question"</button>
                 </details>
             </form>
+            // Below the form, so the buttons stay near the top of a long card.
+            <p class="question-link"><a href=page>"Its page: answers, timeline and budget"<span class="visually-hidden">" — "{title}</span></a></p>
         </article>
     }
 }

@@ -1,4 +1,5 @@
-//! `/admin`: the review queue (verify / reject), the niches with their members (add, suspend,
+//! `/admin`: the review queue (each answer with its question, options, the answerer's record,
+//! how long it took and the other members' declines; verify / reject), the niches with their members (add, suspend,
 //! reinstate), the deliveries to the agent, failures first (redeliver), and the money desk with
 //! anomaly signals (live) and the audit log. Every change goes through an admin mutation, which
 //! checks for an admin on the server; this page only decides what to show.
@@ -9,15 +10,17 @@ use leptos_router::{LazyRoute, lazy_route};
 use crate::api::{self, ApiError};
 use crate::components::loaded::Loaded;
 use crate::components::money::money;
+use crate::components::question_card::{LongText, visible_controls};
 use crate::components::time_ago::TimeAgo;
 use crate::live::{self, LiveEvent};
 use crate::operations::{
     AddMember, AdminLedger, AdminOverview, AnomalySignalArrivals, AnomalySignals, MarkPayoutFailed,
-    MarkPayoutPaid, NicheBudget, Redeliver, ReinstateMember, RejectContribution, SchedulePayout,
-    SetNicheBudget, SuspendMember, VerifyContribution, VerifyPayoutAddress, add_member,
-    admin_ledger, admin_overview, anomaly_signal_arrivals, anomaly_signals, mark_payout_failed,
-    mark_payout_paid, niche_budget, redeliver, reinstate_member, reject_contribution,
-    schedule_payout, set_niche_budget, suspend_member, verify_contribution, verify_payout_address,
+    MarkPayoutPaid, NicheBudget, Redeliver, ReinstateMember, RejectContribution,
+    ReviewQueue as ReviewRead, SchedulePayout, SetNicheBudget, SuspendMember, VerifyContribution,
+    VerifyPayoutAddress, add_member, admin_ledger, admin_overview, anomaly_signal_arrivals,
+    anomaly_signals, mark_payout_failed, mark_payout_paid, niche_budget, redeliver,
+    reinstate_member, reject_contribution, review_queue, schedule_payout, set_niche_budget,
+    suspend_member, verify_contribution, verify_payout_address,
 };
 use crate::vocab::{
     AttemptOutcome, DeliveryStatus, MemberRole, MemberStatus, NicheStatus, PayoutStatus, Severity,
@@ -171,6 +174,7 @@ impl LazyRoute for AdminRoute {
 /// The admin page.
 #[component]
 fn AdminPage() -> impl IntoView {
+    let reviews = LocalResource::new(|| api::run::<ReviewRead>(review_queue::Variables));
     let overview = LocalResource::new(|| api::run::<AdminOverview>(admin_overview::Variables));
     let ledger = LocalResource::new(|| api::run::<AdminLedger>(admin_ledger::Variables));
     let act: Act = Action::new_local(move |command: &Command| {
@@ -178,6 +182,7 @@ fn AdminPage() -> impl IntoView {
         async move {
             let result = command.run().await;
             // Whatever happened, show the page as it is now.
+            reviews.refetch();
             overview.refetch();
             ledger.refetch();
             result
@@ -211,8 +216,10 @@ fn AdminPage() -> impl IntoView {
                 Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
             })}
             <Loaded forbidden="This page is for askloop's admins">
+                {move || reviews.get().map(|result| result.map(|r| view! { <ReviewQueue queue=r.review_queue act=act/> }))}
+            </Loaded>
+            <Loaded forbidden="This page is for askloop's admins">
                 {move || overview.get().map(|result| result.map(|o| view! {
-                    <ReviewQueue queue=o.review_queue act=act/>
                     <Niches niches=o.all_niches act=act/>
                     <Deliveries deliveries=o.deliveries act=act/>
                     <Loaded>
@@ -224,47 +231,145 @@ fn AdminPage() -> impl IntoView {
     }
 }
 
-/// Contributions awaiting review. The evidence is agent-influenced: shown as text only.
+type ReviewItem = review_queue::ReviewQueueReviewQueue;
+
+/// How long something took, as people say it ("4 min", "2 h 5 min", "3 days 2 h").
+fn duration_words(seconds: i64) -> String {
+    let s = seconds.max(0);
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min", s / 60),
+        3600..=86_399 => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+        _ => format!("{} days {} h", s / 86_400, (s % 86_400) / 3600),
+    }
+}
+
+/// Contributions awaiting review, each with what a reviewer weighs. Everything the agent wrote
+/// (title, question, context, option labels) is untrusted: shown as isolated text only.
 #[component]
-fn ReviewQueue(queue: Vec<admin_overview::AdminOverviewReviewQueue>, act: Act) -> impl IntoView {
-    let busy = act.pending();
+fn ReviewQueue(queue: Vec<ReviewItem>, act: Act) -> impl IntoView {
     view! {
         <section aria-labelledby="review-title">
             <h2 id="review-title">"Review queue"</h2>
             {if queue.is_empty() {
                 view! { <p class="empty">"Nothing awaits review."</p> }.into_any()
             } else {
-                queue.into_iter().map(|c| {
-                    let note_id = format!("note-{}", c.id);
-                    let (note, set_note) = signal(String::new());
-                    let (verify_id, reject_id) = (c.id.clone(), c.id.clone());
-                    let written = move || Some(note.get_untracked()).filter(|n| !n.is_empty());
-                    view! {
-                        <article class="card review" data-contribution-id=c.id.clone()>
-                            <p>
-                                <strong>{c.niche_slug}</strong>
-                                " · "{c.points}" points · "{c.source}" · "
-                                <TimeAgo at=c.created_at/>
-                            </p>
-                            <details>
-                                <summary>"Evidence"</summary>
-                                <pre class="evidence">{c.evidence}</pre>
-                            </details>
-                            <label for=note_id.clone()>"Note (optional)"</label>
-                            <input id=note_id type="text" maxlength="500" prop:value=note on:input=move |ev| set_note.set(event_target_value(&ev))/>
-                            <div class="actions">
-                                <button type="button" data-action="verify" disabled=busy on:click=move |_| {
-                                    act.dispatch(Command::Verify { id: verify_id.clone(), note: written() });
-                                }>"Verify"</button>
-                                <button type="button" class="secondary" data-action="reject" disabled=busy on:click=move |_| {
-                                    act.dispatch(Command::Reject { id: reject_id.clone(), note: written() });
-                                }>"Reject"</button>
-                            </div>
-                        </article>
-                    }
-                }).collect_view().into_any()
+                queue.into_iter().map(|c| view! { <ReviewCard item=c act=act/> }).collect_view().into_any()
             }}
         </section>
+    }
+}
+
+/// One contribution awaiting review.
+#[component]
+fn ReviewCard(item: ReviewItem, act: Act) -> impl IntoView {
+    let busy = act.pending();
+    let c = item;
+    let note_id = format!("note-{}", c.id);
+    let (note, set_note) = signal(String::new());
+    let (verify_id, reject_id) = (c.id.clone(), c.id.clone());
+    let written = move || Some(note.get_untracked()).filter(|n| !n.is_empty());
+    let who = c.contributor;
+    let record = format!(
+        "{} tier, score {} · verified {}, rejected {}, pending {}, reversed {}",
+        who.tier.name,
+        who.score,
+        who.verified_count,
+        who.rejected_count,
+        who.pending_count,
+        who.reversed_count
+    );
+    let answer_id = c.answer.as_ref().map(|a| a.id.clone());
+    let chosen = c.answer.as_ref().and_then(|a| a.option_id.clone());
+    let question = c.question.map(|q| {
+        let href = format!("/dashboard/niches/{}/questions/{}", q.niche.slug, q.id);
+        let title = q.title.clone();
+        let options = q.options.into_iter().map(|o| {
+            let picked = chosen.as_deref() == Some(o.id.as_str());
+            view! {
+                <li class:chosen=picked>
+                    <bdi>{visible_controls(&o.label)}</bdi>
+                    {picked.then(|| view! { " "<span class="badge chosen-mark">"✓ chosen"</span> })}
+                </li>
+            }
+        }).collect_view();
+        // The other members' declines, research requests and answers on the same question.
+        let others: Vec<_> = q.answers.into_iter().filter(|a| Some(&a.id) != answer_id.as_ref()).collect();
+        let others = if others.is_empty() {
+            view! { <p class="muted">"No other member has acted on it."</p> }.into_any()
+        } else {
+            view! {
+                <ul class="declines">
+                    {others.into_iter().map(|a| view! {
+                        <li>
+                            <strong>{a.answered_by}</strong>": "{a.kind.describe()}" · "<TimeAgo at=a.created_at/>
+                            {a.body.map(|b| view! { <span class="answer-words">" — "<bdi>{visible_controls(&b)}</bdi></span> })}
+                        </li>
+                    }).collect_view()}
+                </ul>
+            }.into_any()
+        };
+        let head = view! {
+            <h3><bdi>{visible_controls(&q.title)}</bdi></h3>
+            <LongText text=q.question class="question-text" tag_quote=false/>
+            {q.context.map(|context| view! {
+                <details class="context" open>
+                    <summary>"What the agent found"</summary>
+                    <LongText text=context class="" tag_quote=true/>
+                </details>
+            })}
+            <h4>"Options"</h4>
+            <ul class="options-list">{options}</ul>
+        };
+        let tail = view! {
+            <h4>"Other members on it"</h4>
+            {others}
+            <p><a href=href>"Open the question page"<span class="visually-hidden">": "{visible_controls(&title)}</span></a></p>
+        };
+        (head, tail)
+    });
+    let (question_head, question_tail) = question.unzip();
+    let answer = c.answer.map(|a| {
+        view! {
+            <h4>"The answer"</h4>
+            {a.option_label.map(|l| view! { <p>"Chose "<strong class="chosen-label"><bdi>{visible_controls(&l)}</bdi></strong></p> })}
+            {match a.body {
+                Some(words) => view! { <p class="answer-words"><bdi>{visible_controls(&words)}</bdi></p> }.into_any(),
+                None => view! { <p class="muted">"No words given."</p> }.into_any(),
+            }}
+        }
+    });
+    view! {
+        <article class="card review" data-contribution-id=c.id.clone()>
+            <p class="meta">
+                <strong>{c.niche_slug}</strong>
+                " · "{c.points}" points · "{c.source}" · "
+                <TimeAgo at=c.created_at/>
+            </p>
+            {question_head}
+            {answer}
+            <p class="record" data-record="">
+                "By "<strong class="answerer">{who.handle}</strong>" — "{record}
+            </p>
+            {c.seconds_to_answer.map(|s| view! {
+                <p class="took" data-seconds=s.to_string()>"Answered "{duration_words(s)}" after the question arrived"</p>
+            })}
+            {question_tail}
+            <details>
+                <summary>"Evidence"</summary>
+                <pre class="evidence">{c.evidence}</pre>
+            </details>
+            <label for=note_id.clone()>"Note (optional)"</label>
+            <input id=note_id type="text" maxlength="500" prop:value=note on:input=move |ev| set_note.set(event_target_value(&ev))/>
+            <div class="actions">
+                <button type="button" data-action="verify" disabled=busy on:click=move |_| {
+                    act.dispatch(Command::Verify { id: verify_id.clone(), note: written() });
+                }>"Verify"</button>
+                <button type="button" class="secondary" data-action="reject" disabled=busy on:click=move |_| {
+                    act.dispatch(Command::Reject { id: reject_id.clone(), note: written() });
+                }>"Reject"</button>
+            </div>
+        </article>
     }
 }
 

@@ -1,9 +1,11 @@
 //! `/dashboard/niches/:slug/questions`: the live waiting queue and "Settled".
 //!
-//! The page reads the queue, then follows the `questionQueue` subscription on the app's live
-//! connection: new questions appear marked "new", questions settled elsewhere leave. When the
-//! connection drops, a banner says so; on return the page re-reads everything, since what
-//! happened meanwhile was not sent.
+//! The page reads the first 50 waiting questions, then follows the `questionQueue` subscription
+//! on the app's live connection: new questions appear marked "new", questions settled elsewhere
+//! leave. "Load more" reads the next page after the last card's cursor; live changes merge into
+//! every card loaded, whichever page it came from. When the connection drops, a banner says so;
+//! on return the page re-reads as many questions as it had loaded, since what happened meanwhile
+//! was not sent.
 
 use std::collections::HashSet;
 
@@ -19,7 +21,9 @@ use crate::components::notice::Notice;
 use crate::components::question_card::{Acted, QuestionCard};
 use crate::components::time_ago::TimeAgo;
 use crate::live::{self, LiveEvent};
-use crate::operations::{QueueChanges, QueuePage as QueueRead, queue_changes, queue_page};
+use crate::operations::{
+    QueueChanges, QueueMore, QueuePage as QueueRead, queue_changes, queue_more, queue_page,
+};
 use crate::vocab::{ContributionStatus, QueueChangeKind, Urgency};
 
 type Question = queue_page::QuestionCard;
@@ -61,13 +65,27 @@ enum Link {
     Ended,
 }
 
+/// How many waiting questions a page of the queue holds.
+const PAGE: usize = 50;
+/// The most one read may ask for (the server's limit on `first`).
+const MAX_READ: usize = 100;
+
+/// Where a question sorts in the waiting queue: most urgent first, then oldest (the server's
+/// order, so the client's merge and the server's cursor agree).
+fn queue_key(question: &Question) -> (u8, i64) {
+    (
+        Urgency::of(&question.urgency).rank(),
+        question.id.parse::<i64>().unwrap_or(i64::MAX),
+    )
+}
+
 fn sort_cards(cards: &mut [Card]) {
-    cards.sort_by_key(|c| {
-        (
-            Urgency::of(&c.question.urgency).rank(),
-            c.question.id.parse::<i64>().unwrap_or(i64::MAX),
-        )
-    });
+    cards.sort_by_key(|c| queue_key(&c.question));
+}
+
+/// The question page's path.
+pub fn question_path(slug: &str, id: &str) -> String {
+    format!("/dashboard/niches/{slug}/questions/{id}")
 }
 
 /// The queue of one niche.
@@ -82,6 +100,9 @@ pub fn QueuePage(slug: String) -> impl IntoView {
     // back from research.
     let acted = StoredValue::new(HashSet::<(String, i64)>::new());
     let read_once = StoredValue::new(false);
+    // The cursor after the last question loaded, while the server has more.
+    let more = RwSignal::new(None::<String>);
+    let more_said = RwSignal::new(None::<String>);
 
     // The read merges into the cards the page holds, so a re-read after a drop marks what
     // arrived meanwhile as new. It yields the niche's name, or `None` for no such niche.
@@ -89,11 +110,16 @@ pub fn QueuePage(slug: String) -> impl IntoView {
     let queue = LocalResource::new(move || {
         let slug = read_slug.clone();
         async move {
-            let data = api::run::<QueueRead>(queue_page::Variables { slug }).await?;
+            // As many as are loaded, so a re-read does not take "Load more" back.
+            let loaded = cards.with_untracked(Vec::len).clamp(PAGE, MAX_READ);
+            let first = i64::try_from(loaded).unwrap_or(50);
+            let data = api::run::<QueueRead>(queue_page::Variables { slug, first }).await?;
             let Some(niche) = data.niche else {
                 return Ok::<_, ApiError>(None);
             };
-            let first = !read_once.get_value();
+            let waiting = niche.waiting;
+            let window_end = waiting.nodes.last().map(queue_key);
+            let first_read = !read_once.get_value();
             read_once.set_value(true);
             let (known, previous_fresh) = cards.with_untracked(|list| {
                 let known: HashSet<String> = list.iter().map(|c| c.question.id.clone()).collect();
@@ -104,16 +130,36 @@ pub fn QueuePage(slug: String) -> impl IntoView {
                     .collect();
                 (known, fresh)
             });
-            let next = niche
-                .waiting
+            // Cards loaded past this read's window (more than one read may ask for) stay, with the
+            // cursor that follows them; otherwise the cursor is this read's.
+            let tail: Vec<Card> = match (waiting.page_info.has_next_page, window_end) {
+                (true, Some(end)) => cards.with_untracked(|list| {
+                    list.iter()
+                        .filter(|c| queue_key(&c.question) > end)
+                        .cloned()
+                        .collect()
+                }),
+                _ => Vec::new(),
+            };
+            if tail.is_empty() {
+                more.set(
+                    waiting
+                        .page_info
+                        .end_cursor
+                        .filter(|_| waiting.page_info.has_next_page),
+                );
+            }
+            let mut next: Vec<Card> = waiting
                 .nodes
                 .into_iter()
                 .filter(|q| !acted.with_value(|a| a.contains(&(q.id.clone(), q.research_round))))
                 .map(|q| Card {
-                    fresh: !first && (!known.contains(&q.id) || previous_fresh.contains(&q.id)),
+                    fresh: !first_read
+                        && (!known.contains(&q.id) || previous_fresh.contains(&q.id)),
                     question: q,
                 })
                 .collect();
+            next.extend(tail);
             cards.set(next);
             settled.set(niche.settled.nodes);
             Ok(Some(niche.name))
@@ -148,6 +194,52 @@ pub fn QueuePage(slug: String) -> impl IntoView {
         }
     };
 
+    // "Load more": the page after the last card, merged in (a card that arrived live meanwhile
+    // is not shown twice).
+    let more_slug = slug.clone();
+    let load_more = Action::new_local(move |_: &()| {
+        let slug = more_slug.clone();
+        let after = more.get_untracked();
+        async move {
+            let Some(after) = after else {
+                return Ok::<_, ApiError>(());
+            };
+            let data = api::run::<QueueMore>(queue_more::Variables { slug, after }).await?;
+            let Some(niche) = data.niche else {
+                return Ok(());
+            };
+            let page = niche.waiting;
+            let mut added = 0;
+            cards.update(|list| {
+                for q in page.nodes.into_iter().map(Question::from) {
+                    let seen = list.iter().any(|c| c.question.id == q.id)
+                        || acted.with_value(|a| a.contains(&(q.id.clone(), q.research_round)));
+                    if !seen {
+                        added += 1;
+                        list.push(Card {
+                            question: q,
+                            fresh: false,
+                        });
+                    }
+                }
+                sort_cards(list);
+            });
+            more.set(
+                page.page_info
+                    .end_cursor
+                    .filter(|_| page.page_info.has_next_page),
+            );
+            more_said.set(Some(match (added, more.get_untracked().is_some()) {
+                (1, true) => "1 more question loaded.".to_owned(),
+                (n, true) => format!("{n} more questions loaded."),
+                (1, false) => "1 more question loaded; that is every waiting question.".to_owned(),
+                (n, false) => format!("{n} more questions loaded; that is every waiting question."),
+            }));
+            Ok(())
+        }
+    });
+
+    let page_slug = StoredValue::new(slug.clone());
     live::subscribe::<QueueChanges>(
         queue_changes::Variables { slug },
         move |event| match event {
@@ -220,15 +312,43 @@ pub fn QueuePage(slug: String) -> impl IntoView {
                                 <For
                                     each=move || cards.get()
                                     key=|card| (card.question.id.clone(), card.question.research_round, card.question.status.clone())
-                                    children=move |card| view! { <QuestionCard question=card.question fresh=card.fresh on_done=on_done on_dismissed=on_dismissed/> }
+                                    children=move |card| {
+                                        let page = page_slug.with_value(|slug| question_path(slug, &card.question.id));
+                                        view! { <QuestionCard question=card.question page=page fresh=card.fresh on_done=on_done on_dismissed=on_dismissed/> }
+                                    }
                                 />
                             </Show>
+                            <LoadMore more=more said=more_said load=load_more/>
                         </section>
                         <SettledList settled=settled/>
                     }.into_any(),
                 }))}
             </Loaded>
         </main>
+    }
+}
+
+/// "Load more" while the server has more waiting questions, what the last load did (announced),
+/// and why it failed, if it did.
+#[component]
+fn LoadMore(
+    more: RwSignal<Option<String>>,
+    said: RwSignal<Option<String>>,
+    load: Action<(), Result<(), ApiError>>,
+) -> impl IntoView {
+    let busy = load.pending();
+    view! {
+        <div class="load-more">
+            <Show when=move || more.with(Option::is_some)>
+                <button type="button" class="secondary" disabled=busy aria-busy=move || busy.get().to_string() on:click=move |_| { load.dispatch(()); }>
+                    {move || if busy.get() { "Loading…" } else { "Load more" }}
+                </button>
+            </Show>
+            <p class="muted" role="status">{move || said.get()}</p>
+            {move || load.value().get().and_then(Result::err).map(|err| view! {
+                <p class="error" role="alert">{format!("Could not load more: {err}")}</p>
+            })}
+        </div>
     }
 }
 

@@ -1,0 +1,363 @@
+//! `/dashboard/niches/:slug/questions/:id`: one question as its niche's active members and admins
+//! see it — the question with the agent's context (untrusted: escaped, isolated, collapsed when
+//! long, through the question card's `LongText`), its options with the chosen one marked, every
+//! answer and decline with its review state, its timeline (the audit log, oldest first) and its
+//! budget entries; for admins, its deliveries to the agent with their attempts, and "Reverse"
+//! (with a note) on a verified answer.
+//!
+//! Who may read it is the server's rule: anyone else gets the server's refusal in words, never a
+//! broken page. The page is a lazily loaded route, its own wasm chunk.
+
+use std::collections::BTreeMap;
+
+use leptos::Params;
+use leptos::prelude::*;
+use leptos_router::components::A;
+use leptos_router::hooks::use_params;
+use leptos_router::params::Params;
+use leptos_router::{LazyRoute, lazy_route};
+
+use crate::api::{self, ApiError};
+use crate::components::loaded::Loaded;
+use crate::components::money::money;
+use crate::components::question_card::{LongText, visible_controls};
+use crate::components::time_ago::{TimeAgo, exact};
+use crate::operations::{
+    QuestionDeliveries, QuestionPage as QuestionRead, ReverseContribution, question_deliveries,
+    question_page, reverse_contribution,
+};
+use crate::session::Session;
+use crate::vocab::{AnswerKind, AttemptOutcome, ContributionStatus, QuestionStatus, Urgency};
+
+type Question = question_page::QuestionPageQuestion;
+type Delivery = question_deliveries::QuestionDeliveriesQuestionDeliveries;
+type Answer = question_page::QuestionPageQuestionAnswers;
+
+/// An admin reversing a verified answer: its contribution's id and the note for the agent.
+type Reverse = Action<(String, Option<String>), Result<(), ApiError>>;
+
+/// The route's typed parameters.
+#[derive(Params, Clone, PartialEq)]
+pub struct QuestionParams {
+    /// The niche's slug.
+    pub slug: Option<String>,
+    /// The question's id.
+    pub id: Option<String>,
+}
+
+/// The question page as a lazily loaded route: its code is fetched the first time someone
+/// opens a question, so the queue never downloads it.
+pub struct QuestionRoute;
+
+#[lazy_route]
+impl LazyRoute for QuestionRoute {
+    fn data() -> Self {
+        Self
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <QuestionRouteView/> }.into_any()
+    }
+}
+
+/// A fresh page (and read) for each question in the path.
+#[component]
+fn QuestionRouteView() -> impl IntoView {
+    let params = use_params::<QuestionParams>();
+    let key = Memo::new(move |_| {
+        params
+            .get()
+            .map(|p| (p.slug.unwrap_or_default(), p.id.unwrap_or_default()))
+            .unwrap_or_default()
+    });
+    move || {
+        let (slug, id) = key.get();
+        view! { <QuestionPage slug=slug id=id/> }
+    }
+}
+
+#[component]
+fn QuestionPage(slug: String, id: String) -> impl IntoView {
+    let session = Session::get();
+    let is_admin = Memo::new(move |_| session.person().flatten().is_some_and(|p| p.is_admin));
+    let read_id = id.clone();
+    let question = LocalResource::new(move || {
+        let id = read_id.clone();
+        async move { api::run::<QuestionRead>(question_page::Variables { id }).await }
+    });
+    // Deliveries are for admins only: nobody else asks (the server would refuse).
+    let deliveries_id = id.clone();
+    let deliveries = LocalResource::new(move || {
+        let id = deliveries_id.clone();
+        let admin = is_admin.get();
+        async move {
+            if !admin {
+                return None;
+            }
+            Some(
+                api::run::<QuestionDeliveries>(question_deliveries::Variables { id })
+                    .await
+                    .map(|data| data.question.deliveries),
+            )
+        }
+    });
+    let reverse: Reverse = Action::new_local(move |(id, note): &(String, Option<String>)| {
+        let variables = reverse_contribution::Variables {
+            id: id.clone(),
+            note: note.clone(),
+        };
+        async move {
+            let result = api::send::<ReverseContribution>(variables).await;
+            // Whatever happened, show the question as it is now.
+            question.refetch();
+            deliveries.refetch();
+            result
+        }
+    });
+    let queue_href = format!("/dashboard/niches/{slug}/questions");
+    view! {
+        <main class="question-page">
+            <p><A href=queue_href>"← Back to the queue"</A></p>
+            <div aria-live="polite">
+                {move || reverse.value().get().map(|result| match result {
+                    Ok(()) => view! { <p class="notice" role="status">"Reversed: it no longer counts, and the agent is told."</p> }.into_any(),
+                    Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
+                })}
+            </div>
+            <Loaded loading="Loading the question…" forbidden="Only the niche's active members and admins see its questions">
+                {
+                    let slug = slug.clone();
+                    move || {
+                        let slug = slug.clone();
+                        question.get().map(|result| result.map(move |data| {
+                            let q = data.question;
+                            if q.niche.slug != slug {
+                                let href = format!("/dashboard/niches/{}/questions/{}", q.niche.slug, q.id);
+                                return view! {
+                                    <h1>"Not in this niche"</h1>
+                                    <p class="error" role="alert">"Question "{q.id.clone()}" is not in “"{slug}"”."</p>
+                                    <p><A href=href>"Open it in "{q.niche.name}</A></p>
+                                }.into_any();
+                            }
+                            view! { <QuestionView question=q admin=is_admin.get() reverse=reverse/> }.into_any()
+                        }))
+                    }
+                }
+            </Loaded>
+            <Show when=move || is_admin.get()>
+                <section aria-labelledby="deliveries-title">
+                    <h2 id="deliveries-title">"Deliveries to the agent"</h2>
+                    <Loaded loading="Loading the deliveries…">
+                        {move || deliveries.get().flatten().map(|result| result.map(|list| view! { <DeliveryList deliveries=list/> }))}
+                    </Loaded>
+                </section>
+            </Show>
+        </main>
+    }
+}
+
+/// The question with its options, answers, timeline and budget entries.
+#[component]
+fn QuestionView(question: Question, admin: bool, reverse: Reverse) -> impl IntoView {
+    let q = question;
+    let urgency = Urgency::of(&q.urgency);
+    let status = QuestionStatus::of(&q.status);
+    // Which options were chosen, and by whom.
+    let mut chosen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for a in &q.answers {
+        if a.kind == AnswerKind::Answered
+            && let Some(option) = &a.option_id
+        {
+            chosen
+                .entry(option.clone())
+                .or_default()
+                .push(a.answered_by.clone());
+        }
+    }
+    let offered = !q.options.is_empty();
+    let none_chosen = chosen.is_empty();
+    let options = q
+        .options
+        .into_iter()
+        .map(|o| {
+            let by = chosen.get(&o.id).cloned();
+            let picked = by.is_some();
+            view! {
+                <li class:chosen=picked data-option-id=o.id.clone()>
+                    <bdi>{visible_controls(&o.label)}</bdi>
+                    {by.map(|who| view! { " "<span class="badge chosen-mark">"✓ chosen by "{who.join(", ")}</span> })}
+                </li>
+            }
+        })
+        .collect_view();
+    let answers = q.answers.clone();
+    view! {
+        <article class="question" data-question-id=q.id.clone()>
+            <p class="meta">
+                <span class=format!("badge urgency-{urgency}")>{urgency.to_string()}</span>
+                <span class=format!("badge status-{status}")>{status.to_string()}</span>
+                {(q.bounty_minor > 0).then(|| view! { <span class="badge bounty">"bounty "{money(q.bounty_minor, "USD")}</span> })}
+                <span class="muted">"asked "<TimeAgo at=q.created_at.clone()/></span>
+                {q.answered_at.clone().map(|at| view! { " · "<span class="muted">"answered "<TimeAgo at=at/></span> })}
+                " · "<span class="muted" title=exact(&q.expires_at)>"expires "<TimeAgo at=q.expires_at.clone()/></span>
+                {(q.research_round > 0).then(|| view! { " · "<span class="muted">"research rounds: "{q.research_round}</span> })}
+            </p>
+            <h1><bdi>{visible_controls(&q.title)}</bdi></h1>
+            {q.external_id.map(|e| view! { <p class="muted">"The agent's id: "<code><bdi>{visible_controls(&e)}</bdi></code></p> })}
+            <LongText text=q.question class="question-text" tag_quote=false/>
+            {q.context.map(|context| view! {
+                <details class="context" open>
+                    <summary>"What the agent found"</summary>
+                    <LongText text=context class="" tag_quote=true/>
+                </details>
+            })}
+            <h2>"Options"</h2>
+            {match (offered, none_chosen) {
+                (false, _) => view! { <p class="muted">"The agent offered no options: answers are in words."</p> }.into_any(),
+                (true, true) => view! { <p class="muted">"None chosen yet."</p> }.into_any(),
+                (true, false) => ().into_any(),
+            }}
+            {offered.then(|| view! { <ul class="options-list">{options}</ul> })}
+        </article>
+        <AnswerList answers=answers admin=admin reverse=reverse/>
+        <section aria-labelledby="timeline-title">
+            <h2 id="timeline-title">"Timeline"</h2>
+            {if q.timeline.is_empty() {
+                view! { <p class="empty">"Nothing recorded yet."</p> }.into_any()
+            } else {
+                view! {
+                    <ol class="timeline">
+                        {q.timeline.into_iter().map(|t| view! {
+                            <li><TimeAgo at=t.at/>" · "<code>{t.action}</code>" · "{t.actor_handle.unwrap_or(t.actor)}</li>
+                        }).collect_view()}
+                    </ol>
+                }.into_any()
+            }}
+        </section>
+        <section aria-labelledby="budget-title">
+            <h2 id="budget-title">"Budget entries"</h2>
+            {if q.budget_entries.is_empty() {
+                view! { <p class="empty">"No bounty was reserved for it."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="table-wrap"><table class="budget-entries">
+                        <thead><tr><th scope="col">"When"</th><th scope="col">"Entry"</th><th scope="col" class="num">"Amount"</th></tr></thead>
+                        <tbody>{q.budget_entries.into_iter().map(|e| view! {
+                            // The kind as the server names it: the ledger may gain kinds.
+                            <tr data-budget-kind=e.kind.to_string()><td><TimeAgo at=e.created_at/></td><td>{e.kind.to_string().replace('_', " ")}</td><td class="num">{money(e.amount_minor, "USD")}</td></tr>
+                        }).collect_view()}</tbody>
+                    </table></div>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+/// Every answer and decline, oldest first, with its review state; for an admin, "Reverse" on a
+/// verified answer.
+#[component]
+fn AnswerList(answers: Vec<Answer>, admin: bool, reverse: Reverse) -> impl IntoView {
+    view! {
+        <section aria-labelledby="answers-title">
+            <h2 id="answers-title">"Answers and declines"</h2>
+            {if answers.is_empty() {
+                view! { <p class="empty">"Nobody has answered or declined yet."</p> }.into_any()
+            } else {
+                view! {
+                    <ol class="answers-list">
+                        {answers.into_iter().map(|a| {
+                            let review = a.review.clone();
+                            let reversible = admin && review == Some(ContributionStatus::Verified);
+                            let form = a.contribution_id.clone().filter(|_| reversible).map(|id| {
+                                view! { <ReverseForm contribution=id answer=a.id.clone() handle=a.answered_by.clone() reverse=reverse/> }
+                            });
+                            view! {
+                                <li data-answer-id=a.id.clone()>
+                                    <strong>{a.answered_by}</strong>": "{a.kind.describe()}
+                                    {a.option_label.map(|l| view! { " — "<bdi>{visible_controls(&l)}</bdi> })}
+                                    {review.map(|r| view! { " "<span class=format!("badge status-{r}")>{r.to_string()}</span> })}
+                                    " · "<TimeAgo at=a.created_at/>
+                                    {a.body.map(|b| view! { <p class="answer-words"><bdi>{visible_controls(&b)}</bdi></p> })}
+                                    {form}
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ol>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+/// Reverse a verified answer, with an optional note the agent receives.
+#[component]
+fn ReverseForm(
+    contribution: String,
+    answer: String,
+    handle: String,
+    reverse: Reverse,
+) -> impl IntoView {
+    let busy = reverse.pending();
+    let note = RwSignal::new(String::new());
+    let note_id = format!("reverse-note-{answer}");
+    view! {
+        <form class="inline" on:submit=move |ev| {
+            ev.prevent_default();
+            let written = Some(note.get_untracked()).filter(|n| !n.trim().is_empty());
+            reverse.dispatch((contribution.clone(), written));
+        }>
+            <label for=note_id.clone()>"Why reverse (optional; the agent is told)"</label>
+            <input id=note_id type="text" maxlength="500" prop:value=note on:input=move |ev| note.set(event_target_value(&ev))/>
+            <button type="submit" class="secondary small" disabled=busy>"Reverse"<span class="visually-hidden">" "{handle}"'s answer"</span></button>
+        </form>
+    }
+}
+
+/// A question's deliveries with their attempts (admins).
+#[component]
+fn DeliveryList(deliveries: Vec<Delivery>) -> impl IntoView {
+    if deliveries.is_empty() {
+        return view! { <p class="empty">"Nothing has been written for the agent about it."</p> }
+            .into_any();
+    }
+    view! {
+        <div class="table-wrap">
+            <table class="deliveries">
+                <thead><tr>
+                    <th scope="col">"Event"</th><th scope="col">"Status"</th><th scope="col" class="num">"Attempts"</th>
+                    <th scope="col">"Last error"</th><th scope="col">"Written"</th>
+                </tr></thead>
+                <tbody>
+                    {deliveries.into_iter().map(|d| {
+                        let status = d.status.clone();
+                        let count = d.attempts.len();
+                        let attempts = d.attempts.into_iter().map(|a| {
+                            let what = match (a.status_code, a.error) {
+                                (Some(code), None) => format!("HTTP {code}"),
+                                (_, Some(error)) => error,
+                                (None, None) => String::new(),
+                            };
+                            view! { <li><TimeAgo at=a.at/>" · "{AttemptOutcome::of(&a.outcome).to_string()}" · "{what}" · "{a.duration_ms}" ms"</li> }
+                        }).collect_view();
+                        view! {
+                            <tr data-delivery-id=d.id.clone()>
+                                <td>
+                                    <code>{d.event_type}</code>
+                                    <details>
+                                        <summary>"Envelope "{d.envelope_id}</summary>
+                                        <ol class="attempts">{attempts}</ol>
+                                    </details>
+                                </td>
+                                <td><span class=format!("badge status-{status}")>{status.to_string()}</span></td>
+                                <td class="num">{count}</td>
+                                <td>{d.last_error.unwrap_or_default()}</td>
+                                <td><TimeAgo at=d.created_at/></td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+    .into_any()
+}
