@@ -615,9 +615,14 @@ async fn the_revenue_and_budget_pages_show_real_money_and_admins_settle_payouts(
             "my revenue",
         )
         .await;
+    // Her share of the bounty (20 % of 3.00) waits for review: held, not owed.
     assert_eq!(
         text(&mut browser, &figure("balance=owed")).await,
-        "19.80 USD"
+        "19.20 USD"
+    );
+    assert_eq!(
+        text(&mut browser, &figure("balance=held")).await,
+        "0.60 USD"
     );
     assert_eq!(
         browser
@@ -702,7 +707,7 @@ async fn the_revenue_and_budget_pages_show_real_money_and_admins_settle_payouts(
         "document.querySelector('li[data-payout-id]').innerText",
     )
     .await;
-    assert!(line.contains("19.80 USD"), "{line}");
+    assert!(line.contains("19.20 USD"), "{line}");
     root.fill(&labelled("Reference or reason"), "wire-42").await;
     AdminPage(&mut root).press("Mark paid").await;
     root.wait_for(
@@ -717,7 +722,10 @@ async fn the_revenue_and_budget_pages_show_real_money_and_admins_settle_payouts(
         .expect("query")
         .expect("a payout");
     assert_eq!(stored.external_reference.as_deref(), Some("wire-42"));
-    assert_eq!(stored.amount_minor, 1980);
+    assert_eq!(
+        stored.amount_minor, 1920,
+        "the held 0.60 is not in the payout"
+    );
     assert_eq!(root.eval("typeof window.__pwned").await, json!("undefined"));
 }
 
