@@ -84,7 +84,9 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         "fanout",
     ]);
     crate::status(build, "the release build")?;
-    let release = root.join("target/release");
+    let release = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), std::path::PathBuf::from)
+        .join("release");
     let scratch = std::env::temp_dir().join(format!("askloop-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)?;
 

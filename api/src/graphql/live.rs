@@ -1,8 +1,11 @@
 //! Subscriptions: the live queue of a niche and "awaiting me", over `graphql-transport-ws`.
 
+use std::sync::Arc;
+
 use async_graphql::{Context, Enum, Result, SimpleObject, Subscription};
 use futures::{Stream, StreamExt};
 use sea_orm::DatabaseConnection;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::caller_of;
 use super::types::Question;
@@ -43,6 +46,29 @@ impl From<Change> for QueueChange {
     }
 }
 
+/// How many of one connection's subscriptions may be starting (reading the database to check
+/// the subscriber's rights) at once.
+pub const STARTS_AT_ONCE: usize = 2;
+
+/// One websocket's gate for starting subscriptions. A burst of subscribes on one socket starts
+/// them [`STARTS_AT_ONCE`] at a time, so it holds that many pooled connections at most: were the
+/// socket closed mid-burst, only those queries are cut off (a connection cut off mid-query is
+/// closed and must be opened again), and everyone else's requests never wait for the pool.
+#[derive(Clone)]
+pub struct SubscriptionStarts(Arc<Semaphore>);
+
+impl Default for SubscriptionStarts {
+    fn default() -> Self {
+        Self(Arc::new(Semaphore::new(STARTS_AT_ONCE)))
+    }
+}
+
+/// A turn to start a subscription, when the connection has a gate.
+async fn turn_to_start(ctx: &Context<'_>) -> Option<OwnedSemaphorePermit> {
+    let gate = ctx.data_opt::<SubscriptionStarts>()?;
+    gate.0.clone().acquire_owned().await.ok()
+}
+
 /// Live subscriptions.
 #[derive(Default)]
 pub struct LiveSubscription;
@@ -56,6 +82,7 @@ impl LiveSubscription {
         ctx: &Context<'_>,
         niche_slug: String,
     ) -> Result<impl Stream<Item = Result<QueueChange>> + use<>> {
+        let _turn = turn_to_start(ctx).await;
         let db = ctx.data::<DatabaseConnection>()?.clone();
         let rx = ctx.data::<LiveHub>()?.subscribe();
         let changes = subscriptions::watch_niche(db, rx, caller_of(ctx)?.viewer(), &niche_slug)
@@ -69,6 +96,7 @@ impl LiveSubscription {
         &self,
         ctx: &Context<'_>,
     ) -> Result<impl Stream<Item = Result<QueueChange>> + use<>> {
+        let _turn = turn_to_start(ctx).await;
         let db = ctx.data::<DatabaseConnection>()?.clone();
         let rx = ctx.data::<LiveHub>()?.subscribe();
         let changes = subscriptions::watch_awaiting_me(db, rx, caller_of(ctx)?.viewer())

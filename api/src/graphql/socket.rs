@@ -227,6 +227,7 @@ async fn serve(
         let mut data = Data::default();
         data.insert(caller);
         data.insert(client);
+        data.insert(super::live::SubscriptionStarts::default());
         Ok(data)
     };
     // Boxed rather than pinned on the stack, so it can be dropped the moment the loop ends.
