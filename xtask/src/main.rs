@@ -42,7 +42,7 @@ fn main() -> ExitCode {
             let options = test_options(&args[1..]);
             ensure_test_packages(options.install_deps, Needs::tests(options.fuzz))
                 .and_then(|()| build_web())
-                .and_then(|_| axe_core(&target_dir()).map(|_| ()))
+                .and_then(|_| AXE_CORE.install(&target_dir()).map(|_| ()))
                 .and_then(|_| test(&options))
         }
         Some("bench") => bench::run(&workspace_root(), &args[1..]),
@@ -257,78 +257,72 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| workspace_root().join("target"))
 }
 
-/// The npm prefix `binaryen` is installed under.
-fn binaryen_prefix(target_dir: &Path) -> PathBuf {
-    target_dir.join("tools").join(BINARYEN.replace('@', "-"))
+/// A file of a pinned npm package, installed into `target/tools/<package>-<version>`.
+struct NpmTool {
+    /// `name@version`.
+    package: &'static str,
+    /// The file wanted, under the prefix's `node_modules`.
+    file: &'static [&'static str],
+    /// What needs it, for the error when npm is missing.
+    needed_by: &'static str,
 }
 
-/// Where `wasm-opt` is once installed.
-fn wasm_opt_path(target_dir: &Path) -> PathBuf {
-    binaryen_prefix(target_dir)
-        .join("node_modules")
-        .join(".bin")
-        .join("wasm-opt")
-}
+const WASM_OPT: NpmTool = NpmTool {
+    package: BINARYEN,
+    file: &[".bin", "wasm-opt"],
+    needed_by: "the dashboard's size optimiser",
+};
 
-/// `wasm-opt`, installed from npm into `target/tools` the first time it is needed.
-fn wasm_opt(target_dir: &Path) -> anyhow::Result<PathBuf> {
-    let tools = binaryen_prefix(target_dir);
-    let binary = wasm_opt_path(target_dir);
-    if binary.is_file() {
-        return Ok(binary);
+const AXE_CORE: NpmTool = NpmTool {
+    package: AXE,
+    file: &["axe-core", "axe.min.js"],
+    needed_by: "the browser tests' accessibility checks",
+};
+
+impl NpmTool {
+    /// The npm prefix it is installed under.
+    fn prefix(&self, target_dir: &Path) -> PathBuf {
+        target_dir
+            .join("tools")
+            .join(self.package.replace('@', "-"))
     }
-    eprintln!(
-        "xtask: installing {BINARYEN} from npm into {}",
-        tools.display()
-    );
-    std::fs::create_dir_all(&tools)
-        .with_context(|| format!("cannot create {}", tools.display()))?;
-    let mut install = Command::new("npm");
-    install
-        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-        .arg(&tools)
-        .arg(BINARYEN);
-    status(install, "`npm install binaryen`")
-        .context("the dashboard's size optimiser needs npm (Debian package `npm`)")?;
-    Ok(binary)
-}
 
-/// The npm prefix `axe-core` is installed under.
-fn axe_prefix(target_dir: &Path) -> PathBuf {
-    target_dir.join("tools").join(AXE.replace('@', "-"))
-}
-
-/// Where `axe.min.js` is once installed.
-fn axe_script_path(target_dir: &Path) -> PathBuf {
-    axe_prefix(target_dir)
-        .join("node_modules")
-        .join("axe-core")
-        .join("axe.min.js")
-}
-
-/// `axe.min.js`, installed from npm into `target/tools` the first time the tests need it.
-fn axe_core(target_dir: &Path) -> anyhow::Result<PathBuf> {
-    let tools = axe_prefix(target_dir);
-    let script = axe_script_path(target_dir);
-    if script.is_file() {
-        return Ok(script);
+    /// Where the file is once installed.
+    fn path(&self, target_dir: &Path) -> PathBuf {
+        self.file.iter().fold(
+            self.prefix(target_dir).join("node_modules"),
+            |path, part| path.join(part),
+        )
     }
-    eprintln!("xtask: installing {AXE} from npm into {}", tools.display());
-    std::fs::create_dir_all(&tools)
-        .with_context(|| format!("cannot create {}", tools.display()))?;
-    let mut install = Command::new("npm");
-    install
-        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-        .arg(&tools)
-        .arg(AXE);
-    status(install, "`npm install axe-core`")
-        .context("the browser tests' accessibility checks need npm (Debian package `npm`)")?;
-    Ok(script)
+
+    /// The file, installed from npm the first time it is needed.
+    fn install(&self, target_dir: &Path) -> anyhow::Result<PathBuf> {
+        let tools = self.prefix(target_dir);
+        let file = self.path(target_dir);
+        if file.is_file() {
+            return Ok(file);
+        }
+        eprintln!(
+            "xtask: installing {} from npm into {}",
+            self.package,
+            tools.display()
+        );
+        std::fs::create_dir_all(&tools)
+            .with_context(|| format!("cannot create {}", tools.display()))?;
+        let mut install = Command::new("npm");
+        install
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&tools)
+            .arg(self.package);
+        status(install, &format!("`npm install {}`", self.package))
+            .with_context(|| format!("{} needs npm (Debian package `npm`)", self.needed_by))?;
+        Ok(file)
+    }
 }
 
 /// Shrink the bound wasm in place with `wasm-opt -Oz`.
 fn optimise_for_size(wasm: &Path, target_dir: &Path) -> anyhow::Result<()> {
-    let optimiser = wasm_opt(target_dir)?;
+    let optimiser = WASM_OPT.install(target_dir)?;
     let optimised = wasm.with_extension("opt.wasm");
     let mut run = Command::new(&optimiser);
     run.arg("-Oz").arg(wasm).arg("-o").arg(&optimised);
@@ -430,7 +424,7 @@ fn missing_test_packages(needs: Needs) -> Vec<Package> {
         });
     }
     let installed =
-        wasm_opt_path(&target_dir()).is_file() && axe_script_path(&target_dir()).is_file();
+        WASM_OPT.path(&target_dir()).is_file() && AXE_CORE.path(&target_dir()).is_file();
     if !installed && !runs("npm") {
         missing.push(Package {
             name: "npm",
