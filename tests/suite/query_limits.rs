@@ -346,3 +346,64 @@ async fn a_refused_token_names_no_place_in_the_query() {
     assert_eq!(error_code(&body), Some("UNAUTHENTICATED"), "{body}");
     assert!(body["errors"][0].get("locations").is_none(), "{body}");
 }
+
+/// A document of several named operations runs the one named, measured and validated alone:
+/// another operation's `$first` does not break it, and the one run is still measured (a named
+/// operation over the limits is refused even when a small one sits beside it).
+#[tokio::test]
+async fn only_the_named_operation_of_a_document_is_measured_and_run() {
+    let app = sqlite_app().await;
+    open_games_with_questions(&app, 2).await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let document = format!(
+        "query Page($first: Int!) {{ niche(slug: \"games\") {{ questions(first: $first) {{ nodes {{ id }} }} }} }}\n\
+         query Niches {{ niches {{ slug }} }}\n\
+         query Heavy {}",
+        nested_pages(3, 100)
+    );
+    let post = |operation: &'static str, variables: serde_json::Value| {
+        app.client
+            .post(app.url("/graphql"))
+            .bearer_auth(&ana.token)
+            .json(&json!({"query": document, "operationName": operation, "variables": variables}))
+            .send()
+    };
+    let niches: serde_json::Value = post("Niches", json!({}))
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("JSON");
+    assert!(niches.get("errors").is_none(), "{niches}");
+    assert_eq!(niches["data"]["niches"][0]["slug"], "games");
+    let page: serde_json::Value = post("Page", json!({"first": 1}))
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(
+        page["data"]["niche"]["questions"]["nodes"]
+            .as_array()
+            .map(Vec::len),
+        Some(1),
+        "{page}"
+    );
+    let heavy: serde_json::Value = post("Heavy", json!({}))
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(error_code(&heavy), Some("QUERY_TOO_COMPLEX"), "{heavy}");
+    let unknown: serde_json::Value = post("Missing", json!({}))
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("JSON");
+    // A name the document lacks cuts nothing: the whole document is measured (and refused
+    // here, for its heavy operation), and nothing runs.
+    assert!(unknown["errors"][0]["message"].is_string(), "{unknown}");
+    assert!(unknown["data"].is_null(), "{unknown}");
+}

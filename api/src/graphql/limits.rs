@@ -24,7 +24,9 @@ use std::sync::Arc;
 use async_graphql::extensions::{
     Extension, ExtensionContext, ExtensionFactory, NextPrepareRequest, NextValidation,
 };
-use async_graphql::parser::types::{ExecutableDocument, Field, Selection, SelectionSet};
+use async_graphql::parser::types::{
+    DocumentOperations, ExecutableDocument, Field, Selection, SelectionSet,
+};
 use async_graphql::{Request, ServerError, ServerResult, ValidationResult, Value};
 
 use super::error_door::{TOO_COMPLEX, TOO_DEEP};
@@ -215,7 +217,8 @@ impl<'a> Measure<'a> {
     }
 }
 
-/// The shape of every operation in `document` together (an operation not run is still measured).
+/// The shape of every operation in `document` together (the request preparation first cuts a
+/// document of several operations down to the one it runs, when the request names it).
 pub fn measure(document: &ExecutableDocument) -> Shape {
     let mut measure = Measure {
         document,
@@ -234,6 +237,62 @@ pub fn measure(document: &ExecutableDocument) -> Shape {
         shape.depth = shape.depth.max(MAX_NESTING);
     }
     shape
+}
+
+/// A document of several named operations, cut down to the one `operation_name` runs (with
+/// every fragment), so that it alone is measured and validated: the others are never run, and
+/// the library would otherwise evaluate their arguments with the run operation's variables
+/// ("Variable first is not defined" for a `$first` only another operation declares). `None`
+/// when there is nothing to cut (one operation, no name, or a name the document lacks — the
+/// library then answers "Unknown operation").
+fn only_the_operation_run(
+    document: &ExecutableDocument,
+    operation_name: Option<&str>,
+) -> Option<ExecutableDocument> {
+    let (DocumentOperations::Multiple(operations), Some(name)) =
+        (&document.operations, operation_name)
+    else {
+        return None;
+    };
+    if operations.len() < 2 {
+        return None;
+    }
+    let (name, operation) = operations.get_key_value(name)?;
+    // The fragments it spreads, directly or through other fragments: a fragment left unused
+    // would fail validation.
+    let mut wanted = Vec::new();
+    spreads_of(&operation.node.selection_set.node, &mut wanted);
+    let mut fragments = HashMap::new();
+    while let Some(fragment) = wanted.pop() {
+        if fragments.contains_key(&fragment) {
+            continue;
+        }
+        if let Some(definition) = document.fragments.get(&fragment) {
+            spreads_of(&definition.node.selection_set.node, &mut wanted);
+            fragments.insert(fragment, definition.clone());
+        }
+    }
+    Some(ExecutableDocument {
+        operations: DocumentOperations::Multiple(
+            std::iter::once((name.clone(), operation.clone())).collect(),
+        ),
+        fragments,
+    })
+}
+
+/// The names of the fragments `set` spreads, at any depth of its own (not through them).
+fn spreads_of(set: &SelectionSet, found: &mut Vec<async_graphql::Name>) {
+    for selection in &set.items {
+        match &selection.node {
+            Selection::Field(field) => spreads_of(&field.node.selection_set.node, found),
+            Selection::FragmentSpread(spread) => {
+                found.push(spread.node.fragment_name.node.clone());
+            }
+            Selection::InlineFragment(inline) => {
+                spreads_of(&inline.node.selection_set.node, found);
+            }
+        }
+    }
 }
 
 fn refusal(message: String, code: &'static str, limit: usize) -> ServerError {
@@ -310,8 +369,17 @@ impl Extension for QueryLimitsExtension {
         mut request: Request,
         next: NextPrepareRequest<'_>,
     ) -> ServerResult<Request> {
-        if let Ok(document) = request.parsed_query() {
-            check(&measure(document))?;
+        let name = request.operation_name.clone();
+        let selected = match request.parsed_query() {
+            Ok(document) => {
+                let selected = only_the_operation_run(document, name.as_deref());
+                check(&measure(selected.as_ref().unwrap_or(document)))?;
+                selected
+            }
+            Err(_) => None,
+        };
+        if let Some(selected) = selected {
+            request.set_parsed_query(selected);
         }
         next.run(ctx, request).await
     }
