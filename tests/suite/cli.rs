@@ -8,6 +8,7 @@ use askloop_tests::fixtures::open_niche;
 use askloop_tests::{Backend, SECRET, TestApp, TestDatabase, askloop_binary};
 use entity::{api_keys, niche_members, users};
 use sea_orm::{Database, EntityTrait, PaginatorTrait};
+use serde_json::json;
 
 fn askloop(database_url: &str, args: &[&str]) -> Command {
     let mut command = Command::new(askloop_binary());
@@ -422,6 +423,85 @@ async fn the_flood_tool_reports_the_cap_the_probes_and_the_exit() {
             stderr(&output)
         );
     }
+}
+
+/// The last `bench:` line of a measuring command's output, parsed.
+fn bench_line(stdout: &str, run: &str) -> serde_json::Value {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("bench: "))
+        .filter_map(|json| serde_json::from_str::<serde_json::Value>(json).ok())
+        .find(|figures| figures["run"] == run)
+        .unwrap_or_else(|| panic!("no '{run}' bench line in {stdout}"))
+}
+
+/// `askloop contention` has N operators answer one question at once: exactly one wins each
+/// round, and the figures reach `cargo xtask bench` as a bench line; bad sizes are refused.
+#[tokio::test]
+async fn the_contention_tool_finds_one_winner_per_round() {
+    let database = TestDatabase::create(Backend::Sqlite)
+        .await
+        .expect("a database");
+    let output = run(askloop(
+        &database.url,
+        &["contention", "--operators", "5", "--rounds", "2"],
+    ));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", stderr(&output));
+    assert!(stdout.contains("one winner in 2 of 2 rounds"), "{stdout}");
+    let figures = bench_line(&stdout, "contention");
+    assert_eq!(figures["badRounds"], 0, "{figures}");
+    assert_eq!(figures["operators"], 5, "{figures}");
+    for (args, says) in [
+        (
+            &["contention", "--operators", "1"][..],
+            "--operators must be at least 2",
+        ),
+        (
+            &["contention", "--rounds", "0"][..],
+            "--rounds must be at least 1",
+        ),
+    ] {
+        let output = run(askloop(&database.url, args));
+        assert!(!output.status.success(), "{args:?}");
+        assert!(
+            stderr(&output).contains(says),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+/// `askloop loadgen --rate` offers requests on a schedule (open loop) and stores every one; a
+/// rate of 0 is refused.
+#[tokio::test]
+async fn the_load_generator_runs_open_loop_at_a_rate() {
+    let database = TestDatabase::create(Backend::Sqlite)
+        .await
+        .expect("a database");
+    let output = run(askloop(
+        &database.url,
+        &["loadgen", "--rate", "200", "-n", "100", "--no-baseline"],
+    ));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", stderr(&output));
+    assert!(stdout.contains("offered 200/s"), "{stdout}");
+    let figures = bench_line(&stdout, "open");
+    assert_eq!(
+        (&figures["count"], &figures["failures"]),
+        (&json!(100), &json!(0)),
+        "{figures}"
+    );
+    let refused = run(askloop(
+        &database.url,
+        &["loadgen", "--rate", "0", "-n", "10"],
+    ));
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("--rate must be at least 1"),
+        "{}",
+        stderr(&refused)
+    );
 }
 
 /// `askloop niche budget` sets the monthly limit and bounties, keeps what is not given, prints

@@ -11,7 +11,7 @@ use chrono::{Duration, Utc};
 use entity::agent_questions::{self, QuestionStatus};
 use entity::allocations::{self, AllocationStatus};
 use entity::budget_entries::BudgetEntryKind::{Charge, ChargeReversal, Reserve};
-use entity::{contribution_events, niches, revenue_events};
+use entity::{niches, revenue_events};
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Value, json};
@@ -59,21 +59,8 @@ async fn answer(app: &TestApp, who: &Person, question: i64) -> Value {
 
 /// `mutation` (verify/reject/reverseContribution) on the newest contribution, as `admin`.
 async fn decide(app: &TestApp, admin: &Person, mutation: &str, note: &str) {
-    let id = contribution_events::Entity::find()
-        .order_by_desc(contribution_events::Column::Id)
-        .one(&app.db)
-        .await
-        .expect("query")
-        .expect("a contribution")
-        .id;
-    let body = app
-        .graphql(
-            Some(&admin.token),
-            &format!("mutation($id: ID!, $note: String) {{ {mutation}(id: $id, note: $note) {{ status }} }}"),
-            json!({"id": id.to_string(), "note": note}),
-        )
+    app.decide_newest_contribution(&admin.token, mutation, Some(note).filter(|n| !n.is_empty()))
         .await;
-    assert!(body["errors"].is_null(), "{body}");
 }
 
 /// The allocations of the bounties charged for `question`: (user, status, amount), oldest first.

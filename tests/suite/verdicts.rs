@@ -5,8 +5,6 @@
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{operator, person};
 use askloop_tests::{TestApp, on_both_backends};
-use entity::contribution_events;
-use sea_orm::{EntityTrait, QueryOrder};
 use serde_json::{Value, json};
 
 async fn told(app: &TestApp, kind: &str) -> Vec<Value> {
@@ -25,21 +23,7 @@ async fn answer(app: &TestApp, token: &str, question: i64) {
 }
 
 async fn review(app: &TestApp, token: &str, mutation: &str, note: Option<&str>) {
-    let id = contribution_events::Entity::find()
-        .order_by_desc(contribution_events::Column::Id)
-        .one(&app.db)
-        .await
-        .expect("query")
-        .expect("a contribution")
-        .id;
-    let body = app
-        .graphql(
-            Some(token),
-            &format!("mutation($id: ID!, $note: String) {{ {mutation}(id: $id, note: $note) {{ status }} }}"),
-            json!({"id": id.to_string(), "note": note}),
-        )
-        .await;
-    assert!(body["errors"].is_null(), "{body}");
+    app.decide_newest_contribution(token, mutation, note).await;
 }
 
 async fn a_pending_answer_reaches_the_agent_as_pending_and_then_its_verdicts(app: TestApp) {

@@ -6,6 +6,34 @@ use serde_json::Value;
 use crate::TestApp;
 
 impl TestApp {
+    /// Apply `mutation` (`verifyContribution`, `rejectContribution`, `reverseContribution`) with
+    /// `note` to the newest contribution, as `token`; the response must carry no error.
+    pub async fn decide_newest_contribution(
+        &self,
+        token: &str,
+        mutation: &str,
+        note: Option<&str>,
+    ) {
+        use sea_orm::{EntityTrait, QueryOrder};
+        let id = entity::contribution_events::Entity::find()
+            .order_by_desc(entity::contribution_events::Column::Id)
+            .one(&self.db)
+            .await
+            .expect("query")
+            .expect("a contribution")
+            .id;
+        let body = self
+            .graphql(
+                Some(token),
+                &format!(
+                    "mutation($id: ID!, $note: String) {{ {mutation}(id: $id, note: $note) {{ status }} }}"
+                ),
+                serde_json::json!({"id": id.to_string(), "note": note}),
+            )
+            .await;
+        assert!(body["errors"].is_null(), "{body}");
+    }
+
     /// Run a GraphQL operation as `token` (a bearer), returning the whole response body.
     pub async fn graphql(&self, token: Option<&str>, query: &str, variables: Value) -> Value {
         let mut request = self

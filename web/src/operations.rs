@@ -140,58 +140,39 @@ operations!("graphql/admin.graphql":
     SetNicheBudget,
 );
 
-/// The card of a question that arrived live, as the queue's first read shapes it: the same
-/// `QuestionCard` fragment, generated once per operation.
-impl From<queue_changes::QuestionCard> for queue_page::QuestionCard {
-    fn from(card: queue_changes::QuestionCard) -> Self {
-        Self {
-            id: card.id,
-            title: card.title,
-            question: card.question,
-            context: card.context,
-            urgency: card.urgency,
-            status: card.status,
-            created_at: card.created_at,
-            expires_at: card.expires_at,
-            bounty_minor: card.bounty_minor,
-            research_round: card.research_round,
-            options: card
-                .options
-                .into_iter()
-                .map(|o| queue_page::QuestionCardOptions {
-                    id: o.id,
-                    label: o.label,
-                })
-                .collect(),
+/// A card from another operation, as the queue's first read shapes it: the same `QuestionCard`
+/// fragment, generated once per operation (a live arrival, and a card of the next page).
+macro_rules! card_as_first_read {
+    ($operation:ident) => {
+        impl From<$operation::QuestionCard> for queue_page::QuestionCard {
+            fn from(card: $operation::QuestionCard) -> Self {
+                Self {
+                    id: card.id,
+                    title: card.title,
+                    question: card.question,
+                    context: card.context,
+                    urgency: card.urgency,
+                    status: card.status,
+                    created_at: card.created_at,
+                    expires_at: card.expires_at,
+                    bounty_minor: card.bounty_minor,
+                    research_round: card.research_round,
+                    options: card
+                        .options
+                        .into_iter()
+                        .map(|o| queue_page::QuestionCardOptions {
+                            id: o.id,
+                            label: o.label,
+                        })
+                        .collect(),
+                }
+            }
         }
-    }
+    };
 }
 
-/// A card of the next page, as the queue's first read shapes it (the same fragment).
-impl From<queue_more::QuestionCard> for queue_page::QuestionCard {
-    fn from(card: queue_more::QuestionCard) -> Self {
-        Self {
-            id: card.id,
-            title: card.title,
-            question: card.question,
-            context: card.context,
-            urgency: card.urgency,
-            status: card.status,
-            created_at: card.created_at,
-            expires_at: card.expires_at,
-            bounty_minor: card.bounty_minor,
-            research_round: card.research_round,
-            options: card
-                .options
-                .into_iter()
-                .map(|o| queue_page::QuestionCardOptions {
-                    id: o.id,
-                    label: o.label,
-                })
-                .collect(),
-        }
-    }
-}
+card_as_first_read!(queue_changes);
+card_as_first_read!(queue_more);
 
 /// A signal that arrived live, as the signal log's read shapes it (the `SignalRow` fragment).
 impl From<anomaly_signal_arrivals::SignalRow> for anomaly_signals::SignalRow {
