@@ -260,15 +260,17 @@ fn only_the_operation_run(
     let (name, operation) = operations.get_key_value(name)?;
     // The fragments it spreads, directly or through other fragments: a fragment left unused
     // would fail validation.
+    // A selection nested past what measuring walks is not cut: the whole document then goes
+    // to `measure`, which refuses it.
     let mut wanted = Vec::new();
-    spreads_of(&operation.node.selection_set.node, &mut wanted);
+    spreads_of(&operation.node.selection_set.node, &mut wanted, 0)?;
     let mut fragments = HashMap::new();
     while let Some(fragment) = wanted.pop() {
         if fragments.contains_key(&fragment) {
             continue;
         }
         if let Some(definition) = document.fragments.get(&fragment) {
-            spreads_of(&definition.node.selection_set.node, &mut wanted);
+            spreads_of(&definition.node.selection_set.node, &mut wanted, 0)?;
             fragments.insert(fragment, definition.clone());
         }
     }
@@ -280,19 +282,31 @@ fn only_the_operation_run(
     })
 }
 
-/// The names of the fragments `set` spreads, at any depth of its own (not through them).
-fn spreads_of(set: &SelectionSet, found: &mut Vec<async_graphql::Name>) {
+/// The names of the fragments `set` spreads, at any depth of its own (not through them);
+/// `None` when it nests deeper than [`MAX_NESTING`]: the walk is recursive, and although the
+/// parser already refuses selections nested past 64 levels, the walk does not rely on it.
+fn spreads_of(
+    set: &SelectionSet,
+    found: &mut Vec<async_graphql::Name>,
+    nesting: usize,
+) -> Option<()> {
+    if nesting > MAX_NESTING {
+        return None;
+    }
     for selection in &set.items {
         match &selection.node {
-            Selection::Field(field) => spreads_of(&field.node.selection_set.node, found),
+            Selection::Field(field) => {
+                spreads_of(&field.node.selection_set.node, found, nesting + 1)?;
+            }
             Selection::FragmentSpread(spread) => {
                 found.push(spread.node.fragment_name.node.clone());
             }
             Selection::InlineFragment(inline) => {
-                spreads_of(&inline.node.selection_set.node, found);
+                spreads_of(&inline.node.selection_set.node, found, nesting + 1)?;
             }
         }
     }
+    Some(())
 }
 
 fn refusal(message: String, code: &'static str, limit: usize) -> ServerError {
@@ -488,6 +502,23 @@ mod tests {
             .expect("measured without running out of stack");
         assert!(s.depth > MAX_DEPTH);
         assert!(check(&s).is_err());
+    }
+
+    #[test]
+    fn the_operation_run_keeps_only_the_fragments_it_spreads() {
+        let document = async_graphql::parser::parse_query(
+            "query A { ...Used } query B { ...Other } \
+             fragment Used on Query { ...Deeper } fragment Deeper on Query { x } \
+             fragment Other on Query { y }",
+        )
+        .expect("parses");
+        let cut = only_the_operation_run(&document, Some("A")).expect("cut to A");
+        assert_eq!(cut.operations.iter().count(), 1);
+        let mut kept: Vec<&str> = cut.fragments.keys().map(|name| name.as_str()).collect();
+        kept.sort_unstable();
+        assert_eq!(kept, ["Deeper", "Used"]);
+        assert!(only_the_operation_run(&document, None).is_none());
+        assert!(only_the_operation_run(&document, Some("Missing")).is_none());
     }
 
     #[test]
