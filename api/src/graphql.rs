@@ -25,6 +25,7 @@ mod niches;
 pub mod one_login;
 mod questions;
 mod scores;
+pub mod shared;
 pub mod socket;
 pub mod types;
 
@@ -69,6 +70,7 @@ pub fn build_schema(
     config: Arc<Config>,
     throttle: Arc<LoginThrottle>,
     hub: Option<LiveHub>,
+    shared: Arc<shared::SharedPayloads>,
 ) -> AskloopSchema {
     let max_nodes = config.graphql_max_nodes;
     let mut builder = Schema::build(
@@ -87,7 +89,8 @@ pub fn build_schema(
     ))
     .data(db)
     .data(config)
-    .data(throttle);
+    .data(throttle)
+    .data(shared);
     if let Some(hub) = hub {
         builder = builder.data(hub);
     }
@@ -101,6 +104,7 @@ pub fn sdl() -> String {
         Arc::new(Config::defaults()),
         Arc::new(LoginThrottle::default()),
         None,
+        Arc::new(shared::SharedPayloads::new(Default::default())),
     )
     .sdl()
 }

@@ -24,6 +24,8 @@ pub const CHANNEL: &str = "askloop_changes";
 /// What happened to a question, as the feed read it.
 #[derive(Debug, Clone)]
 pub struct QuestionChange {
+    /// The audit row it was read from: one event, one number.
+    pub event: i64,
     /// The niche it belongs to.
     pub niche_id: i64,
     /// The audit action (`question.created`, `question.answered`, …).

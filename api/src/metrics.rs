@@ -36,6 +36,8 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     latency: Family<RouteLabels, Histogram>,
     intake: Family<OutcomeLabels, Counter>,
+    payloads_resolved: Counter,
+    payloads_shared: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -75,12 +77,31 @@ impl Metrics {
             "Question intakes by outcome (created, duplicate, or why refused)",
             intake.clone(),
         );
+        let payloads_resolved = Counter::default();
+        registry.register(
+            "live_payloads_resolved",
+            "Queue changes resolved and serialised once for every subscriber of their class",
+            payloads_resolved.clone(),
+        );
+        let payloads_shared = Counter::default();
+        registry.register(
+            "live_payloads_shared",
+            "Queue changes handed to a subscriber from the shared resolution",
+            payloads_shared.clone(),
+        );
         Self {
             registry,
             requests,
             latency,
             intake,
+            payloads_resolved,
+            payloads_shared,
         }
+    }
+
+    /// The counters the shared fan-out keeps (resolved once, handed out).
+    pub fn live_payloads(&self) -> (Counter, Counter) {
+        (self.payloads_resolved.clone(), self.payloads_shared.clone())
     }
 
     /// Count one intake outcome.

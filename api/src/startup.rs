@@ -18,7 +18,7 @@ use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 use crate::auth::LoginThrottle;
 use crate::config::Config;
-use crate::graphql::{self, http::GraphqlEndpoint};
+use crate::graphql::{self, http::GraphqlEndpoint, shared::SharedPayloads};
 use crate::live::LiveHub;
 use crate::metrics::{self, Metrics};
 use crate::security_headers;
@@ -67,12 +67,14 @@ impl Application {
         passwords::prepare().await?;
         let config = Arc::new(config);
         let login_throttle = Arc::new(LoginThrottle::default());
+        let metrics = Arc::new(Metrics::new());
         let endpoint = GraphqlEndpoint::new(
             graphql::build_schema(
                 db.clone(),
                 config.clone(),
                 login_throttle.clone(),
                 Some(live.clone()),
+                Arc::new(SharedPayloads::new(metrics.live_payloads())),
             ),
             db.clone(),
             config.clone(),
@@ -81,7 +83,7 @@ impl Application {
         let state = AppState {
             db,
             config,
-            metrics: Arc::new(Metrics::new()),
+            metrics,
             login_throttle,
             live,
         };

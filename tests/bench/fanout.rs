@@ -24,6 +24,10 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 const SECRET: &str = "fanout-bench-secret";
 
+/// What the dashboard's queue subscribes to (`web/graphql/queue.graphql`), with the agent's
+/// external id added so a receipt can be matched to its question.
+const CARD_SUBSCRIPTION: &str = "subscription QueueChanges($slug: String!) { questionQueue(nicheSlug: $slug) { change question { ...QuestionCard externalId } } } fragment QuestionCard on Question { id title question context urgency status createdAt expiresAt bountyMinor researchRound options { id label } }";
+
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
@@ -137,8 +141,12 @@ async fn main() -> anyhow::Result<()> {
                 .into(),
         ))
         .await?;
-        ws.send(Message::Text(json!({"id": "q", "type": "subscribe", "payload": {"query": "subscription { questionQueue(nicheSlug: \"fanout\") { change question { externalId } } }"}}).to_string().into()))
-            .await?;
+        ws.send(Message::Text(
+            json!({"id": "q", "type": "subscribe", "payload": {"query": CARD_SUBSCRIPTION, "variables": {"slug": "fanout"}}})
+                .to_string()
+                .into(),
+        ))
+        .await?;
         let receipts = receipts.clone();
         let (ack_tx, ack_rx) = tokio::sync::oneshot::channel::<()>();
         ready.push(ack_rx);

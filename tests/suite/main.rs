@@ -26,6 +26,7 @@ mod query_limits;
 mod queue;
 mod review;
 mod review_pages;
+mod shared_fanout;
 mod sign_in;
 mod signing_vectors;
 mod verdicts;

@@ -8,6 +8,7 @@ use sea_orm::DatabaseConnection;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::caller_of;
+use super::shared::{SharedChange, Sharing};
 use super::types::Question;
 use crate::error::GqlResultExt;
 use crate::live::LiveHub;
@@ -81,27 +82,50 @@ impl LiveSubscription {
         &self,
         ctx: &Context<'_>,
         niche_slug: String,
-    ) -> Result<impl Stream<Item = Result<QueueChange>> + use<>> {
+    ) -> Result<impl Stream<Item = Result<SharedChange>> + use<>> {
         let _turn = turn_to_start(ctx).await;
         let db = ctx.data::<DatabaseConnection>()?.clone();
         let rx = ctx.data::<LiveHub>()?.subscribe();
-        let changes = subscriptions::watch_niche(db, rx, caller_of(ctx)?.viewer(), &niche_slug)
+        let viewer = caller_of(ctx)?.viewer();
+        let changes = subscriptions::watch_niche(db, rx, viewer, &niche_slug)
             .await
             .gql()?;
-        Ok(changes.map(|change| change.map(QueueChange::from).gql()))
+        Ok(shared(ctx, changes))
     }
 
     /// Changes to "awaiting me": waiting questions in my operator/specialist niches.
     async fn awaiting_me(
         &self,
         ctx: &Context<'_>,
-    ) -> Result<impl Stream<Item = Result<QueueChange>> + use<>> {
+    ) -> Result<impl Stream<Item = Result<SharedChange>> + use<>> {
         let _turn = turn_to_start(ctx).await;
         let db = ctx.data::<DatabaseConnection>()?.clone();
         let rx = ctx.data::<LiveHub>()?.subscribe();
         let changes = subscriptions::watch_awaiting_me(db, rx, caller_of(ctx)?.viewer())
             .await
             .gql()?;
-        Ok(changes.map(|change| change.map(QueueChange::from).gql()))
+        Ok(shared(ctx, changes))
     }
+}
+
+/// A subscriber's changes, each resolved through the shared store when its selection allows
+/// (`shared`): one resolution and one serialisation per event and class, not per subscriber.
+fn shared<S>(ctx: &Context<'_>, changes: S) -> impl Stream<Item = Result<SharedChange>> + use<S>
+where
+    S: Stream<Item = std::result::Result<Change, crate::error::ServiceError>> + Send + 'static,
+{
+    let admin = caller_of(ctx)
+        .ok()
+        .and_then(|caller| caller.viewer())
+        .is_some_and(|viewer| viewer.is_admin);
+    let sharing = Sharing::for_subscription(ctx, admin);
+    changes.map(move |change| {
+        change
+            .map(|change| SharedChange {
+                event: change.event,
+                change: QueueChange::from(change),
+                sharing: sharing.clone(),
+            })
+            .gql()
+    })
 }

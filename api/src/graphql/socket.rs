@@ -25,6 +25,7 @@ use tokio::sync::mpsc::error::TrySendError;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::http::GraphqlEndpoint;
+use super::shared::Splices;
 use crate::auth::{Caller, ClientAddress, OriginCheck, resolve_caller};
 use crate::service::sessions;
 
@@ -195,6 +196,9 @@ async fn serve(
     let init_flag = initialised.clone();
     let refused_flag = init_refused.clone();
     let init_credential = credential.clone();
+    // The shared payloads this connection's messages name (`shared`): filled in as they are sent.
+    let splices = Splices::default();
+    let fill = splices.clone();
     let on_init = move |payload: serde_json::Value| async move {
         let token = payload
             .get("token")
@@ -228,6 +232,7 @@ async fn serve(
         data.insert(caller);
         data.insert(client);
         data.insert(super::live::SubscriptionStarts::default());
+        data.insert(splices);
         Ok(data)
     };
     // Boxed rather than pinned on the stack, so it can be dropped the moment the loop ends.
@@ -279,6 +284,7 @@ async fn serve(
             outgoing = graphql.next() => match outgoing {
                 Some(WsMessage::Text(text)) => {
                     operations.said(&text);
+                    let text = fill.fill(text);
                     if permits.waiting.is_some() && initialised.load(Ordering::SeqCst) {
                         permits.waiting = None;
                     }

@@ -140,6 +140,7 @@ async fn read_after(hub: &LiveHub, last: i64) -> Result<(Option<i64>, bool), sea
             "question" => {
                 if let Some(question) = questions.iter().find(|q| q.id == subject) {
                     hub.publish(LiveEvent::Question(Arc::new(QuestionChange {
+                        event: row.id,
                         niche_id: question.niche_id,
                         action: row.action,
                         actor_user_id,

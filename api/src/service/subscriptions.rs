@@ -28,6 +28,8 @@ pub enum ChangeKind {
 /// One change for one subscriber.
 #[derive(Debug, Clone)]
 pub struct Change {
+    /// The event it came from (the audit row the feed read).
+    pub event: i64,
     /// How.
     pub kind: ChangeKind,
     /// The question as it is now.
@@ -107,7 +109,8 @@ pub fn changes(
                 Ok(LiveEvent::Question(change)) => match classify(&watch, &change).await {
                     Ok(Some(kind)) => {
                         let question = change.question.clone();
-                        return Some((Ok(Change { kind, question }), watch));
+                        let event = change.event;
+                        return Some((Ok(Change { event, kind, question }), watch));
                     }
                     Ok(None) => {}
                     Err(err) => {

@@ -1,0 +1,148 @@
+//! Shared fan-out over real websockets: one resolution per (event, class, selection) handed to
+//! everyone in the class, never to a subscriber who may not see the event, and never across the
+//! admin / member line.
+
+use std::time::Duration;
+
+use askloop_tests::fixtures::open_niche;
+use askloop_tests::people::{operator, person};
+use askloop_tests::socket::{GqlSocket, Received};
+use askloop_tests::{TestApp, on_both_backends};
+use serde_json::{Value, json};
+
+/// The same selection under both subscriptions, so every subscriber below shares one print.
+const CARD: &str = "change question { id title question urgency status options { id label } niche { slug } }";
+
+fn queue(slug: &str) -> String {
+    format!("subscription {{ questionQueue(nicheSlug: \"{slug}\") {{ {CARD} }} }}")
+}
+
+fn awaiting() -> String {
+    format!("subscription {{ awaitingMe {{ {CARD} }} }}")
+}
+
+/// A counter from `/metrics`.
+async fn counter(app: &TestApp, name: &str) -> u64 {
+    let text = reqwest::get(app.url("/metrics"))
+        .await
+        .expect("metrics answer")
+        .text()
+        .await
+        .expect("metrics text");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&format!("{name} ")))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+}
+
+/// Nothing more arrives on `socket` for a moment.
+async fn hears_nothing(socket: &mut GqlSocket, who: &str) {
+    match socket.receive(Duration::from_millis(700)).await {
+        Received::Nothing => {}
+        other => panic!("{who} heard {other:?}"),
+    }
+}
+
+async fn a_shared_payload_reaches_only_subscribers_who_may_see_it(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    open_niche(&app.db, "roofing").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let cy = operator(&app.db, "games", "cy").await;
+    // A member of another niche, subscribed with the very same selection: same print, same
+    // class, and still never given a games question.
+    let bo = operator(&app.db, "roofing", "bo").await;
+    let stranger = person(&app.db, "stranger", false).await;
+
+    let mut sockets = Vec::new();
+    for person in [&ana, &cy] {
+        let mut socket = GqlSocket::connect(&app.base, Some(&person.token)).await;
+        socket.subscribe("q", &queue("games"), json!({})).await;
+        socket.subscribe("a", &awaiting(), json!({})).await;
+        sockets.push(socket);
+    }
+    let mut bos = GqlSocket::connect(&app.base, Some(&bo.token)).await;
+    bos.subscribe("a", &awaiting(), json!({})).await;
+    let mut strangers = GqlSocket::connect(&app.base, Some(&stranger.token)).await;
+    strangers.subscribe("a", &awaiting(), json!({})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let games_question = app.ask("games", "shared-1").await;
+    for socket in &mut sockets {
+        let mut heard = Vec::new();
+        for _ in 0..2 {
+            match socket.receive(Duration::from_secs(10)).await {
+                Received::Json(message) if message["type"] == "next" => heard.push(message),
+                other => panic!("expected next, got {other:?}"),
+            }
+        }
+        heard.sort_by_key(|m| m["id"].as_str().map(str::to_owned));
+        for (message, root) in heard.iter().zip(["awaitingMe", "questionQueue"]) {
+            let change = &message["payload"]["data"][root];
+            assert_eq!(change["change"], "ADDED", "{message}");
+            assert_eq!(change["question"]["id"], games_question.to_string());
+            assert_eq!(change["question"]["niche"]["slug"], "games");
+            assert_eq!(change["question"]["title"], "Which date?");
+            assert!(message["payload"]["errors"].is_null(), "{message}");
+        }
+    }
+    hears_nothing(&mut bos, "a roofing operator").await;
+    hears_nothing(&mut strangers, "a person in no niche").await;
+
+    let roofing_question = app.ask("roofing", "shared-2").await;
+    let heard = bos.next_data("a").await;
+    assert_eq!(
+        heard["data"]["awaitingMe"]["question"]["id"],
+        roofing_question.to_string(),
+        "{heard}"
+    );
+    for socket in &mut sockets {
+        hears_nothing(socket, "a games operator").await;
+    }
+    hears_nothing(&mut strangers, "a person in no niche").await;
+
+    // Two events, one resolution each: the games one went to four subscriptions, the roofing
+    // one to one.
+    assert_eq!(counter(&app, "askloop_live_payloads_resolved_total").await, 2);
+    assert_eq!(counter(&app, "askloop_live_payloads_shared_total").await, 5);
+}
+
+async fn admins_and_members_never_share_a_payload(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let root = person(&app.db, "root", true).await;
+    // The same selection, asking for the question's deliveries: admins only.
+    let query = "subscription { questionQueue(nicheSlug: \"games\") { change question { id deliveries { eventType } } } }";
+    let mut member = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    member.subscribe("q", query, json!({})).await;
+    let mut admin = GqlSocket::connect(&app.base, Some(&root.token)).await;
+    admin.subscribe("q", query, json!({})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let id = app.ask("games", "classes-1").await;
+    let seen_by_admin: Value = admin.next_data("q").await;
+    assert!(seen_by_admin["errors"].is_null(), "{seen_by_admin}");
+    assert_eq!(
+        seen_by_admin["data"]["questionQueue"]["question"]["id"],
+        id.to_string()
+    );
+    assert!(
+        seen_by_admin["data"]["questionQueue"]["question"]["deliveries"].is_array(),
+        "{seen_by_admin}"
+    );
+    let seen_by_member = member.next_data("q").await;
+    assert_eq!(
+        seen_by_member["errors"][0]["extensions"]["code"], "FORBIDDEN",
+        "{seen_by_member}"
+    );
+    assert!(
+        seen_by_member["data"]["questionQueue"]["question"]["deliveries"].is_null(),
+        "{seen_by_member}"
+    );
+    // The member's resolution raised an error, so it was not kept for sharing; the admin's was.
+    assert_eq!(counter(&app, "askloop_live_payloads_resolved_total").await, 1);
+}
+
+on_both_backends!(
+    a_shared_payload_reaches_only_subscribers_who_may_see_it,
+    admins_and_members_never_share_a_payload,
+);
