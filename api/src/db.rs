@@ -1,13 +1,18 @@
 //! Connecting to the database (SQLite by default, PostgreSQL to grow) and starting transactions
 //! that behave the same on both.
 
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
-    ConnectOptions, Database, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
-    SqliteTransactionMode, TransactionOptions, TransactionTrait,
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
+    DbErr, ExecResult, QueryResult, SqliteTransactionMode, Statement, TransactionOptions,
+    TransactionTrait,
 };
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 /// Open a pool for `url`. SQLite files are created on first use and run in WAL mode, so readers
 /// never wait for the writer.
@@ -36,19 +41,105 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
     Database::connect(options).await
 }
 
+/// A transaction that will write: a [`DatabaseTransaction`] (it derefs to one, and is a
+/// connection itself) that, on SQLite, also holds this process's turn to write.
+pub struct WriteTxn {
+    txn: DatabaseTransaction,
+    _turn: Option<OwnedMutexGuard<()>>,
+}
+
+impl std::fmt::Debug for WriteTxn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteTxn")
+            .field("gated", &self._turn.is_some())
+            .finish()
+    }
+}
+
+impl std::ops::Deref for WriteTxn {
+    type Target = DatabaseTransaction;
+
+    fn deref(&self) -> &DatabaseTransaction {
+        &self.txn
+    }
+}
+
+impl WriteTxn {
+    /// Commit, then give the turn to the next writer.
+    pub async fn commit(self) -> Result<(), DbErr> {
+        self.txn.commit().await
+    }
+
+    /// Roll back, then give the turn to the next writer.
+    pub async fn rollback(self) -> Result<(), DbErr> {
+        self.txn.rollback().await
+    }
+}
+
+#[async_trait::async_trait]
+impl ConnectionTrait for WriteTxn {
+    fn get_database_backend(&self) -> DbBackend {
+        self.txn.get_database_backend()
+    }
+
+    async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
+        self.txn.execute_raw(stmt).await
+    }
+
+    async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
+        self.txn.execute_unprepared(sql).await
+    }
+
+    async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
+        self.txn.query_one_raw(stmt).await
+    }
+
+    async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
+        self.txn.query_all_raw(stmt).await
+    }
+
+    fn support_returning(&self) -> bool {
+        self.txn.support_returning()
+    }
+}
+
 /// Begin a transaction that will write.
 ///
 /// On SQLite it starts `IMMEDIATE`, taking the write lock up front: a deferred transaction that
-/// reads first and writes later can fail with "database is locked" without waiting, where an
-/// immediate one queues behind the busy timeout like any writer. PostgreSQL ignores the mode.
-pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
-    let mode = match db.get_database_backend() {
-        DbBackend::Sqlite => Some(SqliteTransactionMode::Immediate),
-        _ => None,
+/// reads first and writes later can fail with "database is locked" without waiting. Before
+/// that, it waits for this process's turn to write that file, first come first served: SQLite
+/// has one writer at a time anyway, and writers queued here wait exactly as long as the one
+/// before them takes, where writers left to SQLite's busy handler poll with sleeps of up to
+/// 100 ms (the tail latency of every write under load). Writers in other processes (the
+/// command line) still meet the busy timeout. PostgreSQL ignores the mode and has no turn.
+pub async fn begin_write(db: &DatabaseConnection) -> Result<WriteTxn, DbErr> {
+    let (mode, turn) = match db.get_database_backend() {
+        DbBackend::Sqlite => (
+            Some(SqliteTransactionMode::Immediate),
+            Some(writer_gate(db).lock_owned().await),
+        ),
+        _ => (None, None),
     };
-    db.begin_with_options(TransactionOptions {
-        sqlite_transaction_mode: mode,
-        ..Default::default()
-    })
-    .await
+    let txn = db
+        .begin_with_options(TransactionOptions {
+            sqlite_transaction_mode: mode,
+            ..Default::default()
+        })
+        .await?;
+    Ok(WriteTxn { txn, _turn: turn })
+}
+
+/// The turn to write one SQLite file, shared by every pool of this process that opens it.
+fn writer_gate(db: &DatabaseConnection) -> Arc<Mutex<()>> {
+    static GATES: OnceLock<std::sync::Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
+    let file = db
+        .get_sqlite_connection_pool()
+        .connect_options()
+        .get_filename()
+        .to_path_buf();
+    let mut gates = GATES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    gates.entry(file).or_default().clone()
 }

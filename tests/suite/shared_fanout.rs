@@ -11,7 +11,8 @@ use askloop_tests::{TestApp, on_both_backends};
 use serde_json::{Value, json};
 
 /// The same selection under both subscriptions, so every subscriber below shares one print.
-const CARD: &str = "change question { id title question urgency status options { id label } niche { slug } }";
+const CARD: &str =
+    "change question { id title question urgency status options { id label } niche { slug } }";
 
 fn queue(slug: &str) -> String {
     format!("subscription {{ questionQueue(nicheSlug: \"{slug}\") {{ {CARD} }} }}")
@@ -102,7 +103,10 @@ async fn a_shared_payload_reaches_only_subscribers_who_may_see_it(app: TestApp) 
 
     // Two events, one resolution each: the games one went to four subscriptions, the roofing
     // one to one.
-    assert_eq!(counter(&app, "askloop_live_payloads_resolved_total").await, 2);
+    assert_eq!(
+        counter(&app, "askloop_live_payloads_resolved_total").await,
+        2
+    );
     assert_eq!(counter(&app, "askloop_live_payloads_shared_total").await, 5);
 }
 
@@ -139,7 +143,10 @@ async fn admins_and_members_never_share_a_payload(app: TestApp) {
         "{seen_by_member}"
     );
     // The member's resolution raised an error, so it was not kept for sharing; the admin's was.
-    assert_eq!(counter(&app, "askloop_live_payloads_resolved_total").await, 1);
+    assert_eq!(
+        counter(&app, "askloop_live_payloads_resolved_total").await,
+        1
+    );
 }
 
 on_both_backends!(

@@ -25,9 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use prometheus_client::metrics::counter::Counter;
 use std::sync::{Arc, Mutex};
 
-use async_graphql::parser::types::{
-    Directive, Field, FragmentDefinition, Selection, SelectionSet,
-};
+use async_graphql::parser::types::{Directive, Field, FragmentDefinition, Selection, SelectionSet};
 use async_graphql::registry::Registry;
 use async_graphql::{
     Context, ContextSelectionSet, Name, OutputType, Positioned, ServerResult, Value,
@@ -117,7 +115,12 @@ impl SharedPayloads {
 /// one.
 fn marker_prefix() -> &'static str {
     static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    PREFIX.get_or_init(|| format!("askloop-shared:{}:", hex::encode(rand::random::<[u8; 16]>())))
+    PREFIX.get_or_init(|| {
+        format!(
+            "askloop-shared:{}:",
+            hex::encode(rand::random::<[u8; 16]>())
+        )
+    })
 }
 
 /// One connection's slots: the shared JSON texts its outgoing messages name by marker.
@@ -329,7 +332,12 @@ const MAX_SPREADS: usize = 64;
 impl Walk<'_> {
     /// Whether every field `selection` reads of a `shape` is class-determined. Fields not listed
     /// here are not shared: a new field stays per subscriber until it is added, knowingly.
-    fn selection(&mut self, shape: Shape, selection: &Positioned<SelectionSet>, depth: usize) -> bool {
+    fn selection(
+        &mut self,
+        shape: Shape,
+        selection: &Positioned<SelectionSet>,
+        depth: usize,
+    ) -> bool {
         if depth > 16 || self.text.len() > MAX_TEXT {
             return false;
         }
@@ -385,9 +393,10 @@ impl Walk<'_> {
             )
             | (Shape::Niche, "slug" | "name" | "status" | "description") => None,
             (Shape::QueueChange, "question") => Some(Shape::Question),
-            (Shape::Question, "options" | "answers" | "timeline" | "budgetEntries" | "deliveries") => {
-                Some(Shape::Plain)
-            }
+            (
+                Shape::Question,
+                "options" | "answers" | "timeline" | "budgetEntries" | "deliveries",
+            ) => Some(Shape::Plain),
             (Shape::Question, "niche") => Some(Shape::Niche),
             // Plain objects' fields, except a delivery's attempts (read per delivery).
             (Shape::Plain, "attempts") => return false,
@@ -400,7 +409,8 @@ impl Walk<'_> {
         }
         self.text.push_str(name);
         for (argument, value) in &field.arguments {
-            self.text.push_str(&format!("({}:{})", argument.node, value.node));
+            self.text
+                .push_str(&format!("({}:{})", argument.node, value.node));
         }
         self.directives(&field.directives);
         match next {
@@ -414,7 +424,8 @@ impl Walk<'_> {
             self.text.push('@');
             self.text.push_str(directive.node.name.node.as_str());
             for (argument, value) in &directive.node.arguments {
-                self.text.push_str(&format!("({}:{})", argument.node, value.node));
+                self.text
+                    .push_str(&format!("({}:{})", argument.node, value.node));
             }
         }
     }
@@ -426,7 +437,12 @@ mod tests {
     use async_graphql::parser::parse_query;
     use async_graphql::parser::types::{DocumentOperations, OperationDefinition};
 
-    fn root_field(query: &str) -> (Positioned<Field>, HashMap<Name, Positioned<FragmentDefinition>>) {
+    fn root_field(
+        query: &str,
+    ) -> (
+        Positioned<Field>,
+        HashMap<Name, Positioned<FragmentDefinition>>,
+    ) {
         let doc = parse_query(query).expect("a query");
         let op: Positioned<OperationDefinition> = match doc.operations {
             DocumentOperations::Single(op) => op,
@@ -449,7 +465,11 @@ mod tests {
         let q = "subscription { questionQueue(nicheSlug: \"a\") { change question { id title options { id label } niche { slug } answers { body } } } }";
         let other_niche = q.replace("\"a\"", "\"b\"");
         assert!(print(q).is_some());
-        assert_eq!(print(q), print(&other_niche), "the root's arguments are not part of it");
+        assert_eq!(
+            print(q),
+            print(&other_niche),
+            "the root's arguments are not part of it"
+        );
         let more = q.replace("id title", "id title context");
         assert_ne!(print(q), print(&more), "another selection, another print");
     }
@@ -478,9 +498,14 @@ mod tests {
         let more = q.replace("id title }", "id title status }");
         assert_ne!(print(q), print(&more));
         let spelled_out = "subscription { questionQueue(nicheSlug: \"x\") { ... on QueueChange { change question { ... on Question { id title } } } } }";
-        assert_eq!(print(q), print(spelled_out), "a fragment prints as what it stands for");
+        assert_eq!(
+            print(q),
+            print(spelled_out),
+            "a fragment prints as what it stands for"
+        );
         let laid_out = "subscription {\n  awaitingMe {\n    change\n    question { ...Q }\n  }\n}\nfragment Q on Question {\n  id\n  title\n}";
-        let inline = "subscription { awaitingMe { change question { ... on Question { id title } } } }";
+        let inline =
+            "subscription { awaitingMe { change question { ... on Question { id title } } } }";
         assert_eq!(print(laid_out), print(inline), "layout does not count");
     }
 
@@ -502,7 +527,9 @@ mod tests {
         let Value::String(marker) = mine.marker(Arc::from("{\"change\":\"ADDED\"}")) else {
             panic!("a string marker");
         };
-        let message = format!("{{\"id\":\"1\",\"type\":\"next\",\"payload\":{{\"data\":{{\"q\":\"{marker}\"}}}}}}");
+        let message = format!(
+            "{{\"id\":\"1\",\"type\":\"next\",\"payload\":{{\"data\":{{\"q\":\"{marker}\"}}}}}}"
+        );
         assert_eq!(theirs.fill(message.clone()), message, "not theirs to fill");
         assert_eq!(
             mine.fill(message.clone()),
@@ -510,6 +537,10 @@ mod tests {
         );
         assert_eq!(mine.fill(message.clone()), message, "a slot is used once");
         let forged = "{\"data\":{\"q\":\"askloop-shared:0000:0\"}}".to_owned();
-        assert_eq!(mine.fill(forged.clone()), forged, "a guessed nonce fills nothing");
+        assert_eq!(
+            mine.fill(forged.clone()),
+            forged,
+            "a guessed nonce fills nothing"
+        );
     }
 }

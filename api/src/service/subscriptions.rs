@@ -110,7 +110,14 @@ pub fn changes(
                     Ok(Some(kind)) => {
                         let question = change.question.clone();
                         let event = change.event;
-                        return Some((Ok(Change { event, kind, question }), watch));
+                        return Some((
+                            Ok(Change {
+                                event,
+                                kind,
+                                question,
+                            }),
+                            watch,
+                        ));
                     }
                     Ok(None) => {}
                     Err(err) => {
