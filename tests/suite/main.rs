@@ -13,6 +13,7 @@ mod delivery;
 mod error_door;
 mod four_eyes;
 mod graphql;
+mod group_commit;
 mod hardening;
 mod health;
 mod held_money;

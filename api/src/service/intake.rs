@@ -3,11 +3,12 @@
 
 use chrono::{DateTime, Duration, Utc};
 use entity::agent_questions::{self, QuestionStatus, Urgency};
+use entity::niches;
 use entity::niches::NicheStatus;
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter,
-    TryInsertResult,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait,
+    NotSet, QueryFilter, TryInsertResult,
 };
 use serde_json::json;
 
@@ -19,6 +20,8 @@ use crate::live::ChangeHint;
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::budget;
 use crate::service::niches::find_niche;
+
+mod batch;
 
 /// What became of an intake.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,15 +94,73 @@ pub async fn receive_question(
         .unwrap_or(niche.default_question_lifetime_secs)
         .clamp(intake::MIN_LIFETIME_SECS, intake::MAX_LIFETIME_SECS);
 
+    let store = Store {
+        niche,
+        new,
+        bounty,
+        lifetime,
+        now,
+    };
+    match db.get_database_backend() {
+        DbBackend::Sqlite => batch::submit(db, hint, store).await,
+        _ => store_alone(db, hint, &store).await,
+    }
+}
+
+/// One intake, checked and ready to be written.
+#[derive(Debug)]
+pub(crate) struct Store {
+    niche: niches::Model,
+    new: NewQuestion,
+    bounty: i64,
+    lifetime: i64,
+    now: DateTime<Utc>,
+}
+
+/// Write one intake in a transaction of its own.
+async fn store_alone(
+    db: &DatabaseConnection,
+    hint: &ChangeHint,
+    store: &Store,
+) -> Result<IntakeOutcome, ServiceError> {
     let txn = begin_write(db).await?;
+    match write(&txn, store).await {
+        Ok(outcome) => {
+            txn.commit().await?;
+            if !outcome.duplicate {
+                hint.changed();
+            }
+            Ok(outcome)
+        }
+        Err(err) => {
+            txn.rollback().await?;
+            Err(err)
+        }
+    }
+}
+
+/// Write one intake inside `txn`: the question (or find the one stored before under its
+/// external id), its bounty's reservation and their audit rows. A bounty the budget cannot
+/// cover leaves nothing behind (its question row is removed again) and answers 402, so the
+/// transaction may go on to commit other intakes.
+async fn write<C: ConnectionTrait>(txn: &C, store: &Store) -> Result<IntakeOutcome, ServiceError> {
+    let Store {
+        niche,
+        new,
+        bounty,
+        lifetime,
+        now,
+    } = store;
+    let (bounty, now) = (*bounty, *now);
+    let expires_at = now + Duration::seconds(*lifetime);
     let inserted = agent_questions::Entity::insert(agent_questions::ActiveModel {
         id: NotSet,
         niche_id: Set(niche.id),
         external_id: Set(new.external_id.clone()),
         agent_id: Set(new.agent_id.clone()),
-        title: Set(new.title),
-        question: Set(new.question),
-        context: Set(new.context),
+        title: Set(new.title.clone()),
+        question: Set(new.question.clone()),
+        context: Set(new.context.clone()),
         options: Set(json!(new.options)),
         urgency: Set(match new.urgency {
             intake::Urgency::Low => Urgency::Low,
@@ -112,7 +173,7 @@ pub async fn receive_question(
         bounty_minor: Set(bounty),
         research_round: Set(0),
         needs_context_round: Set(None),
-        expires_at: Set(now + Duration::seconds(lifetime)),
+        expires_at: Set(expires_at),
         created_at: Set(now),
         answered_at: Set(None),
         updated_at: Set(now),
@@ -127,69 +188,17 @@ pub async fn receive_question(
         .to_owned(),
     )
     .try_insert()
-    .exec(&txn)
+    .exec(txn)
     .await?;
 
-    match inserted {
-        TryInsertResult::Inserted(result) => {
-            let question_id = result.last_insert_id;
-            // A bounty is checked and reserved by one conditional update of the niche's
-            // balance (the limit as it is now, whoever changed it); a question without one
-            // touches no budget at all.
-            let budget = if bounty > 0 {
-                if !budget::try_reserve(&txn, niche.id, question_id, bounty, now).await? {
-                    let refused = budget::budget_of(&txn, &niche, now).await?;
-                    txn.rollback().await?;
-                    return Err(budget::over_budget(&refused, now));
-                }
-                audit::record(
-                    &txn,
-                    AuditEntry {
-                        actor: &Actor::Agent(new.agent_id.clone()),
-                        action: "budget.reserved",
-                        subject_type: "budget",
-                        subject_id: question_id,
-                        niche_id: Some(niche.id),
-                        detail: json!({ "questionId": question_id, "amountMinor": bounty }),
-                    },
-                    now,
-                )
-                .await?;
-                budget::budget_of(&txn, &niche, now).await?
-            } else {
-                // As the niche's row was read for this intake.
-                budget::balance_of(&niche, now)
-            };
-            audit::record(
-                &txn,
-                AuditEntry {
-                    actor: &Actor::Agent(new.agent_id),
-                    action: "question.created",
-                    subject_type: "question",
-                    subject_id: question_id,
-                    niche_id: Some(niche.id),
-                    detail: json!({ "externalId": new.external_id, "bountyMinor": bounty }),
-                },
-                now,
-            )
-            .await?;
-            txn.commit().await?;
-            hint.changed();
-            Ok(IntakeOutcome {
-                question_id,
-                status: QuestionStatus::Open,
-                duplicate: false,
-                niche_id: niche.id,
-                expires_at: now + Duration::seconds(lifetime),
-                budget,
-            })
-        }
+    let question_id = match inserted {
+        TryInsertResult::Inserted(result) => result.last_insert_id,
         TryInsertResult::Conflicted | TryInsertResult::Empty => {
-            txn.rollback().await?;
+            // Stored before — or earlier in this same batch: either way, that question.
             let existing = agent_questions::Entity::find()
                 .filter(agent_questions::Column::NicheId.eq(niche.id))
                 .filter(agent_questions::Column::ExternalId.eq(new.external_id.clone()))
-                .one(db)
+                .one(txn)
                 .await?
                 .ok_or_else(|| {
                     ServiceError::Internal(anyhow::anyhow!(
@@ -197,16 +206,65 @@ pub async fn receive_question(
                         new.external_id
                     ))
                 })?;
-            Ok(IntakeOutcome {
+            return Ok(IntakeOutcome {
                 question_id: existing.id,
                 status: existing.status,
                 duplicate: true,
                 niche_id: niche.id,
                 expires_at: existing.expires_at,
-                budget: budget::budget_of(db, &niche, now).await?,
-            })
+                budget: budget::budget_of(txn, niche, now).await?,
+            });
         }
-    }
+    };
+    // A bounty is checked and reserved by one conditional update of the niche's balance (the
+    // limit as it is now, whoever changed it); a question without one touches no budget at all.
+    let budget = if bounty > 0 {
+        if !budget::try_reserve(txn, niche.id, question_id, bounty, now).await? {
+            agent_questions::Entity::delete_by_id(question_id)
+                .exec(txn)
+                .await?;
+            let refused = budget::budget_of(txn, niche, now).await?;
+            return Err(budget::over_budget(&refused, now));
+        }
+        audit::record(
+            txn,
+            AuditEntry {
+                actor: &Actor::Agent(new.agent_id.clone()),
+                action: "budget.reserved",
+                subject_type: "budget",
+                subject_id: question_id,
+                niche_id: Some(niche.id),
+                detail: json!({ "questionId": question_id, "amountMinor": bounty }),
+            },
+            now,
+        )
+        .await?;
+        budget::budget_of(txn, niche, now).await?
+    } else {
+        // As the niche's row was read for this intake.
+        budget::balance_of(niche, now)
+    };
+    audit::record(
+        txn,
+        AuditEntry {
+            actor: &Actor::Agent(new.agent_id.clone()),
+            action: "question.created",
+            subject_type: "question",
+            subject_id: question_id,
+            niche_id: Some(niche.id),
+            detail: json!({ "externalId": new.external_id, "bountyMinor": bounty }),
+        },
+        now,
+    )
+    .await?;
+    Ok(IntakeOutcome {
+        question_id,
+        status: QuestionStatus::Open,
+        duplicate: false,
+        niche_id: niche.id,
+        expires_at,
+        budget,
+    })
 }
 
 fn describe(niche: &intake::NicheRef) -> String {

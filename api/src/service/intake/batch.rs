@@ -1,0 +1,175 @@
+//! Group commit for intake on SQLite (docs/architecture.md#intake-on-sqlite-group-commit).
+//!
+//! SQLite has one writer at a time, and a transaction's fixed costs — `BEGIN`, `COMMIT`, the
+//! write-ahead log frames of every page it touched — are most of what one small intake costs.
+//! So intakes that arrive while another batch is being written wait together, and are written
+//! together: one transaction, each intake checked and written in turn exactly as it would be alone
+//! (its own duplicate check, budget reservation and audit rows), then one commit. Each request is
+//! answered only after that commit: nothing is acknowledged that is not in the database.
+//!
+//! - A batch is written by a task of its own, started by the first intake to find no batch being
+//!   written and ending when none is waiting, so a client that goes away mid-request cannot
+//!   cancel the others' writes.
+//! - An intake the budget refuses leaves nothing behind and does not disturb the rest of its batch.
+//! - Any other failure (a database error) rolls the whole batch back, and its intakes are then
+//!   written one by one, each in its own transaction, so one cannot fail another.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use sea_orm::DatabaseConnection;
+use tokio::sync::oneshot;
+
+use super::{IntakeOutcome, Store, store_alone, write};
+use crate::db::begin_write;
+use crate::error::ServiceError;
+use crate::live::ChangeHint;
+
+/// The most intakes one transaction takes.
+pub const MOST: usize = 128;
+
+/// The environment variable that makes the process abort after writing a batch and before
+/// committing it: for the test that shows no intake is acknowledged before it is durable.
+pub const ABORT_BEFORE_COMMIT: &str = "ASKLOOP_TEST_ABORT_BEFORE_COMMIT";
+
+/// An intake waiting for its batch, with where to send its outcome.
+struct Job {
+    store: Store,
+    reply: oneshot::Sender<Result<IntakeOutcome, ServiceError>>,
+}
+
+/// The intakes waiting for one database file, and whether a batch is being written.
+#[derive(Default)]
+struct Queue {
+    jobs: Vec<Job>,
+    writing: bool,
+}
+
+type Shared = Arc<Mutex<Queue>>;
+
+fn lock(queue: &Shared) -> std::sync::MutexGuard<'_, Queue> {
+    queue
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The queue of the SQLite file `db` writes, shared by every pool of this process that opens it.
+fn queue_for(db: &DatabaseConnection) -> Shared {
+    static QUEUES: OnceLock<Mutex<HashMap<PathBuf, Shared>>> = OnceLock::new();
+    let file = db
+        .get_sqlite_connection_pool()
+        .connect_options()
+        .get_filename()
+        .to_path_buf();
+    QUEUES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .entry(file)
+        .or_default()
+        .clone()
+}
+
+/// Write `store` with whatever other intakes arrive meanwhile; its outcome once committed.
+pub(super) async fn submit(
+    db: &DatabaseConnection,
+    hint: &ChangeHint,
+    store: Store,
+) -> Result<IntakeOutcome, ServiceError> {
+    let (reply, outcome) = oneshot::channel();
+    let queue = queue_for(db);
+    let start = {
+        let mut waiting = lock(&queue);
+        waiting.jobs.push(Job { store, reply });
+        !std::mem::replace(&mut waiting.writing, true)
+    };
+    if start {
+        tokio::spawn(drain(db.clone(), hint.clone(), queue));
+    }
+    outcome.await.map_err(|_| {
+        ServiceError::Internal(anyhow::anyhow!(
+            "the intake batch ended without an answer for this question"
+        ))
+    })?
+}
+
+/// Marks the queue idle when the writer ends, however it ends (a panic included), so the next
+/// intake starts a new one.
+struct Writing(Shared);
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        lock(&self.0).writing = false;
+    }
+}
+
+/// Write batches until no intake waits.
+async fn drain(db: DatabaseConnection, hint: ChangeHint, queue: Shared) {
+    let writing = Writing(queue);
+    loop {
+        let batch: Vec<Job> = {
+            let mut waiting = lock(&writing.0);
+            if waiting.jobs.is_empty() {
+                waiting.writing = false;
+                // Dropping `writing` sets the same; nothing can slip in between under the lock.
+                return;
+            }
+            let take = waiting.jobs.len().min(MOST);
+            waiting.jobs.drain(..take).collect()
+        };
+        write_batch(&db, &hint, batch).await;
+    }
+}
+
+async fn write_batch(db: &DatabaseConnection, hint: &ChangeHint, batch: Vec<Job>) {
+    match write_together(db, &batch).await {
+        Ok(outcomes) => {
+            if outcomes.iter().any(|o| matches!(o, Ok(o) if !o.duplicate)) {
+                hint.changed();
+            }
+            for (job, outcome) in batch.into_iter().zip(outcomes) {
+                // A client that went away no longer waits; its question is stored all the same.
+                let _ = job.reply.send(outcome);
+            }
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, intakes = batch.len(), "an intake batch failed; writing its intakes one by one");
+            for job in batch {
+                let outcome = store_alone(db, hint, &job.store).await;
+                let _ = job.reply.send(outcome);
+            }
+        }
+    }
+}
+
+/// One transaction for the whole batch: every intake's outcome, or the error that rolled it back.
+async fn write_together(
+    db: &DatabaseConnection,
+    batch: &[Job],
+) -> Result<Vec<Result<IntakeOutcome, ServiceError>>, ServiceError> {
+    let txn = begin_write(db).await?;
+    let mut outcomes = Vec::with_capacity(batch.len());
+    for job in batch {
+        match write(&txn, &job.store).await {
+            Ok(outcome) => outcomes.push(Ok(outcome)),
+            // Refused, with nothing of it left in the transaction.
+            Err(refused @ ServiceError::OverBudget { .. }) => outcomes.push(Err(refused)),
+            Err(err) => {
+                txn.rollback().await?;
+                return Err(err);
+            }
+        }
+    }
+    if abort_before_commit() {
+        eprintln!("askloop: {ABORT_BEFORE_COMMIT} is set: aborting before the batch commits");
+        std::process::abort();
+    }
+    txn.commit().await?;
+    Ok(outcomes)
+}
+
+fn abort_before_commit() -> bool {
+    static SET: OnceLock<bool> = OnceLock::new();
+    *SET.get_or_init(|| std::env::var_os(ABORT_BEFORE_COMMIT).is_some())
+}

@@ -1,0 +1,180 @@
+//! Intake on SQLite commits in groups: a process killed after writing a batch and before its
+//! commit has acknowledged none of it, the agents' retries then store each question once; and
+//! every intake acknowledged before a `kill -9` is in the database afterwards.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use askloop::domain::signing::{SIGNATURE_HEADER, sign};
+use askloop_tests::fixtures::{open_niche, question_body};
+use askloop_tests::{Backend, SECRET, TestDatabase, askloop_binary, test_config};
+use entity::agent_questions;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter};
+use tokio::sync::Mutex;
+
+/// `askloop serve` on `url` in a process of its own; with `abort_before_commit`, it aborts
+/// after writing its first intake batch and before committing it.
+fn serve(url: &str, abort_before_commit: bool) -> (Child, String) {
+    let mut command = Command::new(askloop_binary());
+    command
+        .arg("serve")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", url)
+        .env("CHOVY_SIGNING_SECRET", SECRET)
+        .env("ASKLOOP_BIND", "127.0.0.1:0")
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if abort_before_commit {
+        command.env("ASKLOOP_TEST_ABORT_BEFORE_COMMIT", "1");
+    }
+    let mut child = command.spawn().expect("askloop starts");
+    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let base = stdout
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| {
+            line.strip_prefix("askloop is serving on ")
+                .map(str::to_owned)
+        })
+        .expect("askloop says where it serves");
+    (child, base)
+}
+
+/// Ask `external_id` in `games`: the status, or `None` when no answer came back.
+async fn ask(client: &reqwest::Client, base: &str, external_id: &str) -> Option<u16> {
+    let body = question_body("games", external_id).to_string();
+    client
+        .post(format!("{base}/api/v1/internal/expert-questions"))
+        .header("content-type", "application/json")
+        .header(
+            SIGNATURE_HEADER,
+            sign(SECRET, body.as_bytes(), chrono::Utc::now().timestamp()),
+        )
+        .body(body)
+        .send()
+        .await
+        .ok()
+        .map(|response| response.status().as_u16())
+}
+
+async fn stored(db: &DatabaseConnection, prefix: &str) -> HashSet<String> {
+    agent_questions::Entity::find()
+        .filter(agent_questions::Column::ExternalId.starts_with(prefix))
+        .all(db)
+        .await
+        .expect("questions read")
+        .into_iter()
+        .filter_map(|q| q.external_id)
+        .collect()
+}
+
+async fn a_database_with_games() -> (TestDatabase, DatabaseConnection) {
+    let database = TestDatabase::create(Backend::Sqlite)
+        .await
+        .expect("a database");
+    let db = askloop::startup::connect_and_migrate(&test_config(&database.url))
+        .await
+        .expect("migrated");
+    open_niche(&db, "games").await;
+    (database, db)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_batch_killed_before_its_commit_acknowledged_nothing_and_the_retries_store_each_once() {
+    let (database, db) = a_database_with_games().await;
+    let (mut child, base) = serve(&database.url, true);
+    let client = reqwest::Client::new();
+    let ids: Vec<String> = (0..40).map(|n| format!("gc-{n}")).collect();
+    let answers = futures::future::join_all(ids.iter().map(|id| ask(&client, &base, id))).await;
+    let acknowledged: Vec<_> = answers
+        .iter()
+        .zip(&ids)
+        .filter(|(status, _)| status.is_some_and(|s| (200..300).contains(&s)))
+        .collect();
+    assert!(
+        acknowledged.is_empty(),
+        "acknowledged before the commit: {acknowledged:?}"
+    );
+    let exit = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("joined")
+        .expect("askloop exits");
+    assert!(!exit.success(), "askloop aborted before the commit: {exit}");
+    assert!(
+        stored(&db, "gc-").await.is_empty(),
+        "a batch that never committed left rows behind"
+    );
+
+    // The agents retry against a healthy askloop: each question is stored exactly once.
+    let (mut child, base) = serve(&database.url, false);
+    let answers = futures::future::join_all(ids.iter().map(|id| ask(&client, &base, id))).await;
+    assert!(answers.iter().all(|s| *s == Some(201)), "{answers:?}");
+    let again = futures::future::join_all(ids.iter().map(|id| ask(&client, &base, id))).await;
+    assert!(again.iter().all(|s| *s == Some(200)), "{again:?}");
+    assert_eq!(stored(&db, "gc-").await.len(), ids.len());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_intake_acknowledged_before_a_kill_9_is_in_the_database() {
+    let (database, db) = a_database_with_games().await;
+    let (mut child, base) = serve(&database.url, false);
+    let client = reqwest::Client::new();
+    let acknowledged = Arc::new(Mutex::new(HashSet::new()));
+    // 32 agents asking as fast as they are answered, until askloop is killed under them.
+    let agents: Vec<_> = (0..32)
+        .map(|agent| {
+            let (client, base, acknowledged) = (client.clone(), base.clone(), acknowledged.clone());
+            tokio::spawn(async move {
+                for n in 0.. {
+                    let id = format!("kill-{agent}-{n}");
+                    match ask(&client, &base, &id).await {
+                        Some(201) => {
+                            acknowledged.lock().await.insert(id);
+                        }
+                        Some(status) => panic!("intake answered {status}"),
+                        None => return,
+                    }
+                }
+            })
+        })
+        .collect();
+    while acknowledged.lock().await.len() < 300 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let killed = Command::new("kill")
+        .args(["-KILL", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let _ = child.wait();
+    for agent in agents {
+        agent.await.expect("an agent ends when askloop is gone");
+    }
+    let acknowledged = acknowledged.lock().await.clone();
+    let stored = stored(&db, "kill-").await;
+    let lost: Vec<_> = acknowledged.difference(&stored).collect();
+    assert!(lost.is_empty(), "acknowledged, then lost: {lost:?}");
+    // What was stored and never acknowledged (the batch in flight) is an agent's retry away from
+    // its 200; it is never more than one batch.
+    assert!(
+        stored.len() - acknowledged.len() <= 32,
+        "{} stored, {} acknowledged",
+        stored.len(),
+        acknowledged.len()
+    );
+    assert!(
+        agent_questions::Entity::find()
+            .count(&db)
+            .await
+            .expect("counted")
+            >= 300,
+        "the run stored what it acknowledged"
+    );
+}
