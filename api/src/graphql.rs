@@ -14,6 +14,7 @@ use crate::live::{ChangeHint, LiveHub};
 
 mod accounts;
 mod admin;
+mod agents;
 mod deliveries;
 pub mod enums;
 pub mod error_door;
@@ -39,6 +40,7 @@ pub struct QueryRoot(
     admin::AdminQuery,
     deliveries::DeliveryQuery,
     money::MoneyQuery,
+    agents::AgentQuery,
 );
 
 /// Every mutation, merged from the areas.
@@ -51,6 +53,7 @@ pub struct MutationRoot(
     deliveries::DeliveryMutation,
     money::MoneyMutation,
     money::PayoutMutation,
+    agents::AgentMutation,
 );
 
 /// Every subscription.

@@ -54,7 +54,7 @@ async fn the_held_money_migration_goes_down_and_up_on_a_populated_database(app: 
     let before = rows(&app).await;
     assert!(before.0 > 0 && before.1 > 0, "{before:?}");
 
-    Migrator::down(&app.db, Some(2)).await.expect("down");
+    Migrator::down(&app.db, Some(3)).await.expect("down");
     assert_eq!(rows_without_claws_back(&app).await, before.0);
     assert!(
         !accepts(&app, "UPDATE allocations SET status = 'held'").await,

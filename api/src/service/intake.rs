@@ -16,6 +16,7 @@ use crate::domain::intake::{self, NewQuestion};
 use crate::domain::ledger::Budget;
 use crate::error::{Conflict, ServiceError};
 use crate::live::ChangeHint;
+use crate::service::agents::Asker;
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::budget;
 use crate::service::niches::find_niche;
@@ -41,7 +42,9 @@ pub struct IntakeOutcome {
 pub fn refusal_reason(err: &ServiceError) -> &'static str {
     match err {
         ServiceError::NotFound(_) => "unknown_niche",
+        ServiceError::Conflict(Conflict::ExternalIdTaken) => "external_id_taken",
         ServiceError::Conflict(_) => "niche_closed",
+        ServiceError::Forbidden(_) => "not_its_niche",
         ServiceError::BadInput(_) => "bad_input",
         ServiceError::OverBudget { .. } => "over_budget",
         _ => "error",
@@ -52,15 +55,27 @@ pub fn refusal_reason(err: &ServiceError) -> &'static str {
 ///
 /// The database decides duplicates: the insert is `ON CONFLICT DO NOTHING` against the unique
 /// (niche, external id) index, so 100 copies arriving at once store exactly one row.
+///
+/// A registered agent asks only in its niches: another niche is refused (403) before anything is
+/// stored. The question records which agent asked, so its events go to that agent's endpoint.
 pub async fn receive_question(
     db: &DatabaseConnection,
     hint: &ChangeHint,
+    asker: &Asker,
     new: NewQuestion,
     now: DateTime<Utc>,
 ) -> Result<IntakeOutcome, ServiceError> {
     let niche = find_niche(db, &new.niche)
         .await?
         .ok_or_else(|| ServiceError::NotFound(format!("no niche {}", describe(&new.niche))))?;
+    if !asker.may_use_niche(niche.id) {
+        return Err(Asker::not_your_niche(&niche.slug));
+    }
+    // Audited under its registered slug when it has one (the body's `agentId` is its own word).
+    let actor = match asker {
+        Asker::Default => Actor::Agent(new.agent_id.clone()),
+        Asker::Registered { slug, .. } => Actor::Agent(Some(slug.clone())),
+    };
     match niche.status {
         NicheStatus::Open | NicheStatus::Operated => {}
         NicheStatus::Draft => {
@@ -97,6 +112,7 @@ pub async fn receive_question(
         niche_id: Set(niche.id),
         external_id: Set(new.external_id.clone()),
         agent_id: Set(new.agent_id.clone()),
+        registered_agent_id: Set(asker.agent_id()),
         title: Set(new.title),
         question: Set(new.question),
         context: Set(new.context),
@@ -145,7 +161,7 @@ pub async fn receive_question(
                 audit::record(
                     &txn,
                     AuditEntry {
-                        actor: &Actor::Agent(new.agent_id.clone()),
+                        actor: &actor,
                         action: "budget.reserved",
                         subject_type: "budget",
                         subject_id: question_id,
@@ -163,7 +179,7 @@ pub async fn receive_question(
             audit::record(
                 &txn,
                 AuditEntry {
-                    actor: &Actor::Agent(new.agent_id),
+                    actor: &actor,
                     action: "question.created",
                     subject_type: "question",
                     subject_id: question_id,
@@ -197,6 +213,11 @@ pub async fn receive_question(
                         new.external_id
                     ))
                 })?;
+            // The external id is unique per niche, whoever asked: another agent's question is
+            // neither shown nor touched.
+            if existing.registered_agent_id != asker.agent_id() {
+                return Err(Conflict::ExternalIdTaken.into());
+            }
             Ok(IntakeOutcome {
                 question_id: existing.id,
                 status: existing.status,
