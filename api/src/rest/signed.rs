@@ -122,7 +122,9 @@ pub async fn verified_agent_json(
         return verified_json(&state.config.signing, headers, body, now)
             .map(|signed| (signed, Asker::Default));
     };
-    let at = chrono::DateTime::from_timestamp(now, 0).unwrap_or_else(chrono::Utc::now);
+    // The retirement of a previous secret is judged by the clock itself, not by `now`'s whole
+    // seconds: "retire at once" must not leave a second's grace.
+    let at = chrono::Utc::now();
     let found = match named.to_str() {
         Ok(slug) => agents::signer(&state.db, state.config.data_key.as_ref(), slug, at)
             .await
