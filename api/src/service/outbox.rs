@@ -207,6 +207,20 @@ pub async fn claim_due(
         .order_by(deliveries::Column::NextAttemptAt, Order::Asc)
         .order_by(deliveries::Column::Id, Order::Asc)
         .limit(limit);
+    // A plain read first: when nothing is due (most polls, and every poll of an askloop that
+    // has no endpoint to send to) no write transaction is opened, so idle polling never takes
+    // SQLite's write lock from the writers that matter. The claim below still decides.
+    let anything_due = deliveries::Entity::find()
+        .select_only()
+        .column(deliveries::Column::Id)
+        .filter(deliveries::Column::Id.in_subquery(due.clone()))
+        .limit(1)
+        .into_tuple::<i64>()
+        .one(db)
+        .await?;
+    if anything_due.is_none() {
+        return Ok(Vec::new());
+    }
     if db.get_database_backend() == DbBackend::Postgres {
         due.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
     }
