@@ -23,6 +23,7 @@ mod bench_queue;
 mod contention;
 mod flood;
 mod loadgen;
+mod registry;
 mod seed;
 
 /// askloop: agents ask the questions they cannot settle; the people who have done the job answer.
@@ -71,6 +72,11 @@ enum Command {
     Apikey {
         #[command(subcommand)]
         action: ApiKeyCommand,
+    },
+    /// Manage registered agents: their niches, secrets and endpoints.
+    Agent {
+        #[command(subcommand)]
+        action: registry::AgentCommand,
     },
     /// Agent side: print the X-Chovy-Signature header for the body on stdin.
     Sign(agent::SignArgs),
@@ -347,6 +353,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             println!("{}", issued.token);
             Ok(())
         }
+        Command::Agent { action } => registry::run(config, action).await,
         Command::Sign(args) => agent::sign(&config, args),
         Command::Ask(args) => agent::ask(&config, *args).await,
         Command::Schema => {
@@ -382,6 +389,11 @@ async fn serve(config: Config, demo: bool) -> anyhow::Result<()> {
     }
     if !config.signing.is_configured() {
         tracing::warn!("CHOVY_SIGNING_SECRET is not set: the signed intake routes answer 503");
+    }
+    if config.data_key.is_none() {
+        tracing::warn!(
+            "ASKLOOP_DATA_KEY is not set: registered agents' signing secrets are stored as given"
+        );
     }
     let app = Application::build_with(config, db).await?;
     let addr = app.local_addr();

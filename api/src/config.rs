@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::domain::sealing::DataKey;
 use crate::domain::signing::SigningKeys;
 use crate::live::LiveSettings;
 
@@ -135,6 +136,13 @@ pub mod env {
         default: "unset: the anomaly-signal route answers 503",
         meaning: "the secret the anomaly monitor signs its signals with",
     };
+    /// The key agents' secrets are sealed with at rest.
+    pub const ASKLOOP_DATA_KEY: EnvVar = EnvVar {
+        name: "ASKLOOP_DATA_KEY",
+        default: "unset: agents' signing secrets are stored as given (serve warns once)",
+        meaning: "base64 of 32 random bytes (openssl rand -base64 32); agents' signing secrets \
+                  are sealed with it (ChaCha20-Poly1305) before they are stored",
+    };
     /// The built dashboard.
     pub const ASKLOOP_WEB_DIR: EnvVar = EnvVar {
         name: "ASKLOOP_WEB_DIR",
@@ -173,6 +181,7 @@ pub const ENVIRONMENT: &[EnvVar] = &[
     env::ASKLOOP_GRAPHQL_MAX_NODES,
     env::ASKLOOP_MAX_WEBSOCKETS,
     env::ASKLOOP_MONITOR_SECRET,
+    env::ASKLOOP_DATA_KEY,
     env::ASKLOOP_WEB_DIR,
     env::ASKLOOP_LOG_FORMAT,
     env::RUST_LOG,
@@ -225,6 +234,8 @@ pub struct Config {
     pub monitor: SigningKeys,
     /// Where answers are delivered to the agent.
     pub webhook_url: Option<String>,
+    /// The key registered agents' secrets are sealed with (`ASKLOOP_DATA_KEY`), if set.
+    pub data_key: Option<DataKey>,
     /// The built dashboard (index.html and the wasm bundle).
     pub web_dir: PathBuf,
     /// The largest request body accepted on the REST routes.
@@ -325,6 +336,7 @@ impl Config {
             signing: SigningKeys::default(),
             monitor: SigningKeys::default(),
             webhook_url: None,
+            data_key: None,
             web_dir: PathBuf::from(DEFAULT_WEB_DIR),
             max_body_bytes: 256 * 1024,
             graphql_max_body_bytes: 1024 * 1024,
@@ -364,6 +376,13 @@ impl Config {
         );
         config.monitor = SigningKeys::new(get(&env::ASKLOOP_MONITOR_SECRET), None);
         config.webhook_url = get(&env::CHOVY_WEBHOOK_URL);
+        config.data_key = get(&env::ASKLOOP_DATA_KEY)
+            .map(|raw| DataKey::parse(&raw))
+            .transpose()
+            .map_err(|err| ConfigError {
+                name: env::ASKLOOP_DATA_KEY.name,
+                problem: err.to_string(),
+            })?;
         if let Some(dir) = get(&env::ASKLOOP_WEB_DIR) {
             config.web_dir = PathBuf::from(dir);
         }
@@ -460,6 +479,27 @@ mod tests {
         assert!(!config.signing.is_configured());
         assert_eq!(config.bind.port(), 8080);
         assert_eq!(config.database_url, DEFAULT_DATABASE_URL);
+    }
+
+    #[test]
+    fn a_data_key_is_base64_of_thirty_two_bytes_or_askloop_refuses_to_start() {
+        let good = Config::from_lookup(|name| {
+            (name == "ASKLOOP_DATA_KEY")
+                .then(|| "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=".to_owned())
+        })
+        .expect("valid");
+        assert!(good.data_key.is_some());
+        assert!(!format!("{good:?}").contains("AAECAwQF"), "never printed");
+        for bad in ["short", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHg=="] {
+            let err =
+                Config::from_lookup(|name| (name == "ASKLOOP_DATA_KEY").then(|| bad.to_owned()))
+                    .expect_err("a malformed key");
+            assert!(
+                err.to_string()
+                    .starts_with("ASKLOOP_DATA_KEY: must be base64 of exactly 32 bytes"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! Pure rules: no I/O, no framework types, unit-tested in place.
 
+pub mod agents;
 pub mod answer;
 pub mod delivery;
 pub mod handle;
 pub mod intake;
 pub mod ledger;
 pub mod scoring;
+pub mod sealing;
 pub mod signing;
 pub mod slug;
 pub mod text;

@@ -62,6 +62,12 @@ pub enum Conflict {
     /// A niche with that slug exists.
     #[error("a niche with slug '{0}' already exists")]
     NicheSlugTaken(String),
+    /// An agent with that slug is registered.
+    #[error("an agent with slug '{0}' already exists")]
+    AgentSlugTaken(String),
+    /// Another agent's question in this niche has that external id.
+    #[error("another agent's question in this niche already has that externalId; choose another")]
+    ExternalIdTaken,
     /// The question's time ran out.
     #[error("that question has expired")]
     QuestionExpired,
@@ -130,6 +136,8 @@ impl Conflict {
         match self {
             Conflict::NicheClosed { .. } => "NICHE_CLOSED",
             Conflict::NicheSlugTaken(_) => "NICHE_SLUG_TAKEN",
+            Conflict::AgentSlugTaken(_) => "AGENT_SLUG_TAKEN",
+            Conflict::ExternalIdTaken => "EXTERNAL_ID_TAKEN",
             Conflict::QuestionExpired => "QUESTION_EXPIRED",
             Conflict::QuestionSettled => "QUESTION_SETTLED",
             Conflict::AlreadyAnswered => "ALREADY_ANSWERED",
@@ -152,6 +160,8 @@ impl Conflict {
     pub const REASONS: &'static [&'static str] = &[
         "NICHE_CLOSED",
         "NICHE_SLUG_TAKEN",
+        "AGENT_SLUG_TAKEN",
+        "EXTERNAL_ID_TAKEN",
         "QUESTION_EXPIRED",
         "QUESTION_SETTLED",
         "ALREADY_ANSWERED",

@@ -14,6 +14,7 @@ use crate::live::{ChangeHint, LiveHub};
 
 mod accounts;
 mod admin;
+mod agents;
 mod deliveries;
 pub mod enums;
 pub mod error_door;
@@ -40,6 +41,7 @@ pub struct QueryRoot(
     admin::AdminQuery,
     deliveries::DeliveryQuery,
     money::MoneyQuery,
+    agents::AgentQuery,
 );
 
 /// Every mutation, merged from the areas.
@@ -52,6 +54,7 @@ pub struct MutationRoot(
     deliveries::DeliveryMutation,
     money::MoneyMutation,
     money::PayoutMutation,
+    agents::AgentMutation,
 );
 
 /// Every subscription.

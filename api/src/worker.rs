@@ -25,19 +25,20 @@ pub struct WorkerContext {
     pub hint: ChangeHint,
 }
 
-/// Start the expiry sweeper, and the delivery worker when a webhook URL is configured; both stop
-/// when `stop` is cancelled.
+/// Start the expiry sweeper and the delivery worker; both stop when `stop` is cancelled.
+///
+/// The delivery worker always runs, since registered agents have endpoints of their own; the
+/// default agent's events are sent only when `CHOVY_WEBHOOK_URL` is set.
 pub fn spawn(context: WorkerContext, stop: CancellationToken) {
     let sweeper = context.clone();
     tokio::spawn(
         stop.clone()
             .run_until_cancelled_owned(expiry::sweep_forever(sweeper)),
     );
-    let Some(url) = context.config.webhook_url.clone() else {
+    if context.config.webhook_url.is_none() {
         tracing::info!(
-            "CHOVY_WEBHOOK_URL is not set: events wait in the outbox and agents read them through the lookup route"
+            "CHOVY_WEBHOOK_URL is not set: the default agent's events wait in the outbox and it reads them through the lookup route"
         );
-        return;
-    };
-    tokio::spawn(stop.run_until_cancelled_owned(delivery::deliver_forever(context, url)));
+    }
+    tokio::spawn(stop.run_until_cancelled_owned(delivery::deliver_forever(context)));
 }

@@ -14,8 +14,10 @@ pub struct Model {
     pub niche_id: i64,
     /// The agent's own id; unique per niche when present.
     pub external_id: Option<String>,
-    /// Which agent asked.
+    /// Which agent asked, as it named itself in the body (`agentId`); free text.
     pub agent_id: Option<String>,
+    /// The registered agent that asked (`X-Askloop-Agent`); none for the built-in default agent.
+    pub registered_agent_id: Option<i64>,
     /// Up to 300 chars.
     pub title: String,
     /// Up to 8000 chars.

@@ -20,6 +20,8 @@ pub struct Model {
     pub niche_id: i64,
     /// The question, when the event is about one.
     pub question_id: Option<i64>,
+    /// The registered agent whose endpoint it goes to; none for the built-in default agent.
+    pub agent_id: Option<i64>,
     /// The envelope exactly as POSTed.
     pub body: String,
     /// Where it is.

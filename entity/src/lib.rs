@@ -1,7 +1,9 @@
 //! askloop's sea-orm entities, one file per table. They are storage types: the API has its own.
 
 pub mod agent_answers;
+pub mod agent_niches;
 pub mod agent_questions;
+pub mod agents;
 pub mod allocations;
 pub mod anomaly_signals;
 pub mod api_keys;
@@ -25,7 +27,9 @@ pub mod users;
 /// The entities under their table names.
 pub mod prelude {
     pub use super::agent_answers::Entity as AgentAnswers;
+    pub use super::agent_niches::Entity as AgentNiches;
     pub use super::agent_questions::Entity as AgentQuestions;
+    pub use super::agents::Entity as Agents;
     pub use super::allocations::Entity as Allocations;
     pub use super::anomaly_signals::Entity as AnomalySignals;
     pub use super::api_keys::Entity as ApiKeys;

@@ -19,6 +19,7 @@ mod m20261130_000009_revenue_ids_per_niche;
 mod m20261130_000010_declines_speak;
 mod m20261130_000011_money_waits_for_the_verdict;
 mod m20261130_000012_budget_balance;
+mod m20261130_000013_agents;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -39,6 +40,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000010_declines_speak::Migration),
             Box::new(m20261130_000011_money_waits_for_the_verdict::Migration),
             Box::new(m20261130_000012_budget_balance::Migration),
+            Box::new(m20261130_000013_agents::Migration),
         ]
     }
 }

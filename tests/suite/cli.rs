@@ -312,6 +312,14 @@ async fn serve_logs_json_lines_that_carry_the_request_id() {
         .find(|entry| entry["span"]["request_id"].is_string())
         .unwrap_or_else(|| panic!("no JSON log line carries a request id:\n{logs}"));
     assert_eq!(request_line["span"]["uri"], "/healthz");
+    let warnings = logs
+        .lines()
+        .filter(|line| line.contains("ASKLOOP_DATA_KEY is not set"))
+        .count();
+    assert_eq!(
+        warnings, 1,
+        "one warning about secrets stored as given:\n{logs}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -604,4 +612,204 @@ async fn the_cli_sets_a_niche_budget_and_refuses_bad_amounts() {
         );
     }
     assert_eq!(stored(url).await, (None, 200, 500));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_registers_rotates_disables_enables_and_lists_agents() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let url = app.database_url.clone();
+    let base = app.base.clone();
+    let created = run(askloop(
+        &url,
+        &[
+            "agent",
+            "create",
+            "--slug",
+            "agent-a",
+            "--name",
+            "Agent A",
+            "--niche",
+            "games",
+            "--webhook-url",
+            "https://agent.example/hooks",
+            "--scheme",
+            "standard",
+            "--event",
+            "expert_answer.created",
+        ],
+    ));
+    assert!(created.status.success(), "{}", stderr(&created));
+    let secret = String::from_utf8_lossy(&created.stdout).trim().to_owned();
+    assert!(
+        secret.starts_with("whsec_") && secret.len() == 50,
+        "only the secret on stdout: {secret}"
+    );
+
+    // The printed secret signs as that agent, through `askloop ask --agent`.
+    let ask = |secret: String, external_id: &'static str| {
+        let base = base.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut ask = askloop(
+                "sqlite::memory:",
+                &[
+                    "ask",
+                    "--url",
+                    &base,
+                    "--agent",
+                    "agent-a",
+                    "--niche",
+                    "games",
+                    "--title",
+                    "Which date?",
+                    "--question",
+                    "EA or 1.0?",
+                    "--external-id",
+                    external_id,
+                ],
+            );
+            ask.env("CHOVY_SIGNING_SECRET", secret);
+            run(ask)
+        })
+    };
+    let asked = ask(secret.clone(), "cli-1").await.expect("joined");
+    assert!(asked.status.success(), "{}", stderr(&asked));
+
+    let rotated = run(askloop(
+        &url,
+        &["agent", "rotate", "agent-a", "--retire-previous-in", "0"],
+    ));
+    assert!(rotated.status.success(), "{}", stderr(&rotated));
+    let new = String::from_utf8_lossy(&rotated.stdout).trim().to_owned();
+    assert!(new.starts_with("whsec_") && new != secret);
+    let refused = ask(secret, "cli-2").await.expect("joined");
+    assert!(!refused.status.success(), "the retired secret is refused");
+    assert!(String::from_utf8_lossy(&refused.stdout).starts_with("401 "));
+    assert!(
+        ask(new.clone(), "cli-3")
+            .await
+            .expect("joined")
+            .status
+            .success()
+    );
+
+    let disabled = run(askloop(&url, &["agent", "disable", "agent-a"]));
+    assert!(disabled.status.success(), "{}", stderr(&disabled));
+    let refused = ask(new.clone(), "cli-4").await.expect("joined");
+    assert!(String::from_utf8_lossy(&refused.stdout).starts_with("403 "));
+    let enabled = run(askloop(&url, &["agent", "enable", "agent-a"]));
+    assert!(enabled.status.success(), "{}", stderr(&enabled));
+
+    let listed = run(askloop(&url, &["agent", "list"]));
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        listed.starts_with("agent-a\tactive\tAgent A\tniches: games\tendpoint: https://agent.example/hooks (standard)\tevents: expert_answer.created"),
+        "{listed}"
+    );
+    assert!(!listed.contains(&new[6..]), "a list never shows a secret");
+    let audited = entity::audit_log::Entity::find()
+        .all(&app.db)
+        .await
+        .expect("query")
+        .into_iter()
+        .filter(|row| row.subject_type == "agent")
+        .map(|row| (row.actor, row.action))
+        .collect::<Vec<_>>();
+    let cli = |action: &str| ("cli".to_owned(), action.to_owned());
+    assert_eq!(
+        audited,
+        [
+            cli("agent.created"),
+            cli("agent.rotated"),
+            cli("agent.disabled"),
+            cli("agent.enabled")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn cli_agent_errors_say_what_is_wrong_and_change_nothing() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let url = app.database_url.clone();
+    for (args, says) in [
+        (
+            &[
+                "agent", "create", "--slug", "A!", "--name", "A", "--niche", "games",
+            ][..],
+            "is not an agent slug",
+        ),
+        (
+            &[
+                "agent", "create", "--slug", "agent-a", "--name", "A", "--niche", "nope",
+            ][..],
+            "no niche 'nope'",
+        ),
+        (
+            &["agent", "create", "--slug", "agent-a", "--name", "A"][..],
+            "--niche",
+        ),
+        (
+            &[
+                "agent",
+                "create",
+                "--slug",
+                "agent-a",
+                "--name",
+                "A",
+                "--niche",
+                "games",
+                "--event",
+                "answer.maybe",
+            ][..],
+            "not an event askloop sends",
+        ),
+        (
+            &[
+                "agent",
+                "create",
+                "--slug",
+                "agent-a",
+                "--name",
+                "A",
+                "--niche",
+                "games",
+                "--webhook-url",
+                "nowhere",
+            ][..],
+            "http:// or https://",
+        ),
+        (&["agent", "rotate", "ghost"][..], "no agent 'ghost'"),
+        (&["agent", "disable", "ghost"][..], "no agent 'ghost'"),
+    ] {
+        let output = run(askloop(&url, args));
+        assert!(!output.status.success(), "{args:?}");
+        assert!(
+            stderr(&output).contains(says),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(output.stdout.is_empty(), "{args:?}: no secret printed");
+    }
+    assert_eq!(
+        entity::agents::Entity::find()
+            .count(&app.db)
+            .await
+            .expect("count"),
+        0
+    );
+}
+
+#[test]
+fn a_malformed_data_key_stops_askloop_before_it_starts() {
+    let mut serve = askloop("sqlite::memory:", &["serve"]);
+    serve.env("ASKLOOP_DATA_KEY", "too-short");
+    let output = run(serve);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("ASKLOOP_DATA_KEY: must be base64 of exactly 32 bytes"),
+        "{}",
+        stderr(&output)
+    );
 }

@@ -870,7 +870,7 @@ async fn a_delivery_being_sent_cannot_be_redelivered_under_its_sender() {
     answered_question(&app).await;
     let root = person(&app.db, "root", true).await;
     let now = chrono::Utc::now();
-    let claimed = outbox::claim_due(&app.db, 8, Duration::from_secs(30), now)
+    let claimed = outbox::claim_due(&app.db, 8, Duration::from_secs(30), true, now)
         .await
         .expect("claimed");
     assert_eq!(claimed.len(), 1);

@@ -1,6 +1,7 @@
 //! askloop's black-box suite, compiled into one binary so linking stays fast.
 
 mod accounts;
+mod agents;
 mod answering;
 mod authorization;
 mod cli;

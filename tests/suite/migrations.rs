@@ -1,9 +1,11 @@
 //! Migrations on a database that already holds data: the held-money migration
-//! (`m20261130_000011`) and the budget-balance one (`m20261130_000012`) go down and up again on a
-//! live askloop's populated database, on both backends; each direction leaves the checks it
+//! (`m20261130_000011`), the budget-balance one (`m20261130_000012`) and the agent registry
+//! (`m20261130_000013`) go down and up again on a live askloop's populated database, on both
+//! backends; each direction leaves the checks it
 //! promises (on SQLite, the edited table definition is what every pooled connection then
 //! enforces), and the balance starts from what the ledger sums to.
 
+use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::operator;
 use askloop_tests::{TestApp, on_both_backends};
 use entity::{allocations, budget_entries};
@@ -54,7 +56,7 @@ async fn the_held_money_migration_goes_down_and_up_on_a_populated_database(app: 
     let before = rows(&app).await;
     assert!(before.0 > 0 && before.1 > 0, "{before:?}");
 
-    Migrator::down(&app.db, Some(2)).await.expect("down");
+    Migrator::down(&app.db, Some(3)).await.expect("down");
     assert_eq!(rows_without_claws_back(&app).await, before.0);
     assert!(
         !accepts(&app, "UPDATE allocations SET status = 'held'").await,
@@ -108,3 +110,65 @@ async fn rows_without_claws_back(app: &TestApp) -> u64 {
 }
 
 on_both_backends!(the_held_money_migration_goes_down_and_up_on_a_populated_database);
+
+async fn the_agents_migration_goes_down_and_up_on_a_populated_database(app: TestApp) {
+    use askloop::service::agents::{self, Endpoint, NewAgent};
+
+    open_niche(&app.db, "games").await;
+    let registered = agents::create(
+        &app.db,
+        None,
+        NewAgent {
+            slug: askloop::domain::agents::AgentSlug::parse("agent-a").expect("a slug"),
+            name: "Agent A".into(),
+            niches: vec!["games".into()],
+            endpoint: Endpoint {
+                url: None,
+                scheme: entity::agents::WebhookScheme::Chovy,
+                events: Vec::new(),
+            },
+        },
+        &askloop::service::audit::Actor::Cli,
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("registered");
+    assert!(!registered.secret.is_empty());
+    let by_default = app.ask("games", "q-default").await;
+
+    Migrator::down(&app.db, Some(1)).await.expect("down");
+    assert!(
+        !accepts(&app, "SELECT id FROM agents").await,
+        "the table is gone"
+    );
+    assert!(!accepts(&app, "SELECT registered_agent_id FROM agent_questions").await);
+    assert!(!accepts(&app, "SELECT agent_id FROM deliveries").await);
+    assert!(
+        accepts(&app, "SELECT id FROM agent_questions").await,
+        "questions stay"
+    );
+
+    Migrator::up(&app.db, None).await.expect("up again");
+    let question = entity::agent_questions::Entity::find_by_id(by_default)
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the question survived");
+    assert_eq!(
+        question.registered_agent_id, None,
+        "an older question is the default agent's"
+    );
+    assert!(
+        !accepts(&app, "INSERT INTO agents (slug, name, status, secret_current, scheme, event_types, created_at, updated_at) VALUES ('x1', 'X', 'paused', 's', 'chovy', '[]', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')").await,
+        "the status check is back"
+    );
+    assert!(
+        accepts(&app, "INSERT INTO agents (slug, name, status, secret_current, scheme, event_types, created_at, updated_at) VALUES ('x1', 'X', 'active', 's', 'standard', '[]', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')").await
+    );
+    assert!(
+        !accepts(&app, "INSERT INTO agents (slug, name, status, secret_current, scheme, event_types, created_at, updated_at) VALUES ('x1', 'X', 'active', 's', 'chovy', '[]', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')").await,
+        "slugs are unique"
+    );
+}
+
+on_both_backends!(the_agents_migration_goes_down_and_up_on_a_populated_database);

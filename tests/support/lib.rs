@@ -10,6 +10,7 @@
 //! - [`fixtures`], [`people`]: builder functions for niches, questions, people and memberships.
 //! - [`socket`]: a `graphql-transport-ws` client for subscriptions.
 //! - [`receiver`]: an agent that receives askloop's webhooks and verifies them.
+//! - [`standard_webhooks`]: the Standard Webhooks npm library's verdict on a delivery.
 //! - [`browser`]: headless Chromium over the DevTools protocol.
 //! - [`axe`]: axe-core's accessibility checks on the page a browser shows.
 //! - [`on_both_backends!`]: one storage test per backend.
@@ -26,6 +27,7 @@ pub mod people;
 pub mod receiver;
 pub mod signed;
 pub mod socket;
+pub mod standard_webhooks;
 
 pub use app::{SECRET, TestApp, askloop_binary, test_config, web_dist};
 pub use database::{Backend, TestDatabase};

@@ -1,5 +1,5 @@
 //! A test agent that receives askloop's webhooks: it verifies every signature with askloop's
-//! own verify function, counts envelope ids, notices two copies of one envelope in flight at
+//! own verify function (`X-Chovy-Signature`, or the Standard Webhooks headers when they come), counts envelope ids, notices two copies of one envelope in flight at
 //! once, and answers as a test scripts it (down, failing, hanging, or fine).
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -37,8 +37,20 @@ pub struct Received {
     pub body: String,
     /// The signature header as sent.
     pub signature: String,
-    /// Whether it verified with the test secret.
+    /// Whether it verified with the receiver's secret (the test secret unless given another).
     pub verified: bool,
+    /// Every header as sent, names lowercased.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Received {
+    /// The first value of header `name` (lowercase), if sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 #[derive(Default)]
@@ -57,6 +69,7 @@ pub struct Receiver {
     addr: SocketAddr,
     inner: Arc<Mutex<Inner>>,
     keys: SigningKeys,
+    secret: String,
 }
 
 /// A free local port, for a receiver that is "down" until it starts on it.
@@ -74,6 +87,12 @@ impl Receiver {
     /// Start on `addr` (use [`reserve_port`] for "down first, then up"), answering with
     /// `script` in order and 200 after it runs out.
     pub async fn start_on(addr: SocketAddr, script: Vec<Reply>) -> Self {
+        Self::start_verifying(addr, crate::SECRET, script).await
+    }
+
+    /// Start on `addr`, verifying signatures with `secret` (a registered agent's) instead of the
+    /// test secret.
+    pub async fn start_verifying(addr: SocketAddr, secret: &str, script: Vec<Reply>) -> Self {
         let receiver = Self {
             url: Self::url_for(addr),
             addr,
@@ -81,7 +100,8 @@ impl Receiver {
                 script: script.into(),
                 ..Inner::default()
             })),
-            keys: SigningKeys::new(Some(crate::SECRET.to_owned()), None),
+            keys: SigningKeys::new(Some(secret.to_owned()), None),
+            secret: secret.to_owned(),
         };
         let listener = TcpListener::bind(addr).await.expect("the receiver binds");
         let app = Router::new()
@@ -179,10 +199,25 @@ async fn receive(State(receiver): State<Receiver>, headers: HeaderMap, body: Byt
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    let verified = receiver
-        .keys
-        .verify(Some(&signature), &body, chrono::Utc::now().timestamp())
-        .is_ok();
+    let verified = match headers
+        .get("webhook-signature")
+        .and_then(|v| v.to_str().ok())
+    {
+        Some(standard) => verifies_standard(&receiver.secret, &headers, standard, &body),
+        None => receiver
+            .keys
+            .verify(Some(&signature), &body, chrono::Utc::now().timestamp())
+            .is_ok(),
+    };
+    let all_headers = headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_owned(),
+                value.to_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
     let envelope: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let id = envelope["id"].as_str().unwrap_or_default().to_owned();
     let reply = {
@@ -195,6 +230,7 @@ async fn receive(State(receiver): State<Receiver>, headers: HeaderMap, body: Byt
             body: String::from_utf8_lossy(&body).into_owned(),
             signature,
             verified,
+            headers: all_headers,
         });
         inner.script.pop_front().unwrap_or(Reply::Status(200, None))
     };
@@ -235,4 +271,23 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.receiver.lock().in_flight.remove(&self.id);
     }
+}
+
+/// Whether a Standard Webhooks delivery verifies with `secret`: one of the space-separated
+/// `v1,` entries is the signature of `"<webhook-id>.<webhook-timestamp>.<body>"`, and the
+/// timestamp is within five minutes of now.
+fn verifies_standard(secret: &str, headers: &HeaderMap, signatures: &str, body: &[u8]) -> bool {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let (Some(id), Some(timestamp)) = (get("webhook-id"), get("webhook-timestamp")) else {
+        return false;
+    };
+    let Ok(timestamp) = timestamp.parse::<i64>() else {
+        return false;
+    };
+    if (chrono::Utc::now().timestamp() - timestamp).abs() > 300 {
+        return false;
+    }
+    let key = askloop::domain::agents::secret_key_bytes(secret);
+    let expected = askloop::domain::agents::standard_signature(&key, id, timestamp, body);
+    signatures.split(' ').any(|entry| entry == expected)
 }

@@ -17,7 +17,9 @@
 //! package `binaryen` (pinned; installed once under `target/tools`, since Debian's older binaryen
 //! produces a bundle that breaks at run time). The browser tests check pages with axe-core, the
 //! npm package `axe-core` (pinned, installed the same way; the tests find it under
-//! `target/tools`, or at `ASKLOOP_AXE`).
+//! `target/tools`, or at `ASKLOOP_AXE`). A delivery askloop signed with the Standard Webhooks
+//! scheme is checked by that scheme's own npm library, `standardwebhooks` (pinned, installed the
+//! same way; the tests run it with node from `target/tools`, or from `ASKLOOP_STANDARDWEBHOOKS`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -32,6 +34,9 @@ const BINARYEN: &str = "binaryen@132.0.0";
 /// The accessibility checker the browser tests inject into pages (its `axe.min.js`); the suite's
 /// `tests/support/axe.rs` names the same version.
 const AXE: &str = "axe-core@4.14.1";
+/// The Standard Webhooks library that verifies a real delivery in the suite;
+/// `tests/support/standard_webhooks.rs` names the same version.
+const STANDARD_WEBHOOKS_PACKAGE: &str = "standardwebhooks@1.1.1";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -43,7 +48,8 @@ fn main() -> ExitCode {
             ensure_test_packages(options.install_deps, Needs::tests(options.fuzz))
                 .and_then(|()| build_web())
                 .and_then(|_| AXE_CORE.install(&target_dir()).map(|_| ()))
-                .and_then(|_| test(&options))
+                .and_then(|()| STANDARD_WEBHOOKS.install(&target_dir()).map(|_| ()))
+                .and_then(|()| test(&options))
         }
         Some("bench") => bench::run(&workspace_root(), &args[1..]),
         Some("fuzz-api") => fuzz_api::seconds(&args[1..]).and_then(|seconds| {
@@ -279,6 +285,12 @@ const AXE_CORE: NpmTool = NpmTool {
     needed_by: "the browser tests' accessibility checks",
 };
 
+const STANDARD_WEBHOOKS: NpmTool = NpmTool {
+    package: STANDARD_WEBHOOKS_PACKAGE,
+    file: &["standardwebhooks", "package.json"],
+    needed_by: "the test that verifies a delivery with the Standard Webhooks library",
+};
+
 impl NpmTool {
     /// The npm prefix it is installed under.
     fn prefix(&self, target_dir: &Path) -> PathBuf {
@@ -423,13 +435,15 @@ fn missing_test_packages(needs: Needs) -> Vec<Package> {
             why: "the browser tests drive it over the DevTools protocol",
         });
     }
-    let installed =
-        WASM_OPT.path(&target_dir()).is_file() && AXE_CORE.path(&target_dir()).is_file();
+    let installed = [WASM_OPT, AXE_CORE, STANDARD_WEBHOOKS]
+        .iter()
+        .all(|tool| tool.path(&target_dir()).is_file());
     if !installed && !runs("npm") {
         missing.push(Package {
             name: "npm",
-            why: "it installs the dashboard's size optimiser, wasm-opt, and the browser tests' \
-                  accessibility checker, axe-core",
+            why: "it installs the dashboard's size optimiser, wasm-opt, the browser tests' \
+                  accessibility checker, axe-core, and the Standard Webhooks library the \
+                  delivery tests verify with",
         });
     }
     missing

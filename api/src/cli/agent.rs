@@ -7,6 +7,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use crate::config::Config;
+use crate::domain::agents::AGENT_HEADER;
 use crate::domain::signing::SIGNATURE_HEADER;
 
 /// Arguments of `askloop sign`.
@@ -41,9 +42,13 @@ pub struct AskArgs {
     /// The agent's own id for the question (a repeat is recognised as a duplicate).
     #[arg(long)]
     external_id: Option<String>,
-    /// Which agent is asking.
+    /// Which agent is asking (the body's free-text `agentId`).
     #[arg(long)]
     agent_id: Option<String>,
+    /// Ask as this registered agent (sent as X-Askloop-Agent); CHOVY_SIGNING_SECRET must then
+    /// hold that agent's secret.
+    #[arg(long)]
+    agent: Option<String>,
     /// low, normal or high.
     #[arg(long)]
     urgency: Option<String>,
@@ -98,10 +103,14 @@ pub async fn ask(config: &Config, args: AskArgs) -> anyhow::Result<()> {
         "{}/api/v1/internal/expert-questions",
         args.url.trim_end_matches('/')
     );
-    let response = reqwest::Client::new()
+    let mut request = reqwest::Client::new()
         .post(&url)
         .header("content-type", "application/json")
-        .header(SIGNATURE_HEADER, header)
+        .header(SIGNATURE_HEADER, header);
+    if let Some(agent) = &args.agent {
+        request = request.header(AGENT_HEADER, agent);
+    }
+    let response = request
         .body(body)
         .send()
         .await

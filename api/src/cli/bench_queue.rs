@@ -59,6 +59,7 @@ pub async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()>
                 niche_id: Set(niche.id),
                 external_id: Set(Some(format!("bench-{i}"))),
                 agent_id: Set(None),
+                registered_agent_id: Set(None),
                 title: Set(format!("Benchmark question {i}")),
                 question: Set("Which of the two sources is right?".into()),
                 context: Set(Some("Source A says 10%; source B says 15%.".into())),

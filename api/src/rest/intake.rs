@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde_json::json;
 
-use super::signed::verified_json;
+use super::signed::verified_agent_json;
 use super::views::status_word;
 use crate::domain::intake::parse_new_question;
 use crate::error::ServiceError;
@@ -23,8 +23,8 @@ pub async fn receive_question(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let now = Utc::now();
-    let signed = match verified_json(&state.config.signing, &headers, body, now.timestamp()) {
-        Ok(signed) => signed,
+    let (signed, asker) = match verified_agent_json(&state, &headers, body, now.timestamp()).await {
+        Ok(verified) => verified,
         Err(refusal) => {
             state.metrics.intake_outcome(refusal.reason);
             return refusal.error.into_response();
@@ -42,7 +42,7 @@ pub async fn receive_question(
     if new.external_id.is_none() {
         new.external_id = Some(signed_request_id(&signed.digest));
     }
-    match receive(&state.db, &state.hint(), new, now).await {
+    match receive(&state.db, &state.hint(), &asker, new, now).await {
         Ok(outcome) => {
             state.metrics.intake_outcome(if outcome.duplicate {
                 "duplicate"

@@ -8,7 +8,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 
-use super::signed::signed_and_parsed;
+use super::signed::agent_signed_and_parsed;
 use crate::service::lookup;
 use crate::state::AppState;
 
@@ -18,11 +18,12 @@ pub async fn lookup(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let request = match signed_and_parsed(&state.config.signing, &headers, body, lookup::parse) {
-        Ok(request) => request,
-        Err(refused) => return refused.into_response(),
-    };
-    match lookup::lookup(&state.db, &state.live, request).await {
+    let (request, asker) =
+        match agent_signed_and_parsed(&state, &headers, body, lookup::parse).await {
+            Ok(parsed) => parsed,
+            Err(refused) => return refused.into_response(),
+        };
+    match lookup::lookup(&state.db, &state.live, &asker, request).await {
         Ok(found) => Json(found).into_response(),
         Err(err) => err.into_response(),
     }

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde_json::json;
 
-use super::signed::signed_and_parsed;
+use super::signed::{agent_signed_and_parsed, signed_and_parsed};
 use crate::service::{revenue, signals};
 use crate::state::AppState;
 
@@ -21,11 +21,11 @@ pub async fn revenue_event(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let now = Utc::now();
-    let new = match signed_and_parsed(&state.config.signing, &headers, body, revenue::parse) {
-        Ok(new) => new,
+    let (new, asker) = match agent_signed_and_parsed(&state, &headers, body, revenue::parse).await {
+        Ok(parsed) => parsed,
         Err(refused) => return refused.into_response(),
     };
-    match revenue::book(&state.db, new, now).await {
+    match revenue::book(&state.db, &asker, new, now).await {
         Ok(booked) => {
             let status = if booked.duplicate {
                 StatusCode::OK

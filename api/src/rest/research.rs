@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde_json::json;
 
-use super::signed::signed_and_parsed;
+use super::signed::agent_signed_and_parsed;
 use super::views::status_word;
 use crate::service::research;
 use crate::state::AppState;
@@ -21,11 +21,12 @@ pub async fn research_returned(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let now = Utc::now();
-    let result = match signed_and_parsed(&state.config.signing, &headers, body, research::parse) {
-        Ok(result) => result,
-        Err(refused) => return refused.into_response(),
-    };
-    match research::research_returned(&state.db, &state.hint(), result, now).await {
+    let (result, asker) =
+        match agent_signed_and_parsed(&state, &headers, body, research::parse).await {
+            Ok(parsed) => parsed,
+            Err(refused) => return refused.into_response(),
+        };
+    match research::research_returned(&state.db, &state.hint(), &asker, result, now).await {
         Ok(question) => Json(json!({
             "question": { "id": question.id, "status": status_word(question.status) },
         }))

@@ -1,14 +1,24 @@
 //! Reading a signed request: the secret must be configured, the body within limits, the signature
 //! good over the exact bytes received — and only then is the body parsed as JSON.
+//!
+//! The agent routes first find out which agent is asking (docs/contract.md#agents): no
+//! `X-Askloop-Agent` header is the built-in default agent (`CHOVY_SIGNING_SECRET`); a header names
+//! a registered agent, whose own secrets the signature must match. An unknown slug is refused
+//! exactly like a bad signature, and a disabled agent's signed request gets 403.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
+use entity::agents::AgentStatus;
+
+use crate::domain::agents::{AGENT_HEADER, new_secret};
 use crate::domain::signing::{SIGNATURE_HEADER, SignatureError, SigningKeys, request_digest};
 use crate::domain::text::control_character_at;
 use crate::error::ServiceError;
+use crate::service::agents::{self, Asker};
+use crate::state::AppState;
 
 /// Why a signed request was refused, with a short label for the metrics.
 pub struct Refusal {
@@ -99,4 +109,62 @@ pub fn signed_and_parsed<T>(
     let signed = verified_json(keys, headers, body, chrono::Utc::now().timestamp())
         .map_err(|refusal| refusal.error)?;
     parse(&signed.value)
+}
+
+/// Verify and parse a signed request from an agent, finding out which agent it is first.
+pub async fn verified_agent_json(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    now: i64,
+) -> Result<(Signed, Asker), Refusal> {
+    let Some(named) = headers.get(AGENT_HEADER) else {
+        return verified_json(&state.config.signing, headers, body, now)
+            .map(|signed| (signed, Asker::Default));
+    };
+    // The retirement of a previous secret is judged by the clock itself, not by `now`'s whole
+    // seconds: "retire at once" must not leave a second's grace.
+    let at = chrono::Utc::now();
+    let found = match named.to_str() {
+        Ok(slug) => agents::signer(&state.db, state.config.data_key.as_ref(), slug, at)
+            .await
+            .map_err(|error| Refusal {
+                error,
+                reason: "error",
+            })?,
+        Err(_) => None,
+    };
+    let Some((asker, status, keys)) = found else {
+        // An unknown agent is checked against a secret nobody holds, so every answer (no
+        // signature, malformed, expired, bad) is the one a known agent would get: the response
+        // never says whether the slug exists.
+        let decoy = SigningKeys::new(Some(new_secret()), None);
+        verified_json(&decoy, headers, body, now)?;
+        return Err(Refusal {
+            error: ServiceError::Unauthenticated(SignatureError::Mismatch.to_string()),
+            reason: "bad_signature",
+        });
+    };
+    let signed = verified_json(&keys, headers, body, now)?;
+    if status == AgentStatus::Disabled {
+        return Err(Refusal {
+            error: ServiceError::Forbidden("this agent is disabled".into()),
+            reason: "agent_disabled",
+        });
+    }
+    Ok((signed, asker))
+}
+
+/// Verify an agent's signed request and parse its JSON with `parse`: the parsed value and the
+/// agent, or the error that refuses it.
+pub async fn agent_signed_and_parsed<T>(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    parse: impl FnOnce(&Value) -> Result<T, ServiceError>,
+) -> Result<(T, Asker), ServiceError> {
+    let (signed, asker) = verified_agent_json(state, headers, body, chrono::Utc::now().timestamp())
+        .await
+        .map_err(|refusal| refusal.error)?;
+    Ok((parse(&signed.value)?, asker))
 }

@@ -17,6 +17,7 @@ use crate::domain::intake::{self, NewQuestion};
 use crate::domain::ledger::Budget;
 use crate::error::{Conflict, ServiceError};
 use crate::live::ChangeHint;
+use crate::service::agents::Asker;
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::budget;
 use crate::service::niches::find_niche;
@@ -44,7 +45,9 @@ pub struct IntakeOutcome {
 pub fn refusal_reason(err: &ServiceError) -> &'static str {
     match err {
         ServiceError::NotFound(_) => "unknown_niche",
+        ServiceError::Conflict(Conflict::ExternalIdTaken) => "external_id_taken",
         ServiceError::Conflict(_) => "niche_closed",
+        ServiceError::Forbidden(_) => "not_its_niche",
         ServiceError::BadInput(_) => "bad_input",
         ServiceError::OverBudget { .. } => "over_budget",
         _ => "error",
@@ -55,15 +58,27 @@ pub fn refusal_reason(err: &ServiceError) -> &'static str {
 ///
 /// The database decides duplicates: the insert is `ON CONFLICT DO NOTHING` against the unique
 /// (niche, external id) index, so 100 copies arriving at once store exactly one row.
+///
+/// A registered agent asks only in its niches: another niche is refused (403) before anything is
+/// stored. The question records which agent asked, so its events go to that agent's endpoint.
 pub async fn receive_question(
     db: &DatabaseConnection,
     hint: &ChangeHint,
+    asker: &Asker,
     new: NewQuestion,
     now: DateTime<Utc>,
 ) -> Result<IntakeOutcome, ServiceError> {
     let niche = find_niche(db, &new.niche)
         .await?
         .ok_or_else(|| ServiceError::NotFound(format!("no niche {}", describe(&new.niche))))?;
+    if !asker.may_use_niche(niche.id) {
+        return Err(Asker::not_your_niche(&niche.slug));
+    }
+    // Audited under its registered slug when it has one (the body's `agentId` is its own word).
+    let actor = match asker {
+        Asker::Default => Actor::Agent(new.agent_id.clone()),
+        Asker::Registered { slug, .. } => Actor::Agent(Some(slug.clone())),
+    };
     match niche.status {
         NicheStatus::Open | NicheStatus::Operated => {}
         NicheStatus::Draft => {
@@ -97,6 +112,8 @@ pub async fn receive_question(
     let store = Store {
         niche,
         new,
+        asker: asker.agent_id(),
+        actor,
         bounty,
         lifetime,
         now,
@@ -112,6 +129,10 @@ pub async fn receive_question(
 pub(crate) struct Store {
     niche: niches::Model,
     new: NewQuestion,
+    /// The registered agent asking (none: the built-in default agent).
+    asker: Option<i64>,
+    /// Who the audit rows name.
+    actor: Actor,
     bounty: i64,
     lifetime: i64,
     now: DateTime<Utc>,
@@ -147,6 +168,8 @@ async fn write<C: ConnectionTrait>(txn: &C, store: &Store) -> Result<IntakeOutco
     let Store {
         niche,
         new,
+        asker,
+        actor,
         bounty,
         lifetime,
         now,
@@ -158,6 +181,7 @@ async fn write<C: ConnectionTrait>(txn: &C, store: &Store) -> Result<IntakeOutco
         niche_id: Set(niche.id),
         external_id: Set(new.external_id.clone()),
         agent_id: Set(new.agent_id.clone()),
+        registered_agent_id: Set(*asker),
         title: Set(new.title.clone()),
         question: Set(new.question.clone()),
         context: Set(new.context.clone()),
@@ -206,6 +230,11 @@ async fn write<C: ConnectionTrait>(txn: &C, store: &Store) -> Result<IntakeOutco
                         new.external_id
                     ))
                 })?;
+            // The external id is unique per niche, whoever asked: another agent's question is
+            // neither shown nor touched.
+            if existing.registered_agent_id != *asker {
+                return Err(Conflict::ExternalIdTaken.into());
+            }
             return Ok(IntakeOutcome {
                 question_id: existing.id,
                 status: existing.status,
@@ -229,7 +258,7 @@ async fn write<C: ConnectionTrait>(txn: &C, store: &Store) -> Result<IntakeOutco
         audit::record(
             txn,
             AuditEntry {
-                actor: &Actor::Agent(new.agent_id.clone()),
+                actor,
                 action: "budget.reserved",
                 subject_type: "budget",
                 subject_id: question_id,
@@ -247,7 +276,7 @@ async fn write<C: ConnectionTrait>(txn: &C, store: &Store) -> Result<IntakeOutco
     audit::record(
         txn,
         AuditEntry {
-            actor: &Actor::Agent(new.agent_id.clone()),
+            actor,
             action: "question.created",
             subject_type: "question",
             subject_id: question_id,

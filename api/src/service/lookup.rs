@@ -15,6 +15,7 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::domain::intake::NicheRef;
 use crate::error::ServiceError;
 use crate::live::{LiveEvent, LiveHub};
+use crate::service::agents::Asker;
 use crate::service::niches::find_niche;
 
 /// The most external ids one lookup may name.
@@ -87,6 +88,15 @@ pub fn parse(body: &Value) -> Result<Lookup, ServiceError> {
     })
 }
 
+/// The questions `asker` asked: its own id, or none for the default agent.
+pub fn asked_by(asker: &Asker) -> sea_orm::Condition {
+    let column = agent_questions::Column::RegisteredAgentId;
+    sea_orm::Condition::all().add(match asker.agent_id() {
+        Some(id) => column.eq(id),
+        None => column.is_null(),
+    })
+}
+
 fn is_settled(status: QuestionStatus) -> bool {
     !matches!(status, QuestionStatus::Open | QuestionStatus::Researching)
 }
@@ -94,9 +104,12 @@ fn is_settled(status: QuestionStatus) -> bool {
 /// Answer `lookup`: each question's status and, when answered, the answer. With a wait and
 /// nothing settled yet, hold until one of the questions changes, the time is up, or askloop
 /// shuts down; then read again.
+///
+/// An agent sees only the questions it asked: another agent's is reported as not found.
 pub async fn lookup(
     db: &DatabaseConnection,
     live: &LiveHub,
+    asker: &Asker,
     lookup: Lookup,
 ) -> Result<Value, ServiceError> {
     let niche = find_niche(db, &NicheRef::Slug(lookup.niche_slug.clone()))
@@ -104,7 +117,7 @@ pub async fn lookup(
         .ok_or_else(|| ServiceError::NotFound(format!("no niche '{}'", lookup.niche_slug)))?;
     // Subscribe before reading, so a change between the read and the wait is not missed.
     let mut changes = live.subscribe();
-    let found = read(db, &niche, &lookup.external_ids).await?;
+    let found = read(db, asker, &niche, &lookup.external_ids).await?;
     let Some(wait) = lookup.wait else {
         return Ok(render(&lookup.external_ids, &found));
     };
@@ -119,9 +132,10 @@ pub async fn lookup(
         .map(|(external, (q, _))| (external.as_str(), q.updated_at))
         .collect();
     let is_news = |q: &agent_questions::Model| {
-        q.external_id.as_deref().is_some_and(|id| {
-            wanted.contains(id) && seen.get(id).is_none_or(|read_at| q.updated_at > *read_at)
-        })
+        q.registered_agent_id == asker.agent_id()
+            && q.external_id.as_deref().is_some_and(|id| {
+                wanted.contains(id) && seen.get(id).is_none_or(|read_at| q.updated_at > *read_at)
+            })
     };
     let stopped = live.stopped();
     tokio::pin!(stopped);
@@ -141,7 +155,7 @@ pub async fn lookup(
             },
         }
     }
-    let found = read(db, &niche, &lookup.external_ids).await?;
+    let found = read(db, asker, &niche, &lookup.external_ids).await?;
     Ok(render(&lookup.external_ids, &found))
 }
 
@@ -166,11 +180,13 @@ fn review_word(status: ContributionStatus) -> &'static str {
 
 async fn read(
     db: &DatabaseConnection,
+    asker: &Asker,
     niche: &niches::Model,
     external_ids: &[String],
 ) -> Result<Found, ServiceError> {
     let questions = agent_questions::Entity::find()
         .filter(agent_questions::Column::NicheId.eq(niche.id))
+        .filter(asked_by(asker))
         .filter(agent_questions::Column::ExternalId.is_in(external_ids.iter().cloned()))
         .all(db)
         .await?;

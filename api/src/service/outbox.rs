@@ -8,6 +8,8 @@
 //! lease run out, after which the row is claimed and sent again with the same envelope id.
 
 use chrono::{DateTime, Utc};
+use entity::agent_questions;
+use entity::agents::{self, AgentStatus};
 use entity::deliveries::{self, DeliveryStatus};
 use entity::delivery_attempts;
 use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType, Query};
@@ -57,19 +59,20 @@ impl EventType {
         }
     }
 
+    /// Every event askloop sends.
+    pub const ALL: [EventType; 7] = [
+        EventType::AnswerCreated,
+        EventType::ResearchRequested,
+        EventType::QuestionExpired,
+        EventType::QuestionDismissed,
+        EventType::NeedsContext,
+        EventType::AnswerVerified,
+        EventType::AnswerRejected,
+    ];
+
     /// The event named `name`, if askloop sends one by that name.
     pub fn parse(name: &str) -> Option<Self> {
-        [
-            EventType::AnswerCreated,
-            EventType::ResearchRequested,
-            EventType::QuestionExpired,
-            EventType::QuestionDismissed,
-            EventType::NeedsContext,
-            EventType::AnswerVerified,
-            EventType::AnswerRejected,
-        ]
-        .into_iter()
-        .find(|e| e.as_str() == name)
+        Self::ALL.into_iter().find(|e| e.as_str() == name)
     }
 }
 
@@ -102,35 +105,60 @@ pub fn envelope(id: &str, event: &NewEvent, now: DateTime<Utc>) -> Value {
     })
 }
 
-/// Write `event` to the outbox on `conn` (the caller's transaction), due at once.
+/// Write `event` to the outbox on `conn` (the caller's transaction), due at once, addressed to
+/// the agent that asked the question (docs/contract.md#agents). An event the agent's endpoint
+/// does not want is not written at all (none).
 pub async fn enqueue<C: ConnectionTrait>(
     conn: &C,
     event: NewEvent,
     now: DateTime<Utc>,
-) -> Result<deliveries::Model, ServiceError> {
+) -> Result<Option<deliveries::Model>, ServiceError> {
+    let agent_id = match event.question_id {
+        Some(question_id) => agent_questions::Entity::find_by_id(question_id)
+            .select_only()
+            .column(agent_questions::Column::RegisteredAgentId)
+            .into_tuple::<Option<i64>>()
+            .one(conn)
+            .await?
+            .flatten(),
+        None => None,
+    };
+    if let Some(agent_id) = agent_id {
+        let wanted = agents::Entity::find_by_id(agent_id)
+            .one(conn)
+            .await?
+            .map(|agent| crate::service::agents::wanted_events(&agent))
+            .unwrap_or_default();
+        if !wanted.is_empty() && !wanted.iter().any(|name| name == event.event.as_str()) {
+            return Ok(None);
+        }
+    }
     let envelope_id = format!("evt_{}", uuid::Uuid::new_v4().simple());
     let body = envelope(&envelope_id, &event, now).to_string();
-    Ok(deliveries::ActiveModel {
-        id: NotSet,
-        envelope_id: Set(envelope_id),
-        event_type: Set(event.event.as_str().to_owned()),
-        niche_id: Set(event.niche_id),
-        question_id: Set(event.question_id),
-        body: Set(body),
-        status: Set(DeliveryStatus::Pending),
-        attempts: Set(0),
-        next_attempt_at: Set(now),
-        claim_token: Set(None),
-        claimed_until: Set(None),
-        last_status_code: Set(None),
-        last_error: Set(None),
-        retry_from: Set(now),
-        delivered_at: Set(None),
-        created_at: Set(now),
-        updated_at: Set(now),
-    }
-    .insert(conn)
-    .await?)
+    Ok(Some(
+        deliveries::ActiveModel {
+            id: NotSet,
+            envelope_id: Set(envelope_id),
+            event_type: Set(event.event.as_str().to_owned()),
+            niche_id: Set(event.niche_id),
+            question_id: Set(event.question_id),
+            agent_id: Set(agent_id),
+            body: Set(body),
+            status: Set(DeliveryStatus::Pending),
+            attempts: Set(0),
+            next_attempt_at: Set(now),
+            claim_token: Set(None),
+            claimed_until: Set(None),
+            last_status_code: Set(None),
+            last_error: Set(None),
+            retry_from: Set(now),
+            delivered_at: Set(None),
+            created_at: Set(now),
+            updated_at: Set(now),
+        }
+        .insert(conn)
+        .await?,
+    ))
 }
 
 /// A claimed delivery: the row and the token that proves the claim.
@@ -142,13 +170,26 @@ pub struct Claimed {
     pub token: String,
 }
 
-/// Claim up to `limit` due deliveries for `lease`.
+/// Claim up to `limit` due deliveries for `lease`: those of registered agents that are active
+/// and have a URL, and the default agent's when `default_has_url` (`CHOVY_WEBHOOK_URL` is set).
+/// A disabled agent's deliveries are not claimed, so they wait without an attempt.
 pub async fn claim_due(
     db: &DatabaseConnection,
     limit: u64,
     lease: std::time::Duration,
+    default_has_url: bool,
     now: DateTime<Utc>,
 ) -> Result<Vec<Claimed>, ServiceError> {
+    let mut sendable = Query::select();
+    sendable
+        .column(agents::Column::Id)
+        .from(agents::Entity)
+        .and_where(agents::Column::Status.eq(AgentStatus::Active))
+        .and_where(agents::Column::WebhookUrl.is_not_null());
+    let mut whose = Condition::any().add(deliveries::Column::AgentId.in_subquery(sendable));
+    if default_has_url {
+        whose = whose.add(deliveries::Column::AgentId.is_null());
+    }
     let token = uuid::Uuid::new_v4().simple().to_string();
     let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60));
     let mut due = Query::select();
@@ -157,13 +198,29 @@ pub async fn claim_due(
         .and_where(deliveries::Column::Status.eq(DeliveryStatus::Pending))
         .and_where(deliveries::Column::NextAttemptAt.lte(now))
         .cond_where(
-            Condition::any()
-                .add(deliveries::Column::ClaimedUntil.is_null())
-                .add(deliveries::Column::ClaimedUntil.lte(now)),
+            Condition::all().add(whose).add(
+                Condition::any()
+                    .add(deliveries::Column::ClaimedUntil.is_null())
+                    .add(deliveries::Column::ClaimedUntil.lte(now)),
+            ),
         )
         .order_by(deliveries::Column::NextAttemptAt, Order::Asc)
         .order_by(deliveries::Column::Id, Order::Asc)
         .limit(limit);
+    // A plain read first: when nothing is due (most polls, and every poll of an askloop that
+    // has no endpoint to send to) no write transaction is opened, so idle polling never takes
+    // SQLite's write lock from the writers that matter. The claim below still decides.
+    let anything_due = deliveries::Entity::find()
+        .select_only()
+        .column(deliveries::Column::Id)
+        .filter(deliveries::Column::Id.in_subquery(due.clone()))
+        .limit(1)
+        .into_tuple::<i64>()
+        .one(db)
+        .await?;
+    if anything_due.is_none() {
+        return Ok(Vec::new());
+    }
     if db.get_database_backend() == DbBackend::Postgres {
         due.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
     }
@@ -195,6 +252,27 @@ pub async fn claim_due(
             token: token.clone(),
         })
         .collect())
+}
+
+/// Let go of a claimed delivery without an attempt (its agent was disabled or lost its URL
+/// between the claim and the send): it waits, unchanged, for the next claim that may send it.
+pub async fn release(
+    db: &DatabaseConnection,
+    claimed: &Claimed,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    deliveries::Entity::update_many()
+        .col_expr(deliveries::Column::ClaimToken, Expr::value(None::<String>))
+        .col_expr(
+            deliveries::Column::ClaimedUntil,
+            Expr::value(None::<DateTime<Utc>>),
+        )
+        .col_expr(deliveries::Column::UpdatedAt, Expr::value(now))
+        .filter(deliveries::Column::Id.eq(claimed.delivery.id))
+        .filter(deliveries::Column::ClaimToken.eq(claimed.token.clone()))
+        .exec(db)
+        .await?;
+    Ok(())
 }
 
 /// What one attempt came to.

@@ -12,7 +12,9 @@ use crate::domain::intake::NicheRef;
 use crate::domain::text::{CONTEXT_MAX, IDENTIFIER_MAX, cap, char_len};
 use crate::error::{Conflict, ServiceError};
 use crate::live::ChangeHint;
+use crate::service::agents::Asker;
 use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::lookup::asked_by;
 use crate::service::niches::find_niche;
 
 /// Research results as the agent sent them.
@@ -70,9 +72,12 @@ pub fn parse(body: &Value) -> Result<ResearchResult, ServiceError> {
 /// findings are appended to the context as a dated section (earlier text is never rewritten;
 /// findings that would take the context past its cap are refused), the round advances so those
 /// who declined see it again, and a researching question is open again.
+///
+/// An agent adds research only to questions it asked; another agent's is not found (404).
 pub async fn research_returned(
     db: &DatabaseConnection,
     hint: &ChangeHint,
+    asker: &Asker,
     result: ResearchResult,
     now: DateTime<Utc>,
 ) -> Result<agent_questions::Model, ServiceError> {
@@ -82,6 +87,7 @@ pub async fn research_returned(
     let found = agent_questions::Entity::find()
         .filter(agent_questions::Column::NicheId.eq(niche.id))
         .filter(agent_questions::Column::ExternalId.eq(result.external_id.as_str()))
+        .filter(asked_by(asker))
         .one(db)
         .await?
         .ok_or_else(|| {

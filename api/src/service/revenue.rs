@@ -19,6 +19,7 @@ use crate::domain::intake::NicheRef;
 use crate::domain::ledger::{self, Costs, WHOLE_BPS};
 use crate::domain::text::{IDENTIFIER_MAX, char_len};
 use crate::error::ServiceError;
+use crate::service::agents::Asker;
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::niches::find_niche;
 use crate::service::{scores, standing};
@@ -133,14 +134,22 @@ pub struct Booked {
 }
 
 /// Book a revenue event and finalise it; the same external id again books nothing.
+/// A registered agent books revenue only in its niches (403 elsewhere).
 pub async fn book(
     db: &DatabaseConnection,
+    asker: &Asker,
     new: NewRevenue,
     now: DateTime<Utc>,
 ) -> Result<Booked, ServiceError> {
     let niche = find_niche(db, &NicheRef::Slug(new.niche_slug.clone()))
         .await?
         .ok_or_else(|| ServiceError::NotFound(format!("no niche '{}'", new.niche_slug)))?;
+    if !asker.may_use_niche(niche.id) {
+        return Err(ServiceError::Forbidden(format!(
+            "this agent may not book revenue in '{}'",
+            niche.slug
+        )));
+    }
     let ladder = scores::ladder(db).await?;
     let shares = standing::niche_shares(db, niche.id, &ladder).await?;
     let txn = begin_write(db).await?;

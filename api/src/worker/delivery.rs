@@ -1,7 +1,9 @@
-//! The outbox worker: sends due deliveries to `CHOVY_WEBHOOK_URL` (signed afresh at every
-//! attempt, with a timeout) and records each attempt. It stops when askloop shuts down; a
+//! The outbox worker: sends due deliveries to the endpoint of the agent that asked — a registered
+//! agent's own URL and scheme, or `CHOVY_WEBHOOK_URL` for the default agent — signed afresh at
+//! every attempt, with a timeout, and records each attempt. It stops when askloop shuts down; a
 //! delivery cut off mid-send is claimed and sent again once its lease runs out.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use chrono::Utc;
@@ -9,8 +11,12 @@ use futures::StreamExt;
 use rand::Rng;
 
 use super::WorkerContext;
+use entity::agents::WebhookScheme;
+
+use crate::domain::agents::standard_signature_header;
 use crate::domain::delivery::{RetryPolicy, parse_retry_after};
-use crate::service::outbox;
+use crate::domain::signing::{SIGNATURE_HEADER, SigningKeys};
+use crate::service::{agents, outbox};
 
 /// How many deliveries are sent at once, and so how many one claim takes: every claimed row is
 /// sent at once, so none waits in the worker while its lease runs down.
@@ -18,7 +24,7 @@ const IN_FLIGHT: usize = 8;
 const BATCH: u64 = IN_FLIGHT as u64;
 
 /// Claim and send due deliveries until the process stops.
-pub(super) async fn deliver_forever(state: WorkerContext, url: String) {
+pub(super) async fn deliver_forever(state: WorkerContext) {
     let settings = state.config.delivery;
     // Redirects are never followed: the signed envelope goes to the configured URL only, and a
     // 3xx is a failed attempt (its Location is recorded), not a reason to send it elsewhere.
@@ -40,7 +46,16 @@ pub(super) async fn deliver_forever(state: WorkerContext, url: String) {
         window: settings.retry_window,
     };
     loop {
-        let claimed = match outbox::claim_due(&state.db, BATCH, settings.lease, Utc::now()).await {
+        let default_has_url = state.config.webhook_url.is_some();
+        let claimed = match outbox::claim_due(
+            &state.db,
+            BATCH,
+            settings.lease,
+            default_has_url,
+            Utc::now(),
+        )
+        .await
+        {
             Ok(claimed) => claimed,
             Err(err) => {
                 tracing::warn!(error = %err, "claiming deliveries failed; trying again shortly");
@@ -51,11 +66,33 @@ pub(super) async fn deliver_forever(state: WorkerContext, url: String) {
             tokio::time::sleep(settings.poll).await;
             continue;
         }
+        let agent_ids: Vec<i64> = claimed.iter().filter_map(|c| c.delivery.agent_id).collect();
+        let destinations = match agents::destinations(
+            &state.db,
+            state.config.data_key.as_ref(),
+            &agent_ids,
+            Utc::now(),
+        )
+        .await
+        {
+            Ok(found) => found,
+            Err(err) => {
+                tracing::warn!(error = %err, "reading agents' endpoints failed; their deliveries are sent once the claims run out");
+                HashMap::new()
+            }
+        };
         futures::stream::iter(claimed)
             .for_each_concurrent(IN_FLIGHT, |claimed| {
-                let (state, client, url) = (&state, &client, &url);
+                let (state, client, destinations) = (&state, &client, &destinations);
                 async move {
-                    let attempt = send(state, client, url, &claimed).await;
+                    let Some(destination) = destination_of(state, destinations, &claimed) else {
+                        // Disabled (or left without a URL) since the claim: it waits, unsent.
+                        if let Err(err) = outbox::release(&state.db, &claimed, Utc::now()).await {
+                            tracing::warn!(error = %err, "a claim could not be released; it runs out");
+                        }
+                        return;
+                    };
+                    let attempt = send(state, client, &destination, &claimed).await;
                     let jitter = rand::rng().random::<f64>();
                     match outbox::record(&state.db, &claimed, &attempt, &policy, jitter, Utc::now()).await {
                         Ok(status) => tracing::info!(
@@ -77,27 +114,72 @@ pub(super) async fn deliver_forever(state: WorkerContext, url: String) {
     }
 }
 
-/// POST the envelope, signed now, and say how it went.
+/// Where one delivery goes: the default agent's URL and secrets, or its registered agent's
+/// destination (none when that agent may not be sent to now).
+fn destination_of(
+    state: &WorkerContext,
+    destinations: &HashMap<i64, agents::Destination>,
+    claimed: &outbox::Claimed,
+) -> Option<agents::Destination> {
+    match claimed.delivery.agent_id {
+        Some(agent_id) => destinations.get(&agent_id).cloned(),
+        None => state
+            .config
+            .webhook_url
+            .clone()
+            .map(|url| agents::Destination {
+                url,
+                scheme: WebhookScheme::Chovy,
+                secrets: Vec::new(),
+            }),
+    }
+}
+
+/// POST the envelope, signed now by the destination's scheme, and say how it went.
 async fn send(
     state: &WorkerContext,
     client: &reqwest::Client,
-    url: &str,
+    destination: &agents::Destination,
     claimed: &outbox::Claimed,
 ) -> outbox::Attempt {
     let at = Utc::now();
     let started = Instant::now();
     let body = claimed.delivery.body.clone();
     let mut request = client
-        .post(url)
+        .post(&destination.url)
         .header("content-type", "application/json")
         .header("x-askloop-event", &claimed.delivery.event_type)
         .header("x-askloop-delivery", &claimed.delivery.envelope_id);
-    if let Some(signature) = state
-        .config
-        .signing
-        .sign_header(body.as_bytes(), at.timestamp())
-    {
-        request = request.header(crate::domain::signing::SIGNATURE_HEADER, signature);
+    // The default agent signs with CHOVY_SIGNING_SECRET(_PREVIOUS); a registered agent with its
+    // own secrets, current first (docs/contract.md#webhook-schemes).
+    let keys = match claimed.delivery.agent_id {
+        None => state.config.signing.clone(),
+        Some(_) => SigningKeys::new(
+            destination.secrets.first().cloned(),
+            destination.secrets.get(1).cloned(),
+        ),
+    };
+    match destination.scheme {
+        WebhookScheme::Chovy => {
+            if let Some(signature) = keys.sign_header(body.as_bytes(), at.timestamp()) {
+                request = request.header(SIGNATURE_HEADER, signature);
+            }
+        }
+        WebhookScheme::Standard => {
+            let envelope_id = &claimed.delivery.envelope_id;
+            request = request
+                .header("webhook-id", envelope_id)
+                .header("webhook-timestamp", at.timestamp().to_string())
+                .header(
+                    "webhook-signature",
+                    standard_signature_header(
+                        destination.secrets.iter().map(String::as_str),
+                        envelope_id,
+                        at.timestamp(),
+                        body.as_bytes(),
+                    ),
+                );
+        }
     }
     let response = request.body(body).send().await;
     let duration = started.elapsed();

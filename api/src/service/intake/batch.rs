@@ -10,7 +10,8 @@
 //! - A batch is written by a task of its own, started by the first intake to find no batch being
 //!   written and ending when none is waiting, so a client that goes away mid-request cannot
 //!   cancel the others' writes.
-//! - An intake the budget refuses leaves nothing behind and does not disturb the rest of its batch.
+//! - An intake refused on the way (over budget, or another agent's external id) leaves nothing
+//!   behind and does not disturb the rest of its batch.
 //! - Any other failure (a database error) rolls the whole batch back, and its intakes are then
 //!   written one by one, each in its own transaction, so one cannot fail another.
 
@@ -153,8 +154,11 @@ async fn write_together(
     for job in batch {
         match write(&txn, &job.store).await {
             Ok(outcome) => outcomes.push(Ok(outcome)),
-            // Refused, with nothing of it left in the transaction.
-            Err(refused @ ServiceError::OverBudget { .. }) => outcomes.push(Err(refused)),
+            // Refused (over budget, or another agent's external id), with nothing of it left in
+            // the transaction.
+            Err(refused @ (ServiceError::OverBudget { .. } | ServiceError::Conflict(_))) => {
+                outcomes.push(Err(refused));
+            }
             Err(err) => {
                 txn.rollback().await?;
                 return Err(err);
