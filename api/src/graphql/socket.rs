@@ -77,7 +77,7 @@ pub async fn upgrade(
     // every idle subscriber cost a quarter of a megabyte. The write buffer is bounded so a peer
     // that stops reading cannot grow it without limit.
     let upgrade = upgrade
-        .read_buffer_size(4 * 1024)
+        .read_buffer_size(1024)
         .write_buffer_size(0)
         .max_write_buffer_size(256 * 1024)
         .max_message_size(limits.max_message_bytes)
