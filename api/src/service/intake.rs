@@ -7,8 +7,8 @@ use entity::niches;
 use entity::niches::NicheStatus;
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait,
-    NotSet, QueryFilter, TryInsertResult,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, NotSet,
+    QueryFilter, TryInsertResult,
 };
 use serde_json::json;
 
@@ -118,10 +118,7 @@ pub async fn receive_question(
         lifetime,
         now,
     };
-    match db.get_database_backend() {
-        DbBackend::Sqlite => batch::submit(db, hint, store).await,
-        _ => store_alone(db, hint, &store).await,
-    }
+    batch::submit(db, hint, store).await
 }
 
 /// One intake, checked and ready to be written.

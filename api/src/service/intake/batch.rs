@@ -1,25 +1,26 @@
-//! Group commit for intake on SQLite (docs/architecture.md#intake-on-sqlite-group-commit).
+//! Group commit for intake (docs/architecture.md#intake-group-commit).
 //!
-//! SQLite has one writer at a time, and a transaction's fixed costs — `BEGIN`, `COMMIT`, the
-//! write-ahead log frames of every page it touched — are most of what one small intake costs.
-//! So intakes that arrive while another batch is being written wait together, and are written
-//! together: one transaction, each intake checked and written in turn exactly as it would be alone
-//! (its own duplicate check, budget reservation and audit rows), then one commit. Each request is
-//! answered only after that commit: nothing is acknowledged that is not in the database.
+//! A transaction's fixed costs — `BEGIN`, `COMMIT`, their round trips, the write-ahead log
+//! frames of every page it touched — are most of what one small intake costs. So intakes that
+//! arrive while batches are being written wait together, and are written together: one
+//! transaction, each intake checked and written in turn exactly as it would be alone (its own
+//! duplicate check, budget reservation and audit rows), then one commit. Each request is answered
+//! only after that commit: nothing is acknowledged that is not in the database.
 //!
-//! - A batch is written by a task of its own, started by the first intake to find no batch being
-//!   written and ending when none is waiting, so a client that goes away mid-request cannot
-//!   cancel the others' writes.
+//! - SQLite has one writer at a time: one batch is written at a time. PostgreSQL writes
+//!   [`POSTGRES_WRITERS`] batches at once (each on its own connection).
+//! - A batch is written by a task of its own, started by an intake that finds fewer batches being
+//!   written than allowed and ending when none is waiting, so a client that goes away mid-request
+//!   cannot cancel the others' writes.
 //! - An intake refused on the way (over budget, or another agent's external id) leaves nothing
 //!   behind and does not disturb the rest of its batch.
 //! - Any other failure (a database error) rolls the whole batch back, and its intakes are then
 //!   written one by one, each in its own transaction, so one cannot fail another.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use sea_orm::DatabaseConnection;
+use sea_orm::{DatabaseConnection, DbBackend};
 use tokio::sync::oneshot;
 
 use super::{IntakeOutcome, Store, store_alone, write};
@@ -29,6 +30,9 @@ use crate::live::ChangeHint;
 
 /// The most intakes one transaction takes.
 pub const MOST: usize = 128;
+
+/// How many batches are written at once on PostgreSQL.
+pub const POSTGRES_WRITERS: usize = 4;
 
 /// The environment variable that makes the process abort after writing a batch and before
 /// committing it: for the test that shows no intake is acknowledged before it is durable.
@@ -40,11 +44,11 @@ struct Job {
     reply: oneshot::Sender<Result<IntakeOutcome, ServiceError>>,
 }
 
-/// The intakes waiting for one database file, and whether a batch is being written.
+/// The intakes waiting for one database, and how many batches are being written.
 #[derive(Default)]
 struct Queue {
     jobs: Vec<Job>,
-    writing: bool,
+    writers: usize,
 }
 
 type Shared = Arc<Mutex<Queue>>;
@@ -55,21 +59,34 @@ fn lock(queue: &Shared) -> std::sync::MutexGuard<'_, Queue> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The queue of the SQLite file `db` writes, shared by every pool of this process that opens it.
-fn queue_for(db: &DatabaseConnection) -> Shared {
-    static QUEUES: OnceLock<Mutex<HashMap<PathBuf, Shared>>> = OnceLock::new();
-    let file = db
-        .get_sqlite_connection_pool()
-        .connect_options()
-        .get_filename()
-        .to_path_buf();
-    QUEUES
+/// The queue of the database `db` writes (a SQLite file, or a PostgreSQL database), shared by
+/// every pool of this process that opens it; and how many batches may be written at once.
+fn queue_for(db: &DatabaseConnection) -> (Shared, usize) {
+    static QUEUES: OnceLock<Mutex<HashMap<String, Shared>>> = OnceLock::new();
+    let (key, writers) = match db.get_database_backend() {
+        DbBackend::Postgres => {
+            let options = db.get_postgres_connection_pool().connect_options();
+            let key = format!(
+                "postgres://{}:{}/{}",
+                options.get_host(),
+                options.get_port(),
+                options.get_database().unwrap_or_default()
+            );
+            (key, POSTGRES_WRITERS)
+        }
+        _ => {
+            let options = db.get_sqlite_connection_pool().connect_options();
+            (format!("sqlite:{}", options.get_filename().display()), 1)
+        }
+    };
+    let queue = QUEUES
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .entry(file)
+        .entry(key)
         .or_default()
-        .clone()
+        .clone();
+    (queue, writers)
 }
 
 /// Write `store` with whatever other intakes arrive meanwhile; its outcome once committed.
@@ -79,11 +96,15 @@ pub(super) async fn submit(
     store: Store,
 ) -> Result<IntakeOutcome, ServiceError> {
     let (reply, outcome) = oneshot::channel();
-    let queue = queue_for(db);
+    let (queue, writers) = queue_for(db);
     let start = {
         let mut waiting = lock(&queue);
         waiting.jobs.push(Job { store, reply });
-        !std::mem::replace(&mut waiting.writing, true)
+        let start = waiting.writers < writers;
+        if start {
+            waiting.writers += 1;
+        }
+        start
     };
     if start {
         tokio::spawn(drain(db.clone(), hint.clone(), queue));
@@ -95,25 +116,36 @@ pub(super) async fn submit(
     })?
 }
 
-/// Marks the queue idle when the writer ends, however it ends (a panic included), so the next
-/// intake starts a new one.
-struct Writing(Shared);
+/// Counts the writer out when it ends, however it ends (a panic included), so the next intake
+/// starts a new one.
+struct Writing {
+    queue: Shared,
+    counted_out: bool,
+}
 
 impl Drop for Writing {
     fn drop(&mut self) {
-        lock(&self.0).writing = false;
+        if !self.counted_out {
+            let mut queue = lock(&self.queue);
+            queue.writers = queue.writers.saturating_sub(1);
+        }
     }
 }
 
 /// Write batches until no intake waits.
 async fn drain(db: DatabaseConnection, hint: ChangeHint, queue: Shared) {
-    let writing = Writing(queue);
+    let mut writing = Writing {
+        queue,
+        counted_out: false,
+    };
     loop {
         let batch: Vec<Job> = {
-            let mut waiting = lock(&writing.0);
+            let mut waiting = lock(&writing.queue);
             if waiting.jobs.is_empty() {
-                waiting.writing = false;
-                // Dropping `writing` sets the same; nothing can slip in between under the lock.
+                // Counted out under the same lock that saw the queue empty: an intake queued
+                // after this finds a writer's place free and starts one.
+                waiting.writers = waiting.writers.saturating_sub(1);
+                writing.counted_out = true;
                 return;
             }
             let take = waiting.jobs.len().min(MOST);
