@@ -1,16 +1,34 @@
 //! Structured logs through `tracing`: pretty for people, JSON for shippers.
+//!
+//! Lines are written to stderr by a thread of their own, so a request never waits on the
+//! terminal or the log shipper's pipe; when that thread falls behind by more than its buffer,
+//! writers wait rather than drop lines.
 
+use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
 
+/// Keeps the log thread running; dropping it writes out what is still buffered.
+#[must_use = "logs written after the guard is dropped are lost"]
+pub struct LogGuard(#[allow(dead_code)] WorkerGuard);
+
+/// How many lines may wait for the log thread before writers wait for it.
+const BUFFERED_LINES: usize = 64 * 1024;
+
 /// Install the global subscriber (once, in `main`). `RUST_LOG` overrides the default filter.
-pub fn init(format: LogFormat) {
+/// Hold the guard until the process ends.
+pub fn init(format: LogFormat) -> LogGuard {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,sea_orm=warn,tower_http=info"));
+    let (writer, guard) = NonBlockingBuilder::default()
+        .lossy(false)
+        .buffered_lines_limit(BUFFERED_LINES)
+        .thread_name("askloop-log")
+        .finish(std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(writer);
     match format {
         LogFormat::Json => builder
             .json()
@@ -19,4 +37,5 @@ pub fn init(format: LogFormat) {
             .init(),
         LogFormat::Pretty => builder.init(),
     }
+    LogGuard(guard)
 }
