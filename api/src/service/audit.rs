@@ -53,7 +53,15 @@ pub async fn record<C: ConnectionTrait>(
     entry: AuditEntry<'_>,
     at: DateTime<Utc>,
 ) -> Result<(), DbErr> {
-    audit_log::Entity::insert(audit_log::ActiveModel {
+    audit_log::Entity::insert(row(entry, at))
+        .exec_without_returning(conn)
+        .await?;
+    Ok(())
+}
+
+/// The row `entry` at `at` becomes, for writers that append several at once ([`record_all`]).
+pub fn row(entry: AuditEntry<'_>, at: DateTime<Utc>) -> audit_log::ActiveModel {
+    audit_log::ActiveModel {
         id: NotSet,
         actor: Set(entry.actor.label()),
         action: Set(entry.action.to_owned()),
@@ -62,8 +70,19 @@ pub async fn record<C: ConnectionTrait>(
         niche_id: Set(entry.niche_id),
         detail: Set(entry.detail),
         created_at: Set(at),
-    })
-    .exec_without_returning(conn)
-    .await?;
+    }
+}
+
+/// Append `rows` in one statement, in their order (nothing for none).
+pub async fn record_all<C: ConnectionTrait>(
+    conn: &C,
+    rows: Vec<audit_log::ActiveModel>,
+) -> Result<(), DbErr> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    audit_log::Entity::insert_many(rows)
+        .exec_without_returning(conn)
+        .await?;
     Ok(())
 }

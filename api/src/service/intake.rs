@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 use entity::agent_questions::{self, QuestionStatus, Urgency};
-use entity::niches;
 use entity::niches::NicheStatus;
+use entity::{audit_log, niches};
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, NotSet,
@@ -142,8 +142,10 @@ async fn store_alone(
     store: &Store,
 ) -> Result<IntakeOutcome, ServiceError> {
     let txn = begin_write(db).await?;
-    match write(&txn, store).await {
+    let mut created = Vec::with_capacity(1);
+    match write(&txn, store, &mut created).await {
         Ok(outcome) => {
+            audit::record_all(&txn, created).await?;
             txn.commit().await?;
             if !outcome.duplicate {
                 hint.changed();
@@ -160,8 +162,14 @@ async fn store_alone(
 /// Write one intake inside `txn`: the question (or find the one stored before under its
 /// external id), its bounty's reservation and their audit rows. A bounty the budget cannot
 /// cover leaves nothing behind (its question row is removed again) and answers 402, so the
-/// transaction may go on to commit other intakes.
-async fn write<C: ConnectionTrait>(txn: &C, store: &Store) -> Result<IntakeOutcome, ServiceError> {
+/// transaction may go on to commit other intakes. The question's `question.created` audit row
+/// is added to `created`, for the caller to append with the others of its transaction in one
+/// statement before it commits.
+async fn write<C: ConnectionTrait>(
+    txn: &C,
+    store: &Store,
+    created: &mut Vec<audit_log::ActiveModel>,
+) -> Result<IntakeOutcome, ServiceError> {
     let Store {
         niche,
         new,
@@ -270,8 +278,7 @@ async fn write<C: ConnectionTrait>(txn: &C, store: &Store) -> Result<IntakeOutco
         // As the niche's row was read for this intake.
         budget::balance_of(niche, now)
     };
-    audit::record(
-        txn,
+    created.push(audit::row(
         AuditEntry {
             actor,
             action: "question.created",
@@ -281,8 +288,7 @@ async fn write<C: ConnectionTrait>(txn: &C, store: &Store) -> Result<IntakeOutco
             detail: json!({ "externalId": new.external_id, "bountyMinor": bounty }),
         },
         now,
-    )
-    .await?;
+    ));
     Ok(IntakeOutcome {
         question_id,
         status: QuestionStatus::Open,

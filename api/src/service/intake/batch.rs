@@ -27,6 +27,7 @@ use super::{IntakeOutcome, Store, store_alone, write};
 use crate::db::begin_write;
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
+use crate::service::audit;
 
 /// The most intakes one transaction takes.
 pub const MOST: usize = 128;
@@ -183,8 +184,9 @@ async fn write_together(
 ) -> Result<Vec<Result<IntakeOutcome, ServiceError>>, ServiceError> {
     let txn = begin_write(db).await?;
     let mut outcomes = Vec::with_capacity(batch.len());
+    let mut created = Vec::with_capacity(batch.len());
     for job in batch {
-        match write(&txn, &job.store).await {
+        match write(&txn, &job.store, &mut created).await {
             Ok(outcome) => outcomes.push(Ok(outcome)),
             // Refused (over budget, or another agent's external id), with nothing of it left in
             // the transaction.
@@ -196,6 +198,11 @@ async fn write_together(
                 return Err(err);
             }
         }
+    }
+    // Every question's `question.created` row in one statement.
+    if let Err(err) = audit::record_all(&txn, created).await {
+        txn.rollback().await?;
+        return Err(err.into());
     }
     if abort_before_commit() {
         eprintln!("askloop: {ABORT_BEFORE_COMMIT} is set: aborting before the batch commits");
