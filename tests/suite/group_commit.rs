@@ -3,46 +3,26 @@
 //! every intake acknowledged before a `kill -9` is in the database afterwards.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 use askloop::domain::signing::{SIGNATURE_HEADER, sign};
 use askloop_tests::fixtures::{open_niche, question_body};
-use askloop_tests::{Backend, SECRET, TestDatabase, askloop_binary, test_config};
+use askloop_tests::served::Served;
+use askloop_tests::{Backend, SECRET, TestDatabase, test_config};
 use entity::agent_questions;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter};
 use tokio::sync::Mutex;
 
-/// `askloop serve` on `url` in a process of its own; with `abort_before_commit`, it aborts
-/// after writing its first intake batch and before committing it.
-fn serve(url: &str, abort_before_commit: bool) -> (Child, String) {
-    let mut command = Command::new(askloop_binary());
-    command
-        .arg("serve")
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("DATABASE_URL", url)
-        .env("CHOVY_SIGNING_SECRET", SECRET)
-        .env("ASKLOOP_BIND", "127.0.0.1:0")
-        .env("RUST_LOG", "error")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    if abort_before_commit {
-        command.env("ASKLOOP_TEST_ABORT_BEFORE_COMMIT", "1");
-    }
-    let mut child = command.spawn().expect("askloop starts");
-    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let base = stdout
-        .lines()
-        .map_while(Result::ok)
-        .find_map(|line| {
-            line.strip_prefix("askloop is serving on ")
-                .map(str::to_owned)
-        })
-        .expect("askloop says where it serves");
-    (child, base)
+/// `askloop serve` on `url`; with `abort_before_commit`, it aborts after writing its first
+/// intake batch and before committing it.
+fn serve(url: &str, abort_before_commit: bool) -> Served {
+    let env: &[(&str, &str)] = if abort_before_commit {
+        &[("ASKLOOP_TEST_ABORT_BEFORE_COMMIT", "1")]
+    } else {
+        &[]
+    };
+    Served::start(url, env)
 }
 
 /// Ask `external_id` in `games`: the status, or `None` when no answer came back.
@@ -87,7 +67,8 @@ async fn a_batch_killed_before_its_commit_acknowledged_nothing(backend: Backend)
     let Some((database, db)) = a_database_with_games(backend).await else {
         return;
     };
-    let (mut child, base) = serve(&database.url, true);
+    let mut aborting = serve(&database.url, true);
+    let base = aborting.base.clone();
     let client = reqwest::Client::new();
     let ids: Vec<String> = (0..40).map(|n| format!("gc-{n}")).collect();
     let answers = futures::future::join_all(ids.iter().map(|id| ask(&client, &base, id))).await;
@@ -100,7 +81,7 @@ async fn a_batch_killed_before_its_commit_acknowledged_nothing(backend: Backend)
         acknowledged.is_empty(),
         "acknowledged before the commit: {acknowledged:?}"
     );
-    let exit = tokio::task::spawn_blocking(move || child.wait())
+    let exit = tokio::task::spawn_blocking(move || aborting.child.wait())
         .await
         .expect("joined")
         .expect("askloop exits");
@@ -111,21 +92,21 @@ async fn a_batch_killed_before_its_commit_acknowledged_nothing(backend: Backend)
     );
 
     // The agents retry against a healthy askloop: each question is stored exactly once.
-    let (mut child, base) = serve(&database.url, false);
+    let healthy = serve(&database.url, false);
+    let base = healthy.base.clone();
     let answers = futures::future::join_all(ids.iter().map(|id| ask(&client, &base, id))).await;
     assert!(answers.iter().all(|s| *s == Some(201)), "{answers:?}");
     let again = futures::future::join_all(ids.iter().map(|id| ask(&client, &base, id))).await;
     assert!(again.iter().all(|s| *s == Some(200)), "{again:?}");
     assert_eq!(stored(&db, "gc-").await.len(), ids.len());
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 async fn every_intake_acknowledged_before_a_kill_9_is_in_the_database(backend: Backend) {
     let Some((database, db)) = a_database_with_games(backend).await else {
         return;
     };
-    let (mut child, base) = serve(&database.url, false);
+    let mut served = serve(&database.url, false);
+    let base = served.base.clone();
     let client = reqwest::Client::new();
     let acknowledged = Arc::new(Mutex::new(HashSet::new()));
     // 32 agents asking as fast as they are answered, until askloop is killed under them.
@@ -150,11 +131,11 @@ async fn every_intake_acknowledged_before_a_kill_9_is_in_the_database(backend: B
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     let killed = Command::new("kill")
-        .args(["-KILL", &child.id().to_string()])
+        .args(["-KILL", &served.child.id().to_string()])
         .status()
         .expect("kill runs");
     assert!(killed.success());
-    let _ = child.wait();
+    let _ = served.child.wait();
     for agent in agents {
         agent.await.expect("an agent ends when askloop is gone");
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{Person, operator, person};
+use askloop_tests::served::Served;
 use askloop_tests::socket::{GqlSocket, Received};
 use askloop_tests::{Backend, TestApp, on_both_backends};
 use sea_orm::EntityTrait;
@@ -340,49 +341,9 @@ async fn a_bad_token_in_connection_init_is_refused() {
     }
 }
 
-/// A second askloop, as its own process, on the same database as `app`.
-struct SecondInstance {
-    child: std::process::Child,
-    base: String,
-}
-
-impl SecondInstance {
-    fn start(database_url: &str) -> Self {
-        use std::io::{BufRead, BufReader};
-        use std::process::{Command, Stdio};
-        let mut child = Command::new(askloop_tests::askloop_binary())
-            .arg("serve")
-            .env("DATABASE_URL", database_url)
-            .env("ASKLOOP_BIND", "127.0.0.1:0")
-            .env("CHOVY_SIGNING_SECRET", askloop_tests::SECRET)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("a second askloop starts");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let base = stdout
-            .lines()
-            .map_while(Result::ok)
-            .find_map(|line| {
-                line.strip_prefix("askloop is serving on ")
-                    .map(str::to_owned)
-            })
-            .expect("the second askloop says where it serves");
-        Self { child, base }
-    }
-}
-
-impl Drop for SecondInstance {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// On PostgreSQL: an operator of `games` subscribed to its queue on a second askloop (its own
 /// process) on `app`'s database. `None` when `TEST_DATABASE_URL` is not set.
-async fn subscribed_on_a_second_instance() -> Option<(TestApp, SecondInstance, GqlSocket)> {
+async fn subscribed_on_a_second_instance() -> Option<(TestApp, Served, GqlSocket)> {
     let Some(app) = TestApp::spawn(Backend::Postgres).await else {
         eprintln!("skipped: TEST_DATABASE_URL is not set");
         return None;
@@ -390,7 +351,7 @@ async fn subscribed_on_a_second_instance() -> Option<(TestApp, SecondInstance, G
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let url = app.database_url.clone();
-    let second = tokio::task::spawn_blocking(move || SecondInstance::start(&url))
+    let second = tokio::task::spawn_blocking(move || Served::start(&url, &[]))
         .await
         .expect("started");
     let mut socket = GqlSocket::connect(&second.base, Some(&ana.token)).await;

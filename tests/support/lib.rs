@@ -25,6 +25,7 @@ mod on_both_backends;
 pub mod outbox;
 pub mod people;
 pub mod receiver;
+pub mod served;
 pub mod signed;
 pub mod socket;
 pub mod standard_webhooks;
