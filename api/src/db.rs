@@ -122,6 +122,23 @@ impl ConnectionTrait for WriteTxn {
 /// 100 ms (the tail latency of every write under load). Writers in other processes (the
 /// command line) still meet the busy timeout. PostgreSQL ignores the mode and has no turn.
 pub async fn begin_write(db: &DatabaseConnection) -> Result<WriteTxn, DbErr> {
+    begin_write_checked(db, || async { Ok::<(), DbErr>(()) }).await
+}
+
+/// [`begin_write`], but first — once it is this writer's turn, before anything is begun — run
+/// `check`, a read that may find there is nothing left to write (a question someone else has
+/// just answered): its error is returned without a transaction. Writers that lost a race while
+/// they queued then cost one read instead of a transaction that changes nothing. The check is
+/// an early answer only; the transaction's own conditional writes still decide.
+pub async fn begin_write_checked<E, F, Fut>(
+    db: &DatabaseConnection,
+    check: F,
+) -> Result<WriteTxn, E>
+where
+    E: From<DbErr>,
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<(), E>>,
+{
     let (mode, turn) = match db.get_database_backend() {
         DbBackend::Sqlite => (
             Some(SqliteTransactionMode::Immediate),
@@ -129,6 +146,7 @@ pub async fn begin_write(db: &DatabaseConnection) -> Result<WriteTxn, DbErr> {
         ),
         _ => (None, None),
     };
+    check().await?;
     let txn = db
         .begin_with_options(TransactionOptions {
             sqlite_transaction_mode: mode,
@@ -151,4 +169,89 @@ fn writer_gate(db: &DatabaseConnection) -> Arc<Mutex<()>> {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     gates.entry(file).or_default().clone()
+}
+
+/// Turns by key inside this process: writers that would all fight over one row (everyone
+/// answering one question at once) wait here, in order, instead of each holding a pooled
+/// connection while blocked on the row's lock. The database still decides: this only keeps the
+/// queue out of it. Keys nobody holds or waits for are forgotten.
+#[derive(Default)]
+pub struct Turns {
+    keys: std::sync::Mutex<HashMap<i64, Arc<Mutex<()>>>>,
+}
+
+/// One writer's turn for a key; the next waiter goes when it is dropped.
+pub struct Turn<'a> {
+    turns: &'a Turns,
+    key: i64,
+    lock: Option<Arc<Mutex<()>>>,
+    guard: Option<OwnedMutexGuard<()>>,
+}
+
+impl Turns {
+    /// Wait for the turn at `key`.
+    pub async fn take(&self, key: i64) -> Turn<'_> {
+        let lock = self
+            .keys
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entry(key)
+            .or_default()
+            .clone();
+        let guard = lock.clone().lock_owned().await;
+        Turn {
+            turns: self,
+            key,
+            lock: Some(lock),
+            guard: Some(guard),
+        }
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.guard = None;
+        let mut keys = self
+            .turns
+            .keys
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Ours and the map's: nobody else holds or waits for it.
+        if self
+            .lock
+            .take()
+            .is_some_and(|lock| Arc::strong_count(&lock) == 2)
+        {
+            keys.remove(&self.key);
+        }
+        // A waiter that gave up (its request went away) leaves a key only the map holds.
+        keys.retain(|_, lock| Arc::strong_count(lock) > 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn turns_at_one_key_go_one_at_a_time_and_are_forgotten_after() {
+        let turns = Turns::default();
+        let first = turns.take(7).await;
+        // Another key is not held up.
+        drop(turns.take(8).await);
+        let waiting = tokio::time::timeout(std::time::Duration::from_millis(50), turns.take(7));
+        assert!(
+            waiting.await.is_err(),
+            "a second turn at 7 waits for the first"
+        );
+        drop(first);
+        let second = turns.take(7).await;
+        assert_eq!(turns.keys.lock().map(|k| k.len()).unwrap_or(0), 1);
+        drop(second);
+        assert_eq!(
+            turns.keys.lock().map(|k| k.len()).unwrap_or(usize::MAX),
+            0,
+            "nobody holds or waits: no key is kept"
+        );
+    }
 }

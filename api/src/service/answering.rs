@@ -20,7 +20,7 @@ use sea_orm::{
 };
 use serde_json::json;
 
-use crate::db::begin_write;
+use crate::db::{Turns, begin_write, begin_write_checked};
 use crate::domain::answer::{self, Kind, ValidAnswer};
 use crate::domain::intake::QuestionOption;
 use crate::domain::scoring;
@@ -125,6 +125,12 @@ pub async fn answer_in_niche(
     answer_question(db, hint, viewer, request, now).await
 }
 
+/// The turns of this process's writers to each question.
+fn question_turns() -> &'static Turns {
+    static TURNS: std::sync::OnceLock<Turns> = std::sync::OnceLock::new();
+    TURNS.get_or_init(Turns::default)
+}
+
 /// Answer, decline or send back a question, in the order of docs/contract.md#answering: signed in
 /// (401) → the question exists (404) → it still waits (409) → an active, non-observer member of its
 /// niche (403) → a known kind (400) → an answer has an option or words (400) → one row per person.
@@ -152,7 +158,19 @@ pub async fn answer_question(
     )
     .map_err(ServiceError::BadInput)?;
 
-    let txn = begin_write(db).await?;
+    // Everyone in this process who read the question as waiting queues here, one at a time (not
+    // each holding a pooled connection while blocked on the question's row); by their turn it may
+    // be answered, and then a read says so.
+    let _turn = question_turns().take(question.id).await;
+    let txn = begin_write_checked(db, || async {
+        let now_it_is = find_question(db, question.id).await?;
+        if is_waiting(&now_it_is, now) {
+            Ok(())
+        } else {
+            Err(not_waiting(&now_it_is))
+        }
+    })
+    .await?;
     let result = match valid.kind {
         Kind::Answered => settle(&txn, viewer, &question, &valid, now).await,
         Kind::InsufficientContext | Kind::NeedsResearch => {
