@@ -2,7 +2,6 @@
 //! that behave the same on both.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -158,17 +157,32 @@ where
 
 /// The turn to write one SQLite file, shared by every pool of this process that opens it.
 fn writer_gate(db: &DatabaseConnection) -> Arc<Mutex<()>> {
-    static GATES: OnceLock<std::sync::Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
-    let file = db
-        .get_sqlite_connection_pool()
-        .connect_options()
-        .get_filename()
-        .to_path_buf();
+    static GATES: OnceLock<std::sync::Mutex<HashMap<String, Arc<Mutex<()>>>>> = OnceLock::new();
     let mut gates = GATES
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    gates.entry(file).or_default().clone()
+    gates.entry(database_key(db)).or_default().clone()
+}
+
+/// Which database a pool opens — its SQLite file, or its PostgreSQL server and database — so
+/// that what is kept per database in this process is shared by every pool that opens it.
+pub fn database_key(db: &DatabaseConnection) -> String {
+    match db.get_database_backend() {
+        DbBackend::Postgres => {
+            let options = db.get_postgres_connection_pool().connect_options();
+            format!(
+                "postgres://{}:{}/{}",
+                options.get_host(),
+                options.get_port(),
+                options.get_database().unwrap_or_default()
+            )
+        }
+        _ => {
+            let options = db.get_sqlite_connection_pool().connect_options();
+            format!("sqlite:{}", options.get_filename().display())
+        }
+    }
 }
 
 /// Turns by key inside this process: writers that would all fight over one row (everyone

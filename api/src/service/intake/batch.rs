@@ -64,22 +64,11 @@ fn lock(queue: &Shared) -> std::sync::MutexGuard<'_, Queue> {
 /// every pool of this process that opens it; and how many batches may be written at once.
 fn queue_for(db: &DatabaseConnection) -> (Shared, usize) {
     static QUEUES: OnceLock<Mutex<HashMap<String, Shared>>> = OnceLock::new();
-    let (key, writers) = match db.get_database_backend() {
-        DbBackend::Postgres => {
-            let options = db.get_postgres_connection_pool().connect_options();
-            let key = format!(
-                "postgres://{}:{}/{}",
-                options.get_host(),
-                options.get_port(),
-                options.get_database().unwrap_or_default()
-            );
-            (key, POSTGRES_WRITERS)
-        }
-        _ => {
-            let options = db.get_sqlite_connection_pool().connect_options();
-            (format!("sqlite:{}", options.get_filename().display()), 1)
-        }
+    let writers = match db.get_database_backend() {
+        DbBackend::Postgres => POSTGRES_WRITERS,
+        _ => 1,
     };
+    let key = crate::db::database_key(db);
     let queue = QUEUES
         .get_or_init(Default::default)
         .lock()
