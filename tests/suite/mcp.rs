@@ -4,24 +4,27 @@
 //! intake (same validation, same niche rule, one question per external id); `get_answer` waits
 //! for the answer an operator gives meanwhile; `add_research` and `list_questions` see only the
 //! agent's own questions; every refusal is a tool error with the REST code and changes nothing.
-//! (`askloop agent token` and `revoke-token` are tested with the rest of the command
+//! Also: the official TypeScript SDK, a client that is not askloop's code, asks and hears the
+//! answer. (`askloop agent token` and `revoke-token` are tested with the rest of the command
 //! line, in `cli.rs`.)
 
+use std::process::Stdio;
 use std::time::Duration;
 
 use askloop::service::agent_tokens;
 use askloop::service::agents;
 use askloop::service::audit::Actor;
 use askloop_tests::fixtures::{niche, open_niche};
-use askloop_tests::mcp::{McpClient, agent_with_token};
+use askloop_tests::mcp::{McpClient, agent_with_token, sdk_check_script, sdk_prefix};
 use askloop_tests::people::operator;
-use askloop_tests::{TestApp, on_both_backends};
+use askloop_tests::{Backend, TestApp, on_both_backends};
 use entity::agent_questions;
 use entity::agents::AgentStatus;
 use entity::audit_log;
 use entity::niches::NicheStatus;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\", body: \"Ship early access.\"}) { notice } }";
 const SEND_BACK: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: NEEDS_RESEARCH}) { notice } }";
@@ -751,3 +754,90 @@ on_both_backends!(
     list_questions_pages_through_the_agents_own_questions,
     an_unknown_tool_is_a_protocol_error,
 );
+
+/// The official TypeScript SDK (`@modelcontextprotocol/sdk`, a client that is not askloop's
+/// code) is refused with a wrong token, lists the tools, asks, and waits in `get_answer` for the
+/// answer an operator gives meanwhile; its exit code says whether every check passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_official_typescript_sdk_asks_and_hears_the_answer() {
+    let prefix = sdk_prefix();
+    assert!(
+        prefix
+            .join("node_modules")
+            .join("@modelcontextprotocol")
+            .join("sdk")
+            .is_dir(),
+        "@modelcontextprotocol/sdk is not installed under {}: run the tests with `cargo xtask \
+         test`, which installs it, or set ASKLOOP_MCP_SDK to a folder holding its node_modules",
+        prefix.display()
+    );
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let token = agent_with_token(&app, "sdk-agent", &["games"]).await;
+
+    let mut child = tokio::process::Command::new("node")
+        .arg(sdk_check_script())
+        .env("MCP_SDK_PREFIX", &prefix)
+        .env("ASKLOOP_MCP_URL", app.url("/mcp"))
+        .env("ASKLOOP_MCP_TOKEN", &token)
+        .env("ASKLOOP_MCP_NICHE", "games")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs (it comes with npm)");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut printed = Vec::new();
+    let script = async {
+        while let Some(line) = lines.next_line().await.expect("a line") {
+            printed.push(line.clone());
+            let Some(waiting) = line.strip_prefix("waiting ") else {
+                continue;
+            };
+            // The script now waits in get_answer: an operator answers meanwhile.
+            let id = serde_json::from_str::<Value>(waiting).expect("JSON")["questionId"]
+                .as_i64()
+                .expect("a question id");
+            let answered = app
+                .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+                .await;
+            assert!(answered["errors"].is_null(), "{answered}");
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(90), script)
+        .await
+        .unwrap_or_else(|_| panic!("the script did not finish; it printed {printed:#?}"));
+    let output = child.wait_with_output().await.expect("node finishes");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "the SDK's checks failed: {stderr}\n{printed:#?}"
+    );
+    let step = |name: &str| -> Value {
+        printed
+            .iter()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .and_then(|json| serde_json::from_str(json).ok())
+            .unwrap_or_else(|| panic!("no step {name} in {printed:#?}"))
+    };
+    assert_eq!(
+        step("tools"),
+        json!(["ask_expert", "get_answer", "add_research", "list_questions"])
+    );
+    assert_eq!(step("server")["name"], "askloop");
+    let answer = step("answer");
+    assert_eq!(answer["status"], "answered");
+    assert_eq!(answer["answer"], "Ship early access.");
+    assert_eq!(answer["optionLabel"], "Early access");
+    assert_eq!(answer["answeredBy"], "ana");
+    assert_eq!(step("again")["duplicate"], true);
+    assert_eq!(step("unknown")["code"], "NOT_FOUND");
+    assert_eq!(step("done"), json!(true));
+    assert_eq!(
+        question_count(&app).await,
+        1,
+        "one question for one externalId"
+    );
+}
