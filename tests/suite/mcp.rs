@@ -127,6 +127,16 @@ async fn mcp_refuses_a_request_without_a_live_agent_token(app: TestApp) {
     let get = app.client.get(app.url("/mcp")).send().await.expect("sent");
     assert_refused_with(get, 401, "UNAUTHENTICATED").await;
 
+    // An agent token opens /mcp only: GraphQL does not take it.
+    let graphql = app
+        .graphql(Some(&token), "{ viewer { user { handle } } }", json!({}))
+        .await;
+    assert_eq!(
+        askloop_tests::error_code(&graphql),
+        Some("UNAUTHENTICATED"),
+        "{graphql}"
+    );
+
     let live = initialize_with(&app, Some(&format!("Bearer {token}"))).await;
     assert_eq!(live.status(), 200, "the live token is served");
     assert!(
@@ -161,6 +171,19 @@ async fn mcp_refuses_a_request_without_a_live_agent_token(app: TestApp) {
             "params": {"name": "ask_expert", "arguments": question("games", Some("q-1"))}}))
         .await;
     assert_eq!(response.status(), 401);
+    assert_eq!(question_count(&app).await, 0);
+}
+
+async fn a_body_over_256_kib_is_refused_unread(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let client = agent(&app, "agent-a", &["games"]).await;
+    let mut arguments = question("games", Some("q-big"));
+    arguments["context"] = json!("x".repeat(300 * 1024));
+    let response = client
+        .post(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "ask_expert", "arguments": arguments}}))
+        .await;
+    assert_eq!(response.status(), 413);
     assert_eq!(question_count(&app).await, 0);
 }
 
@@ -739,6 +762,7 @@ async fn an_unknown_tool_is_a_protocol_error(app: TestApp) {
 
 on_both_backends!(
     mcp_refuses_a_request_without_a_live_agent_token,
+    a_body_over_256_kib_is_refused_unread,
     a_disabled_agents_token_is_forbidden_until_it_is_enabled,
     the_four_tools_are_listed_with_their_schemas,
     asking_twice_with_one_external_id_stores_one_question,
