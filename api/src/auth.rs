@@ -140,7 +140,8 @@ pub async fn resolve_caller(
     })
 }
 
-fn bearer_token(headers: &HeaderMap) -> Option<String> {
+/// The token of an `Authorization: Bearer <token>` header (scheme case aside), if any.
+pub fn bearer_token(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme

@@ -231,18 +231,11 @@ impl ServiceError {
         }
     }
 
-    /// Log internal faults once, with their cause chain; the caller's span carries the request id.
-    fn log_if_internal(&self) {
-        if let ServiceError::Internal(cause) = self {
-            tracing::error!(error = format!("{cause:#}"), "internal error");
-        }
-    }
-}
-
-impl IntoResponse for ServiceError {
-    fn into_response(self) -> Response {
-        self.log_if_internal();
-        let body = match &self {
+    /// The JSON body that carries this error: `{error, code, reason?}`, and for `OVER_BUDGET`
+    /// what is left and when it resets. The REST shim answers with it, and the MCP tools return
+    /// it as a tool error. An internal error's text is only `internal error`.
+    pub fn body(&self) -> serde_json::Value {
+        match self {
             ServiceError::OverBudget {
                 remaining_minor,
                 resets_at,
@@ -258,8 +251,21 @@ impl IntoResponse for ServiceError {
                 }
                 None => json!({ "error": self.to_string(), "code": self.code() }),
             },
-        };
-        (self.status(), axum::Json(body)).into_response()
+        }
+    }
+
+    /// Log internal faults once, with their cause chain; the caller's span carries the request id.
+    pub fn log_if_internal(&self) {
+        if let ServiceError::Internal(cause) = self {
+            tracing::error!(error = format!("{cause:#}"), "internal error");
+        }
+    }
+}
+
+impl IntoResponse for ServiceError {
+    fn into_response(self) -> Response {
+        self.log_if_internal();
+        (self.status(), axum::Json(self.body())).into_response()
     }
 }
 

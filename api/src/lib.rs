@@ -12,6 +12,7 @@ pub mod domain;
 pub mod error;
 pub mod graphql;
 pub mod live;
+pub mod mcp;
 pub mod metrics;
 pub mod rest;
 pub mod security_headers;

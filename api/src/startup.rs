@@ -25,7 +25,7 @@ use crate::security_headers;
 use crate::service::passwords;
 use crate::state::AppState;
 use crate::worker::{self, WorkerContext};
-use crate::{db, rest};
+use crate::{db, mcp, rest};
 
 /// A bound, migrated, ready-to-serve askloop.
 pub struct Application {
@@ -164,6 +164,7 @@ pub fn router(state: AppState, graphql: GraphqlEndpoint) -> Router {
     let routes = Router::new()
         .merge(rest::router())
         .merge(graphql::http::routes(graphql))
+        .merge(mcp::router(&state))
         .route_layer(axum::middleware::from_fn_with_state(
             state.metrics.clone(),
             metrics::track,

@@ -3,6 +3,7 @@
 pub mod agent_answers;
 pub mod agent_niches;
 pub mod agent_questions;
+pub mod agent_tokens;
 pub mod agents;
 pub mod allocations;
 pub mod anomaly_signals;
@@ -29,6 +30,7 @@ pub mod prelude {
     pub use super::agent_answers::Entity as AgentAnswers;
     pub use super::agent_niches::Entity as AgentNiches;
     pub use super::agent_questions::Entity as AgentQuestions;
+    pub use super::agent_tokens::Entity as AgentTokens;
     pub use super::agents::Entity as Agents;
     pub use super::allocations::Entity as Allocations;
     pub use super::anomaly_signals::Entity as AnomalySignals;

@@ -20,6 +20,7 @@ mod m20261130_000010_declines_speak;
 mod m20261130_000011_money_waits_for_the_verdict;
 mod m20261130_000012_budget_balance;
 mod m20261130_000013_agents;
+mod m20261130_000014_agent_tokens;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -41,6 +42,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000011_money_waits_for_the_verdict::Migration),
             Box::new(m20261130_000012_budget_balance::Migration),
             Box::new(m20261130_000013_agents::Migration),
+            Box::new(m20261130_000014_agent_tokens::Migration),
         ]
     }
 }

@@ -5,9 +5,10 @@ use std::process::{Command, Output, Stdio};
 
 use askloop::domain::signing::SigningKeys;
 use askloop_tests::fixtures::open_niche;
+use askloop_tests::mcp::{McpClient, agent_with_token, token_for};
 use askloop_tests::{Backend, SECRET, TestApp, TestDatabase, askloop_binary};
-use entity::{api_keys, niche_members, users};
-use sea_orm::{Database, EntityTrait, PaginatorTrait};
+use entity::{api_keys, audit_log, niche_members, users};
+use sea_orm::{ColumnTrait, Database, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::json;
 
 fn askloop(database_url: &str, args: &[&str]) -> Command {
@@ -812,4 +813,122 @@ fn a_malformed_data_key_stops_askloop_before_it_starts() {
         "{}",
         stderr(&output)
     );
+}
+
+/// `askloop agent token` prints a token (alone on stdout) that opens `/mcp`; `revoke-token`
+/// closes it again; both are audited; a wrong agent or nothing to revoke is an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_issues_and_revokes_agent_tokens() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    agent_with_token(&app, "agent-a", &["games"]).await;
+    let url = app.database_url.clone();
+    let cli = |args: &'static [&'static str]| {
+        let url = url.clone();
+        async move {
+            tokio::task::spawn_blocking(move || run(askloop(&url, args)))
+                .await
+                .expect("askloop finished")
+        }
+    };
+
+    let issued = cli(&["agent", "token", "agent-a"]).await;
+    assert!(
+        issued.status.success(),
+        "{}",
+        String::from_utf8_lossy(&issued.stderr)
+    );
+    let token = String::from_utf8_lossy(&issued.stdout).trim().to_owned();
+    assert!(
+        token.starts_with("al_agent_") && !token.contains('\n'),
+        "{token}"
+    );
+    assert!(String::from_utf8_lossy(&issued.stderr).contains("shown once"));
+    let client = McpClient::new(&app, Some(&token));
+    client.initialize().await;
+    client.ok("list_questions", json!({})).await;
+
+    // Revoking one token by its prefix leaves the agent's other token alive.
+    let other = token_for(&app, "agent-a").await;
+    let prefix: String = token.chars().take(17).collect();
+    let url_for_prefix = url.clone();
+    let revoked = tokio::task::spawn_blocking(move || {
+        run(askloop(
+            &url_for_prefix,
+            &["agent", "revoke-token", "agent-a", "--prefix", &prefix],
+        ))
+    })
+    .await
+    .expect("askloop finished");
+    assert!(
+        revoked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&revoked.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&revoked.stdout).starts_with("revoked 1 token(s) of 'agent-a'")
+    );
+    crate::mcp::assert_refused_with(
+        crate::mcp::initialize_with(&app, Some(&format!("Bearer {token}"))).await,
+        401,
+        "UNAUTHENTICATED",
+    )
+    .await;
+    McpClient::new(&app, Some(&other)).initialize().await;
+
+    let all = cli(&["agent", "revoke-token", "agent-a"]).await;
+    assert!(
+        all.status.success(),
+        "{}",
+        String::from_utf8_lossy(&all.stderr)
+    );
+    // Two live before this: the fixture's and `other`.
+    assert!(String::from_utf8_lossy(&all.stdout).starts_with("revoked 2 token(s) of 'agent-a'"));
+    crate::mcp::assert_refused_with(
+        crate::mcp::initialize_with(&app, Some(&format!("Bearer {other}"))).await,
+        401,
+        "UNAUTHENTICATED",
+    )
+    .await;
+
+    let nothing = cli(&["agent", "revoke-token", "agent-a"]).await;
+    assert_eq!(nothing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&nothing.stderr).contains("'agent-a' has no live token"));
+    let unknown = cli(&["agent", "token", "agent-z"]).await;
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no agent 'agent-z'"));
+
+    let actions: Vec<(String, String)> = audit_log::Entity::find()
+        .filter(audit_log::Column::SubjectType.eq("agent"))
+        .filter(audit_log::Column::Action.is_in(["agent.token_issued", "agent.tokens_revoked"]))
+        .order_by_asc(audit_log::Column::Id)
+        .all(&app.db)
+        .await
+        .expect("query")
+        .into_iter()
+        .map(|row| (row.action, row.actor))
+        .collect();
+    let cli = |action: &str| (action.to_owned(), "cli".to_owned());
+    assert_eq!(
+        actions,
+        [
+            cli("agent.token_issued"),
+            cli("agent.token_issued"),
+            cli("agent.token_issued"),
+            cli("agent.tokens_revoked"),
+            cli("agent.tokens_revoked"),
+        ]
+    );
+    let stored = entity::agent_tokens::Entity::find()
+        .all(&app.db)
+        .await
+        .expect("query");
+    assert_eq!(stored.len(), 3);
+    assert!(
+        stored
+            .iter()
+            .all(|t| t.token_hash.len() == 64 && t.token_hash != token),
+        "only hashes are stored"
+    );
+    assert!(stored.iter().all(|t| t.revoked_at.is_some()));
 }

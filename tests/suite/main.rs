@@ -21,6 +21,7 @@ mod held_money;
 mod intake;
 mod ledger_properties;
 mod live;
+mod mcp;
 mod migrations;
 mod money;
 mod properties;

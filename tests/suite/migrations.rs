@@ -1,7 +1,7 @@
 //! Migrations on a database that already holds data: the held-money migration
-//! (`m20261130_000011`), the budget-balance one (`m20261130_000012`) and the agent registry
-//! (`m20261130_000013`) go down and up again on a live askloop's populated database, on both
-//! backends; each direction leaves the checks it
+//! (`m20261130_000011`), the budget-balance one (`m20261130_000012`), the agent registry
+//! (`m20261130_000013`) and agent tokens (`m20261130_000014`) go down and up again on a live
+//! askloop's populated database, on both backends; each direction leaves the checks it
 //! promises (on SQLite, the edited table definition is what every pooled connection then
 //! enforces), and the balance starts from what the ledger sums to.
 
@@ -56,7 +56,8 @@ async fn the_held_money_migration_goes_down_and_up_on_a_populated_database(app: 
     let before = rows(&app).await;
     assert!(before.0 > 0 && before.1 > 0, "{before:?}");
 
-    Migrator::down(&app.db, Some(3)).await.expect("down");
+    // Down to before the held-money migration: it and the three after it.
+    Migrator::down(&app.db, Some(4)).await.expect("down");
     assert_eq!(rows_without_claws_back(&app).await, before.0);
     assert!(
         !accepts(&app, "UPDATE allocations SET status = 'held'").await,
@@ -136,7 +137,8 @@ async fn the_agents_migration_goes_down_and_up_on_a_populated_database(app: Test
     assert!(!registered.secret.is_empty());
     let by_default = app.ask("games", "q-default").await;
 
-    Migrator::down(&app.db, Some(1)).await.expect("down");
+    // Down to before the agents migration: it and the agent tokens after it.
+    Migrator::down(&app.db, Some(2)).await.expect("down");
     assert!(
         !accepts(&app, "SELECT id FROM agents").await,
         "the table is gone"
@@ -172,3 +174,48 @@ async fn the_agents_migration_goes_down_and_up_on_a_populated_database(app: Test
 }
 
 on_both_backends!(the_agents_migration_goes_down_and_up_on_a_populated_database);
+
+async fn the_agent_tokens_migration_goes_down_and_up_on_a_populated_database(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let token = askloop_tests::mcp::agent_with_token(&app, "agent-a", &["games"]).await;
+    assert!(accepts(&app, "SELECT token_hash FROM agent_tokens").await);
+
+    Migrator::down(&app.db, Some(1)).await.expect("down");
+    assert!(
+        !accepts(&app, "SELECT id FROM agent_tokens").await,
+        "the table is gone"
+    );
+    assert!(
+        accepts(&app, "SELECT slug FROM agents").await,
+        "the agents stay"
+    );
+
+    Migrator::up(&app.db, None).await.expect("up again");
+    // The tokens went with their table: the old one no longer resolves.
+    assert_eq!(
+        askloop::service::agent_tokens::resolve(&app.db, &token)
+            .await
+            .expect("resolve"),
+        None
+    );
+    let agent = askloop::service::agents::find(&app.db, "agent-a")
+        .await
+        .expect("agent-a");
+    let insert = |hash: &str, agent_id: i64| {
+        format!(
+            "INSERT INTO agent_tokens (agent_id, prefix, token_hash, created_at) \
+             VALUES ({agent_id}, 'al_agent_x', '{hash}', '2026-01-01T00:00:00Z')"
+        )
+    };
+    assert!(accepts(&app, &insert("h1", agent.id)).await);
+    assert!(
+        !accepts(&app, &insert("h1", agent.id)).await,
+        "token hashes are unique"
+    );
+    assert!(
+        !accepts(&app, &insert("h2", agent.id + 1000)).await,
+        "a token belongs to an agent that exists"
+    );
+}
+
+on_both_backends!(the_agent_tokens_migration_goes_down_and_up_on_a_populated_database);

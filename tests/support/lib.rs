@@ -11,6 +11,7 @@
 //! - [`socket`]: a `graphql-transport-ws` client for subscriptions.
 //! - [`receiver`]: an agent that receives askloop's webhooks and verifies them.
 //! - [`standard_webhooks`]: the Standard Webhooks npm library's verdict on a delivery.
+//! - [`mcp`]: MCP over HTTP by hand, agents with tokens, and where the TypeScript SDK lives.
 //! - [`browser`]: headless Chromium over the DevTools protocol.
 //! - [`axe`]: axe-core's accessibility checks on the page a browser shows.
 //! - [`on_both_backends!`]: one storage test per backend.
@@ -21,6 +22,7 @@ pub mod browser;
 pub mod database;
 pub mod fixtures;
 pub mod graphql;
+pub mod mcp;
 mod on_both_backends;
 pub mod outbox;
 pub mod people;

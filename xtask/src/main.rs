@@ -20,6 +20,9 @@
 //! `target/tools`, or at `ASKLOOP_AXE`). A delivery askloop signed with the Standard Webhooks
 //! scheme is checked by that scheme's own npm library, `standardwebhooks` (pinned, installed the
 //! same way; the tests run it with node from `target/tools`, or from `ASKLOOP_STANDARDWEBHOOKS`).
+//! askloop's MCP server is driven by a client other than its own code, the official TypeScript
+//! SDK `@modelcontextprotocol/sdk` (pinned, installed the same way; the tests run
+//! `tests/mcp-client/check.mjs` with node against it, from `target/tools` or `ASKLOOP_MCP_SDK`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -37,6 +40,9 @@ const AXE: &str = "axe-core@4.14.1";
 /// The Standard Webhooks library that verifies a real delivery in the suite;
 /// `tests/support/standard_webhooks.rs` names the same version.
 const STANDARD_WEBHOOKS_PACKAGE: &str = "standardwebhooks@1.1.1";
+/// The official MCP TypeScript SDK, the client of askloop's MCP server in the suite's
+/// interoperability test; `tests/support/mcp.rs` names the same version.
+const MCP_SDK_PACKAGE: &str = "@modelcontextprotocol/sdk@1.32.2";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -49,6 +55,7 @@ fn main() -> ExitCode {
                 .and_then(|()| build_web())
                 .and_then(|_| AXE_CORE.install(&target_dir()).map(|_| ()))
                 .and_then(|()| STANDARD_WEBHOOKS.install(&target_dir()).map(|_| ()))
+                .and_then(|()| MCP_SDK.install(&target_dir()).map(|_| ()))
                 .and_then(|()| test(&options))
         }
         Some("bench") => bench::run(&workspace_root(), &args[1..]),
@@ -291,12 +298,21 @@ const STANDARD_WEBHOOKS: NpmTool = NpmTool {
     needed_by: "the test that verifies a delivery with the Standard Webhooks library",
 };
 
+const MCP_SDK: NpmTool = NpmTool {
+    package: MCP_SDK_PACKAGE,
+    file: &["@modelcontextprotocol", "sdk", "package.json"],
+    needed_by: "the test that drives askloop's MCP server with the official TypeScript SDK",
+};
+
 impl NpmTool {
-    /// The npm prefix it is installed under.
+    /// The npm prefix it is installed under: `name-version`, a scope's `@` and `/` dropped
+    /// (`@modelcontextprotocol/sdk@1.32.2` → `modelcontextprotocol-sdk-1.32.2`).
     fn prefix(&self, target_dir: &Path) -> PathBuf {
-        target_dir
-            .join("tools")
-            .join(self.package.replace('@', "-"))
+        target_dir.join("tools").join(
+            self.package
+                .trim_start_matches('@')
+                .replace(['@', '/'], "-"),
+        )
     }
 
     /// Where the file is once installed.
@@ -435,15 +451,16 @@ fn missing_test_packages(needs: Needs) -> Vec<Package> {
             why: "the browser tests drive it over the DevTools protocol",
         });
     }
-    let installed = [WASM_OPT, AXE_CORE, STANDARD_WEBHOOKS]
+    let installed = [WASM_OPT, AXE_CORE, STANDARD_WEBHOOKS, MCP_SDK]
         .iter()
         .all(|tool| tool.path(&target_dir()).is_file());
     if !installed && !runs("npm") {
         missing.push(Package {
             name: "npm",
             why: "it installs the dashboard's size optimiser, wasm-opt, the browser tests' \
-                  accessibility checker, axe-core, and the Standard Webhooks library the \
-                  delivery tests verify with",
+                  accessibility checker, axe-core, the Standard Webhooks library the \
+                  delivery tests verify with, and the MCP TypeScript SDK the MCP test \
+                  drives askloop with",
         });
     }
     missing
@@ -581,7 +598,22 @@ fn count_before(line: &str, label: &str) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{TestOptions, count_before, test_options};
+    use std::path::Path;
+
+    use super::{MCP_SDK, STANDARD_WEBHOOKS, TestOptions, count_before, test_options};
+
+    #[test]
+    fn an_npm_tool_is_installed_in_a_folder_named_after_its_package() {
+        let target = Path::new("/target");
+        assert_eq!(
+            STANDARD_WEBHOOKS.prefix(target),
+            Path::new("/target/tools/standardwebhooks-1.1.1")
+        );
+        assert_eq!(
+            MCP_SDK.prefix(target),
+            Path::new("/target/tools/modelcontextprotocol-sdk-1.32.2")
+        );
+    }
 
     fn strings(args: &[&str]) -> Vec<String> {
         args.iter().map(|a| (*a).to_owned()).collect()

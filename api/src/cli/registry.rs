@@ -1,5 +1,6 @@
 //! `askloop agent …`: the agent registry at the command line (docs/contract.md#agents). Secrets
-//! are printed once, on stdout alone, so `askloop agent rotate x > secret` captures only them;
+//! and agent tokens are printed once, on stdout alone, so `askloop agent rotate x > secret` (or
+//! `askloop agent token x > token`) captures only them;
 //! everything else goes to stderr. Every change is audited with the actor `cli`.
 
 use chrono::{Duration, Utc};
@@ -8,6 +9,7 @@ use entity::agents::{AgentStatus, WebhookScheme};
 
 use crate::config::Config;
 use crate::domain::agents::AgentSlug;
+use crate::service::agent_tokens;
 use crate::service::agents::{
     self, AgentSummary, DEFAULT_RETIRE_PREVIOUS_SECS, Endpoint, NewAgent, parse_events,
     wanted_events,
@@ -57,6 +59,20 @@ pub enum AgentCommand {
     Enable {
         /// The agent.
         slug: String,
+    },
+    /// Issue an agent token for the MCP server (`/mcp`), printed once and never again; the
+    /// agent's other tokens stay valid until revoked.
+    Token {
+        /// The agent.
+        slug: String,
+    },
+    /// Revoke an agent's tokens: all of them, or the one shown as `--prefix`.
+    RevokeToken {
+        /// The agent.
+        slug: String,
+        /// Only the token starting with this (as `agent token` showed it, e.g. al_agent_1a2b3c4d).
+        #[arg(long)]
+        prefix: Option<String>,
     },
     /// List the registered agents (never their secrets).
     List,
@@ -165,6 +181,30 @@ pub async fn run(config: Config, command: AgentCommand) -> anyhow::Result<()> {
             let agent =
                 agents::set_status(&db, &slug, AgentStatus::Active, &Actor::Cli, now).await?;
             println!("enabled {}", describe(&agent));
+        }
+        AgentCommand::Token { slug } => {
+            let issued = agent_tokens::issue(&db, &slug, &Actor::Cli, now).await?;
+            eprintln!(
+                "issued a token for '{slug}' ({}…); send it as Authorization: Bearer <token> to /mcp",
+                issued.row.prefix
+            );
+            eprintln!("the token (shown once; keep it safe):");
+            println!("{}", issued.token);
+        }
+        AgentCommand::RevokeToken { slug, prefix } => {
+            let revoked =
+                agent_tokens::revoke(&db, &slug, prefix.as_deref(), &Actor::Cli, now).await?;
+            if revoked.is_empty() {
+                anyhow::bail!(
+                    "'{slug}' has no live token{}",
+                    prefix.map_or_else(String::new, |p| format!(" shown as '{p}'"))
+                );
+            }
+            println!(
+                "revoked {} token(s) of '{slug}': {}",
+                revoked.len(),
+                revoked.join(", ")
+            );
         }
         AgentCommand::List => {
             for agent in agents::list(&db).await? {

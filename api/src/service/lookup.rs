@@ -1,5 +1,7 @@
 //! Agent-side reads (docs/contract.md#looking-up-questions): an agent reads its questions by
-//! external id, and may hold the request open until one of them changes.
+//! external id, and may hold the request open until one of them changes; the MCP tools
+//! (docs/contract.md#mcp) read one question by id or external id with the same wait, and list an
+//! agent's own questions a page at a time.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -8,7 +10,7 @@ use entity::agent_answers::{self, AnswerKind};
 use entity::agent_questions::{self, QuestionStatus};
 use entity::contribution_events::ContributionStatus;
 use entity::niches;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -162,10 +164,14 @@ pub async fn lookup(
 type Found = HashMap<String, (agent_questions::Model, Option<FoundAnswer>)>;
 
 /// A question's winning answer with who gave it and where it is in review.
-struct FoundAnswer {
-    answer: agent_answers::Model,
-    handle: String,
-    review: &'static str,
+#[derive(Debug, Clone)]
+pub struct FoundAnswer {
+    /// The answer.
+    pub answer: agent_answers::Model,
+    /// The handle of the person who gave it.
+    pub handle: String,
+    /// Where it stands in review: `verified`, `pending`, `rejected` or `reversed`.
+    pub review: &'static str,
 }
 
 /// A review state as the contract spells it.
@@ -190,11 +196,30 @@ async fn read(
         .filter(agent_questions::Column::ExternalId.is_in(external_ids.iter().cloned()))
         .all(db)
         .await?;
+    let mut by_question = answers_of(db, &questions).await?;
+    Ok(questions
+        .into_iter()
+        .filter_map(|q| {
+            let external = q.external_id.clone()?;
+            let answer = by_question.remove(&q.id);
+            Some((external, (q, answer)))
+        })
+        .collect())
+}
+
+/// The winning answer of each answered question among `questions`, by question id.
+async fn answers_of(
+    db: &DatabaseConnection,
+    questions: &[agent_questions::Model],
+) -> Result<HashMap<i64, FoundAnswer>, ServiceError> {
     let answered: Vec<i64> = questions
         .iter()
         .filter(|q| q.status == QuestionStatus::Answered)
         .map(|q| q.id)
         .collect();
+    if answered.is_empty() {
+        return Ok(HashMap::new());
+    }
     let answers = agent_answers::Entity::find()
         .filter(agent_answers::Column::QuestionId.is_in(answered))
         .filter(agent_answers::Column::Kind.eq(AnswerKind::Answered))
@@ -209,7 +234,7 @@ async fn read(
         answers.iter().filter_map(|a| a.contribution_event_id),
     )
     .await?;
-    let mut by_question: HashMap<i64, FoundAnswer> = answers
+    Ok(answers
         .into_iter()
         .map(|answer| {
             let handle = handles.get(&answer.user_id).cloned().unwrap_or_default();
@@ -225,14 +250,6 @@ async fn read(
                     review,
                 },
             )
-        })
-        .collect();
-    Ok(questions
-        .into_iter()
-        .filter_map(|q| {
-            let external = q.external_id.clone()?;
-            let answer = by_question.remove(&q.id);
-            Some((external, (q, answer)))
         })
         .collect())
 }
@@ -261,6 +278,194 @@ fn render(external_ids: &[String], found: &Found) -> Value {
         })
         .collect();
     json!({ "questions": questions })
+}
+
+/// Which of its questions an agent means: askloop's id for it, or the agent's own external id
+/// (with the niche's slug, needed only when the agent used that external id in several niches).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuestionRef {
+    /// askloop's id.
+    Id(i64),
+    /// The agent's external id.
+    External {
+        /// The external id.
+        external_id: String,
+        /// The niche's slug, lowercased.
+        niche: Option<String>,
+    },
+}
+
+/// One of an agent's questions with its winning answer, when it has one.
+#[derive(Debug, Clone)]
+pub struct OwnQuestion {
+    /// The question as it stands.
+    pub question: agent_questions::Model,
+    /// Its winning answer (answered questions only).
+    pub answer: Option<FoundAnswer>,
+}
+
+/// The question `which` names among those `asker` asked. Another agent's question is not found,
+/// exactly like one that does not exist.
+pub async fn find_own(
+    db: &DatabaseConnection,
+    asker: &Asker,
+    which: &QuestionRef,
+) -> Result<agent_questions::Model, ServiceError> {
+    match which {
+        QuestionRef::Id(id) => agent_questions::Entity::find_by_id(*id)
+            .filter(asked_by(asker))
+            .one(db)
+            .await?
+            .ok_or_else(|| ServiceError::NotFound(format!("this agent has no question {id}"))),
+        QuestionRef::External { external_id, niche } => {
+            let mut query = agent_questions::Entity::find()
+                .filter(agent_questions::Column::ExternalId.eq(external_id.as_str()))
+                .filter(asked_by(asker));
+            if let Some(slug) = niche {
+                let found = find_niche(db, &NicheRef::Slug(slug.clone()))
+                    .await?
+                    .ok_or_else(|| ServiceError::NotFound(format!("no niche '{slug}'")))?;
+                query = query.filter(agent_questions::Column::NicheId.eq(found.id));
+            }
+            let mut found = query.limit(2).all(db).await?;
+            match found.len() {
+                0 => Err(ServiceError::NotFound(format!(
+                    "this agent has no question with externalId '{external_id}'"
+                ))),
+                1 => Ok(found.remove(0)),
+                _ => Err(ServiceError::BadInput(format!(
+                    "this agent has questions with externalId '{external_id}' in several \
+                     niches; name the niche, or use questionId"
+                ))),
+            }
+        }
+    }
+}
+
+/// One of `asker`'s questions as it stands, optionally after waiting for it to change.
+///
+/// The wait holds only while the question is open: answered, dismissed, expired or sent back for
+/// research, it is returned at once (the agent has something to act on). Otherwise it is held
+/// until the question changes, `wait` is up, or askloop shuts down, and then read again — the
+/// lookup's long poll, on one question.
+pub async fn await_own(
+    db: &DatabaseConnection,
+    live: &LiveHub,
+    asker: &Asker,
+    which: &QuestionRef,
+    wait: Option<Duration>,
+) -> Result<OwnQuestion, ServiceError> {
+    // Subscribe before reading, so a change between the read and the wait is not missed.
+    let mut changes = live.subscribe();
+    let question = find_own(db, asker, which).await?;
+    let Some(wait) = wait.filter(|_| question.status == QuestionStatus::Open) else {
+        return with_answer(db, question).await;
+    };
+    let (id, read_at) = (question.id, question.updated_at);
+    let stopped = live.stopped();
+    tokio::pin!(stopped);
+    let deadline = tokio::time::sleep(wait);
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            () = &mut deadline => break,
+            () = &mut stopped => break,
+            event = changes.recv() => match event {
+                Ok(LiveEvent::Question(change))
+                    if change.question.id == id && change.question.updated_at > read_at => break,
+                Ok(_) => {}
+                // Fell behind: something may have changed; read again.
+                Err(RecvError::Lagged(_)) => break,
+                Err(RecvError::Closed) => break,
+            },
+        }
+    }
+    let question = find_own(db, asker, &QuestionRef::Id(id)).await?;
+    with_answer(db, question).await
+}
+
+async fn with_answer(
+    db: &DatabaseConnection,
+    question: agent_questions::Model,
+) -> Result<OwnQuestion, ServiceError> {
+    let answer = answers_of(db, std::slice::from_ref(&question))
+        .await?
+        .remove(&question.id);
+    Ok(OwnQuestion { question, answer })
+}
+
+/// Where a page of an agent's own questions starts: after the question with this id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnCursor(pub i64);
+
+impl OwnCursor {
+    /// The opaque text clients pass back.
+    pub fn encode(self) -> String {
+        format!("a{}", self.0)
+    }
+
+    /// Read a cursor a client passed back.
+    pub fn decode(raw: &str) -> Result<Self, ServiceError> {
+        raw.strip_prefix('a')
+            .and_then(|id| id.parse().ok())
+            .map(Self)
+            .ok_or_else(|| ServiceError::BadInput("that cursor is not one askloop gave out".into()))
+    }
+}
+
+/// A page of an agent's own questions, newest first, each with its niche's slug.
+#[derive(Debug, Clone)]
+pub struct OwnPage {
+    /// The questions and their niches' slugs.
+    pub items: Vec<(agent_questions::Model, String)>,
+    /// Where the next page starts, when there is one.
+    pub next: Option<OwnCursor>,
+}
+
+/// The questions `asker` asked, newest first, `first` at a time after `after`, optionally only
+/// those in `status`.
+pub async fn list_own(
+    db: &DatabaseConnection,
+    asker: &Asker,
+    status: Option<QuestionStatus>,
+    first: u64,
+    after: Option<OwnCursor>,
+) -> Result<OwnPage, ServiceError> {
+    let mut query = agent_questions::Entity::find().filter(asked_by(asker));
+    if let Some(status) = status {
+        query = query.filter(agent_questions::Column::Status.eq(status));
+    }
+    if let Some(OwnCursor(id)) = after {
+        query = query.filter(agent_questions::Column::Id.lt(id));
+    }
+    let mut questions = query
+        .order_by_desc(agent_questions::Column::Id)
+        .limit(first + 1)
+        .all(db)
+        .await?;
+    let has_next = questions.len() as u64 > first;
+    questions.truncate(first as usize);
+    let niche_ids: HashSet<i64> = questions.iter().map(|q| q.niche_id).collect();
+    let slugs: HashMap<i64, String> = niches::Entity::find()
+        .filter(niches::Column::Id.is_in(niche_ids))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|n| (n.id, n.slug))
+        .collect();
+    let next = has_next
+        .then(|| questions.last().map(|q| OwnCursor(q.id)))
+        .flatten();
+    Ok(OwnPage {
+        items: questions
+            .into_iter()
+            .map(|q| {
+                let slug = slugs.get(&q.niche_id).cloned().unwrap_or_default();
+                (q, slug)
+            })
+            .collect(),
+        next,
+    })
 }
 
 #[cfg(test)]

@@ -96,6 +96,19 @@ pub async fn research_returned(
                 result.external_id, niche.slug
             ))
         })?;
+    add_findings(db, hint, &found, &result.context, now).await
+}
+
+/// Append `findings` (capped already) to `found`, a question the caller has established is the
+/// asking agent's own, as [`research_returned`] describes: the REST route and the MCP tool
+/// `add_research` both end here.
+pub async fn add_findings(
+    db: &DatabaseConnection,
+    hint: &ChangeHint,
+    found: &agent_questions::Model,
+    findings: &str,
+    now: DateTime<Utc>,
+) -> Result<agent_questions::Model, ServiceError> {
     let txn = begin_write(db).await?;
     // Read again in the writing transaction: the section goes after the context as it is now.
     let question = agent_questions::Entity::find_by_id(found.id)
@@ -107,7 +120,7 @@ pub async fn research_returned(
         txn.rollback().await?;
         return Err(Conflict::NotAwaitingResearch.into());
     }
-    let context = with_findings(question.context.as_deref(), &result.context, now);
+    let context = with_findings(question.context.as_deref(), findings, now);
     if char_len(&context) > CONTEXT_MAX {
         txn.rollback().await?;
         return Err(ServiceError::BadInput(format!(
@@ -143,7 +156,7 @@ pub async fn research_returned(
             action: "question.research_returned",
             subject_type: "question",
             subject_id: question.id,
-            niche_id: Some(niche.id),
+            niche_id: Some(question.niche_id),
             detail: json!({ "round": question.research_round + 1 }),
         },
         now,

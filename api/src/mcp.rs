@@ -1,0 +1,187 @@
+//! The MCP server (docs/contract.md#mcp): `POST/GET /mcp`, the Model Context Protocol's
+//! streamable HTTP transport, served by the official Rust SDK (`rmcp`), for registered agents
+//! holding an agent token.
+//!
+//! Every request is authenticated before the SDK sees it: `Authorization: Bearer <agent token>`
+//! names the agent (missing, unknown or revoked → 401, a disabled agent → 403), and the agent
+//! rides in the request's extensions to the tool, which reads it from the HTTP parts the SDK
+//! hands on. Each request stands alone — no MCP session is kept between requests — so a tool
+//! call may reach any instance sharing the database, and shutting down leaves nothing open but
+//! in-flight calls (a waiting `get_answer` returns at once when askloop stops).
+//!
+//! The tools themselves are in [`tools`]; this module only adapts them to the SDK: a tool's
+//! result is its structured content (and the same JSON as text), and a refusal is a tool error
+//! (`isError: true`) whose structured content is the REST error body, `{error, code, reason?}`.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use crate::auth::bearer_token;
+use crate::error::ServiceError;
+use crate::service::agent_tokens::{self, TokenHolder};
+use crate::service::agents::Asker;
+use crate::state::AppState;
+
+pub mod tools;
+
+/// Where the MCP server is mounted.
+pub const PATH: &str = "/mcp";
+
+/// The agent a request's bearer token named, put in the request's extensions by [`authenticate`].
+#[derive(Debug, Clone)]
+pub struct McpAgent(pub Asker);
+
+/// The `/mcp` route: the SDK's streamable HTTP service behind [`authenticate`].
+pub fn router(state: &AppState) -> Router<AppState> {
+    let config = StreamableHttpServerConfig::default()
+        // No session between requests: see the module's documentation.
+        .with_legacy_session_mode(false)
+        // Plain JSON answers: no tool sends anything before its result.
+        .with_json_response(true)
+        // The SDK's check against DNS rebinding accepts only loopback `Host`s by default. It
+        // guards servers that trust whoever can reach them; this one trusts only a bearer token,
+        // which a page that rebinds a name cannot send, and it runs behind proxies under names
+        // of its own.
+        .disable_allowed_hosts()
+        .with_max_request_body_bytes(state.config.max_body_bytes);
+    let server = AskloopMcp {
+        state: state.clone(),
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    Router::new()
+        .route_service(PATH, service)
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            authenticate,
+        ))
+}
+
+/// Resolve the bearer token to an agent before any MCP message is read.
+pub async fn authenticate(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let Some(token) = bearer_token(request.headers()) else {
+        return unauthenticated("an agent token is required: Authorization: Bearer <token>");
+    };
+    match agent_tokens::resolve(&state.db, &token).await {
+        Ok(Some(TokenHolder::Active(asker))) => {
+            request.extensions_mut().insert(McpAgent(asker));
+            next.run(request).await
+        }
+        Ok(Some(TokenHolder::Disabled)) => {
+            ServiceError::Forbidden("this agent is disabled".into()).into_response()
+        }
+        Ok(None) => unauthenticated("that agent token is unknown or revoked"),
+        Err(err) => err.into_response(),
+    }
+}
+
+/// 401 with the challenge RFC 6750 asks for.
+fn unauthenticated(message: &str) -> Response {
+    let mut response = ServiceError::Unauthenticated(message.to_owned()).into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"askloop\""),
+    );
+    response
+}
+
+/// askloop as an MCP server: the tools of [`tools`], for the agent of each request.
+#[derive(Clone)]
+pub struct AskloopMcp {
+    state: AppState,
+}
+
+const INSTRUCTIONS: &str = "askloop puts an agent's questions in front of people who have done \
+    the job. Call ask_expert with a question in one of your niches, then get_answer with its \
+    questionId (waitSeconds up to 55; call again while the status is open). An answer's review \
+    is pending until an admin checks it; rejected or reversed means discard it. Status \
+    researching means a person wants more context: call add_research with your findings.";
+
+/// The agent the authentication layer found for this request.
+fn caller(context: &RequestContext<RoleServer>) -> Option<Asker> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<McpAgent>())
+        .map(|agent| agent.0.clone())
+}
+
+fn tool_result(result: Result<Value, ServiceError>) -> CallToolResult {
+    match result {
+        Ok(value) => CallToolResult::structured(value),
+        Err(err) => {
+            err.log_if_internal();
+            CallToolResult::structured_error(err.body())
+        }
+    }
+}
+
+impl ServerHandler for AskloopMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("askloop", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = tools::specs()
+            .into_iter()
+            .map(|spec| {
+                Tool::new(spec.name, spec.description, Arc::new(spec.input_schema)).annotate(
+                    ToolAnnotations::new()
+                        .read_only(spec.read_only)
+                        .destructive(false)
+                        .open_world(false),
+                )
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(asker) = caller(&context) else {
+            // Only reachable if the route were mounted without its authentication layer.
+            return Err(ErrorData::internal_error("no agent for this request", None));
+        };
+        if !tools::TOOL_NAMES.contains(&request.name.as_ref()) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool '{}'",
+                    request.name.chars().take(60).collect::<String>()
+                ),
+                None,
+            ));
+        }
+        let arguments = request.arguments.unwrap_or_default();
+        Ok(tool_result(tools::call(&self.state, &asker, &request.name, arguments).await).into())
+    }
+}

@@ -1,0 +1,598 @@
+//! The four MCP tools (docs/contract.md#mcp): their inputs, JSON-schema'd for the client, and
+//! what each does — parse, call the same service the signed REST route calls, shape the result.
+//! Nothing here knows the MCP SDK: a tool takes the calling agent and its arguments and returns
+//! a JSON result or the [`ServiceError`] the REST route would have answered with.
+
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use entity::agent_questions::{self, QuestionStatus};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::domain::intake::parse_new_question;
+use crate::domain::text::{CONTEXT_MAX, IDENTIFIER_MAX, cap, char_len, control_character_at};
+use crate::error::ServiceError;
+use crate::service::agents::Asker;
+use crate::service::intake::{receive_question, refusal_reason};
+use crate::service::lookup::{
+    self, FoundAnswer, MAX_WAIT_SECS, OwnCursor, OwnQuestion, QuestionRef,
+};
+use crate::service::queue::page_size;
+use crate::service::research::add_findings;
+use crate::state::AppState;
+
+/// The tools' names, in the order they are listed.
+pub const TOOL_NAMES: [&str; 4] = ["ask_expert", "get_answer", "add_research", "list_questions"];
+
+/// How urgent a question is.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UrgencyArg {
+    /// Whenever someone has a minute.
+    Low,
+    /// The default.
+    Normal,
+    /// The agent is blocked on it.
+    High,
+}
+
+/// One answer a person may choose.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OptionArg {
+    /// The option's id (echoed back as `optionId` in the answer); at most 200 characters, unique.
+    pub id: String,
+    /// What a person reads; cut to 300 characters.
+    pub label: String,
+}
+
+/// `ask_expert`'s arguments.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AskExpert {
+    /// The niche's slug; one of the niches this agent may ask in.
+    pub niche: String,
+    /// A short title; cut to 300 characters.
+    pub title: String,
+    /// The question itself; cut to 8000 characters.
+    pub question: String,
+    /// What the agent found so far (people see it as untrusted text); cut to 20000 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// Answers to choose from; the first 12 are kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<OptionArg>>,
+    /// `low`, `normal` (the default) or `high`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urgency: Option<UrgencyArg>,
+    /// The bounty offered, in minor units; defaults to the niche's, and may not pass its maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounty_minor: Option<i64>,
+    /// How long the question may wait for an answer: 60 to 2592000 seconds (the niche's default
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_seconds: Option<i64>,
+    /// The agent's own id for the question (at most 200 characters): asking again with the same
+    /// one returns the same question. Without it, the question is named after these arguments,
+    /// so the same arguments again are the same question too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_id: Option<String>,
+}
+
+/// `get_answer`'s arguments.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetAnswer {
+    /// askloop's id of the question (as `ask_expert` returned it); or give `externalId`.
+    #[serde(default)]
+    pub question_id: Option<i64>,
+    /// The agent's own id of the question; or give `questionId`.
+    #[serde(default)]
+    pub external_id: Option<String>,
+    /// The niche's slug, needed only when the same `externalId` was used in several niches.
+    #[serde(default)]
+    pub niche: Option<String>,
+    /// While the question is open, wait up to this many seconds (0 to 55) for it to change.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 55))]
+    pub wait_seconds: Option<u64>,
+}
+
+/// `add_research`'s arguments.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AddResearch {
+    /// askloop's id of the question; or give `externalId`.
+    #[serde(default)]
+    pub question_id: Option<i64>,
+    /// The agent's own id of the question; or give `questionId`.
+    #[serde(default)]
+    pub external_id: Option<String>,
+    /// The niche's slug, needed only when the same `externalId` was used in several niches.
+    #[serde(default)]
+    pub niche: Option<String>,
+    /// What the agent found: appended to the question's context under a dated heading.
+    pub findings: String,
+}
+
+/// A question's status, as a filter.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StatusArg {
+    /// Waiting for a person.
+    Open,
+    /// Sent back to the agent for more research.
+    Researching,
+    /// Answered.
+    Answered,
+    /// Dismissed as not worth anybody's time.
+    Dismissed,
+    /// Its time ran out.
+    Expired,
+}
+
+impl From<StatusArg> for QuestionStatus {
+    fn from(status: StatusArg) -> Self {
+        match status {
+            StatusArg::Open => QuestionStatus::Open,
+            StatusArg::Researching => QuestionStatus::Researching,
+            StatusArg::Answered => QuestionStatus::Answered,
+            StatusArg::Dismissed => QuestionStatus::Dismissed,
+            StatusArg::Expired => QuestionStatus::Expired,
+        }
+    }
+}
+
+/// `list_questions`'s arguments.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListQuestions {
+    /// Only questions in this status.
+    #[serde(default)]
+    pub status: Option<StatusArg>,
+    /// How many (1 to 100; 20 when omitted).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 100))]
+    pub first: Option<i32>,
+    /// The `nextCursor` of the previous page.
+    #[serde(default)]
+    pub after: Option<String>,
+}
+
+/// A tool as listed: its name, what it is for, and the JSON schema of its arguments.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    /// The name clients call it by.
+    pub name: &'static str,
+    /// What it does, for the model choosing it.
+    pub description: &'static str,
+    /// The JSON schema of its arguments (an object schema).
+    pub input_schema: Map<String, Value>,
+    /// Whether it only reads.
+    pub read_only: bool,
+}
+
+fn schema_of<T: JsonSchema>() -> Map<String, Value> {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    match serde_json::to_value(schema) {
+        Ok(Value::Object(map)) => map,
+        // A derived schema is always an object; an empty one still lists the tool.
+        _ => Map::new(),
+    }
+}
+
+/// The four tools, with their schemas.
+pub fn specs() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: "ask_expert",
+            description: "Ask people who have done the job a question in one of this agent's \
+                          niches. Returns at once with the question's id and status; then call \
+                          get_answer to wait for the answer. Asking again with the same \
+                          externalId (or, without one, the same arguments) returns the same \
+                          question with duplicate: true.",
+            input_schema: schema_of::<AskExpert>(),
+            read_only: false,
+        },
+        ToolSpec {
+            name: "get_answer",
+            description: "Read one of this agent's questions: its status and, once answered, \
+                          the answer (text, the option chosen) with its review state (pending, \
+                          verified, rejected, reversed). With waitSeconds (at most 55) it waits \
+                          while the question is open; call it again while the status is open. \
+                          Status researching means a person asked for more research: call \
+                          add_research.",
+            input_schema: schema_of::<GetAnswer>(),
+            read_only: true,
+        },
+        ToolSpec {
+            name: "add_research",
+            description: "Add findings to one of this agent's waiting questions (for instance \
+                          after a person sent it back for research): they are appended to its \
+                          context and the question is open again for everyone.",
+            input_schema: schema_of::<AddResearch>(),
+            read_only: false,
+        },
+        ToolSpec {
+            name: "list_questions",
+            description: "List this agent's own questions, newest first, optionally only those \
+                          in one status; pass nextCursor as after for the next page.",
+            input_schema: schema_of::<ListQuestions>(),
+            read_only: true,
+        },
+    ]
+}
+
+/// Run the tool `name` for `asker` with `arguments`: its JSON result, or the error to return as
+/// a tool error. Unknown arguments, wrong types and values the REST route would refuse are all
+/// `BAD_USER_INPUT`, and change nothing.
+pub async fn call(
+    state: &AppState,
+    asker: &Asker,
+    name: &str,
+    arguments: Map<String, Value>,
+) -> Result<Value, ServiceError> {
+    let arguments = Value::Object(arguments);
+    // The signed routes' one check before any field is read (docs/contract.md#signed-routes).
+    if let Some(path) = control_character_at(&arguments) {
+        return Err(ServiceError::BadInput(format!(
+            "{path} contains a control character (only tab and line breaks are allowed)"
+        )));
+    }
+    match name {
+        "ask_expert" => ask_expert(state, asker, parse(name, arguments)?).await,
+        "get_answer" => get_answer(state, asker, parse(name, arguments)?).await,
+        "add_research" => add_research(state, asker, parse(name, arguments)?).await,
+        "list_questions" => list_questions(state, asker, parse(name, arguments)?).await,
+        _ => Err(ServiceError::NotFound(format!(
+            "askloop has no tool '{}' (it has {})",
+            name.chars().take(60).collect::<String>(),
+            TOOL_NAMES.join(", ")
+        ))),
+    }
+}
+
+/// The arguments as `T`, or a refusal that names the field at fault (`urgency: unknown variant
+/// …`).
+fn parse<T: serde::de::DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, ServiceError> {
+    serde_path_to_error::deserialize(arguments).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        ServiceError::BadInput(if path == "." {
+            format!("{tool}'s arguments: {inner}")
+        } else {
+            format!("{tool}'s arguments: {path}: {inner}")
+        })
+    })
+}
+
+fn time(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// The wire word of a question status.
+fn status_word(status: QuestionStatus) -> &'static str {
+    match status {
+        QuestionStatus::Open => "open",
+        QuestionStatus::Researching => "researching",
+        QuestionStatus::Answered => "answered",
+        QuestionStatus::Dismissed => "dismissed",
+        QuestionStatus::Expired => "expired",
+    }
+}
+
+/// The external id of a question asked without one: `mcp:` and the first 128 bits (hex) of
+/// SHA-256 over the agent and the arguments as parsed. The same agent asking with the same
+/// arguments — a retried tool call — names the same question.
+pub fn derived_external_id(asker: &Asker, input: &AskExpert) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(asker.agent_id().unwrap_or(0).to_string().as_bytes());
+    hasher.update(b".");
+    // Serialising a struct writes its fields in declaration order: the same arguments always
+    // hash alike, whatever order the client sent them in.
+    hasher.update(serde_json::to_string(input).unwrap_or_default().as_bytes());
+    format!("mcp:{}", hex::encode(&hasher.finalize()[..16]))
+}
+
+async fn ask_expert(
+    state: &AppState,
+    asker: &Asker,
+    mut input: AskExpert,
+) -> Result<Value, ServiceError> {
+    if input
+        .external_id
+        .as_deref()
+        .is_some_and(|id| id.trim().is_empty())
+    {
+        input.external_id = None;
+    }
+    if input.external_id.is_none() {
+        input.external_id = Some(derived_external_id(asker, &input));
+    }
+    // The REST body's own field names: the same parser, so the same validation and caps.
+    let body = serde_json::to_value(&input)
+        .map_err(|err| ServiceError::Internal(anyhow::anyhow!("ask_expert body: {err}")))?;
+    let new = match parse_new_question(&body) {
+        Ok(new) => new,
+        Err(err) => {
+            state.metrics.intake_outcome("bad_input");
+            return Err(ServiceError::BadInput(err.0));
+        }
+    };
+    let external_id = new.external_id.clone().unwrap_or_default();
+    // Counted with the REST intakes: the metric is about questions, whichever door they use.
+    let outcome = match receive_question(&state.db, &state.hint(), asker, new, Utc::now()).await {
+        Ok(outcome) => {
+            state.metrics.intake_outcome(if outcome.duplicate {
+                "duplicate"
+            } else {
+                "created"
+            });
+            outcome
+        }
+        Err(err) => {
+            state.metrics.intake_outcome(refusal_reason(&err));
+            return Err(err);
+        }
+    };
+    Ok(json!({
+        "questionId": outcome.question_id,
+        "externalId": external_id,
+        "status": status_word(outcome.status),
+        "expiresAt": time(outcome.expires_at),
+        "duplicate": outcome.duplicate,
+    }))
+}
+
+/// Which question `questionId` or `externalId` (exactly one) names.
+fn question_ref(
+    question_id: Option<i64>,
+    external_id: Option<String>,
+    niche: Option<String>,
+) -> Result<QuestionRef, ServiceError> {
+    let external_id = external_id
+        .map(|id| id.trim().to_owned())
+        .filter(|id| !id.is_empty());
+    match (question_id, external_id) {
+        (Some(id), None) => Ok(QuestionRef::Id(id)),
+        (None, Some(external_id)) => {
+            // No question's id is longer (intake refuses those).
+            if char_len(&external_id) > IDENTIFIER_MAX {
+                return Err(ServiceError::BadInput(format!(
+                    "externalId is longer than {IDENTIFIER_MAX} characters"
+                )));
+            }
+            Ok(QuestionRef::External {
+                external_id,
+                niche: niche
+                    .map(|n| n.trim().to_lowercase())
+                    .filter(|n| !n.is_empty()),
+            })
+        }
+        (Some(_), Some(_)) => Err(ServiceError::BadInput(
+            "name the question with questionId or externalId, not both".into(),
+        )),
+        (None, None) => Err(ServiceError::BadInput(
+            "name the question with questionId or externalId".into(),
+        )),
+    }
+}
+
+fn option_label(question: &agent_questions::Model, option_id: &str) -> Option<String> {
+    question.options.as_array()?.iter().find_map(|option| {
+        (option.get("id")?.as_str()? == option_id)
+            .then(|| option.get("label")?.as_str().map(str::to_owned))
+            .flatten()
+    })
+}
+
+fn answer_json(own: &OwnQuestion) -> Value {
+    let question = &own.question;
+    let mut result = json!({
+        "questionId": question.id,
+        "externalId": question.external_id,
+        "status": status_word(question.status),
+        "expiresAt": time(question.expires_at),
+    });
+    if let Some(FoundAnswer {
+        answer,
+        handle,
+        review,
+    }) = &own.answer
+    {
+        let fields = [
+            ("answer", json!(answer.body)),
+            ("optionId", json!(answer.option_id)),
+            (
+                "optionLabel",
+                json!(
+                    answer
+                        .option_id
+                        .as_deref()
+                        .and_then(|id| option_label(question, id))
+                ),
+            ),
+            ("review", json!(review)),
+            ("answeredBy", json!(handle)),
+            ("answeredAt", json!(time(answer.created_at))),
+        ];
+        for (key, value) in fields {
+            result[key] = value;
+        }
+    }
+    result
+}
+
+async fn get_answer(
+    state: &AppState,
+    asker: &Asker,
+    input: GetAnswer,
+) -> Result<Value, ServiceError> {
+    let which = question_ref(input.question_id, input.external_id, input.niche)?;
+    let wait = match input.wait_seconds {
+        None | Some(0) => None,
+        Some(secs) if secs <= MAX_WAIT_SECS => Some(Duration::from_secs(secs)),
+        Some(_) => {
+            return Err(ServiceError::BadInput(format!(
+                "waitSeconds must be a whole number from 0 to {MAX_WAIT_SECS}"
+            )));
+        }
+    };
+    let own = lookup::await_own(&state.db, &state.live, asker, &which, wait).await?;
+    Ok(answer_json(&own))
+}
+
+async fn add_research(
+    state: &AppState,
+    asker: &Asker,
+    input: AddResearch,
+) -> Result<Value, ServiceError> {
+    let which = question_ref(input.question_id, input.external_id, input.niche)?;
+    let findings = input.findings.trim();
+    if findings.is_empty() {
+        return Err(ServiceError::BadInput("findings is required".into()));
+    }
+    let findings = cap(findings, CONTEXT_MAX);
+    let question = lookup::find_own(&state.db, asker, &which).await?;
+    let updated = add_findings(&state.db, &state.hint(), &question, &findings, Utc::now()).await?;
+    Ok(json!({
+        "questionId": updated.id,
+        "status": status_word(updated.status),
+        "round": updated.research_round,
+    }))
+}
+
+async fn list_questions(
+    state: &AppState,
+    asker: &Asker,
+    input: ListQuestions,
+) -> Result<Value, ServiceError> {
+    let first = page_size(input.first)?;
+    let after = input.after.as_deref().map(OwnCursor::decode).transpose()?;
+    let page =
+        lookup::list_own(&state.db, asker, input.status.map(Into::into), first, after).await?;
+    let questions: Vec<Value> = page
+        .items
+        .iter()
+        .map(|(q, niche)| {
+            json!({
+                "questionId": q.id,
+                "externalId": q.external_id,
+                "niche": niche,
+                "title": q.title,
+                "status": status_word(q.status),
+                "createdAt": time(q.created_at),
+                "expiresAt": time(q.expires_at),
+                "answeredAt": q.answered_at.map(time),
+            })
+        })
+        .collect();
+    Ok(json!({
+        "questions": questions,
+        "nextCursor": page.next.map(OwnCursor::encode),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asker(id: i64) -> Asker {
+        Asker::Registered {
+            id,
+            slug: format!("agent-{id}"),
+            niche_ids: vec![1],
+        }
+    }
+
+    fn ask(title: &str) -> AskExpert {
+        serde_json::from_value(json!({"niche": "games", "title": title, "question": "EA or 1.0?"}))
+            .expect("valid arguments")
+    }
+
+    #[test]
+    fn the_same_arguments_from_the_same_agent_derive_the_same_external_id() {
+        let first = derived_external_id(&asker(1), &ask("Which date?"));
+        assert!(
+            first.starts_with("mcp:") && first.len() == 4 + 32,
+            "{first}"
+        );
+        // The same arguments in another order are the same arguments.
+        let reordered: AskExpert = serde_json::from_value(
+            json!({"question": "EA or 1.0?", "title": "Which date?", "niche": "games"}),
+        )
+        .expect("valid arguments");
+        assert_eq!(derived_external_id(&asker(1), &reordered), first);
+        assert_ne!(derived_external_id(&asker(2), &ask("Which date?")), first);
+        assert_ne!(derived_external_id(&asker(1), &ask("Which year?")), first);
+    }
+
+    #[test]
+    fn a_question_is_named_by_exactly_one_of_its_ids() {
+        assert_eq!(
+            question_ref(Some(7), None, None).ok(),
+            Some(QuestionRef::Id(7))
+        );
+        assert_eq!(
+            question_ref(None, Some(" q-1 ".into()), Some(" Games ".into())).ok(),
+            Some(QuestionRef::External {
+                external_id: "q-1".into(),
+                niche: Some("games".into())
+            })
+        );
+        for (id, external) in [
+            (None, None),
+            (Some(7), Some("q-1".to_owned())),
+            (None, Some("  ".to_owned())),
+        ] {
+            let err = question_ref(id, external, None).expect_err("refused");
+            assert_eq!(err.code(), "BAD_USER_INPUT");
+        }
+        let long = question_ref(None, Some("x".repeat(201)), None).expect_err("refused");
+        assert_eq!(long.to_string(), "externalId is longer than 200 characters");
+    }
+
+    #[test]
+    fn every_tool_has_an_object_schema_that_names_its_required_arguments() {
+        let specs = specs();
+        assert_eq!(
+            specs.iter().map(|s| s.name).collect::<Vec<_>>(),
+            TOOL_NAMES.to_vec()
+        );
+        let ask = &specs[0].input_schema;
+        assert_eq!(ask["type"], "object");
+        let mut required: Vec<&str> = ask["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        required.sort_unstable();
+        assert_eq!(required, ["niche", "question", "title"]);
+        assert_eq!(ask["additionalProperties"], false);
+        assert!(ask["properties"]["bountyMinor"].is_object());
+        let get = &specs[1].input_schema;
+        assert_eq!(get["properties"]["waitSeconds"]["maximum"], 55);
+    }
+
+    #[test]
+    fn unknown_or_mistyped_arguments_are_bad_input() {
+        let err = parse::<AskExpert>(
+            "ask_expert",
+            json!({"niche": "games", "title": "t", "question": "q", "nicheSlug": "games"}),
+        )
+        .expect_err("refused");
+        assert_eq!(err.code(), "BAD_USER_INPUT");
+        assert!(err.to_string().contains("nicheSlug"), "{err}");
+        let err =
+            parse::<GetAnswer>("get_answer", json!({"questionId": "seven"})).expect_err("refused");
+        assert!(
+            err.to_string()
+                .starts_with("get_answer's arguments: questionId: "),
+            "{err}"
+        );
+    }
+}
