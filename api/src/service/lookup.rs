@@ -12,11 +12,11 @@ use entity::contribution_events::ContributionStatus;
 use entity::niches;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use serde_json::{Value, json};
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::domain::intake::NicheRef;
 use crate::error::ServiceError;
-use crate::live::{LiveEvent, LiveHub};
+use crate::live::{LiveEvent, LiveHub, QuestionChange};
 use crate::service::agents::Asker;
 use crate::service::niches::find_niche;
 
@@ -118,7 +118,7 @@ pub async fn lookup(
         .await?
         .ok_or_else(|| ServiceError::NotFound(format!("no niche '{}'", lookup.niche_slug)))?;
     // Subscribe before reading, so a change between the read and the wait is not missed.
-    let mut changes = live.subscribe();
+    let changes = live.subscribe();
     let found = read(db, asker, &niche, &lookup.external_ids).await?;
     let Some(wait) = lookup.wait else {
         return Ok(render(&lookup.external_ids, &found));
@@ -139,24 +139,10 @@ pub async fn lookup(
                 wanted.contains(id) && seen.get(id).is_none_or(|read_at| q.updated_at > *read_at)
             })
     };
-    let stopped = live.stopped();
-    tokio::pin!(stopped);
-    let deadline = tokio::time::sleep(wait);
-    tokio::pin!(deadline);
-    loop {
-        tokio::select! {
-            () = &mut deadline => break,
-            () = &mut stopped => break,
-            event = changes.recv() => match event {
-                Ok(LiveEvent::Question(change))
-                    if change.niche_id == niche.id && is_news(&change.question) => break,
-                Ok(_) => {}
-                // Fell behind: something may have changed; read again.
-                Err(RecvError::Lagged(_)) => break,
-                Err(RecvError::Closed) => break,
-            },
-        }
-    }
+    wait_for_change(live, changes, wait, |change| {
+        change.niche_id == niche.id && is_news(&change.question)
+    })
+    .await;
     let found = read(db, asker, &niche, &lookup.external_ids).await?;
     Ok(render(&lookup.external_ids, &found))
 }
@@ -356,32 +342,43 @@ pub async fn await_own(
     wait: Option<Duration>,
 ) -> Result<OwnQuestion, ServiceError> {
     // Subscribe before reading, so a change between the read and the wait is not missed.
-    let mut changes = live.subscribe();
+    let changes = live.subscribe();
     let question = find_own(db, asker, which).await?;
     let Some(wait) = wait.filter(|_| question.status == QuestionStatus::Open) else {
         return with_answer(db, question).await;
     };
     let (id, read_at) = (question.id, question.updated_at);
+    wait_for_change(live, changes, wait, |change| {
+        change.question.id == id && change.question.updated_at > read_at
+    })
+    .await;
+    let question = find_own(db, asker, &QuestionRef::Id(id)).await?;
+    with_answer(db, question).await
+}
+
+/// The long poll: wait on `changes` for up to `wait` until a question change `matters`, askloop
+/// stops, or the receiver falls behind (something may have changed: the caller reads again).
+async fn wait_for_change(
+    live: &LiveHub,
+    mut changes: broadcast::Receiver<LiveEvent>,
+    wait: Duration,
+    matters: impl Fn(&QuestionChange) -> bool,
+) {
     let stopped = live.stopped();
     tokio::pin!(stopped);
     let deadline = tokio::time::sleep(wait);
     tokio::pin!(deadline);
     loop {
         tokio::select! {
-            () = &mut deadline => break,
-            () = &mut stopped => break,
+            () = &mut deadline => return,
+            () = &mut stopped => return,
             event = changes.recv() => match event {
-                Ok(LiveEvent::Question(change))
-                    if change.question.id == id && change.question.updated_at > read_at => break,
+                Ok(LiveEvent::Question(change)) if matters(&change) => return,
                 Ok(_) => {}
-                // Fell behind: something may have changed; read again.
-                Err(RecvError::Lagged(_)) => break,
-                Err(RecvError::Closed) => break,
+                Err(RecvError::Lagged(_) | RecvError::Closed) => return,
             },
         }
     }
-    let question = find_own(db, asker, &QuestionRef::Id(id)).await?;
-    with_answer(db, question).await
 }
 
 async fn with_answer(
