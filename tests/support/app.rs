@@ -53,6 +53,23 @@ pub fn test_config(database_url: &str) -> Config {
     config
 }
 
+/// Where an npm tool `cargo xtask test` installs lives: the folder `variable` names, else
+/// [`tools_folder`]`(folder)`.
+pub fn npm_tool(variable: &str, folder: &str) -> PathBuf {
+    std::env::var_os(variable).map_or_else(|| tools_folder(folder), PathBuf::from)
+}
+
+/// `target/tools/<folder>`, next to the test binary: where `cargo xtask test` installs tools.
+pub fn tools_folder(folder: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    // target/<profile>/deps/<test binary>
+    exe.ancestors()
+        .nth(3)
+        .expect("the target folder")
+        .join("tools")
+        .join(folder)
+}
+
 /// The `askloop` binary cargo built next to the test binary (`cargo xtask test` builds it).
 pub fn askloop_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");

@@ -18,16 +18,7 @@ pub fn axe_script() -> PathBuf {
     if let Some(path) = std::env::var_os("ASKLOOP_AXE") {
         return PathBuf::from(path);
     }
-    let exe = std::env::current_exe().expect("the test binary's path");
-    // target/<profile>/deps/<test binary>
-    let target = exe
-        .ancestors()
-        .nth(3)
-        .expect("the target folder")
-        .to_path_buf();
-    target
-        .join("tools")
-        .join(format!("axe-core-{AXE_VERSION}"))
+    crate::app::tools_folder(&format!("axe-core-{AXE_VERSION}"))
         .join("node_modules")
         .join("axe-core")
         .join("axe.min.js")

@@ -167,16 +167,10 @@ impl McpClient {
 /// The folder holding `node_modules/@modelcontextprotocol/sdk`: `ASKLOOP_MCP_SDK`, else under
 /// the target folder's `tools`, next to the test binary.
 pub fn sdk_prefix() -> PathBuf {
-    if let Some(path) = std::env::var_os("ASKLOOP_MCP_SDK") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().expect("the test binary's path");
-    // target/<profile>/deps/<test binary>
-    exe.ancestors()
-        .nth(3)
-        .expect("the target folder")
-        .join("tools")
-        .join(format!("modelcontextprotocol-sdk-{SDK_VERSION}"))
+    crate::app::npm_tool(
+        "ASKLOOP_MCP_SDK",
+        &format!("modelcontextprotocol-sdk-{SDK_VERSION}"),
+    )
 }
 
 /// The node script that drives askloop with the official TypeScript SDK.

@@ -14,16 +14,10 @@ const VERSION: &str = "1.1.1";
 /// The folder holding `node_modules/standardwebhooks`: `ASKLOOP_STANDARDWEBHOOKS`, else under the
 /// target folder's `tools`, next to the test binary.
 pub fn library_prefix() -> PathBuf {
-    if let Some(path) = std::env::var_os("ASKLOOP_STANDARDWEBHOOKS") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().expect("the test binary's path");
-    // target/<profile>/deps/<test binary>
-    exe.ancestors()
-        .nth(3)
-        .expect("the target folder")
-        .join("tools")
-        .join(format!("standardwebhooks-{VERSION}"))
+    crate::app::npm_tool(
+        "ASKLOOP_STANDARDWEBHOOKS",
+        &format!("standardwebhooks-{VERSION}"),
+    )
 }
 
 /// The library's verdict on a received delivery, checked with `secret` (`whsec_…`): `Ok` with
