@@ -144,36 +144,43 @@ impl Splices {
     /// connection's own slots are filled, each once.
     pub fn fill(&self, text: String) -> String {
         let quoted = format!("\"{}", marker_prefix());
-        let Some(start) = text.find(&quoted) else {
-            return text;
-        };
-        let digits_at = start + quoted.len();
-        let digits = text[digits_at..]
-            .bytes()
-            .take_while(u8::is_ascii_digit)
-            .count();
-        let end = digits_at + digits;
-        if digits == 0 || text.as_bytes().get(end) != Some(&b'"') {
+        if !text.contains(&quoted) {
             return text;
         }
-        let Ok(slot) = text[digits_at..end].parse::<u64>() else {
-            return text;
-        };
-        let json = self
-            .slots
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&slot);
-        match json {
-            Some(json) => {
-                let mut filled = String::with_capacity(text.len() + json.len());
-                filled.push_str(&text[..start]);
-                filled.push_str(&json);
-                filled.push_str(&text[end + 1..]);
-                filled
+        // Every marker in the message (a document may hold more than one root field), in order.
+        let mut filled = String::with_capacity(text.len() + 1024);
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find(&quoted) {
+            let digits_at = start + quoted.len();
+            let digits = rest[digits_at..]
+                .bytes()
+                .take_while(u8::is_ascii_digit)
+                .count();
+            let end = digits_at + digits;
+            let json = (digits > 0 && rest.as_bytes().get(end) == Some(&b'"'))
+                .then(|| rest[digits_at..end].parse::<u64>().ok())
+                .flatten()
+                .and_then(|slot| {
+                    self.slots
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove(&slot)
+                });
+            match json {
+                Some(json) => {
+                    filled.push_str(&rest[..start]);
+                    filled.push_str(&json);
+                    rest = &rest[end + 1..];
+                }
+                None => {
+                    // Not one of ours: left as it is.
+                    filled.push_str(&rest[..digits_at]);
+                    rest = &rest[digits_at..];
+                }
             }
-            None => text,
         }
+        filled.push_str(rest);
+        filled
     }
 }
 
@@ -536,6 +543,17 @@ mod tests {
             "{\"id\":\"1\",\"type\":\"next\",\"payload\":{\"data\":{\"q\":{\"change\":\"ADDED\"}}}}"
         );
         assert_eq!(mine.fill(message.clone()), message, "a slot is used once");
+        let Value::String(a) = mine.marker(Arc::from("1")) else {
+            panic!("a string marker");
+        };
+        let Value::String(b) = mine.marker(Arc::from("[2]")) else {
+            panic!("a string marker");
+        };
+        assert_eq!(
+            mine.fill(format!("{{\"a\":\"{a}\",\"b\":\"{b}\"}}")),
+            "{\"a\":1,\"b\":[2]}",
+            "every marker of a message is filled"
+        );
         let forged = "{\"data\":{\"q\":\"askloop-shared:0000:0\"}}".to_owned();
         assert_eq!(
             mine.fill(forged.clone()),
