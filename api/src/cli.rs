@@ -84,6 +84,8 @@ enum Command {
     Ask(Box<agent::AskArgs>),
     /// Print the GraphQL schema (SDL), as committed in schema.graphql.
     Schema,
+    /// Print the REST routes' OpenAPI 3.1 document, as committed in openapi.json.
+    Openapi,
     /// Post N signed questions with concurrency C and report throughput and latency, next to
     /// the same number of plain inserts through the database driver.
     Loadgen(loadgen::LoadgenArgs),
@@ -358,6 +360,10 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
         Command::Ask(args) => agent::ask(&config, *args).await,
         Command::Schema => {
             print!("{}", graphql::sdl());
+            Ok(())
+        }
+        Command::Openapi => {
+            print!("{}", crate::rest::openapi::json());
             Ok(())
         }
         Command::Loadgen(args) => loadgen::run(config, args).await,

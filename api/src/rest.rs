@@ -11,10 +11,11 @@ mod health;
 mod intake;
 mod lookup;
 mod money;
+pub mod openapi;
 mod queue;
 mod research;
 mod signed;
-mod views;
+pub mod views;
 
 /// The REST routes.
 pub fn router() -> Router<AppState> {
@@ -49,4 +50,5 @@ pub fn router() -> Router<AppState> {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
+        .route("/openapi.json", get(openapi::openapi_json))
 }

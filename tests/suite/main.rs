@@ -24,6 +24,7 @@ mod live;
 mod mcp;
 mod migrations;
 mod money;
+mod openapi;
 mod properties;
 mod query_limits;
 mod queue;

@@ -23,6 +23,8 @@
 //! askloop's MCP server is driven by a client other than its own code, the official TypeScript
 //! SDK `@modelcontextprotocol/sdk` (pinned, installed the same way; the tests run
 //! `tests/mcp-client/check.mjs` with node against it, from `target/tools` or `ASKLOOP_MCP_SDK`).
+//! The committed `openapi.json` is validated as OpenAPI 3.1 by `@apidevtools/swagger-parser`
+//! (pinned, installed the same way; from `target/tools` or `ASKLOOP_SWAGGER_PARSER`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -43,6 +45,9 @@ const STANDARD_WEBHOOKS_PACKAGE: &str = "standardwebhooks@1.1.1";
 /// The official MCP TypeScript SDK, the client of askloop's MCP server in the suite's
 /// interoperability test; `tests/support/mcp.rs` names the same version.
 const MCP_SDK_PACKAGE: &str = "@modelcontextprotocol/sdk@1.32.2";
+/// An OpenAPI validator independent of the code that writes askloop's document; the suite's
+/// `tests/suite/openapi.rs` names the same version.
+const SWAGGER_PARSER_PACKAGE: &str = "@apidevtools/swagger-parser@13.1.0";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -56,6 +61,7 @@ fn main() -> ExitCode {
                 .and_then(|_| AXE_CORE.install(&target_dir()).map(|_| ()))
                 .and_then(|()| STANDARD_WEBHOOKS.install(&target_dir()).map(|_| ()))
                 .and_then(|()| MCP_SDK.install(&target_dir()).map(|_| ()))
+                .and_then(|()| SWAGGER_PARSER.install(&target_dir()).map(|_| ()))
                 .and_then(|()| test(&options))
         }
         Some("bench") => bench::run(&workspace_root(), &args[1..]),
@@ -304,6 +310,12 @@ const MCP_SDK: NpmTool = NpmTool {
     needed_by: "the test that drives askloop's MCP server with the official TypeScript SDK",
 };
 
+const SWAGGER_PARSER: NpmTool = NpmTool {
+    package: SWAGGER_PARSER_PACKAGE,
+    file: &["@apidevtools", "swagger-parser", "package.json"],
+    needed_by: "the test that validates openapi.json as OpenAPI 3.1",
+};
+
 impl NpmTool {
     /// The npm prefix it is installed under: `name-version`, a scope's `@` and `/` dropped
     /// (`@modelcontextprotocol/sdk@1.32.2` → `modelcontextprotocol-sdk-1.32.2`).
@@ -451,16 +463,22 @@ fn missing_test_packages(needs: Needs) -> Vec<Package> {
             why: "the browser tests drive it over the DevTools protocol",
         });
     }
-    let installed = [WASM_OPT, AXE_CORE, STANDARD_WEBHOOKS, MCP_SDK]
-        .iter()
-        .all(|tool| tool.path(&target_dir()).is_file());
+    let installed = [
+        WASM_OPT,
+        AXE_CORE,
+        STANDARD_WEBHOOKS,
+        MCP_SDK,
+        SWAGGER_PARSER,
+    ]
+    .iter()
+    .all(|tool| tool.path(&target_dir()).is_file());
     if !installed && !runs("npm") {
         missing.push(Package {
             name: "npm",
             why: "it installs the dashboard's size optimiser, wasm-opt, the browser tests' \
                   accessibility checker, axe-core, the Standard Webhooks library the \
-                  delivery tests verify with, and the MCP TypeScript SDK the MCP test \
-                  drives askloop with",
+                  delivery tests verify with, the MCP TypeScript SDK the MCP test \
+                  drives askloop with, and the OpenAPI validator",
         });
     }
     missing
@@ -600,7 +618,9 @@ fn count_before(line: &str, label: &str) -> u64 {
 mod tests {
     use std::path::Path;
 
-    use super::{MCP_SDK, STANDARD_WEBHOOKS, TestOptions, count_before, test_options};
+    use super::{
+        MCP_SDK, STANDARD_WEBHOOKS, SWAGGER_PARSER, TestOptions, count_before, test_options,
+    };
 
     #[test]
     fn an_npm_tool_is_installed_in_a_folder_named_after_its_package() {
@@ -612,6 +632,10 @@ mod tests {
         assert_eq!(
             MCP_SDK.prefix(target),
             Path::new("/target/tools/modelcontextprotocol-sdk-1.32.2")
+        );
+        assert_eq!(
+            SWAGGER_PARSER.prefix(target),
+            Path::new("/target/tools/apidevtools-swagger-parser-13.1.0")
         );
     }
 

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::Utc;
 use entity::agent_questions::{self, QuestionStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 use crate::domain::intake::parse_new_question;
 use crate::domain::text::{CONTEXT_MAX, IDENTIFIER_MAX, cap, char_len, control_character_at};
 use crate::error::ServiceError;
+use crate::rest::views::{ReviewWord, StatusWord, seconds};
 use crate::service::agents::Asker;
 use crate::service::intake::{receive_question, refusal_reason};
 use crate::service::lookup::{
@@ -271,21 +272,6 @@ fn parse<T: serde::de::DeserializeOwned>(tool: &str, arguments: Value) -> Result
     })
 }
 
-fn time(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(SecondsFormat::Secs, true)
-}
-
-/// The wire word of a question status.
-fn status_word(status: QuestionStatus) -> &'static str {
-    match status {
-        QuestionStatus::Open => "open",
-        QuestionStatus::Researching => "researching",
-        QuestionStatus::Answered => "answered",
-        QuestionStatus::Dismissed => "dismissed",
-        QuestionStatus::Expired => "expired",
-    }
-}
-
 /// The external id of a question asked without one: `mcp:` and the first 128 bits (hex) of
 /// SHA-256 over the agent and the arguments as parsed. The same agent asking with the same
 /// arguments — a retried tool call — names the same question.
@@ -343,8 +329,8 @@ async fn ask_expert(
     Ok(json!({
         "questionId": outcome.question_id,
         "externalId": external_id,
-        "status": status_word(outcome.status),
-        "expiresAt": time(outcome.expires_at),
+        "status": StatusWord::from(outcome.status),
+        "expiresAt": seconds(outcome.expires_at),
         "duplicate": outcome.duplicate,
     }))
 }
@@ -396,8 +382,8 @@ fn answer_json(own: &OwnQuestion) -> Value {
     let mut result = json!({
         "questionId": question.id,
         "externalId": question.external_id,
-        "status": status_word(question.status),
-        "expiresAt": time(question.expires_at),
+        "status": StatusWord::from(question.status),
+        "expiresAt": seconds(question.expires_at),
     });
     if let Some(FoundAnswer {
         answer,
@@ -417,9 +403,9 @@ fn answer_json(own: &OwnQuestion) -> Value {
                         .and_then(|id| option_label(question, id))
                 ),
             ),
-            ("review", json!(review)),
+            ("review", json!(ReviewWord::from(*review))),
             ("answeredBy", json!(handle)),
-            ("answeredAt", json!(time(answer.created_at))),
+            ("answeredAt", json!(seconds(answer.created_at))),
         ];
         for (key, value) in fields {
             result[key] = value;
@@ -462,7 +448,7 @@ async fn add_research(
     let updated = add_findings(&state.db, &state.hint(), &question, &findings, Utc::now()).await?;
     Ok(json!({
         "questionId": updated.id,
-        "status": status_word(updated.status),
+        "status": StatusWord::from(updated.status),
         "round": updated.research_round,
     }))
 }
@@ -485,10 +471,10 @@ async fn list_questions(
                 "externalId": q.external_id,
                 "niche": niche,
                 "title": q.title,
-                "status": status_word(q.status),
-                "createdAt": time(q.created_at),
-                "expiresAt": time(q.expires_at),
-                "answeredAt": q.answered_at.map(time),
+                "status": StatusWord::from(q.status),
+                "createdAt": seconds(q.created_at),
+                "expiresAt": seconds(q.expires_at),
+                "answeredAt": q.answered_at.map(seconds),
             })
         })
         .collect();

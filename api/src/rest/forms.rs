@@ -9,7 +9,9 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde::Deserialize;
+use utoipa::ToSchema;
 
+use super::views::ErrorBody;
 use crate::auth::Caller;
 use crate::error::ServiceError;
 use crate::service::answering::{self, AnswerRequest};
@@ -19,7 +21,7 @@ use crate::state::AppState;
 const HOME: &str = "/dashboard/niches";
 
 /// Fields of the answer form.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 pub struct AnswerForm {
     /// `answered`, `insufficient_context` or `needs_research`.
     kind: Option<String>,
@@ -32,7 +34,7 @@ pub struct AnswerForm {
 }
 
 /// Fields of the dismiss form.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 pub struct DismissForm {
     /// Where to return.
     next: Option<String>,
@@ -99,6 +101,23 @@ fn writable_question(caller: &Caller, id: &str) -> Result<i64, ServiceError> {
 }
 
 /// Answer from a form.
+#[utoipa::path(
+    post,
+    path = "/dashboard/questions/{id}/answer",
+    tag = "forms",
+    operation_id = "answerFromForm",
+    summary = "Answer from a plain HTML form",
+    description = "The same rules as the answer route. Always a 303: back to `next` (a path on \
+        this site, else the dashboard) with `notice` or `error` in its query, or to /login when \
+        not signed in.",
+    params(("id" = String, Path, description = "The question's id.")),
+    request_body(content = AnswerForm, content_type = "application/x-www-form-urlencoded"),
+    security(("sessionCookie" = []), ("bearer" = [])),
+    responses(
+        (status = 303, description = "Done or refused; see the Location header.", headers(("Location" = String, description = "Where to go next."))),
+        (status = 500, description = "askloop's fault.", body = ErrorBody),
+    )
+)]
 pub async fn answer(
     State(state): State<AppState>,
     caller: Caller,
@@ -128,6 +147,22 @@ pub async fn answer(
 }
 
 /// Dismiss from a form.
+#[utoipa::path(
+    post,
+    path = "/dashboard/questions/{id}/dismiss",
+    tag = "forms",
+    operation_id = "dismissFromForm",
+    summary = "Dismiss from a plain HTML form",
+    description = "By an active, non-observer member of the niche or an admin, while the \
+        question waits. Always a 303, like the answer form.",
+    params(("id" = String, Path, description = "The question's id.")),
+    request_body(content = DismissForm, content_type = "application/x-www-form-urlencoded"),
+    security(("sessionCookie" = []), ("bearer" = [])),
+    responses(
+        (status = 303, description = "Done or refused; see the Location header.", headers(("Location" = String, description = "Where to go next."))),
+        (status = 500, description = "askloop's fault.", body = ErrorBody),
+    )
+)]
 pub async fn dismiss(
     State(state): State<AppState>,
     caller: Caller,

@@ -7,16 +7,42 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use serde_json::json;
 
 use super::signed::verified_agent_json;
-use super::views::status_word;
+use super::views::{
+    AskBody, AskResponse, BudgetView, ErrorBody, OverBudgetBody, StoredQuestion, seconds,
+};
 use crate::domain::intake::parse_new_question;
 use crate::error::ServiceError;
 use crate::service::intake::{IntakeOutcome, receive_question as receive, refusal_reason};
 use crate::state::AppState;
 
 /// Verify, parse and store an agent's question.
+#[utoipa::path(
+    post,
+    path = "/api/v1/internal/expert-questions",
+    tag = "agents",
+    operation_id = "ask",
+    summary = "Ask a question",
+    description = "An agent asks in one of its niches. Idempotent by (niche, externalId): the same \
+        id again answers 200 with the question's current status and stores nothing. The bounty \
+        is reserved against the niche's monthly budget (402 when it does not fit; nothing \
+        stored). See docs/contract.md#asking-a-question.",
+    request_body = AskBody,
+    security(("agentSignature" = [], "agentSlug" = []), ("agentSignature" = [])),
+    responses(
+        (status = 201, description = "Stored.", body = AskResponse),
+        (status = 200, description = "Stored before under this external id; nothing stored again.", body = AskResponse),
+        (status = 400, description = "A field is missing or wrong (the message names it).", body = ErrorBody),
+        (status = 401, description = "No, a malformed, an expired or a wrong signature.", body = ErrorBody),
+        (status = 402, description = "The bounty does not fit the niche's budget this month; nothing is stored.", body = OverBudgetBody),
+        (status = 403, description = "The agent is disabled, or may not ask in this niche.", body = ErrorBody),
+        (status = 404, description = "No such niche.", body = ErrorBody),
+        (status = 409, description = "The niche is a draft or archived.", body = ErrorBody),
+        (status = 413, description = "The body is larger than 256 KiB.", body = ErrorBody),
+        (status = 503, description = "No signing secret is configured.", body = ErrorBody),
+    )
+)]
 pub async fn receive_question(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -69,15 +95,15 @@ fn intake_response(outcome: &IntakeOutcome) -> Response {
     } else {
         StatusCode::CREATED
     };
-    let body = json!({
-        "stored": true,
-        "duplicate": outcome.duplicate,
-        "question": {
-            "id": outcome.question_id,
-            "status": status_word(outcome.status),
-            "expiresAt": outcome.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    let body = AskResponse {
+        stored: true,
+        duplicate: outcome.duplicate,
+        question: StoredQuestion {
+            id: outcome.question_id,
+            status: outcome.status.into(),
+            expires_at: seconds(outcome.expires_at),
         },
-        "budget": super::views::budget_json(&outcome.budget, chrono::Utc::now()),
-    });
+        budget: BudgetView::of(&outcome.budget, Utc::now()),
+    };
     (status, Json(body)).into_response()
 }

@@ -9,10 +9,35 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 
 use super::signed::agent_signed_and_parsed;
-use crate::service::lookup;
+use super::views::{
+    ErrorBody, FoundQuestion, LookedUp, LookedUpAnswer, LookupBody, LookupResponse, MissingQuestion,
+};
+use crate::service::lookup::{self, Looked};
 use crate::state::AppState;
 
 /// Verify, parse and answer a lookup.
+#[utoipa::path(
+    post,
+    path = "/api/v1/internal/expert-questions/lookup",
+    tag = "agents",
+    operation_id = "lookup",
+    summary = "Read the agent's own questions, optionally waiting for a change",
+    description = "Each external id's question, in the order asked: its status and, once \
+        answered, the answer with its review state. With waitSeconds and none of them settled, \
+        the request is held until one changes or the time is up. Another agent's questions are \
+        reported as not found. See docs/contract.md#looking-up-questions.",
+    request_body = LookupBody,
+    security(("agentSignature" = [], "agentSlug" = []), ("agentSignature" = [])),
+    responses(
+        (status = 200, description = "The questions.", body = LookupResponse),
+        (status = 400, description = "A field is missing or wrong.", body = ErrorBody),
+        (status = 401, description = "No, a malformed, an expired or a wrong signature.", body = ErrorBody),
+        (status = 403, description = "The agent is disabled.", body = ErrorBody),
+        (status = 404, description = "No such niche.", body = ErrorBody),
+        (status = 413, description = "The body is larger than 256 KiB.", body = ErrorBody),
+        (status = 503, description = "No signing secret is configured.", body = ErrorBody),
+    )
+)]
 pub async fn lookup(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -24,7 +49,35 @@ pub async fn lookup(
             Err(refused) => return refused.into_response(),
         };
     match lookup::lookup(&state.db, &state.live, &asker, request).await {
-        Ok(found) => Json(found).into_response(),
+        Ok(found) => Json(LookupResponse {
+            questions: found.into_iter().map(looked_up).collect(),
+        })
+        .into_response(),
         Err(err) => err.into_response(),
+    }
+}
+
+fn looked_up(looked: Looked) -> LookedUp {
+    match looked.found {
+        None => LookedUp::Missing(MissingQuestion {
+            external_id: looked.external_id,
+            found: false,
+        }),
+        Some((q, answer)) => LookedUp::Found(FoundQuestion {
+            external_id: looked.external_id,
+            found: true,
+            id: q.id,
+            status: q.status.into(),
+            expires_at: q.expires_at,
+            answered_at: q.answered_at,
+            answer: answer.map(|found| LookedUpAnswer {
+                answer_id: found.answer.id,
+                option_id: found.answer.option_id,
+                body: found.answer.body,
+                answered_by: found.handle,
+                created_at: found.answer.created_at,
+                review: found.review.into(),
+            }),
+        }),
     }
 }

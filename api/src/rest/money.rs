@@ -8,13 +8,38 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use serde_json::json;
 
 use super::signed::{agent_signed_and_parsed, signed_and_parsed};
+use super::views::{
+    AllocationView, ErrorBody, RevenueBody, RevenueEventView, RevenueResponse, SignalBody,
+    SignalRef, SignalResponse,
+};
 use crate::service::{revenue, signals};
 use crate::state::AppState;
 
 /// Book a revenue event: 201 with its allocations, 200 for an external id booked before.
+#[utoipa::path(
+    post,
+    path = "/api/v1/internal/revenue-events",
+    tag = "agents",
+    operation_id = "bookRevenue",
+    summary = "Book a revenue event for a niche",
+    description = "Net (gross minus costs, never below 0) is split among the niche's operators by \
+        their shares at once; the same external id books once. See \
+        docs/contract.md#revenue-events.",
+    request_body = RevenueBody,
+    security(("agentSignature" = [], "agentSlug" = []), ("agentSignature" = [])),
+    responses(
+        (status = 201, description = "Booked.", body = RevenueResponse),
+        (status = 200, description = "Booked before under this external id; nothing booked again.", body = RevenueResponse),
+        (status = 400, description = "A field is missing or wrong.", body = ErrorBody),
+        (status = 401, description = "No, a malformed, an expired or a wrong signature.", body = ErrorBody),
+        (status = 403, description = "The agent is disabled, or the niche is not one of its niches.", body = ErrorBody),
+        (status = 404, description = "No such niche.", body = ErrorBody),
+        (status = 413, description = "The body is larger than 256 KiB.", body = ErrorBody),
+        (status = 503, description = "No signing secret is configured.", body = ErrorBody),
+    )
+)]
 pub async fn revenue_event(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -32,23 +57,27 @@ pub async fn revenue_event(
             } else {
                 StatusCode::CREATED
             };
-            let e = &booked.event;
-            let body = json!({
-                "duplicate": booked.duplicate,
-                "event": {
-                    "id": e.id,
-                    "externalId": e.external_id,
-                    "sourceType": e.source_type,
-                    "grossMinor": e.gross_minor,
-                    "netMinor": e.net_minor,
-                    "currency": e.currency,
+            let e = booked.event;
+            let body = RevenueResponse {
+                duplicate: booked.duplicate,
+                event: RevenueEventView {
+                    id: e.id,
+                    external_id: e.external_id,
+                    source_type: e.source_type,
+                    gross_minor: e.gross_minor,
+                    net_minor: e.net_minor,
+                    currency: e.currency,
                 },
-                "allocations": booked.allocations.iter().map(|a| json!({
-                    "userId": a.user_id,
-                    "shareBps": a.share_bps,
-                    "amountMinor": a.amount_minor,
-                })).collect::<Vec<_>>(),
-            });
+                allocations: booked
+                    .allocations
+                    .into_iter()
+                    .map(|a| AllocationView {
+                        user_id: a.user_id,
+                        share_bps: a.share_bps,
+                        amount_minor: a.amount_minor,
+                    })
+                    .collect(),
+            };
             (status, Json(body)).into_response()
         }
         Err(err) => err.into_response(),
@@ -56,6 +85,26 @@ pub async fn revenue_event(
 }
 
 /// Append an anomaly signal: 201, or 200 for a signalId seen before. Nothing else changes.
+#[utoipa::path(
+    post,
+    path = "/api/v1/internal/anomaly-signals",
+    tag = "monitors",
+    operation_id = "appendAnomalySignal",
+    summary = "Log an anomaly signal for the admins",
+    description = "Appended to a log only admins read; it changes nothing else. Signed with the \
+        monitor's secret (ASKLOOP_MONITOR_SECRET), not an agent's. See \
+        docs/contract.md#anomaly-signals.",
+    request_body = SignalBody,
+    security(("monitorSignature" = [])),
+    responses(
+        (status = 201, description = "Appended.", body = SignalResponse),
+        (status = 200, description = "This signalId was seen before; nothing is appended.", body = SignalResponse),
+        (status = 400, description = "A field is missing or wrong.", body = ErrorBody),
+        (status = 401, description = "No, a malformed, an expired or a wrong signature.", body = ErrorBody),
+        (status = 413, description = "The body is larger than 256 KiB.", body = ErrorBody),
+        (status = 503, description = "ASKLOOP_MONITOR_SECRET is not set.", body = ErrorBody),
+    )
+)]
 pub async fn anomaly_signal(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -73,11 +122,14 @@ pub async fn anomaly_signal(
             } else {
                 StatusCode::CREATED
             };
-            (
-                status,
-                Json(json!({ "duplicate": duplicate, "signal": { "id": row.id, "signalId": row.signal_id } })),
-            )
-                .into_response()
+            let body = SignalResponse {
+                duplicate,
+                signal: SignalRef {
+                    id: row.id,
+                    signal_id: row.signal_id,
+                },
+            };
+            (status, Json(body)).into_response()
         }
         Err(err) => err.into_response(),
     }

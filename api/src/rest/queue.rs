@@ -8,9 +8,11 @@ use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde::Deserialize;
-use serde_json::json;
+use utoipa::IntoParams;
 
-use super::views::{question_json, status_word};
+use super::views::{
+    AnswerBody, AnswerResponse, AnswerView, ErrorBody, QuestionRef, QuestionView, QueuePage,
+};
 use crate::auth::Caller;
 use crate::error::ServiceError;
 use crate::service::answering::{self, AnswerRequest};
@@ -18,13 +20,16 @@ use crate::service::queue::{self, Cursor, QueueFilter};
 use crate::state::AppState;
 
 /// Query string of the queue route.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct QueueParams {
-    /// `waiting` (default), `open`, `researching`, `answered`, `dismissed` or `expired`.
+    /// `waiting` (open or researching; the default), `open`, `researching`, `answered`,
+    /// `dismissed` or `expired`.
     status: Option<String>,
-    /// Page size, 1..=100.
+    /// Page size, 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
     first: Option<i32>,
-    /// The cursor of the last question seen.
+    /// The `nextCursor` of the page before.
     after: Option<String>,
 }
 
@@ -46,6 +51,24 @@ fn parse_filter(raw: Option<&str>) -> Result<QueueFilter, ServiceError> {
 }
 
 /// A page of a niche's questions, for its active members and admins.
+#[utoipa::path(
+    get,
+    path = "/api/v1/niches/{slug}/questions",
+    tag = "members",
+    operation_id = "listQuestions",
+    summary = "A page of a niche's questions",
+    description = "For the niche's active members and admins; the same rules as the GraphQL \
+        queue. See docs/contract.md#member-routes.",
+    params(("slug" = String, Path, description = "The niche's slug."), QueueParams),
+    security(("bearer" = []), ("sessionCookie" = [])),
+    responses(
+        (status = 200, description = "A page.", body = QueuePage),
+        (status = 400, description = "A bad status, page size or cursor.", body = ErrorBody),
+        (status = 401, description = "Not signed in, or a bearer token that does not resolve.", body = ErrorBody),
+        (status = 403, description = "Not a member of the niche.", body = ErrorBody),
+        (status = 404, description = "No such niche.", body = ErrorBody),
+    )
+)]
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -70,27 +93,39 @@ pub async fn list(
         .has_next
         .then(|| page.items.last().map(|q| Cursor::of(q, filter).encode()))
         .flatten();
-    Ok(Json(json!({
-        "niche": niche.slug,
-        "questions": page.items.iter().map(question_json).collect::<Vec<_>>(),
-        "nextCursor": next,
-    }))
+    Ok(Json(QueuePage {
+        niche: niche.slug,
+        questions: page.items.iter().map(QuestionView::of).collect(),
+        next_cursor: next,
+    })
     .into_response())
 }
 
-/// Body of the answer route.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AnswerBody {
-    /// `answered`, `insufficient_context` or `needs_research`.
-    kind: Option<String>,
-    /// The chosen option.
-    option_id: Option<String>,
-    /// The words.
-    body: Option<String>,
-}
-
 /// Answer a question of niche `slug` (the question must belong to it, else 404).
+#[utoipa::path(
+    post,
+    path = "/api/v1/niches/{slug}/questions/{id}/answer",
+    tag = "members",
+    operation_id = "answerQuestion",
+    summary = "Answer, decline or send back a question",
+    description = "By an active, non-observer member of the niche. Exactly one answer wins; the \
+        others get 409. With the session cookie the request must come from askloop's own \
+        origin. See docs/contract.md#answering.",
+    params(
+        ("slug" = String, Path, description = "The question's niche."),
+        ("id" = i64, Path, description = "The question's id."),
+    ),
+    request_body = AnswerBody,
+    security(("bearer" = []), ("sessionCookie" = [])),
+    responses(
+        (status = 200, description = "Stored.", body = AnswerResponse),
+        (status = 400, description = "A bad kind, or an answer with neither an option nor words.", body = ErrorBody),
+        (status = 401, description = "Not signed in, or a bearer token that does not resolve.", body = ErrorBody),
+        (status = 403, description = "Not an active, non-observer member of the niche; or a cookie write from another site.", body = ErrorBody),
+        (status = 404, description = "No such question in this niche.", body = ErrorBody),
+        (status = 409, description = "The question is settled or expired, or already answered by this person.", body = ErrorBody),
+    )
+)]
 pub async fn answer(
     State(state): State<AppState>,
     caller: Caller,
@@ -118,17 +153,20 @@ pub async fn answer(
         Utc::now(),
     )
     .await?;
-    Ok(Json(json!({
-        "answer": {
-            "id": outcome.answer.id,
-            "kind": outcome.answer.kind,
-            "optionId": outcome.answer.option_id,
-            "body": outcome.answer.body,
+    Ok(Json(AnswerResponse {
+        answer: AnswerView {
+            id: outcome.answer.id,
+            kind: outcome.answer.kind.into(),
+            option_id: outcome.answer.option_id,
+            body: outcome.answer.body,
         },
-        "question": { "id": outcome.question.id, "status": status_word(outcome.question.status) },
-        "points": outcome.points,
-        "contributionStatus": outcome.contribution_status,
-        "notice": outcome.notice,
-    }))
+        question: QuestionRef {
+            id: outcome.question.id,
+            status: outcome.question.status.into(),
+        },
+        points: outcome.points,
+        contribution_status: outcome.contribution_status.map(Into::into),
+        notice: outcome.notice,
+    })
     .into_response())
 }

@@ -1,53 +1,630 @@
-//! JSON shapes of the REST shim (its own types, not the entities).
+//! The REST shim's wire types: what each route reads and answers, as Rust types, so the
+//! OpenAPI document (`rest::openapi`) is generated from the very types the handlers serialise.
+//!
+//! The request bodies of the signed routes are parsed field by field from JSON (every field's
+//! own error message; `rest::signed`); their types here describe that body for the document,
+//! and a unit test in `rest::openapi` holds each one to its parser.
 
-use entity::agent_questions::{self, QuestionStatus};
-use serde_json::{Value, json};
+use chrono::{DateTime, SecondsFormat, Utc};
+use entity::agent_answers::AnswerKind;
+use entity::agent_questions::{self, QuestionStatus, Urgency};
+use entity::contribution_events::ContributionStatus;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
-/// The wire word of a question status.
-pub fn status_word(status: QuestionStatus) -> &'static str {
-    match status {
-        QuestionStatus::Open => "open",
-        QuestionStatus::Researching => "researching",
-        QuestionStatus::Answered => "answered",
-        QuestionStatus::Dismissed => "dismissed",
-        QuestionStatus::Expired => "expired",
+use crate::domain::intake::QuestionOption;
+use crate::domain::ledger::{Budget, BudgetState, resets_at};
+
+/// Where a question is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusWord {
+    /// Waiting for an answer.
+    Open,
+    /// Sent back to the agent for research; waiting for it.
+    Researching,
+    /// Answered (settled).
+    Answered,
+    /// Dismissed by an operator (settled).
+    Dismissed,
+    /// Its time ran out (settled).
+    Expired,
+}
+
+impl From<QuestionStatus> for StatusWord {
+    fn from(status: QuestionStatus) -> Self {
+        match status {
+            QuestionStatus::Open => StatusWord::Open,
+            QuestionStatus::Researching => StatusWord::Researching,
+            QuestionStatus::Answered => StatusWord::Answered,
+            QuestionStatus::Dismissed => StatusWord::Dismissed,
+            QuestionStatus::Expired => StatusWord::Expired,
+        }
     }
 }
 
-/// A question as the REST shim shows it.
-pub fn question_json(q: &agent_questions::Model) -> Value {
-    json!({
-        "id": q.id,
-        "externalId": q.external_id,
-        "title": q.title,
-        "question": q.question,
-        "context": q.context,
-        "options": q.options,
-        "urgency": q.urgency,
-        "status": status_word(q.status),
-        "bountyMinor": q.bounty_minor,
-        "createdAt": q.created_at,
-        "answeredAt": q.answered_at,
-        "expiresAt": q.expires_at,
-    })
+/// How urgent the agent says a question is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UrgencyWord {
+    /// Can wait.
+    Low,
+    /// The default.
+    Normal,
+    /// Someone should look now.
+    High,
 }
 
-/// A niche's budget as the REST shim shows it (docs/contract.md#budgets-and-bounties).
-pub fn budget_json(
-    budget: &crate::domain::ledger::Budget,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Value {
-    use crate::domain::ledger::{BudgetState, resets_at};
-    json!({
-        "limitMinor": budget.limit,
-        "spentMinor": budget.spent,
-        "reservedMinor": budget.reserved,
-        "remainingMinor": budget.remaining(),
-        "state": match budget.state() {
-            BudgetState::Ample => "AMPLE",
-            BudgetState::Tight => "TIGHT",
-            BudgetState::Exhausted => "EXHAUSTED",
-        },
-        "resetsAt": resets_at(now).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-    })
+impl From<Urgency> for UrgencyWord {
+    fn from(urgency: Urgency) -> Self {
+        match urgency {
+            Urgency::Low => UrgencyWord::Low,
+            Urgency::Normal => UrgencyWord::Normal,
+            Urgency::High => UrgencyWord::High,
+        }
+    }
+}
+
+/// A time as the signed routes write it: RFC 3339, UTC, whole seconds.
+pub fn seconds(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// Every error body: `{error, code, reason?}` (docs/contract.md#errors).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong, for a person.
+    #[schema(example = "title is required")]
+    pub error: String,
+    /// The stable code to match on.
+    pub code: ErrorCode,
+    /// The finer, stable reason behind some codes (e.g. `NOT_AWAITING_RESEARCH`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The stable error codes.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    /// 400 (and 413): the request is wrong; the message names the field.
+    BadUserInput,
+    /// 401: no or a bad credential or signature.
+    Unauthenticated,
+    /// 403: the caller may not do this.
+    Forbidden,
+    /// 404: no such thing (or not the caller's).
+    NotFound,
+    /// 409: the thing is not in a state that allows this.
+    Conflict,
+    /// 503: askloop cannot serve this now (e.g. a secret is not configured).
+    Unavailable,
+    /// 402: the niche's budget cannot take the bounty.
+    OverBudget,
+    /// 500: askloop's fault; logged.
+    Internal,
+}
+
+/// The 402 body: the bounty does not fit the niche's budget this month.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OverBudgetBody {
+    /// Always `over budget`.
+    #[schema(example = "over budget")]
+    pub error: String,
+    /// Always `OVER_BUDGET`.
+    pub code: ErrorCode,
+    /// What the budget can still take, in minor units.
+    pub remaining_minor: i64,
+    /// When the budget starts again (the first of next month, UTC).
+    pub resets_at: String,
+}
+
+/// A niche's budget this month (docs/contract.md#budgets-and-bounties).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetView {
+    /// The monthly limit in minor units; `null` is no limit.
+    pub limit_minor: Option<i64>,
+    /// Charged this month.
+    pub spent_minor: i64,
+    /// Reserved and neither charged nor released yet.
+    pub reserved_minor: i64,
+    /// What is left; `null` without a limit.
+    pub remaining_minor: Option<i64>,
+    /// How much is left, in a word.
+    pub state: BudgetWord,
+    /// When the month's budget starts again.
+    pub resets_at: String,
+}
+
+/// How much of a budget is left.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum BudgetWord {
+    /// Plenty (or no limit).
+    Ample,
+    /// Less than a fifth.
+    Tight,
+    /// Nothing.
+    Exhausted,
+}
+
+impl BudgetView {
+    /// `budget` as the REST shim shows it.
+    pub fn of(budget: &Budget, now: DateTime<Utc>) -> Self {
+        BudgetView {
+            limit_minor: budget.limit,
+            spent_minor: budget.spent,
+            reserved_minor: budget.reserved,
+            remaining_minor: budget.remaining(),
+            state: match budget.state() {
+                BudgetState::Ample => BudgetWord::Ample,
+                BudgetState::Tight => BudgetWord::Tight,
+                BudgetState::Exhausted => BudgetWord::Exhausted,
+            },
+            resets_at: seconds(resets_at(now)),
+        }
+    }
+}
+
+/// One answer the agent offers to choose from.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct OptionBody {
+    /// Echoed back in the answer; unique within the question, at most 200 characters.
+    pub id: String,
+    /// What a person reads; cut to 300 characters.
+    pub label: String,
+}
+
+impl From<QuestionOption> for OptionBody {
+    fn from(option: QuestionOption) -> Self {
+        OptionBody {
+            id: option.id,
+            label: option.label,
+        }
+    }
+}
+
+/// `POST /api/v1/internal/expert-questions`: an agent asks. The fields may also come wrapped as
+/// `{"id": …, "payload": {…}}` (an event envelope), whose `id` then stands for `externalId`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AskBody {
+    /// The niche (lowercased). `niche` is accepted as another name for it.
+    #[schema(example = "roofing")]
+    pub niche_slug: Option<String>,
+    /// The niche by its number, instead of its slug.
+    pub niche_id: Option<i64>,
+    /// The agent's own id for the question (string or number; at most 200 characters). Asking
+    /// again with the same one is the same question (200, `duplicate: true`).
+    #[schema(value_type = Option<String>, example = "job-4711-q1")]
+    pub external_id: Option<serde_json::Value>,
+    /// Which of the agent's runs asked (at most 200 characters).
+    pub agent_id: Option<String>,
+    /// Required; cut to 300 characters.
+    #[schema(example = "Can I re-roof over one layer of asphalt shingles?")]
+    pub title: String,
+    /// Required; cut to 8000 characters.
+    pub question: String,
+    /// What the agent found so far: untrusted; cut to 20000 characters.
+    pub context: Option<String>,
+    /// Answers to choose from; the first 12 are kept.
+    pub options: Option<Vec<OptionBody>>,
+    /// `low`, `normal` or `high`; any other word counts as `normal`.
+    #[schema(example = "normal")]
+    pub urgency: Option<String>,
+    /// Ids of what the question is about; the first 50 are kept.
+    pub related_resource_ids: Option<Vec<String>>,
+    /// The bounty in minor units (≥ 0, at most the niche's maximum); defaults to the niche's.
+    #[schema(minimum = 0)]
+    pub bounty_minor: Option<i64>,
+    /// How long the question may wait, 60 s to 30 days; defaults to the niche's lifetime.
+    #[schema(minimum = 60, maximum = 2_592_000)]
+    pub expires_in_seconds: Option<i64>,
+}
+
+/// A question, briefly: which one and where it is.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionRef {
+    /// askloop's id.
+    pub id: i64,
+    /// Where it is now.
+    pub status: StatusWord,
+}
+
+/// A stored question as the intake answers: which one, where it is, until when.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredQuestion {
+    /// askloop's id.
+    pub id: i64,
+    /// Where it is now (a duplicate's *current* status).
+    pub status: StatusWord,
+    /// When it stops waiting.
+    pub expires_at: String,
+}
+
+/// The intake's answer (201 stored, 200 stored before).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AskResponse {
+    /// Always true: the question is stored.
+    pub stored: bool,
+    /// Whether it had been stored before under the same external id.
+    pub duplicate: bool,
+    /// The question.
+    pub question: StoredQuestion,
+    /// The niche's budget after the intake.
+    pub budget: BudgetView,
+}
+
+/// `POST /api/v1/internal/research-results`: research comes back for a waiting question.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResearchBody {
+    /// The question's niche (`niche` and `nicheId` are accepted too).
+    pub niche_slug: Option<String>,
+    /// The niche by its number, instead of its slug.
+    pub niche_id: Option<i64>,
+    /// The agent's id for the question (at most 200 characters).
+    #[schema(value_type = String)]
+    pub external_id: serde_json::Value,
+    /// The findings, appended under a dated heading (untrusted).
+    pub context: String,
+}
+
+/// The research route's answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ResearchResponse {
+    /// The question, open again.
+    pub question: QuestionRef,
+}
+
+/// `POST /api/v1/internal/expert-questions/lookup`: read the agent's own questions.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LookupBody {
+    /// The questions' niche.
+    pub niche_slug: String,
+    /// The agent's ids for them, 1 to 100 (repeated ones count once).
+    #[schema(min_items = 1, max_items = 100)]
+    pub external_ids: Vec<String>,
+    /// Hold the request up to this long until one of them changes (long polling).
+    #[schema(minimum = 0, maximum = 55)]
+    pub wait_seconds: Option<u64>,
+}
+
+/// The lookup's answer: one entry per external id asked, in order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LookupResponse {
+    /// The questions.
+    pub questions: Vec<LookedUp>,
+}
+
+/// One looked-up question: found (with its state) or not.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum LookedUp {
+    /// The agent asked this question.
+    Found(FoundQuestion),
+    /// No question of this agent has that id in the niche.
+    Missing(MissingQuestion),
+}
+
+/// A question the agent asked.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FoundQuestion {
+    /// The agent's id.
+    pub external_id: String,
+    /// Always true.
+    pub found: bool,
+    /// askloop's id.
+    pub id: i64,
+    /// Where it is.
+    pub status: StatusWord,
+    /// When it stops waiting.
+    pub expires_at: DateTime<Utc>,
+    /// When it was answered.
+    pub answered_at: Option<DateTime<Utc>>,
+    /// The answer; `null` until it is answered.
+    pub answer: Option<LookedUpAnswer>,
+}
+
+/// An id the agent has no question under.
+// `deny_unknown_fields` makes the document say "no other fields", so a found question never
+// also reads as a missing one.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MissingQuestion {
+    /// The agent's id.
+    pub external_id: String,
+    /// Always false.
+    pub found: bool,
+}
+
+/// The answer a question was settled with.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LookedUpAnswer {
+    /// The answer's id.
+    pub answer_id: i64,
+    /// The option chosen, if any.
+    pub option_id: Option<String>,
+    /// The words, if any.
+    pub body: Option<String>,
+    /// The handle of who answered.
+    pub answered_by: String,
+    /// When.
+    pub created_at: DateTime<Utc>,
+    /// Where it stands in review.
+    pub review: ReviewWord,
+}
+
+/// Where an answer stands in review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewWord {
+    /// Checked and counted.
+    Verified,
+    /// Not yet checked by an admin: treat with care.
+    Pending,
+    /// An admin rejected it: discard it.
+    Rejected,
+    /// Reversed after it was verified: discard it.
+    Reversed,
+}
+
+impl From<ContributionStatus> for ReviewWord {
+    fn from(status: ContributionStatus) -> Self {
+        match status {
+            ContributionStatus::Pending => ReviewWord::Pending,
+            ContributionStatus::Verified => ReviewWord::Verified,
+            ContributionStatus::Rejected => ReviewWord::Rejected,
+            ContributionStatus::Reversed => ReviewWord::Reversed,
+        }
+    }
+}
+
+/// `POST /api/v1/internal/revenue-events`: money came in for a niche.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RevenueBody {
+    /// The niche.
+    pub niche_slug: String,
+    /// Unique within the niche (at most 200 characters; not starting with `agent_bounty`).
+    pub external_id: String,
+    /// `subscription`, `usage`, `sponsorship` or `one_time`.
+    #[schema(example = "subscription")]
+    pub source_type: String,
+    /// Gross amount in minor units (≥ 0).
+    #[schema(minimum = 0)]
+    pub gross_minor: i64,
+    /// Processing costs (default 0).
+    #[schema(minimum = 0)]
+    pub processing_minor: Option<i64>,
+    /// Network costs (default 0).
+    #[schema(minimum = 0)]
+    pub network_minor: Option<i64>,
+    /// Infrastructure costs (default 0).
+    #[schema(minimum = 0)]
+    pub infra_minor: Option<i64>,
+    /// Refunds (default 0).
+    #[schema(minimum = 0)]
+    pub refund_minor: Option<i64>,
+    /// Three letters.
+    #[schema(example = "EUR")]
+    pub currency: String,
+}
+
+/// The revenue route's answer (201 booked, 200 booked before).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RevenueResponse {
+    /// Whether the external id was booked before (nothing booked again).
+    pub duplicate: bool,
+    /// The event.
+    pub event: RevenueEventView,
+    /// How its net was split.
+    pub allocations: Vec<AllocationView>,
+}
+
+/// A booked revenue event.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RevenueEventView {
+    /// askloop's id.
+    pub id: i64,
+    /// The agent's id.
+    pub external_id: String,
+    /// Its source type.
+    pub source_type: String,
+    /// Gross, minor units.
+    pub gross_minor: i64,
+    /// Net: gross minus costs, never below 0.
+    pub net_minor: i64,
+    /// Three letters.
+    pub currency: String,
+}
+
+/// One part of a revenue event's net.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AllocationView {
+    /// Who receives it; `null` is the platform.
+    pub user_id: Option<i64>,
+    /// Their share in basis points.
+    pub share_bps: i32,
+    /// The amount, minor units.
+    pub amount_minor: i64,
+}
+
+/// `POST /api/v1/internal/anomaly-signals`: a monitor's finding, logged for admins only.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignalBody {
+    /// The monitor's id for the signal (at most 200 characters); the same one again appends
+    /// nothing.
+    pub signal_id: String,
+    /// `question`, `answer`, `operator` or `agent`.
+    pub subject_type: String,
+    /// What it is about (string or number; at most 200 characters).
+    #[schema(value_type = String)]
+    pub subject_id: serde_json::Value,
+    /// The kind of finding (at most 200 characters).
+    pub kind: String,
+    /// `low`, `medium`, `high` or `critical`.
+    pub severity: String,
+    /// The finding (at most 4000 characters).
+    pub finding: String,
+}
+
+/// The anomaly route's answer (201 appended, 200 seen before).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SignalResponse {
+    /// Whether the signal id was seen before.
+    pub duplicate: bool,
+    /// The logged signal.
+    pub signal: SignalRef,
+}
+
+/// A logged signal.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignalRef {
+    /// askloop's id.
+    pub id: i64,
+    /// The monitor's id.
+    pub signal_id: String,
+}
+
+/// A question as the member routes show it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionView {
+    /// askloop's id.
+    pub id: i64,
+    /// The agent's id.
+    pub external_id: Option<String>,
+    /// The title.
+    pub title: String,
+    /// The question.
+    pub question: String,
+    /// What the agent found (untrusted text).
+    pub context: Option<String>,
+    /// The answers to choose from.
+    pub options: Vec<OptionBody>,
+    /// How urgent.
+    pub urgency: UrgencyWord,
+    /// Where it is.
+    pub status: StatusWord,
+    /// The bounty, minor units.
+    pub bounty_minor: i64,
+    /// When it was asked.
+    pub created_at: DateTime<Utc>,
+    /// When it was answered.
+    pub answered_at: Option<DateTime<Utc>>,
+    /// When it stops waiting.
+    pub expires_at: DateTime<Utc>,
+}
+
+impl QuestionView {
+    /// `q` for the member routes.
+    pub fn of(q: &agent_questions::Model) -> Self {
+        QuestionView {
+            id: q.id,
+            external_id: q.external_id.clone(),
+            title: q.title.clone(),
+            question: q.question.clone(),
+            context: q.context.clone(),
+            options: crate::service::answering::options_of(q)
+                .into_iter()
+                .map(OptionBody::from)
+                .collect(),
+            urgency: q.urgency.into(),
+            status: q.status.into(),
+            bounty_minor: q.bounty_minor,
+            created_at: q.created_at,
+            answered_at: q.answered_at,
+            expires_at: q.expires_at,
+        }
+    }
+}
+
+/// A page of a niche's questions.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuePage {
+    /// The niche's slug.
+    pub niche: String,
+    /// The questions, most urgent and oldest first.
+    pub questions: Vec<QuestionView>,
+    /// Pass as `after` for the next page; `null` on the last.
+    pub next_cursor: Option<String>,
+}
+
+/// `POST /api/v1/niches/{slug}/questions/{id}/answer`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerBody {
+    /// `answered`, `insufficient_context` or `needs_research`.
+    #[schema(example = "answered")]
+    pub kind: Option<String>,
+    /// The chosen option.
+    pub option_id: Option<String>,
+    /// The words.
+    pub body: Option<String>,
+}
+
+/// The answer route's answer.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerResponse {
+    /// The stored answer.
+    pub answer: AnswerView,
+    /// The question after it.
+    pub question: QuestionRef,
+    /// Points it earned (0 for a decline).
+    pub points: i64,
+    /// The contribution's review state (answers only).
+    pub contribution_status: Option<ReviewWord>,
+    /// What to tell the person.
+    pub notice: String,
+}
+
+/// A stored answer.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerView {
+    /// Its id.
+    pub id: i64,
+    /// What kind of answer.
+    pub kind: AnswerKindWord,
+    /// The chosen option.
+    pub option_id: Option<String>,
+    /// The words.
+    pub body: Option<String>,
+}
+
+/// The three answers, two of which are not answers (docs/contract.md#answering).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerKindWord {
+    /// An answer: the question closes.
+    Answered,
+    /// A free decline: the question stays open for someone else.
+    InsufficientContext,
+    /// Sent back to the agent for research.
+    NeedsResearch,
+}
+
+impl From<AnswerKind> for AnswerKindWord {
+    fn from(kind: AnswerKind) -> Self {
+        match kind {
+            AnswerKind::Answered => AnswerKindWord::Answered,
+            AnswerKind::InsufficientContext => AnswerKindWord::InsufficientContext,
+            AnswerKind::NeedsResearch => AnswerKindWord::NeedsResearch,
+        }
+    }
 }

@@ -11,7 +11,7 @@ use entity::agent_questions::{self, QuestionStatus};
 use entity::contribution_events::ContributionStatus;
 use entity::niches;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::domain::intake::NicheRef;
@@ -113,7 +113,7 @@ pub async fn lookup(
     live: &LiveHub,
     asker: &Asker,
     lookup: Lookup,
-) -> Result<Value, ServiceError> {
+) -> Result<Vec<Looked>, ServiceError> {
     let niche = find_niche(db, &NicheRef::Slug(lookup.niche_slug.clone()))
         .await?
         .ok_or_else(|| ServiceError::NotFound(format!("no niche '{}'", lookup.niche_slug)))?;
@@ -156,18 +156,17 @@ pub struct FoundAnswer {
     pub answer: agent_answers::Model,
     /// The handle of the person who gave it.
     pub handle: String,
-    /// Where it stands in review: `verified`, `pending`, `rejected` or `reversed`.
-    pub review: &'static str,
+    /// Where it stands in review (an answer that never needed review counts as verified).
+    pub review: ContributionStatus,
 }
 
-/// A review state as the contract spells it.
-fn review_word(status: ContributionStatus) -> &'static str {
-    match status {
-        ContributionStatus::Pending => "pending",
-        ContributionStatus::Verified => "verified",
-        ContributionStatus::Rejected => "rejected",
-        ContributionStatus::Reversed => "reversed",
-    }
+/// What a lookup found for one external id: the question and its answer, or nothing.
+#[derive(Debug, Clone)]
+pub struct Looked {
+    /// The agent's id, as asked.
+    pub external_id: String,
+    /// The question with its winning answer, if the agent asked one under that id.
+    pub found: Option<(agent_questions::Model, Option<FoundAnswer>)>,
 }
 
 async fn read(
@@ -227,7 +226,7 @@ async fn answers_of(
             let review = answer
                 .contribution_event_id
                 .and_then(|c| reviews.get(&c))
-                .map_or("verified", |status| review_word(*status));
+                .map_or(ContributionStatus::Verified, |status| *status);
             (
                 answer.question_id,
                 FoundAnswer {
@@ -240,30 +239,15 @@ async fn answers_of(
         .collect())
 }
 
-fn render(external_ids: &[String], found: &Found) -> Value {
-    let questions: Vec<Value> = external_ids
+/// One entry per external id, in the order asked.
+fn render(external_ids: &[String], found: &Found) -> Vec<Looked> {
+    external_ids
         .iter()
-        .map(|external| match found.get(external) {
-            None => json!({ "externalId": external, "found": false }),
-            Some((q, answer)) => json!({
-                "externalId": external,
-                "found": true,
-                "id": q.id,
-                "status": q.status,
-                "expiresAt": q.expires_at,
-                "answeredAt": q.answered_at,
-                "answer": answer.as_ref().map(|found| json!({
-                    "answerId": found.answer.id,
-                    "optionId": found.answer.option_id,
-                    "body": found.answer.body,
-                    "answeredBy": found.handle,
-                    "createdAt": found.answer.created_at,
-                    "review": found.review,
-                })),
-            }),
+        .map(|external| Looked {
+            external_id: external.clone(),
+            found: found.get(external).cloned(),
         })
-        .collect();
-    json!({ "questions": questions })
+        .collect()
 }
 
 /// Which of its questions an agent means: askloop's id for it, or the agent's own external id
@@ -467,6 +451,8 @@ pub async fn list_own(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

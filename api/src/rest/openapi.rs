@@ -1,0 +1,357 @@
+//! `GET /openapi.json`: the REST routes as an OpenAPI 3.1 document, generated from the handlers'
+//! attributes and the wire types in `rest::views` (docs/contract.md#openapi). The committed
+//! `openapi.json` is this document; a test fails when the two drift apart.
+
+use std::sync::OnceLock;
+
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use super::{forms, health, intake, lookup, money, queue, research};
+
+/// The document's root: every REST route and the security schemes they use.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "askloop REST API",
+        description = "Agents ask the questions they cannot settle; the people who have done the \
+            job answer. These are askloop's REST routes: the signed routes agents call, the \
+            member routes, the dashboard's form posts and the operations endpoints. Integrators \
+            also have GraphQL (`/graphql`, schema in schema.graphql) and agents an MCP server \
+            (`/mcp`). The contract is docs/contract.md.",
+        license(name = "MIT", identifier = "MIT"),
+    ),
+    paths(
+        intake::receive_question,
+        lookup::lookup,
+        research::research_returned,
+        money::revenue_event,
+        money::anomaly_signal,
+        queue::list,
+        queue::answer,
+        forms::answer,
+        forms::dismiss,
+        health::healthz,
+        health::readyz,
+        health::metrics,
+        openapi_json,
+    ),
+    modifiers(&SecuritySchemes),
+    tags(
+        (name = "agents", description = "Signed routes an agent calls (docs/contract.md#signed-routes)."),
+        (name = "monitors", description = "Signed with the monitor's secret."),
+        (name = "members", description = "For the people of a niche: a session or an API key."),
+        (name = "forms", description = "What the dashboard's plain HTML forms post."),
+        (name = "operations", description = "Health, readiness, metrics and this document."),
+    )
+)]
+struct ApiDoc;
+
+/// The security schemes the routes name.
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "agentSignature",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "X-Chovy-Signature",
+                "`t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<raw body>\">` with the agent's \
+                 signing secret (the default agent's is CHOVY_SIGNING_SECRET); at most 300 s \
+                 old. During a rotation, `v1=` may appear once per secret. See \
+                 docs/contract.md#signing.",
+            ))),
+        );
+        components.add_security_scheme(
+            "agentSlug",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "X-Askloop-Agent",
+                "The registered agent's slug; its own secrets must sign the request. Without \
+                 it, the request is the built-in default agent's. See docs/contract.md#agents.",
+            ))),
+        );
+        components.add_security_scheme(
+            "monitorSignature",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "X-Chovy-Signature",
+                "The same scheme as agentSignature, with ASKLOOP_MONITOR_SECRET.",
+            ))),
+        );
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "A session token (`al_sess_…`, from the GraphQL `login`) or an API key \
+                         (`al_key_…`).",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "sessionCookie",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                crate::auth::SESSION_COOKIE,
+                "The dashboard's session cookie; writes with it must come from askloop's own \
+                 origin.",
+            ))),
+        );
+    }
+}
+
+/// The document.
+pub fn document() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}
+
+/// The document as pretty JSON with a final newline, as committed in `openapi.json`.
+pub fn json() -> String {
+    let mut text = document()
+        .to_pretty_json()
+        .expect("the OpenAPI document serialises");
+    text.push('\n');
+    text
+}
+
+/// Serve the document.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    tag = "operations",
+    operation_id = "openapi",
+    summary = "This document",
+    responses((status = 200, description = "The OpenAPI 3.1 document.", content_type = "application/json", body = Object))
+)]
+pub async fn openapi_json() -> Response {
+    static DOCUMENT: OnceLock<String> = OnceLock::new();
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        DOCUMENT.get_or_init(json).as_str(),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::domain::intake::parse_new_question;
+    use crate::error::ServiceError;
+
+    fn document_value() -> Value {
+        serde_json::from_str(&json()).expect("the document is JSON")
+    }
+
+    fn schema<'a>(doc: &'a Value, name: &str) -> &'a Value {
+        &doc["components"]["schemas"][name]
+    }
+
+    fn properties(doc: &Value, name: &str) -> Vec<String> {
+        let mut names: Vec<String> = schema(doc, name)["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{name} has properties"))
+            .keys()
+            .cloned()
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn every_rest_route_is_in_the_document() {
+        let doc = document_value();
+        assert_eq!(doc["openapi"], "3.1.0");
+        let paths = doc["paths"].as_object().expect("paths");
+        for (path, method) in [
+            ("/api/v1/internal/expert-questions", "post"),
+            ("/api/v1/internal/expert-questions/lookup", "post"),
+            ("/api/v1/internal/research-results", "post"),
+            ("/api/v1/internal/revenue-events", "post"),
+            ("/api/v1/internal/anomaly-signals", "post"),
+            ("/api/v1/niches/{slug}/questions", "get"),
+            ("/api/v1/niches/{slug}/questions/{id}/answer", "post"),
+            ("/dashboard/questions/{id}/answer", "post"),
+            ("/dashboard/questions/{id}/dismiss", "post"),
+            ("/healthz", "get"),
+            ("/readyz", "get"),
+            ("/metrics", "get"),
+            ("/openapi.json", "get"),
+        ] {
+            assert!(
+                paths.get(path).and_then(|p| p.get(method)).is_some(),
+                "{method} {path} is not documented"
+            );
+        }
+        assert_eq!(
+            paths.len(),
+            13,
+            "a documented route the router does not have"
+        );
+    }
+
+    #[test]
+    fn the_signed_routes_name_the_signature_and_the_agent_header() {
+        let doc = document_value();
+        let schemes = doc["components"]["securitySchemes"].as_object().unwrap();
+        assert_eq!(schemes["agentSignature"]["name"], "X-Chovy-Signature");
+        assert_eq!(schemes["agentSlug"]["name"], "X-Askloop-Agent");
+        let ask = &doc["paths"]["/api/v1/internal/expert-questions"]["post"];
+        assert_eq!(
+            ask["security"],
+            json!([{"agentSignature": [], "agentSlug": []}, {"agentSignature": []}])
+        );
+        assert_eq!(
+            ask["responses"]["402"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/OverBudgetBody"
+        );
+    }
+
+    /// The documented error codes are exactly the ones `ServiceError` answers with.
+    #[test]
+    fn the_error_codes_are_the_services_codes() {
+        let doc = document_value();
+        let mut documented: Vec<String> = schema(&doc, "ErrorCode")["enum"]
+            .as_array()
+            .expect("ErrorCode is an enum")
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        documented.sort();
+        let errors = [
+            ServiceError::BadInput(String::new()),
+            ServiceError::Unauthenticated(String::new()),
+            ServiceError::Forbidden(String::new()),
+            ServiceError::NotFound(String::new()),
+            ServiceError::Conflict(crate::error::Conflict::NotAwaitingResearch),
+            ServiceError::Unavailable(String::new()),
+            ServiceError::OverBudget {
+                remaining_minor: 0,
+                resets_at: chrono::Utc::now(),
+            },
+            ServiceError::Internal(anyhow::anyhow!("x")),
+        ];
+        let mut actual: Vec<String> = errors.iter().map(|e| e.code().to_owned()).collect();
+        actual.sort();
+        assert_eq!(documented, actual);
+        // And each body has exactly the documented fields.
+        let over = errors[6].body();
+        let mut keys: Vec<String> = over.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        assert_eq!(keys, properties(&doc, "OverBudgetBody"));
+        let conflict = errors[4].body();
+        let mut keys: Vec<String> = conflict.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        assert_eq!(keys, properties(&doc, "ErrorBody"));
+    }
+
+    /// The intake's documented body is what its parser reads: a body with every documented
+    /// field is accepted and each one lands, and the parser's required fields are the
+    /// documented required ones.
+    #[test]
+    fn the_ask_body_is_what_the_intake_parser_reads() {
+        let doc = document_value();
+        let documented = properties(&doc, "AskBody");
+        let mut expected = vec![
+            "agentId",
+            "bountyMinor",
+            "context",
+            "expiresInSeconds",
+            "externalId",
+            "nicheId",
+            "nicheSlug",
+            "options",
+            "question",
+            "relatedResourceIds",
+            "title",
+            "urgency",
+        ];
+        expected.sort_unstable();
+        assert_eq!(documented, expected);
+        let full = json!({
+            "nicheSlug": "roofing", "externalId": "q-1", "agentId": "run-1",
+            "title": "t", "question": "q", "context": "c",
+            "options": [{"id": "a", "label": "A"}], "urgency": "high",
+            "relatedResourceIds": ["r"], "bountyMinor": 5, "expiresInSeconds": 3600,
+        });
+        let parsed = parse_new_question(&full).expect("a full documented body parses");
+        assert_eq!(parsed.external_id.as_deref(), Some("q-1"));
+        assert_eq!(parsed.agent_id.as_deref(), Some("run-1"));
+        assert_eq!(parsed.options.len(), 1);
+        assert_eq!(parsed.related_resource_ids, vec!["r".to_owned()]);
+        assert_eq!(parsed.bounty_minor, Some(5));
+        assert_eq!(parsed.expires_in_seconds, Some(3600));
+        assert_eq!(parsed.context.as_deref(), Some("c"));
+        let mut required: Vec<&str> = schema(&doc, "AskBody")["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        required.sort_unstable();
+        assert_eq!(required, ["question", "title"]);
+        for field in required {
+            let mut without = full.clone();
+            without.as_object_mut().unwrap().remove(field);
+            let err = parse_new_question(&without).expect_err(field);
+            assert!(err.0.contains(field), "{field}: {err}");
+        }
+    }
+
+    /// The other signed bodies: every documented required field is one the parser requires.
+    #[test]
+    fn the_signed_bodies_require_what_their_parsers_require() {
+        let doc = document_value();
+        type Parse = fn(&Value) -> Result<(), ServiceError>;
+        let cases: [(&str, Value, Parse); 4] = [
+            (
+                "LookupBody",
+                json!({"nicheSlug": "roofing", "externalIds": ["a"], "waitSeconds": 0}),
+                |v| crate::service::lookup::parse(v).map(drop),
+            ),
+            (
+                "ResearchBody",
+                json!({"nicheSlug": "roofing", "externalId": "a", "context": "found"}),
+                |v| crate::service::research::parse(v).map(drop),
+            ),
+            (
+                "RevenueBody",
+                json!({"nicheSlug": "roofing", "externalId": "e", "sourceType": "usage",
+                       "grossMinor": 100, "processingMinor": 1, "networkMinor": 1,
+                       "infraMinor": 1, "refundMinor": 0, "currency": "EUR"}),
+                |v| crate::service::revenue::parse(v).map(drop),
+            ),
+            (
+                "SignalBody",
+                json!({"signalId": "s", "subjectType": "question", "subjectId": "7",
+                       "kind": "k", "severity": "low", "finding": "f"}),
+                |v| crate::service::signals::parse(v).map(drop),
+            ),
+        ];
+        for (name, full, parse) in cases {
+            let documented = properties(&doc, name);
+            let mut sent: Vec<String> = full.as_object().unwrap().keys().cloned().collect();
+            sent.sort();
+            let extra: Vec<&String> = documented.iter().filter(|d| !sent.contains(d)).collect();
+            // nicheId is the documented alternative to nicheSlug.
+            assert!(
+                extra.iter().all(|e| *e == "nicheId"),
+                "{name}: documented but not exercised: {extra:?}"
+            );
+            parse(&full).unwrap_or_else(|e| panic!("{name}: a full body is refused: {e}"));
+            for field in schema(&doc, name)["required"].as_array().unwrap() {
+                let field = field.as_str().unwrap();
+                let mut without = full.clone();
+                without.as_object_mut().unwrap().remove(field);
+                assert!(
+                    parse(&without).is_err(),
+                    "{name}: documented as required, but accepted without {field}"
+                );
+            }
+        }
+    }
+}
