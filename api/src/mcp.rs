@@ -12,6 +12,13 @@
 //! The tools themselves are in [`tools`]; this module only adapts them to the SDK: a tool's
 //! result is its structured content (and the same JSON as text), and a refusal is a tool error
 //! (`isError: true`) whose structured content is the REST error body, `{error, code, reason?}`.
+//!
+//! `ask_expert` can also be awaited as a task (the MCP Tasks extension, which `rmcp` implements):
+//! a client that declares the extension gets a task handle for the question it asked instead of
+//! the plain result, and `tasks/get` reports it `working` until the question is settled, then
+//! `completed` with what `get_answer` would return. The task is the question itself — its id is
+//! `question-<id>`, its state read from the database — so no task is kept in memory and any
+//! instance can answer for it.
 
 use std::sync::Arc;
 
@@ -20,9 +27,12 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use entity::agent_questions::QuestionStatus;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
+    DetailedTask, GetTaskParams, GetTaskResult, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Task, TaskPayload, TaskStatus, Tool,
+    ToolAnnotations, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -32,8 +42,10 @@ use serde_json::Value;
 
 use crate::auth::bearer_token;
 use crate::error::ServiceError;
+use crate::rest::views::seconds;
 use crate::service::agent_tokens::{self, TokenHolder};
 use crate::service::agents::Asker;
+use crate::service::lookup::{self, QuestionRef};
 use crate::state::AppState;
 
 pub mod tools;
@@ -116,7 +128,98 @@ const INSTRUCTIONS: &str = "askloop puts an agent's questions in front of people
     the job. Call ask_expert with a question in one of your niches, then get_answer with its \
     questionId (waitSeconds up to 55; call again while the status is open). An answer's review \
     is pending until an admin checks it; rejected or reversed means discard it. Status \
-    researching means a person wants more context: call add_research with your findings.";
+    researching means a person wants more context: call add_research with your findings. \
+    Clients with the tasks extension may instead await ask_expert as a task.";
+
+/// How often a task's client is asked to poll `tasks/get`.
+const TASK_POLL_MS: u64 = 5_000;
+
+/// The task id of question `id`.
+fn task_id(id: i64) -> String {
+    format!("question-{id}")
+}
+
+/// The question a task id names, if it names one.
+fn question_of_task(task_id: &str) -> Option<i64> {
+    task_id
+        .strip_prefix("question-")
+        .and_then(|id| id.parse().ok())
+        .filter(|id| *id > 0)
+}
+
+/// The state of the task that is question `id` of `asker`: working while it waits (with what
+/// it waits for), completed with `get_answer`'s result once it is settled.
+async fn task_state(
+    state: &AppState,
+    asker: &Asker,
+    id: i64,
+) -> Result<DetailedTask, ServiceError> {
+    let own = lookup::await_own(&state.db, &state.live, asker, &QuestionRef::Id(id), None).await?;
+    let question = &own.question;
+    let task = Task::new(
+        task_id(id),
+        TaskStatus::Working,
+        seconds(question.created_at),
+        seconds(question.updated_at),
+    )
+    .with_poll_interval_ms(TASK_POLL_MS);
+    let payload = match question.status {
+        QuestionStatus::Open => {
+            return Ok(DetailedTask::new(
+                task.with_status_message(format!(
+                    "waiting for a person; the question expires at {}",
+                    seconds(question.expires_at)
+                )),
+                TaskPayload::Working,
+            ));
+        }
+        QuestionStatus::Researching => {
+            return Ok(DetailedTask::new(
+                task.with_status_message(
+                    "a person asked for more context: call add_research with your findings",
+                ),
+                TaskPayload::Working,
+            ));
+        }
+        QuestionStatus::Answered | QuestionStatus::Dismissed | QuestionStatus::Expired => {
+            let result = CallToolResult::structured(tools::answer_json(&own));
+            TaskPayload::Completed {
+                result: as_object(&result),
+            }
+        }
+    };
+    Ok(DetailedTask::new(task, payload))
+}
+
+/// A tool result as the JSON object a completed task carries.
+fn as_object(result: &CallToolResult) -> JsonObject {
+    match serde_json::to_value(result) {
+        Ok(Value::Object(object)) => object,
+        _ => JsonObject::new(),
+    }
+}
+
+/// A service refusal on a `tasks/*` method, as a JSON-RPC error with the REST error body as its
+/// data.
+fn task_error(err: ServiceError) -> ErrorData {
+    err.log_if_internal();
+    let body = Some(err.body());
+    match err {
+        ServiceError::NotFound(message) => ErrorData::resource_not_found(message, body),
+        ServiceError::Internal(_) => ErrorData::internal_error("internal error", body),
+        other => ErrorData::invalid_params(other.to_string(), body),
+    }
+}
+
+/// The question a `tasks/*` request names, or the error for one that names none.
+fn task_question(task_id: &str) -> Result<i64, ErrorData> {
+    question_of_task(task_id).ok_or_else(|| {
+        task_error(ServiceError::NotFound(format!(
+            "no task '{}'",
+            task_id.chars().take(60).collect::<String>()
+        )))
+    })
+}
 
 /// The agent the authentication layer found for this request.
 fn caller(context: &RequestContext<RoleServer>) -> Option<Asker> {
@@ -139,9 +242,14 @@ fn tool_result(result: Result<Value, ServiceError>) -> CallToolResult {
 
 impl ServerHandler for AskloopMcp {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("askloop", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new("askloop", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -182,6 +290,70 @@ impl ServerHandler for AskloopMcp {
             ));
         }
         let arguments = request.arguments.unwrap_or_default();
-        Ok(tool_result(tools::call(&self.state, &asker, &request.name, arguments).await).into())
+        let as_task = request.name == "ask_expert"
+            && context
+                .client_capabilities()
+                .is_some_and(|capabilities| capabilities.supports_tasks());
+        let result = tools::call(&self.state, &asker, &request.name, arguments).await;
+        if as_task && let Ok(asked) = &result {
+            // The question is stored (or was, under the same externalId): the task is it.
+            let id = asked["questionId"].as_i64().unwrap_or_default();
+            let task = task_state(&self.state, &asker, id)
+                .await
+                .map_err(task_error)?;
+            return Ok(CallToolResponse::Task(CreateTaskResult::new(task.task)));
+        }
+        Ok(tool_result(result).into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let Some(asker) = caller(&context) else {
+            return Err(ErrorData::internal_error("no agent for this request", None));
+        };
+        let id = task_question(&request.task_id)?;
+        let task = task_state(&self.state, &asker, id)
+            .await
+            .map_err(task_error)?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some(asker) = caller(&context) else {
+            return Err(ErrorData::internal_error("no agent for this request", None));
+        };
+        let id = task_question(&request.task_id)?;
+        task_state(&self.state, &asker, id)
+            .await
+            .map_err(task_error)?;
+        Err(task_error(ServiceError::BadInput(
+            "this task asks for no input: its question is answered by a person".into(),
+        )))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some(asker) = caller(&context) else {
+            return Err(ErrorData::internal_error("no agent for this request", None));
+        };
+        let id = task_question(&request.task_id)?;
+        task_state(&self.state, &asker, id)
+            .await
+            .map_err(task_error)?;
+        // People may already be reading it; a question is settled by them or by its expiry.
+        Err(task_error(ServiceError::BadInput(
+            "a question cannot be withdrawn once asked; it is settled by a person or expires"
+                .into(),
+        )))
     }
 }

@@ -760,7 +760,129 @@ async fn an_unknown_tool_is_a_protocol_error(app: TestApp) {
     );
 }
 
+/// Request metadata declaring the MCP Tasks extension, as a client that can await tasks sends it.
+fn declaring_tasks() -> Value {
+    json!({"io.modelcontextprotocol/clientCapabilities": {
+        "extensions": {"io.modelcontextprotocol/tasks": {}}
+    }})
+}
+
+/// `tasks/get` for `task` with the tasks extension declared: the JSON-RPC response.
+async fn get_task(client: &McpClient, task: &str) -> Value {
+    client
+        .request(
+            "tasks/get",
+            json!({"taskId": task, "_meta": declaring_tasks()}),
+        )
+        .await
+}
+
+async fn ask_expert_is_awaited_as_a_task_by_a_client_that_declares_tasks(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let client = agent(&app, "agent-a", &["games"]).await;
+    let info = client.initialize().await;
+    assert!(
+        info["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+        "the server advertises the tasks extension: {info}"
+    );
+
+    // Declaring tasks, ask_expert answers with a task handle: the question, stored.
+    let created = client
+        .request(
+            "tools/call",
+            json!({"name": "ask_expert", "arguments": question("games", Some("q-1")),
+                   "_meta": declaring_tasks()}),
+        )
+        .await;
+    let handle = &created["result"];
+    assert_eq!(handle["resultType"], "task", "{created}");
+    assert_eq!(handle["status"], "working", "{created}");
+    let task = handle["taskId"].as_str().expect("a task id").to_owned();
+    let stored = agent_questions::Entity::find()
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the question is stored");
+    assert_eq!(task, format!("question-{}", stored.id));
+    assert!(handle["pollIntervalMs"].as_u64().is_some(), "{created}");
+
+    // The same call again (a retry) is the same question and the same task.
+    let again = client
+        .request(
+            "tools/call",
+            json!({"name": "ask_expert", "arguments": question("games", Some("q-1")),
+                   "_meta": declaring_tasks()}),
+        )
+        .await;
+    assert_eq!(again["result"]["taskId"], task.as_str());
+    assert_eq!(question_count(&app).await, 1);
+
+    // Working while it waits, saying what for.
+    let waiting = get_task(&client, &task).await;
+    assert_eq!(waiting["result"]["status"], "working", "{waiting}");
+    assert!(
+        waiting["result"]["statusMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("waiting for a person")),
+        "{waiting}"
+    );
+    assert!(waiting["result"].get("result").is_none(), "{waiting}");
+
+    // Neither input nor cancellation applies to a question; both are refused, nothing changes.
+    for method in ["tasks/cancel", "tasks/update"] {
+        let refused = client
+            .request(
+                method,
+                json!({"taskId": task, "inputResponses": {}, "_meta": declaring_tasks()}),
+            )
+            .await;
+        assert_eq!(refused["error"]["code"], -32602, "{method}: {refused}");
+        assert_eq!(
+            refused["error"]["data"]["code"], "BAD_USER_INPUT",
+            "{refused}"
+        );
+    }
+
+    // Answered by a person: completed, with what get_answer returns.
+    let answered = app
+        .graphql(
+            Some(&ana.token),
+            ANSWER,
+            json!({"id": stored.id.to_string()}),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    let done = get_task(&client, &task).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    let result = &done["result"]["result"]["structuredContent"];
+    assert_eq!(result["status"], "answered", "{done}");
+    assert_eq!(result["answer"], "Ship early access.");
+    assert_eq!(result["optionLabel"], "Early access");
+    assert_eq!(result["review"], "pending");
+
+    // Another agent's task, a task id that names no question, and a client that has not
+    // declared tasks: refused.
+    open_niche(&app.db, "roofing").await;
+    let other = agent(&app, "agent-b", &["roofing"]).await;
+    let foreign = get_task(&other, &task).await;
+    assert_eq!(foreign["error"]["code"], -32002, "{foreign}");
+    assert_eq!(foreign["error"]["data"]["code"], "NOT_FOUND", "{foreign}");
+    let nonsense = get_task(&client, "drop-tables").await;
+    assert_eq!(nonsense["error"]["data"]["code"], "NOT_FOUND", "{nonsense}");
+    let undeclared = client.request("tasks/get", json!({"taskId": task})).await;
+    assert!(undeclared["error"].is_object(), "{undeclared}");
+    assert!(undeclared["result"].is_null(), "{undeclared}");
+
+    // Without declaring tasks, ask_expert answers as before.
+    let plain = client
+        .ok("ask_expert", question("games", Some("q-2")))
+        .await;
+    assert_eq!(plain["status"], "open");
+}
+
 on_both_backends!(
+    ask_expert_is_awaited_as_a_task_by_a_client_that_declares_tasks,
     mcp_refuses_a_request_without_a_live_agent_token,
     a_body_over_256_kib_is_refused_unread,
     a_disabled_agents_token_is_forbidden_until_it_is_enabled,

@@ -377,7 +377,9 @@ fn option_label(question: &agent_questions::Model, option_id: &str) -> Option<St
     })
 }
 
-fn answer_json(own: &OwnQuestion) -> Value {
+/// A question as `get_answer` returns it: status, expiry and, once answered, the answer with
+/// its review state.
+pub fn answer_json(own: &OwnQuestion) -> Value {
     let question = &own.question;
     let mut result = json!({
         "questionId": question.id,
