@@ -647,7 +647,8 @@ async fn a_bad_lookup_is_refused_and_changes_nothing() {
 }
 
 const DELIVERIES: &str = "query($status: DeliveryStatus, $event: String) { deliveries(status: $status, event: $event) { id envelopeId eventType status attemptCount lastStatusCode lastError attempts { statusCode outcome error durationMs } } }";
-const REDELIVER: &str = "mutation($id: ID!) { redeliver(id: $id) { status envelopeId } }";
+pub(crate) const REDELIVER: &str =
+    "mutation($id: ID!) { redeliver(id: $id) { status envelopeId } }";
 
 /// A delivery the agent answered 503 until its retry window ran out, an admin, and an
 /// operator of its niche.
