@@ -181,7 +181,12 @@ impl Client {
     pub async fn ask(&self, question: &Question) -> Result<Asked, Error> {
         let body = question.to_body().to_string().into_bytes();
         let bytes = self
-            .post_retrying(INTAKE_PATH, &body, self.request_timeout)
+            .post_retrying(
+                INTAKE_PATH,
+                &body,
+                self.request_timeout,
+                Error::is_transient,
+            )
             .await?;
         let response: IntakeResponse = read_json(&bytes)?;
         Ok(Asked {
@@ -205,7 +210,9 @@ impl Client {
         wait: Option<Duration>,
     ) -> Result<Vec<LookedUp>, Error> {
         let (body, timeout) = lookup_request(niche, external_ids, wait, self.request_timeout);
-        let bytes = self.post_retrying(LOOKUP_PATH, &body, timeout).await?;
+        let bytes = self
+            .post_retrying(LOOKUP_PATH, &body, timeout, Error::is_transient)
+            .await?;
         read_lookup(&bytes)
     }
 
@@ -269,6 +276,11 @@ impl Client {
     /// Bring research back for the question `external_id` in `niche`: `findings` are appended to
     /// its context and it is open again (docs/contract.md#research-results). A settled or expired
     /// question is [`Error::Conflict`] with reason `NOT_AWAITING_RESEARCH`.
+    ///
+    /// Unlike asking, this is not idempotent — the same findings sent twice are appended twice —
+    /// so it is resent only when askloop cannot have applied it: the connection was never made,
+    /// or askloop answered 429. After a timeout or a 5xx, look the question up before sending
+    /// the findings again.
     pub async fn add_research(
         &self,
         niche: &str,
@@ -279,7 +291,7 @@ impl Client {
             .to_string()
             .into_bytes();
         let bytes = self
-            .post_retrying(RESEARCH_PATH, &body, self.request_timeout)
+            .post_retrying(RESEARCH_PATH, &body, self.request_timeout, never_arrived)
             .await?;
         let response: ResearchResponse = read_json(&bytes)?;
         Ok(response.question)
@@ -306,17 +318,18 @@ impl Client {
             })
     }
 
-    /// POST `body` to `path`, retrying transient failures by the client's policy.
+    /// POST `body` to `path`, retrying by the client's policy the failures `resend` allows.
     async fn post_retrying(
         &self,
         path: &str,
         body: &[u8],
         timeout: Duration,
+        resend: fn(&Error) -> bool,
     ) -> Result<Vec<u8>, Error> {
         let mut failures = 0_u32;
         loop {
             match self.post(path, body, timeout).await {
-                Err(err) if err.is_transient() && failures + 1 < self.retry.attempts => {
+                Err(err) if resend(&err) && failures + 1 < self.retry.attempts => {
                     failures += 1;
                     let asked = match &err {
                         Error::RateLimited { retry_after } => *retry_after,
@@ -355,6 +368,17 @@ impl Client {
         } else {
             Err(Error::from_response(status, retry_after, &bytes))
         }
+    }
+}
+
+/// Whether a failed request certainly did not reach askloop's handler: no connection was made,
+/// or askloop refused it with 429 before doing anything. Only such a request is resent when
+/// sending it twice would do the work twice.
+fn never_arrived(err: &Error) -> bool {
+    match err {
+        Error::Transport(cause) => cause.is_connect(),
+        Error::RateLimited { .. } => true,
+        _ => false,
     }
 }
 

@@ -19,23 +19,28 @@
 //! says whether this copy is new:
 //!
 //! ```no_run
-//! # async fn handle(headers: &reqwest::header::HeaderMap, body: &[u8]) -> u16 {
 //! use askloop_agent::webhook::{Deduplicator, Delivery, EventData, Verifier};
 //!
-//! let verifier = Verifier::standard("whsec_…");
-//! let seen = Deduplicator::default();
-//! match verifier.receive(&seen, headers, body).await {
-//!     Ok(Delivery::New(event)) => {
-//!         if let Ok(EventData::AnswerCreated(answer)) = event.data() {
-//!             println!("{:?}: {:?}", answer.external_id, answer.answer);
+//! // Made once, when the receiver starts (`Verifier::standard("whsec_…")`,
+//! // `Deduplicator::default()`), and shared by every request; the body is the raw bytes.
+//! async fn handle(
+//!     verifier: &Verifier,
+//!     seen: &Deduplicator,
+//!     headers: &reqwest::header::HeaderMap,
+//!     body: &[u8],
+//! ) -> u16 {
+//!     match verifier.receive(seen, headers, body).await {
+//!         Ok(Delivery::New(event)) => {
+//!             if let Ok(EventData::AnswerCreated(answer)) = event.data() {
+//!                 println!("{:?}: {:?}", answer.external_id, answer.answer);
+//!             }
+//!             200
 //!         }
-//!         200
+//!         // Already handled: say so with a 2xx, or askloop keeps retrying.
+//!         Ok(Delivery::Duplicate(_)) => 200,
+//!         Err(_) => 401,
 //!     }
-//!     // Already handled: say so with a 2xx, or askloop keeps retrying.
-//!     Ok(Delivery::Duplicate(_)) => 200,
-//!     Err(_) => 401,
 //! }
-//! # }
 //! ```
 
 mod dedupe;

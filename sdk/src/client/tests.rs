@@ -539,6 +539,33 @@ async fn add_research_sends_the_findings_and_reads_the_question_open_again() {
     );
 }
 
+#[tokio::test]
+async fn add_research_is_resent_after_a_429_but_not_after_a_failure_that_may_have_applied_it() {
+    let open_again = reply(200, json!({"question": {"id": 7, "status": "open"}}));
+    let fake = Fake::start(vec![
+        (429, vec![("retry-after", "0".to_owned())], String::new()),
+        open_again,
+    ])
+    .await;
+    fake.client()
+        .add_research("games", "q-1", "findings")
+        .await
+        .expect("added after the 429");
+    assert_eq!(fake.received().len(), 2);
+
+    let fake = Fake::start(vec![refusal(502, "INTERNAL", "bad gateway")]).await;
+    let failed = fake.client().add_research("games", "q-1", "findings").await;
+    assert!(
+        matches!(failed, Err(Error::Server { status: 502, .. })),
+        "{failed:?}"
+    );
+    assert_eq!(
+        fake.received().len(),
+        1,
+        "findings that may have been appended are not sent again"
+    );
+}
+
 #[test]
 fn a_long_poll_waits_at_most_55_seconds_and_never_past_the_deadline_or_the_expiry() {
     let now = Instant::now();
