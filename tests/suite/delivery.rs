@@ -62,7 +62,7 @@ async fn attempts(app: &TestApp, delivery_id: i64) -> Vec<delivery_attempts::Mod
         .expect("query")
 }
 
-async fn wait_for_status(app: &TestApp, status: DeliveryStatus) -> deliveries::Model {
+pub(crate) async fn wait_for_status(app: &TestApp, status: DeliveryStatus) -> deliveries::Model {
     let started = std::time::Instant::now();
     loop {
         let delivery = the_delivery(app).await;
