@@ -62,7 +62,7 @@ async fn attempts(app: &TestApp, delivery_id: i64) -> Vec<delivery_attempts::Mod
         .expect("query")
 }
 
-async fn wait_for_status(app: &TestApp, status: DeliveryStatus) -> deliveries::Model {
+pub(crate) async fn wait_for_status(app: &TestApp, status: DeliveryStatus) -> deliveries::Model {
     let started = std::time::Instant::now();
     loop {
         let delivery = the_delivery(app).await;
@@ -647,7 +647,8 @@ async fn a_bad_lookup_is_refused_and_changes_nothing() {
 }
 
 const DELIVERIES: &str = "query($status: DeliveryStatus, $event: String) { deliveries(status: $status, event: $event) { id envelopeId eventType status attemptCount lastStatusCode lastError attempts { statusCode outcome error durationMs } } }";
-const REDELIVER: &str = "mutation($id: ID!) { redeliver(id: $id) { status envelopeId } }";
+pub(crate) const REDELIVER: &str =
+    "mutation($id: ID!) { redeliver(id: $id) { status envelopeId } }";
 
 /// A delivery the agent answered 503 until its retry window ran out, an admin, and an
 /// operator of its niche.

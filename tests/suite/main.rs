@@ -30,6 +30,7 @@ mod query_limits;
 mod queue;
 mod review;
 mod review_pages;
+mod sdk;
 mod shared_fanout;
 mod sign_in;
 mod signing_vectors;

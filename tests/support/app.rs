@@ -72,15 +72,28 @@ pub fn tools_folder(folder: &str) -> PathBuf {
 
 /// The `askloop` binary cargo built next to the test binary (`cargo xtask test` builds it).
 pub fn askloop_binary() -> PathBuf {
+    built("askloop")
+}
+
+/// The agent SDK's example program `name` (`cargo xtask test` builds the examples with the
+/// binaries, into `target/<profile>/examples`).
+pub fn example_binary(name: &str) -> PathBuf {
+    built(&format!("examples/{name}"))
+}
+
+/// `target/<profile>/<path>`, next to the test binary; panics with what to run when it is not
+/// built.
+fn built(path: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let dir = exe
         .parent()
         .and_then(|deps| deps.parent())
         .expect("target/<profile>");
-    let binary = dir.join("askloop");
+    let binary = dir.join(path);
     assert!(
         binary.is_file(),
-        "{} is not built: run the tests with `cargo xtask test`",
+        "{} is not built: run the tests with `cargo xtask test` (or `cargo build --bins \
+         --examples` first)",
         binary.display()
     );
     binary

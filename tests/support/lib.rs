@@ -32,6 +32,6 @@ pub mod signed;
 pub mod socket;
 pub mod standard_webhooks;
 
-pub use app::{SECRET, TestApp, askloop_binary, test_config, web_dist};
+pub use app::{SECRET, TestApp, askloop_binary, example_binary, test_config, web_dist};
 pub use database::{Backend, TestDatabase};
 pub use graphql::error_code;

@@ -554,14 +554,23 @@ fn test_database_url() -> Option<String> {
     None
 }
 
-/// Build the `askloop` binary (and the other binaries). The suite runs the real binary for its
-/// command-line tests and the fuzzer serves it; `cargo test` builds only test harnesses, so
-/// build the binaries first — over the same packages as the tests, so that features unify the
-/// same way and every dependency is compiled once for both.
+/// Build the `askloop` binary (and the other binaries), and the examples. The suite runs the
+/// real binary for its command-line tests and the fuzzer serves it, and the suite runs the agent
+/// SDK's example program against a live server (`tests/suite/sdk.rs`); `cargo test` builds
+/// only test harnesses (an example too, under `--all-targets`), so build the programs first —
+/// over the same packages as the tests, so that features unify the same way and every
+/// dependency is compiled once for both.
 fn build_binaries() -> anyhow::Result<()> {
     let mut binary = cargo();
-    binary.args(["build", "--workspace", "--exclude", "web", "--bins"]);
-    status(binary, "building the askloop binary")
+    binary.args([
+        "build",
+        "--workspace",
+        "--exclude",
+        "web",
+        "--bins",
+        "--examples",
+    ]);
+    status(binary, "building the askloop binary and the examples")
 }
 
 fn test(options: &TestOptions) -> anyhow::Result<()> {

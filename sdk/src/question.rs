@@ -1,0 +1,420 @@
+//! What an agent sends and reads back on the signed routes (docs/contract.md#signed-routes): the
+//! question it asks, what the intake answers, a question as the lookup shows it, and the answer
+//! with its review state. Field names on the wire are camelCase; here they are Rust's.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// A question to ask ([`Client::ask`](crate::Client::ask)).
+///
+/// [`Question::new`] gives it a fresh `external_id`. Keep the value (or the id) for as long as a
+/// retry is possible: asking again with the same external id is the same question (askloop
+/// answers `duplicate: true`), so a retry after a timeout never asks twice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    /// The niche's slug.
+    pub niche: String,
+    /// The agent's own id for the question; unique per niche (at most 200 characters).
+    pub external_id: String,
+    /// A short title (cut to 300 characters by askloop).
+    pub title: String,
+    /// The question itself (cut to 8000 characters).
+    pub question: String,
+    /// What the agent found so far (cut to 20000 characters). People see it as untrusted text.
+    pub context: Option<String>,
+    /// Answers to choose from (askloop keeps the first 12).
+    pub options: Vec<AnswerOption>,
+    /// How soon it matters; askloop's default is normal.
+    pub urgency: Option<Urgency>,
+    /// The bounty in minor units; without one, the niche's default bounty.
+    pub bounty_minor: Option<u64>,
+    /// How long people may answer (60 s to 30 days, whole seconds); without one, the niche's
+    /// question lifetime.
+    pub expires_in: Option<Duration>,
+    /// Ids of what the question is about (askloop keeps the first 50).
+    pub related_resource_ids: Vec<String>,
+}
+
+/// One answer people may choose.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerOption {
+    /// Its id, unique in the question (at most 200 characters).
+    pub id: String,
+    /// What people read (cut to 300 characters).
+    pub label: String,
+}
+
+/// How soon a question matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Urgency {
+    /// `low`.
+    Low,
+    /// `normal`.
+    Normal,
+    /// `high`.
+    High,
+}
+
+/// A fresh external id: `sdk-` and 128 random bits in hex.
+pub fn new_external_id() -> String {
+    format!("sdk-{:032x}", rand::rng().random::<u128>())
+}
+
+impl Question {
+    /// A question in `niche` with a fresh external id and nothing optional set.
+    pub fn new(
+        niche: impl Into<String>,
+        title: impl Into<String>,
+        question: impl Into<String>,
+    ) -> Self {
+        Self {
+            niche: niche.into(),
+            external_id: new_external_id(),
+            title: title.into(),
+            question: question.into(),
+            context: None,
+            options: Vec::new(),
+            urgency: None,
+            bounty_minor: None,
+            expires_in: None,
+            related_resource_ids: Vec::new(),
+        }
+    }
+
+    /// Use the agent's own id instead of a generated one.
+    pub fn external_id(mut self, id: impl Into<String>) -> Self {
+        self.external_id = id.into();
+        self
+    }
+
+    /// What the agent found so far.
+    pub fn context(mut self, context: impl Into<String>) -> Self {
+        self.context = Some(context.into());
+        self
+    }
+
+    /// Add an answer to choose from.
+    pub fn option(mut self, id: impl Into<String>, label: impl Into<String>) -> Self {
+        self.options.push(AnswerOption {
+            id: id.into(),
+            label: label.into(),
+        });
+        self
+    }
+
+    /// How soon it matters.
+    pub fn urgency(mut self, urgency: Urgency) -> Self {
+        self.urgency = Some(urgency);
+        self
+    }
+
+    /// The bounty in minor units.
+    pub fn bounty_minor(mut self, bounty: u64) -> Self {
+        self.bounty_minor = Some(bounty);
+        self
+    }
+
+    /// How long people may answer (whole seconds count).
+    pub fn expires_in(mut self, lifetime: Duration) -> Self {
+        self.expires_in = Some(lifetime);
+        self
+    }
+
+    /// Add the id of something the question is about.
+    pub fn related_resource(mut self, id: impl Into<String>) -> Self {
+        self.related_resource_ids.push(id.into());
+        self
+    }
+
+    /// The intake body (docs/contract.md#asking-a-question), with the unset optional fields left
+    /// out so that askloop applies its defaults.
+    pub(crate) fn to_body(&self) -> Value {
+        let mut body = json!({
+            "nicheSlug": self.niche,
+            "externalId": self.external_id,
+            "title": self.title,
+            "question": self.question,
+        });
+        if let Some(context) = &self.context {
+            body["context"] = json!(context);
+        }
+        if !self.options.is_empty() {
+            body["options"] = json!(self.options);
+        }
+        if let Some(urgency) = self.urgency {
+            body["urgency"] = json!(urgency);
+        }
+        if let Some(bounty) = self.bounty_minor {
+            body["bountyMinor"] = json!(bounty);
+        }
+        if let Some(lifetime) = self.expires_in {
+            body["expiresInSeconds"] = json!(lifetime.as_secs());
+        }
+        if !self.related_resource_ids.is_empty() {
+            body["relatedResourceIds"] = json!(self.related_resource_ids);
+        }
+        body
+    }
+}
+
+/// Where a question is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Waiting for people.
+    Open,
+    /// Sent back for research: add research ([`Client::add_research`](crate::Client::add_research))
+    /// and it is open again.
+    Researching,
+    /// Answered: the answer is there.
+    Answered,
+    /// Dismissed by people; no answer will come.
+    Dismissed,
+    /// Its time ran out; no answer will come.
+    Expired,
+    /// A status this version of the crate does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+impl Status {
+    /// Whether askloop is done with the question: answered, dismissed or expired.
+    pub fn is_settled(self) -> bool {
+        matches!(self, Status::Answered | Status::Dismissed | Status::Expired)
+    }
+}
+
+/// What the intake answered ([`Client::ask`](crate::Client::ask)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asked {
+    /// askloop's id for the question.
+    pub id: i64,
+    /// The niche it was asked in, as sent.
+    pub niche: String,
+    /// The external id that names it (the one sent).
+    pub external_id: String,
+    /// Whether this external id was asked before: the status is then the question's current one.
+    /// A retry of a request whose first answer was lost also reads `true`.
+    pub duplicate: bool,
+    /// Where it is now.
+    pub status: Status,
+    /// When people stop answering it.
+    pub expires_at: DateTime<Utc>,
+    /// The niche's budget after the intake.
+    pub budget: Budget,
+}
+
+/// A niche's budget (docs/contract.md#budgets-and-bounties).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Budget {
+    /// The monthly limit in minor units; none without a limit.
+    pub limit_minor: Option<i64>,
+    /// Charged this month.
+    pub spent_minor: i64,
+    /// Reserved by questions still waiting.
+    pub reserved_minor: i64,
+    /// What is left this month; none without a limit.
+    pub remaining_minor: Option<i64>,
+    /// How much is left, in a word.
+    pub state: BudgetState,
+    /// When the month (and with it the budget) starts again.
+    pub resets_at: DateTime<Utc>,
+}
+
+/// How much of a budget is left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum BudgetState {
+    /// Plenty (also: no limit).
+    Ample,
+    /// Less than a fifth of the limit.
+    Tight,
+    /// Nothing.
+    Exhausted,
+    /// A state this version of the crate does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+/// The intake's response body.
+#[derive(Deserialize)]
+pub(crate) struct IntakeResponse {
+    pub(crate) duplicate: bool,
+    pub(crate) question: IntakeQuestion,
+    pub(crate) budget: Budget,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct IntakeQuestion {
+    pub(crate) id: i64,
+    pub(crate) status: Status,
+    pub(crate) expires_at: DateTime<Utc>,
+}
+
+/// One of the agent's questions as the lookup shows it (docs/contract.md#looking-up-questions).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionState {
+    /// askloop's id.
+    pub id: i64,
+    /// The agent's id for it.
+    pub external_id: String,
+    /// Where it is.
+    pub status: Status,
+    /// When people stop answering it.
+    pub expires_at: DateTime<Utc>,
+    /// When it was answered.
+    pub answered_at: Option<DateTime<Utc>>,
+    /// The answer, once it is answered.
+    pub answer: Option<Answer>,
+}
+
+/// An answer to one of the agent's questions.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answer {
+    /// askloop's id for the answer.
+    pub answer_id: i64,
+    /// The option chosen, if the question had options and one was chosen.
+    pub option_id: Option<String>,
+    /// The answer's text, if it has one.
+    pub body: Option<String>,
+    /// The handle of the person who answered.
+    pub answered_by: String,
+    /// When it was given.
+    pub created_at: DateTime<Utc>,
+    /// Where it stands in review.
+    pub review: Review,
+}
+
+/// Where an answer stands in review: weigh a pending one accordingly, and discard a rejected or
+/// reversed one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Review {
+    /// The answerer is trusted in the niche, or an admin verified it.
+    Verified,
+    /// An admin has yet to check it.
+    Pending,
+    /// An admin rejected it: discard it.
+    Rejected,
+    /// An admin reversed it after verifying it: discard it.
+    Reversed,
+    /// A review state this version of the crate does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+impl Review {
+    /// Whether the answer should be discarded (rejected or reversed).
+    pub fn is_discarded(self) -> bool {
+        matches!(self, Review::Rejected | Review::Reversed)
+    }
+
+    /// The word askloop uses for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Review::Verified => "verified",
+            Review::Pending => "pending",
+            Review::Rejected => "rejected",
+            Review::Reversed => "reversed",
+            Review::Unknown => "unknown",
+        }
+    }
+}
+
+/// One entry of a lookup: the question, or nothing when the agent has no question with that
+/// external id in the niche (another agent's question is not shown either).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LookedUp {
+    /// The external id asked for.
+    pub external_id: String,
+    /// The question, when found.
+    pub question: Option<QuestionState>,
+}
+
+/// The lookup's response body: each entry is read on its own, so that one the crate does not
+/// understand names itself in the error.
+#[derive(Deserialize)]
+pub(crate) struct LookupResponse {
+    pub(crate) questions: Vec<serde_json::Value>,
+}
+
+/// What the research route answered ([`Client::add_research`](crate::Client::add_research)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct ResearchAdded {
+    /// askloop's id for the question.
+    pub id: i64,
+    /// Where it is now (`open` again).
+    pub status: Status,
+}
+
+/// The research route's response body.
+#[derive(Deserialize)]
+pub(crate) struct ResearchResponse {
+    pub(crate) question: ResearchAdded,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_question_has_a_fresh_external_id_of_its_own() {
+        let one = Question::new("games", "t", "q");
+        let two = Question::new("games", "t", "q");
+        assert!(one.external_id.starts_with("sdk-"));
+        assert_eq!(one.external_id.len(), 36);
+        assert_ne!(one.external_id, two.external_id);
+        assert_eq!(one.clone().external_id("mine").external_id, "mine");
+    }
+
+    #[test]
+    fn the_intake_body_names_every_field_as_the_contract_does_and_leaves_out_the_unset() {
+        let bare = Question::new("games", "T", "Q?")
+            .external_id("q-1")
+            .to_body();
+        assert_eq!(
+            bare,
+            json!({"nicheSlug": "games", "externalId": "q-1", "title": "T", "question": "Q?"})
+        );
+        let full = Question::new("games", "T", "Q?")
+            .external_id("q-2")
+            .context("found this")
+            .option("ea", "Early access")
+            .urgency(Urgency::High)
+            .bounty_minor(300)
+            .expires_in(Duration::from_secs(3600))
+            .related_resource("doc-1");
+        assert_eq!(
+            full.to_body(),
+            json!({"nicheSlug": "games", "externalId": "q-2", "title": "T", "question": "Q?",
+                   "context": "found this", "options": [{"id": "ea", "label": "Early access"}],
+                   "urgency": "high", "bountyMinor": 300, "expiresInSeconds": 3600,
+                   "relatedResourceIds": ["doc-1"]})
+        );
+    }
+
+    #[test]
+    fn statuses_and_reviews_read_as_askloop_spells_them_and_tolerate_new_words() {
+        let status = |word: &str| serde_json::from_value::<Status>(json!(word)).expect("a status");
+        assert_eq!(status("open"), Status::Open);
+        assert_eq!(status("researching"), Status::Researching);
+        assert!(status("answered").is_settled());
+        assert!(status("dismissed").is_settled() && status("expired").is_settled());
+        assert!(!Status::Open.is_settled() && !Status::Researching.is_settled());
+        assert_eq!(status("archived"), Status::Unknown);
+        let review = |word: &str| serde_json::from_value::<Review>(json!(word)).expect("a review");
+        assert_eq!(review("pending"), Review::Pending);
+        assert!(review("rejected").is_discarded() && review("reversed").is_discarded());
+        assert!(!review("verified").is_discarded());
+        assert_eq!(review("later").as_str(), "unknown");
+    }
+}
