@@ -188,23 +188,35 @@ pub fn database_key(db: &DatabaseConnection) -> String {
 /// Turns by key inside this process: writers that would all fight over one row (everyone
 /// answering one question at once) wait here, in order, instead of each holding a pooled
 /// connection while blocked on the row's lock. The database still decides: this only keeps the
-/// queue out of it. Keys nobody holds or waits for are forgotten.
-#[derive(Default)]
-pub struct Turns {
-    keys: std::sync::Mutex<HashMap<i64, Arc<Mutex<()>>>>,
+/// queue out of it.
+///
+/// A turn may leave a note for the writers queued behind it (what it settled), which they read
+/// when their turn comes instead of asking the database again. A key, and its note, is
+/// forgotten as soon as nobody holds or waits for it: a note only ever reaches writers that were
+/// already waiting when it was written.
+pub struct Turns<N = ()> {
+    keys: std::sync::Mutex<HashMap<i64, Arc<Mutex<Option<N>>>>>,
+}
+
+impl<N> Default for Turns<N> {
+    fn default() -> Self {
+        Self {
+            keys: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
 }
 
 /// One writer's turn for a key; the next waiter goes when it is dropped.
-pub struct Turn<'a> {
-    turns: &'a Turns,
+pub struct Turn<'a, N = ()> {
+    turns: &'a Turns<N>,
     key: i64,
-    lock: Option<Arc<Mutex<()>>>,
-    guard: Option<OwnedMutexGuard<()>>,
+    lock: Option<Arc<Mutex<Option<N>>>>,
+    guard: Option<OwnedMutexGuard<Option<N>>>,
 }
 
-impl Turns {
+impl<N> Turns<N> {
     /// Wait for the turn at `key`.
-    pub async fn take(&self, key: i64) -> Turn<'_> {
+    pub async fn take(&self, key: i64) -> Turn<'_, N> {
         let lock = self
             .keys
             .lock()
@@ -222,7 +234,21 @@ impl Turns {
     }
 }
 
-impl Drop for Turn<'_> {
+impl<N> Turn<'_, N> {
+    /// The note a turn before this one left, if any.
+    pub fn note(&self) -> Option<&N> {
+        self.guard.as_ref().and_then(|guard| guard.as_ref())
+    }
+
+    /// Leave `note` for the writers waiting behind this turn.
+    pub fn leave(&mut self, note: N) {
+        if let Some(guard) = self.guard.as_mut() {
+            **guard = Some(note);
+        }
+    }
+}
+
+impl<N> Drop for Turn<'_, N> {
     fn drop(&mut self) {
         self.guard = None;
         let mut keys = self
@@ -248,8 +274,35 @@ mod tests {
     use super::*;
 
     #[tokio::test]
+    async fn a_note_reaches_the_writers_already_waiting_and_no_one_after() {
+        let turns: Arc<Turns<&'static str>> = Arc::default();
+        let mut first = turns.take(7).await;
+        assert_eq!(first.note(), None);
+        let queued = {
+            let turns = turns.clone();
+            tokio::spawn(async move { turns.take(7).await.note().copied() })
+        };
+        // Wait until the second writer is queued behind the first: the map, the first turn
+        // (its lock and its guard) and the waiter (its lock and the lock it waits on).
+        while turns
+            .keys
+            .lock()
+            .map(|keys| keys.get(&7).map_or(0, Arc::strong_count))
+            .unwrap_or(0)
+            < 5
+        {
+            tokio::task::yield_now().await;
+        }
+        first.leave("settled");
+        drop(first);
+        assert_eq!(queued.await.expect("the waiter"), Some("settled"));
+        // Nobody waited any more: the key and its note are gone.
+        assert_eq!(turns.take(7).await.note(), None);
+    }
+
+    #[tokio::test]
     async fn turns_at_one_key_go_one_at_a_time_and_are_forgotten_after() {
-        let turns = Turns::default();
+        let turns: Turns = Turns::default();
         let first = turns.take(7).await;
         // Another key is not held up.
         drop(turns.take(8).await);

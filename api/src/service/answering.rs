@@ -5,6 +5,9 @@
 //! researching, only before expiry) in the same transaction as the answer row and the
 //! contribution. The loser's UPDATE matches no row and it gets a clean 409.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
 use chrono::{DateTime, Duration, Utc};
 use entity::agent_answers::{self, AnswerKind};
 use entity::agent_questions::{self, QuestionStatus};
@@ -125,10 +128,18 @@ pub async fn answer_in_niche(
     answer_question(db, hint, viewer, request, now).await
 }
 
-/// The turns of this process's writers to each question.
-fn question_turns() -> &'static Turns {
-    static TURNS: std::sync::OnceLock<Turns> = std::sync::OnceLock::new();
-    TURNS.get_or_init(Turns::default)
+/// The turns of this process's writers to each question of the database `db` opens; a turn that
+/// settles its question leaves the refusal for the writers queued behind it. (Per database: two
+/// databases have questions with the same ids.)
+fn question_turns(db: &DatabaseConnection) -> Arc<Turns<Conflict>> {
+    static TURNS: OnceLock<Mutex<HashMap<String, Arc<Turns<Conflict>>>>> = OnceLock::new();
+    TURNS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .entry(crate::db::database_key(db))
+        .or_default()
+        .clone()
 }
 
 /// Answer, decline or send back a question, in the order of docs/contract.md#answering: signed in
@@ -161,7 +172,12 @@ pub async fn answer_question(
     // Everyone in this process who read the question as waiting queues here, one at a time (not
     // each holding a pooled connection while blocked on the question's row); by their turn it may
     // be answered, and then a read says so.
-    let _turn = question_turns().take(question.id).await;
+    let turns = question_turns(db);
+    let mut turn = turns.take(question.id).await;
+    // Settled by a turn before ours while we queued: that is known without asking again.
+    if let Some(settled) = turn.note() {
+        return Err(settled.clone().into());
+    }
     let txn = begin_write_checked(db, || async {
         let now_it_is = find_question(db, question.id).await?;
         if is_waiting(&now_it_is, now) {
@@ -180,6 +196,9 @@ pub async fn answer_question(
     match result {
         Ok(outcome) => {
             txn.commit().await?;
+            if outcome.question.status == QuestionStatus::Answered {
+                turn.leave(Conflict::QuestionSettled);
+            }
             hint.changed();
             Ok(outcome)
         }
