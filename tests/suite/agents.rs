@@ -25,14 +25,14 @@ use sea_orm::{
 };
 use serde_json::{Value, json};
 
-const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
 const INTAKE: &str = "/api/v1/internal/expert-questions";
 const LOOKUP: &str = "/api/v1/internal/expert-questions/lookup";
 const RESEARCH: &str = "/api/v1/internal/research-results";
-const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\", body: \"The 1.0 date.\"}) { notice } }";
+pub(crate) const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\", body: \"The 1.0 date.\"}) { notice } }";
 
 /// Deliveries sent at once and retried quickly.
-fn quick(config: &mut Config) {
+pub(crate) fn quick(config: &mut Config) {
     config.delivery.timeout = Duration::from_millis(500);
     config.delivery.lease = Duration::from_secs(2);
     config.delivery.retry_base = Duration::from_millis(50);
@@ -40,7 +40,7 @@ fn quick(config: &mut Config) {
 }
 
 /// Register `slug` for `niches` with an endpoint; its secret.
-async fn register(
+pub(crate) async fn register(
     app: &TestApp,
     slug: &str,
     niches: &[&str],
@@ -92,7 +92,7 @@ async fn post_as(
 }
 
 /// Ask `external_id` in `niche` as `slug`; the status and body.
-async fn ask_as(
+pub(crate) async fn ask_as(
     app: &TestApp,
     slug: &str,
     secret: &str,
