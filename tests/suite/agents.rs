@@ -25,7 +25,7 @@ use sea_orm::{
 };
 use serde_json::{Value, json};
 
-const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
 const INTAKE: &str = "/api/v1/internal/expert-questions";
 const LOOKUP: &str = "/api/v1/internal/expert-questions/lookup";
 const RESEARCH: &str = "/api/v1/internal/research-results";
@@ -92,7 +92,7 @@ async fn post_as(
 }
 
 /// Ask `external_id` in `niche` as `slug`; the status and body.
-async fn ask_as(
+pub(crate) async fn ask_as(
     app: &TestApp,
     slug: &str,
     secret: &str,

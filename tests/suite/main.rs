@@ -2,6 +2,7 @@
 
 mod accounts;
 mod agents;
+mod agents_page;
 mod answering;
 mod authorization;
 mod cli;

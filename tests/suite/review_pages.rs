@@ -36,7 +36,7 @@ async fn keep_screenshot(browser: &mut Browser, name: &str, whole_page: bool) {
 }
 
 /// No serious or critical axe-core finding on the page shown now.
-async fn assert_accessible(browser: &mut Browser, what: &str) {
+pub(crate) async fn assert_accessible(browser: &mut Browser, what: &str) {
     let findings = serious_findings(browser).await;
     assert!(
         findings.is_empty(),
@@ -45,7 +45,7 @@ async fn assert_accessible(browser: &mut Browser, what: &str) {
 }
 
 /// The page's width fits its viewport: nothing scrolls sideways.
-async fn assert_no_sideways_scroll(browser: &mut Browser, what: &str) {
+pub(crate) async fn assert_no_sideways_scroll(browser: &mut Browser, what: &str) {
     let wide = browser
         .eval("document.documentElement.scrollWidth")
         .await
@@ -61,7 +61,7 @@ async fn assert_no_sideways_scroll(browser: &mut Browser, what: &str) {
 
 /// Tab through the page from its top and return, for each control focused, its description
 /// and whether its focus is drawn (an outline a person can see).
-async fn tab_through(browser: &mut Browser, presses: usize) -> Vec<(String, bool)> {
+pub(crate) async fn tab_through(browser: &mut Browser, presses: usize) -> Vec<(String, bool)> {
     browser
         .eval(
             "document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); true",

@@ -71,6 +71,7 @@ fn AppRoutes(session: Session) -> impl IntoView {
             </ParentRoute>
             <ProtectedParentRoute path=path!("/admin") view=Outlet condition=signed_in redirect_path=to_login fallback=checking>
                 <Route path=path!("") view={Lazy::<pages::admin::AdminRoute>::new()}/>
+                <Route path=path!("agents") view={Lazy::<pages::agents::AgentsRoute>::new()}/>
             </ProtectedParentRoute>
         </Routes>
     }

@@ -10,9 +10,9 @@ use graphql_client::GraphQLQuery;
 
 // The schema's enums, one type per concept for every operation (named in `extern_enums`).
 pub use crate::vocab::{
-    AllocationStatus, AnswerKind, AttemptOutcome, BudgetEntryKind, BudgetState, ContributionStatus,
-    DeliveryStatus, MemberRole, MemberStatus, NicheStatus, PayoutStatus, QuestionStatus,
-    QueueChangeKind, Severity, SignalSubject, Urgency,
+    AgentStatus, AllocationStatus, AnswerKind, AttemptOutcome, BudgetEntryKind, BudgetState,
+    ContributionStatus, DeliveryStatus, MemberRole, MemberStatus, NicheStatus, PayoutStatus,
+    QuestionStatus, QueueChangeKind, Severity, SignalSubject, Urgency, WebhookScheme,
 };
 
 /// The `DateTime` scalar: RFC 3339 text, shown through `components::time_ago`.
@@ -36,7 +36,7 @@ macro_rules! operations {
                     "QuestionStatus", "QueueChangeKind", "AnswerKind", "BudgetState", "DeliveryStatus",
                     "MemberRole", "MemberStatus", "Urgency", "NicheStatus", "ContributionStatus",
                     "AllocationStatus", "PayoutStatus", "AttemptOutcome", "BudgetEntryKind", "Severity",
-                    "SignalSubject"
+                    "SignalSubject", "AgentStatus", "WebhookScheme"
                 )
             )]
             pub struct $name;
@@ -138,6 +138,23 @@ operations!("graphql/admin.graphql":
     NicheBudget,
     /// Set a niche's monthly limit and bounties.
     SetNicheBudget,
+);
+
+operations!("graphql/agents.graphql":
+    /// Every registered agent with its niches, endpoint and newest deliveries, and the niches.
+    AgentRegistry,
+    /// Register an agent; its signing secret comes back once.
+    CreateAgent,
+    /// Give an agent a new signing secret (back once); the previous one retires later.
+    RotateAgentSecret,
+    /// Take an agent out of service: its requests get 403, its events wait.
+    DisableAgent,
+    /// Put an agent back in service; its waiting events are sent.
+    EnableAgent,
+    /// Replace the niches an agent may ask in.
+    SetAgentNiches,
+    /// Replace an agent's endpoint: URL, scheme and the events it wants.
+    SetAgentEndpoint,
 );
 
 /// A card from another operation, as the queue's first read shapes it: the same `QuestionCard`

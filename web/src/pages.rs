@@ -1,6 +1,7 @@
 //! Pages: each fetches what it shows.
 
 pub mod admin;
+pub mod agents;
 pub mod login;
 pub mod niches;
 pub mod question;

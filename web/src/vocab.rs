@@ -159,6 +159,16 @@ vocabulary! {
     Severity { Low = "low", Medium = "medium", High = "high", Critical = "critical" }
 }
 
+vocabulary! {
+    /// Whether a registered agent is in service (schema enum `AgentStatus`).
+    AgentStatus { Active = "active", Disabled = "disabled" }
+}
+
+vocabulary! {
+    /// How an agent's events are signed (schema enum `WebhookScheme`).
+    WebhookScheme { Chovy = "chovy", Standard = "standard" }
+}
+
 impl Urgency {
     /// Most urgent first: the queue's order.
     pub fn rank(&self) -> u8 {

@@ -32,7 +32,11 @@ pub fn Account() -> impl IntoView {
                 Some(Some(person)) => view! {
                     <A href="/dashboard/niches">"Niches"</A>
                     <A href="/dashboard/revenue">"Revenue"</A>
-                    {person.is_admin.then(|| view! { <A href="/admin">"Admin"</A> })}
+                    // `exact`: on the agents page only "Agents" is the current page.
+                    {person.is_admin.then(|| view! {
+                        <A href="/admin" exact=true>"Admin"</A>
+                        <A href="/admin/agents">"Agents"</A>
+                    })}
                     <span class="who">{person.handle}</span>
                     <button type="button" class="secondary small" disabled=busy on:click=move |_| { sign_out.dispatch(()); }>
                         {move || if busy.get() { "Signing out…" } else { "Sign out" }}

@@ -1,10 +1,12 @@
-//! `/admin`: the review queue (each answer with its question, options, the answerer's record,
-//! how long it took and the other members' declines; verify / reject), the niches with their members (add, suspend,
-//! reinstate), the deliveries to the agent, failures first (redeliver), and the money desk with
-//! anomaly signals (live) and the audit log. Every change goes through an admin mutation, which
-//! checks for an admin on the server; this page only decides what to show.
+//! `/admin`: a link to the agents page (`/admin/agents`), the review queue (each answer with its
+//! question, options, the answerer's record, how long it took and the other members' declines;
+//! verify / reject), the niches with their members (add, suspend, reinstate), the deliveries to
+//! the agent, failures first (redeliver), and the money desk with anomaly signals (live) and the
+//! audit log. Every change goes through an admin mutation, which checks for an admin on the
+//! server; this page only decides what to show.
 
 use leptos::prelude::*;
+use leptos_router::components::A;
 use leptos_router::{LazyRoute, lazy_route};
 
 use crate::api::{self, ApiError};
@@ -211,6 +213,7 @@ fn AdminPage() -> impl IntoView {
     view! {
         <main class="admin">
             <h1>"Admin"</h1>
+            <p><A href="/admin/agents">"Agents"</A>": the registered agents, their niches, endpoints and deliveries; register, rotate a secret, disable."</p>
             {move || act.value().get().map(|result| match result {
                 Ok(text) => view! { <p class="notice" role="status">{text}</p> }.into_any(),
                 Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),

@@ -1,0 +1,491 @@
+//! The agents page (`/admin/agents`) in a real Chromium: an admin registers an agent and sees its
+//! signing secret once — a secret that really signs, gone after a reload — rotates it (a new
+//! secret, once; the old one still accepted for the window chosen), disables and enables it, and
+//! sees its endpoint's deliveries; a member who is not an admin is refused and shown nothing. The
+//! page passes axe-core at desktop and phone widths, does not scroll sideways, and shows where
+//! the keyboard's focus is.
+
+use askloop_tests::browser::{Browser, button, button_in, labelled, labelled_in, link_in, role};
+use askloop_tests::fixtures::open_niche;
+use askloop_tests::people::{operator, person};
+use askloop_tests::receiver::{Receiver, reserve_port};
+use askloop_tests::{Backend, TestApp};
+use entity::agents::WebhookScheme;
+use serde_json::{Value, json};
+
+use crate::agents::{ANSWER, WAIT, ask_as, quick, register};
+use crate::dashboard_pages::signed_in;
+use crate::review_pages::{assert_accessible, assert_no_sideways_scroll, tab_through};
+
+const PATH: &str = "/admin/agents";
+
+/// `/admin/agents`, as an admin uses it.
+struct AgentsPage<'a>(&'a mut Browser);
+
+impl AgentsPage<'_> {
+    /// The registration form.
+    const FORM: &'static str = "document.querySelector('form.agent-form')";
+
+    /// Agent `slug`'s card.
+    fn card(slug: &str) -> String {
+        format!("document.querySelector('article.agent[data-agent={slug:?}]')")
+    }
+
+    /// Wait until the registry has been read (its registration form is there).
+    async fn wait_until_loaded(&mut self) {
+        self.0
+            .wait_for(Self::FORM, "the agents page's registration form")
+            .await;
+    }
+
+    /// Fill the registration form (a receiver's URL for the endpoint) and send it.
+    async fn register(&mut self, slug: &str, name: &str, niche_label: &str, url: &str) {
+        let form = Self::FORM;
+        self.0.fill(&labelled_in(form, "Slug"), slug).await;
+        self.0.fill(&labelled_in(form, "Name"), name).await;
+        self.0.click(&labelled_in(form, niche_label)).await;
+        self.0
+            .fill(&labelled_in(form, "Endpoint URL (optional)"), url)
+            .await;
+        self.0.click(&button_in(form, "Register agent")).await;
+    }
+
+    /// Open the `<details>` of agent `slug`'s card whose summary says `summary`.
+    async fn open(&mut self, slug: &str, summary: &str) {
+        let summary = serde_json::to_string(summary).unwrap_or_default();
+        let found = format!(
+            "[...{}.querySelectorAll('summary')].find(s => \
+             s.textContent.replace(/\\s+/g, ' ').trim() === {summary})",
+            Self::card(slug)
+        );
+        self.0.click(&found).await;
+        self.0
+            .wait_for(&format!("{found}.parentElement.open"), "the opened form")
+            .await;
+    }
+
+    /// Choose the option whose value is `value` in the select `locator` finds, as picking it does.
+    async fn choose(&mut self, locator: &str, value: &str) {
+        self.0.wait_for(locator, locator).await;
+        let value = serde_json::to_string(value).unwrap_or_default();
+        self.0
+            .eval(&format!(
+                "(() => {{ const s = ({locator}); s.value = {value}; \
+                 s.dispatchEvent(new Event('change', {{ bubbles: true }})); return true; }})()"
+            ))
+            .await;
+    }
+
+    /// Press the button named `name` on agent `slug`'s card.
+    async fn press(&mut self, slug: &str, name: &str) {
+        self.0.click(&button_in(&Self::card(slug), name)).await;
+    }
+
+    /// Wait for the page's status message to say `words`.
+    async fn wait_for_notice(&mut self, words: &str) {
+        self.0
+            .wait_for(&role("status", words), &format!("the notice \"{words}\""))
+            .await;
+    }
+
+    /// The secret shown once for agent `slug`, read from its labelled field.
+    async fn shown_secret(&mut self, slug: &str) -> String {
+        let field = labelled(&format!("Signing secret of {slug}"));
+        self.0
+            .wait_for(&format!("{field}.value"), "the secret shown once")
+            .await;
+        self.0
+            .eval(&format!("{field}.value"))
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// Whether `secret` is anywhere in the page: its markup, its text or a field's value.
+    async fn shows(&mut self, secret: &str) -> bool {
+        let secret = serde_json::to_string(secret).unwrap_or_default();
+        self.0
+            .eval(&format!(
+                "document.documentElement.outerHTML.includes({secret}) \
+                 || document.body.innerText.includes({secret}) \
+                 || [...document.querySelectorAll('input, textarea')].some(e => e.value.includes({secret}))"
+            ))
+            .await
+            .as_bool()
+            .expect("the page answers whether it shows the secret")
+    }
+
+    /// The text of agent `slug`'s fact `fact` (`niches`, `url`, `scheme`, `events`,
+    /// `previous-secret`).
+    async fn fact(&mut self, slug: &str, fact: &str) -> String {
+        self.0
+            .text(&format!(
+                "{}.querySelector('[data-fact={fact:?}]')",
+                Self::card(slug)
+            ))
+            .await
+    }
+
+    /// The page's refusal or error, once it shows.
+    async fn error(&mut self) -> String {
+        let alert = "document.querySelector('main [role=alert]')";
+        self.0.wait_for(alert, "the page's error").await;
+        self.0.text(alert).await
+    }
+}
+
+/// The status of a signed intake request as `slug` with `secret`, asking `external_id` in games.
+async fn intake_status(app: &TestApp, slug: &str, secret: &str, external_id: &str) -> u16 {
+    ask_as(app, slug, secret, "games", external_id).await.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_enables_it() {
+    let app = TestApp::spawn_with(Backend::Sqlite, quick)
+        .await
+        .expect("an app");
+    open_niche(&app.db, "games").await;
+    open_niche(&app.db, "roofing").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    person(&app.db, "root", true).await;
+    let endpoint = reserve_port();
+
+    // From the admin page to the agents page, by its link.
+    let mut browser = signed_in(&app, "root", "/admin").await;
+    browser
+        .click(&link_in("document.querySelector('main')", "Agents"))
+        .await;
+    browser
+        .wait_for(&format!("location.pathname === {PATH:?}"), PATH)
+        .await;
+    let mut page = AgentsPage(&mut browser);
+    page.wait_until_loaded().await;
+    browser
+        .wait_for(
+            "document.querySelector('main .empty')",
+            "no agent registered yet",
+        )
+        .await;
+
+    // Register: the secret is shown once, in a labelled read-only field that takes the focus.
+    let mut page = AgentsPage(&mut browser);
+    page.register(
+        "research-bot",
+        "Research bot",
+        "Niche games (games)",
+        &Receiver::url_for(endpoint),
+    )
+    .await;
+    page.wait_for_notice("research-bot is registered. Copy its signing secret now")
+        .await;
+    let first = page.shown_secret("research-bot").await;
+    assert!(first.starts_with("whsec_"), "{first}");
+    assert!(AgentsPage(&mut browser).shows(&first).await);
+    let field = labelled("Signing secret of research-bot");
+    assert_eq!(
+        browser
+            .eval(&format!(
+                "[{field}.readOnly, document.activeElement === {field}]"
+            ))
+            .await,
+        json!([true, true]),
+        "read-only, and focused"
+    );
+    let warning = browser
+        .text("document.querySelector('section.secret-once')")
+        .await;
+    assert!(warning.contains("It will not be shown again."), "{warning}");
+    // Copying says what happened (a headless browser may refuse the clipboard) and keeps the
+    // secret on the page.
+    browser.click(&button("Copy secret")).await;
+    browser
+        .wait_for(
+            &format!(
+                "{} || {}",
+                role("status", "Copied to the clipboard."),
+                role("status", "The browser did not let the page copy it")
+            ),
+            "what copying did",
+        )
+        .await;
+    assert!(AgentsPage(&mut browser).shows(&first).await);
+    assert_accessible(&mut browser, "the agents page showing a new secret").await;
+
+    // It really signs: an intake as the agent is accepted, in its niche only.
+    let (status, asked) = ask_as(&app, "research-bot", &first, "games", "q-1").await;
+    assert_eq!(status, 201, "{asked}");
+    let question = asked["question"]["id"].as_i64().expect("a question id");
+    let (status, body) = ask_as(&app, "research-bot", &first, "roofing", "q-2").await;
+    assert_eq!(status, 403, "{body}");
+
+    // After a reload the secret is nowhere in the page; the agent is listed as registered.
+    browser.eval("window.__reloaded = false; true").await;
+    browser.reload().await;
+    browser
+        .wait_for(
+            &format!(
+                "window.__reloaded === undefined && {}",
+                AgentsPage::card("research-bot")
+            ),
+            "research-bot's card on the reloaded page",
+        )
+        .await;
+    let mut page = AgentsPage(&mut browser);
+    assert!(!page.shows(&first).await, "the secret is still in the page");
+    assert_eq!(page.fact("research-bot", "niches").await, "games");
+    assert_eq!(
+        page.fact("research-bot", "url").await,
+        Receiver::url_for(endpoint)
+    );
+    assert_eq!(
+        page.fact("research-bot", "scheme").await,
+        "chovy (X-Chovy-Signature)"
+    );
+    assert_eq!(page.fact("research-bot", "events").await, "all");
+    assert!(
+        page.fact("research-bot", "previous-secret")
+            .await
+            .starts_with("none"),
+    );
+
+    // A refused registration is shown as an alert, and what was typed stays.
+    page.register(
+        "research-bot",
+        "Again",
+        "Niche roofing (roofing)",
+        "https://bot.example/hooks",
+    )
+    .await;
+    let refusal = page.error().await;
+    assert!(
+        refusal.contains("an agent with slug 'research-bot' already exists"),
+        "{refusal}"
+    );
+    assert_eq!(
+        browser
+            .eval(&format!("{}.value", labelled_in(AgentsPage::FORM, "Name")))
+            .await,
+        json!("Again")
+    );
+
+    // Its endpoint's deliveries: an operator answers the agent's question, the agent's receiver
+    // takes the event, and the card lists it.
+    let receiver = Receiver::start_verifying(endpoint, &first, Vec::new()).await;
+    let answered = app
+        .graphql(
+            Some(&ana.token),
+            ANSWER,
+            json!({"id": question.to_string()}),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    receiver
+        .wait_until(WAIT, "the answer at the agent's endpoint", |r| {
+            !r.is_empty()
+        })
+        .await;
+    assert!(receiver.received()[0].verified);
+    let delivered = format!(
+        "{}.querySelector('tr.delivery-delivered')",
+        AgentsPage::card("research-bot")
+    );
+    browser.click(&button("Read the registry again")).await;
+    browser.wait_for(&delivered, "the delivery listed").await;
+    let row = browser.text(&delivered).await;
+    assert!(row.contains("expert_answer.created"), "{row}");
+    assert!(row.contains("delivered"), "{row}");
+
+    // Rotate with an hour's window: a new secret, once; the old one is still accepted.
+    let mut page = AgentsPage(&mut browser);
+    page.open("research-bot", "Rotate the secret of research-bot")
+        .await;
+    page.choose(
+        &labelled_in(
+            &AgentsPage::card("research-bot"),
+            "Keep accepting the previous secret for",
+        ),
+        "3600",
+    )
+    .await;
+    page.press("research-bot", "Rotate secret of research-bot")
+        .await;
+    page.wait_for_notice(
+        "research-bot has a new signing secret and the previous one is still accepted until",
+    )
+    .await;
+    let second = page.shown_secret("research-bot").await;
+    assert!(second.starts_with("whsec_"), "{second}");
+    assert_ne!(second, first);
+    assert!(AgentsPage(&mut browser).shows(&second).await);
+    browser
+        .wait_for(&AgentsPage::card("research-bot"), "research-bot's card")
+        .await;
+    let mut page = AgentsPage(&mut browser);
+    assert!(!page.shows(&first).await, "the first secret is shown again");
+    let previous = page.fact("research-bot", "previous-secret").await;
+    assert!(previous.starts_with("still accepted until"), "{previous}");
+    assert_eq!(
+        intake_status(&app, "research-bot", &first, "q-3").await,
+        201,
+        "the previous secret within its window"
+    );
+    assert_eq!(
+        intake_status(&app, "research-bot", &second, "q-4").await,
+        201
+    );
+
+    // Disable: the next action hides the secret, and the agent's signed requests get 403.
+    page.press("research-bot", "Disable research-bot").await;
+    page.wait_for_notice("research-bot is disabled").await;
+    assert!(
+        !page.shows(&second).await,
+        "the secret outlives the next action"
+    );
+    assert_eq!(
+        browser
+            .eval("!!document.querySelector('section.secret-once')")
+            .await,
+        json!(false)
+    );
+    let (status, body) = ask_as(&app, "research-bot", &second, "games", "q-5").await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["code"], "FORBIDDEN");
+    browser
+        .wait_for(
+            &format!(
+                "{}.querySelector('.badge.status-disabled')",
+                AgentsPage::card("research-bot")
+            ),
+            "research-bot shown disabled",
+        )
+        .await;
+
+    // Enable: accepted again.
+    let mut page = AgentsPage(&mut browser);
+    page.press("research-bot", "Enable research-bot").await;
+    page.wait_for_notice("research-bot is active again").await;
+    assert_eq!(
+        intake_status(&app, "research-bot", &second, "q-5").await,
+        201
+    );
+
+    // Its niches and endpoint are edited in place.
+    let card = AgentsPage::card("research-bot");
+    let mut page = AgentsPage(&mut browser);
+    page.open("research-bot", "Edit niches of research-bot")
+        .await;
+    browser
+        .click(&labelled_in(&card, "Niche roofing (roofing)"))
+        .await;
+    let mut page = AgentsPage(&mut browser);
+    page.press("research-bot", "Save niches of research-bot")
+        .await;
+    page.wait_for_notice("The niches of research-bot are saved.")
+        .await;
+    browser
+        .wait_for(
+            &format!("{card}.querySelector('[data-fact=niches]').textContent === 'games, roofing'"),
+            "both niches listed",
+        )
+        .await;
+    assert_eq!(
+        ask_as(&app, "research-bot", &second, "roofing", "q-6")
+            .await
+            .0,
+        201
+    );
+    let mut page = AgentsPage(&mut browser);
+    page.open("research-bot", "Edit endpoint of research-bot")
+        .await;
+    page.choose(&labelled_in(&card, "Signature scheme"), "standard")
+        .await;
+    browser
+        .click(&labelled_in(&card, "expert_answer.created"))
+        .await;
+    let mut page = AgentsPage(&mut browser);
+    page.press("research-bot", "Save endpoint of research-bot")
+        .await;
+    page.wait_for_notice("The endpoint of research-bot is saved.")
+        .await;
+    browser
+        .wait_for(
+            &format!(
+                "{card}.querySelector('[data-fact=events]').textContent === 'expert_answer.created'"
+            ),
+            "the events it wants",
+        )
+        .await;
+    let mut page = AgentsPage(&mut browser);
+    assert_eq!(
+        page.fact("research-bot", "scheme").await,
+        "standard (Standard Webhooks)"
+    );
+
+    // Desktop and phone: no serious axe-core finding, nothing scrolls sideways, and the
+    // keyboard reaches the card's controls with its focus drawn.
+    browser
+        .wait_for(
+            &format!(
+                "{}.querySelector('.badge.status-active')",
+                AgentsPage::card("research-bot")
+            ),
+            "research-bot shown active",
+        )
+        .await;
+    for (width, height, mobile) in [(1280, 900, false), (390, 844, true)] {
+        browser.viewport(width, height, mobile).await;
+        assert_no_sideways_scroll(&mut browser, &format!("the agents page at {width} px")).await;
+        assert_accessible(&mut browser, &format!("the agents page at {width} px")).await;
+    }
+    browser.viewport(1280, 900, false).await;
+    let focused = tab_through(&mut browser, 40).await;
+    let names: Vec<&str> = focused.iter().map(|(name, _)| name.as_str()).collect();
+    for wanted in [
+        "a: ← Admin",
+        "button: Disable research-bot",
+        "summary: Rotate the secret of research-bot",
+        "summary: Edit endpoint of research-bot",
+    ] {
+        assert!(
+            names.contains(&wanted),
+            "{wanted} is not reached: {names:#?}"
+        );
+    }
+    for (name, drawn) in &focused {
+        assert!(drawn, "{name} has no visible focus");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_who_is_not_an_admin_is_refused_the_agents_page() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    operator(&app.db, "games", "ana").await;
+    register(&app, "agent-a", &["games"], None, WebhookScheme::Chovy).await;
+
+    let mut browser = signed_in(&app, "ana", PATH).await;
+    let refusal = AgentsPage(&mut browser).error().await;
+    assert!(
+        refusal.starts_with("This page is for askloop's admins"),
+        "{refusal}"
+    );
+    let shown: Value = browser
+        .eval("[document.body.innerText.includes('agent-a'), !!document.querySelector('form.agent-form')]")
+        .await;
+    assert_eq!(
+        shown,
+        json!([false, false]),
+        "nothing of the registry shows"
+    );
+    // Her header has no way to the admin pages.
+    assert_eq!(
+        browser
+            .eval(&format!(
+                "!!{}",
+                link_in("document.querySelector('header')", "Agents")
+            ))
+            .await,
+        json!(false)
+    );
+}
