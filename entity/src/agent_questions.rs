@@ -51,9 +51,23 @@ pub struct Model {
     pub updated_at: DateTimeUtc,
 }
 
-/// Relations are joined explicitly in the services; none are declared.
+/// The niche a question is asked in.
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
+pub enum Relation {
+    /// The niche.
+    #[sea_orm(
+        belongs_to = "super::niches::Entity",
+        from = "Column::NicheId",
+        to = "super::niches::Column::Id"
+    )]
+    Niche,
+}
+
+impl Related<super::niches::Entity> for Entity {
+    fn to() -> RelationDef {
+        Relation::Niche.def()
+    }
+}
 
 impl ActiveModelBehavior for ActiveModel {}
 

@@ -94,6 +94,21 @@ async fn find_question<C: ConnectionTrait>(
         .ok_or_else(|| ServiceError::NotFound("no such question".into()))
 }
 
+/// A question with its niche, in one read.
+async fn question_and_niche<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+) -> Result<(agent_questions::Model, niches::Model), ServiceError> {
+    let (question, niche) = agent_questions::Entity::find_by_id(id)
+        .find_also_related(niches::Entity)
+        .one(conn)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound("no such question".into()))?;
+    let niche =
+        niche.ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("question without a niche")))?;
+    Ok((question, niche))
+}
+
 async fn niche_of<C: ConnectionTrait>(
     conn: &C,
     question: &agent_questions::Model,
@@ -153,11 +168,10 @@ pub async fn answer_question(
     now: DateTime<Utc>,
 ) -> Result<AnswerOutcome, ServiceError> {
     let viewer = access::signed_in(viewer)?;
-    let question = find_question(db, request.question_id).await?;
+    let (question, niche) = question_and_niche(db, request.question_id).await?;
     if !is_waiting(&question, now) {
         return Err(not_waiting(&question));
     }
-    let niche = niche_of(db, &question).await?;
     if !access::acts_on_questions(access::membership(db, viewer, niche.id).await?.as_ref()) {
         return Err(access::not_a_member(&niche));
     }
