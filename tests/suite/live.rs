@@ -360,6 +360,85 @@ async fn subscribed_on_a_second_instance() -> Option<(TestApp, Served, GqlSocket
     Some((app, second, socket))
 }
 
+/// PostgreSQL hands out ids before commit: a question whose transaction took its audit id first
+/// but commits after a later question was broadcast still reaches the subscribers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_question_committed_after_a_later_one_was_broadcast_still_arrives() {
+    use askloop::service::audit::{self, Actor, AuditEntry};
+    use entity::agent_questions::{self, QuestionStatus, Urgency};
+    use sea_orm::{ActiveModelTrait, ActiveValue::Set, NotSet, TransactionTrait};
+
+    let Some(app) = TestApp::spawn(Backend::Postgres).await else {
+        eprintln!("skipped: TEST_DATABASE_URL is not set");
+        return;
+    };
+    let (mut socket, _, _) = a_subscribed_operator(&app).await;
+    let niche = entity::niches::Entity::find()
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("games");
+    // A writer takes its ids and holds its transaction open.
+    let slow = app.db.begin().await.expect("begin");
+    let now = chrono::Utc::now();
+    let held = agent_questions::ActiveModel {
+        id: NotSet,
+        niche_id: Set(niche.id),
+        external_id: Set(Some("slow-1".into())),
+        agent_id: Set(None),
+        registered_agent_id: Set(None),
+        title: Set("Committed late".into()),
+        question: Set("Does it still arrive?".into()),
+        context: Set(None),
+        options: Set(json!([])),
+        urgency: Set(Urgency::Normal),
+        urgency_rank: Set(1),
+        related_resource_ids: Set(json!([])),
+        status: Set(QuestionStatus::Open),
+        bounty_minor: Set(0),
+        research_round: Set(0),
+        needs_context_round: Set(None),
+        expires_at: Set(now + chrono::Duration::days(1)),
+        created_at: Set(now),
+        answered_at: Set(None),
+        updated_at: Set(now),
+    }
+    .insert(&slow)
+    .await
+    .expect("the held question");
+    audit::record(
+        &slow,
+        AuditEntry {
+            actor: &Actor::Agent(None),
+            action: "question.created",
+            subject_type: "question",
+            subject_id: held.id,
+            niche_id: Some(niche.id),
+            detail: json!({}),
+        },
+        now,
+    )
+    .await
+    .expect("its audit row");
+    // Another question, with later ids, commits and is broadcast first.
+    let later = app.ask("games", "fast-1").await;
+    let first = socket.next_data("q").await;
+    assert_eq!(
+        first["data"]["questionQueue"]["question"]["id"],
+        later.to_string(),
+        "{first}"
+    );
+    // Then the held one commits: it is not lost behind the later one.
+    slow.commit().await.expect("commit");
+    let late = socket.next_data("q").await;
+    assert_eq!(late["data"]["questionQueue"]["change"], "ADDED", "{late}");
+    assert_eq!(
+        late["data"]["questionQueue"]["question"]["id"],
+        held.id.to_string(),
+        "{late}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_question_asked_on_one_instance_reaches_subscribers_of_another() {
     let Some((app, second, mut socket)) = subscribed_on_a_second_instance().await else {

@@ -1,17 +1,70 @@
 //! The change feed: read audit rows after the last one seen, and anomaly signals not seen yet,
 //! and turn them into [`LiveEvent`]s.
+//!
+//! Audit rows are read by id alone (`id > last`, the primary key's range: a read costs what it
+//! returns, however long the log grows), and filtered here. PostgreSQL hands out ids before
+//! commit, so a row may become visible after rows with higher ids were read (two batches of
+//! intakes committing in the other order): every id skipped over is kept as a gap and looked for
+//! again on each round until it shows up or [`GAP_WAIT`] has passed (an id taken by a
+//! transaction that rolled back never shows up).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use entity::{agent_questions, anomaly_signals, audit_log, niche_members};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use super::{LiveEvent, LiveHub, QuestionChange};
+use crate::service::answering::WAITING;
 
 /// Rows read per round.
 const BATCH: u64 = 500;
+
+/// How long an id skipped over is looked for: longer than any transaction that writes audit
+/// rows stays open.
+pub const GAP_WAIT: Duration = Duration::from_secs(60);
+
+/// The most gaps kept; past it, the oldest are given up first.
+const MOST_GAPS: usize = 10_000;
+
+/// Where the feed is in the audit log: the newest id read, and the ids below it not seen yet.
+pub struct AuditCursor {
+    last: i64,
+    gaps: BTreeMap<i64, Instant>,
+}
+
+impl AuditCursor {
+    /// Start after `last`.
+    pub fn after(last: i64) -> Self {
+        Self {
+            last,
+            gaps: BTreeMap::new(),
+        }
+    }
+
+    /// Note what a read returned: the rows `found` (ids ascending) after `self.last`, and
+    /// `filled`, gaps that showed up. Every id skipped over becomes a gap; gaps past
+    /// [`GAP_WAIT`] are given up.
+    fn advance(&mut self, found: &[i64], filled: &[i64], now: Instant) {
+        for id in filled {
+            self.gaps.remove(id);
+        }
+        let mut expected = self.last + 1;
+        for &id in found {
+            for skipped in expected..id.min(expected.saturating_add(MOST_GAPS as i64)) {
+                self.gaps.insert(skipped, now);
+            }
+            expected = id + 1;
+            self.last = self.last.max(id);
+        }
+        self.gaps
+            .retain(|_, noticed| now.duration_since(*noticed) < GAP_WAIT);
+        while self.gaps.len() > MOST_GAPS {
+            self.gaps.pop_first();
+        }
+    }
+}
 
 /// The newest audit row now: the feed starts after it.
 pub async fn last_audit_id(db: &DatabaseConnection) -> Result<i64, sea_orm::DbErr> {
@@ -70,7 +123,8 @@ async fn newest_signals(
 }
 
 /// Run forever: wait for a hint (or the poll), then read and broadcast everything new.
-pub async fn run(hub: LiveHub, mut last: i64, mut signals: SignalWindow, poll: Duration) {
+pub async fn run(hub: LiveHub, last: i64, mut signals: SignalWindow, poll: Duration) {
+    let mut cursor = AuditCursor::after(last);
     loop {
         let _ = tokio::time::timeout(poll, hub.wake().notified()).await;
         // One read of the signal log per round, shared by every subscriber of this instance.
@@ -83,14 +137,9 @@ pub async fn run(hub: LiveHub, mut last: i64, mut signals: SignalWindow, poll: D
             Err(err) => tracing::warn!(error = %err, "the signal feed could not read; retrying"),
         }
         loop {
-            match read_after(&hub, last).await {
-                Ok((Some(newest), full)) => {
-                    last = newest;
-                    if !full {
-                        break;
-                    }
-                }
-                Ok((None, _)) => break,
+            match read_after(&hub, &mut cursor).await {
+                Ok(true) => {}
+                Ok(false) => break,
                 Err(err) => {
                     tracing::warn!(error = %err, "the change feed could not read; retrying");
                     break;
@@ -100,45 +149,87 @@ pub async fn run(hub: LiveHub, mut last: i64, mut signals: SignalWindow, poll: D
     }
 }
 
-/// Broadcast the changes after `last`; returns the newest id read and whether the batch was full.
-async fn read_after(hub: &LiveHub, last: i64) -> Result<(Option<i64>, bool), sea_orm::DbErr> {
+/// Broadcast the changes after the cursor and those among its gaps; returns whether the batch
+/// was full (more may follow at once).
+async fn read_after(hub: &LiveHub, cursor: &mut AuditCursor) -> Result<bool, sea_orm::DbErr> {
     let db = hub.db();
-    let rows = audit_log::Entity::find()
-        .filter(audit_log::Column::Id.gt(last))
-        .filter(audit_log::Column::SubjectType.is_in(["question", "member"]))
+    let late = if cursor.gaps.is_empty() {
+        Vec::new()
+    } else {
+        audit_log::Entity::find()
+            .filter(audit_log::Column::Id.is_in(cursor.gaps.keys().copied()))
+            .order_by_asc(audit_log::Column::Id)
+            .all(db)
+            .await?
+    };
+    let fresh = audit_log::Entity::find()
+        .filter(audit_log::Column::Id.gt(cursor.last))
         .order_by_asc(audit_log::Column::Id)
         .limit(BATCH)
         .all(db)
         .await?;
-    let Some(newest) = rows.last().map(|r| r.id) else {
-        return Ok((None, false));
-    };
-    let full = rows.len() as u64 == BATCH;
+    let full = fresh.len() as u64 == BATCH;
+    let filled: Vec<i64> = late.iter().map(|r| r.id).collect();
+    let found: Vec<i64> = fresh.iter().map(|r| r.id).collect();
+    cursor.advance(&found, &filled, Instant::now());
+    let rows: Vec<audit_log::Model> = late
+        .into_iter()
+        .chain(fresh)
+        .filter(|r| matches!(r.subject_type.as_str(), "question" | "member"))
+        .collect();
+    if rows.is_empty() {
+        return Ok(full);
+    }
     let ids = |kind: &str| -> Vec<i64> {
         rows.iter()
             .filter(|r| r.subject_type == kind)
             .filter_map(|r| r.subject_id.parse().ok())
             .collect()
     };
-    let questions = agent_questions::Entity::find()
-        .filter(agent_questions::Column::Id.is_in(ids("question")))
-        .all(db)
-        .await?;
-    let members = niche_members::Entity::find()
-        .filter(niche_members::Column::Id.is_in(ids("member")))
-        .all(db)
-        .await?;
+    let (question_ids, member_ids) = (ids("question"), ids("member"));
+    let questions: HashMap<i64, agent_questions::Model> = if question_ids.is_empty() {
+        HashMap::new()
+    } else {
+        agent_questions::Entity::find()
+            .filter(agent_questions::Column::Id.is_in(question_ids))
+            .all(db)
+            .await?
+            .into_iter()
+            .map(|q| (q.id, q))
+            .collect()
+    };
+    let members: HashMap<i64, niche_members::Model> = if member_ids.is_empty() {
+        HashMap::new()
+    } else {
+        niche_members::Entity::find()
+            .filter(niche_members::Column::Id.is_in(member_ids))
+            .all(db)
+            .await?
+            .into_iter()
+            .map(|m| (m.id, m))
+            .collect()
+    };
     for row in rows {
         let Ok(subject) = row.subject_id.parse::<i64>() else {
             continue;
         };
+        let late = filled.contains(&row.id);
         let actor_user_id = row
             .actor
             .strip_prefix("user:")
             .and_then(|id| id.parse().ok());
         match row.subject_type.as_str() {
             "question" => {
-                if let Some(question) = questions.iter().find(|q| q.id == subject) {
+                if let Some(question) = questions.get(&subject) {
+                    // A change that shows up late and would add the question to lists is stale
+                    // once the question no longer waits: its later changes told everyone so.
+                    let adds = matches!(
+                        row.action.as_str(),
+                        "question.created" | "question.reopened"
+                    );
+                    if late && adds && !WAITING.contains(&question.status) {
+                        continue;
+                    }
                     hub.publish(LiveEvent::Question(Arc::new(QuestionChange {
                         event: row.id,
                         niche_id: question.niche_id,
@@ -149,7 +240,7 @@ async fn read_after(hub: &LiveHub, last: i64) -> Result<(Option<i64>, bool), sea
                 }
             }
             _ => {
-                if let Some(member) = members.iter().find(|m| m.id == subject) {
+                if let Some(member) = members.get(&subject) {
                     hub.publish(LiveEvent::Member {
                         niche_id: member.niche_id,
                         user_id: member.user_id,
@@ -158,5 +249,44 @@ async fn read_after(hub: &LiveHub, last: i64) -> Result<(Option<i64>, bool), sea
             }
         }
     }
-    Ok((Some(newest), full))
+    Ok(full)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_skipped_over_are_gaps_until_they_show_up_or_their_time_is_up() {
+        let start = Instant::now();
+        let mut cursor = AuditCursor::after(10);
+        // 11 and 13 are not visible yet (their transactions are still open).
+        cursor.advance(&[12, 14, 15], &[], start);
+        assert_eq!(cursor.last, 15);
+        assert_eq!(cursor.gaps.keys().copied().collect::<Vec<_>>(), [11, 13]);
+        // 13 shows up; 11 is still looked for.
+        cursor.advance(&[16], &[13], start + Duration::from_secs(1));
+        assert_eq!(cursor.last, 16);
+        assert_eq!(cursor.gaps.keys().copied().collect::<Vec<_>>(), [11]);
+        // Nothing new for a long while: 11 was rolled back, and is given up.
+        cursor.advance(&[], &[], start + GAP_WAIT + Duration::from_secs(1));
+        assert!(cursor.gaps.is_empty());
+        assert_eq!(cursor.last, 16);
+    }
+
+    #[test]
+    fn a_run_of_rows_without_holes_leaves_no_gap() {
+        let mut cursor = AuditCursor::after(0);
+        cursor.advance(&[1, 2, 3], &[], Instant::now());
+        assert!(cursor.gaps.is_empty());
+        assert_eq!(cursor.last, 3);
+    }
+
+    #[test]
+    fn gaps_are_bounded() {
+        let mut cursor = AuditCursor::after(0);
+        cursor.advance(&[1_000_000], &[], Instant::now());
+        assert!(cursor.gaps.len() <= MOST_GAPS);
+        assert_eq!(cursor.last, 1_000_000);
+    }
 }
