@@ -675,6 +675,15 @@ async fn bad_input_to_the_registry_is_refused_clearly_and_changes_nothing(app: T
             "BAD_USER_INPUT",
         ),
         (
+            "mutation { rotateAgentSecret(slug: \"agent-a\", retirePreviousInSeconds: 2592001) { secret } }",
+            "BAD_USER_INPUT",
+        ),
+        (
+            // Far past any date: refused as a number, never turned into a time.
+            "mutation { rotateAgentSecret(slug: \"agent-a\", retirePreviousInSeconds: 33002518175046784) { secret } }",
+            "BAD_USER_INPUT",
+        ),
+        (
             "mutation { disableAgent(slug: \"ghost\") { status } }",
             "NOT_FOUND",
         ),

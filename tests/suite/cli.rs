@@ -782,6 +782,16 @@ async fn cli_agent_errors_say_what_is_wrong_and_change_nothing() {
             "http:// or https://",
         ),
         (&["agent", "rotate", "ghost"][..], "no agent 'ghost'"),
+        (
+            &[
+                "agent",
+                "rotate",
+                "ghost",
+                "--retire-previous-in",
+                "9223372036854775807",
+            ][..],
+            "within 0 seconds to 30 days",
+        ),
         (&["agent", "disable", "ghost"][..], "no agent 'ghost'"),
     ] {
         let output = run(askloop(&url, args));

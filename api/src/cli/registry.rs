@@ -3,7 +3,7 @@
 //! `askloop agent token x > token`) captures only them;
 //! everything else goes to stderr. Every change is audited with the actor `cli`.
 
-use chrono::{Duration, Utc};
+use chrono::Utc;
 use clap::{Subcommand, ValueEnum};
 use entity::agents::{AgentStatus, WebhookScheme};
 
@@ -154,15 +154,8 @@ pub async fn run(config: Config, command: AgentCommand) -> anyhow::Result<()> {
             slug,
             retire_previous_in,
         } => {
-            let rotated = agents::rotate(
-                &db,
-                key,
-                &slug,
-                Duration::seconds(retire_previous_in),
-                &Actor::Cli,
-                now,
-            )
-            .await?;
+            let rotated =
+                agents::rotate(&db, key, &slug, retire_previous_in, &Actor::Cli, now).await?;
             let retires = rotated
                 .summary
                 .agent

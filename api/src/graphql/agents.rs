@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_graphql::{ComplexObject, Context, Enum, ID, InputObject, Object, Result, SimpleObject};
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use entity::agents::{AgentStatus as Stored, WebhookScheme as StoredScheme};
 use sea_orm::DatabaseConnection;
 
@@ -264,7 +264,7 @@ impl AgentMutation {
             db,
             data_key(ctx)?,
             &slug,
-            Duration::seconds(retire_previous_in_seconds),
+            retire_previous_in_seconds,
             &actor,
             Utc::now(),
         )

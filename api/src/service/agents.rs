@@ -354,21 +354,26 @@ pub async fn find<C: ConnectionTrait>(conn: &C, slug: &str) -> Result<agents::Mo
         })
 }
 
+/// The longest a previous secret may stay accepted after a rotation: 30 days.
+pub const MOST_RETIRE_SECS: i64 = 30 * 24 * 3600;
+
 /// Give an agent a new current secret (returned once). The one it replaces stays accepted, and
-/// is signed with too, until `retire_previous_in` from now (zero: at once).
+/// is signed with too, for `retire_previous_in_secs` seconds from now (zero: retired at once).
 pub async fn rotate(
     db: &DatabaseConnection,
     key: Option<&DataKey>,
     slug: &str,
-    retire_previous_in: Duration,
+    retire_previous_in_secs: i64,
     actor: &Actor,
     now: DateTime<Utc>,
 ) -> Result<WithSecret, ServiceError> {
-    if retire_previous_in < Duration::zero() || retire_previous_in > Duration::days(30) {
+    // Checked as a number before it becomes a duration: any integer may arrive here.
+    if !(0..=MOST_RETIRE_SECS).contains(&retire_previous_in_secs) {
         return Err(ServiceError::BadInput(
             "the previous secret retires within 0 seconds to 30 days".into(),
         ));
     }
+    let retire_previous_in = Duration::seconds(retire_previous_in_secs);
     let secret = new_secret();
     let txn = begin_write(db).await?;
     let found = find(&txn, slug).await?;
