@@ -311,14 +311,9 @@ impl ServerHandler for AskloopMcp {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let Some(asker) = caller(&context) else {
-            return Err(ErrorData::internal_error("no agent for this request", None));
-        };
-        let id = task_question(&request.task_id)?;
-        let task = task_state(&self.state, &asker, id)
-            .await
-            .map_err(task_error)?;
-        Ok(GetTaskResult::new(task))
+        Ok(GetTaskResult::new(
+            self.own_task(&context, &request.task_id).await?,
+        ))
     }
 
     async fn update_task(
@@ -326,13 +321,7 @@ impl ServerHandler for AskloopMcp {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let Some(asker) = caller(&context) else {
-            return Err(ErrorData::internal_error("no agent for this request", None));
-        };
-        let id = task_question(&request.task_id)?;
-        task_state(&self.state, &asker, id)
-            .await
-            .map_err(task_error)?;
+        self.own_task(&context, &request.task_id).await?;
         Err(task_error(ServiceError::BadInput(
             "this task asks for no input: its question is answered by a person".into(),
         )))
@@ -343,17 +332,29 @@ impl ServerHandler for AskloopMcp {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let Some(asker) = caller(&context) else {
-            return Err(ErrorData::internal_error("no agent for this request", None));
-        };
-        let id = task_question(&request.task_id)?;
-        task_state(&self.state, &asker, id)
-            .await
-            .map_err(task_error)?;
+        self.own_task(&context, &request.task_id).await?;
         // People may already be reading it; a question is settled by them or by its expiry.
         Err(task_error(ServiceError::BadInput(
             "a question cannot be withdrawn once asked; it is settled by a person or expires"
                 .into(),
         )))
+    }
+}
+
+impl AskloopMcp {
+    /// The task `task_id` of this request's agent, as it stands: not found for an id that names
+    /// none of its questions.
+    async fn own_task(
+        &self,
+        context: &RequestContext<RoleServer>,
+        task_id: &str,
+    ) -> Result<DetailedTask, ErrorData> {
+        let Some(asker) = caller(context) else {
+            return Err(ErrorData::internal_error("no agent for this request", None));
+        };
+        let id = task_question(task_id)?;
+        task_state(&self.state, &asker, id)
+            .await
+            .map_err(task_error)
     }
 }

@@ -173,6 +173,17 @@ async fn exchange(
     (status, body)
 }
 
+/// POST `body` to `path` signed with `secret`, and check the answer against the document.
+async fn post_signed(
+    doc: &Documented,
+    app: &TestApp,
+    path: &str,
+    secret: &str,
+    body: &Value,
+) -> (u16, Value) {
+    exchange(doc, "post", path, signed(app, path, secret, body)).await
+}
+
 fn signed(app: &TestApp, path: &str, secret: &str, body: &Value) -> reqwest::RequestBuilder {
     let text = body.to_string();
     app.client
@@ -203,32 +214,31 @@ async fn every_route_answers_as_documented(app: TestApp) {
 
     // Asking: stored, stored before, over budget, bad input, bad signature, no such niche.
     let first = question_body("roofing", "q-1");
-    let (status, asked) = exchange(&doc, "post", ASK, signed(&app, ASK, secret, &first)).await;
+    let (status, asked) = post_signed(&doc, &app, ASK, secret, &first).await;
     assert_eq!(status, 201);
     let id = asked["question"]["id"].as_i64().expect("an id");
-    let (status, again) = exchange(&doc, "post", ASK, signed(&app, ASK, secret, &first)).await;
+    let (status, again) = post_signed(&doc, &app, ASK, secret, &first).await;
     assert_eq!((status, &again["duplicate"]), (200, &json!(true)));
     let mut costly = question_body("roofing", "q-2");
     costly["payload"]["bountyMinor"] = json!(100);
-    let (status, _) = exchange(&doc, "post", ASK, signed(&app, ASK, secret, &costly)).await;
+    let (status, _) = post_signed(&doc, &app, ASK, secret, &costly).await;
     assert_eq!(status, 402);
     let mut untitled = question_body("roofing", "q-3");
     untitled["payload"]
         .as_object_mut()
         .expect("a payload")
         .remove("title");
-    let (status, _) = exchange(&doc, "post", ASK, signed(&app, ASK, secret, &untitled)).await;
+    let (status, _) = post_signed(&doc, &app, ASK, secret, &untitled).await;
     assert_eq!(status, 400);
-    let (status, _) = exchange(&doc, "post", ASK, signed(&app, ASK, "wrong", &first)).await;
+    let (status, _) = post_signed(&doc, &app, ASK, "wrong", &first).await;
     assert_eq!(status, 401);
     let elsewhere = question_body("no-such-niche", "q-4");
-    let (status, _) = exchange(&doc, "post", ASK, signed(&app, ASK, secret, &elsewhere)).await;
+    let (status, _) = post_signed(&doc, &app, ASK, secret, &elsewhere).await;
     assert_eq!(status, 404);
 
     // Looking up before the answer: found (no answer yet) and missing.
     let lookup = json!({"nicheSlug": "roofing", "externalIds": ["q-1", "nobody-asked"]});
-    let (status, looked) =
-        exchange(&doc, "post", LOOKUP, signed(&app, LOOKUP, secret, &lookup)).await;
+    let (status, looked) = post_signed(&doc, &app, LOOKUP, secret, &lookup).await;
     assert_eq!(status, 200);
     assert_eq!(looked["questions"][1]["found"], false);
 
@@ -284,86 +294,43 @@ async fn every_route_answers_as_documented(app: TestApp) {
     assert_eq!(status, 409);
 
     // Looking up after: the answer with its review state.
-    let (status, looked) =
-        exchange(&doc, "post", LOOKUP, signed(&app, LOOKUP, secret, &lookup)).await;
+    let (status, looked) = post_signed(&doc, &app, LOOKUP, secret, &lookup).await;
     assert_eq!(status, 200);
     assert_eq!(looked["questions"][0]["answer"]["review"], "pending");
 
     // Research: for an open question, and refused for a settled one.
     let mut free = question_body("roofing", "q-5");
     free["payload"]["bountyMinor"] = json!(0);
-    let (status, _) = exchange(&doc, "post", ASK, signed(&app, ASK, secret, &free)).await;
+    let (status, _) = post_signed(&doc, &app, ASK, secret, &free).await;
     assert_eq!(status, 201);
     let findings = json!({"nicheSlug": "roofing", "externalId": "q-5", "context": "found it"});
-    let (status, _) = exchange(
-        &doc,
-        "post",
-        RESEARCH,
-        signed(&app, RESEARCH, secret, &findings),
-    )
-    .await;
+    let (status, _) = post_signed(&doc, &app, RESEARCH, secret, &findings).await;
     assert_eq!(status, 200);
     let late = json!({"nicheSlug": "roofing", "externalId": "q-1", "context": "too late"});
-    let (status, _) = exchange(
-        &doc,
-        "post",
-        RESEARCH,
-        signed(&app, RESEARCH, secret, &late),
-    )
-    .await;
+    let (status, _) = post_signed(&doc, &app, RESEARCH, secret, &late).await;
     assert_eq!(status, 409);
 
     // Revenue: booked, booked before, an unknown source type.
     let revenue = json!({"nicheSlug": "roofing", "externalId": "inv-1", "sourceType": "usage",
                          "grossMinor": 1000, "processingMinor": 30, "currency": "EUR"});
-    let (status, booked) = exchange(
-        &doc,
-        "post",
-        REVENUE,
-        signed(&app, REVENUE, secret, &revenue),
-    )
-    .await;
+    let (status, booked) = post_signed(&doc, &app, REVENUE, secret, &revenue).await;
     assert_eq!(status, 201);
     assert!(!booked["allocations"].as_array().expect("a list").is_empty());
-    let (status, _) = exchange(
-        &doc,
-        "post",
-        REVENUE,
-        signed(&app, REVENUE, secret, &revenue),
-    )
-    .await;
+    let (status, _) = post_signed(&doc, &app, REVENUE, secret, &revenue).await;
     assert_eq!(status, 200);
     let mut odd = revenue.clone();
     odd["sourceType"] = json!("lottery");
-    let (status, _) = exchange(&doc, "post", REVENUE, signed(&app, REVENUE, secret, &odd)).await;
+    let (status, _) = post_signed(&doc, &app, REVENUE, secret, &odd).await;
     assert_eq!(status, 400);
 
     // Anomaly signals: appended, seen before, the agent's secret refused.
     let signal = json!({"signalId": "s-1", "subjectType": "question", "subjectId": id,
                         "kind": "burst", "severity": "low", "finding": "many at once"});
-    let (status, _) = exchange(
-        &doc,
-        "post",
-        SIGNALS,
-        signed(&app, SIGNALS, MONITOR_SECRET, &signal),
-    )
-    .await;
+    let (status, _) = post_signed(&doc, &app, SIGNALS, MONITOR_SECRET, &signal).await;
     assert_eq!(status, 201);
-    let (status, _) = exchange(
-        &doc,
-        "post",
-        SIGNALS,
-        signed(&app, SIGNALS, MONITOR_SECRET, &signal),
-    )
-    .await;
+    let (status, _) = post_signed(&doc, &app, SIGNALS, MONITOR_SECRET, &signal).await;
     assert_eq!(status, 200);
-    let (status, _) = exchange(
-        &doc,
-        "post",
-        SIGNALS,
-        signed(&app, SIGNALS, secret, &signal),
-    )
-    .await;
+    let (status, _) = post_signed(&doc, &app, SIGNALS, secret, &signal).await;
     assert_eq!(status, 401);
 
     // The document itself, as served, is the committed one.
