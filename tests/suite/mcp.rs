@@ -767,6 +767,17 @@ fn declaring_tasks() -> Value {
     }})
 }
 
+/// `ask_expert` in `games` as `external_id`, declaring tasks: the JSON-RPC response.
+async fn ask_as_task(client: &McpClient, external_id: &str) -> Value {
+    client
+        .request(
+            "tools/call",
+            json!({"name": "ask_expert", "arguments": question("games", Some(external_id)),
+                   "_meta": declaring_tasks()}),
+        )
+        .await
+}
+
 /// `tasks/get` for `task` with the tasks extension declared: the JSON-RPC response.
 async fn get_task(client: &McpClient, task: &str) -> Value {
     client
@@ -788,13 +799,7 @@ async fn ask_expert_is_awaited_as_a_task_by_a_client_that_declares_tasks(app: Te
     );
 
     // Declaring tasks, ask_expert answers with a task handle: the question, stored.
-    let created = client
-        .request(
-            "tools/call",
-            json!({"name": "ask_expert", "arguments": question("games", Some("q-1")),
-                   "_meta": declaring_tasks()}),
-        )
-        .await;
+    let created = ask_as_task(&client, "q-1").await;
     let handle = &created["result"];
     assert_eq!(handle["resultType"], "task", "{created}");
     assert_eq!(handle["status"], "working", "{created}");
@@ -808,13 +813,7 @@ async fn ask_expert_is_awaited_as_a_task_by_a_client_that_declares_tasks(app: Te
     assert!(handle["pollIntervalMs"].as_u64().is_some(), "{created}");
 
     // The same call again (a retry) is the same question and the same task.
-    let again = client
-        .request(
-            "tools/call",
-            json!({"name": "ask_expert", "arguments": question("games", Some("q-1")),
-                   "_meta": declaring_tasks()}),
-        )
-        .await;
+    let again = ask_as_task(&client, "q-1").await;
     assert_eq!(again["result"]["taskId"], task.as_str());
     assert_eq!(question_count(&app).await, 1);
 
