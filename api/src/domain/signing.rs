@@ -325,8 +325,9 @@ mod properties {
             number.prop_map(|(n, raw)| Part::T(n, raw)),
             prop_oneof![
                 Just(String::new()),
-                "[0-9]{20,60}",
-                "-[0-9]{20,60}",
+                // Past i64 either way (a leading zero would make it a number again).
+                "[1-9][0-9]{19,59}",
+                "-[1-9][0-9]{19,59}",
                 "[0-9]{1,5}\\.[0-9]{1,3}",
                 "[a-z]{1,6}",
                 "1e[0-9]",
