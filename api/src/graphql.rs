@@ -85,7 +85,7 @@ pub fn build_schema(
     // The door first: it sees every error the limits raise.
     .extension(error_door::ErrorDoor)
     .extension(one_login::OneLoginPerRequest)
-    .extension(limits::QueryLimits { max_nodes })
+    .extension(limits::QueryLimits::new(max_nodes))
     .data(DataLoader::new(
         types::NicheLoader { db: db.clone() },
         tokio::spawn,

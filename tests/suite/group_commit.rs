@@ -184,7 +184,95 @@ macro_rules! on_sqlite_and_postgres {
     };
 }
 
+/// Intakes written together each get the answer they would get alone: the niche they name is
+/// read and checked inside the batch's transaction (no such niche, an archived one), and of
+/// several copies of one external id in the same batch exactly one is stored.
+async fn every_intake_of_a_mixed_batch_gets_its_own_answer(backend: Backend) {
+    use askloop::domain::intake::parse_new_question;
+    use askloop::error::{Conflict, ServiceError};
+    use askloop::service::agents::Asker;
+    use askloop::service::intake::receive_question;
+    use askloop_tests::fixtures::niche;
+    use entity::niches::NicheStatus;
+
+    let Some((_database, db)) = a_database_with_games(backend).await else {
+        return;
+    };
+    niche(&db, "old", NicheStatus::Archived).await;
+    let now = chrono::Utc::now();
+    let bodies = (0..10)
+        .map(|i| question_body("nowhere", &format!("lost-{i}")))
+        .chain((0..10).map(|i| question_body("old", &format!("late-{i}"))))
+        .chain((0..10).map(|_| question_body("games", "mixed-same")))
+        .chain((0..10).map(|i| question_body("games", &format!("mixed-{i}"))));
+    let asks = bodies.map(|body| {
+        let db = db.clone();
+        tokio::spawn(async move {
+            let new = parse_new_question(&body).expect("a valid question");
+            let hint = askloop::live::ChangeHint::none();
+            receive_question(&db, &hint, &Asker::Default, new, now).await
+        })
+    });
+    let outcomes: Vec<_> = futures::future::join_all(asks.collect::<Vec<_>>())
+        .await
+        .into_iter()
+        .map(|joined| joined.expect("the intake ran"))
+        .collect();
+
+    for outcome in &outcomes[..10] {
+        assert!(
+            matches!(outcome, Err(ServiceError::NotFound(message)) if message.contains("'nowhere'")),
+            "an unknown niche is refused: {outcome:?}"
+        );
+    }
+    for outcome in &outcomes[10..20] {
+        assert!(
+            matches!(
+                outcome,
+                Err(ServiceError::Conflict(Conflict::NicheClosed {
+                    state: "archived",
+                    ..
+                }))
+            ),
+            "an archived niche is refused: {outcome:?}"
+        );
+    }
+    let same: Vec<_> = outcomes[20..30]
+        .iter()
+        .map(|outcome| outcome.as_ref().expect("the same question, stored once"))
+        .collect();
+    assert_eq!(
+        same.iter().filter(|o| !o.duplicate).count(),
+        1,
+        "one copy stored, the others are duplicates: {same:?}"
+    );
+    assert!(
+        same.iter().all(|o| o.question_id == same[0].question_id),
+        "every copy names the one question"
+    );
+    for outcome in &outcomes[30..] {
+        let outcome = outcome.as_ref().expect("a new question stored");
+        assert!(!outcome.duplicate);
+    }
+    let stored = stored(&db, "mixed-").await;
+    assert_eq!(
+        stored.len(),
+        11,
+        "ten distinct questions and one of the copies"
+    );
+    let elsewhere = agent_questions::Entity::find()
+        .filter(
+            agent_questions::Column::ExternalId
+                .is_in((0..10).flat_map(|i| [format!("lost-{i}"), format!("late-{i}")])),
+        )
+        .count(&db)
+        .await
+        .expect("counted");
+    assert_eq!(elsewhere, 0, "nothing refused was stored");
+}
+
 on_sqlite_and_postgres!(
     a_batch_killed_before_its_commit_acknowledged_nothing,
     every_intake_acknowledged_before_a_kill_9_is_in_the_database,
+    every_intake_of_a_mixed_batch_gets_its_own_answer,
 );

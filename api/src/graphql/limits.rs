@@ -357,20 +357,64 @@ pub fn check(shape: &Shape) -> Result<(), ServerError> {
 
 /// The extension that applies these limits; `max_nodes` is also the schema's complexity limit.
 pub struct QueryLimits {
-    /// `ASKLOOP_GRAPHQL_MAX_NODES`.
-    pub max_nodes: usize,
+    max_nodes: usize,
+    parsed: Arc<ParsedQueries>,
+}
+
+impl QueryLimits {
+    /// The limits, with `max_nodes` (`ASKLOOP_GRAPHQL_MAX_NODES`).
+    pub fn new(max_nodes: usize) -> Self {
+        Self {
+            max_nodes,
+            parsed: Arc::default(),
+        }
+    }
 }
 
 impl ExtensionFactory for QueryLimits {
     fn create(&self) -> Arc<dyn Extension> {
         Arc::new(QueryLimitsExtension {
             max_nodes: self.max_nodes,
+            parsed: self.parsed.clone(),
         })
     }
 }
 
 struct QueryLimitsExtension {
     max_nodes: usize,
+    parsed: Arc<ParsedQueries>,
+}
+
+/// The most query texts [`ParsedQueries`] keeps; when full, it starts over.
+pub const PARSED_QUERIES: usize = 256;
+
+/// The longest query text [`ParsedQueries`] keeps.
+pub const PARSED_QUERY_BYTES: usize = 16 * 1024;
+
+/// Documents already parsed, by query text. Clients send the same few texts again and again
+/// (the dashboard's queries, every subscriber's card selection): each is parsed once, and a
+/// request gets a copy. A copy is smaller than a fresh parse, too — its lists are exactly as
+/// long as they need to be and its names are shared — which matters for a subscription, whose
+/// document lives as long as it does.
+#[derive(Default)]
+struct ParsedQueries(std::sync::Mutex<HashMap<String, ExecutableDocument>>);
+
+impl ParsedQueries {
+    fn get(&self, query: &str) -> Option<ExecutableDocument> {
+        self.0.lock().ok()?.get(query).cloned()
+    }
+
+    fn keep(&self, query: &str, document: &ExecutableDocument) {
+        if query.len() > PARSED_QUERY_BYTES {
+            return;
+        }
+        if let Ok(mut kept) = self.0.lock() {
+            if kept.len() >= PARSED_QUERIES {
+                kept.clear();
+            }
+            kept.insert(query.to_owned(), document.clone());
+        }
+    }
 }
 
 #[async_graphql::async_trait::async_trait]
@@ -384,13 +428,30 @@ impl Extension for QueryLimitsExtension {
         next: NextPrepareRequest<'_>,
     ) -> ServerResult<Request> {
         let name = request.operation_name.clone();
-        let selected = match request.parsed_query() {
-            Ok(document) => {
+        let parsed = match self.parsed.get(&request.query) {
+            Some(document) => {
+                request.set_parsed_query(document);
+                true
+            }
+            None => match request.parsed_query() {
+                Ok(document) => {
+                    let copy = document.clone();
+                    self.parsed.keep(&request.query, &copy);
+                    // The copy, not the parse, goes on: see `ParsedQueries`.
+                    request.set_parsed_query(copy);
+                    true
+                }
+                Err(_) => false,
+            },
+        };
+        // A query that does not parse is not parsed again here: the library refuses it.
+        let selected = match parsed.then(|| request.parsed_query()) {
+            Some(Ok(document)) => {
                 let selected = only_the_operation_run(document, name.as_deref());
                 check(&measure(selected.as_ref().unwrap_or(document)))?;
                 selected
             }
-            Err(_) => None,
+            _ => None,
         };
         if let Some(selected) = selected {
             request.set_parsed_query(selected);
@@ -436,6 +497,42 @@ mod tests {
 
     fn shape(query: &str) -> Shape {
         measure(&parse_query(query).expect("parses"))
+    }
+
+    #[test]
+    fn a_kept_document_is_the_parse_and_the_keeper_stays_bounded() {
+        let kept = ParsedQueries::default();
+        let query = "query Card($slug: String!) { questionQueue(nicheSlug: $slug) { kind } }";
+        let parsed = parse_query(query).expect("parses");
+        assert!(kept.get(query).is_none());
+        kept.keep(query, &parsed);
+        let copy = kept.get(query).expect("kept");
+        assert_eq!(
+            format!("{copy:?}"),
+            format!("{parsed:?}"),
+            "the same document"
+        );
+        assert_eq!(measure(&copy).selections, measure(&parsed).selections);
+
+        // Too long a text is not kept.
+        let long = format!("{{ a }}{}", " ".repeat(PARSED_QUERY_BYTES));
+        kept.keep(&long, &parse_query(&long).expect("parses"));
+        assert!(kept.get(&long).is_none());
+
+        // Full, it starts over rather than grow.
+        for i in 0..PARSED_QUERIES {
+            let text = format!("{{ a{i} }}");
+            kept.keep(&text, &parse_query(&text).expect("parses"));
+            assert!(kept.0.lock().expect("lock").len() <= PARSED_QUERIES);
+        }
+        assert!(
+            kept.get("{ a0 }").is_none(),
+            "the oldest went when it filled"
+        );
+        assert!(
+            kept.get(&format!("{{ a{} }}", PARSED_QUERIES - 1))
+                .is_some()
+        );
     }
 
     #[test]

@@ -83,14 +83,20 @@ impl LiveSubscription {
         ctx: &Context<'_>,
         niche_slug: String,
     ) -> Result<impl Stream<Item = Result<SharedChange>> + use<>> {
-        let _turn = turn_to_start(ctx).await;
-        let db = ctx.data::<DatabaseConnection>()?.clone();
-        let rx = ctx.data::<LiveHub>()?.subscribe();
-        let viewer = caller_of(ctx)?.viewer();
-        let changes = subscriptions::watch_niche(db, rx, viewer, &niche_slug)
-            .await
-            .gql()?;
-        Ok(shared(ctx, changes))
+        // Boxed, here and below: the resolver's future stays inside the subscription's stream
+        // for as long as the subscription lives, so its database reads are kept out of line
+        // rather than sized into every idle subscriber.
+        Box::pin(async move {
+            let _turn = turn_to_start(ctx).await;
+            let db = ctx.data::<DatabaseConnection>()?.clone();
+            let rx = ctx.data::<LiveHub>()?.subscribe();
+            let viewer = caller_of(ctx)?.viewer();
+            let changes = subscriptions::watch_niche(db, rx, viewer, &niche_slug)
+                .await
+                .gql()?;
+            Ok(shared(ctx, changes))
+        })
+        .await
     }
 
     /// Changes to "awaiting me": waiting questions in my operator/specialist niches.
@@ -98,13 +104,16 @@ impl LiveSubscription {
         &self,
         ctx: &Context<'_>,
     ) -> Result<impl Stream<Item = Result<SharedChange>> + use<>> {
-        let _turn = turn_to_start(ctx).await;
-        let db = ctx.data::<DatabaseConnection>()?.clone();
-        let rx = ctx.data::<LiveHub>()?.subscribe();
-        let changes = subscriptions::watch_awaiting_me(db, rx, caller_of(ctx)?.viewer())
-            .await
-            .gql()?;
-        Ok(shared(ctx, changes))
+        Box::pin(async move {
+            let _turn = turn_to_start(ctx).await;
+            let db = ctx.data::<DatabaseConnection>()?.clone();
+            let rx = ctx.data::<LiveHub>()?.subscribe();
+            let changes = subscriptions::watch_awaiting_me(db, rx, caller_of(ctx)?.viewer())
+                .await
+                .gql()?;
+            Ok(shared(ctx, changes))
+        })
+        .await
     }
 }
 

@@ -9,6 +9,7 @@
 //! [`SEND_TIMEOUT`] is dropped: its subscriptions would otherwise fall behind forever.
 
 use std::collections::HashSet;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -19,7 +20,8 @@ use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use futures::{SinkExt, StreamExt};
+use futures::future::BoxFuture;
+use futures::{FutureExt, SinkExt, StreamExt};
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -77,7 +79,7 @@ pub async fn upgrade(
     // every idle subscriber cost a quarter of a megabyte. The write buffer is bounded so a peer
     // that stops reading cannot grow it without limit.
     let upgrade = upgrade
-        .read_buffer_size(1024)
+        .read_buffer_size(512)
         .write_buffer_size(0)
         .max_write_buffer_size(256 * 1024)
         .max_message_size(limits.max_message_bytes)
@@ -109,12 +111,25 @@ pub async fn upgrade(
     }
 }
 
-async fn close(sink: &mut futures::stream::SplitSink<WebSocket, Message>, code: u16, reason: &str) {
+type Sink = futures::stream::SplitSink<WebSocket, Message>;
+
+/// Send our close frame (for [`SEND_TIMEOUT`] at most).
+fn close<'a>(sink: &'a mut Sink, code: u16, reason: &str) -> BoxFuture<'a, ()> {
     let frame = Message::Close(Some(CloseFrame {
         code,
         reason: reason.to_owned().into(),
     }));
-    let _ = tokio::time::timeout(SEND_TIMEOUT, sink.send(frame)).await;
+    send(sink, frame).map(|_| ()).boxed()
+}
+
+/// Send `message` to the peer: whether it was taken within [`SEND_TIMEOUT`].
+///
+/// The sends are boxed futures: a socket's task lives as long as its peer stays, mostly idle,
+/// and inline these (a timer each) would size every idle socket for the moment it sends.
+fn send(sink: &mut Sink, message: Message) -> BoxFuture<'_, bool> {
+    tokio::time::timeout(SEND_TIMEOUT, sink.send(message))
+        .map(|sent| matches!(sent, Ok(Ok(()))))
+        .boxed()
 }
 
 /// What a socket holds of the server-wide caps while it is open.
@@ -174,18 +189,21 @@ impl Operations {
     }
 }
 
-async fn serve(
+/// Set a socket up, then run it. The setup is not part of the future that runs it: an async
+/// function keeps its arguments for as long as it runs, and every idle socket would carry what
+/// setting it up took (the websocket itself, before it was split; the caller, the client).
+fn serve(
     socket: WebSocket,
     state: GraphqlEndpoint,
     protocol: WebSocketProtocols,
     cookie_caller: Caller,
     client: ClientAddress,
-    mut permits: Permits,
-) {
+    permits: Permits,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
     let limits = state.config.live;
-    let (mut sink, mut incoming) = socket.split();
-    let (to_graphql, from_client) = tokio::sync::mpsc::channel::<Vec<u8>>(limits.inbox.max(1));
-    let mut operations = Operations::default();
+    let (sink, incoming) = socket.split();
+    let (to_graphql, from_client) = tokio::sync::mpsc::channel::<Inbound>(limits.inbox.max(1));
+    let operations = Operations::default();
     // The token the connection was opened with, checked again at every ping: a socket ends
     // with its session or key.
     let credential = Arc::new(std::sync::Mutex::new(cookie_caller.session_token.clone()));
@@ -236,12 +254,79 @@ async fn serve(
         Ok(data)
     };
     // Boxed rather than pinned on the stack, so it can be dropped the moment the loop ends.
-    let mut graphql = Box::pin(
+    let graphql = Box::pin(
         GraphqlSocket::new(state.schema.clone(), tokio_stream_of(from_client), protocol)
             .on_connection_init(on_init),
     );
+    run(Socket {
+        sink,
+        incoming,
+        graphql,
+        to_graphql,
+        operations,
+        credential,
+        initialised,
+        init_refused,
+        fill,
+        permits,
+        state,
+    })
+}
 
-    let live = state.config.live;
+/// A message from the peer, on its way to the protocol. One pointer wide: the queue's block of
+/// slots (32 of them) is allocated for every socket, idle or not, and messages are rare, so
+/// the second allocation per message is the cheaper side.
+#[allow(clippy::box_collection)]
+struct Inbound(Box<Vec<u8>>);
+
+impl From<&[u8]> for Inbound {
+    fn from(bytes: &[u8]) -> Self {
+        Self(Box::new(bytes.to_vec()))
+    }
+}
+
+impl AsRef<[u8]> for Inbound {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// A socket, set up.
+struct Socket<G> {
+    sink: Sink,
+    incoming: futures::stream::SplitStream<WebSocket>,
+    /// The protocol's side: messages from the peer go in through `to_graphql`, and come out
+    /// as the messages to send.
+    graphql: Pin<Box<G>>,
+    to_graphql: tokio::sync::mpsc::Sender<Inbound>,
+    operations: Operations,
+    credential: Arc<std::sync::Mutex<Option<String>>>,
+    initialised: Arc<AtomicBool>,
+    init_refused: Arc<AtomicBool>,
+    fill: Splices,
+    permits: Permits,
+    state: GraphqlEndpoint,
+}
+
+async fn run<G>(socket: Socket<G>)
+where
+    G: futures::Stream<Item = WsMessage> + Send,
+{
+    let Socket {
+        mut sink,
+        mut incoming,
+        mut graphql,
+        to_graphql,
+        mut operations,
+        credential,
+        initialised,
+        init_refused,
+        fill,
+        mut permits,
+        state,
+    } = socket;
+    let live = &state.config.live;
+    let limits = live;
     let mut ping = tokio::time::interval(live.ping_every);
     ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
     ping.tick().await;
@@ -263,9 +348,9 @@ async fn serve(
                             close(&mut sink, 4429, &reason).await;
                             break;
                         }
-                        text.as_str().as_bytes().to_vec()
+                        Inbound::from(text.as_str().as_bytes())
                     }
-                    Some(Ok(Message::Binary(bytes))) => bytes.to_vec(),
+                    Some(Ok(Message::Binary(bytes))) => Inbound::from(bytes.as_ref()),
                     Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
                     Some(Ok(Message::Close(_)) | Err(_)) | None => break,
                 };
@@ -288,8 +373,7 @@ async fn serve(
                     if permits.waiting.is_some() && initialised.load(Ordering::SeqCst) {
                         permits.waiting = None;
                     }
-                    let sent = tokio::time::timeout(SEND_TIMEOUT, sink.send(Message::Text(text.into()))).await;
-                    if !matches!(sent, Ok(Ok(()))) {
+                    if !send(&mut sink, Message::Text(text.into())).await {
                         tracing::info!("dropping a websocket peer that does not keep up");
                         break;
                     }
@@ -315,13 +399,13 @@ async fn serve(
                 }
                 if let Some(token) = token
                     && initialised.load(Ordering::SeqCst)
-                    && matches!(sessions::resolve(&state.db, &token, chrono::Utc::now()).await, Ok(None))
+                    // Boxed: inline, this rare read would size every idle socket's task.
+                    && matches!(Box::pin(sessions::resolve(&state.db, &token, chrono::Utc::now())).await, Ok(None))
                 {
                     close(&mut sink, 4403, "the session or key has ended").await;
                     break;
                 }
-                let sent = tokio::time::timeout(SEND_TIMEOUT, sink.send(Message::Ping(Vec::new().into()))).await;
-                if !matches!(sent, Ok(Ok(()))) {
+                if !send(&mut sink, Message::Ping(Vec::new().into())).await {
                     break;
                 }
             }
@@ -344,13 +428,13 @@ async fn serve(
     // The closing handshake: read (and drop) what the peer still sends until it answers our
     // close, for a moment at most. Closing a TCP connection with unread data resets it, and a
     // reset can destroy our close frame before the peer reads it, leaving it no reason why.
-    let _ = tokio::time::timeout(LINGER, async {
+    let _ = Box::pin(tokio::time::timeout(LINGER, async {
         while let Some(Ok(message)) = incoming.next().await {
             if matches!(message, Message::Close(_)) {
                 break;
             }
         }
-    })
+    }))
     .await;
 }
 
@@ -367,7 +451,7 @@ fn protocol_close(code: u16, reason: String, init_refused: bool) -> (u16, String
 }
 
 fn tokio_stream_of(
-    mut rx: tokio::sync::mpsc::Receiver<Vec<u8>>,
-) -> impl futures::Stream<Item = Vec<u8>> + Send + 'static {
+    mut rx: tokio::sync::mpsc::Receiver<Inbound>,
+) -> impl futures::Stream<Item = Inbound> + Send + 'static {
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }

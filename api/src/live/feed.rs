@@ -122,11 +122,20 @@ async fn newest_signals(
         .await
 }
 
+/// The least time between the starts of two reading rounds. Under a stream of writes a hint
+/// arrives every few milliseconds; reading at each would cost the database a round of queries
+/// per commit. Hints that arrive meanwhile are kept (a `Notify` permit) and fold into the next
+/// round, which then reads all of them at once.
+pub const ROUND_SPACING: Duration = Duration::from_millis(10);
+
 /// Run forever: wait for a hint (or the poll), then read and broadcast everything new.
 pub async fn run(hub: LiveHub, last: i64, mut signals: SignalWindow, poll: Duration) {
     let mut cursor = AuditCursor::after(last);
+    let mut round_started = tokio::time::Instant::now();
     loop {
+        tokio::time::sleep_until(round_started + ROUND_SPACING).await;
         let _ = tokio::time::timeout(poll, hub.wake().notified()).await;
+        round_started = tokio::time::Instant::now();
         // One read of the signal log per round, shared by every subscriber of this instance.
         match newest_signals(hub.db()).await {
             Ok(rows) => {

@@ -5,10 +5,12 @@ use chrono::{DateTime, Duration, Utc};
 use entity::agent_questions::{self, QuestionStatus, Urgency};
 use entity::niches::NicheStatus;
 use entity::{audit_log, niches};
-use sea_orm::sea_query::OnConflict;
+use std::collections::{HashMap, HashSet};
+
+use sea_orm::sea_query::{OnConflict, Query};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, NotSet,
-    QueryFilter, TryInsertResult,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait,
+    NotSet, QueryFilter, QueryTrait, TryInsertResult,
 };
 use serde_json::json;
 
@@ -20,7 +22,6 @@ use crate::live::ChangeHint;
 use crate::service::agents::Asker;
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::budget;
-use crate::service::niches::find_niche;
 
 mod batch;
 
@@ -61,6 +62,9 @@ pub fn refusal_reason(err: &ServiceError) -> &'static str {
 ///
 /// A registered agent asks only in its niches: another niche is refused (403) before anything is
 /// stored. The question records which agent asked, so its events go to that agent's endpoint.
+///
+/// The niche is read, and the question checked against it, inside the transaction that stores
+/// the question: a niche archived or re-limited a moment before is seen as it is.
 pub async fn receive_question(
     db: &DatabaseConnection,
     hint: &ChangeHint,
@@ -68,8 +72,31 @@ pub async fn receive_question(
     new: NewQuestion,
     now: DateTime<Utc>,
 ) -> Result<IntakeOutcome, ServiceError> {
-    let niche = find_niche(db, &new.niche)
-        .await?
+    batch::submit(
+        db,
+        hint,
+        Request {
+            asker: asker.clone(),
+            new,
+            now,
+        },
+    )
+    .await
+}
+
+/// One intake as it arrived: parsed and signed, not yet checked against its niche.
+#[derive(Debug)]
+pub(crate) struct Request {
+    asker: Asker,
+    new: NewQuestion,
+    now: DateTime<Utc>,
+}
+
+/// Check `request` against its niche (`None`: no such niche): what to store, or why nothing is.
+fn check(niche: Option<&niches::Model>, request: &Request) -> Result<Store, ServiceError> {
+    let Request { asker, new, now } = request;
+    let niche = niche
+        .cloned()
         .ok_or_else(|| ServiceError::NotFound(format!("no niche {}", describe(&new.niche))))?;
     if !asker.may_use_niche(niche.id) {
         return Err(Asker::not_your_niche(&niche.slug));
@@ -108,24 +135,20 @@ pub async fn receive_question(
         .expires_in_seconds
         .unwrap_or(niche.default_question_lifetime_secs)
         .clamp(intake::MIN_LIFETIME_SECS, intake::MAX_LIFETIME_SECS);
-
-    let store = Store {
+    Ok(Store {
         niche,
-        new,
         asker: asker.agent_id(),
         actor,
         bounty,
         lifetime,
-        now,
-    };
-    batch::submit(db, hint, store).await
+        now: *now,
+    })
 }
 
-/// One intake, checked and ready to be written.
+/// One intake, checked against its niche and ready to be written.
 #[derive(Debug)]
-pub(crate) struct Store {
+struct Store {
     niche: niches::Model,
-    new: NewQuestion,
     /// The registered agent asking (none: the built-in default agent).
     asker: Option<i64>,
     /// Who the audit rows name.
@@ -139,11 +162,19 @@ pub(crate) struct Store {
 async fn store_alone(
     db: &DatabaseConnection,
     hint: &ChangeHint,
-    store: &Store,
+    request: &Request,
 ) -> Result<IntakeOutcome, ServiceError> {
     let txn = begin_write(db).await?;
     let mut created = Vec::with_capacity(1);
-    match write(&txn, store, &mut created).await {
+    let outcome = match write_all(&txn, &[request], &mut created).await {
+        Ok(mut outcomes) => outcomes.pop().unwrap_or_else(|| {
+            Err(ServiceError::Internal(anyhow::anyhow!(
+                "an intake written alone had no outcome"
+            )))
+        }),
+        Err(err) => Err(err),
+    };
+    match outcome {
         Ok(outcome) => {
             audit::record_all(&txn, created).await?;
             txn.commit().await?;
@@ -159,34 +190,155 @@ async fn store_alone(
     }
 }
 
-/// Write one intake inside `txn`: the question (or find the one stored before under its
-/// external id), its bounty's reservation and their audit rows. A bounty the budget cannot
-/// cover leaves nothing behind (its question row is removed again) and answers 402, so the
-/// transaction may go on to commit other intakes. The question's `question.created` audit row
-/// is added to `created`, for the caller to append with the others of its transaction in one
-/// statement before it commits.
-async fn write<C: ConnectionTrait>(
+/// Write `requests` inside `txn`, each exactly as it would be alone, in order: one outcome per
+/// request, or the database error that spoils the transaction.
+///
+/// The round trips are shared: the niches they name are read in one query, and the new
+/// questions (the first of each external id in the batch) are inserted in one statement. What
+/// that statement did not insert — a question stored before, or a second copy in the same batch
+/// — then goes through [`write`], which finds it (or, if the first copy was refused, stores it).
+async fn write_all<C: ConnectionTrait>(
     txn: &C,
-    store: &Store,
+    requests: &[&Request],
     created: &mut Vec<audit_log::ActiveModel>,
-) -> Result<IntakeOutcome, ServiceError> {
-    let Store {
-        niche,
-        new,
-        asker,
-        actor,
-        bounty,
-        lifetime,
-        now,
-    } = store;
-    let (bounty, now) = (*bounty, *now);
-    let expires_at = now + Duration::seconds(*lifetime);
-    let inserted = agent_questions::Entity::insert(agent_questions::ActiveModel {
+) -> Result<Vec<Result<IntakeOutcome, ServiceError>>, ServiceError> {
+    let niches = load_niches(txn, requests.iter().map(|r| &r.new.niche)).await?;
+    let checked: Vec<Result<Store, ServiceError>> = requests
+        .iter()
+        .map(|request| check(niche_named(&niches, &request.new.niche), request))
+        .collect();
+    let mut inserted = insert_new(
+        txn,
+        checked
+            .iter()
+            .zip(requests)
+            .filter_map(|(store, request)| Some((store.as_ref().ok()?, &request.new))),
+    )
+    .await?;
+    let mut outcomes = Vec::with_capacity(requests.len());
+    for (store, request) in checked.into_iter().zip(requests) {
+        let store = match store {
+            Ok(store) => store,
+            Err(refused) => {
+                outcomes.push(Err(refused));
+                continue;
+            }
+        };
+        let new = &request.new;
+        let first = new
+            .external_id
+            .as_ref()
+            .and_then(|id| inserted.remove(&(store.niche.id, id.clone())));
+        let outcome = match first {
+            Some(question_id) => settle_new(txn, &store, new, question_id, created).await,
+            None => write(txn, &store, new, created).await,
+        };
+        match outcome {
+            Ok(outcome) => outcomes.push(Ok(outcome)),
+            // Refused (over budget, or another agent's external id), with nothing of it left in
+            // the transaction.
+            Err(refused @ (ServiceError::OverBudget { .. } | ServiceError::Conflict(_))) => {
+                outcomes.push(Err(refused));
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(outcomes)
+}
+
+/// The niches `names` name, read in one query.
+async fn load_niches<'a, C: ConnectionTrait>(
+    txn: &C,
+    names: impl Iterator<Item = &'a intake::NicheRef>,
+) -> Result<Vec<niches::Model>, ServiceError> {
+    let (mut slugs, mut ids) = (Vec::new(), Vec::new());
+    for name in names {
+        match name {
+            intake::NicheRef::Slug(slug) => slugs.push(slug.clone()),
+            intake::NicheRef::Id(id) => ids.push(*id),
+        }
+    }
+    slugs.sort_unstable();
+    slugs.dedup();
+    ids.sort_unstable();
+    ids.dedup();
+    Ok(niches::Entity::find()
+        .filter(
+            Condition::any()
+                .add(niches::Column::Slug.is_in(slugs))
+                .add(niches::Column::Id.is_in(ids)),
+        )
+        .all(txn)
+        .await?)
+}
+
+fn niche_named<'a>(
+    niches: &'a [niches::Model],
+    name: &intake::NicheRef,
+) -> Option<&'a niches::Model> {
+    niches.iter().find(|niche| match name {
+        intake::NicheRef::Slug(slug) => niche.slug == *slug,
+        intake::NicheRef::Id(id) => niche.id == *id,
+    })
+}
+
+/// Insert, in one statement, the first question of each (niche, external id) among `stores`;
+/// the ids of those it inserted (a question stored before is skipped by the database).
+async fn insert_new<'a, C: ConnectionTrait>(
+    txn: &C,
+    stores: impl Iterator<Item = (&'a Store, &'a NewQuestion)>,
+) -> Result<HashMap<(i64, String), i64>, ServiceError> {
+    let mut seen = HashSet::new();
+    let rows: Vec<agent_questions::ActiveModel> = stores
+        .filter(|(store, new)| {
+            new.external_id
+                .as_ref()
+                .is_some_and(|id| seen.insert((store.niche.id, id.clone())))
+        })
+        .map(|(store, new)| question_row(store, new))
+        .collect();
+    if rows.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let mut insert = agent_questions::Entity::insert_many(rows)
+        .on_conflict(on_external_id())
+        .into_query();
+    insert.returning(Query::returning().columns([
+        agent_questions::Column::Id,
+        agent_questions::Column::NicheId,
+        agent_questions::Column::ExternalId,
+    ]));
+    let mut ids = HashMap::with_capacity(seen.len());
+    for row in txn.query_all(&insert).await? {
+        let id: i64 = row.try_get("", "id")?;
+        let niche_id: i64 = row.try_get("", "niche_id")?;
+        let external_id: Option<String> = row.try_get("", "external_id")?;
+        if let Some(external_id) = external_id {
+            ids.insert((niche_id, external_id), id);
+        }
+    }
+    Ok(ids)
+}
+
+/// The unique (niche, external id) index the inserts stop at.
+fn on_external_id() -> OnConflict {
+    OnConflict::columns([
+        agent_questions::Column::NicheId,
+        agent_questions::Column::ExternalId,
+    ])
+    .target_and_where(agent_questions::Column::ExternalId.is_not_null())
+    .do_nothing()
+    .to_owned()
+}
+
+fn question_row(store: &Store, new: &NewQuestion) -> agent_questions::ActiveModel {
+    let now = store.now;
+    agent_questions::ActiveModel {
         id: NotSet,
-        niche_id: Set(niche.id),
+        niche_id: Set(store.niche.id),
         external_id: Set(new.external_id.clone()),
         agent_id: Set(new.agent_id.clone()),
-        registered_agent_id: Set(*asker),
+        registered_agent_id: Set(store.asker),
         title: Set(new.title.clone()),
         question: Set(new.question.clone()),
         context: Set(new.context.clone()),
@@ -199,33 +351,36 @@ async fn write<C: ConnectionTrait>(
         urgency_rank: Set(new.urgency.rank()),
         related_resource_ids: Set(json!(new.related_resource_ids)),
         status: Set(QuestionStatus::Open),
-        bounty_minor: Set(bounty),
+        bounty_minor: Set(store.bounty),
         research_round: Set(0),
         needs_context_round: Set(None),
-        expires_at: Set(expires_at),
+        expires_at: Set(now + Duration::seconds(store.lifetime)),
         created_at: Set(now),
         answered_at: Set(None),
         updated_at: Set(now),
-    })
-    .on_conflict(
-        OnConflict::columns([
-            agent_questions::Column::NicheId,
-            agent_questions::Column::ExternalId,
-        ])
-        .target_and_where(agent_questions::Column::ExternalId.is_not_null())
-        .do_nothing()
-        .to_owned(),
-    )
-    .try_insert()
-    .exec(txn)
-    .await?;
+    }
+}
 
-    let question_id = match inserted {
-        TryInsertResult::Inserted(result) => result.last_insert_id,
+/// Write one intake inside `txn`: the question, or find the one stored before under its
+/// external id (before this batch, or earlier in it).
+async fn write<C: ConnectionTrait>(
+    txn: &C,
+    store: &Store,
+    new: &NewQuestion,
+    created: &mut Vec<audit_log::ActiveModel>,
+) -> Result<IntakeOutcome, ServiceError> {
+    let inserted = agent_questions::Entity::insert(question_row(store, new))
+        .on_conflict(on_external_id())
+        .try_insert()
+        .exec(txn)
+        .await?;
+    match inserted {
+        TryInsertResult::Inserted(result) => {
+            settle_new(txn, store, new, result.last_insert_id, created).await
+        }
         TryInsertResult::Conflicted | TryInsertResult::Empty => {
-            // Stored before — or earlier in this same batch: either way, that question.
             let existing = agent_questions::Entity::find()
-                .filter(agent_questions::Column::NicheId.eq(niche.id))
+                .filter(agent_questions::Column::NicheId.eq(store.niche.id))
                 .filter(agent_questions::Column::ExternalId.eq(new.external_id.clone()))
                 .one(txn)
                 .await?
@@ -237,19 +392,41 @@ async fn write<C: ConnectionTrait>(
                 })?;
             // The external id is unique per niche, whoever asked: another agent's question is
             // neither shown nor touched.
-            if existing.registered_agent_id != *asker {
+            if existing.registered_agent_id != store.asker {
                 return Err(Conflict::ExternalIdTaken.into());
             }
-            return Ok(IntakeOutcome {
+            Ok(IntakeOutcome {
                 question_id: existing.id,
                 status: existing.status,
                 duplicate: true,
-                niche_id: niche.id,
+                niche_id: store.niche.id,
                 expires_at: existing.expires_at,
-                budget: budget::budget_of(txn, niche, now).await?,
-            });
+                budget: budget::budget_of(txn, &store.niche, store.now).await?,
+            })
         }
-    };
+    }
+}
+
+/// A question just inserted as `question_id`: reserve its bounty and add its audit rows to
+/// `created`, for the caller to append with the others of its transaction in one statement
+/// before it commits. A bounty the budget cannot cover leaves nothing behind (the question row
+/// is removed again) and answers 402, so the transaction may go on to commit other intakes.
+async fn settle_new<C: ConnectionTrait>(
+    txn: &C,
+    store: &Store,
+    new: &NewQuestion,
+    question_id: i64,
+    created: &mut Vec<audit_log::ActiveModel>,
+) -> Result<IntakeOutcome, ServiceError> {
+    let Store {
+        niche,
+        actor,
+        bounty,
+        lifetime,
+        now,
+        ..
+    } = store;
+    let (bounty, now) = (*bounty, *now);
     // A bounty is checked and reserved by one conditional update of the niche's balance (the
     // limit as it is now, whoever changed it); a question without one touches no budget at all.
     let budget = if bounty > 0 {
@@ -260,8 +437,7 @@ async fn write<C: ConnectionTrait>(
             let refused = budget::budget_of(txn, niche, now).await?;
             return Err(budget::over_budget(&refused, now));
         }
-        audit::record(
-            txn,
+        created.push(audit::row(
             AuditEntry {
                 actor,
                 action: "budget.reserved",
@@ -271,8 +447,7 @@ async fn write<C: ConnectionTrait>(
                 detail: json!({ "questionId": question_id, "amountMinor": bounty }),
             },
             now,
-        )
-        .await?;
+        ));
         budget::budget_of(txn, niche, now).await?
     } else {
         // As the niche's row was read for this intake.
@@ -294,7 +469,7 @@ async fn write<C: ConnectionTrait>(
         status: QuestionStatus::Open,
         duplicate: false,
         niche_id: niche.id,
-        expires_at,
+        expires_at: now + Duration::seconds(*lifetime),
         budget,
     })
 }

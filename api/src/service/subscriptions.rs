@@ -105,28 +105,32 @@ pub fn changes(
             return None;
         }
         loop {
+            // The reads below are boxed: this future is kept for every idle subscriber, and
+            // inline they would size it for a database query it is not making.
             match watch.rx.recv().await {
-                Ok(LiveEvent::Question(change)) => match classify(&watch, &change).await {
-                    Ok(Some(kind)) => {
-                        let question = change.question.clone();
-                        let event = change.event;
-                        return Some((
-                            Ok(Change {
-                                event,
-                                kind,
-                                question,
-                            }),
-                            watch,
-                        ));
+                Ok(LiveEvent::Question(change)) => {
+                    match Box::pin(classify(&watch, &change)).await {
+                        Ok(Some(kind)) => {
+                            let question = change.question.clone();
+                            let event = change.event;
+                            return Some((
+                                Ok(Change {
+                                    event,
+                                    kind,
+                                    question,
+                                }),
+                                watch,
+                            ));
+                        }
+                        Ok(None) => {}
+                        Err(err) => {
+                            watch.done = true;
+                            return Some((Err(err), watch));
+                        }
                     }
-                    Ok(None) => {}
-                    Err(err) => {
-                        watch.done = true;
-                        return Some((Err(err), watch));
-                    }
-                },
+                }
                 Ok(LiveEvent::Member { niche_id, user_id }) if user_id == watch.viewer.user_id => {
-                    if let Err(err) = recheck(&mut watch, niche_id).await {
+                    if let Err(err) = Box::pin(recheck(&mut watch, niche_id)).await {
                         watch.done = true;
                         return Some((Err(err), watch));
                     }

@@ -3,8 +3,9 @@
 //! A transaction's fixed costs — `BEGIN`, `COMMIT`, their round trips, the write-ahead log
 //! frames of every page it touched — are most of what one small intake costs. So intakes that
 //! arrive while batches are being written wait together, and are written together: one
-//! transaction, each intake checked and written in turn exactly as it would be alone (its own
-//! duplicate check, budget reservation and audit rows), then one commit. Each request is answered
+//! transaction, one read of the niches they name, one insert of their new questions, then each
+//! intake finished in turn exactly as it would be alone (its own duplicate check, budget
+//! reservation and audit rows), then one commit. Each request is answered
 //! only after that commit: nothing is acknowledged that is not in the database.
 //!
 //! - SQLite has one writer at a time: one batch is written at a time. PostgreSQL writes
@@ -23,7 +24,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use sea_orm::{DatabaseConnection, DbBackend};
 use tokio::sync::oneshot;
 
-use super::{IntakeOutcome, Store, store_alone, write};
+use super::{IntakeOutcome, Request, store_alone, write_all};
 use crate::db::begin_write;
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
@@ -33,7 +34,7 @@ use crate::service::audit;
 pub const MOST: usize = 128;
 
 /// How many batches are written at once on PostgreSQL.
-pub const POSTGRES_WRITERS: usize = 4;
+pub const POSTGRES_WRITERS: usize = 2;
 
 /// The environment variable that makes the process abort after writing a batch and before
 /// committing it: for the test that shows no intake is acknowledged before it is durable.
@@ -41,7 +42,7 @@ pub const ABORT_BEFORE_COMMIT: &str = "ASKLOOP_TEST_ABORT_BEFORE_COMMIT";
 
 /// An intake waiting for its batch, with where to send its outcome.
 struct Job {
-    store: Store,
+    request: Request,
     reply: oneshot::Sender<Result<IntakeOutcome, ServiceError>>,
 }
 
@@ -79,17 +80,17 @@ fn queue_for(db: &DatabaseConnection) -> (Shared, usize) {
     (queue, writers)
 }
 
-/// Write `store` with whatever other intakes arrive meanwhile; its outcome once committed.
+/// Write `request` with whatever other intakes arrive meanwhile; its outcome once committed.
 pub(super) async fn submit(
     db: &DatabaseConnection,
     hint: &ChangeHint,
-    store: Store,
+    request: Request,
 ) -> Result<IntakeOutcome, ServiceError> {
     let (reply, outcome) = oneshot::channel();
     let (queue, writers) = queue_for(db);
     let start = {
         let mut waiting = lock(&queue);
-        waiting.jobs.push(Job { store, reply });
+        waiting.jobs.push(Job { request, reply });
         let start = waiting.writers < writers;
         if start {
             waiting.writers += 1;
@@ -159,7 +160,7 @@ async fn write_batch(db: &DatabaseConnection, hint: &ChangeHint, batch: Vec<Job>
         Err(err) => {
             tracing::warn!(error = %err, intakes = batch.len(), "an intake batch failed; writing its intakes one by one");
             for job in batch {
-                let outcome = store_alone(db, hint, &job.store).await;
+                let outcome = store_alone(db, hint, &job.request).await;
                 let _ = job.reply.send(outcome);
             }
         }
@@ -172,22 +173,15 @@ async fn write_together(
     batch: &[Job],
 ) -> Result<Vec<Result<IntakeOutcome, ServiceError>>, ServiceError> {
     let txn = begin_write(db).await?;
-    let mut outcomes = Vec::with_capacity(batch.len());
     let mut created = Vec::with_capacity(batch.len());
-    for job in batch {
-        match write(&txn, &job.store, &mut created).await {
-            Ok(outcome) => outcomes.push(Ok(outcome)),
-            // Refused (over budget, or another agent's external id), with nothing of it left in
-            // the transaction.
-            Err(refused @ (ServiceError::OverBudget { .. } | ServiceError::Conflict(_))) => {
-                outcomes.push(Err(refused));
-            }
-            Err(err) => {
-                txn.rollback().await?;
-                return Err(err);
-            }
+    let requests: Vec<&Request> = batch.iter().map(|job| &job.request).collect();
+    let outcomes = match write_all(&txn, &requests, &mut created).await {
+        Ok(outcomes) => outcomes,
+        Err(err) => {
+            txn.rollback().await?;
+            return Err(err);
         }
-    }
+    };
     // Every question's `question.created` row in one statement.
     if let Err(err) = audit::record_all(&txn, created).await {
         txn.rollback().await?;
