@@ -1,6 +1,7 @@
 //! The fan-out benchmark: S subscribers on one askloop instance, R signed questions; for every
 //! subscriber and question, the time from the intake's 201 to that subscriber's receipt of the
-//! ADDED event (p50/p99), and the server's memory per connection.
+//! ADDED event (p50/p99), and the server's memory per connection (what the second half of the
+//! subscribers added to its resident memory, divided by their number).
 //!
 //! It starts the release `askloop` binary as its own process (so its memory can be read from
 //! /proc), on a fresh SQLite file unless DATABASE_URL says otherwise:
@@ -58,7 +59,11 @@ fn askloop(database_url: &str, args: &[&str], extra: &[(&str, &str)]) -> Command
         .args(args)
         .env("DATABASE_URL", database_url)
         .env("CHOVY_SIGNING_SECRET", SECRET)
-        .env("RUST_LOG", "warn");
+        .env("RUST_LOG", "warn")
+        // The allocator gives freed pages back at once rather than a moment later, so the
+        // resident memory read between the two halves of the subscribers is what they hold,
+        // not what start-up left behind.
+        .env("MIMALLOC_PURGE_DELAY", "0");
     for (key, value) in extra {
         command.env(key, value);
     }
@@ -129,7 +134,20 @@ async fn main() -> anyhow::Result<()> {
     let ws_url = format!("{}/graphql/ws", base.replacen("http", "ws", 1));
     let started = Instant::now();
     let mut ready = Vec::with_capacity(subscribers);
-    for _ in 0..subscribers {
+    // The memory per subscriber is what the second half of them added: the first half's reading
+    // is the baseline, taken once the server has settled with subscribers on it. A reading
+    // before any subscriber holds start-up memory the allocator has yet to give back.
+    let half = subscribers / 2;
+    let mut half_rss = None;
+    for i in 0..subscribers {
+        if i == half && half > 0 {
+            for ack in ready.drain(..) {
+                let ack: tokio::sync::oneshot::Receiver<()> = ack;
+                ack.await?;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            half_rss = Some(rss_kib(server.id()));
+        }
         let mut request = ws_url.clone().into_client_request()?;
         request
             .headers_mut()
@@ -187,11 +205,16 @@ async fn main() -> anyhow::Result<()> {
     // Give the last subscriptions a moment to register with the hub.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let connected_rss = rss_kib(server.id());
-    let per_connection_kib = (connected_rss.saturating_sub(idle_rss)) as f64 / subscribers as f64;
+    let (base_rss, added) = match half_rss {
+        Some(rss) => (rss, subscribers - half),
+        None => (idle_rss, subscribers),
+    };
+    let per_connection_kib = (connected_rss.saturating_sub(base_rss)) as f64 / added as f64;
     println!(
-        "{subscribers} subscribers connected in {:.1} s; server RSS {} KiB idle → {} KiB ({:.1} KiB per connection)",
+        "{subscribers} subscribers connected in {:.1} s; server RSS {} KiB idle, {} KiB with {half}, {} KiB with all ({:.1} KiB per connection)",
         started.elapsed().as_secs_f64(),
         idle_rss,
+        base_rss,
         connected_rss,
         per_connection_kib
     );

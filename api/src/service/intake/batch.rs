@@ -33,8 +33,11 @@ use crate::service::audit;
 /// The most intakes one transaction takes.
 pub const MOST: usize = 128;
 
-/// How many batches are written at once on PostgreSQL.
-pub const POSTGRES_WRITERS: usize = 2;
+/// How many batches one process writes at once on PostgreSQL. One: measured with `askloop
+/// loadgen` at c=32 on two cores, one writer (batches of about thirty) took 0.61–0.65× the
+/// driver's floor, two 0.44–0.58×, four less again — each batch costs PostgreSQL a fixed five
+/// statements, so fewer, larger batches win. Other instances write batches of their own.
+pub const POSTGRES_WRITERS: usize = 1;
 
 /// The environment variable that makes the process abort after writing a batch and before
 /// committing it: for the test that shows no intake is acknowledged before it is durable.
