@@ -428,34 +428,23 @@ impl Extension for QueryLimitsExtension {
         next: NextPrepareRequest<'_>,
     ) -> ServerResult<Request> {
         let name = request.operation_name.clone();
-        let parsed = match self.parsed.get(&request.query) {
-            Some(document) => {
-                request.set_parsed_query(document);
-                true
-            }
+        let (document, fresh) = match self.parsed.get(&request.query) {
+            Some(document) => (document, false),
             None => match request.parsed_query() {
-                Ok(document) => {
-                    let copy = document.clone();
-                    self.parsed.keep(&request.query, &copy);
-                    // The copy, not the parse, goes on: see `ParsedQueries`.
-                    request.set_parsed_query(copy);
-                    true
-                }
-                Err(_) => false,
+                // The copy, not the parse, goes on: see `ParsedQueries`.
+                Ok(document) => (document.clone(), true),
+                // Not parsed again here: the library refuses it, with its code.
+                Err(_) => return next.run(ctx, request).await,
             },
         };
-        // A query that does not parse is not parsed again here: the library refuses it.
-        let selected = match parsed.then(|| request.parsed_query()) {
-            Some(Ok(document)) => {
-                let selected = only_the_operation_run(document, name.as_deref());
-                check(&measure(selected.as_ref().unwrap_or(document)))?;
-                selected
-            }
-            _ => None,
-        };
-        if let Some(selected) = selected {
-            request.set_parsed_query(selected);
+        let selected = only_the_operation_run(&document, name.as_deref());
+        check(&measure(selected.as_ref().unwrap_or(&document)))?;
+        // Only a document within the limits is kept: refused ones would let a client fill the
+        // keeper with documents askloop never runs.
+        if fresh {
+            self.parsed.keep(&request.query, &document);
         }
+        request.set_parsed_query(selected.unwrap_or(document));
         next.run(ctx, request).await
     }
 
