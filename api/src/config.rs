@@ -102,6 +102,19 @@ pub mod env {
         default: "5000",
         meaning: "how often waiting questions past their time are expired, in milliseconds",
     };
+    /// The mail server.
+    pub const ASKLOOP_SMTP_URL: EnvVar = EnvVar {
+        name: "ASKLOOP_SMTP_URL",
+        default: "unset: no mail is sent (operators see questions on the dashboard only)",
+        meaning: "the SMTP server notifications go through: smtp://host:25 (STARTTLS when \
+                  offered), smtp://host:587?tls=required, or smtps://user:password@host:465",
+    };
+    /// The sender of notifications.
+    pub const ASKLOOP_MAIL_FROM: EnvVar = EnvVar {
+        name: "ASKLOOP_MAIL_FROM",
+        default: "unset: no mail is sent; set together with ASKLOOP_SMTP_URL",
+        meaning: "the From of every notification, e.g. askloop <askloop@example.com>",
+    };
     /// The largest GraphQL request body.
     pub const ASKLOOP_GRAPHQL_MAX_BODY_BYTES: EnvVar = EnvVar {
         name: "ASKLOOP_GRAPHQL_MAX_BODY_BYTES",
@@ -176,6 +189,8 @@ pub const ENVIRONMENT: &[EnvVar] = &[
     env::ASKLOOP_DELIVERY_RETRY_BASE_MS,
     env::ASKLOOP_DELIVERY_POLL_MS,
     env::ASKLOOP_EXPIRY_SWEEP_MS,
+    env::ASKLOOP_SMTP_URL,
+    env::ASKLOOP_MAIL_FROM,
     env::ASKLOOP_GRAPHQL_MAX_BODY_BYTES,
     env::ASKLOOP_GRAPHIQL,
     env::ASKLOOP_GRAPHQL_MAX_NODES,
@@ -256,6 +271,25 @@ pub struct Config {
     pub live: LiveSettings,
     /// How events are delivered to the agent and questions expired.
     pub delivery: DeliverySettings,
+    /// Where notifications are mailed from and through; none sends no mail.
+    pub mail: Option<MailSettings>,
+}
+
+/// The mail server and sender (`ASKLOOP_SMTP_URL`, `ASKLOOP_MAIL_FROM`).
+#[derive(Clone)]
+pub struct MailSettings {
+    /// The SMTP URL, as given (it may hold a password: never logged).
+    pub smtp_url: String,
+    /// The sender.
+    pub from: lettre::message::Mailbox,
+}
+
+impl std::fmt::Debug for MailSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MailSettings")
+            .field("from", &self.from.to_string())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The outbox worker and the expiry sweeper.
@@ -326,6 +360,22 @@ pub struct ConfigError {
 }
 
 impl Config {
+    /// The origin links in mail and operator webhooks start with: `ASKLOOP_PUBLIC_ORIGIN`, or
+    /// this instance's own address.
+    pub fn link_origin(&self) -> String {
+        match &self.public_origin {
+            Some(origin) => origin.trim_end_matches('/').to_owned(),
+            None => {
+                let host = if self.bind.ip().is_unspecified() {
+                    "localhost".to_owned()
+                } else {
+                    self.bind.ip().to_string()
+                };
+                format!("http://{host}:{}", self.bind.port())
+            }
+        }
+    }
+
     /// A config with askloop's defaults and no secrets.
     pub fn defaults() -> Self {
         Self {
@@ -347,6 +397,7 @@ impl Config {
             public_origin: None,
             live: LiveSettings::default(),
             delivery: DeliverySettings::default(),
+            mail: None,
         }
     }
 
@@ -450,6 +501,39 @@ impl Config {
         if let Some(sweep) = read_millis(&env::ASKLOOP_EXPIRY_SWEEP_MS)? {
             delivery.sweep_every = sweep;
         }
+        config.mail = match (get(&env::ASKLOOP_SMTP_URL), get(&env::ASKLOOP_MAIL_FROM)) {
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(ConfigError {
+                    name: env::ASKLOOP_MAIL_FROM.name,
+                    problem: "must be set when ASKLOOP_SMTP_URL is".into(),
+                });
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError {
+                    name: env::ASKLOOP_SMTP_URL.name,
+                    problem: "must be set when ASKLOOP_MAIL_FROM is".into(),
+                });
+            }
+            (Some(smtp_url), Some(from)) => {
+                lettre::AsyncSmtpTransport::<lettre::Tokio1Executor>::from_url(
+                    smtp_url.trim(),
+                )
+                .map_err(|e| ConfigError {
+                    name: env::ASKLOOP_SMTP_URL.name,
+                    // The URL itself is not repeated: it may carry a password.
+                    problem: format!("not an SMTP URL ({e})"),
+                })?;
+                let from = from.trim().parse().map_err(|e| ConfigError {
+                    name: env::ASKLOOP_MAIL_FROM.name,
+                    problem: format!("'{from}' is not a mail address ({e})"),
+                })?;
+                Some(MailSettings {
+                    smtp_url: smtp_url.trim().to_owned(),
+                    from,
+                })
+            }
+        };
         // A lease shorter than a send would let a second worker take a delivery still in flight.
         if delivery.lease <= delivery.timeout {
             return Err(ConfigError {
@@ -535,6 +619,42 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn mail_needs_both_variables_and_usable_values() {
+        let with = |pairs: &'static [(&'static str, &'static str)]| {
+            Config::from_lookup(move |name| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| (*v).to_owned())
+            })
+        };
+        let err = with(&[("ASKLOOP_SMTP_URL", "smtp://127.0.0.1:25")]).expect_err("no sender");
+        assert!(err.to_string().starts_with("ASKLOOP_MAIL_FROM: "), "{err}");
+        let err = with(&[("ASKLOOP_MAIL_FROM", "a@example.com")]).expect_err("no server");
+        assert!(err.to_string().starts_with("ASKLOOP_SMTP_URL: "), "{err}");
+        let err = with(&[
+            ("ASKLOOP_SMTP_URL", "http://user:secret@example.com"),
+            ("ASKLOOP_MAIL_FROM", "a@example.com"),
+        ])
+        .expect_err("not smtp");
+        assert!(err.to_string().starts_with("ASKLOOP_SMTP_URL: "), "{err}");
+        assert!(!err.to_string().contains("secret"), "{err}");
+        let err = with(&[
+            ("ASKLOOP_SMTP_URL", "smtp://127.0.0.1:25"),
+            ("ASKLOOP_MAIL_FROM", "not an address"),
+        ])
+        .expect_err("bad sender");
+        assert!(err.to_string().starts_with("ASKLOOP_MAIL_FROM: "), "{err}");
+        let config = with(&[
+            ("ASKLOOP_SMTP_URL", "smtp://127.0.0.1:2525"),
+            ("ASKLOOP_MAIL_FROM", "askloop <askloop@example.com>"),
+        ])
+        .expect("valid");
+        let mail = config.mail.expect("mail on");
+        assert_eq!(mail.from.email.to_string(), "askloop@example.com");
     }
 
     #[test]

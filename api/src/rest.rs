@@ -9,6 +9,7 @@ use crate::state::AppState;
 mod forms;
 mod health;
 mod intake;
+mod links;
 mod lookup;
 mod money;
 pub mod openapi;
@@ -47,6 +48,11 @@ pub fn router() -> Router<AppState> {
         )
         .route("/dashboard/questions/{id}/answer", post(forms::answer))
         .route("/dashboard/questions/{id}/dismiss", post(forms::dismiss))
+        .route("/email/verify", get(links::verify_email))
+        .route(
+            "/notifications/unsubscribe",
+            get(links::unsubscribe_page).post(links::unsubscribe),
+        )
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))

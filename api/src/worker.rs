@@ -13,6 +13,9 @@ use crate::live::ChangeHint;
 
 mod delivery;
 mod expiry;
+mod mail;
+
+pub use mail::escape;
 
 /// What the loops need: the pool, the configuration and the live hint for what they change.
 #[derive(Clone)]
@@ -39,6 +42,15 @@ pub fn spawn(context: WorkerContext, stop: CancellationToken) {
         tracing::info!(
             "CHOVY_WEBHOOK_URL is not set: the default agent's events wait in the outbox and it reads them through the lookup route"
         );
+    }
+    match context.config.mail.clone() {
+        Some(settings) => {
+            tokio::spawn(
+                stop.clone()
+                    .run_until_cancelled_owned(mail::mail_forever(context.clone(), settings)),
+            );
+        }
+        None => tracing::info!("ASKLOOP_SMTP_URL is not set: no mail is sent"),
     }
     tokio::spawn(stop.run_until_cancelled_owned(delivery::deliver_forever(context)));
 }

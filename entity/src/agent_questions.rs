@@ -49,6 +49,10 @@ pub struct Model {
     pub answered_at: Option<DateTimeUtc>,
     /// When it last changed.
     pub updated_at: DateTimeUtc,
+    /// When its next escalation step is due, if one is (docs/contract.md#escalation).
+    pub escalate_at: Option<DateTimeUtc>,
+    /// The last escalation step taken in its current round (0 none, 1 everyone, 2 admins).
+    pub escalation_step: i32,
 }
 
 /// The niche a question is asked in.

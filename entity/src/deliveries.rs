@@ -22,6 +22,8 @@ pub struct Model {
     pub question_id: Option<i64>,
     /// The registered agent whose endpoint it goes to; none for the built-in default agent.
     pub agent_id: Option<i64>,
+    /// The operator webhook it goes to, for `question.waiting` and `question.escalated`.
+    pub webhook_id: Option<i64>,
     /// The envelope exactly as POSTed.
     pub body: String,
     /// Where it is.

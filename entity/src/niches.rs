@@ -38,6 +38,13 @@ pub struct Model {
     pub budget_spent_minor: i64,
     /// Reservations not yet charged or released, minor units.
     pub budget_reserved_minor: i64,
+    /// How long a high-urgency question waits before it escalates (step 2 at twice it); none
+    /// is never.
+    pub escalate_high_secs: Option<i64>,
+    /// The same for normal urgency.
+    pub escalate_normal_secs: Option<i64>,
+    /// The same for low urgency.
+    pub escalate_low_secs: Option<i64>,
     /// When it was made.
     pub created_at: DateTimeUtc,
     /// When it last changed.

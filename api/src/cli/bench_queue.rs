@@ -83,6 +83,8 @@ pub async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()>
                 created_at: Set(now),
                 answered_at: Set(None),
                 updated_at: Set(now),
+                escalate_at: Set(None),
+                escalation_step: Set(0),
             }
         });
         agent_questions::Entity::insert_many(rows)

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{forms, health, intake, lookup, money, queue, research};
+use super::{forms, health, intake, links, lookup, money, queue, research};
 
 /// The document's root: every REST route and the security schemes they use.
 #[derive(OpenApi)]
@@ -33,6 +33,9 @@ use super::{forms, health, intake, lookup, money, queue, research};
         queue::answer,
         forms::answer,
         forms::dismiss,
+        links::verify_email,
+        links::unsubscribe_page,
+        links::unsubscribe,
         health::healthz,
         health::readyz,
         health::metrics,
@@ -44,6 +47,7 @@ use super::{forms, health, intake, lookup, money, queue, research};
         (name = "monitors", description = "Signed with the monitor's secret."),
         (name = "members", description = "For the people of a niche: a session or an API key."),
         (name = "forms", description = "What the dashboard's plain HTML forms post."),
+        (name = "links", description = "The signed links askloop mails (address verification, unsubscribe)."),
         (name = "operations", description = "Health, readiness, metrics and this document."),
     )
 )]

@@ -50,16 +50,7 @@ pub async fn create_user(
         .map_err(|e| ServiceError::BadInput(e.to_string()))?
         .as_str()
         .to_owned();
-    let email = new.email.trim().to_lowercase();
-    let email_ok = email
-        .split_once('@')
-        .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'))
-        && email.len() <= 254;
-    if !email_ok {
-        return Err(ServiceError::BadInput(format!(
-            "'{email}' is not an email address"
-        )));
-    }
+    let email = normalise_email(&new.email)?;
     if new.password.chars().count() < PASSWORD_MIN {
         return Err(ServiceError::BadInput(format!(
             "a password needs at least {PASSWORD_MIN} characters"
@@ -100,6 +91,23 @@ pub async fn create_user(
     .await?;
     txn.commit().await?;
     Ok(user)
+}
+
+/// An email address as askloop keeps it (trimmed, lower case), or why it is not one.
+pub fn normalise_email(raw: &str) -> Result<String, ServiceError> {
+    let email = raw.trim().to_lowercase();
+    let email_ok = email
+        .split_once('@')
+        .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'))
+        && email.len() <= 254
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control());
+    if !email_ok {
+        return Err(ServiceError::BadInput(format!(
+            "'{}' is not an email address",
+            crate::domain::text::cap(&email, 80)
+        )));
+    }
+    Ok(email)
 }
 
 /// Find a person by handle (folded as sign-in folds it), or say who is missing.

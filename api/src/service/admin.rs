@@ -429,6 +429,7 @@ async fn reopen(
     if reopened.rows_affected == 0 {
         return Ok(false);
     }
+    crate::service::escalation::restart(txn, question, now).await?;
     let niche = niches::Entity::find_by_id(question.niche_id)
         .one(txn)
         .await?

@@ -164,7 +164,7 @@ fn check_name(name: &str) -> Result<String, ServiceError> {
     Ok(name.to_owned())
 }
 
-fn check_url(url: Option<&str>) -> Result<Option<String>, ServiceError> {
+pub(crate) fn check_url(url: Option<&str>) -> Result<Option<String>, ServiceError> {
     let Some(url) = url.map(str::trim).filter(|u| !u.is_empty()) else {
         return Ok(None);
     };

@@ -22,6 +22,8 @@ use crate::live::ChangeHint;
 use crate::service::agents::Asker;
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::budget;
+use crate::service::operator_hooks::{self, HookEvent, QuestionFacts};
+use crate::service::{escalation, reach};
 
 mod batch;
 
@@ -216,6 +218,8 @@ async fn write_all<C: ConnectionTrait>(
     )
     .await?;
     let mut outcomes = Vec::with_capacity(requests.len());
+    // The questions stored by this batch, by niche: who is to hear of them.
+    let mut stored: Vec<(niches::Model, Vec<QuestionFacts>)> = Vec::new();
     for (store, request) in checked.into_iter().zip(requests) {
         let store = match store {
             Ok(store) => store,
@@ -234,7 +238,21 @@ async fn write_all<C: ConnectionTrait>(
             None => write(txn, &store, new, created).await,
         };
         match outcome {
-            Ok(outcome) => outcomes.push(Ok(outcome)),
+            Ok(outcome) => {
+                if !outcome.duplicate {
+                    let facts = QuestionFacts {
+                        id: outcome.question_id,
+                        title: new.title.clone(),
+                        urgency: urgency_of(new.urgency),
+                        expires_at: outcome.expires_at,
+                    };
+                    match stored.iter_mut().find(|(n, _)| n.id == store.niche.id) {
+                        Some((_, facts_of)) => facts_of.push(facts),
+                        None => stored.push((store.niche.clone(), vec![facts])),
+                    }
+                }
+                outcomes.push(Ok(outcome));
+            }
             // Refused (over budget, or another agent's external id), with nothing of it left in
             // the transaction.
             Err(refused @ (ServiceError::OverBudget { .. } | ServiceError::Conflict(_))) => {
@@ -243,7 +261,25 @@ async fn write_all<C: ConnectionTrait>(
             Err(err) => return Err(err),
         }
     }
+    if let Some(now) = requests.first().map(|r| r.now) {
+        let ids: Vec<i64> = stored
+            .iter()
+            .flat_map(|(_, facts)| facts.iter().map(|f| f.id))
+            .collect();
+        reach::plan_for_new_questions(txn, &ids, now).await?;
+        for (niche, facts) in &stored {
+            operator_hooks::enqueue(txn, HookEvent::Waiting, niche, facts, now).await?;
+        }
+    }
     Ok(outcomes)
+}
+
+fn urgency_of(urgency: intake::Urgency) -> Urgency {
+    match urgency {
+        intake::Urgency::Low => Urgency::Low,
+        intake::Urgency::Normal => Urgency::Normal,
+        intake::Urgency::High => Urgency::High,
+    }
 }
 
 /// The niches `names` name, read in one query.
@@ -343,11 +379,7 @@ fn question_row(store: &Store, new: &NewQuestion) -> agent_questions::ActiveMode
         question: Set(new.question.clone()),
         context: Set(new.context.clone()),
         options: Set(json!(new.options)),
-        urgency: Set(match new.urgency {
-            intake::Urgency::Low => Urgency::Low,
-            intake::Urgency::Normal => Urgency::Normal,
-            intake::Urgency::High => Urgency::High,
-        }),
+        urgency: Set(urgency_of(new.urgency)),
         urgency_rank: Set(new.urgency.rank()),
         related_resource_ids: Set(json!(new.related_resource_ids)),
         status: Set(QuestionStatus::Open),
@@ -358,6 +390,8 @@ fn question_row(store: &Store, new: &NewQuestion) -> agent_questions::ActiveMode
         created_at: Set(now),
         answered_at: Set(None),
         updated_at: Set(now),
+        escalate_at: Set(escalation::first_due(&store.niche, urgency_of(new.urgency), now)),
+        escalation_step: Set(0),
     }
 }
 

@@ -55,6 +55,10 @@ pub async fn create_niche(
         budget_month: Set(None),
         budget_spent_minor: Set(0),
         budget_reserved_minor: Set(0),
+        // The column defaults (docs/contract.md#escalation).
+        escalate_high_secs: NotSet,
+        escalate_normal_secs: NotSet,
+        escalate_low_secs: NotSet,
         created_at: Set(now),
         updated_at: Set(now),
     })

@@ -43,6 +43,8 @@ pub enum EventType {
     AnswerVerified,
     /// An admin rejected a pending answer or reversed a verified one.
     AnswerRejected,
+    /// A question nobody answered in time escalated a step.
+    QuestionEscalated,
 }
 
 impl EventType {
@@ -56,11 +58,12 @@ impl EventType {
             EventType::NeedsContext => "expert_question.needs_context",
             EventType::AnswerVerified => "expert_answer.verified",
             EventType::AnswerRejected => "expert_answer.rejected",
+            EventType::QuestionEscalated => "expert_question.escalated",
         }
     }
 
     /// Every event askloop sends.
-    pub const ALL: [EventType; 7] = [
+    pub const ALL: [EventType; 8] = [
         EventType::AnswerCreated,
         EventType::ResearchRequested,
         EventType::QuestionExpired,
@@ -68,6 +71,7 @@ impl EventType {
         EventType::NeedsContext,
         EventType::AnswerVerified,
         EventType::AnswerRejected,
+        EventType::QuestionEscalated,
     ];
 
     /// The event named `name`, if askloop sends one by that name.
@@ -143,6 +147,7 @@ pub async fn enqueue<C: ConnectionTrait>(
             niche_id: Set(event.niche_id),
             question_id: Set(event.question_id),
             agent_id: Set(agent_id),
+            webhook_id: Set(None),
             body: Set(body),
             status: Set(DeliveryStatus::Pending),
             attempts: Set(0),
@@ -186,9 +191,20 @@ pub async fn claim_due(
         .from(agents::Entity)
         .and_where(agents::Column::Status.eq(AgentStatus::Active))
         .and_where(agents::Column::WebhookUrl.is_not_null());
-    let mut whose = Condition::any().add(deliveries::Column::AgentId.in_subquery(sendable));
+    let mut live_hooks = Query::select();
+    live_hooks
+        .column(entity::operator_webhooks::Column::Id)
+        .from(entity::operator_webhooks::Entity)
+        .and_where(entity::operator_webhooks::Column::RevokedAt.is_null());
+    let mut whose = Condition::any()
+        .add(deliveries::Column::AgentId.in_subquery(sendable))
+        .add(deliveries::Column::WebhookId.in_subquery(live_hooks));
     if default_has_url {
-        whose = whose.add(deliveries::Column::AgentId.is_null());
+        whose = whose.add(
+            Condition::all()
+                .add(deliveries::Column::AgentId.is_null())
+                .add(deliveries::Column::WebhookId.is_null()),
+        );
     }
     let token = uuid::Uuid::new_v4().simple().to_string();
     let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60));

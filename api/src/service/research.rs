@@ -149,6 +149,8 @@ pub async fn add_findings(
         txn.rollback().await?;
         return Err(Conflict::NotAwaitingResearch.into());
     }
+    // Back from research, it waits for people again: its escalation clock starts over.
+    crate::service::escalation::restart(&txn, &question, now).await?;
     audit::record(
         &txn,
         AuditEntry {

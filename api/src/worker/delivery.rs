@@ -16,7 +16,7 @@ use entity::agents::WebhookScheme;
 use crate::domain::agents::standard_signature_header;
 use crate::domain::delivery::{RetryPolicy, parse_retry_after};
 use crate::domain::signing::{SIGNATURE_HEADER, SigningKeys};
-use crate::service::{agents, outbox};
+use crate::service::{agents, operator_hooks, outbox};
 
 /// How many deliveries are sent at once, and so how many one claim takes: every claimed row is
 /// sent at once, so none waits in the worker while its lease runs down.
@@ -85,7 +85,7 @@ pub(super) async fn deliver_forever(state: WorkerContext) {
             .for_each_concurrent(IN_FLIGHT, |claimed| {
                 let (state, client, destinations) = (&state, &client, &destinations);
                 async move {
-                    let Some(destination) = destination_of(state, destinations, &claimed) else {
+                    let Some(destination) = destination_of(state, destinations, &claimed).await else {
                         // Disabled (or left without a URL) since the claim: it waits, unsent.
                         if let Err(err) = outbox::release(&state.db, &claimed, Utc::now()).await {
                             tracing::warn!(error = %err, "a claim could not be released; it runs out");
@@ -114,13 +114,32 @@ pub(super) async fn deliver_forever(state: WorkerContext) {
     }
 }
 
-/// Where one delivery goes: the default agent's URL and secrets, or its registered agent's
-/// destination (none when that agent may not be sent to now).
-fn destination_of(
+/// Where one delivery goes: an operator webhook's URL and secret, the default agent's URL and
+/// secrets, or its registered agent's destination (none when it may not be sent to now).
+async fn destination_of(
     state: &WorkerContext,
     destinations: &HashMap<i64, agents::Destination>,
     claimed: &outbox::Claimed,
 ) -> Option<agents::Destination> {
+    if let Some(webhook_id) = claimed.delivery.webhook_id {
+        return match operator_hooks::destination(
+            &state.db,
+            state.config.data_key.as_ref(),
+            webhook_id,
+        )
+        .await
+        {
+            Ok(found) => found.map(|(url, secret)| agents::Destination {
+                url,
+                scheme: WebhookScheme::Chovy,
+                secrets: vec![secret],
+            }),
+            Err(err) => {
+                tracing::warn!(error = %err, "reading an operator webhook failed");
+                None
+            }
+        };
+    }
     match claimed.delivery.agent_id {
         Some(agent_id) => destinations.get(&agent_id).cloned(),
         None => state
@@ -144,7 +163,11 @@ async fn send(
 ) -> outbox::Attempt {
     let at = Utc::now();
     let started = Instant::now();
-    let body = claimed.delivery.body.clone();
+    let body = match claimed.delivery.webhook_id {
+        // An operator webhook's `url` is stored as a path and sent absolute.
+        Some(_) => absolute_url(&claimed.delivery.body, &state.config.link_origin()),
+        None => claimed.delivery.body.clone(),
+    };
     let mut request = client
         .post(&destination.url)
         .header("content-type", "application/json")
@@ -152,9 +175,9 @@ async fn send(
         .header("x-askloop-delivery", &claimed.delivery.envelope_id);
     // The default agent signs with CHOVY_SIGNING_SECRET(_PREVIOUS); a registered agent with its
     // own secrets, current first (docs/contract.md#webhook-schemes).
-    let keys = match claimed.delivery.agent_id {
-        None => state.config.signing.clone(),
-        Some(_) => SigningKeys::new(
+    let keys = match (claimed.delivery.agent_id, claimed.delivery.webhook_id) {
+        (None, None) => state.config.signing.clone(),
+        _ => SigningKeys::new(
             destination.secrets.first().cloned(),
             destination.secrets.get(1).cloned(),
         ),
@@ -229,6 +252,19 @@ async fn send(
             retry_after: None,
         },
     }
+}
+
+/// `body` with its `url` (a path) made absolute under `origin`.
+fn absolute_url(body: &str, origin: &str) -> String {
+    let Ok(mut value) = serde_json::from_str::<serde_json::Value>(body) else {
+        return body.to_owned();
+    };
+    if let Some(url) = value.get_mut("url")
+        && let Some(path) = url.as_str().filter(|p| p.starts_with('/'))
+    {
+        *url = serde_json::Value::String(format!("{}{path}", origin.trim_end_matches('/')));
+    }
+    value.to_string()
 }
 
 fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {

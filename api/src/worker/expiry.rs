@@ -1,10 +1,12 @@
 //! The expiry sweeper: every `ASKLOOP_EXPIRY_SWEEP_MS` it expires waiting questions whose time
-//! has passed (the service makes each expiry conditional, so instances can race safely).
+//! has passed, then takes the escalation steps that are due (the services make each expiry and
+//! each step conditional, so instances can race safely). Expiry goes first: a question whose
+//! time ran out never escalates.
 
 use chrono::Utc;
 
 use super::WorkerContext;
-use crate::service::expiry;
+use crate::service::{escalation, expiry};
 
 /// How many questions one sweep expires at most; the next tick takes the rest.
 const SWEEP_LIMIT: u64 = 100;
@@ -20,6 +22,13 @@ pub(super) async fn sweep_forever(context: WorkerContext) {
             Ok(count) => tracing::info!(count, "expired questions past their time"),
             Err(err) => {
                 tracing::warn!(error = %err, "the expiry sweep failed; it runs again shortly")
+            }
+        }
+        match escalation::sweep(&context.db, &context.hint, SWEEP_LIMIT, Utc::now()).await {
+            Ok(0) => {}
+            Ok(count) => tracing::info!(count, "questions escalated"),
+            Err(err) => {
+                tracing::warn!(error = %err, "the escalation sweep failed; it runs again shortly")
             }
         }
     }

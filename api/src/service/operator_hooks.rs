@@ -1,0 +1,400 @@
+//! Operator webhooks (docs/contract.md#operator-webhooks): URLs a person registers for a niche
+//! they belong to (an admin, for any niche) that hear of new and escalated questions — a small
+//! signed JSON a chat bridge can forward. Their events are rows of `deliveries` (`webhook_id`),
+//! written in the transaction that causes them and sent by the delivery worker with the agent's
+//! retries and attempt log.
+
+use chrono::{DateTime, Utc};
+use entity::agent_questions::{self, Urgency};
+use entity::deliveries::{self, DeliveryStatus};
+use entity::{niche_members, niches, operator_webhooks};
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
+    EntityTrait, NotSet, QueryFilter, QueryOrder, TransactionTrait,
+};
+use serde_json::json;
+
+use crate::domain::sealing::{self, DataKey};
+use crate::domain::text::cap;
+use crate::error::ServiceError;
+use crate::service::access::Viewer;
+use crate::service::audit::{self, Actor, AuditEntry};
+
+/// How many live webhooks one person may have in one niche.
+pub const PER_NICHE_MAX: usize = 5;
+
+/// The longest title a webhook body carries.
+pub const TITLE_MAX: usize = 200;
+
+/// Which event a webhook hears.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    /// A new question is waiting.
+    Waiting,
+    /// A question escalated (step 1).
+    Escalated,
+}
+
+impl HookEvent {
+    /// The event's wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::Waiting => "question.waiting",
+            HookEvent::Escalated => "question.escalated",
+        }
+    }
+}
+
+/// What a webhook body says of a question.
+#[derive(Debug, Clone)]
+pub struct QuestionFacts {
+    /// Its id.
+    pub id: i64,
+    /// Its title.
+    pub title: String,
+    /// Its urgency.
+    pub urgency: Urgency,
+    /// When it expires.
+    pub expires_at: DateTime<Utc>,
+}
+
+impl QuestionFacts {
+    /// From a stored question.
+    pub fn of(question: &agent_questions::Model) -> Self {
+        Self {
+            id: question.id,
+            title: question.title.clone(),
+            urgency: question.urgency,
+            expires_at: question.expires_at,
+        }
+    }
+}
+
+/// The question page's path; the worker makes it absolute with the public origin when it sends.
+pub fn question_path(niche_slug: &str, question_id: i64) -> String {
+    format!("/dashboard/niches/{niche_slug}/questions/{question_id}")
+}
+
+/// Write one delivery per live webhook of `niche` and question in `questions`, on `txn`.
+pub async fn enqueue<C: ConnectionTrait>(
+    txn: &C,
+    event: HookEvent,
+    niche: &niches::Model,
+    questions: &[QuestionFacts],
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    if questions.is_empty() {
+        return Ok(());
+    }
+    let hooks = operator_webhooks::Entity::find()
+        .filter(operator_webhooks::Column::NicheId.eq(niche.id))
+        .filter(operator_webhooks::Column::RevokedAt.is_null())
+        .all(txn)
+        .await?;
+    if hooks.is_empty() {
+        return Ok(());
+    }
+    let mut rows = Vec::with_capacity(hooks.len() * questions.len());
+    for hook in &hooks {
+        for question in questions {
+            rows.push(row(
+                hook,
+                event,
+                niche,
+                Some(question.id),
+                body_fields(question, niche),
+                now,
+            ));
+        }
+    }
+    deliveries::Entity::insert_many(rows)
+        .exec_without_returning(txn)
+        .await?;
+    Ok(())
+}
+
+fn body_fields(question: &QuestionFacts, niche: &niches::Model) -> serde_json::Value {
+    json!({
+        "questionId": question.id,
+        "title": cap(&plain(&question.title), TITLE_MAX),
+        "urgency": crate::service::reach::urgency_name(question.urgency),
+        "expiresAt": question.expires_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "url": question_path(&niche.slug, question.id),
+    })
+}
+
+/// One line of plain text: control characters become spaces.
+pub fn plain(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>()
+        .trim()
+        .to_owned()
+}
+
+fn row(
+    hook: &operator_webhooks::Model,
+    event: HookEvent,
+    niche: &niches::Model,
+    question_id: Option<i64>,
+    fields: serde_json::Value,
+    now: DateTime<Utc>,
+) -> deliveries::ActiveModel {
+    let envelope_id = format!("evt_{}", uuid::Uuid::new_v4().simple());
+    let mut body = json!({
+        "id": envelope_id,
+        "type": event.as_str(),
+        "niche": niche.slug,
+    });
+    if let (Some(body), Some(fields)) = (body.as_object_mut(), fields.as_object()) {
+        body.extend(fields.clone());
+    }
+    deliveries::ActiveModel {
+        id: NotSet,
+        envelope_id: Set(envelope_id),
+        event_type: Set(event.as_str().to_owned()),
+        niche_id: Set(niche.id),
+        question_id: Set(question_id),
+        agent_id: Set(None),
+        webhook_id: Set(Some(hook.id)),
+        body: Set(body.to_string()),
+        status: Set(DeliveryStatus::Pending),
+        attempts: Set(0),
+        next_attempt_at: Set(now),
+        claim_token: Set(None),
+        claimed_until: Set(None),
+        last_status_code: Set(None),
+        last_error: Set(None),
+        retry_from: Set(now),
+        delivered_at: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+    }
+}
+
+/// A registered webhook as its owner sees it (never its secret).
+#[derive(Debug, Clone)]
+pub struct Hook {
+    /// The row.
+    pub hook: operator_webhooks::Model,
+    /// Its niche's slug.
+    pub niche_slug: String,
+}
+
+/// The niche `slug` if `viewer` may register webhooks for it: an active member, or an admin.
+async fn niche_for<C: ConnectionTrait>(
+    db: &C,
+    viewer: &Viewer,
+    slug: &str,
+) -> Result<niches::Model, ServiceError> {
+    let missing = || ServiceError::NotFound(format!("no niche {} of yours", cap(slug.trim(), 80)));
+    let niche = niches::Entity::find()
+        .filter(niches::Column::Slug.eq(slug.trim().to_lowercase()))
+        .one(db)
+        .await?
+        .ok_or_else(missing)?;
+    if viewer.is_admin {
+        return Ok(niche);
+    }
+    let member = niche_members::Entity::find()
+        .filter(niche_members::Column::UserId.eq(viewer.user_id))
+        .filter(niche_members::Column::NicheId.eq(niche.id))
+        .filter(niche_members::Column::Status.eq(niche_members::MemberStatus::Active))
+        .one(db)
+        .await?;
+    member.map(|_| niche).ok_or_else(missing)
+}
+
+/// Register `url` for `niche_slug`: the webhook and its signing secret, shown this once.
+pub async fn register(
+    db: &DatabaseConnection,
+    key: Option<&DataKey>,
+    viewer: &Viewer,
+    niche_slug: &str,
+    url: &str,
+    now: DateTime<Utc>,
+) -> Result<(Hook, String), ServiceError> {
+    let url = crate::service::agents::check_url(Some(url))?
+        .ok_or_else(|| ServiceError::BadInput("a webhook needs a URL".into()))?;
+    let txn = db.begin().await?;
+    let niche = niche_for(&txn, viewer, niche_slug).await?;
+    let live = operator_webhooks::Entity::find()
+        .filter(operator_webhooks::Column::UserId.eq(viewer.user_id))
+        .filter(operator_webhooks::Column::NicheId.eq(niche.id))
+        .filter(operator_webhooks::Column::RevokedAt.is_null())
+        .all(&txn)
+        .await?;
+    if live.len() >= PER_NICHE_MAX {
+        return Err(ServiceError::BadInput(format!(
+            "at most {PER_NICHE_MAX} webhooks per niche; remove one first"
+        )));
+    }
+    let secret = format!("whsec_{}", hex::encode(rand::random::<[u8; 24]>()));
+    let hook = operator_webhooks::ActiveModel {
+        id: NotSet,
+        user_id: Set(viewer.user_id),
+        niche_id: Set(niche.id),
+        url: Set(url.clone()),
+        secret: Set(sealing::store(key, &secret)),
+        created_at: Set(now),
+        revoked_at: Set(None),
+    }
+    .insert(&txn)
+    .await?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(viewer.user_id),
+            action: "operator_webhook.registered",
+            subject_type: "operator_webhook",
+            subject_id: hook.id,
+            niche_id: Some(niche.id),
+            detail: json!({ "url": url }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok((
+        Hook {
+            hook,
+            niche_slug: niche.slug,
+        },
+        secret,
+    ))
+}
+
+/// The viewer's live webhooks, newest first.
+pub async fn mine(db: &DatabaseConnection, viewer: &Viewer) -> Result<Vec<Hook>, ServiceError> {
+    let hooks = operator_webhooks::Entity::find()
+        .filter(operator_webhooks::Column::UserId.eq(viewer.user_id))
+        .filter(operator_webhooks::Column::RevokedAt.is_null())
+        .order_by_desc(operator_webhooks::Column::Id)
+        .all(db)
+        .await?;
+    let ids: Vec<i64> = hooks.iter().map(|h| h.niche_id).collect();
+    let slugs: std::collections::HashMap<i64, String> = niches::Entity::find()
+        .filter(niches::Column::Id.is_in(ids))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|n| (n.id, n.slug))
+        .collect();
+    Ok(hooks
+        .into_iter()
+        .map(|hook| Hook {
+            niche_slug: slugs.get(&hook.niche_id).cloned().unwrap_or_default(),
+            hook,
+        })
+        .collect())
+}
+
+async fn own_hook<C: ConnectionTrait>(
+    db: &C,
+    viewer: &Viewer,
+    id: i64,
+) -> Result<operator_webhooks::Model, ServiceError> {
+    operator_webhooks::Entity::find_by_id(id)
+        .filter(operator_webhooks::Column::UserId.eq(viewer.user_id))
+        .filter(operator_webhooks::Column::RevokedAt.is_null())
+        .one(db)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound("no such webhook of yours".into()))
+}
+
+/// Remove one of the viewer's webhooks: it receives nothing more (what is queued for it waits
+/// unsent).
+pub async fn remove(
+    db: &DatabaseConnection,
+    viewer: &Viewer,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<bool, ServiceError> {
+    let txn = db.begin().await?;
+    let hook = own_hook(&txn, viewer, id).await?;
+    operator_webhooks::Entity::update_many()
+        .col_expr(operator_webhooks::Column::RevokedAt, Expr::value(Some(now)))
+        .filter(operator_webhooks::Column::Id.eq(hook.id))
+        .exec(&txn)
+        .await?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(viewer.user_id),
+            action: "operator_webhook.removed",
+            subject_type: "operator_webhook",
+            subject_id: hook.id,
+            niche_id: Some(hook.niche_id),
+            detail: json!({}),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(true)
+}
+
+/// Queue a test event to one of the viewer's webhooks (`question.waiting` with `test: true` and
+/// no question).
+pub async fn send_test(
+    db: &DatabaseConnection,
+    viewer: &Viewer,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<deliveries::Model, ServiceError> {
+    let txn = db.begin().await?;
+    let hook = own_hook(&txn, viewer, id).await?;
+    let niche = niches::Entity::find_by_id(hook.niche_id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound("that webhook's niche is gone".into()))?;
+    let fields = json!({
+        "test": true,
+        "questionId": null,
+        "title": "A test from askloop's settings page",
+        "urgency": "normal",
+        "expiresAt": null,
+        "url": "/dashboard/settings",
+    });
+    let delivery = row(&hook, HookEvent::Waiting, &niche, None, fields, now)
+        .insert(&txn)
+        .await?;
+    txn.commit().await?;
+    Ok(delivery)
+}
+
+/// The most recent deliveries to one of the viewer's webhooks, newest first.
+pub async fn recent_deliveries(
+    db: &DatabaseConnection,
+    viewer: &Viewer,
+    id: i64,
+    limit: u64,
+) -> Result<Vec<deliveries::Model>, ServiceError> {
+    use sea_orm::QuerySelect;
+    let hook = own_hook(db, viewer, id).await?;
+    Ok(deliveries::Entity::find()
+        .filter(deliveries::Column::WebhookId.eq(hook.id))
+        .order_by_desc(deliveries::Column::Id)
+        .limit(limit.min(50))
+        .all(db)
+        .await?)
+}
+
+/// The URL and secret to send a delivery of `webhook_id` to, if it is still live.
+pub async fn destination(
+    db: &DatabaseConnection,
+    key: Option<&DataKey>,
+    webhook_id: i64,
+) -> Result<Option<(String, String)>, ServiceError> {
+    let Some(hook) = operator_webhooks::Entity::find_by_id(webhook_id)
+        .filter(operator_webhooks::Column::RevokedAt.is_null())
+        .one(db)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let secret = sealing::reveal(key, &hook.secret)
+        .map_err(|e| ServiceError::Internal(anyhow::anyhow!("an operator webhook's secret: {e}")))?;
+    Ok(Some((hook.url, secret)))
+}
