@@ -25,6 +25,7 @@ mod money;
 mod niches;
 pub mod one_login;
 mod questions;
+mod reach;
 mod scores;
 pub mod shared;
 pub mod socket;
@@ -42,6 +43,7 @@ pub struct QueryRoot(
     deliveries::DeliveryQuery,
     money::MoneyQuery,
     agents::AgentQuery,
+    reach::ReachQuery,
 );
 
 /// Every mutation, merged from the areas.
@@ -55,6 +57,7 @@ pub struct MutationRoot(
     money::MoneyMutation,
     money::PayoutMutation,
     agents::AgentMutation,
+    reach::ReachMutation,
 );
 
 /// Every subscription.

@@ -402,6 +402,8 @@ async fn a_question_committed_after_a_later_one_was_broadcast_still_arrives() {
         created_at: Set(now),
         answered_at: Set(None),
         updated_at: Set(now),
+        escalate_at: Set(None),
+        escalation_step: Set(0),
     }
     .insert(&slow)
     .await

@@ -395,7 +395,7 @@ impl Walk<'_> {
             | (
                 Shape::Question,
                 "id" | "externalId" | "title" | "question" | "context" | "urgency" | "status"
-                | "bountyMinor" | "researchRound" | "createdAt" | "answeredAt" | "updatedAt"
+                | "bountyMinor" | "researchRound" | "escalationStep" | "createdAt" | "answeredAt" | "updatedAt"
                 | "expiresAt",
             )
             | (Shape::Niche, "slug" | "name" | "status" | "description") => None,

@@ -297,6 +297,9 @@ pub struct Question {
     pub bounty_minor: i64,
     /// How many times research has come back.
     pub research_round: i64,
+    /// How far it escalated in this round for want of an answer: 0 not, 1 everyone of the niche
+    /// was told, 2 the admins were too.
+    pub escalation_step: i32,
     /// When it arrived.
     pub created_at: DateTime<Utc>,
     /// When it was answered.
@@ -321,6 +324,7 @@ impl From<agent_questions::Model> for Question {
             status: q.status.into(),
             bounty_minor: q.bounty_minor,
             research_round: q.research_round,
+            escalation_step: q.escalation_step,
             created_at: q.created_at,
             answered_at: q.answered_at,
             updated_at: q.updated_at,
