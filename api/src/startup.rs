@@ -52,10 +52,14 @@ impl Application {
     }
 
     /// Bind with an already connected and migrated database.
-    pub async fn build_with(config: Config, db: DatabaseConnection) -> anyhow::Result<Self> {
+    pub async fn build_with(mut config: Config, db: DatabaseConnection) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(config.bind)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?;
+        // Port 0 picks one: the links askloop writes (mail, operator webhooks) name the real one.
+        if let Ok(bound) = listener.local_addr() {
+            config.bind = bound;
+        }
         if !config.web_dir.join("index.html").is_file() {
             tracing::warn!(
                 dir = %config.web_dir.display(),

@@ -29,6 +29,7 @@ mod openapi;
 mod properties;
 mod query_limits;
 mod queue;
+mod reaching;
 mod review;
 mod review_pages;
 mod sdk;

@@ -29,6 +29,7 @@ pub mod people;
 pub mod receiver;
 pub mod served;
 pub mod signed;
+pub mod smtp;
 pub mod socket;
 pub mod standard_webhooks;
 

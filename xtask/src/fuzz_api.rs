@@ -47,7 +47,7 @@ pub fn seconds(args: &[String]) -> anyhow::Result<u64> {
     }
 }
 
-fn python() -> String {
+pub fn python() -> String {
     std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
@@ -67,7 +67,11 @@ pub fn missing_packages(target_dir: &Path) -> Vec<Package> {
     if st_path(target_dir).is_file() {
         return Vec::new();
     }
-    let why = "the API fuzzer (schemathesis) is installed from PyPI into a Python venv";
+    python_with_venv("the API fuzzer (schemathesis) is installed from PyPI into a Python venv")
+}
+
+/// Python 3 and its `venv` module, when missing, for `why`.
+pub fn python_with_venv(why: &'static str) -> Vec<Package> {
     if !runs(&python()) {
         return vec![
             Package {

@@ -33,6 +33,7 @@ use anyhow::{Context, bail};
 
 mod bench;
 mod fuzz_api;
+mod smtpd;
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 const BINARYEN: &str = "binaryen@132.0.0";
@@ -62,6 +63,7 @@ fn main() -> ExitCode {
                 .and_then(|()| STANDARD_WEBHOOKS.install(&target_dir()).map(|_| ()))
                 .and_then(|()| MCP_SDK.install(&target_dir()).map(|_| ()))
                 .and_then(|()| SWAGGER_PARSER.install(&target_dir()).map(|_| ()))
+                .and_then(|()| smtpd::install(&target_dir()))
                 .and_then(|()| test(&options))
         }
         Some("bench") => bench::run(&workspace_root(), &args[1..]),
@@ -456,6 +458,11 @@ fn missing_test_packages(needs: Needs) -> Vec<Package> {
     }
     if !needs.suite {
         return missing;
+    }
+    for package in smtpd::missing_packages(&target_dir()) {
+        if !missing.iter().any(|p: &Package| p.name == package.name) {
+            missing.push(package);
+        }
     }
     if !runs(&chromium()) {
         missing.push(Package {

@@ -1,0 +1,638 @@
+//! Reaching operators when the dashboard is closed: mail through a real SMTP server (aiosmtpd),
+//! address verification and one-click unsubscribe through their signed links, digests, quiet
+//! hours, a mail server that is down for a while, escalation on an injected clock, and operator
+//! webhooks against a real receiver.
+
+use std::time::Duration;
+
+use askloop::config::{Config, MailSettings};
+use askloop::live::ChangeHint;
+use askloop::service::{escalation, expiry};
+use askloop_tests::fixtures::{open_niche, question_body};
+use askloop_tests::people::{Person, operator, person};
+use askloop_tests::receiver::{Receiver, Reply, reserve_port};
+use askloop_tests::smtp::{Mail, SmtpServer};
+use askloop_tests::{TestApp, error_code, on_both_backends};
+use chrono::Utc;
+use entity::{deliveries, escalations, notification_settings, notifications};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, NotSet, PaginatorTrait,
+    QueryFilter, QueryOrder,
+};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Mail through `smtp`, with fast polling and retries.
+fn mail_through(config: &mut Config, smtp: &str) {
+    config.mail = Some(MailSettings {
+        smtp_url: smtp.to_owned(),
+        from: "askloop <askloop@example.com>".parse().expect("a sender"),
+    });
+    fast(config);
+}
+
+fn fast(config: &mut Config) {
+    config.delivery.timeout = Duration::from_secs(2);
+    config.delivery.lease = Duration::from_secs(3);
+    config.delivery.retry_base = Duration::from_millis(100);
+    config.delivery.poll = Duration::from_millis(50);
+}
+
+/// Mark `person`'s current address verified, as following the link does.
+async fn verified(app: &TestApp, person: &Person) {
+    notification_settings::ActiveModel {
+        id: NotSet,
+        user_id: Set(person.id),
+        verified_email: Set(Some(format!("{}@example.com", person.handle))),
+        email_verified_at: Set(Some(Utc::now())),
+        time_zone: Set("UTC".into()),
+        quiet_start_minute: Set(None),
+        quiet_end_minute: Set(None),
+        quiet_includes_high: Set(false),
+        updated_at: Set(Utc::now()),
+    }
+    .insert(&app.db)
+    .await
+    .expect("settings");
+}
+
+/// Ask a question in `games` with `urgency` and `title`; its id.
+async fn ask(app: &TestApp, external_id: &str, urgency: &str, title: &str) -> i64 {
+    let mut body = question_body("games", external_id);
+    body["payload"]["urgency"] = json!(urgency);
+    body["payload"]["title"] = json!(title);
+    let response = app
+        .post_signed("/api/v1/internal/expert-questions", &body.to_string())
+        .await;
+    assert!(response.status().is_success(), "{}", response.status());
+    let body: Value = response.json().await.expect("json");
+    body["question"]["id"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("a question id in {body}"))
+}
+
+/// The URL after `label: ` in a mail's text part.
+fn link(mail: &Mail, label: &str) -> String {
+    let text = mail.text();
+    let start = text
+        .find(&format!("{label}: "))
+        .unwrap_or_else(|| panic!("no '{label}' link in {text}"))
+        + label.len()
+        + 2;
+    text[start..]
+        .split_whitespace()
+        .next()
+        .expect("a URL")
+        .to_owned()
+}
+
+async fn notification_rows(app: &TestApp, question_id: i64) -> Vec<notifications::Model> {
+    notifications::Entity::find()
+        .filter(notifications::Column::QuestionId.eq(question_id))
+        .order_by_asc(notifications::Column::Id)
+        .all(&app.db)
+        .await
+        .expect("query")
+}
+
+const PREFERENCES: &str = "{ myNotificationPreferences { nicheSlug enabled immediate digest } }";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn verify_then_an_immediate_mail_escaped_then_one_click_unsubscribe() {
+    let smtp = SmtpServer::start().await;
+    let url = smtp.url();
+    let app = TestApp::spawn_with(askloop_tests::Backend::Sqlite, |c| mail_through(c, &url))
+        .await
+        .expect("sqlite");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+
+    // Nothing but the verification goes to an unverified address.
+    let sent = app
+        .graphql(Some(&ana.token), "mutation { sendVerificationEmail }", json!({}))
+        .await;
+    assert_eq!(sent["data"]["sendVerificationEmail"], true, "{sent}");
+    let mails = smtp.wait_for(1, WAIT).await;
+    assert_eq!(
+        mails[0].header("subject").as_deref(),
+        Some("[askloop] Verify your address")
+    );
+    assert_eq!(mails[0].header("to").as_deref(), Some("ana@example.com"));
+    let verify = link(&mails[0], "Verify this address");
+    assert!(verify.starts_with(&format!("{}/email/verify?token=", app.base)), "{verify}");
+
+    // A cut or forged link is refused and changes nothing.
+    for bad in [
+        format!("{}/email/verify", app.base),
+        format!("{}/email/verify?token=nonsense", app.base),
+        format!("{}x", verify),
+    ] {
+        let response = app.client.get(&bad).send().await.expect("get");
+        assert_eq!(response.status(), 400, "{bad}");
+    }
+    let settings = app
+        .graphql(Some(&ana.token), "{ myMailSettings { email emailVerified mailEnabled } }", json!({}))
+        .await;
+    assert_eq!(settings["data"]["myMailSettings"]["emailVerified"], false, "{settings}");
+
+    let page = app.client.get(&verify).send().await.expect("get");
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.expect("text").contains("Address verified"));
+    let settings = app
+        .graphql(Some(&ana.token), "{ myMailSettings { email emailVerified mailEnabled } }", json!({}))
+        .await;
+    assert_eq!(settings["data"]["myMailSettings"]["emailVerified"], true, "{settings}");
+    assert_eq!(settings["data"]["myMailSettings"]["mailEnabled"], true, "{settings}");
+
+    // A high-urgency question: mailed at once, its agent text escaped, never linked.
+    let title = "<script>alert('x')</script> Which date?";
+    let id = ask(&app, "q-1", "high", title).await;
+    let mails = smtp.wait_for(2, WAIT).await;
+    let mail = &mails[1];
+    let subject = mail.header("subject").expect("a subject");
+    assert!(subject.starts_with("[askloop/games] "), "{subject}");
+    let text = mail.text();
+    // The plain part carries the text as text; the HTML part escapes it.
+    let html = text
+        .split("Content-Type: text/html")
+        .nth(1)
+        .expect("an HTML part");
+    assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"), "{html}");
+    assert!(!html.contains("<script>"), "raw agent markup in the HTML part: {html}");
+    assert!(text.contains(title), "the plain part says it as written: {text}");
+    assert!(
+        text.contains(&format!("{}/dashboard/niches/games/questions/{id}", app.base)),
+        "{text}"
+    );
+    assert_eq!(
+        mail.header("list-unsubscribe-post").as_deref(),
+        Some("List-Unsubscribe=One-Click")
+    );
+    let unsubscribe = mail
+        .header("list-unsubscribe")
+        .expect("List-Unsubscribe")
+        .trim_matches(['<', '>'])
+        .to_owned();
+    assert_eq!(notification_rows(&app, id).await[0].status, "sent");
+
+    // The page behind the link changes nothing; the one-click POST does.
+    let page = app.client.get(&unsubscribe).send().await.expect("get");
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.expect("text").contains("Stop these mails"));
+    let prefs = app.graphql(Some(&ana.token), PREFERENCES, json!({})).await;
+    assert_eq!(prefs["data"]["myNotificationPreferences"][0]["enabled"], true, "{prefs}");
+    let forged = app
+        .client
+        .post(format!("{unsubscribe}0"))
+        .body("List-Unsubscribe=One-Click")
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(forged.status(), 400);
+    let prefs = app.graphql(Some(&ana.token), PREFERENCES, json!({})).await;
+    assert_eq!(prefs["data"]["myNotificationPreferences"][0]["enabled"], true, "{prefs}");
+    let done = app
+        .client
+        .post(&unsubscribe)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("List-Unsubscribe=One-Click")
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(done.status(), 200);
+    let prefs = app.graphql(Some(&ana.token), PREFERENCES, json!({})).await;
+    assert_eq!(prefs["data"]["myNotificationPreferences"][0]["enabled"], false, "{prefs}");
+
+    // Nothing more about games: no row is even written.
+    let later = ask(&app, "q-2", "high", "Another one").await;
+    assert!(notification_rows(&app, later).await.is_empty());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(smtp.mails().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_digest_gathers_what_still_waits_and_quiet_hours_hold_the_rest() {
+    let smtp = SmtpServer::start().await;
+    let url = smtp.url();
+    let app = TestApp::spawn_with(askloop_tests::Backend::Sqlite, |c| mail_through(c, &url))
+        .await
+        .expect("sqlite");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    verified(&app, &ana).await;
+
+    // Normal and low go to the hourly digest (the defaults).
+    let first = ask(&app, "d-1", "normal", "First of the digest").await;
+    let second = ask(&app, "d-2", "low", "Second of the digest").await;
+    let settled = ask(&app, "d-3", "normal", "Answered before the hour").await;
+    let placed = |rows: Vec<notifications::Model>| rows.first().map(|r| (r.status.clone(), r.digest));
+    let started = std::time::Instant::now();
+    while placed(notification_rows(&app, second).await) != Some(("pending".into(), true)) {
+        assert!(started.elapsed() < WAIT, "never placed in a digest");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let due = notification_rows(&app, first).await[0].due_at;
+    assert!(due > Utc::now(), "a digest waits for the next hour: {due}");
+    let answered = app
+        .graphql(
+            Some(&ana.token),
+            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { notice } }",
+            json!({"id": settled.to_string()}),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    assert!(smtp.mails().is_empty(), "nothing is mailed before the digest is due");
+
+    // The hour comes (the rows' clock moved to now): one digest with what still waits.
+    notifications::Entity::update_many()
+        .col_expr(notifications::Column::DueAt, sea_orm::sea_query::Expr::value(Utc::now()))
+        .filter(notifications::Column::UserId.eq(ana.id))
+        .exec(&app.db)
+        .await
+        .expect("update");
+    let mails = smtp.wait_for(1, WAIT).await;
+    let digest = &mails[0];
+    assert_eq!(
+        digest.header("subject").as_deref(),
+        Some("[askloop/games] 2 questions waiting")
+    );
+    let text = digest.text();
+    assert!(text.contains("First of the digest") && text.contains("Second of the digest"), "{text}");
+    assert!(!text.contains("Answered before the hour"), "{text}");
+    assert_eq!(notification_rows(&app, settled).await[0].status, "dropped");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(smtp.mails().len(), 1, "one digest, not one mail each");
+
+    // Quiet hours around now (UTC): normal mailed at once is held to their end; high is not.
+    let minute = {
+        use chrono::Timelike;
+        let now = Utc::now();
+        (now.hour() * 60 + now.minute()) as i32
+    };
+    let quiet = json!({"startMinute": (minute + 1440 - 60) % 1440, "endMinute": (minute + 60) % 1440});
+    let set = app
+        .graphql(
+            Some(&ana.token),
+            "mutation($q: QuietHoursInput) { setQuietHours(timeZone: \"UTC\", quietHours: $q) { quietHours { startMinute endMinute } } }",
+            json!({"q": quiet}),
+        )
+        .await;
+    assert!(set["errors"].is_null(), "{set}");
+    let chosen = app
+        .graphql(
+            Some(&ana.token),
+            "mutation { setNotificationPreference(nicheSlug: \"games\", enabled: true, immediate: [HIGH, NORMAL], digest: HOURLY) { immediate digest } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        chosen["data"]["setNotificationPreference"]["immediate"],
+        json!(["HIGH", "NORMAL"]),
+        "{chosen}"
+    );
+    let held = ask(&app, "d-4", "normal", "Held for the morning").await;
+    let loud = ask(&app, "d-5", "high", "Urgent at night").await;
+    let mails = smtp.wait_for(2, WAIT).await;
+    assert!(
+        mails[1].header("subject").is_some_and(|s| s.contains("Urgent at night")),
+        "{:?}",
+        mails[1].header("subject")
+    );
+    let held_row = &notification_rows(&app, held).await[0];
+    assert_eq!(held_row.status, "pending");
+    assert!(!held_row.digest);
+    let wait = held_row.due_at - Utc::now();
+    assert!(
+        wait > chrono::Duration::minutes(55) && wait <= chrono::Duration::minutes(61),
+        "held until the end of quiet hours, about an hour from now: {wait}"
+    );
+    assert_eq!(notification_rows(&app, loud).await[0].status, "sent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mail_sent_while_the_server_is_down_arrives_once_it_is_back() {
+    let mut smtp = SmtpServer::stopped_on(reserve_port());
+    let url = smtp.url();
+    let app = TestApp::spawn_with(askloop_tests::Backend::Sqlite, |c| mail_through(c, &url))
+        .await
+        .expect("sqlite");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    verified(&app, &ana).await;
+    let id = ask(&app, "down-1", "high", "Asked while mail is down").await;
+    let started = std::time::Instant::now();
+    loop {
+        let rows = notification_rows(&app, id).await;
+        if rows.first().is_some_and(|r| r.attempts >= 2 && r.last_error.is_some()) {
+            break;
+        }
+        assert!(started.elapsed() < WAIT, "no failed attempts recorded: {rows:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(notification_rows(&app, id).await[0].status, "pending");
+    smtp.up().await;
+    let mails = smtp.wait_for(1, WAIT).await;
+    assert!(mails[0].header("subject").is_some_and(|s| s.contains("Asked while mail is down")));
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(smtp.mails().len(), 1, "sent once");
+    let row = &notification_rows(&app, id).await[0];
+    assert_eq!(row.status, "sent");
+    assert!(row.sent_at.is_some());
+}
+
+on_both_backends!(
+    escalation_steps_in_order_once_each_and_never_for_an_answered_question,
+    bad_settings_are_refused_and_change_nothing,
+);
+
+on_both_backends! {
+    config: fast;
+    operator_webhooks_are_signed_retried_and_only_for_their_niche,
+}
+
+/// The payloads of the `expert_question.escalated` events written for `question`.
+async fn escalated_events(app: &TestApp, question: i64) -> Vec<Value> {
+    deliveries::Entity::find()
+        .filter(deliveries::Column::EventType.eq("expert_question.escalated"))
+        .filter(deliveries::Column::QuestionId.eq(question))
+        .order_by_asc(deliveries::Column::Id)
+        .all(&app.db)
+        .await
+        .expect("query")
+        .into_iter()
+        .map(|d| serde_json::from_str::<Value>(&d.body).expect("json")["payload"].clone())
+        .collect()
+}
+
+async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let root = person(&app.db, "root", true).await;
+    verified(&app, &ana).await;
+    verified(&app, &root).await;
+    let hint = ChangeHint::none();
+    let t0 = Utc::now();
+    let answered = ask(&app, "e-1", "high", "Answered in time").await;
+    let waiting = ask(&app, "e-2", "high", "Nobody answers").await;
+    let low = ask(&app, "e-3", "low", "Low waits a day").await;
+    let done = app
+        .graphql(
+            Some(&ana.token),
+            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { notice } }",
+            json!({"id": answered.to_string()}),
+        )
+        .await;
+    assert!(done["errors"].is_null(), "{done}");
+
+
+    // Before the wait (15 minutes for high): nothing.
+    let taken = escalation::sweep(&app.db, &hint, 100, t0 + chrono::Duration::minutes(14))
+        .await
+        .expect("sweep");
+    assert_eq!(taken, 0);
+
+    // Past it: step 1 for the waiting question only, once however often the sweep runs.
+    for _ in 0..3 {
+        escalation::sweep(&app.db, &hint, 100, t0 + chrono::Duration::minutes(16))
+            .await
+            .expect("sweep");
+    }
+    assert!(escalated_events(&app, answered).await.is_empty());
+    assert!(escalated_events(&app, low).await.is_empty());
+    let events = escalated_events(&app, waiting).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["step"], 1);
+    assert_eq!(events[0]["externalId"], "e-2");
+    let card = app
+        .graphql(
+            Some(&ana.token),
+            "query($id: ID!) { question(id: $id) { escalationStep } }",
+            json!({"id": waiting.to_string()}),
+        )
+        .await;
+    assert_eq!(card["data"]["question"]["escalationStep"], 1, "{card}");
+    // Everyone not yet told is told now; what waited for them is not sent as well.
+    let rows = notification_rows(&app, waiting).await;
+    let reasons: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.reason.as_str(), r.status.as_str()))
+        .collect();
+    assert!(reasons.contains(&("escalated", "planned")), "{reasons:?}");
+
+    // Twice the wait: step 2, the admins.
+    escalation::sweep(&app.db, &hint, 100, t0 + chrono::Duration::minutes(29))
+        .await
+        .expect("sweep");
+    assert_eq!(escalated_events(&app, waiting).await.len(), 1, "step 2 waits for twice the wait");
+    for _ in 0..2 {
+        escalation::sweep(&app.db, &hint, 100, t0 + chrono::Duration::minutes(31))
+            .await
+            .expect("sweep");
+    }
+    let events = escalated_events(&app, waiting).await;
+    assert_eq!(
+        events.iter().map(|e| e["step"].as_i64()).collect::<Vec<_>>(),
+        vec![Some(1), Some(2)]
+    );
+    let admin_rows = notifications::Entity::find()
+        .filter(notifications::Column::UserId.eq(root.id))
+        .filter(notifications::Column::Reason.eq("escalated_admin"))
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(admin_rows, 1);
+    // No third step, ever.
+    escalation::sweep(&app.db, &hint, 100, t0 + chrono::Duration::hours(3))
+        .await
+        .expect("sweep");
+    assert_eq!(escalated_events(&app, waiting).await.len(), 2);
+    let steps = escalations::Entity::find()
+        .filter(escalations::Column::QuestionId.eq(waiting))
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(steps, 2);
+
+    // An expired question never escalates: low's wait is a day, and it expires first here.
+    expiry::sweep(&app.db, &hint, 100, t0 + chrono::Duration::days(8))
+        .await
+        .expect("expire");
+    escalation::sweep(&app.db, &hint, 100, t0 + chrono::Duration::days(9))
+        .await
+        .expect("sweep");
+    assert!(escalated_events(&app, low).await.is_empty());
+    assert!(escalated_events(&app, answered).await.is_empty());
+}
+
+async fn bad_settings_are_refused_and_change_nothing(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    open_niche(&app.db, "roofing").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let bob = operator(&app.db, "games", "bob").await;
+    let settings = "{ myMailSettings { email emailVerified timeZone quietHours { startMinute endMinute } } }";
+    let before = app.graphql(Some(&ana.token), settings, json!({})).await;
+    let cases: Vec<(&str, Value, &str)> = vec![
+        (
+            "mutation { setQuietHours(timeZone: \"Mars/Olympus\") { timeZone } }",
+            json!({}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            "mutation { setQuietHours(timeZone: \"UTC\", quietHours: {startMinute: 600, endMinute: 600}) { timeZone } }",
+            json!({}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            "mutation { setQuietHours(timeZone: \"UTC\", quietHours: {startMinute: 0, endMinute: 1440}) { timeZone } }",
+            json!({}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            "mutation { setMyEmail(email: \"not an address\") { email } }",
+            json!({}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            "mutation { setMyEmail(email: \"bob@example.com\") { email } }",
+            json!({}),
+            "CONFLICT",
+        ),
+        (
+            "mutation { sendVerificationEmail }",
+            json!({}),
+            "UNAVAILABLE",
+        ),
+        (
+            "mutation { setNotificationPreference(nicheSlug: \"roofing\", enabled: false, immediate: [], digest: OFF) { enabled } }",
+            json!({}),
+            "NOT_FOUND",
+        ),
+        (
+            "mutation { registerOperatorWebhook(nicheSlug: \"games\", url: \"ftp://example.com/x\") { secret } }",
+            json!({}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            "mutation { registerOperatorWebhook(nicheSlug: \"roofing\", url: \"https://example.com/x\") { secret } }",
+            json!({}),
+            "NOT_FOUND",
+        ),
+    ];
+    for (query, variables, code) in cases {
+        let refused = app.graphql(Some(&ana.token), query, variables).await;
+        assert_eq!(error_code(&refused), Some(code), "{query}: {refused}");
+    }
+    let after = app.graphql(Some(&ana.token), settings, json!({})).await;
+    assert_eq!(before, after);
+    assert!(
+        app.graphql(Some(&ana.token), "{ myOperatorWebhooks { id } }", json!({}))
+            .await["data"]["myOperatorWebhooks"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+    );
+    // Someone else's webhook is not found, and stays.
+    let made = app
+        .graphql(
+            Some(&bob.token),
+            "mutation { registerOperatorWebhook(nicheSlug: \"games\", url: \"https://example.com/bob\") { webhook { id } } }",
+            json!({}),
+        )
+        .await;
+    let bobs = made["data"]["registerOperatorWebhook"]["webhook"]["id"].clone();
+    for query in [
+        "mutation($id: ID!) { removeOperatorWebhook(id: $id) }",
+        "mutation($id: ID!) { testOperatorWebhook(id: $id) }",
+    ] {
+        let refused = app.graphql(Some(&ana.token), query, json!({"id": bobs})).await;
+        assert_eq!(error_code(&refused), Some("NOT_FOUND"), "{refused}");
+    }
+    let still = app
+        .graphql(Some(&bob.token), "{ myOperatorWebhooks { id } }", json!({}))
+        .await;
+    assert_eq!(still["data"]["myOperatorWebhooks"][0]["id"], bobs, "{still}");
+    // Signed out: nothing.
+    let anonymous = app.graphql(None, "{ myMailSettings { email } }", json!({})).await;
+    assert_eq!(error_code(&anonymous), Some("UNAUTHENTICATED"), "{anonymous}");
+}
+
+async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    open_niche(&app.db, "roofing").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let addr = reserve_port();
+    let made = app
+        .graphql(
+            Some(&ana.token),
+            "mutation($url: String!) { registerOperatorWebhook(nicheSlug: \"games\", url: $url) { secret webhook { id nicheSlug url } } }",
+            json!({"url": Receiver::url_for(addr)}),
+        )
+        .await;
+    assert!(made["errors"].is_null(), "{made}");
+    let secret = made["data"]["registerOperatorWebhook"]["secret"]
+        .as_str()
+        .expect("the secret, once")
+        .to_owned();
+    let hook_id = made["data"]["registerOperatorWebhook"]["webhook"]["id"].clone();
+    // The first attempt fails; the retry is taken.
+    let receiver =
+        Receiver::start_verifying(addr, &secret, vec![Reply::Status(503, None)]).await;
+    let id = ask(&app, "w-1", "normal", "Ping <b>the</b>\nchannel").await;
+    let mut roofing = question_body("roofing", "w-2");
+    roofing["payload"]["title"] = json!("Not for games");
+    app.post_signed("/api/v1/internal/expert-questions", &roofing.to_string())
+        .await;
+    let started = std::time::Instant::now();
+    while receiver.received().len() < 2 {
+        assert!(started.elapsed() < WAIT, "{:?}", receiver.received());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let received = receiver.received();
+    assert!(received.iter().all(|r| r.verified), "every attempt signed with the webhook's secret");
+    let body = &received[1].envelope;
+    assert_eq!(body["type"], "question.waiting");
+    assert_eq!(body["niche"], "games");
+    assert_eq!(body["questionId"], id);
+    assert_eq!(body["title"], "Ping <b>the</b> channel", "plain, one line");
+    assert_eq!(body["urgency"], "normal");
+    assert_eq!(
+        body["url"],
+        format!("{}/dashboard/niches/games/questions/{id}", app.base)
+    );
+    assert_eq!(received[0].envelope["id"], received[1].envelope["id"], "the same event, retried");
+    let log = app
+        .graphql(
+            Some(&ana.token),
+            "query($id: ID!) { operatorWebhookDeliveries(id: $id) { eventType status attempts lastStatusCode } }",
+            json!({"id": hook_id}),
+        )
+        .await;
+    let entries = log["data"]["operatorWebhookDeliveries"].as_array().expect("a log").clone();
+    assert_eq!(entries.len(), 1, "{log}");
+    // The test button.
+    let test = app
+        .graphql(Some(&ana.token), "mutation($id: ID!) { testOperatorWebhook(id: $id) }", json!({"id": hook_id}))
+        .await;
+    assert!(test["errors"].is_null(), "{test}");
+    let started = std::time::Instant::now();
+    while receiver.received().len() < 3 {
+        assert!(started.elapsed() < WAIT, "the test event never came");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(receiver.received()[2].envelope["test"], true);
+    // Removed: nothing more.
+    let removed = app
+        .graphql(Some(&ana.token), "mutation($id: ID!) { removeOperatorWebhook(id: $id) }", json!({"id": hook_id}))
+        .await;
+    assert_eq!(removed["data"]["removeOperatorWebhook"], true, "{removed}");
+    ask(&app, "w-3", "high", "After removal").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.received().len(), 3);
+    assert!(
+        receiver
+            .received()
+            .iter()
+            .all(|r| r.envelope["niche"] == "games"),
+        "roofing's question never reached a games webhook"
+    );
+}
