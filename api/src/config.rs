@@ -516,14 +516,12 @@ impl Config {
                 });
             }
             (Some(smtp_url), Some(from)) => {
-                lettre::AsyncSmtpTransport::<lettre::Tokio1Executor>::from_url(
-                    smtp_url.trim(),
-                )
-                .map_err(|e| ConfigError {
-                    name: env::ASKLOOP_SMTP_URL.name,
-                    // The URL itself is not repeated: it may carry a password.
-                    problem: format!("not an SMTP URL ({e})"),
-                })?;
+                lettre::AsyncSmtpTransport::<lettre::Tokio1Executor>::from_url(smtp_url.trim())
+                    .map_err(|e| ConfigError {
+                        name: env::ASKLOOP_SMTP_URL.name,
+                        // The URL itself is not repeated: it may carry a password.
+                        problem: format!("not an SMTP URL ({e})"),
+                    })?;
                 let from = from.trim().parse().map_err(|e| ConfigError {
                     name: env::ASKLOOP_MAIL_FROM.name,
                     problem: format!("'{from}' is not a mail address ({e})"),

@@ -139,6 +139,7 @@ enum Niches {
 #[derive(DeriveIden, Clone)]
 enum AgentQuestions {
     Table,
+    Status,
     EscalateAt,
     EscalationStep,
 }
@@ -197,7 +198,11 @@ impl MigrationTrait for Migration {
                     .table(NotificationSettings::Table)
                     .col(id(NotificationSettings::Id))
                     .col(reference(NotificationSettings::UserId).unique_key())
-                    .col(ColumnDef::new(NotificationSettings::VerifiedEmail).string().null())
+                    .col(
+                        ColumnDef::new(NotificationSettings::VerifiedEmail)
+                            .string()
+                            .null(),
+                    )
                     .col(timestamp_null(NotificationSettings::EmailVerifiedAt))
                     .col(
                         ColumnDef::new(NotificationSettings::TimeZone)
@@ -276,7 +281,11 @@ impl MigrationTrait for Migration {
                     .col(reference(Notifications::UserId))
                     // Both none for an address verification.
                     .col(ColumnDef::new(Notifications::NicheId).big_integer().null())
-                    .col(ColumnDef::new(Notifications::QuestionId).big_integer().null())
+                    .col(
+                        ColumnDef::new(Notifications::QuestionId)
+                            .big_integer()
+                            .null(),
+                    )
                     .col(one_of(
                         Notifications::Reason,
                         &["waiting", "escalated", "escalated_admin", "verify_email"],
@@ -445,11 +454,14 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
+        // The sweep reads open questions due by now: by status first, so the settled ones (whose
+        // step times have all passed) are never scanned.
         manager
             .create_index(
                 Index::create()
                     .name("agent_questions_escalate_at_idx")
                     .table(AgentQuestions::Table)
+                    .col(AgentQuestions::Status)
                     .col(AgentQuestions::EscalateAt)
                     .to_owned(),
             )

@@ -9,9 +9,23 @@ use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::operator;
 use askloop_tests::{TestApp, on_both_backends};
 use entity::{allocations, budget_entries};
-use migration::{Migrator, MigratorTrait};
+use migration::{MigrationName, Migrator, MigratorTrait};
 use sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait, Statement};
 use serde_json::json;
+
+/// Take every migration from `name` on down (it and the ones after it, however many come later).
+async fn down_through(app: &TestApp, name: &str) {
+    let names: Vec<String> = Migrator::migrations()
+        .iter()
+        .map(|m| m.name().to_owned())
+        .collect();
+    let position = names
+        .iter()
+        .position(|n| n == name)
+        .unwrap_or_else(|| panic!("no migration {name}"));
+    let steps = u32::try_from(names.len() - position).expect("a count");
+    Migrator::down(&app.db, Some(steps)).await.expect("down");
+}
 
 /// Run `sql` on the app's database; whether the database accepted it.
 async fn accepts(app: &TestApp, sql: &str) -> bool {
@@ -56,8 +70,8 @@ async fn the_held_money_migration_goes_down_and_up_on_a_populated_database(app: 
     let before = rows(&app).await;
     assert!(before.0 > 0 && before.1 > 0, "{before:?}");
 
-    // Down to before the held-money migration: it and the three after it.
-    Migrator::down(&app.db, Some(4)).await.expect("down");
+    // Down to before the held-money migration: it and every one after it.
+    down_through(&app, "m20261130_000011_money_waits_for_the_verdict").await;
     assert_eq!(rows_without_claws_back(&app).await, before.0);
     assert!(
         !accepts(&app, "UPDATE allocations SET status = 'held'").await,
@@ -137,8 +151,8 @@ async fn the_agents_migration_goes_down_and_up_on_a_populated_database(app: Test
     assert!(!registered.secret.is_empty());
     let by_default = app.ask("games", "q-default").await;
 
-    // Down to before the agents migration: it and the agent tokens after it.
-    Migrator::down(&app.db, Some(2)).await.expect("down");
+    // Down to before the agents migration: it and every one after it.
+    down_through(&app, "m20261130_000013_agents").await;
     assert!(
         !accepts(&app, "SELECT id FROM agents").await,
         "the table is gone"
@@ -180,7 +194,7 @@ async fn the_agent_tokens_migration_goes_down_and_up_on_a_populated_database(app
     let token = askloop_tests::mcp::agent_with_token(&app, "agent-a", &["games"]).await;
     assert!(accepts(&app, "SELECT token_hash FROM agent_tokens").await);
 
-    Migrator::down(&app.db, Some(1)).await.expect("down");
+    down_through(&app, "m20261130_000014_agent_tokens").await;
     assert!(
         !accepts(&app, "SELECT id FROM agent_tokens").await,
         "the table is gone"
@@ -219,3 +233,44 @@ async fn the_agent_tokens_migration_goes_down_and_up_on_a_populated_database(app
 }
 
 on_both_backends!(the_agent_tokens_migration_goes_down_and_up_on_a_populated_database);
+
+async fn the_reaching_operators_migration_goes_down_and_up_on_a_populated_database(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let before = app.ask("games", "q-before").await;
+    assert!(accepts(&app, "SELECT escalate_at FROM agent_questions").await);
+
+    down_through(&app, "m20261201_000015_reaching_operators").await;
+    for gone in [
+        "SELECT id FROM notifications",
+        "SELECT id FROM escalations",
+        "SELECT id FROM operator_webhooks",
+        "SELECT escalate_at FROM agent_questions",
+        "SELECT escalate_high_secs FROM niches",
+        "SELECT webhook_id FROM deliveries",
+    ] {
+        assert!(!accepts(&app, gone).await, "{gone} still answers");
+    }
+    Migrator::up(&app.db, None).await.expect("up again");
+    let question = entity::agent_questions::Entity::find_by_id(before)
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the question survived");
+    assert_eq!((question.escalate_at, question.escalation_step), (None, 0));
+    let niche = entity::niches::Entity::find()
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the niche");
+    assert_eq!(
+        niche.escalate_high_secs,
+        Some(900),
+        "the default fills existing niches"
+    );
+    assert!(
+        !accepts(&app, "UPDATE agent_questions SET escalation_step = 3").await,
+        "the step check is back"
+    );
+}
+
+on_both_backends!(the_reaching_operators_migration_goes_down_and_up_on_a_populated_database);

@@ -110,7 +110,11 @@ async fn verify_then_an_immediate_mail_escaped_then_one_click_unsubscribe() {
 
     // Nothing but the verification goes to an unverified address.
     let sent = app
-        .graphql(Some(&ana.token), "mutation { sendVerificationEmail }", json!({}))
+        .graphql(
+            Some(&ana.token),
+            "mutation { sendVerificationEmail }",
+            json!({}),
+        )
         .await;
     assert_eq!(sent["data"]["sendVerificationEmail"], true, "{sent}");
     let mails = smtp.wait_for(1, WAIT).await;
@@ -120,7 +124,10 @@ async fn verify_then_an_immediate_mail_escaped_then_one_click_unsubscribe() {
     );
     assert_eq!(mails[0].header("to").as_deref(), Some("ana@example.com"));
     let verify = link(&mails[0], "Verify this address");
-    assert!(verify.starts_with(&format!("{}/email/verify?token=", app.base)), "{verify}");
+    assert!(
+        verify.starts_with(&format!("{}/email/verify?token=", app.base)),
+        "{verify}"
+    );
 
     // A cut or forged link is refused and changes nothing.
     for bad in [
@@ -132,18 +139,40 @@ async fn verify_then_an_immediate_mail_escaped_then_one_click_unsubscribe() {
         assert_eq!(response.status(), 400, "{bad}");
     }
     let settings = app
-        .graphql(Some(&ana.token), "{ myMailSettings { email emailVerified mailEnabled } }", json!({}))
+        .graphql(
+            Some(&ana.token),
+            "{ myMailSettings { email emailVerified mailEnabled } }",
+            json!({}),
+        )
         .await;
-    assert_eq!(settings["data"]["myMailSettings"]["emailVerified"], false, "{settings}");
+    assert_eq!(
+        settings["data"]["myMailSettings"]["emailVerified"], false,
+        "{settings}"
+    );
 
     let page = app.client.get(&verify).send().await.expect("get");
     assert_eq!(page.status(), 200);
-    assert!(page.text().await.expect("text").contains("Address verified"));
+    assert!(
+        page.text()
+            .await
+            .expect("text")
+            .contains("Address verified")
+    );
     let settings = app
-        .graphql(Some(&ana.token), "{ myMailSettings { email emailVerified mailEnabled } }", json!({}))
+        .graphql(
+            Some(&ana.token),
+            "{ myMailSettings { email emailVerified mailEnabled } }",
+            json!({}),
+        )
         .await;
-    assert_eq!(settings["data"]["myMailSettings"]["emailVerified"], true, "{settings}");
-    assert_eq!(settings["data"]["myMailSettings"]["mailEnabled"], true, "{settings}");
+    assert_eq!(
+        settings["data"]["myMailSettings"]["emailVerified"], true,
+        "{settings}"
+    );
+    assert_eq!(
+        settings["data"]["myMailSettings"]["mailEnabled"], true,
+        "{settings}"
+    );
 
     // A high-urgency question: mailed at once, its agent text escaped, never linked.
     let title = "<script>alert('x')</script> Which date?";
@@ -158,11 +187,23 @@ async fn verify_then_an_immediate_mail_escaped_then_one_click_unsubscribe() {
         .split("Content-Type: text/html")
         .nth(1)
         .expect("an HTML part");
-    assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"), "{html}");
-    assert!(!html.contains("<script>"), "raw agent markup in the HTML part: {html}");
-    assert!(text.contains(title), "the plain part says it as written: {text}");
     assert!(
-        text.contains(&format!("{}/dashboard/niches/games/questions/{id}", app.base)),
+        html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("<script>"),
+        "raw agent markup in the HTML part: {html}"
+    );
+    assert!(
+        text.contains(title),
+        "the plain part says it as written: {text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "{}/dashboard/niches/games/questions/{id}",
+            app.base
+        )),
         "{text}"
     );
     assert_eq!(
@@ -179,9 +220,17 @@ async fn verify_then_an_immediate_mail_escaped_then_one_click_unsubscribe() {
     // The page behind the link changes nothing; the one-click POST does.
     let page = app.client.get(&unsubscribe).send().await.expect("get");
     assert_eq!(page.status(), 200);
-    assert!(page.text().await.expect("text").contains("Stop these mails"));
+    assert!(
+        page.text()
+            .await
+            .expect("text")
+            .contains("Stop these mails")
+    );
     let prefs = app.graphql(Some(&ana.token), PREFERENCES, json!({})).await;
-    assert_eq!(prefs["data"]["myNotificationPreferences"][0]["enabled"], true, "{prefs}");
+    assert_eq!(
+        prefs["data"]["myNotificationPreferences"][0]["enabled"], true,
+        "{prefs}"
+    );
     let forged = app
         .client
         .post(format!("{unsubscribe}0"))
@@ -191,7 +240,10 @@ async fn verify_then_an_immediate_mail_escaped_then_one_click_unsubscribe() {
         .expect("post");
     assert_eq!(forged.status(), 400);
     let prefs = app.graphql(Some(&ana.token), PREFERENCES, json!({})).await;
-    assert_eq!(prefs["data"]["myNotificationPreferences"][0]["enabled"], true, "{prefs}");
+    assert_eq!(
+        prefs["data"]["myNotificationPreferences"][0]["enabled"], true,
+        "{prefs}"
+    );
     let done = app
         .client
         .post(&unsubscribe)
@@ -202,7 +254,10 @@ async fn verify_then_an_immediate_mail_escaped_then_one_click_unsubscribe() {
         .expect("post");
     assert_eq!(done.status(), 200);
     let prefs = app.graphql(Some(&ana.token), PREFERENCES, json!({})).await;
-    assert_eq!(prefs["data"]["myNotificationPreferences"][0]["enabled"], false, "{prefs}");
+    assert_eq!(
+        prefs["data"]["myNotificationPreferences"][0]["enabled"], false,
+        "{prefs}"
+    );
 
     // Nothing more about games: no row is even written.
     let later = ask(&app, "q-2", "high", "Another one").await;
@@ -226,7 +281,8 @@ async fn a_digest_gathers_what_still_waits_and_quiet_hours_hold_the_rest() {
     let first = ask(&app, "d-1", "normal", "First of the digest").await;
     let second = ask(&app, "d-2", "low", "Second of the digest").await;
     let settled = ask(&app, "d-3", "normal", "Answered before the hour").await;
-    let placed = |rows: Vec<notifications::Model>| rows.first().map(|r| (r.status.clone(), r.digest));
+    let placed =
+        |rows: Vec<notifications::Model>| rows.first().map(|r| (r.status.clone(), r.digest));
     let started = std::time::Instant::now();
     while placed(notification_rows(&app, second).await) != Some(("pending".into(), true)) {
         assert!(started.elapsed() < WAIT, "never placed in a digest");
@@ -242,11 +298,17 @@ async fn a_digest_gathers_what_still_waits_and_quiet_hours_hold_the_rest() {
         )
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
-    assert!(smtp.mails().is_empty(), "nothing is mailed before the digest is due");
+    assert!(
+        smtp.mails().is_empty(),
+        "nothing is mailed before the digest is due"
+    );
 
     // The hour comes (the rows' clock moved to now): one digest with what still waits.
     notifications::Entity::update_many()
-        .col_expr(notifications::Column::DueAt, sea_orm::sea_query::Expr::value(Utc::now()))
+        .col_expr(
+            notifications::Column::DueAt,
+            sea_orm::sea_query::Expr::value(Utc::now()),
+        )
         .filter(notifications::Column::UserId.eq(ana.id))
         .exec(&app.db)
         .await
@@ -258,7 +320,10 @@ async fn a_digest_gathers_what_still_waits_and_quiet_hours_hold_the_rest() {
         Some("[askloop/games] 2 questions waiting")
     );
     let text = digest.text();
-    assert!(text.contains("First of the digest") && text.contains("Second of the digest"), "{text}");
+    assert!(
+        text.contains("First of the digest") && text.contains("Second of the digest"),
+        "{text}"
+    );
     assert!(!text.contains("Answered before the hour"), "{text}");
     assert_eq!(notification_rows(&app, settled).await[0].status, "dropped");
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -270,7 +335,8 @@ async fn a_digest_gathers_what_still_waits_and_quiet_hours_hold_the_rest() {
         let now = Utc::now();
         (now.hour() * 60 + now.minute()) as i32
     };
-    let quiet = json!({"startMinute": (minute + 1440 - 60) % 1440, "endMinute": (minute + 60) % 1440});
+    let quiet =
+        json!({"startMinute": (minute + 1440 - 60) % 1440, "endMinute": (minute + 60) % 1440});
     let set = app
         .graphql(
             Some(&ana.token),
@@ -295,7 +361,9 @@ async fn a_digest_gathers_what_still_waits_and_quiet_hours_hold_the_rest() {
     let loud = ask(&app, "d-5", "high", "Urgent at night").await;
     let mails = smtp.wait_for(2, WAIT).await;
     assert!(
-        mails[1].header("subject").is_some_and(|s| s.contains("Urgent at night")),
+        mails[1]
+            .header("subject")
+            .is_some_and(|s| s.contains("Urgent at night")),
         "{:?}",
         mails[1].header("subject")
     );
@@ -324,16 +392,26 @@ async fn mail_sent_while_the_server_is_down_arrives_once_it_is_back() {
     let started = std::time::Instant::now();
     loop {
         let rows = notification_rows(&app, id).await;
-        if rows.first().is_some_and(|r| r.attempts >= 2 && r.last_error.is_some()) {
+        if rows
+            .first()
+            .is_some_and(|r| r.attempts >= 2 && r.last_error.is_some())
+        {
             break;
         }
-        assert!(started.elapsed() < WAIT, "no failed attempts recorded: {rows:?}");
+        assert!(
+            started.elapsed() < WAIT,
+            "no failed attempts recorded: {rows:?}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(notification_rows(&app, id).await[0].status, "pending");
     smtp.up().await;
     let mails = smtp.wait_for(1, WAIT).await;
-    assert!(mails[0].header("subject").is_some_and(|s| s.contains("Asked while mail is down")));
+    assert!(
+        mails[0]
+            .header("subject")
+            .is_some_and(|s| s.contains("Asked while mail is down"))
+    );
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(smtp.mails().len(), 1, "sent once");
     let row = &notification_rows(&app, id).await[0];
@@ -385,7 +463,6 @@ async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(
         .await;
     assert!(done["errors"].is_null(), "{done}");
 
-
     // Before the wait (15 minutes for high): nothing.
     let taken = escalation::sweep(&app.db, &hint, 100, t0 + chrono::Duration::minutes(14))
         .await
@@ -424,7 +501,11 @@ async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(
     escalation::sweep(&app.db, &hint, 100, t0 + chrono::Duration::minutes(29))
         .await
         .expect("sweep");
-    assert_eq!(escalated_events(&app, waiting).await.len(), 1, "step 2 waits for twice the wait");
+    assert_eq!(
+        escalated_events(&app, waiting).await.len(),
+        1,
+        "step 2 waits for twice the wait"
+    );
     for _ in 0..2 {
         escalation::sweep(&app.db, &hint, 100, t0 + chrono::Duration::minutes(31))
             .await
@@ -432,7 +513,10 @@ async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(
     }
     let events = escalated_events(&app, waiting).await;
     assert_eq!(
-        events.iter().map(|e| e["step"].as_i64()).collect::<Vec<_>>(),
+        events
+            .iter()
+            .map(|e| e["step"].as_i64())
+            .collect::<Vec<_>>(),
         vec![Some(1), Some(2)]
     );
     let admin_rows = notifications::Entity::find()
@@ -470,7 +554,8 @@ async fn bad_settings_are_refused_and_change_nothing(app: TestApp) {
     open_niche(&app.db, "roofing").await;
     let ana = operator(&app.db, "games", "ana").await;
     let bob = operator(&app.db, "games", "bob").await;
-    let settings = "{ myMailSettings { email emailVerified timeZone quietHours { startMinute endMinute } } }";
+    let settings =
+        "{ myMailSettings { email emailVerified timeZone quietHours { startMinute endMinute } } }";
     let before = app.graphql(Some(&ana.token), settings, json!({})).await;
     let cases: Vec<(&str, Value, &str)> = vec![
         (
@@ -544,16 +629,27 @@ async fn bad_settings_are_refused_and_change_nothing(app: TestApp) {
         "mutation($id: ID!) { removeOperatorWebhook(id: $id) }",
         "mutation($id: ID!) { testOperatorWebhook(id: $id) }",
     ] {
-        let refused = app.graphql(Some(&ana.token), query, json!({"id": bobs})).await;
+        let refused = app
+            .graphql(Some(&ana.token), query, json!({"id": bobs}))
+            .await;
         assert_eq!(error_code(&refused), Some("NOT_FOUND"), "{refused}");
     }
     let still = app
         .graphql(Some(&bob.token), "{ myOperatorWebhooks { id } }", json!({}))
         .await;
-    assert_eq!(still["data"]["myOperatorWebhooks"][0]["id"], bobs, "{still}");
+    assert_eq!(
+        still["data"]["myOperatorWebhooks"][0]["id"], bobs,
+        "{still}"
+    );
     // Signed out: nothing.
-    let anonymous = app.graphql(None, "{ myMailSettings { email } }", json!({})).await;
-    assert_eq!(error_code(&anonymous), Some("UNAUTHENTICATED"), "{anonymous}");
+    let anonymous = app
+        .graphql(None, "{ myMailSettings { email } }", json!({}))
+        .await;
+    assert_eq!(
+        error_code(&anonymous),
+        Some("UNAUTHENTICATED"),
+        "{anonymous}"
+    );
 }
 
 async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: TestApp) {
@@ -575,8 +671,7 @@ async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: Test
         .to_owned();
     let hook_id = made["data"]["registerOperatorWebhook"]["webhook"]["id"].clone();
     // The first attempt fails; the retry is taken.
-    let receiver =
-        Receiver::start_verifying(addr, &secret, vec![Reply::Status(503, None)]).await;
+    let receiver = Receiver::start_verifying(addr, &secret, vec![Reply::Status(503, None)]).await;
     let id = ask(&app, "w-1", "normal", "Ping <b>the</b>\nchannel").await;
     let mut roofing = question_body("roofing", "w-2");
     roofing["payload"]["title"] = json!("Not for games");
@@ -588,7 +683,10 @@ async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: Test
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let received = receiver.received();
-    assert!(received.iter().all(|r| r.verified), "every attempt signed with the webhook's secret");
+    assert!(
+        received.iter().all(|r| r.verified),
+        "every attempt signed with the webhook's secret"
+    );
     let body = &received[1].envelope;
     assert_eq!(body["type"], "question.waiting");
     assert_eq!(body["niche"], "games");
@@ -599,7 +697,10 @@ async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: Test
         body["url"],
         format!("{}/dashboard/niches/games/questions/{id}", app.base)
     );
-    assert_eq!(received[0].envelope["id"], received[1].envelope["id"], "the same event, retried");
+    assert_eq!(
+        received[0].envelope["id"], received[1].envelope["id"],
+        "the same event, retried"
+    );
     let log = app
         .graphql(
             Some(&ana.token),
@@ -607,11 +708,18 @@ async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: Test
             json!({"id": hook_id}),
         )
         .await;
-    let entries = log["data"]["operatorWebhookDeliveries"].as_array().expect("a log").clone();
+    let entries = log["data"]["operatorWebhookDeliveries"]
+        .as_array()
+        .expect("a log")
+        .clone();
     assert_eq!(entries.len(), 1, "{log}");
     // The test button.
     let test = app
-        .graphql(Some(&ana.token), "mutation($id: ID!) { testOperatorWebhook(id: $id) }", json!({"id": hook_id}))
+        .graphql(
+            Some(&ana.token),
+            "mutation($id: ID!) { testOperatorWebhook(id: $id) }",
+            json!({"id": hook_id}),
+        )
         .await;
     assert!(test["errors"].is_null(), "{test}");
     let started = std::time::Instant::now();
@@ -622,7 +730,11 @@ async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: Test
     assert_eq!(receiver.received()[2].envelope["test"], true);
     // Removed: nothing more.
     let removed = app
-        .graphql(Some(&ana.token), "mutation($id: ID!) { removeOperatorWebhook(id: $id) }", json!({"id": hook_id}))
+        .graphql(
+            Some(&ana.token),
+            "mutation($id: ID!) { removeOperatorWebhook(id: $id) }",
+            json!({"id": hook_id}),
+        )
         .await;
     assert_eq!(removed["data"]["removeOperatorWebhook"], true, "{removed}");
     ask(&app, "w-3", "high", "After removal").await;
@@ -634,5 +746,228 @@ async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: Test
             .iter()
             .all(|r| r.envelope["niche"] == "games"),
         "roofing's question never reached a games webhook"
+    );
+}
+
+on_both_backends!(niche_waits_are_admin_settings_and_a_reopened_question_starts_again);
+
+async fn niche_waits_are_admin_settings_and_a_reopened_question_starts_again(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let root = person(&app.db, "root", true).await;
+    let set = "mutation($slug: String!, $high: Int, $normal: Int, $low: Int) { setNicheEscalation(nicheSlug: $slug, highSecs: $high, normalSecs: $normal, lowSecs: $low) { escalateHighSecs escalateNormalSecs escalateLowSecs } }";
+    let refused = app
+        .graphql(Some(&ana.token), set, json!({"slug": "games", "high": 120}))
+        .await;
+    assert_eq!(error_code(&refused), Some("FORBIDDEN"), "{refused}");
+    for high in [0, 59, 31 * 24 * 3600] {
+        let refused = app
+            .graphql(
+                Some(&root.token),
+                set,
+                json!({"slug": "games", "high": high, "low": 3600}),
+            )
+            .await;
+        assert_eq!(
+            error_code(&refused),
+            Some("BAD_USER_INPUT"),
+            "{high}: {refused}"
+        );
+    }
+    let unknown = app
+        .graphql(
+            Some(&root.token),
+            set,
+            json!({"slug": "nowhere", "high": 120}),
+        )
+        .await;
+    assert_eq!(error_code(&unknown), Some("NOT_FOUND"), "{unknown}");
+    let waits =
+        "{ niche(slug: \"games\") { escalateHighSecs escalateNormalSecs escalateLowSecs } }";
+    let defaults = app.graphql(Some(&ana.token), waits, json!({})).await;
+    assert_eq!(
+        defaults["data"]["niche"],
+        json!({"escalateHighSecs": 900, "escalateNormalSecs": 14400, "escalateLowSecs": 86400}),
+        "nothing refused changed them: {defaults}"
+    );
+    let done = app
+        .graphql(
+            Some(&root.token),
+            set,
+            json!({"slug": "games", "high": 120, "low": 3600}),
+        )
+        .await;
+    assert_eq!(
+        done["data"]["setNicheEscalation"],
+        json!({"escalateHighSecs": 120, "escalateNormalSecs": null, "escalateLowSecs": 3600}),
+        "{done}"
+    );
+
+    let hint = ChangeHint::none();
+    let high = ask(&app, "r-1", "high", "Two minutes").await;
+    let normal = ask(&app, "r-2", "normal", "Never escalates").await;
+    let row = |id: i64| {
+        let db = app.db.clone();
+        async move {
+            entity::agent_questions::Entity::find_by_id(id)
+                .one(&db)
+                .await
+                .expect("query")
+                .expect("the question")
+        }
+    };
+    let asked = row(high).await;
+    assert_eq!(
+        asked
+            .escalate_at
+            .map(|at| (at - asked.created_at).num_seconds()),
+        Some(120)
+    );
+    assert_eq!(row(normal).await.escalate_at, None);
+    escalation::sweep(
+        &app.db,
+        &hint,
+        100,
+        asked.created_at + chrono::Duration::minutes(3),
+    )
+    .await
+    .expect("sweep");
+    assert_eq!(row(high).await.escalation_step, 1);
+    escalation::sweep(
+        &app.db,
+        &hint,
+        100,
+        asked.created_at + chrono::Duration::days(40),
+    )
+    .await
+    .expect("sweep");
+    assert_eq!(escalated_events(&app, normal).await.len(), 0);
+
+    // Answered (pending review), then rejected: the question reopens and its clock starts over.
+    let answered = app
+        .graphql(
+            Some(&ana.token),
+            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { notice } }",
+            json!({"id": high.to_string()}),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    app.decide_newest_contribution(&root.token, "rejectContribution", Some("A guess."))
+        .await;
+    let reopened = row(high).await;
+    assert_eq!(reopened.escalation_step, 0);
+    let restarted = reopened.escalate_at.expect("a new clock");
+    assert!(restarted > asked.escalate_at.expect("the first clock"));
+    escalation::sweep(
+        &app.db,
+        &hint,
+        100,
+        restarted + chrono::Duration::seconds(1),
+    )
+    .await
+    .expect("sweep");
+    let events = escalated_events(&app, high).await;
+    assert_eq!(
+        events
+            .iter()
+            .map(|e| e["step"].as_i64())
+            .collect::<Vec<_>>(),
+        vec![Some(1), Some(2), Some(1)],
+        "steps 1 and 2 in the first round, step 1 again in the reopened one"
+    );
+}
+
+on_both_backends!(links_run_out_follow_the_address_and_limits_hold);
+
+async fn links_run_out_follow_the_address_and_limits_hold(app: TestApp) {
+    use askloop::service::reach;
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let now = Utc::now();
+    let token = reach::verification_token(&app.db, ana.id, "ana@example.com", now)
+        .await
+        .expect("a token");
+    // Run out.
+    let late = reach::verify_email(&app.db, &token, now + chrono::Duration::hours(49)).await;
+    assert!(
+        matches!(&late, Err(askloop::error::ServiceError::BadInput(m)) if m.contains("run out")),
+        "{late:?}"
+    );
+    // For an address that is no longer hers.
+    let moved = app
+        .graphql(
+            Some(&ana.token),
+            "mutation { setMyEmail(email: \"ana.new@example.com\") { email emailVerified } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        moved["data"]["setMyEmail"],
+        json!({"email": "ana.new@example.com", "emailVerified": false}),
+        "{moved}"
+    );
+    let stale = reach::verify_email(&app.db, &token, now).await;
+    assert!(
+        matches!(&stale, Err(askloop::error::ServiceError::BadInput(m)) if m.contains("no longer yours")),
+        "{stale:?}"
+    );
+    // An unsubscribe token is not a verification token, nor the other way round.
+    let unsubscribe = reach::unsubscribe_token(&app.db, ana.id, 1)
+        .await
+        .expect("a token");
+    assert!(
+        reach::verify_email(&app.db, &unsubscribe, now)
+            .await
+            .is_err()
+    );
+    assert!(reach::unsubscribe(&app.db, &token, now).await.is_err());
+    let settings = app
+        .graphql(
+            Some(&ana.token),
+            "{ myMailSettings { emailVerified } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(settings["data"]["myMailSettings"]["emailVerified"], false);
+
+    // Verified: asking again is refused.
+    let fresh = reach::verification_token(&app.db, ana.id, "ana.new@example.com", now)
+        .await
+        .expect("a token");
+    reach::verify_email(&app.db, &fresh, now)
+        .await
+        .expect("verified");
+    let again = reach::request_verification(&app.db, &ana.viewer(), true, now).await;
+    assert!(
+        matches!(&again, Err(askloop::error::ServiceError::BadInput(m)) if m.contains("already verified")),
+        "{again:?}"
+    );
+
+    // At most five webhooks per person and niche.
+    let register = "mutation($url: String!) { registerOperatorWebhook(nicheSlug: \"games\", url: $url) { webhook { id } } }";
+    for n in 0..5 {
+        let made = app
+            .graphql(
+                Some(&ana.token),
+                register,
+                json!({"url": format!("https://example.com/{n}")}),
+            )
+            .await;
+        assert!(made["errors"].is_null(), "{made}");
+    }
+    let sixth = app
+        .graphql(
+            Some(&ana.token),
+            register,
+            json!({"url": "https://example.com/6"}),
+        )
+        .await;
+    assert_eq!(error_code(&sixth), Some("BAD_USER_INPUT"), "{sixth}");
+    let hooks = app
+        .graphql(Some(&ana.token), "{ myOperatorWebhooks { id } }", json!({}))
+        .await;
+    assert_eq!(
+        hooks["data"]["myOperatorWebhooks"].as_array().map(Vec::len),
+        Some(5)
     );
 }

@@ -94,10 +94,8 @@ impl SmtpServer {
 
     /// A server that will listen on `addr` once [`up`](Self::up) is called.
     pub fn stopped_on(addr: SocketAddr) -> Self {
-        let maildir = std::env::temp_dir().join(format!(
-            "askloop-mail-{}",
-            uuid::Uuid::new_v4().simple()
-        ));
+        let maildir =
+            std::env::temp_dir().join(format!("askloop-mail-{}", uuid::Uuid::new_v4().simple()));
         for sub in ["tmp", "new", "cur"] {
             std::fs::create_dir_all(maildir.join(sub)).expect("maildir folders");
         }
@@ -159,7 +157,11 @@ impl SmtpServer {
     pub fn mails(&self) -> Vec<Mail> {
         let mut files: Vec<(std::time::SystemTime, PathBuf)> = ["new", "cur"]
             .iter()
-            .flat_map(|sub| std::fs::read_dir(self.folder().join(sub)).into_iter().flatten())
+            .flat_map(|sub| {
+                std::fs::read_dir(self.folder().join(sub))
+                    .into_iter()
+                    .flatten()
+            })
             .filter_map(|entry| entry.ok())
             .filter_map(|entry| {
                 let modified = entry.metadata().ok()?.modified().ok()?;
@@ -186,7 +188,10 @@ impl SmtpServer {
                 started.elapsed() < within,
                 "expected {count} mails within {within:?}, got {}: {:?}",
                 mails.len(),
-                mails.iter().map(|m| m.header("subject")).collect::<Vec<_>>()
+                mails
+                    .iter()
+                    .map(|m| m.header("subject"))
+                    .collect::<Vec<_>>()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

@@ -174,6 +174,7 @@ macro_rules! card_as_first_read {
                     expires_at: card.expires_at,
                     bounty_minor: card.bounty_minor,
                     research_round: card.research_round,
+                    escalation_step: card.escalation_step,
                     options: card
                         .options
                         .into_iter()

@@ -31,7 +31,9 @@ pub fn missing_packages(target_dir: &Path) -> Vec<Package> {
     if installed(target_dir) {
         return Vec::new();
     }
-    python_with_venv("the mail tests' SMTP server (aiosmtpd) is installed from PyPI into a Python venv")
+    python_with_venv(
+        "the mail tests' SMTP server (aiosmtpd) is installed from PyPI into a Python venv",
+    )
 }
 
 /// Install it the first time.
@@ -40,7 +42,10 @@ pub fn install(target_dir: &Path) -> anyhow::Result<()> {
         return Ok(());
     }
     let venv = venv(target_dir);
-    eprintln!("xtask: installing aiosmtpd {VERSION} from PyPI into {}", venv.display());
+    eprintln!(
+        "xtask: installing aiosmtpd {VERSION} from PyPI into {}",
+        venv.display()
+    );
     let mut create = Command::new(python());
     create.args(["-m", "venv", "--clear"]).arg(&venv);
     super::status(create, "creating the mail server's Python venv")?;

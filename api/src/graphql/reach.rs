@@ -332,6 +332,31 @@ impl ReachMutation {
         .into())
     }
 
+    /// Set how long a niche's questions wait before they escalate, per urgency, in seconds (60
+    /// to 30 days; null: never). Admins only.
+    async fn set_niche_escalation(
+        &self,
+        ctx: &Context<'_>,
+        niche_slug: String,
+        high_secs: Option<i64>,
+        normal_secs: Option<i64>,
+        low_secs: Option<i64>,
+    ) -> Result<super::types::Niche> {
+        let caller = caller_of(ctx)?;
+        caller.check_write().gql()?;
+        let db = ctx.data::<DatabaseConnection>()?;
+        Ok(crate::service::escalation::set_waits(
+            db,
+            caller.viewer(),
+            &niche_slug,
+            [high_secs, normal_secs, low_secs],
+            Utc::now(),
+        )
+        .await
+        .gql()?
+        .into())
+    }
+
     /// Register a webhook that hears of new and escalated questions in a niche you belong to
     /// (an admin: any niche). Its secret is shown this once.
     async fn register_operator_webhook(
@@ -364,7 +389,9 @@ impl ReachMutation {
         let viewer = writer_of(ctx)?;
         let db = ctx.data::<DatabaseConnection>()?;
         let id = id_of(&id, "a webhook")?;
-        operator_hooks::remove(db, viewer, id, Utc::now()).await.gql()
+        operator_hooks::remove(db, viewer, id, Utc::now())
+            .await
+            .gql()
     }
 
     /// Send a test event to one of your webhooks; its delivery shows in its recent deliveries.

@@ -395,8 +395,8 @@ impl Walk<'_> {
             | (
                 Shape::Question,
                 "id" | "externalId" | "title" | "question" | "context" | "urgency" | "status"
-                | "bountyMinor" | "researchRound" | "escalationStep" | "createdAt" | "answeredAt" | "updatedAt"
-                | "expiresAt",
+                | "bountyMinor" | "researchRound" | "escalationStep" | "createdAt" | "answeredAt"
+                | "updatedAt" | "expiresAt",
             )
             | (Shape::Niche, "slug" | "name" | "status" | "description") => None,
             (Shape::QueueChange, "question") => Some(Shape::Question),

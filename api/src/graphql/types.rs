@@ -183,6 +183,12 @@ pub struct Niche {
     pub status: NicheStatus,
     /// What the niche covers.
     pub description: String,
+    /// How long a high-urgency question waits before it escalates, in seconds (none: never).
+    pub escalate_high_secs: Option<i64>,
+    /// The same for normal urgency.
+    pub escalate_normal_secs: Option<i64>,
+    /// The same for low urgency.
+    pub escalate_low_secs: Option<i64>,
 }
 
 impl From<niches::Model> for Niche {
@@ -193,6 +199,9 @@ impl From<niches::Model> for Niche {
             slug: model.slug,
             name: model.name,
             description: model.description,
+            escalate_high_secs: model.escalate_high_secs,
+            escalate_normal_secs: model.escalate_normal_secs,
+            escalate_low_secs: model.escalate_low_secs,
         }
     }
 }

@@ -63,9 +63,12 @@ fn page(status: StatusCode, title: &str, message: &str, form: Option<(&str, &str
 
 fn refused(err: &ServiceError) -> Response {
     match err {
-        ServiceError::BadInput(message) | ServiceError::NotFound(message) => {
-            page(StatusCode::BAD_REQUEST, "This link does not work", message, None)
-        }
+        ServiceError::BadInput(message) | ServiceError::NotFound(message) => page(
+            StatusCode::BAD_REQUEST,
+            "This link does not work",
+            message,
+            None,
+        ),
         other => {
             tracing::warn!(error = %other, "a mailed link failed");
             page(
@@ -83,7 +86,11 @@ fn token_of(query: &LinkQuery) -> Result<&str, ServiceError> {
         .token
         .as_deref()
         .filter(|t| !t.trim().is_empty())
-        .ok_or_else(|| ServiceError::BadInput("this link has no token; use the whole link from the mail".into()))
+        .ok_or_else(|| {
+            ServiceError::BadInput(
+                "this link has no token; use the whole link from the mail".into(),
+            )
+        })
 }
 
 /// Verify an address from its mailed link.
@@ -99,7 +106,10 @@ fn token_of(query: &LinkQuery) -> Result<&str, ServiceError> {
         (status = 400, description = "Not askloop's link, cut short, run out, or for an address that is no longer the person's; nothing changed.", content_type = "text/html"),
     )
 )]
-pub async fn verify_email(State(state): State<AppState>, Query(query): Query<LinkQuery>) -> Response {
+pub async fn verify_email(
+    State(state): State<AppState>,
+    Query(query): Query<LinkQuery>,
+) -> Response {
     let result = async {
         let token = token_of(&query)?;
         reach::verify_email(&state.db, token, Utc::now()).await
@@ -149,7 +159,10 @@ pub async fn unsubscribe_page(
             page(
                 StatusCode::OK,
                 "Stop mail about this niche?",
-                &format!("askloop will stop mailing you about questions in {}.", niche.name),
+                &format!(
+                    "askloop will stop mailing you about questions in {}.",
+                    niche.name
+                ),
                 Some((&action, "Stop these mails")),
             )
         }
@@ -171,7 +184,10 @@ pub async fn unsubscribe_page(
         (status = 400, description = "Not askloop's link; nothing changed.", content_type = "text/html"),
     )
 )]
-pub async fn unsubscribe(State(state): State<AppState>, Query(query): Query<LinkQuery>) -> Response {
+pub async fn unsubscribe(
+    State(state): State<AppState>,
+    Query(query): Query<LinkQuery>,
+) -> Response {
     let result = async {
         let token = token_of(&query)?;
         reach::unsubscribe(&state.db, token, Utc::now()).await

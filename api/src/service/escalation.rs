@@ -39,8 +39,68 @@ pub fn wait_for(niche: &niches::Model, urgency: Urgency) -> Option<Duration> {
 }
 
 /// When a question of `urgency` that starts waiting at `now` first escalates.
-pub fn first_due(niche: &niches::Model, urgency: Urgency, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+pub fn first_due(
+    niche: &niches::Model,
+    urgency: Urgency,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
     wait_for(niche, urgency).map(|wait| now + wait)
+}
+
+/// The shortest and longest wait a niche may set.
+pub const WAIT_RANGE: std::ops::RangeInclusive<i64> = 60..=30 * 24 * 3600;
+
+/// Set a niche's waits per urgency (none: that urgency never escalates). Admins only. Questions
+/// already waiting keep the step time they were given.
+pub async fn set_waits(
+    db: &DatabaseConnection,
+    viewer: Option<&crate::service::access::Viewer>,
+    slug: &str,
+    waits: [Option<i64>; 3],
+    now: DateTime<Utc>,
+) -> Result<niches::Model, ServiceError> {
+    use sea_orm::{ActiveModelTrait, IntoActiveModel};
+    let admin = crate::service::access::admin(viewer)?;
+    for (name, wait) in ["high", "normal", "low"].iter().zip(waits) {
+        if let Some(secs) = wait
+            && !WAIT_RANGE.contains(&secs)
+        {
+            return Err(ServiceError::BadInput(format!(
+                "the {name} wait must be {} to {} seconds (or null: never); got {secs}",
+                WAIT_RANGE.start(),
+                WAIT_RANGE.end()
+            )));
+        }
+    }
+    let txn = begin_write(db).await?;
+    let niche = niches::Entity::find()
+        .filter(niches::Column::Slug.eq(slug.trim().to_lowercase()))
+        .one(&txn)
+        .await?
+        .ok_or_else(|| {
+            ServiceError::NotFound(format!("no niche {}", crate::domain::text::cap(slug, 80)))
+        })?;
+    let mut row = niche.clone().into_active_model();
+    row.escalate_high_secs = Set(waits[0]);
+    row.escalate_normal_secs = Set(waits[1]);
+    row.escalate_low_secs = Set(waits[2]);
+    row.updated_at = Set(now);
+    let updated = row.update(&txn).await?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(admin.user_id),
+            action: "niche.escalation_set",
+            subject_type: "niche",
+            subject_id: niche.id,
+            niche_id: Some(niche.id),
+            detail: json!({ "highSecs": waits[0], "normalSecs": waits[1], "lowSecs": waits[2] }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(updated)
 }
 
 /// Restart a reopened question's clock (inside the transaction that reopens it).
@@ -49,7 +109,9 @@ pub async fn restart<C: ConnectionTrait>(
     question: &agent_questions::Model,
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
-    let niche = niches::Entity::find_by_id(question.niche_id).one(txn).await?;
+    let niche = niches::Entity::find_by_id(question.niche_id)
+        .one(txn)
+        .await?;
     let due = niche.and_then(|n| first_due(&n, question.urgency, now));
     agent_questions::Entity::update_many()
         .col_expr(agent_questions::Column::EscalateAt, Expr::value(due))

@@ -390,7 +390,11 @@ fn question_row(store: &Store, new: &NewQuestion) -> agent_questions::ActiveMode
         created_at: Set(now),
         answered_at: Set(None),
         updated_at: Set(now),
-        escalate_at: Set(escalation::first_due(&store.niche, urgency_of(new.urgency), now)),
+        escalate_at: Set(escalation::first_due(
+            &store.niche,
+            urgency_of(new.urgency),
+            now,
+        )),
         escalation_step: Set(0),
     }
 }

@@ -8,7 +8,9 @@ use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, QuestionStatus};
 use entity::{niches, notification_preferences, notification_settings, notifications, users};
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{
+    ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+};
 
 use crate::db::begin_write;
 use crate::domain::delivery::{AfterFailure, RetryPolicy, after_failure};
@@ -21,7 +23,10 @@ const PLACE_BATCH: u64 = 500;
 
 /// Place up to [`PLACE_BATCH`] planned notifications: each becomes pending (on its own or in a
 /// digest, at the time its person's preferences say) or dropped. How many were placed.
-pub async fn place_planned(db: &DatabaseConnection, now: DateTime<Utc>) -> Result<usize, ServiceError> {
+pub async fn place_planned(
+    db: &DatabaseConnection,
+    now: DateTime<Utc>,
+) -> Result<usize, ServiceError> {
     let planned = notifications::Entity::find()
         .filter(notifications::Column::Status.eq("planned"))
         .order_by_asc(notifications::Column::Id)
@@ -33,13 +38,14 @@ pub async fn place_planned(db: &DatabaseConnection, now: DateTime<Utc>) -> Resul
     }
     let people: Vec<i64> = planned.iter().map(|n| n.user_id).collect();
     let questions: Vec<i64> = planned.iter().filter_map(|n| n.question_id).collect();
-    let settings: HashMap<i64, notification_settings::Model> = notification_settings::Entity::find()
-        .filter(notification_settings::Column::UserId.is_in(people.clone()))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|s| (s.user_id, s))
-        .collect();
+    let settings: HashMap<i64, notification_settings::Model> =
+        notification_settings::Entity::find()
+            .filter(notification_settings::Column::UserId.is_in(people.clone()))
+            .all(db)
+            .await?
+            .into_iter()
+            .map(|s| (s.user_id, s))
+            .collect();
     let preferences: HashMap<(i64, i64), notification_preferences::Model> =
         notification_preferences::Entity::find()
             .filter(notification_preferences::Column::UserId.is_in(people))
@@ -130,8 +136,14 @@ pub async fn claim_due(
     let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60));
     let txn = begin_write(db).await?;
     notifications::Entity::update_many()
-        .col_expr(notifications::Column::ClaimToken, Expr::value(Some(token.clone())))
-        .col_expr(notifications::Column::ClaimedUntil, Expr::value(Some(until)))
+        .col_expr(
+            notifications::Column::ClaimToken,
+            Expr::value(Some(token.clone())),
+        )
+        .col_expr(
+            notifications::Column::ClaimedUntil,
+            Expr::value(Some(until)),
+        )
         .filter(due())
         .filter(notifications::Column::UserId.is_in(whose_unique))
         .exec(&txn)
@@ -164,8 +176,14 @@ pub async fn finish(
             notifications::Column::SentAt,
             Expr::value((status == "sent").then_some(now)),
         )
-        .col_expr(notifications::Column::ClaimToken, Expr::value(None::<String>))
-        .col_expr(notifications::Column::ClaimedUntil, Expr::value(None::<DateTime<Utc>>))
+        .col_expr(
+            notifications::Column::ClaimToken,
+            Expr::value(None::<String>),
+        )
+        .col_expr(
+            notifications::Column::ClaimedUntil,
+            Expr::value(None::<DateTime<Utc>>),
+        )
         .col_expr(notifications::Column::UpdatedAt, Expr::value(now))
         .filter(notifications::Column::Id.is_in(ids.to_vec()))
         .filter(notifications::Column::ClaimToken.eq(token))
@@ -189,10 +207,11 @@ pub async fn failed(
     let txn = begin_write(db).await?;
     for row in rows {
         let failures = u32::try_from(row.attempts + 1).unwrap_or(u32::MAX);
-        let (status, next) = match after_failure(policy, failures, None, row.retry_from, now, jitter) {
-            AfterFailure::RetryAt(at) => ("pending", at),
-            AfterFailure::Exhausted => ("exhausted", now),
-        };
+        let (status, next) =
+            match after_failure(policy, failures, None, row.retry_from, now, jitter) {
+                AfterFailure::RetryAt(at) => ("pending", at),
+                AfterFailure::Exhausted => ("exhausted", now),
+            };
         notifications::Entity::update_many()
             .col_expr(notifications::Column::Status, Expr::value(status))
             .col_expr(notifications::Column::DueAt, Expr::value(next))
@@ -200,9 +219,18 @@ pub async fn failed(
                 notifications::Column::Attempts,
                 Expr::col(notifications::Column::Attempts).add(1),
             )
-            .col_expr(notifications::Column::LastError, Expr::value(Some(cap(error, 500))))
-            .col_expr(notifications::Column::ClaimToken, Expr::value(None::<String>))
-            .col_expr(notifications::Column::ClaimedUntil, Expr::value(None::<DateTime<Utc>>))
+            .col_expr(
+                notifications::Column::LastError,
+                Expr::value(Some(cap(error, 500))),
+            )
+            .col_expr(
+                notifications::Column::ClaimToken,
+                Expr::value(None::<String>),
+            )
+            .col_expr(
+                notifications::Column::ClaimedUntil,
+                Expr::value(None::<DateTime<Utc>>),
+            )
             .col_expr(notifications::Column::UpdatedAt, Expr::value(now))
             .filter(notifications::Column::Id.eq(row.id))
             .filter(notifications::Column::ClaimToken.eq(token))
@@ -249,7 +277,10 @@ impl Facts {
 }
 
 /// Read what `rows` name.
-pub async fn facts(db: &DatabaseConnection, rows: &[notifications::Model]) -> Result<Facts, ServiceError> {
+pub async fn facts(
+    db: &DatabaseConnection,
+    rows: &[notifications::Model],
+) -> Result<Facts, ServiceError> {
     let people: Vec<i64> = rows.iter().map(|r| r.user_id).collect();
     let questions: Vec<i64> = rows.iter().filter_map(|r| r.question_id).collect();
     let niches: Vec<i64> = rows.iter().filter_map(|r| r.niche_id).collect();

@@ -394,7 +394,8 @@ pub async fn destination(
     else {
         return Ok(None);
     };
-    let secret = sealing::reveal(key, &hook.secret)
-        .map_err(|e| ServiceError::Internal(anyhow::anyhow!("an operator webhook's secret: {e}")))?;
+    let secret = sealing::reveal(key, &hook.secret).map_err(|e| {
+        ServiceError::Internal(anyhow::anyhow!("an operator webhook's secret: {e}"))
+    })?;
     Ok(Some((hook.url, secret)))
 }

@@ -9,7 +9,10 @@
 
 use chrono::{DateTime, Duration, NaiveTime, TimeZone, Timelike, Utc};
 use entity::agent_questions::Urgency;
-use entity::{link_keys, niche_members, niches, notification_preferences, notification_settings, notifications, users};
+use entity::{
+    link_keys, niche_members, niches, notification_preferences, notification_settings,
+    notifications, users,
+};
 use hmac::{Hmac, KeyInit, Mac};
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
@@ -418,7 +421,12 @@ pub async fn set_preference(
         .filter(niches::Column::Slug.eq(niche_slug.trim()))
         .one(db)
         .await?
-        .ok_or_else(|| ServiceError::NotFound(format!("no niche {}", crate::domain::text::cap(niche_slug, 80))))?;
+        .ok_or_else(|| {
+            ServiceError::NotFound(format!(
+                "no niche {}",
+                crate::domain::text::cap(niche_slug, 80)
+            ))
+        })?;
     let member = niche_members::Entity::find()
         .filter(niche_members::Column::UserId.eq(viewer.user_id))
         .filter(niche_members::Column::NicheId.eq(niche.id))
@@ -491,9 +499,7 @@ type HmacSha256 = Hmac<Sha256>;
 
 /// The installation's link key, made on first use (every instance reads the same one).
 async fn link_key<C: ConnectionTrait>(db: &C) -> Result<Vec<u8>, ServiceError> {
-    let find = || {
-        link_keys::Entity::find().filter(link_keys::Column::Purpose.eq("links"))
-    };
+    let find = || link_keys::Entity::find().filter(link_keys::Column::Purpose.eq("links"));
     if let Some(key) = find().one(db).await? {
         return Ok(hex::decode(key.secret).unwrap_or_default());
     }
@@ -579,7 +585,9 @@ pub async fn verify_email(
     let (Some("verify"), Some(user), Some(until), Some(email)) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
-        return Err(ServiceError::BadInput("this is not a verification link".into()));
+        return Err(ServiceError::BadInput(
+            "this is not a verification link".into(),
+        ));
     };
     let user_id: i64 = user
         .parse()
@@ -690,7 +698,10 @@ pub async fn unsubscribe(
             notifications::Column::Status,
             sea_orm::sea_query::Expr::value("dropped"),
         )
-        .col_expr(notifications::Column::UpdatedAt, sea_orm::sea_query::Expr::value(now))
+        .col_expr(
+            notifications::Column::UpdatedAt,
+            sea_orm::sea_query::Expr::value(now),
+        )
         .filter(notifications::Column::UserId.eq(user_id))
         .filter(notifications::Column::NicheId.eq(niche.id))
         .filter(notifications::Column::Status.is_in(["planned", "pending"]))
@@ -717,11 +728,7 @@ pub async fn unsubscribe(
 // New questions
 
 /// `sql` with `?` placeholders, as `backend` takes it.
-pub(crate) fn statement(
-    backend: DbBackend,
-    sql: &str,
-    values: Vec<sea_orm::Value>,
-) -> Statement {
+pub(crate) fn statement(backend: DbBackend, sql: &str, values: Vec<sea_orm::Value>) -> Statement {
     let sql = match backend {
         DbBackend::Postgres => {
             let mut out = String::with_capacity(sql.len() + 16);
@@ -766,13 +773,8 @@ pub async fn plan_for_new_questions<C: ConnectionTrait>(
          WHERE q.id IN ({marks}) AND (p.enabled IS NULL OR p.enabled = ?) \
          ON CONFLICT DO NOTHING"
     );
-    let mut values: Vec<sea_orm::Value> = vec![
-        false.into(),
-        now.into(),
-        now.into(),
-        now.into(),
-        now.into(),
-    ];
+    let mut values: Vec<sea_orm::Value> =
+        vec![false.into(), now.into(), now.into(), now.into(), now.into()];
     values.extend(question_ids.iter().map(|id| sea_orm::Value::from(*id)));
     values.push(true.into());
     txn.execute_raw(statement(txn.get_database_backend(), &sql, values))
@@ -929,7 +931,10 @@ impl Recipient {
 fn local_instant(tz: chrono_tz::Tz, local: chrono::NaiveDateTime) -> DateTime<Utc> {
     tz.from_local_datetime(&local)
         .earliest()
-        .or_else(|| tz.from_local_datetime(&(local + Duration::hours(1))).earliest())
+        .or_else(|| {
+            tz.from_local_datetime(&(local + Duration::hours(1)))
+                .earliest()
+        })
         .map(|t| t.with_timezone(&Utc))
         .unwrap_or_else(|| local.and_utc())
 }
@@ -987,7 +992,9 @@ mod tests {
     use super::*;
 
     fn at(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s).expect("time").with_timezone(&Utc)
+        DateTime::parse_from_rfc3339(s)
+            .expect("time")
+            .with_timezone(&Utc)
     }
 
     fn paris(quiet: Option<(i32, i32)>, high: bool) -> Recipient {
@@ -1026,7 +1033,13 @@ mod tests {
             Placement::Alone(night)
         );
         assert_eq!(
-            place(&paris(Some((22 * 60, 7 * 60)), true), None, Urgency::High, "waiting", night),
+            place(
+                &paris(Some((22 * 60, 7 * 60)), true),
+                None,
+                Urgency::High,
+                "waiting",
+                night
+            ),
             Placement::Alone(morning)
         );
         // Normal goes to the hourly digest, which waits for the end of quiet hours.
@@ -1037,7 +1050,13 @@ mod tests {
         // Without quiet hours, the next full hour.
         let plain = paris(None, false);
         assert_eq!(
-            place(&plain, None, Urgency::Low, "waiting", at("2026-12-01T10:20:00Z")),
+            place(
+                &plain,
+                None,
+                Urgency::Low,
+                "waiting",
+                at("2026-12-01T10:20:00Z")
+            ),
             Placement::Digest(at("2026-12-01T11:00:00Z"))
         );
         // An escalation is sent at once whatever the hour.
@@ -1066,7 +1085,13 @@ mod tests {
             ..off.clone()
         };
         assert_eq!(
-            place(&plain, Some(&daily), Urgency::Normal, "waiting", at("2026-12-01T10:00:00Z")),
+            place(
+                &plain,
+                Some(&daily),
+                Urgency::Normal,
+                "waiting",
+                at("2026-12-01T10:00:00Z")
+            ),
             Placement::Digest(at("2026-12-02T07:00:00Z"))
         );
         let no_digest = notification_preferences::Model {

@@ -34,9 +34,7 @@ const QUOTE_MAX: usize = 600;
 /// Place, claim and send until the process stops.
 pub(super) async fn mail_forever(state: WorkerContext, settings: MailSettings) {
     let transport = match AsyncSmtpTransport::<Tokio1Executor>::from_url(&settings.smtp_url) {
-        Ok(builder) => builder
-            .timeout(Some(state.config.delivery.timeout))
-            .build(),
+        Ok(builder) => builder.timeout(Some(state.config.delivery.timeout)).build(),
         Err(err) => {
             tracing::error!(error = %err, "the SMTP URL cannot be used; no mail will be sent");
             return;
@@ -62,7 +60,9 @@ pub(super) async fn mail_forever(state: WorkerContext, settings: MailSettings) {
             Ok((_, rows)) if rows.is_empty() => {
                 tokio::time::sleep(state.config.delivery.poll).await;
             }
-            Ok((token, rows)) => send_claimed(&state, &settings, &transport, &policy, &token, rows).await,
+            Ok((token, rows)) => {
+                send_claimed(&state, &settings, &transport, &policy, &token, rows).await
+            }
             Err(err) => {
                 tracing::warn!(error = %err, "claiming notifications failed; trying again shortly");
                 tokio::time::sleep(state.config.delivery.poll).await;
@@ -104,7 +104,10 @@ async fn send_claimed(
     let mut mails = Vec::new();
     for row in worth {
         match (row.digest, row.niche_id) {
-            (true, Some(niche_id)) => digests.entry((row.user_id, niche_id)).or_default().push(row),
+            (true, Some(niche_id)) => digests
+                .entry((row.user_id, niche_id))
+                .or_default()
+                .push(row),
             _ => mails.push(vec![row]),
         }
     }
@@ -117,13 +120,16 @@ async fn send_claimed(
             Err(err) => {
                 tracing::warn!(error = %err, "a notification could not be written");
                 let jitter = rand::rng().random::<f64>();
-                let _ = mail::failed(&state.db, token, &group, &err, policy, jitter, Utc::now()).await;
+                let _ =
+                    mail::failed(&state.db, token, &group, &err, policy, jitter, Utc::now()).await;
                 continue;
             }
         };
         match transport.send(outgoing.message).await {
             Ok(_) => {
-                if let Err(err) = mail::finish(&state.db, token, &outgoing.ids, "sent", Utc::now()).await {
+                if let Err(err) =
+                    mail::finish(&state.db, token, &outgoing.ids, "sent", Utc::now()).await
+                {
                     tracing::warn!(error = %err, "a sent notification could not be recorded; it may be sent again");
                 } else {
                     tracing::info!(rows = outgoing.ids.len(), "mail sent");
@@ -255,7 +261,10 @@ async fn compose(
     origin: &str,
 ) -> Result<Message, String> {
     let first = group.first().ok_or("nothing to write")?;
-    let person = facts.people.get(&first.user_id).ok_or("the person is gone")?;
+    let person = facts
+        .people
+        .get(&first.user_id)
+        .ok_or("the person is gone")?;
     let to: Mailbox = person
         .email
         .parse()
@@ -302,7 +311,11 @@ async fn compose(
     let unsubscribe_url = format!("{origin}/notifications/unsubscribe?token={unsubscribe}");
     let questions: Vec<_> = group
         .iter()
-        .filter_map(|r| r.question_id.and_then(|id| facts.questions.get(&id)).map(|q| (r, q)))
+        .filter_map(|r| {
+            r.question_id
+                .and_then(|id| facts.questions.get(&id))
+                .map(|q| (r, q))
+        })
         .collect();
     let mut body = Body::new();
     let subject_line = if first.digest {
@@ -355,9 +368,15 @@ async fn compose(
             "It expires at {} UTC.",
             question.expires_at.format("%Y-%m-%d %H:%M")
         ));
-        subject(&niche.slug, &cap(&plain(&question.title), SUBJECT_TITLE_MAX))
+        subject(
+            &niche.slug,
+            &cap(&plain(&question.title), SUBJECT_TITLE_MAX),
+        )
     };
-    body.link("Choose what askloop mails you", &format!("{origin}/dashboard/settings"));
+    body.link(
+        "Choose what askloop mails you",
+        &format!("{origin}/dashboard/settings"),
+    );
     body.link(
         &format!("Stop mail about {}", plain(&niche.name)),
         &unsubscribe_url,
@@ -380,10 +399,16 @@ mod tests {
             escape("<script>alert('x')</script> & \"q\""),
             "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
         );
-        assert_eq!(subject("roofing", "Two\nlines\r\there"), "[askloop/roofing] Two lines  here");
+        assert_eq!(
+            subject("roofing", "Two\nlines\r\there"),
+            "[askloop/roofing] Two lines  here"
+        );
         let mut body = Body::new();
         body.para("<b>bold</b> https://evil.example");
-        assert!(body.html.contains("<p>&lt;b&gt;bold&lt;/b&gt; https://evil.example</p>"));
+        assert!(
+            body.html
+                .contains("<p>&lt;b&gt;bold&lt;/b&gt; https://evil.example</p>")
+        );
         assert!(!body.html.contains("href=\"https://evil"));
     }
 }

@@ -93,6 +93,7 @@ pub fn QuestionCard(
     let urgency = Urgency::of(&question.urgency);
     let urgency_class = format!("badge urgency-{urgency}");
     let researching = question.status == QuestionStatus::Researching;
+    let escalated = question.escalation_step > 0;
     let has_options = !question.options.is_empty();
     let title = visible_controls(&question.title);
 
@@ -169,6 +170,7 @@ pub fn QuestionCard(
                 <span class=urgency_class>{urgency.to_string()}</span>
                 {fresh.then(|| view! { <span class="badge new">"new"</span> })}
                 {researching.then(|| view! { <span class="badge researching">"sent back for research"</span> })}
+                {escalated.then(|| view! { <span class="badge escalated" title="Nobody answered in time; more people have been told">"escalated"</span> })}
                 {(question.bounty_minor > 0).then(|| view! {
                     <span class="badge bounty" data-bounty=question.bounty_minor.to_string()>"bounty "{money(question.bounty_minor, "USD")}</span>
                 })}

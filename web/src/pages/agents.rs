@@ -34,7 +34,7 @@ type Niche = agent_registry::AgentRegistryAllNiches;
 
 /// The events askloop sends an agent (docs/contract.md#events-for-the-agent): what an endpoint
 /// may choose to want. None chosen means all of them.
-const EVENTS: [&str; 7] = [
+const EVENTS: [&str; 8] = [
     "expert_answer.created",
     "expert_answer.verified",
     "expert_answer.rejected",
@@ -42,6 +42,7 @@ const EVENTS: [&str; 7] = [
     "expert_question.needs_context",
     "expert_question.dismissed",
     "expert_question.expired",
+    "expert_question.escalated",
 ];
 
 /// How long a rotated-out secret may stay accepted, in seconds, with its words (the contract
