@@ -21,6 +21,7 @@ mod m20261130_000011_money_waits_for_the_verdict;
 mod m20261130_000012_budget_balance;
 mod m20261130_000013_agents;
 mod m20261130_000014_agent_tokens;
+mod m20261201_000016_access_settings;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -43,6 +44,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000012_budget_balance::Migration),
             Box::new(m20261130_000013_agents::Migration),
             Box::new(m20261130_000014_agent_tokens::Migration),
+            Box::new(m20261201_000016_access_settings::Migration),
         ]
     }
 }

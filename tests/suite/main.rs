@@ -1,5 +1,6 @@
 //! askloop's black-box suite, compiled into one binary so linking stays fast.
 
+mod access_settings;
 mod accounts;
 mod agents;
 mod agents_page;
