@@ -46,7 +46,7 @@ async fn a_key(app: &TestApp, owner: &Person, name: &str, at: Option<String>) ->
 }
 
 /// Sign `handle` in through GraphQL with `user_agent`; the session token.
-async fn sign_in(app: &TestApp, handle: &str, user_agent: &str) -> String {
+pub(crate) async fn sign_in(app: &TestApp, handle: &str, user_agent: &str) -> String {
     let body: Value = reqwest::Client::new()
         .post(app.url("/graphql"))
         .header("user-agent", user_agent)

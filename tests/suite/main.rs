@@ -33,6 +33,7 @@ mod queue;
 mod review;
 mod review_pages;
 mod sdk;
+mod settings_page;
 mod shared_fanout;
 mod sign_in;
 mod signing_vectors;
