@@ -460,6 +460,32 @@ async fn a_subscription_ends_as_soon_as_its_session_is_ended_or_signed_out_elsew
     let out = app.graphql(Some(&laptop), SIGN_OUT_OTHERS, json!({})).await;
     assert!(out["errors"].is_null(), "{out}");
     closes_with_4403_promptly(&mut on_tablet).await;
+    // Signing out ends the socket opened with that session too.
+    let mut on_laptop = GqlSocket::connect(&app.base, Some(&laptop)).await;
+    on_laptop
+        .subscribe("q", QUEUE, json!({"slug": "games"}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let out = app
+        .graphql(Some(&laptop), "mutation { logout }", json!({}))
+        .await;
+    assert_eq!(out["data"]["logout"], true, "{out}");
+    closes_with_4403_promptly(&mut on_laptop).await;
+}
+
+async fn signing_out_everywhere_else_with_an_api_key_ends_every_session_but_not_the_key(
+    app: TestApp,
+) {
+    let ana = person(&app.db, "ana", false).await;
+    let laptop = sign_in(&app, "ana", "Laptop").await;
+    let (key, _) = a_key(&app, &ana, "ci", None).await;
+    let out = app.graphql(Some(&key), SIGN_OUT_OTHERS, json!({})).await;
+    assert_eq!(out["data"]["signOutOtherSessions"], 2, "{out}");
+    assert_eq!(who(&app, &laptop).await, Err("UNAUTHENTICATED".into()));
+    assert_eq!(who(&app, &ana.token).await, Err("UNAUTHENTICATED".into()));
+    assert_eq!(who(&app, &key).await, Ok("ana".into()));
+    let listed = app.graphql(Some(&key), MY_SESSIONS, json!({})).await;
+    assert_eq!(listed["data"]["mySessions"], json!([]), "{listed}");
 }
 
 on_both_backends!(
@@ -471,6 +497,7 @@ on_both_backends!(
     ending_someone_elses_session_is_not_found_and_changes_nothing,
     ending_one_of_my_sessions_stops_it_and_audits_it,
     signing_out_everywhere_else_keeps_this_session_only,
+    signing_out_everywhere_else_with_an_api_key_ends_every_session_but_not_the_key,
     session_writes_with_a_cookie_from_another_site_are_refused,
     a_subscription_opened_with_a_key_ends_as_soon_as_the_key_is_revoked,
     a_subscription_ends_as_soon_as_its_session_is_ended_or_signed_out_elsewhere,
