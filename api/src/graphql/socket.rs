@@ -5,9 +5,10 @@
 //! another site cannot open a socket in a visitor's name. A connection that does not initialise
 //! within the configured time (10 s) is closed with 4408. A socket ends (4403) as soon as its
 //! session or key is ended or revoked through this instance, and within a minute when that
-//! happens elsewhere (another instance, the command line) or the credential expires. The server pings (every 15 s by default) and
-//! drops a peer that has not answered for three times as long. A peer that does not take a message within
-//! [`SEND_TIMEOUT`] is dropped: its subscriptions would otherwise fall behind forever.
+//! happens on another instance or the credential expires. The server pings (every 15 s by
+//! default) and drops a peer that has not answered for three times as long. A peer that does not
+//! take a message within [`SEND_TIMEOUT`] is dropped: its subscriptions would otherwise fall
+//! behind forever.
 
 use std::collections::HashSet;
 use std::pin::Pin;
