@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, FromRef, FromRequestParts};
-use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
+use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN, USER_AGENT};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue};
 use chrono::{DateTime, Utc};
@@ -19,7 +19,7 @@ use crate::config::Config;
 use crate::domain::handle::Handle;
 use crate::error::ServiceError;
 use crate::service::access::Viewer;
-use crate::service::sessions::{self, Credential};
+use crate::service::sessions::{self, Credential, Lookup};
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "askloop_session";
@@ -111,7 +111,7 @@ pub async fn resolve_caller(
     if let Some(token) = bearer_token(headers) {
         // A bearer that does not resolve is an error, not anonymity: the caller meant to be
         // someone, and silently serving them as anonymous would hide the mistake.
-        let (viewer, credential) = sessions::resolve(db, &token, now)
+        let (viewer, credential) = sessions::resolve(db, &token, now, Lookup::Use)
             .await?
             .ok_or_else(|| ServiceError::Unauthenticated("that token is not valid".into()))?;
         return Ok(Caller {
@@ -124,7 +124,7 @@ pub async fn resolve_caller(
     }
     if let Some(token) = cookie_token(headers) {
         // An expired or unknown cookie is simply anonymous: the browser will be sent to /login.
-        if let Some((viewer, credential)) = sessions::resolve(db, &token, now).await? {
+        if let Some((viewer, credential)) = sessions::resolve(db, &token, now, Lookup::Use).await? {
             return Ok(Caller {
                 viewer: Some(viewer),
                 credential: Some(credential),
@@ -227,6 +227,12 @@ impl ClientAddress {
         Self(Some(ip))
     }
 
+    /// The peer's address, if known, with an IPv4 address written as IPv4 (also when it came
+    /// as IPv6): how a session records where it was opened.
+    pub fn ip(self) -> Option<IpAddr> {
+        self.0.map(|ip| ip.to_canonical())
+    }
+
     /// The address a throttle counts under: IPv4 as is (also when written as IPv6), IPv6 by its
     /// /64 (one subscriber's network), and one shared address for requests whose peer is not
     /// known (a router served without connection info).
@@ -251,6 +257,24 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
                 .extensions
                 .get::<ConnectInfo<SocketAddr>>()
                 .map(|ConnectInfo(peer)| peer.ip()),
+        ))
+    }
+}
+
+/// The request's `User-Agent`, as sent (a sign-in keeps a shortened copy with its session).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserAgent(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for UserAgent {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self(
+            parts
+                .headers
+                .get(USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
         ))
     }
 }

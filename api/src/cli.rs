@@ -350,7 +350,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
         } => {
             let db = startup::connect_and_migrate(&config).await?;
             let issued =
-                accounts::create_api_key(&db, &user, &name, &Actor::Cli, Utc::now()).await?;
+                accounts::create_api_key(&db, &user, &name, None, &Actor::Cli, Utc::now()).await?;
             eprintln!("API key for '{user}' (shown once; keep it safe):");
             println!("{}", issued.token);
             Ok(())

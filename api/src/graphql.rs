@@ -10,7 +10,7 @@ use sea_orm::DatabaseConnection;
 
 use crate::auth::{Caller, LoginThrottle};
 use crate::config::Config;
-use crate::live::{ChangeHint, LiveHub};
+use crate::live::{ChangeHint, CredentialsEnded, LiveHub};
 
 mod accounts;
 mod admin;
@@ -120,6 +120,14 @@ pub fn hint(ctx: &Context<'_>) -> ChangeHint {
     ctx.data::<LiveHub>()
         .map(LiveHub::hint)
         .unwrap_or_else(|_| ChangeHint::none())
+}
+
+/// What a mutation that ends a session or revokes a key tells this instance's websockets
+/// through (nobody without a hub).
+pub fn credentials_ended(ctx: &Context<'_>) -> CredentialsEnded {
+    ctx.data::<LiveHub>()
+        .map(LiveHub::credentials_ended)
+        .unwrap_or_else(|_| CredentialsEnded::none())
 }
 
 /// The pool and caller behind a write, once the transport's own rule holds: a write with a

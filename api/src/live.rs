@@ -8,6 +8,7 @@
 //! on other instances, and a short poll as the floor. A lost hint costs latency, never an event,
 //! because the feed always reads everything after the last audit row it saw.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -86,6 +87,79 @@ impl ChangeHint {
     }
 }
 
+/// What this instance's websockets watch, besides their peer: one value shared by all of them,
+/// so an idle socket holds a receiver (two words) and the number it last saw, whatever happens.
+/// Each socket learns from it that askloop is shutting down, or that a session or API key ended
+/// here, and whose: the sockets of that person look their credential up again at once, the rest
+/// do nothing (docs/contract.md#subscriptions).
+#[derive(Debug, Default)]
+pub struct SocketNotice {
+    /// askloop is shutting down: every socket closes with 1001.
+    pub stopping: bool,
+    /// How many credentials have ended in this process so far.
+    pub ended: u64,
+    /// The owners of the latest of them, oldest first, each with its number.
+    recent: VecDeque<(u64, i64)>,
+}
+
+impl SocketNotice {
+    /// How many ended credentials' owners are remembered: a socket that has missed more than
+    /// this many (it was busy sending) looks its own credential up, whoever's they were.
+    const REMEMBERED: usize = 64;
+
+    /// Whether a socket of `user_id` that last saw `seen` must look its credential up again.
+    pub fn concerns(&self, user_id: i64, seen: u64) -> bool {
+        if self.ended == seen {
+            return false;
+        }
+        let remembered_from = self.recent.front().map_or(u64::MAX, |(number, _)| *number);
+        remembered_from > seen.saturating_add(1)
+            || self
+                .recent
+                .iter()
+                .any(|(number, owner)| *number > seen && *owner == user_id)
+    }
+
+    fn record(&mut self, user_id: i64) {
+        self.ended += 1;
+        if self.recent.len() == Self::REMEMBERED {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((self.ended, user_id));
+    }
+}
+
+/// What a service that ends sessions or revokes API keys holds to tell this instance's
+/// websockets, after it commits, that one of `user_id`'s credentials ended: their sockets close
+/// (4403) at once rather than at their next periodic check. Other instances' sockets still
+/// notice at that check. [`CredentialsEnded::none`] is for writers with no sockets (the CLI).
+#[derive(Clone, Default)]
+pub struct CredentialsEnded {
+    notice: Option<Arc<tokio::sync::watch::Sender<SocketNotice>>>,
+}
+
+impl std::fmt::Debug for CredentialsEnded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CredentialsEnded")
+            .field("connected", &self.notice.is_some())
+            .finish()
+    }
+}
+
+impl CredentialsEnded {
+    /// Tells nobody: for writes made where no socket is served.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// A session or API key of `user_id` ended (committed): their sockets here check theirs.
+    pub fn ended(&self, user_id: i64) {
+        if let Some(notice) = &self.notice {
+            notice.send_modify(|notice| notice.record(user_id));
+        }
+    }
+}
+
 /// The hub: subscribe to changes, and hint that something changed.
 #[derive(Clone)]
 pub struct LiveHub {
@@ -94,6 +168,7 @@ pub struct LiveHub {
     notify_others: Arc<Notify>,
     db: DatabaseConnection,
     stop: tokio::sync::watch::Sender<bool>,
+    sockets: Arc<tokio::sync::watch::Sender<SocketNotice>>,
 }
 
 impl std::fmt::Debug for LiveHub {
@@ -156,12 +231,14 @@ impl LiveHub {
         let (events, _) = broadcast::channel(settings.buffer.max(1));
         let wake = Arc::new(Notify::new());
         let (stop, _) = tokio::sync::watch::channel(false);
+        let (sockets, _) = tokio::sync::watch::channel(SocketNotice::default());
         let hub = Self {
             events,
             wake,
             notify_others: Arc::new(Notify::new()),
             db,
             stop,
+            sockets: Arc::new(sockets),
         };
         let start_after = feed::last_audit_id(&hub.db).await?;
         let signals = feed::SignalWindow::start(&hub.db).await?;
@@ -195,6 +272,19 @@ impl LiveHub {
     /// Stop the feed and the listener (on shutdown, before the pool closes).
     pub fn stop(&self) {
         let _ = self.stop.send(true);
+        self.sockets.send_modify(|notice| notice.stopping = true);
+    }
+
+    /// What a websocket watches: shutdown, and credentials ended in this process.
+    pub fn socket_notices(&self) -> tokio::sync::watch::Receiver<SocketNotice> {
+        self.sockets.subscribe()
+    }
+
+    /// The handle services that end credentials tell this instance's websockets through.
+    pub fn credentials_ended(&self) -> CredentialsEnded {
+        CredentialsEnded {
+            notice: Some(self.sockets.clone()),
+        }
     }
 
     /// Resolves once the hub is stopped (askloop is shutting down).
@@ -241,5 +331,31 @@ async fn notify_loop(db: DatabaseConnection, pending: Arc<Notify>) {
         if let Err(err) = db.execute_unprepared(&format!("NOTIFY {CHANNEL}")).await {
             tracing::debug!(error = %err, "NOTIFY failed; other instances catch up by polling");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SocketNotice;
+
+    #[test]
+    fn only_the_owners_sockets_look_again_unless_too_much_was_missed() {
+        let mut notice = SocketNotice::default();
+        assert!(!notice.concerns(7, 0), "nothing ended yet");
+        notice.record(7);
+        assert!(notice.concerns(7, 0));
+        assert!(!notice.concerns(8, 0), "someone else's ended");
+        assert!(!notice.concerns(7, 1), "already seen");
+        for _ in 0..SocketNotice::REMEMBERED {
+            notice.record(9);
+        }
+        // The first one (7's) is forgotten: a socket that saw nothing since cannot tell whose
+        // they were, so it looks its own up.
+        assert!(notice.concerns(8, 0));
+        assert!(
+            !notice.concerns(8, 1),
+            "all of them are remembered from 2 on"
+        );
+        assert!(notice.concerns(9, 1));
     }
 }

@@ -24,6 +24,8 @@ pub struct Model {
     pub last_used_at: Option<DateTimeUtc>,
     /// When it was revoked; a revoked key never works again.
     pub revoked_at: Option<DateTimeUtc>,
+    /// When it stops working on its own, if ever; an expired key is refused like a revoked one.
+    pub expires_at: Option<DateTimeUtc>,
 }
 
 /// The owner.

@@ -18,8 +18,12 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// When it stops working.
     pub expires_at: DateTimeUtc,
-    /// When it was last used.
+    /// When it was last used (updated at most once a minute).
     pub last_seen_at: DateTimeUtc,
+    /// The browser's `User-Agent` at sign-in, shortened; shown back to the person, never trusted.
+    pub user_agent: Option<String>,
+    /// The connection's peer address at sign-in (see `ClientAddress`), as text.
+    pub client_address: Option<String>,
 }
 
 /// The owner.

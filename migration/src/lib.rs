@@ -22,6 +22,7 @@ mod m20261130_000012_budget_balance;
 mod m20261130_000013_agents;
 mod m20261130_000014_agent_tokens;
 mod m20261201_000015_reaching_operators;
+mod m20261201_000016_access_settings;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -45,6 +46,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000013_agents::Migration),
             Box::new(m20261130_000014_agent_tokens::Migration),
             Box::new(m20261201_000015_reaching_operators::Migration),
+            Box::new(m20261201_000016_access_settings::Migration),
         ]
     }
 }

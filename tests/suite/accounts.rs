@@ -242,6 +242,8 @@ async fn an_expired_session_cookie_is_anonymous() {
         created_at: Set(chrono::Utc::now() - chrono::Duration::days(20)),
         expires_at: Set(chrono::Utc::now() - chrono::Duration::days(6)),
         last_seen_at: Set(chrono::Utc::now() - chrono::Duration::days(6)),
+        user_agent: NotSet,
+        client_address: NotSet,
     }
     .insert(&app.db)
     .await

@@ -1,5 +1,6 @@
 //! askloop's black-box suite, compiled into one binary so linking stays fast.
 
+mod access_settings;
 mod accounts;
 mod agents;
 mod agents_page;
@@ -33,6 +34,7 @@ mod reaching;
 mod review;
 mod review_pages;
 mod sdk;
+mod settings_page;
 mod shared_fanout;
 mod sign_in;
 mod signing_vectors;

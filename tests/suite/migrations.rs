@@ -1,6 +1,7 @@
 //! Migrations on a database that already holds data: the held-money migration
 //! (`m20261130_000011`), the budget-balance one (`m20261130_000012`), the agent registry
-//! (`m20261130_000013`) and agent tokens (`m20261130_000014`) go down and up again on a live
+//! (`m20261130_000013`), agent tokens (`m20261130_000014`) and the access settings
+//! (`m20261201_000016`: key expiry, where sessions came from) go down and up again on a live
 //! askloop's populated database, on both backends; each direction leaves the checks it
 //! promises (on SQLite, the edited table definition is what every pooled connection then
 //! enforces), and the balance starts from what the ledger sums to.
@@ -9,21 +10,18 @@ use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::operator;
 use askloop_tests::{TestApp, on_both_backends};
 use entity::{allocations, budget_entries};
-use migration::{MigrationName, Migrator, MigratorTrait};
+use migration::{Migrator, MigratorTrait};
 use sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait, Statement};
 use serde_json::json;
 
-/// Take every migration from `name` on down (it and the ones after it, however many come later).
-async fn down_through(app: &TestApp, name: &str) {
-    let names: Vec<String> = Migrator::migrations()
+/// Undo `name` and every migration after it, however many have been added since.
+async fn down_to_before(app: &TestApp, name: &str) {
+    let all = Migrator::migrations();
+    let position = all
         .iter()
-        .map(|m| m.name().to_owned())
-        .collect();
-    let position = names
-        .iter()
-        .position(|n| n == name)
+        .position(|migration| migration.name() == name)
         .unwrap_or_else(|| panic!("no migration {name}"));
-    let steps = u32::try_from(names.len() - position).expect("a count");
+    let steps = u32::try_from(all.len() - position).expect("a few migrations");
     Migrator::down(&app.db, Some(steps)).await.expect("down");
 }
 
@@ -71,7 +69,7 @@ async fn the_held_money_migration_goes_down_and_up_on_a_populated_database(app: 
     assert!(before.0 > 0 && before.1 > 0, "{before:?}");
 
     // Down to before the held-money migration: it and every one after it.
-    down_through(&app, "m20261130_000011_money_waits_for_the_verdict").await;
+    down_to_before(&app, "m20261130_000011_money_waits_for_the_verdict").await;
     assert_eq!(rows_without_claws_back(&app).await, before.0);
     assert!(
         !accepts(&app, "UPDATE allocations SET status = 'held'").await,
@@ -152,7 +150,7 @@ async fn the_agents_migration_goes_down_and_up_on_a_populated_database(app: Test
     let by_default = app.ask("games", "q-default").await;
 
     // Down to before the agents migration: it and every one after it.
-    down_through(&app, "m20261130_000013_agents").await;
+    down_to_before(&app, "m20261130_000013_agents").await;
     assert!(
         !accepts(&app, "SELECT id FROM agents").await,
         "the table is gone"
@@ -194,7 +192,7 @@ async fn the_agent_tokens_migration_goes_down_and_up_on_a_populated_database(app
     let token = askloop_tests::mcp::agent_with_token(&app, "agent-a", &["games"]).await;
     assert!(accepts(&app, "SELECT token_hash FROM agent_tokens").await);
 
-    down_through(&app, "m20261130_000014_agent_tokens").await;
+    down_to_before(&app, "m20261130_000014_agent_tokens").await;
     assert!(
         !accepts(&app, "SELECT id FROM agent_tokens").await,
         "the table is gone"
@@ -239,7 +237,7 @@ async fn the_reaching_operators_migration_goes_down_and_up_on_a_populated_databa
     let before = app.ask("games", "q-before").await;
     assert!(accepts(&app, "SELECT escalate_at FROM agent_questions").await);
 
-    down_through(&app, "m20261201_000015_reaching_operators").await;
+    down_to_before(&app, "m20261201_000015_reaching_operators").await;
     for gone in [
         "SELECT id FROM notifications",
         "SELECT id FROM escalations",
@@ -274,3 +272,42 @@ async fn the_reaching_operators_migration_goes_down_and_up_on_a_populated_databa
 }
 
 on_both_backends!(the_reaching_operators_migration_goes_down_and_up_on_a_populated_database);
+
+async fn the_access_settings_migration_goes_down_and_up_on_a_populated_database(app: TestApp) {
+    let ana = askloop_tests::people::person(&app.db, "ana", false).await;
+    let created = app
+        .graphql(
+            Some(&ana.token),
+            "mutation($at: DateTime) { createApiKey(name: \"ci\", expiresAt: $at) { token } }",
+            json!({"at": (chrono::Utc::now() + chrono::Duration::days(30)).to_rfc3339()}),
+        )
+        .await;
+    assert!(created["errors"].is_null(), "{created}");
+    assert!(accepts(&app, "SELECT expires_at FROM api_keys").await);
+    assert!(accepts(&app, "SELECT user_agent, client_address FROM sessions").await);
+
+    down_to_before(&app, "m20261201_000016_access_settings").await;
+    assert!(!accepts(&app, "SELECT expires_at FROM api_keys").await);
+    assert!(!accepts(&app, "SELECT user_agent FROM sessions").await);
+    assert!(!accepts(&app, "SELECT client_address FROM sessions").await);
+    assert!(
+        accepts(&app, "SELECT token_hash FROM sessions").await,
+        "sessions stay"
+    );
+
+    Migrator::up(&app.db, None).await.expect("up again");
+    let keys = entity::api_keys::Entity::find()
+        .all(&app.db)
+        .await
+        .expect("query");
+    assert_eq!(keys.len(), 1, "the key survived");
+    assert_eq!(keys[0].expires_at, None, "an older key never expires");
+    let sessions = entity::sessions::Entity::find()
+        .all(&app.db)
+        .await
+        .expect("query");
+    assert_eq!(sessions.len(), 1, "the session survived");
+    assert_eq!(sessions[0].user_agent, None);
+}
+
+on_both_backends!(the_access_settings_migration_goes_down_and_up_on_a_populated_database);

@@ -63,6 +63,8 @@ pub async fn person(db: &DatabaseConnection, handle: &str, admin: bool) -> Perso
         created_at: Set(Utc::now()),
         expires_at: Set(Utc::now() + Duration::days(1)),
         last_seen_at: Set(Utc::now()),
+        user_agent: NotSet,
+        client_address: NotSet,
     }
     .insert(db)
     .await

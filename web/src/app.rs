@@ -67,6 +67,7 @@ fn AppRoutes(session: Session) -> impl IntoView {
                     <Route path=path!("niches/:slug/revenue") view=pages::revenue::NicheMoneyRoute/>
                     <Route path=path!("revenue") view=pages::revenue::MyRevenuePage/>
                     <Route path=path!("payouts") view=pages::revenue::MyRevenuePage/>
+                    <Route path=path!("settings") view={Lazy::<pages::settings::SettingsRoute>::new()}/>
                 </ProtectedParentRoute>
             </ParentRoute>
             <ProtectedParentRoute path=path!("/admin") view=Outlet condition=signed_in redirect_path=to_login fallback=checking>

@@ -1,6 +1,7 @@
 //! Pieces the pages share.
 
 pub mod account;
+pub mod clipboard;
 pub mod loaded;
 pub mod money;
 pub mod notice;

@@ -157,6 +157,21 @@ operations!("graphql/agents.graphql":
     SetAgentEndpoint,
 );
 
+operations!("graphql/settings.graphql":
+    /// My API keys that are not revoked.
+    MyApiKeys,
+    /// Make an API key for myself; the key comes back once.
+    CreateApiKey,
+    /// Revoke one of my API keys.
+    RevokeApiKey,
+    /// My sign-in sessions, this one marked.
+    MySessions,
+    /// End one of my sessions.
+    EndSession,
+    /// End all my sessions but this one.
+    SignOutOtherSessions,
+);
+
 /// A card from another operation, as the queue's first read shapes it: the same `QuestionCard`
 /// fragment, generated once per operation (a live arrival, and a card of the next page).
 macro_rules! card_as_first_read {

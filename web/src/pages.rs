@@ -7,3 +7,4 @@ pub mod niches;
 pub mod question;
 pub mod queue;
 pub mod revenue;
+pub mod settings;

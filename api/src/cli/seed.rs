@@ -78,9 +78,13 @@ pub async fn signed_in_operator(
         now,
     )
     .await?;
-    Ok(
-        sessions::login(db, &Handle::parse(&handle)?, &password, now)
-            .await?
-            .token,
+    Ok(sessions::login(
+        db,
+        &Handle::parse(&handle)?,
+        &password,
+        sessions::SignInPlace::default(),
+        now,
     )
+    .await?
+    .token)
 }

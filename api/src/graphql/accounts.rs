@@ -1,4 +1,4 @@
-//! Signing in and out, the viewer, and API keys.
+//! Signing in and out, the viewer, API keys and sign-in sessions (docs/contract.md#authentication).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,15 +8,16 @@ use axum::http::header::SET_COOKIE;
 use chrono::{DateTime, Utc};
 use sea_orm::DatabaseConnection;
 
-use super::caller_of;
 use super::types::{Membership, User};
-use crate::auth::{self, ClientAddress, LoginThrottle, ThrottleKey};
+use super::{caller_of, credentials_ended, writer};
+use crate::auth::{self, ClientAddress, LoginThrottle, ThrottleKey, UserAgent};
 use crate::config::Config;
 use crate::domain::handle::Handle;
 use crate::error::{GqlResultExt, ServiceError};
 use crate::service::access;
 use crate::service::accounts;
 use crate::service::audit::Actor;
+use crate::service::sessions::SignInPlace;
 use crate::service::{sessions, standing};
 
 /// The signed-in person and where they stand.
@@ -52,6 +53,42 @@ pub struct ApiKey {
     pub prefix: String,
     /// When it was made.
     pub created_at: DateTime<Utc>,
+    /// When it was last used (recorded at most once a minute), or null if never.
+    pub last_used_at: Option<DateTime<Utc>>,
+    /// When it stops working on its own, or null if it works until revoked.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl From<entity::api_keys::Model> for ApiKey {
+    fn from(key: entity::api_keys::Model) -> Self {
+        Self {
+            id: ID(key.id.to_string()),
+            name: key.name,
+            prefix: key.prefix,
+            created_at: key.created_at,
+            last_used_at: key.last_used_at,
+            expires_at: key.expires_at,
+        }
+    }
+}
+
+/// One of your sign-in sessions: when and where it was opened, and when last used.
+#[derive(SimpleObject)]
+pub struct SignInSession {
+    /// Its id (for `endSession`).
+    pub id: ID,
+    /// When it was opened.
+    pub created_at: DateTime<Utc>,
+    /// When it was last used (recorded at most once a minute).
+    pub last_seen_at: DateTime<Utc>,
+    /// When it stops working.
+    pub expires_at: DateTime<Utc>,
+    /// The browser's `User-Agent` at sign-in (shortened), as it said; null if it sent none.
+    pub user_agent: Option<String>,
+    /// The address the sign-in came from (the connection's peer; behind a proxy, the proxy's).
+    pub client_address: Option<String>,
+    /// Whether this is the session making this request.
+    pub current: bool,
 }
 
 /// A newly created API key.
@@ -81,6 +118,43 @@ impl AccountQuery {
             user: User::from(&user),
             memberships: memberships.into_iter().map(Membership::from).collect(),
         }))
+    }
+
+    /// Your API keys that are not revoked (expired ones included), the newest first.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
+    async fn my_api_keys(&self, ctx: &Context<'_>) -> Result<Vec<ApiKey>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let keys = accounts::my_api_keys(db, caller_of(ctx)?.viewer())
+            .await
+            .gql()?;
+        Ok(keys.into_iter().map(ApiKey::from).collect())
+    }
+
+    /// Your sign-in sessions that have not ended or expired, the most recently used first.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
+    async fn my_sessions(&self, ctx: &Context<'_>) -> Result<Vec<SignInSession>> {
+        let db = ctx.data::<DatabaseConnection>()?;
+        let caller = caller_of(ctx)?;
+        let listed = sessions::my_sessions(
+            db,
+            caller.viewer(),
+            caller.session_token.as_deref(),
+            Utc::now(),
+        )
+        .await
+        .gql()?;
+        Ok(listed
+            .into_iter()
+            .map(|listed| SignInSession {
+                id: ID(listed.session.id.to_string()),
+                current: listed.current,
+                created_at: listed.session.created_at,
+                last_seen_at: listed.session.last_seen_at,
+                expires_at: listed.session.expires_at,
+                user_agent: listed.session.user_agent,
+                client_address: listed.session.client_address,
+            })
+            .collect())
     }
 }
 
@@ -113,7 +187,11 @@ impl AccountMutation {
                 ))
             })
             .gql()?;
-        let session = match sessions::login(db, &handle, &password, Utc::now()).await {
+        let place = SignInPlace::new(
+            ctx.data_opt::<UserAgent>().and_then(|ua| ua.0.as_deref()),
+            client.ip().map(|ip| ip.to_string()),
+        );
+        let session = match sessions::login(db, &handle, &password, place, Utc::now()).await {
             Ok(session) => {
                 attempt.succeeded();
                 session
@@ -145,14 +223,23 @@ impl AccountMutation {
         let caller = caller_of(ctx)?;
         caller.check_write().gql()?;
         if let Some(token) = &caller.session_token {
-            sessions::logout(db, token, Utc::now()).await.gql()?;
+            sessions::logout(db, &credentials_ended(ctx), token, Utc::now())
+                .await
+                .gql()?;
         }
         ctx.append_http_header(SET_COOKIE, auth::clear_session_cookie());
         Ok(caller.viewer.is_some())
     }
 
-    /// Issue an API key for yourself (integrators send it as `Authorization: Bearer`).
-    async fn create_api_key(&self, ctx: &Context<'_>, name: String) -> Result<ApiKeyCreated> {
+    /// Issue an API key for yourself (integrators send it as `Authorization: Bearer`). With
+    /// `expiresAt` it stops working then: that must be in the future and at most five years
+    /// ahead (`BAD_USER_INPUT` otherwise, and no key is made).
+    async fn create_api_key(
+        &self,
+        ctx: &Context<'_>,
+        name: String,
+        expires_at: Option<DateTime<Utc>>,
+    ) -> Result<ApiKeyCreated> {
         let db = ctx.data::<DatabaseConnection>()?;
         let caller = caller_of(ctx)?;
         let viewer = access::signed_in(caller.viewer()).gql()?;
@@ -161,6 +248,7 @@ impl AccountMutation {
             db,
             &viewer.handle,
             &name,
+            expires_at,
             &Actor::User(viewer.user_id),
             Utc::now(),
         )
@@ -168,12 +256,7 @@ impl AccountMutation {
         .gql()?;
         Ok(ApiKeyCreated {
             token: issued.token,
-            key: ApiKey {
-                id: ID(issued.key.id.to_string()),
-                name: issued.key.name,
-                prefix: issued.key.prefix,
-                created_at: issued.key.created_at,
-            },
+            key: ApiKey::from(issued.key),
         })
     }
 
@@ -187,8 +270,48 @@ impl AccountMutation {
             .parse()
             .map_err(|_| ServiceError::BadInput("not an API key id".into()))
             .gql()?;
-        accounts::revoke_api_key(db, Some(viewer), id, Utc::now())
+        accounts::revoke_api_key(db, &credentials_ended(ctx), Some(viewer), id, Utc::now())
             .await
             .gql()
+    }
+
+    /// End one of your sign-in sessions: it stops working at once, and its open subscriptions
+    /// on this instance end (4403). Someone else's session is `NOT_FOUND`. Ending the session
+    /// making the request also clears its cookie.
+    async fn end_session(&self, ctx: &Context<'_>, id: ID) -> Result<bool> {
+        let (db, caller) = writer(ctx)?;
+        let id: i64 = id
+            .parse()
+            .map_err(|_| ServiceError::NotFound("no such session".into()))
+            .gql()?;
+        let ended_this_one = sessions::end_session(
+            db,
+            &credentials_ended(ctx),
+            caller.viewer(),
+            id,
+            caller.session_token.as_deref(),
+            Utc::now(),
+        )
+        .await
+        .gql()?;
+        if ended_this_one && caller.via_cookie {
+            ctx.append_http_header(SET_COOKIE, auth::clear_session_cookie());
+        }
+        Ok(true)
+    }
+
+    /// End all your sign-in sessions but the one making this request (with an API key, all of
+    /// them); how many ended.
+    async fn sign_out_other_sessions(&self, ctx: &Context<'_>) -> Result<u64> {
+        let (db, caller) = writer(ctx)?;
+        sessions::end_other_sessions(
+            db,
+            &credentials_ended(ctx),
+            caller.viewer(),
+            caller.session_token.as_deref(),
+            Utc::now(),
+        )
+        .await
+        .gql()
     }
 }

@@ -18,7 +18,7 @@ use sea_orm::DatabaseConnection;
 use tokio::sync::Semaphore;
 
 use super::{AskloopSchema, error_door, socket};
-use crate::auth::{ClientAddress, resolve_caller};
+use crate::auth::{ClientAddress, UserAgent, resolve_caller};
 use crate::config::Config;
 use crate::error::ServiceError;
 use crate::live::LiveHub;
@@ -92,10 +92,12 @@ where
 }
 
 /// `POST /graphql`: resolve the caller once, then run the operation with it (and with the
-/// address it came from, which sign-in counts failures by).
+/// address it came from, which sign-in counts failures by, and its `User-Agent`, which a new
+/// session keeps to be recognised by).
 pub async fn execute(
     State(endpoint): State<GraphqlEndpoint>,
     client: ClientAddress,
+    user_agent: UserAgent,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> axum::response::Response {
@@ -107,7 +109,7 @@ pub async fn execute(
         match resolve_caller(&headers, &endpoint.db, &endpoint.config, chrono::Utc::now()).await {
             Ok(caller) => endpoint
                 .schema
-                .execute(request.data(caller).data(client))
+                .execute(request.data(caller).data(client).data(user_agent))
                 .await
                 .into(),
             Err(err) => Response::from_errors(vec![unplaced(err.extend())]).into(),

@@ -3,10 +3,12 @@
 //! Authentication is the `token` in `connection_init`'s payload (an API key or session token) or
 //! the session cookie — the cookie only when the upgrade came from askloop's own origin, so
 //! another site cannot open a socket in a visitor's name. A connection that does not initialise
-//! within the configured time (10 s) is closed with 4408. A socket ends (4403) within a minute of
-//! its session or key ending. The server pings (every 15 s by default) and
-//! drops a peer that has not answered for three times as long. A peer that does not take a message within
-//! [`SEND_TIMEOUT`] is dropped: its subscriptions would otherwise fall behind forever.
+//! within the configured time (10 s) is closed with 4408. A socket ends (4403) as soon as its
+//! session or key is ended or revoked through this instance, and within a minute when that
+//! happens on another instance or the credential expires. The server pings (every 15 s by
+//! default) and drops a peer that has not answered for three times as long. A peer that does not
+//! take a message within [`SEND_TIMEOUT`] is dropped: its subscriptions would otherwise fall
+//! behind forever.
 
 use std::collections::HashSet;
 use std::pin::Pin;
@@ -22,6 +24,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use futures::{FutureExt, SinkExt, StreamExt};
+use sea_orm::DatabaseConnection;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -29,7 +32,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::http::GraphqlEndpoint;
 use super::shared::Splices;
 use crate::auth::{Caller, ClientAddress, OriginCheck, resolve_caller};
-use crate::service::sessions;
+use crate::service::sessions::{self, Lookup};
 
 /// How long one message may take to send.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -204,9 +207,15 @@ fn serve(
     let (sink, incoming) = socket.split();
     let (to_graphql, from_client) = tokio::sync::mpsc::channel::<Inbound>(limits.inbox.max(1));
     let operations = Operations::default();
-    // The token the connection was opened with, checked again at every ping: a socket ends
-    // with its session or key.
-    let credential = Arc::new(std::sync::Mutex::new(cookie_caller.session_token.clone()));
+    // The token the connection was opened with, and whose it is, checked again now and then
+    // and whenever one of its owner's credentials ends here: a socket ends with its session or
+    // key.
+    let from_cookie = cookie_caller
+        .session_token
+        .clone()
+        .zip(cookie_caller.viewer.as_ref().map(|viewer| viewer.user_id))
+        .map(|(token, user_id)| Held { token, user_id });
+    let credential = Arc::new(std::sync::Mutex::new(from_cookie));
     let initialised = Arc::new(AtomicBool::new(false));
 
     let init_refused = Arc::new(AtomicBool::new(false));
@@ -224,16 +233,20 @@ fn serve(
             .map(str::to_owned);
         let caller = match token {
             Some(token) => {
-                let resolved = sessions::resolve(&init_state.db, &token, chrono::Utc::now())
-                    .await
-                    .ok()
-                    .flatten();
+                let resolved =
+                    sessions::resolve(&init_state.db, &token, chrono::Utc::now(), Lookup::Use)
+                        .await
+                        .ok()
+                        .flatten();
                 let Some(resolved) = resolved else {
                     refused_flag.store(true, Ordering::SeqCst);
                     return Err(async_graphql::Error::new("that token is not valid"));
                 };
                 if let Ok(mut held) = init_credential.lock() {
-                    *held = Some(token.clone());
+                    *held = Some(Held {
+                        token: token.clone(),
+                        user_id: resolved.0.user_id,
+                    });
                 }
                 Caller {
                     viewer: Some(resolved.0),
@@ -291,6 +304,33 @@ impl AsRef<[u8]> for Inbound {
     }
 }
 
+/// The credential a socket was opened with.
+struct Held {
+    token: String,
+    user_id: i64,
+}
+
+/// The credential held in `credential`, if any: its token and owner.
+fn held(credential: &std::sync::Mutex<Option<Held>>) -> Option<(String, i64)> {
+    credential
+        .lock()
+        .ok()
+        .and_then(|held| held.as_ref().map(|h| (h.token.clone(), h.user_id)))
+}
+
+/// Whether `token` no longer resolves (looked up without recording a use). Boxed: inline, this
+/// rare read would size every idle socket's task.
+fn has_ended(db: &DatabaseConnection, token: String) -> BoxFuture<'static, bool> {
+    let db = db.clone();
+    async move {
+        matches!(
+            sessions::resolve(&db, &token, chrono::Utc::now(), Lookup::Recheck).await,
+            Ok(None)
+        )
+    }
+    .boxed()
+}
+
 /// A socket, set up.
 struct Socket<G> {
     sink: Sink,
@@ -300,7 +340,7 @@ struct Socket<G> {
     graphql: Pin<Box<G>>,
     to_graphql: tokio::sync::mpsc::Sender<Inbound>,
     operations: Operations,
-    credential: Arc<std::sync::Mutex<Option<String>>>,
+    credential: Arc<std::sync::Mutex<Option<Held>>>,
     initialised: Arc<AtomicBool>,
     init_refused: Arc<AtomicBool>,
     fill: Splices,
@@ -334,8 +374,12 @@ where
     let mut last_checked = Instant::now();
     let init_deadline = tokio::time::sleep(live.init_timeout);
     futures::pin_mut!(init_deadline);
-    let stopping = state.live.stopped();
-    futures::pin_mut!(stopping);
+    // Shutdown, and credentials ended here, in one watched value: `seen` is how many ended
+    // credentials this socket has taken into account. Marked changed so that a socket opened
+    // while askloop is already stopping hears it at once.
+    let mut notices = state.live.socket_notices();
+    let mut seen = notices.borrow_and_update().ended;
+    notices.mark_changed();
 
     loop {
         tokio::select! {
@@ -393,14 +437,13 @@ where
                 // The credential is looked up on its own, slower beat: at every ping it would
                 // cost one query per socket per ping across every connected client.
                 let due = last_checked.elapsed() >= live.recheck_every;
-                let token = due.then(|| credential.lock().ok().and_then(|held| held.clone())).flatten();
+                let token = due.then(|| held(&credential)).flatten();
                 if due {
                     last_checked = Instant::now();
                 }
-                if let Some(token) = token
+                if let Some((token, _)) = token
                     && initialised.load(Ordering::SeqCst)
-                    // Boxed: inline, this rare read would size every idle socket's task.
-                    && matches!(Box::pin(sessions::resolve(&state.db, &token, chrono::Utc::now())).await, Ok(None))
+                    && has_ended(&state.db, token).await
                 {
                     close(&mut sink, 4403, "the session or key has ended").await;
                     break;
@@ -409,10 +452,31 @@ where
                     break;
                 }
             }
-            () = &mut stopping => {
-                // Going away: the client reconnects (to this instance restarted, or another).
-                close(&mut sink, 1001, "askloop is restarting").await;
-                break;
+            changed = notices.changed() => {
+                let owner = held(&credential).filter(|_| initialised.load(Ordering::SeqCst));
+                let (stopping, concerned) = match changed {
+                    // The hub is gone: nothing will be served any more.
+                    Err(_) => (true, false),
+                    Ok(()) => {
+                        let notice = notices.borrow_and_update();
+                        let concerned = owner
+                            .as_ref()
+                            .is_some_and(|(_, user_id)| notice.concerns(*user_id, seen));
+                        seen = notice.ended;
+                        (notice.stopping, concerned)
+                    }
+                };
+                if stopping {
+                    // Going away: the client reconnects (to this instance restarted, or another).
+                    close(&mut sink, 1001, "askloop is restarting").await;
+                    break;
+                }
+                if let Some((token, _)) = owner.filter(|_| concerned)
+                    && has_ended(&state.db, token).await
+                {
+                    close(&mut sink, 4403, "the session or key has ended").await;
+                    break;
+                }
             }
             () = &mut init_deadline, if !initialised.load(Ordering::SeqCst) => {
                 close(&mut sink, 4408, "Connection initialisation timeout").await;

@@ -1,21 +1,21 @@
 //! People, memberships and API keys as an admin sets them up (the CLI today, GraphQL next).
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::users::{self, UserRole};
 use entity::{api_keys, niches};
 use rand::RngCore;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter, SqlErr,
-    TransactionTrait,
+    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter,
+    QueryOrder, SqlErr, TransactionTrait,
 };
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::domain::handle::{self, Handle};
 use crate::error::{Conflict, ServiceError};
-use crate::live::ChangeHint;
+use crate::live::{ChangeHint, CredentialsEnded};
 use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::passwords;
@@ -185,21 +185,38 @@ pub struct IssuedApiKey {
     pub token: String,
 }
 
-/// Issue an API key for `handle`.
+/// The furthest ahead an API key's expiry may be set: further is a typo more likely than a plan.
+pub const API_KEY_LONGEST_LIFETIME_DAYS: i64 = 5 * 366;
+
+/// Issue an API key for `handle`, working until `expires_at` when given: that must be in the
+/// future and at most [`API_KEY_LONGEST_LIFETIME_DAYS`] away.
 pub async fn create_api_key(
     db: &DatabaseConnection,
     handle: &str,
     name: &str,
+    expires_at: Option<DateTime<Utc>>,
     actor: &Actor,
     now: DateTime<Utc>,
 ) -> Result<IssuedApiKey, ServiceError> {
-    let user = user_by_handle(db, handle).await?;
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 80 {
         return Err(ServiceError::BadInput(
             "a key name is 1 to 80 characters".into(),
         ));
     }
+    if let Some(expires_at) = expires_at {
+        if expires_at <= now {
+            return Err(ServiceError::BadInput(
+                "an API key's expiry must be in the future".into(),
+            ));
+        }
+        if expires_at > now + Duration::days(API_KEY_LONGEST_LIFETIME_DAYS) {
+            return Err(ServiceError::BadInput(
+                "an API key's expiry may be at most five years ahead".into(),
+            ));
+        }
+    }
+    let user = user_by_handle(db, handle).await?;
     let token = new_token("al_key_");
     let txn = db.begin().await?;
     let key = api_keys::Entity::insert(api_keys::ActiveModel {
@@ -211,6 +228,7 @@ pub async fn create_api_key(
         created_at: Set(now),
         last_used_at: Set(None),
         revoked_at: Set(None),
+        expires_at: Set(expires_at),
     })
     .exec_with_returning(&txn)
     .await?;
@@ -222,7 +240,8 @@ pub async fn create_api_key(
             subject_type: "api_key",
             subject_id: key.id,
             niche_id: None,
-            detail: json!({ "user": user.handle, "name": key.name, "prefix": key.prefix }),
+            detail: json!({ "user": user.handle, "name": key.name, "prefix": key.prefix,
+                "expiresAt": key.expires_at }),
         },
         now,
     )
@@ -235,6 +254,7 @@ pub async fn create_api_key(
 /// Someone else's key is "not found", so ids cannot be probed.
 pub async fn revoke_api_key(
     db: &DatabaseConnection,
+    ended_here: &CredentialsEnded,
     viewer: Option<&Viewer>,
     key_id: i64,
     now: DateTime<Utc>,
@@ -275,7 +295,24 @@ pub async fn revoke_api_key(
     )
     .await?;
     txn.commit().await?;
+    ended_here.ended(viewer.user_id);
     Ok(true)
+}
+
+/// The signed-in person's API keys that are not revoked (expired ones included, so their owner
+/// sees why they stopped working), the newest first.
+pub async fn my_api_keys(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+) -> Result<Vec<api_keys::Model>, ServiceError> {
+    let viewer = access::signed_in(viewer)?;
+    Ok(api_keys::Entity::find()
+        .filter(api_keys::Column::UserId.eq(viewer.user_id))
+        .filter(api_keys::Column::RevokedAt.is_null())
+        .order_by_desc(api_keys::Column::CreatedAt)
+        .order_by_desc(api_keys::Column::Id)
+        .all(db)
+        .await?)
 }
 
 /// The signed-in person's account, or `Unauthenticated` when it no longer exists.

@@ -4,15 +4,17 @@
 use chrono::{DateTime, Duration, Utc};
 use entity::users::{self, UserRole};
 use entity::{api_keys, sessions};
+use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter,
-    TransactionTrait,
+    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, NotSet, QueryFilter,
+    QueryOrder, TransactionTrait,
 };
 use serde_json::json;
 
 use crate::domain::handle::Handle;
 use crate::error::ServiceError;
-use crate::service::access::Viewer;
+use crate::live::CredentialsEnded;
+use crate::service::access::{self, Viewer};
 use crate::service::accounts::{new_token, token_hash};
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::passwords;
@@ -31,6 +33,44 @@ pub enum Credential {
     Session,
     /// An integrator's API key.
     ApiKey,
+}
+
+/// How often, at most, a session's `last_seen_at` or a key's `last_used_at` is written: using a
+/// credential is a read, and writing its time on every request would make every request a write.
+pub const TOUCH_EVERY: Duration = Duration::minutes(1);
+
+/// The most of a `User-Agent` kept with a session: enough to tell browsers apart.
+pub const USER_AGENT_MAX_CHARS: usize = 200;
+
+/// Where a sign-in came from, as the request said: kept with the session so its owner can tell
+/// their sessions apart. Shown back to them, never used to decide anything.
+#[derive(Debug, Clone, Default)]
+pub struct SignInPlace {
+    /// The browser's `User-Agent`, if it sent one.
+    pub user_agent: Option<String>,
+    /// The connection's peer address, if known.
+    pub client_address: Option<String>,
+}
+
+impl SignInPlace {
+    /// The place from a raw `User-Agent` (shortened to [`USER_AGENT_MAX_CHARS`], control
+    /// characters dropped; blank counts as none) and the peer address.
+    pub fn new(user_agent: Option<&str>, client_address: Option<String>) -> Self {
+        let user_agent = user_agent
+            .map(|raw| {
+                raw.chars()
+                    .filter(|c| !c.is_control())
+                    .take(USER_AGENT_MAX_CHARS)
+                    .collect::<String>()
+                    .trim()
+                    .to_owned()
+            })
+            .filter(|ua| !ua.is_empty());
+        Self {
+            user_agent,
+            client_address,
+        }
+    }
 }
 
 /// A new session.
@@ -58,6 +98,7 @@ pub async fn login(
     db: &DatabaseConnection,
     handle: &Handle,
     password: &str,
+    place: SignInPlace,
     now: DateTime<Utc>,
 ) -> Result<NewSession, ServiceError> {
     let refused = || ServiceError::Unauthenticated("wrong handle or password".into());
@@ -80,6 +121,8 @@ pub async fn login(
         created_at: Set(now),
         expires_at: Set(expires_at),
         last_seen_at: Set(now),
+        user_agent: Set(place.user_agent),
+        client_address: Set(place.client_address),
     })
     .exec_with_returning(&txn)
     .await?;
@@ -107,6 +150,7 @@ pub async fn login(
 /// End the session whose token this is (audited; a no-op for unknown tokens).
 pub async fn logout(
     db: &DatabaseConnection,
+    ended_here: &CredentialsEnded,
     token: &str,
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
@@ -139,14 +183,27 @@ pub async fn logout(
         .await?;
     }
     txn.commit().await?;
+    ended_here.ended(session.user_id);
     Ok(())
 }
 
-/// The person a token belongs to, if it is a live session or an unrevoked API key.
+/// What a lookup of a token does besides finding its owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// The token is being used (a request, a socket opening): its time of use is written, at
+    /// most every [`TOUCH_EVERY`].
+    Use,
+    /// The token is only checked again (an open socket's periodic check): nothing is written.
+    Recheck,
+}
+
+/// The person a token belongs to, if it is a live session or an API key neither revoked nor
+/// expired. A [`Lookup::Use`] records when it was used (see [`TOUCH_EVERY`]).
 pub async fn resolve(
     db: &DatabaseConnection,
     token: &str,
     now: DateTime<Utc>,
+    lookup: Lookup,
 ) -> Result<Option<(Viewer, Credential)>, ServiceError> {
     let hash = token_hash(token);
     if token.starts_with(SESSION_PREFIX) {
@@ -156,22 +213,196 @@ pub async fn resolve(
             .find_also_related(users::Entity)
             .one(db)
             .await?;
-        return Ok(found
-            .and_then(|(_, user)| user)
-            .map(|user| (viewer_of(&user), Credential::Session)));
+        let Some((session, Some(user))) = found else {
+            return Ok(None);
+        };
+        if lookup == Lookup::Use && now - session.last_seen_at >= TOUCH_EVERY {
+            touch(
+                db,
+                sessions::Entity::update_many()
+                    .col_expr(sessions::Column::LastSeenAt, Expr::value(now))
+                    .filter(sessions::Column::Id.eq(session.id))
+                    .filter(sessions::Column::LastSeenAt.lt(now - TOUCH_EVERY)),
+            )
+            .await;
+        }
+        return Ok(Some((viewer_of(&user), Credential::Session)));
     }
     if token.starts_with(API_KEY_PREFIX) {
         let found = api_keys::Entity::find()
             .filter(api_keys::Column::TokenHash.eq(hash))
             .filter(api_keys::Column::RevokedAt.is_null())
+            .filter(
+                Condition::any()
+                    .add(api_keys::Column::ExpiresAt.is_null())
+                    .add(api_keys::Column::ExpiresAt.gt(now)),
+            )
             .find_also_related(users::Entity)
             .one(db)
             .await?;
-        return Ok(found
-            .and_then(|(_, user)| user)
-            .map(|user| (viewer_of(&user), Credential::ApiKey)));
+        let Some((key, Some(user))) = found else {
+            return Ok(None);
+        };
+        if lookup == Lookup::Use && key.last_used_at.is_none_or(|at| now - at >= TOUCH_EVERY) {
+            touch(
+                db,
+                api_keys::Entity::update_many()
+                    .col_expr(api_keys::Column::LastUsedAt, Expr::value(Some(now)))
+                    .filter(api_keys::Column::Id.eq(key.id))
+                    .filter(
+                        Condition::any()
+                            .add(api_keys::Column::LastUsedAt.is_null())
+                            .add(api_keys::Column::LastUsedAt.lt(now - TOUCH_EVERY)),
+                    ),
+            )
+            .await;
+        }
+        return Ok(Some((viewer_of(&user), Credential::ApiKey)));
     }
     Ok(None)
+}
+
+/// Write a time of use. Its condition repeats the staleness test, so simultaneous requests
+/// write it once; a failure is logged and the request goes on, since the time is only shown.
+async fn touch<E: EntityTrait>(db: &DatabaseConnection, update: sea_orm::UpdateMany<E>) {
+    if let Err(err) = update.exec(db).await {
+        tracing::warn!(error = %err, "could not record when a credential was used");
+    }
+}
+
+/// One of a person's sessions as listed.
+#[derive(Debug, Clone)]
+pub struct ListedSession {
+    /// The stored row.
+    pub session: sessions::Model,
+    /// Whether it is the one the listing was asked through.
+    pub current: bool,
+}
+
+/// The signed-in person's live sessions, the most recently used first; `current` is the token
+/// of the session asking, if it is one.
+pub async fn my_sessions(
+    db: &DatabaseConnection,
+    viewer: Option<&Viewer>,
+    current: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Vec<ListedSession>, ServiceError> {
+    let viewer = access::signed_in(viewer)?;
+    let current = current.map(token_hash);
+    Ok(sessions::Entity::find()
+        .filter(sessions::Column::UserId.eq(viewer.user_id))
+        .filter(sessions::Column::ExpiresAt.gt(now))
+        .order_by_desc(sessions::Column::LastSeenAt)
+        .order_by_desc(sessions::Column::Id)
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|session| ListedSession {
+            current: current.as_deref() == Some(session.token_hash.as_str()),
+            session,
+        })
+        .collect())
+}
+
+/// End one of the signed-in person's sessions (audited); whether it was the one whose token is
+/// `current` (the caller's own). Someone else's, or one already ended, is "not found", so ids
+/// cannot be probed.
+pub async fn end_session(
+    db: &DatabaseConnection,
+    ended_here: &CredentialsEnded,
+    viewer: Option<&Viewer>,
+    session_id: i64,
+    current: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<bool, ServiceError> {
+    let viewer = access::signed_in(viewer)?;
+    let txn = db.begin().await?;
+    let found = sessions::Entity::find_by_id(session_id)
+        .filter(sessions::Column::UserId.eq(viewer.user_id))
+        .one(&txn)
+        .await?;
+    let ended = match &found {
+        Some(session) => {
+            sessions::Entity::delete_many()
+                .filter(sessions::Column::Id.eq(session.id))
+                .exec(&txn)
+                .await?
+                .rows_affected
+        }
+        None => 0,
+    };
+    let (Some(session), 1) = (found, ended) else {
+        txn.rollback().await?;
+        return Err(ServiceError::NotFound("no such session".into()));
+    };
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(viewer.user_id),
+            action: "session.ended",
+            subject_type: "session",
+            subject_id: session.id,
+            niche_id: None,
+            detail: json!({ "user": viewer.handle }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    ended_here.ended(viewer.user_id);
+    Ok(current.is_some_and(|token| token_hash(token) == session.token_hash))
+}
+
+/// End every session of the signed-in person but the one whose token is `keep` (the caller's
+/// own, when they signed in with a session; with an API key, none is kept). Each is audited;
+/// the answer is how many ended.
+pub async fn end_other_sessions(
+    db: &DatabaseConnection,
+    ended_here: &CredentialsEnded,
+    viewer: Option<&Viewer>,
+    keep: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<u64, ServiceError> {
+    let viewer = access::signed_in(viewer)?;
+    let mut others = sessions::Entity::find()
+        .filter(sessions::Column::UserId.eq(viewer.user_id))
+        .filter(sessions::Column::ExpiresAt.gt(now));
+    if let Some(keep) = keep {
+        others = others.filter(sessions::Column::TokenHash.ne(token_hash(keep)));
+    }
+    let txn = db.begin().await?;
+    let ids: Vec<i64> = others
+        .all(&txn)
+        .await?
+        .into_iter()
+        .map(|session| session.id)
+        .collect();
+    if ids.is_empty() {
+        txn.rollback().await?;
+        return Ok(0);
+    }
+    let ended = sessions::Entity::delete_many()
+        .filter(sessions::Column::Id.is_in(ids.clone()))
+        .exec(&txn)
+        .await?;
+    for id in ids {
+        audit::record(
+            &txn,
+            AuditEntry {
+                actor: &Actor::User(viewer.user_id),
+                action: "session.ended",
+                subject_type: "session",
+                subject_id: id,
+                niche_id: None,
+                detail: json!({ "user": viewer.handle, "everywhereElse": true }),
+            },
+            now,
+        )
+        .await?;
+    }
+    txn.commit().await?;
+    ended_here.ended(viewer.user_id);
+    Ok(ended.rows_affected)
 }
 
 #[cfg(test)]
@@ -218,7 +449,8 @@ mod tests {
         let handle = Handle::parse(handle).expect("a handle");
         CHECKS
             .scope(Cell::new(0), async {
-                let outcome = login(db, &handle, password, Utc::now()).await;
+                let outcome =
+                    login(db, &handle, password, SignInPlace::default(), Utc::now()).await;
                 if let Err(err) = &outcome {
                     assert!(
                         matches!(err, ServiceError::Unauthenticated(m) if m == "wrong handle or password"),
@@ -228,6 +460,16 @@ mod tests {
                 (outcome.is_ok(), CHECKS.with(Cell::get))
             })
             .await
+    }
+
+    #[test]
+    fn a_user_agent_is_kept_short_and_printable() {
+        let long = format!("Mozilla/5.0\n{}", "x".repeat(1000));
+        let place = SignInPlace::new(Some(&long), None);
+        let kept = place.user_agent.expect("kept");
+        assert_eq!(kept.chars().count(), USER_AGENT_MAX_CHARS);
+        assert!(kept.starts_with("Mozilla/5.0x"), "{kept}");
+        assert_eq!(SignInPlace::new(Some("  \t "), None).user_agent, None);
     }
 
     #[tokio::test]

@@ -32,6 +32,7 @@ pub fn Account() -> impl IntoView {
                 Some(Some(person)) => view! {
                     <A href="/dashboard/niches">"Niches"</A>
                     <A href="/dashboard/revenue">"Revenue"</A>
+                    <A href="/dashboard/settings">"Settings"</A>
                     // `exact`: on the agents page only "Agents" is the current page.
                     {person.is_admin.then(|| view! {
                         <A href="/admin" exact=true>"Admin"</A>

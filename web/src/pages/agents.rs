@@ -14,10 +14,9 @@ use leptos::html;
 use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::{LazyRoute, lazy_route};
-use wasm_bindgen::JsValue;
-use wasm_bindgen_futures::JsFuture;
 
 use crate::api::{self, ApiError};
+use crate::components::clipboard::copy_to_clipboard;
 use crate::components::loaded::Loaded;
 use crate::components::question_card::visible_controls;
 use crate::components::time_ago::{TimeAgo, exact};
@@ -379,22 +378,6 @@ fn SecretOnce(revealed: Revealed) -> impl IntoView {
             </p>
         </section>
     }
-}
-
-/// Put `text` on the clipboard; false when the browser offers this page none (it does only to
-/// secure contexts) or refuses.
-async fn copy_to_clipboard(text: &str) -> bool {
-    let Some(navigator) = web_sys::window().map(|w| w.navigator()) else {
-        return false;
-    };
-    let offered = js_sys::Reflect::get(&navigator, &JsValue::from_str("clipboard"))
-        .is_ok_and(|clipboard| !clipboard.is_undefined() && !clipboard.is_null());
-    if !offered {
-        return false;
-    }
-    JsFuture::from(navigator.clipboard().write_text(text))
-        .await
-        .is_ok()
 }
 
 /// The registration form and every agent.
