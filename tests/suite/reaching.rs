@@ -419,10 +419,77 @@ async fn mail_sent_while_the_server_is_down_arrives_once_it_is_back() {
     assert!(row.sent_at.is_some());
 }
 
-on_both_backends!(
-    escalation_steps_in_order_once_each_and_never_for_an_answered_question,
-    bad_settings_are_refused_and_change_nothing,
-);
+on_both_backends!(bad_settings_are_refused_and_change_nothing);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn escalation_timeline_on_sqlite() {
+    escalation_timeline(askloop_tests::Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn escalation_timeline_on_postgres() {
+    escalation_timeline(askloop_tests::Backend::Postgres).await;
+}
+
+/// The escalation timeline on `backend`, its events delivered to a real receiver (the agent).
+async fn escalation_timeline(backend: askloop_tests::Backend) {
+    let addr = reserve_port();
+    let receiver = Receiver::start_on(addr, Vec::new()).await;
+    let Some(app) = TestApp::spawn_with(backend, |c| {
+        fast(c);
+        c.webhook_url = Some(Receiver::url_for(addr));
+    })
+    .await
+    else {
+        eprintln!("skipped: TEST_DATABASE_URL is not set");
+        return;
+    };
+    let waiting =
+        escalation_steps_in_order_once_each_and_never_for_an_answered_question(&app).await;
+    // The steps were taken on the injected clock, so their events fell due then; the real clock
+    // reaches that time now.
+    deliveries::Entity::update_many()
+        .col_expr(
+            deliveries::Column::NextAttemptAt,
+            sea_orm::sea_query::Expr::value(Utc::now()),
+        )
+        .filter(deliveries::Column::Status.eq(entity::deliveries::DeliveryStatus::Pending))
+        .exec(&app.db)
+        .await
+        .expect("due now");
+    // Delivered: one signed event per step, each once.
+    receiver
+        .wait_until(WAIT, "both escalation events", |received| {
+            received
+                .iter()
+                .filter(|r| r.envelope["type"] == "expert_question.escalated")
+                .count()
+                >= 2
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let received = receiver.received();
+    let escalated: Vec<&Value> = received
+        .iter()
+        .filter(|r| r.envelope["type"] == "expert_question.escalated")
+        .map(|r| &r.envelope)
+        .collect();
+    assert!(received.iter().all(|r| r.verified), "signed");
+    assert_eq!(
+        escalated
+            .iter()
+            .map(|e| (
+                e["payload"]["questionId"].as_i64(),
+                e["payload"]["step"].as_i64()
+            ))
+            .collect::<Vec<_>>(),
+        vec![(Some(waiting), Some(1)), (Some(waiting), Some(2))]
+    );
+    assert!(
+        receiver.counts().values().all(|n| *n == 1),
+        "each event once"
+    );
+}
 
 on_both_backends! {
     config: fast;
@@ -443,7 +510,10 @@ async fn escalated_events(app: &TestApp, question: i64) -> Vec<Value> {
         .collect()
 }
 
-async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(app: TestApp) {
+/// The steps on an injected clock; the question that escalated.
+async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(
+    app: &TestApp,
+) -> i64 {
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let root = person(&app.db, "root", true).await;
@@ -547,6 +617,7 @@ async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(
         .expect("sweep");
     assert!(escalated_events(&app, low).await.is_empty());
     assert!(escalated_events(&app, answered).await.is_empty());
+    waiting
 }
 
 async fn bad_settings_are_refused_and_change_nothing(app: TestApp) {
