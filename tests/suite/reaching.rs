@@ -517,13 +517,13 @@ async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let root = person(&app.db, "root", true).await;
-    verified(&app, &ana).await;
-    verified(&app, &root).await;
+    verified(app, &ana).await;
+    verified(app, &root).await;
     let hint = ChangeHint::none();
     let t0 = Utc::now();
-    let answered = ask(&app, "e-1", "high", "Answered in time").await;
-    let waiting = ask(&app, "e-2", "high", "Nobody answers").await;
-    let low = ask(&app, "e-3", "low", "Low waits a day").await;
+    let answered = ask(app, "e-1", "high", "Answered in time").await;
+    let waiting = ask(app, "e-2", "high", "Nobody answers").await;
+    let low = ask(app, "e-3", "low", "Low waits a day").await;
     let done = app
         .graphql(
             Some(&ana.token),
@@ -545,9 +545,9 @@ async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(
             .await
             .expect("sweep");
     }
-    assert!(escalated_events(&app, answered).await.is_empty());
-    assert!(escalated_events(&app, low).await.is_empty());
-    let events = escalated_events(&app, waiting).await;
+    assert!(escalated_events(app, answered).await.is_empty());
+    assert!(escalated_events(app, low).await.is_empty());
+    let events = escalated_events(app, waiting).await;
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["step"], 1);
     assert_eq!(events[0]["externalId"], "e-2");
@@ -560,7 +560,7 @@ async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(
         .await;
     assert_eq!(card["data"]["question"]["escalationStep"], 1, "{card}");
     // Everyone not yet told is told now; what waited for them is not sent as well.
-    let rows = notification_rows(&app, waiting).await;
+    let rows = notification_rows(app, waiting).await;
     let reasons: Vec<(&str, &str)> = rows
         .iter()
         .map(|r| (r.reason.as_str(), r.status.as_str()))
@@ -572,7 +572,7 @@ async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(
         .await
         .expect("sweep");
     assert_eq!(
-        escalated_events(&app, waiting).await.len(),
+        escalated_events(app, waiting).await.len(),
         1,
         "step 2 waits for twice the wait"
     );
@@ -581,7 +581,7 @@ async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(
             .await
             .expect("sweep");
     }
-    let events = escalated_events(&app, waiting).await;
+    let events = escalated_events(app, waiting).await;
     assert_eq!(
         events
             .iter()
@@ -600,7 +600,7 @@ async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(
     escalation::sweep(&app.db, &hint, 100, t0 + chrono::Duration::hours(3))
         .await
         .expect("sweep");
-    assert_eq!(escalated_events(&app, waiting).await.len(), 2);
+    assert_eq!(escalated_events(app, waiting).await.len(), 2);
     let steps = escalations::Entity::find()
         .filter(escalations::Column::QuestionId.eq(waiting))
         .count(&app.db)
@@ -615,8 +615,8 @@ async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(
     escalation::sweep(&app.db, &hint, 100, t0 + chrono::Duration::days(9))
         .await
         .expect("sweep");
-    assert!(escalated_events(&app, low).await.is_empty());
-    assert!(escalated_events(&app, answered).await.is_empty());
+    assert!(escalated_events(app, low).await.is_empty());
+    assert!(escalated_events(app, answered).await.is_empty());
     waiting
 }
 
