@@ -650,6 +650,11 @@ async fn bad_settings_are_refused_and_change_nothing(app: TestApp) {
             "BAD_USER_INPUT",
         ),
         (
+            "mutation { setMyEmail(email: \"ana@two@example.com\") { email } }",
+            json!({}),
+            "BAD_USER_INPUT",
+        ),
+        (
             "mutation { setMyEmail(email: \"bob@example.com\") { email } }",
             json!({}),
             "CONFLICT",
@@ -673,6 +678,16 @@ async fn bad_settings_are_refused_and_change_nothing(app: TestApp) {
             "mutation { registerOperatorWebhook(nicheSlug: \"roofing\", url: \"https://example.com/x\") { secret } }",
             json!({}),
             "NOT_FOUND",
+        ),
+        (
+            "mutation { registerOperatorWebhook(nicheSlug: \"games\", url: \"http://127.0.0.1:5432/x\") { secret } }",
+            json!({}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            "mutation { registerOperatorWebhook(nicheSlug: \"games\", url: \"http://169.254.169.254/latest\") { secret } }",
+            json!({}),
+            "BAD_USER_INPUT",
         ),
     ];
     for (query, variables, code) in cases {
@@ -726,11 +741,12 @@ async fn bad_settings_are_refused_and_change_nothing(app: TestApp) {
 async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: TestApp) {
     open_niche(&app.db, "games").await;
     open_niche(&app.db, "roofing").await;
-    let ana = operator(&app.db, "games", "ana").await;
+    // The receiver is on this machine: only an admin may point a webhook there.
+    let admin = person(&app.db, "root", true).await;
     let addr = reserve_port();
     let made = app
         .graphql(
-            Some(&ana.token),
+            Some(&admin.token),
             "mutation($url: String!) { registerOperatorWebhook(nicheSlug: \"games\", url: $url) { secret webhook { id nicheSlug url } } }",
             json!({"url": Receiver::url_for(addr)}),
         )
@@ -774,7 +790,7 @@ async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: Test
     );
     let log = app
         .graphql(
-            Some(&ana.token),
+            Some(&admin.token),
             "query($id: ID!) { operatorWebhookDeliveries(id: $id) { eventType status attempts lastStatusCode } }",
             json!({"id": hook_id}),
         )
@@ -787,7 +803,7 @@ async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: Test
     // The test button.
     let test = app
         .graphql(
-            Some(&ana.token),
+            Some(&admin.token),
             "mutation($id: ID!) { testOperatorWebhook(id: $id) }",
             json!({"id": hook_id}),
         )
@@ -802,7 +818,7 @@ async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: Test
     // Removed: nothing more.
     let removed = app
         .graphql(
-            Some(&ana.token),
+            Some(&admin.token),
             "mutation($id: ID!) { removeOperatorWebhook(id: $id) }",
             json!({"id": hook_id}),
         )
@@ -1013,6 +1029,43 @@ async fn links_run_out_follow_the_address_and_limits_hold(app: TestApp) {
         matches!(&again, Err(askloop::error::ServiceError::BadInput(m)) if m.contains("already verified")),
         "{again:?}"
     );
+
+    // At most five verification mails an hour, however fast they are sent.
+    let bob = operator(&app.db, "games", "bob").await;
+    for _ in 0..reach::VERIFY_PER_HOUR {
+        reach::request_verification(&app.db, &bob.viewer(), true, now)
+            .await
+            .expect("queued");
+        notifications::Entity::update_many()
+            .col_expr(
+                notifications::Column::Status,
+                sea_orm::sea_query::Expr::value("sent"),
+            )
+            .filter(notifications::Column::UserId.eq(bob.id))
+            .exec(&app.db)
+            .await
+            .expect("sent");
+    }
+    let flood = reach::request_verification(&app.db, &bob.viewer(), true, now).await;
+    assert!(
+        matches!(&flood, Err(askloop::error::ServiceError::BadInput(m)) if m.contains("an hour")),
+        "{flood:?}"
+    );
+    let queued = notifications::Entity::find()
+        .filter(notifications::Column::UserId.eq(bob.id))
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(queued, reach::VERIFY_PER_HOUR);
+    // An hour later it may ask again.
+    reach::request_verification(
+        &app.db,
+        &bob.viewer(),
+        true,
+        now + chrono::Duration::minutes(61),
+    )
+    .await
+    .expect("queued again");
 
     // At most five webhooks per person and niche.
     let register = "mutation($url: String!) { registerOperatorWebhook(nicheSlug: \"games\", url: $url) { webhook { id } } }";

@@ -100,7 +100,9 @@ pub fn normalise_email(raw: &str) -> Result<String, ServiceError> {
         .split_once('@')
         .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'))
         && email.len() <= 254
-        && !email.chars().any(|c| c.is_whitespace() || c.is_control());
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+        // An address mail can actually be sent to, or it could never be verified.
+        && email.parse::<lettre::Address>().is_ok();
     if !email_ok {
         return Err(ServiceError::BadInput(format!(
             "'{}' is not an email address",

@@ -173,6 +173,48 @@ fn row(
     }
 }
 
+/// Whether `url` names this machine or a private network by its host as written: a member's
+/// webhook must not make askloop probe what only askloop can reach (its attempts' statuses and
+/// errors are shown to them). A name that resolves to such an address is not caught here.
+pub fn is_private(url: &str) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return true;
+    };
+    let Some(host) = parsed.host_str() else {
+        return true;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => private_v4(ip),
+        Ok(std::net::IpAddr::V6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || (ip.segments()[0] & 0xfe00) == 0xfc00
+                || (ip.segments()[0] & 0xffc0) == 0xfe80
+                || ip.to_ipv4_mapped().is_some_and(private_v4)
+        }
+        Err(_) => {
+            let name = host.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost"
+                || [".localhost", ".local", ".internal", ".lan", ".home.arpa"]
+                    .iter()
+                    .any(|suffix| name.ends_with(suffix))
+                || !name.contains('.')
+        }
+    }
+}
+
+fn private_v4(ip: std::net::Ipv4Addr) -> bool {
+    let [a, b, ..] = ip.octets();
+    ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_unspecified()
+        || ip.is_broadcast()
+        // 100.64.0.0/10, shared address space.
+        || (a == 100 && (b & 0xc0) == 64)
+}
+
 /// A registered webhook as its owner sees it (never its secret).
 #[derive(Debug, Clone)]
 pub struct Hook {
@@ -217,6 +259,11 @@ pub async fn register(
 ) -> Result<(Hook, String), ServiceError> {
     let url = crate::service::agents::check_url(Some(url))?
         .ok_or_else(|| ServiceError::BadInput("a webhook needs a URL".into()))?;
+    if !viewer.is_admin && is_private(&url) {
+        return Err(ServiceError::BadInput(
+            "only an admin may register a webhook to a local or private address".into(),
+        ));
+    }
     let txn = db.begin().await?;
     let niche = niche_for(&txn, viewer, niche_slug).await?;
     let live = operator_webhooks::Entity::find()
@@ -398,4 +445,38 @@ pub async fn destination(
         ServiceError::Internal(anyhow::anyhow!("an operator webhook's secret: {e}"))
     })?;
     Ok(Some((hook.url, secret)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_private;
+
+    #[test]
+    fn local_and_private_hosts_are_told_apart_from_public_ones() {
+        for url in [
+            "http://127.0.0.1:9/x",
+            "http://10.1.2.3/",
+            "http://192.168.0.10/",
+            "http://172.16.5.5/",
+            "http://169.254.169.254/latest",
+            "http://100.64.0.1/",
+            "http://0.0.0.0/",
+            "http://[::1]/",
+            "http://[fd00::1]/",
+            "http://[fe80::1]/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://localhost:8080/",
+            "http://chat.internal/",
+            "http://bridge/",
+        ] {
+            assert!(is_private(url), "{url}");
+        }
+        for url in [
+            "https://hooks.slack.com/services/x",
+            "https://93.184.216.34/",
+            "https://[2606:4700::1111]/",
+        ] {
+            assert!(!is_private(url), "{url}");
+        }
+    }
 }

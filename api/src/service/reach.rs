@@ -30,6 +30,10 @@ pub const VERIFY_LINK_HOURS: i64 = 48;
 /// How many verification mails one person may have waiting at once.
 const VERIFY_PENDING_MAX: u64 = 1;
 
+/// How many verification mails one person may ask for in an hour: an address is not a way to
+/// flood someone else's inbox.
+pub const VERIFY_PER_HOUR: u64 = 5;
+
 /// A person's mail settings as they see them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MailSettings {
@@ -292,7 +296,8 @@ pub async fn set_email(
         .exec(&txn)
         .await?;
     if mail_on {
-        queue_verification(&txn, viewer.user_id, now).await?;
+        // Past the hourly limit the address still changes; its link is asked for later.
+        let _ = queue_verification(&txn, viewer.user_id, now).await?;
     }
     txn.commit().await?;
     settings_of(db, viewer).await
@@ -318,26 +323,42 @@ pub async fn request_verification(
         )));
     }
     let txn = db.begin().await?;
-    queue_verification(&txn, viewer.user_id, now).await?;
+    let queued = queue_verification(&txn, viewer.user_id, now).await?;
     txn.commit().await?;
+    if !queued {
+        return Err(ServiceError::BadInput(format!(
+            "at most {VERIFY_PER_HOUR} verification links an hour; use the last one, or ask again later"
+        )));
+    }
     Ok(())
 }
 
+/// Queue a verification mail, unless one waits already (then nothing is needed: true) or the
+/// hour's limit is reached (false).
 async fn queue_verification<C: ConnectionTrait>(
     txn: &C,
     user_id: i64,
     now: DateTime<Utc>,
-) -> Result<(), ServiceError> {
-    use sea_orm::{PaginatorTrait, QuerySelect};
-    let waiting = notifications::Entity::find()
-        .filter(notifications::Column::UserId.eq(user_id))
-        .filter(notifications::Column::Reason.eq("verify_email"))
+) -> Result<bool, ServiceError> {
+    use sea_orm::PaginatorTrait;
+    let verifications = || {
+        notifications::Entity::find()
+            .filter(notifications::Column::UserId.eq(user_id))
+            .filter(notifications::Column::Reason.eq("verify_email"))
+    };
+    let waiting = verifications()
         .filter(notifications::Column::Status.eq("pending"))
-        .limit(VERIFY_PENDING_MAX)
         .count(txn)
         .await?;
     if waiting >= VERIFY_PENDING_MAX {
-        return Ok(());
+        return Ok(true);
+    }
+    let this_hour = verifications()
+        .filter(notifications::Column::CreatedAt.gt(now - Duration::hours(1)))
+        .count(txn)
+        .await?;
+    if this_hour >= VERIFY_PER_HOUR {
+        return Ok(false);
     }
     notifications::Entity::insert(notifications::ActiveModel {
         id: NotSet,
@@ -359,7 +380,7 @@ async fn queue_verification<C: ConnectionTrait>(
     })
     .exec_without_returning(txn)
     .await?;
-    Ok(())
+    Ok(true)
 }
 
 // ----------------------------------------------------------------------------------------------

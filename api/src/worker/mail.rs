@@ -31,6 +31,9 @@ const SUBJECT_TITLE_MAX: usize = 80;
 /// The longest question text a mail quotes.
 const QUOTE_MAX: usize = 600;
 
+/// The most questions one digest lists; it says how many more wait.
+const DIGEST_MAX: usize = 50;
+
 /// Place, claim and send until the process stops.
 pub(super) async fn mail_forever(state: WorkerContext, settings: MailSettings) {
     let transport = match AsyncSmtpTransport::<Tokio1Executor>::from_url(&settings.smtp_url) {
@@ -117,8 +120,14 @@ async fn send_claimed(
         let ids: Vec<i64> = group.iter().map(|r| r.id).collect();
         let outgoing = match compose(state, settings, &facts, &group, &origin).await {
             Ok(message) => Outgoing { ids, message },
-            Err(err) => {
-                tracing::warn!(error = %err, "a notification could not be written");
+            // Nothing to try again for (the address cannot take mail, the person is gone).
+            Err(Unsendable::Never(err)) => {
+                tracing::warn!(error = %err, "a notification cannot be sent; it is dropped");
+                let _ = mail::finish(&state.db, token, &ids, "dropped", Utc::now()).await;
+                continue;
+            }
+            Err(Unsendable::Now(err)) => {
+                tracing::warn!(error = %err, "a notification could not be written; it is tried again");
                 let jitter = rand::rng().random::<f64>();
                 let _ =
                     mail::failed(&state.db, token, &group, &err, policy, jitter, Utc::now()).await;
@@ -253,13 +262,39 @@ fn subject(niche_slug: &str, rest: &str) -> String {
     format!("[askloop/{niche_slug}] {}", plain(rest))
 }
 
+/// Why a mail could not be written.
+enum Unsendable {
+    /// Never will be: drop it.
+    Never(String),
+    /// Not now (the database did not answer): try again.
+    Now(String),
+}
+
+impl From<crate::error::ServiceError> for Unsendable {
+    fn from(err: crate::error::ServiceError) -> Self {
+        Self::Now(err.to_string())
+    }
+}
+
+impl From<&str> for Unsendable {
+    fn from(err: &str) -> Self {
+        Self::Never(err.to_owned())
+    }
+}
+
+impl From<lettre::error::Error> for Unsendable {
+    fn from(err: lettre::error::Error) -> Self {
+        Self::Never(err.to_string())
+    }
+}
+
 async fn compose(
     state: &WorkerContext,
     settings: &MailSettings,
     facts: &Facts,
     group: &[&notifications::Model],
     origin: &str,
-) -> Result<Message, String> {
+) -> Result<Message, Unsendable> {
     let first = group.first().ok_or("nothing to write")?;
     let person = facts
         .people
@@ -268,7 +303,7 @@ async fn compose(
     let to: Mailbox = person
         .email
         .parse()
-        .map_err(|e| format!("the person's address cannot be used: {e}"))?;
+        .map_err(|e| Unsendable::Never(format!("the person's address cannot be used: {e}")))?;
     let domain = settings.from.email.domain().to_owned();
     let ids = group
         .iter()
@@ -282,9 +317,7 @@ async fn compose(
         .message_id(Some(message_id));
     let now = Utc::now();
     if first.reason == "verify_email" {
-        let token = reach::verification_token(&state.db, person.id, &person.email, now)
-            .await
-            .map_err(|e| e.to_string())?;
+        let token = reach::verification_token(&state.db, person.id, &person.email, now).await?;
         let mut body = Body::new();
         body.para(&format!(
             "Someone (we hope you, @{}) asked askloop to send question notifications to this address.",
@@ -298,16 +331,13 @@ async fn compose(
             "The link works for {} hours. If you did not ask for this, ignore this mail: nothing is sent here until the address is verified.",
             reach::VERIFY_LINK_HOURS
         ));
-        return builder
+        return Ok(builder
             .subject("[askloop] Verify your address")
-            .multipart(body.done())
-            .map_err(|e| e.to_string());
+            .multipart(body.done())?);
     }
     let niche_id = first.niche_id.ok_or("a notification without a niche")?;
     let niche = facts.niches.get(&niche_id).ok_or("the niche is gone")?;
-    let unsubscribe = reach::unsubscribe_token(&state.db, person.id, niche.id)
-        .await
-        .map_err(|e| e.to_string())?;
+    let unsubscribe = reach::unsubscribe_token(&state.db, person.id, niche.id).await?;
     let unsubscribe_url = format!("{origin}/notifications/unsubscribe?token={unsubscribe}");
     let questions: Vec<_> = group
         .iter()
@@ -325,7 +355,7 @@ async fn compose(
             if questions.len() == 1 { " is" } else { "s are" },
             plain(&niche.name)
         ));
-        for (_, question) in &questions {
+        for (_, question) in questions.iter().take(DIGEST_MAX) {
             body.para(&format!(
                 "{} ({} urgency)",
                 cap(&plain(&question.title), 200),
@@ -334,6 +364,13 @@ async fn compose(
             body.link(
                 "Open it",
                 &format!("{origin}{}", question_path(&niche.slug, question.id)),
+            );
+        }
+        if questions.len() > DIGEST_MAX {
+            body.para(&format!("… and {} more.", questions.len() - DIGEST_MAX));
+            body.link(
+                "See them all",
+                &format!("{origin}/dashboard/niches/{}", niche.slug),
             );
         }
         subject(
@@ -381,12 +418,11 @@ async fn compose(
         &format!("Stop mail about {}", plain(&niche.name)),
         &unsubscribe_url,
     );
-    builder
+    Ok(builder
         .subject(subject_line)
         .header(ListUnsubscribe(format!("<{unsubscribe_url}>")))
         .header(ListUnsubscribePost)
-        .multipart(body.done())
-        .map_err(|e| e.to_string())
+        .multipart(body.done())?)
 }
 
 #[cfg(test)]
