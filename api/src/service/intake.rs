@@ -7,10 +7,10 @@ use entity::niches::NicheStatus;
 use entity::{audit_log, niches};
 use std::collections::{HashMap, HashSet};
 
-use sea_orm::sea_query::{OnConflict, Query};
+use sea_orm::sea_query::{Expr, OnConflict, Query};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait,
-    NotSet, QueryFilter, QueryTrait, TryInsertResult,
+    NotSet, QueryFilter, QuerySelect, QueryTrait, TryInsertResult,
 };
 use serde_json::json;
 
@@ -204,7 +204,7 @@ async fn write_all<C: ConnectionTrait>(
     requests: &[&Request],
     created: &mut Vec<audit_log::ActiveModel>,
 ) -> Result<Vec<Result<IntakeOutcome, ServiceError>>, ServiceError> {
-    let niches = load_niches(txn, requests.iter().map(|r| &r.new.niche)).await?;
+    let (niches, reach) = load_niches(txn, requests.iter().map(|r| &r.new.niche)).await?;
     let checked: Vec<Result<Store, ServiceError>> = requests
         .iter()
         .map(|request| check(niche_named(&niches, &request.new.niche), request))
@@ -264,10 +264,11 @@ async fn write_all<C: ConnectionTrait>(
     if let Some(now) = requests.first().map(|r| r.now) {
         let ids: Vec<i64> = stored
             .iter()
+            .filter(|(niche, _)| reach.mail.contains(&niche.id))
             .flat_map(|(_, facts)| facts.iter().map(|f| f.id))
             .collect();
         reach::plan_for_new_questions(txn, &ids, now).await?;
-        for (niche, facts) in &stored {
+        for (niche, facts) in stored.iter().filter(|(n, _)| reach.hooks.contains(&n.id)) {
             operator_hooks::enqueue(txn, HookEvent::Waiting, niche, facts, now).await?;
         }
     }
@@ -286,7 +287,7 @@ fn urgency_of(urgency: intake::Urgency) -> Urgency {
 async fn load_niches<'a, C: ConnectionTrait>(
     txn: &C,
     names: impl Iterator<Item = &'a intake::NicheRef>,
-) -> Result<Vec<niches::Model>, ServiceError> {
+) -> Result<(Vec<niches::Model>, Reach), ServiceError> {
     let (mut slugs, mut ids) = (Vec::new(), Vec::new());
     for name in names {
         match name {
@@ -298,14 +299,65 @@ async fn load_niches<'a, C: ConnectionTrait>(
     slugs.dedup();
     ids.sort_unstable();
     ids.dedup();
-    Ok(niches::Entity::find()
+    let rows = niches::Entity::find()
         .filter(
             Condition::any()
                 .add(niches::Column::Slug.is_in(slugs))
                 .add(niches::Column::Id.is_in(ids)),
         )
+        .column_as(Expr::cust(HAS_HOOKS), "reach_hooks")
+        .column_as(Expr::cust(HAS_READERS), "reach_mail")
+        .into_model::<NicheRow>()
         .all(txn)
-        .await?)
+        .await?;
+    let mut reach = Reach::default();
+    let niches = rows
+        .into_iter()
+        .map(|row| {
+            if row.hooks {
+                reach.hooks.insert(row.niche.id);
+            }
+            if row.mail {
+                reach.mail.insert(row.niche.id);
+            }
+            row.niche
+        })
+        .collect();
+    Ok((niches, reach))
+}
+
+/// Whether a niche has a live operator webhook: the batch writes its events only then.
+const HAS_HOOKS: &str = "EXISTS (SELECT 1 FROM operator_webhooks w \
+     WHERE w.niche_id = niches.id AND w.revoked_at IS NULL)";
+
+/// Whether anyone of a niche may be mailed about it (an active operator or specialist with a
+/// verified address): the batch writes notifications only then.
+const HAS_READERS: &str = "EXISTS (SELECT 1 FROM niche_members m \
+     JOIN notification_settings s ON s.user_id = m.user_id \
+     WHERE m.niche_id = niches.id AND m.status = 'active' AND s.verified_email IS NOT NULL)";
+
+/// Which of a batch's niches someone is to hear of (by mail, by webhook).
+#[derive(Debug, Default)]
+struct Reach {
+    hooks: HashSet<i64>,
+    mail: HashSet<i64>,
+}
+
+/// A niche as the batch reads it, with whether anyone is to hear of its questions.
+struct NicheRow {
+    niche: niches::Model,
+    hooks: bool,
+    mail: bool,
+}
+
+impl sea_orm::FromQueryResult for NicheRow {
+    fn from_query_result(row: &sea_orm::QueryResult, pre: &str) -> Result<Self, sea_orm::DbErr> {
+        Ok(Self {
+            niche: niches::Model::from_query_result(row, pre)?,
+            hooks: row.try_get(pre, "reach_hooks")?,
+            mail: row.try_get(pre, "reach_mail")?,
+        })
+    }
 }
 
 fn niche_named<'a>(
