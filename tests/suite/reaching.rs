@@ -98,6 +98,28 @@ async fn notification_rows(app: &TestApp, question_id: i64) -> Vec<notifications
 
 const PREFERENCES: &str = "{ myNotificationPreferences { nicheSlug enabled immediate digest } }";
 
+const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { notice } }";
+
+/// `person`'s mail settings as GraphQL gives them.
+async fn mail_settings(app: &TestApp, person: &Person) -> Value {
+    let read = app
+        .graphql(
+            Some(&person.token),
+            "{ myMailSettings { email emailVerified mailEnabled } }",
+            json!({}),
+        )
+        .await;
+    read["data"]["myMailSettings"].clone()
+}
+
+/// `person` answers question `id` (its first option).
+async fn answer(app: &TestApp, person: &Person, id: i64) {
+    let answered = app
+        .graphql(Some(&person.token), ANSWER, json!({"id": id.to_string()}))
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn verify_then_an_immediate_mail_escaped_then_one_click_unsubscribe() {
     let smtp = SmtpServer::start().await;
@@ -138,17 +160,8 @@ async fn verify_then_an_immediate_mail_escaped_then_one_click_unsubscribe() {
         let response = app.client.get(&bad).send().await.expect("get");
         assert_eq!(response.status(), 400, "{bad}");
     }
-    let settings = app
-        .graphql(
-            Some(&ana.token),
-            "{ myMailSettings { email emailVerified mailEnabled } }",
-            json!({}),
-        )
-        .await;
-    assert_eq!(
-        settings["data"]["myMailSettings"]["emailVerified"], false,
-        "{settings}"
-    );
+    let settings = mail_settings(&app, &ana).await;
+    assert_eq!(settings["emailVerified"], false, "{settings}");
 
     let page = app.client.get(&verify).send().await.expect("get");
     assert_eq!(page.status(), 200);
@@ -158,21 +171,9 @@ async fn verify_then_an_immediate_mail_escaped_then_one_click_unsubscribe() {
             .expect("text")
             .contains("Address verified")
     );
-    let settings = app
-        .graphql(
-            Some(&ana.token),
-            "{ myMailSettings { email emailVerified mailEnabled } }",
-            json!({}),
-        )
-        .await;
-    assert_eq!(
-        settings["data"]["myMailSettings"]["emailVerified"], true,
-        "{settings}"
-    );
-    assert_eq!(
-        settings["data"]["myMailSettings"]["mailEnabled"], true,
-        "{settings}"
-    );
+    let settings = mail_settings(&app, &ana).await;
+    assert_eq!(settings["emailVerified"], true, "{settings}");
+    assert_eq!(settings["mailEnabled"], true, "{settings}");
 
     // A high-urgency question: mailed at once, its agent text escaped, never linked.
     let title = "<script>alert('x')</script> Which date?";
@@ -290,14 +291,7 @@ async fn a_digest_gathers_what_still_waits_and_quiet_hours_hold_the_rest() {
     }
     let due = notification_rows(&app, first).await[0].due_at;
     assert!(due > Utc::now(), "a digest waits for the next hour: {due}");
-    let answered = app
-        .graphql(
-            Some(&ana.token),
-            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { notice } }",
-            json!({"id": settled.to_string()}),
-        )
-        .await;
-    assert!(answered["errors"].is_null(), "{answered}");
+    answer(&app, &ana, settled).await;
     assert!(
         smtp.mails().is_empty(),
         "nothing is mailed before the digest is due"
@@ -524,14 +518,7 @@ async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(
     let answered = ask(app, "e-1", "high", "Answered in time").await;
     let waiting = ask(app, "e-2", "high", "Nobody answers").await;
     let low = ask(app, "e-3", "low", "Low waits a day").await;
-    let done = app
-        .graphql(
-            Some(&ana.token),
-            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { notice } }",
-            json!({"id": answered.to_string()}),
-        )
-        .await;
-    assert!(done["errors"].is_null(), "{done}");
+    answer(app, &ana, answered).await;
 
     // Before the wait (15 minutes for high): nothing.
     let taken = escalation::sweep(&app.db, &hint, 100, t0 + chrono::Duration::minutes(14))
@@ -931,14 +918,7 @@ async fn niche_waits_are_admin_settings_and_a_reopened_question_starts_again(app
     assert_eq!(escalated_events(&app, normal).await.len(), 0);
 
     // Answered (pending review), then rejected: the question reopens and its clock starts over.
-    let answered = app
-        .graphql(
-            Some(&ana.token),
-            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { notice } }",
-            json!({"id": high.to_string()}),
-        )
-        .await;
-    assert!(answered["errors"].is_null(), "{answered}");
+    answer(&app, &ana, high).await;
     app.decide_newest_contribution(&root.token, "rejectContribution", Some("A guess."))
         .await;
     let reopened = row(high).await;
@@ -1008,14 +988,7 @@ async fn links_run_out_follow_the_address_and_limits_hold(app: TestApp) {
             .is_err()
     );
     assert!(reach::unsubscribe(&app.db, &token, now).await.is_err());
-    let settings = app
-        .graphql(
-            Some(&ana.token),
-            "{ myMailSettings { emailVerified } }",
-            json!({}),
-        )
-        .await;
-    assert_eq!(settings["data"]["myMailSettings"]["emailVerified"], false);
+    assert_eq!(mail_settings(&app, &ana).await["emailVerified"], false);
 
     // Verified: asking again is refused.
     let fresh = reach::verification_token(&app.db, ana.id, "ana.new@example.com", now)
