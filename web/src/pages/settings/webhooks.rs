@@ -300,7 +300,7 @@ fn HookItem(
         LocalResource::new(move || {
             refresh.track();
             api::run::<OperatorWebhookDeliveries>(operator_webhook_deliveries::Variables {
-                id: id.clone(),
+                webhook_id: id.clone(),
             })
         })
     };
