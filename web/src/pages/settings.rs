@@ -88,8 +88,7 @@ fn Outcome(said: Signal<Option<Result<String, ApiError>>>) -> impl IntoView {
 }
 
 /// A refusal shown next to the control it is about; `id` is what that control's
-/// `aria-describedby` names while it shows. An ended session is not shown: it sends the person to
-/// sign in again.
+/// `aria-describedby` names while it shows (see [`described_by`]).
 #[component]
 fn FieldError(#[prop(into)] id: String, error: Signal<Option<String>>) -> impl IntoView {
     move || {
