@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use askloop_tests::browser::{Browser, button, button_in, labelled, labelled_in, role};
 use askloop_tests::fixtures::open_niche;
-use askloop_tests::people::{operator, person};
+use askloop_tests::people::{member, operator, person};
 use askloop_tests::receiver::{Receiver, reserve_port};
 use askloop_tests::smtp::SmtpServer;
 use askloop_tests::{Backend, TestApp};
+use entity::niche_members::{MemberRole, MemberStatus};
 use serde_json::{Value, json};
 
 use crate::dashboard_pages::signed_in;
@@ -124,7 +125,19 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
         .await
         .expect("an app");
     open_niche(&app.db, "games").await;
-    let ana = operator(&app.db, "games", "ana").await;
+    // The webhook receiver listens on this machine, where askloop lets only an admin point a
+    // webhook: ana operates games and is an admin too. The niches the page offers are still
+    // only hers.
+    let ana = person(&app.db, "ana", true).await;
+    member(
+        &app.db,
+        "games",
+        &ana,
+        MemberRole::Operator,
+        MemberStatus::Active,
+    )
+    .await;
+    open_niche(&app.db, "roofing").await;
 
     let mut browser = signed_in(&app, "ana", PATH).await;
     let mut page = NotificationSettings(&mut browser);
@@ -251,6 +264,17 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
         stored["data"]["myNotificationPreferences"],
         json!([{"nicheSlug": "games", "enabled": true, "immediate": ["HIGH", "NORMAL"], "digest": "DAILY"}]),
         "{stored}"
+    );
+
+    // The niches offered for a webhook are the ones she belongs to.
+    assert_eq!(
+        browser
+            .eval(&format!(
+                "[...{}.options].map(o => o.value)",
+                labelled("Niche")
+            ))
+            .await,
+        json!(["games"])
     );
 
     // A URL askloop will not call is refused next to its field, and stays typed.
