@@ -26,6 +26,7 @@ mod live;
 mod mcp;
 mod migrations;
 mod money;
+mod notification_settings_page;
 mod openapi;
 mod properties;
 mod query_limits;

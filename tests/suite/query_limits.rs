@@ -261,6 +261,15 @@ async fn every_dashboard_query_fits_the_limits() {
     askloop_tests::fixtures::open_niche(&app.db, "games").await;
     let root = person(&app.db, "root", true).await;
     let question = app.ask("games", "q-1").await;
+    let hook = app
+        .graphql(
+            Some(&root.token),
+            "mutation { registerOperatorWebhook(nicheSlug: \"games\", url: \"https://example.com/hook\") { webhook { id } } }",
+            json!({}),
+        )
+        .await;
+    let webhook_id = hook["data"]["registerOperatorWebhook"]["webhook"]["id"].clone();
+    assert!(webhook_id.is_string(), "{hook}");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../web/graphql");
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).expect("web/graphql") {
@@ -287,6 +296,7 @@ async fn every_dashboard_query_fits_the_limits() {
                         "first": 100,
                         "after": "q0.0",
                         "id": question.to_string(),
+                        "webhookId": webhook_id,
                     },
                 }))
                 .send()

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 const WAIT: Duration = Duration::from_secs(20);
 
 /// Mail through `smtp`, with fast polling and retries.
-fn mail_through(config: &mut Config, smtp: &str) {
+pub(crate) fn mail_through(config: &mut Config, smtp: &str) {
     config.mail = Some(MailSettings {
         smtp_url: smtp.to_owned(),
         from: "askloop <askloop@example.com>".parse().expect("a sender"),
@@ -73,7 +73,7 @@ async fn ask(app: &TestApp, external_id: &str, urgency: &str, title: &str) -> i6
 }
 
 /// The URL after `label: ` in a mail's text part.
-fn link(mail: &Mail, label: &str) -> String {
+pub(crate) fn link(mail: &Mail, label: &str) -> String {
     let text = mail.text();
     let start = text
         .find(&format!("{label}: "))

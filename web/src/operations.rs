@@ -11,8 +11,8 @@ use graphql_client::GraphQLQuery;
 // The schema's enums, one type per concept for every operation (named in `extern_enums`).
 pub use crate::vocab::{
     AgentStatus, AllocationStatus, AnswerKind, AttemptOutcome, BudgetEntryKind, BudgetState,
-    ContributionStatus, DeliveryStatus, MemberRole, MemberStatus, NicheStatus, PayoutStatus,
-    QuestionStatus, QueueChangeKind, Severity, SignalSubject, Urgency, WebhookScheme,
+    ContributionStatus, DeliveryStatus, DigestFrequency, MemberRole, MemberStatus, NicheStatus,
+    PayoutStatus, QuestionStatus, QueueChangeKind, Severity, SignalSubject, Urgency, WebhookScheme,
 };
 
 /// The `DateTime` scalar: RFC 3339 text, shown through `components::time_ago`.
@@ -36,7 +36,7 @@ macro_rules! operations {
                     "QuestionStatus", "QueueChangeKind", "AnswerKind", "BudgetState", "DeliveryStatus",
                     "MemberRole", "MemberStatus", "Urgency", "NicheStatus", "ContributionStatus",
                     "AllocationStatus", "PayoutStatus", "AttemptOutcome", "BudgetEntryKind", "Severity",
-                    "SignalSubject", "AgentStatus", "WebhookScheme"
+                    "SignalSubject", "AgentStatus", "WebhookScheme", "DigestFrequency"
                 )
             )]
             pub struct $name;
@@ -170,6 +170,31 @@ operations!("graphql/settings.graphql":
     EndSession,
     /// End all my sessions but this one.
     SignOutOtherSessions,
+);
+
+operations!("graphql/notifications.graphql":
+    /// My address, whether it is verified, my time zone and quiet hours.
+    MyMailSettings,
+    /// Change my address; it is unverified until its mailed link is followed.
+    SetMyEmail,
+    /// Mail a verification link to my address.
+    SendVerificationEmail,
+    /// Set my time zone and quiet hours (none: no quiet hours).
+    SetQuietHours,
+    /// What I want mailed about each niche I belong to.
+    MyNotificationPreferences,
+    /// Choose what is mailed about one niche.
+    SetNotificationPreference,
+    /// My operator webhooks, and the niches I may register one for.
+    MyOperatorWebhooks,
+    /// Register an operator webhook; its secret comes back once.
+    RegisterOperatorWebhook,
+    /// Remove one of my operator webhooks.
+    RemoveOperatorWebhook,
+    /// Send a test event to one of my operator webhooks.
+    TestOperatorWebhook,
+    /// The most recent deliveries to one of my operator webhooks.
+    OperatorWebhookDeliveries,
 );
 
 /// A card from another operation, as the queue's first read shapes it: the same `QuestionCard`

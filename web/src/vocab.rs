@@ -115,6 +115,11 @@ vocabulary! {
 }
 
 vocabulary! {
+    /// How the urgencies not mailed at once are gathered (schema enum `DigestFrequency`).
+    DigestFrequency { Hourly = "hourly", Daily = "daily", Off = "off" }
+}
+
+vocabulary! {
     /// A niche's lifecycle (`Niche.status`).
     NicheStatus { Draft = "draft", Open = "open", Operated = "operated", Archived = "archived" }
 }

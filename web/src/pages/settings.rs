@@ -9,8 +9,15 @@
 //! - **Sign-in sessions**: where (browser, address) and when (signed in, last active, expiry)
 //!   each session was opened, "this device" marked; ending another one, or all the others.
 //!
+//! - **Email**, **Quiet hours and time zone**, **Notifications per niche** (`notifications`)
+//!   and **Operator webhooks** (`webhooks`): how askloop reaches the person when the dashboard
+//!   is closed (docs/contract.md#reaching-operators).
+//!
 //! What a browser sent as its `User-Agent` is shown as isolated text, invisible characters made
 //! visible: it is whatever the signing-in client chose to say.
+//!
+//! A refused form keeps what was typed, and its refusal is shown next to the control it is about
+//! (named by the control's `aria-describedby`), not only at the top of the section.
 
 use leptos::html;
 use leptos::prelude::*;
@@ -26,6 +33,9 @@ use crate::operations::{
     create_api_key, end_session, my_api_keys, my_sessions, revoke_api_key, sign_out_other_sessions,
 };
 use crate::session::Session;
+
+mod notifications;
+mod webhooks;
 
 type Key = my_api_keys::MyApiKeysMyApiKeys;
 type SignIn = my_sessions::MySessionsMySessions;
@@ -53,6 +63,10 @@ fn SettingsPage() -> impl IntoView {
             <h1>"Settings"</h1>
             <ApiKeys/>
             <SignInSessions/>
+            <notifications::EmailSettings/>
+            <notifications::QuietHoursSettings/>
+            <notifications::NichePreferences/>
+            <webhooks::OperatorWebhooks/>
         </main>
     }
 }
@@ -70,6 +84,36 @@ fn Outcome(said: Signal<Option<Result<String, ApiError>>>) -> impl IntoView {
                 Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
             })}
         </div>
+    }
+}
+
+/// A refusal shown next to the control it is about; `id` is what that control's
+/// `aria-describedby` names while it shows (see [`described_by`]).
+#[component]
+fn FieldError(#[prop(into)] id: String, error: Signal<Option<String>>) -> impl IntoView {
+    move || {
+        error.get().map(
+            |text| view! { <p class="error field-error" id=id.clone() role="alert">{text}</p> },
+        )
+    }
+}
+
+/// The words of a refusal to show next to a control; `None` when there is none, or when the
+/// session ended (which sends the person to sign in instead).
+fn refusal(session: Session, result: Option<Result<String, ApiError>>) -> Option<String> {
+    match result? {
+        Ok(_) => None,
+        Err(err) if session.ended(&err) => None,
+        Err(err) => Some(err.to_string()),
+    }
+}
+
+/// What a control's `aria-describedby` names: its hint, and its refusal while one shows.
+fn described_by(hint: &str, error_id: &str, refused: bool) -> String {
+    if refused {
+        format!("{hint} {error_id}")
+    } else {
+        hint.to_owned()
     }
 }
 
