@@ -181,6 +181,9 @@ mod tests {
             ("/api/v1/niches/{slug}/questions/{id}/answer", "post"),
             ("/dashboard/questions/{id}/answer", "post"),
             ("/dashboard/questions/{id}/dismiss", "post"),
+            ("/email/verify", "get"),
+            ("/notifications/unsubscribe", "get"),
+            ("/notifications/unsubscribe", "post"),
             ("/healthz", "get"),
             ("/readyz", "get"),
             ("/metrics", "get"),
@@ -193,7 +196,7 @@ mod tests {
         }
         assert_eq!(
             paths.len(),
-            13,
+            15,
             "a documented route the router does not have"
         );
     }
