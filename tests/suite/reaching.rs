@@ -285,9 +285,11 @@ async fn a_digest_gathers_what_still_waits_and_quiet_hours_hold_the_rest() {
     let placed =
         |rows: Vec<notifications::Model>| rows.first().map(|r| (r.status.clone(), r.digest));
     let started = std::time::Instant::now();
-    while placed(notification_rows(&app, second).await) != Some(("pending".into(), true)) {
-        assert!(started.elapsed() < WAIT, "never placed in a digest");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    for id in [first, second, settled] {
+        while placed(notification_rows(&app, id).await) != Some(("pending".into(), true)) {
+            assert!(started.elapsed() < WAIT, "never placed in a digest");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
     let due = notification_rows(&app, first).await[0].due_at;
     assert!(due > Utc::now(), "a digest waits for the next hour: {due}");
