@@ -1076,3 +1076,29 @@ async fn links_run_out_follow_the_address_and_limits_hold(app: TestApp) {
         Some(5)
     );
 }
+
+on_both_backends!(two_people_taking_one_address_at_once_get_one_address_and_one_conflict);
+
+async fn two_people_taking_one_address_at_once_get_one_address_and_one_conflict(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let mut people = Vec::new();
+    for handle in ["ana", "bob", "cy", "dee", "eve", "fay"] {
+        people.push(operator(&app.db, "games", handle).await);
+    }
+    let take = "mutation { setMyEmail(email: \"shared@example.com\") { email } }";
+    let answers = futures::future::join_all(
+        people
+            .iter()
+            .map(|p| app.graphql(Some(&p.token), take, json!({}))),
+    )
+    .await;
+    let won = answers
+        .iter()
+        .filter(|a| a["data"]["setMyEmail"]["email"] == "shared@example.com")
+        .count();
+    let refused = answers
+        .iter()
+        .filter(|a| error_code(a) == Some("CONFLICT"))
+        .count();
+    assert_eq!((won, refused), (1, people.len() - 1), "{answers:?}");
+}

@@ -11,7 +11,7 @@ use entity::{niche_members, niches, operator_webhooks};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
-    EntityTrait, NotSet, QueryFilter, QueryOrder, TransactionTrait,
+    EntityTrait, NotSet, QueryFilter, QueryOrder,
 };
 use serde_json::json;
 
@@ -124,13 +124,23 @@ fn body_fields(question: &QuestionFacts, niche: &niches::Model) -> serde_json::V
     })
 }
 
-/// One line of plain text: control characters become spaces.
+/// One line of plain text: control characters become spaces, and the invisible marks that
+/// reorder text (bidi embeddings, overrides, isolates) are left out, so a title cannot make a
+/// subject line or a chat message read backwards.
 pub fn plain(text: &str) -> String {
     text.chars()
+        .filter(|c| !is_bidi_control(*c))
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect::<String>()
         .trim()
         .to_owned()
+}
+
+fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+    )
 }
 
 fn row(
@@ -264,7 +274,7 @@ pub async fn register(
             "only an admin may register a webhook to a local or private address".into(),
         ));
     }
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let niche = niche_for(&txn, viewer, niche_slug).await?;
     let live = operator_webhooks::Entity::find()
         .filter(operator_webhooks::Column::UserId.eq(viewer.user_id))
@@ -358,7 +368,7 @@ pub async fn remove(
     id: i64,
     now: DateTime<Utc>,
 ) -> Result<bool, ServiceError> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let hook = own_hook(&txn, viewer, id).await?;
     operator_webhooks::Entity::update_many()
         .col_expr(operator_webhooks::Column::RevokedAt, Expr::value(Some(now)))
@@ -390,7 +400,7 @@ pub async fn send_test(
     id: i64,
     now: DateTime<Utc>,
 ) -> Result<deliveries::Model, ServiceError> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let hook = own_hook(&txn, viewer, id).await?;
     let niche = niches::Entity::find_by_id(hook.niche_id)
         .one(&txn)

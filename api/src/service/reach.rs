@@ -17,7 +17,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait,
-    NotSet, QueryFilter, Statement, TransactionTrait,
+    NotSet, QueryFilter, Statement,
 };
 use sha2::Sha256;
 
@@ -211,7 +211,7 @@ pub async fn set_quiet_hours(
             ));
         }
     }
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     upsert_settings(
         &txn,
         viewer.user_id,
@@ -281,7 +281,7 @@ pub async fn set_email(
     now: DateTime<Utc>,
 ) -> Result<MailSettings, ServiceError> {
     let email = crate::service::accounts::normalise_email(email)?;
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let taken = users::Entity::find()
         .filter(users::Column::Email.eq(email.clone()))
         .filter(users::Column::Id.ne(viewer.user_id))
@@ -290,11 +290,19 @@ pub async fn set_email(
     if taken.is_some() {
         return Err(Conflict::AccountTaken.into());
     }
+    // Two people taking the same address at once: the unique key decides, and the loser is
+    // told as if it had been taken before.
     users::Entity::update_many()
         .col_expr(users::Column::Email, sea_orm::sea_query::Expr::value(email))
         .filter(users::Column::Id.eq(viewer.user_id))
         .exec(&txn)
-        .await?;
+        .await
+        .map_err(|err| match err.sql_err() {
+            Some(sea_orm::SqlErr::UniqueConstraintViolation(_)) => {
+                ServiceError::from(Conflict::AccountTaken)
+            }
+            _ => err.into(),
+        })?;
     if mail_on {
         // Past the hourly limit the address still changes; its link is asked for later.
         let _ = queue_verification(&txn, viewer.user_id, now).await?;
@@ -322,7 +330,7 @@ pub async fn request_verification(
             settings.email
         )));
     }
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let queued = queue_verification(&txn, viewer.user_id, now).await?;
     txn.commit().await?;
     if !queued {
@@ -630,7 +638,7 @@ pub async fn verify_email(
             "this link is for an address that is no longer yours".into(),
         ));
     }
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     upsert_settings(
         &txn,
         user_id,
@@ -702,7 +710,7 @@ pub async fn unsubscribe(
     now: DateTime<Utc>,
 ) -> Result<niches::Model, ServiceError> {
     let (user_id, niche) = unsubscribe_target(db, token).await?;
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let current = notification_preferences::Entity::find()
         .filter(notification_preferences::Column::UserId.eq(user_id))
         .filter(notification_preferences::Column::NicheId.eq(niche.id))

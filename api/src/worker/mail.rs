@@ -436,6 +436,11 @@ mod tests {
             "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
         );
         assert_eq!(
+            subject("roofing", "gpj.\u{202E}exe \u{2067}x\u{2069}"),
+            "[askloop/roofing] gpj.exe x",
+            "no mark that reorders the subject"
+        );
+        assert_eq!(
             subject("roofing", "Two\nlines\r\there"),
             "[askloop/roofing] Two lines  here"
         );
