@@ -290,7 +290,7 @@ impl ServerHandler for AskloopMcp {
             ));
         }
         let arguments = request.arguments.unwrap_or_default();
-        let as_task = request.name == "ask_expert"
+        let as_task = matches!(request.name.as_ref(), "ask_expert" | "delegate_task")
             && context
                 .client_capabilities()
                 .is_some_and(|capabilities| capabilities.supports_tasks());

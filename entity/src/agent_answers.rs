@@ -18,9 +18,11 @@ pub struct Model {
     pub kind: AnswerKind,
     /// The option chosen.
     pub option_id: Option<String>,
-    /// The words, up to 8000 chars.
+    /// The words, up to 8000 chars (a task's result, up to 20000).
     #[sea_orm(column_type = "Text", nullable)]
     pub body: Option<String>,
+    /// What completing a task cost, as the person reported it (task completions only).
+    pub actual_cost_minor: Option<i64>,
     /// The contribution it earned.
     pub contribution_event_id: Option<i64>,
     /// The question's research round when this answer was given.

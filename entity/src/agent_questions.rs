@@ -53,6 +53,11 @@ pub struct Model {
     pub escalate_at: Option<DateTimeUtc>,
     /// The last escalation step taken in its current round (0 none, 1 everyone, 2 admins).
     pub escalation_step: i32,
+    /// A question, or a task handed to people; a task's budget limit is `bounty_minor`.
+    pub kind: ExchangeKind,
+    /// What a task should deliver, in the agent's words (tasks only; up to 500 chars).
+    #[sea_orm(column_type = "Text", nullable)]
+    pub deliverable: Option<String>,
 }
 
 /// The niche a question is asked in.
@@ -115,4 +120,19 @@ pub enum QuestionStatus {
     /// `expired`.
     #[sea_orm(string_value = "expired")]
     Expired,
+}
+
+/// What an agent hands to people.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize,
+)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::None)")]
+#[serde(rename_all = "snake_case")]
+pub enum ExchangeKind {
+    /// `question`: answered for its bounty.
+    #[sea_orm(string_value = "question")]
+    Question,
+    /// `task`: completed for an actual cost up to its limit.
+    #[sea_orm(string_value = "task")]
+    Task,
 }

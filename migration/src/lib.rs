@@ -23,6 +23,7 @@ mod m20261130_000013_agents;
 mod m20261130_000014_agent_tokens;
 mod m20261201_000015_reaching_operators;
 mod m20261201_000016_access_settings;
+mod m20261201_000017_delegated_tasks;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -47,6 +48,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000014_agent_tokens::Migration),
             Box::new(m20261201_000015_reaching_operators::Migration),
             Box::new(m20261201_000016_access_settings::Migration),
+            Box::new(m20261201_000017_delegated_tasks::Migration),
         ]
     }
 }

@@ -488,7 +488,68 @@ async fn signing_out_everywhere_else_with_an_api_key_ends_every_session_but_not_
     assert_eq!(listed["data"]["mySessions"], json!([]), "{listed}");
 }
 
+/// Session and key writes that read before they write, many at once on one person: every one
+/// is answered (none fails inside), and what is left is exactly what they said.
+async fn session_and_key_writes_at_once_are_all_answered(app: TestApp) {
+    let ana = person(&app.db, "ana", false).await;
+    let laptop = sign_in(&app, "ana", "Laptop").await;
+    let mut others = Vec::new();
+    for n in 0..6 {
+        others.push(sign_in(&app, "ana", &format!("Phone {n}")).await);
+    }
+    let listed = app.graphql(Some(&laptop), MY_SESSIONS, json!({})).await;
+    let ids: Vec<String> = listed["data"]["mySessions"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter(|s| {
+            s["userAgent"]
+                .as_str()
+                .is_some_and(|ua| ua.starts_with("Phone"))
+        })
+        .filter_map(|s| s["id"].as_str().map(str::to_owned))
+        .take(3)
+        .collect();
+    let (_, key_id) = a_key(&app, &ana, "ci", None).await;
+    let mut writes = Vec::new();
+    for id in &ids {
+        writes.push((Some(laptop.clone()), END_SESSION, json!({ "id": id })));
+    }
+    writes.push((Some(laptop.clone()), REVOKE, json!({ "id": key_id })));
+    for _ in 0..3 {
+        writes.push((
+            Some(laptop.clone()),
+            CREATE_KEY,
+            json!({"name": "more", "at": null}),
+        ));
+        writes.push((None, LOGIN, json!({"h": "ana", "p": PASSWORD})));
+    }
+    let answers = futures::future::join_all(
+        writes
+            .iter()
+            .map(|(token, query, vars)| app.graphql(token.as_deref(), query, vars.clone())),
+    )
+    .await;
+    for answer in &answers {
+        assert!(answer["errors"].is_null(), "{answer}");
+    }
+    // Of the first session, the laptop and six phones, three phones ended; three sign-ins added.
+    let listed = app.graphql(Some(&laptop), MY_SESSIONS, json!({})).await;
+    assert_eq!(
+        listed["data"]["mySessions"].as_array().map(Vec::len),
+        Some(8 - 3 + 3),
+        "{listed}"
+    );
+    let keys = app.graphql(Some(&laptop), MY_KEYS, json!({})).await;
+    assert_eq!(
+        keys["data"]["myApiKeys"].as_array().map(Vec::len),
+        Some(3),
+        "{keys}"
+    );
+}
+
 on_both_backends!(
+    session_and_key_writes_at_once_are_all_answered,
     my_api_keys_lists_my_unrevoked_keys_with_their_use_and_expiry,
     a_keys_last_use_is_written_at_most_once_a_minute,
     an_expiry_in_the_past_or_too_far_ahead_is_refused_and_nothing_is_made,

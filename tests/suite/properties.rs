@@ -370,6 +370,9 @@ fn valid_intake() -> impl Strategy<Value = (Value, NewQuestion)> {
                         .collect(),
                     bounty_minor: bounty,
                     expires_in_seconds: expires,
+                    kind: Default::default(),
+                    budget_limit_minor: None,
+                    deliverable: None,
                 };
                 Some((body, expected))
             },

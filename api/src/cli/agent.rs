@@ -61,6 +61,16 @@ pub struct AskArgs {
     /// How long the question may wait, in seconds.
     #[arg(long)]
     expires_in: Option<i64>,
+    /// Hand people a task instead of asking a question: `--question` says what to do, and the
+    /// agent is charged what it actually cost, up to `--budget-limit-minor`.
+    #[arg(long, requires = "budget_limit_minor", conflicts_with_all = ["bounty_minor", "options"])]
+    task: bool,
+    /// A task's budget limit, in minor units.
+    #[arg(long, requires = "task")]
+    budget_limit_minor: Option<i64>,
+    /// What a task should deliver.
+    #[arg(long, requires = "task")]
+    deliverable: Option<String>,
 }
 
 fn parse_option(raw: &str) -> Result<(String, String), String> {
@@ -144,6 +154,9 @@ fn body_from_flags(args: &AskArgs) -> Value {
         ("urgency", args.urgency.clone().map(Value::from)),
         ("bountyMinor", args.bounty_minor.map(Value::from)),
         ("expiresInSeconds", args.expires_in.map(Value::from)),
+        ("kind", args.task.then(|| Value::from("task"))),
+        ("budgetLimitMinor", args.budget_limit_minor.map(Value::from)),
+        ("deliverable", args.deliverable.clone().map(Value::from)),
     ];
     for (key, value) in extra {
         if let Some(value) = value {

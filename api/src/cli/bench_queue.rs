@@ -85,6 +85,8 @@ pub async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()>
                 updated_at: Set(now),
                 escalate_at: Set(None),
                 escalation_step: Set(0),
+                kind: Set(agent_questions::ExchangeKind::Question),
+                deliverable: Set(None),
             }
         });
         agent_questions::Entity::insert_many(rows)

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::text::{
-    CONTEXT_MAX, IDENTIFIER_MAX, OPTION_LABEL_MAX, OPTIONS_MAX, QUESTION_MAX, RELATED_MAX,
-    TITLE_MAX, cap, char_len,
+    CONTEXT_MAX, DELIVERABLE_MAX, IDENTIFIER_MAX, OPTION_LABEL_MAX, OPTIONS_MAX, QUESTION_MAX,
+    RELATED_MAX, TITLE_MAX, cap, char_len,
 };
 
 /// The shortest lifetime a question may ask for (docs/contract.md#expiry).
@@ -65,6 +65,26 @@ impl Urgency {
     }
 }
 
+/// What the agent hands to people (docs/contract.md#delegated-tasks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExchangeKind {
+    /// A question, answered for its bounty (the default).
+    #[default]
+    Question,
+    /// A task, completed for an actual cost up to its budget limit.
+    Task,
+}
+
+impl ExchangeKind {
+    /// The wire word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExchangeKind::Question => "question",
+            ExchangeKind::Task => "task",
+        }
+    }
+}
+
 /// One answer the agent offers to choose from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuestionOption {
@@ -99,6 +119,12 @@ pub struct NewQuestion {
     pub bounty_minor: Option<i64>,
     /// How long the question may wait, when the agent names it.
     pub expires_in_seconds: Option<i64>,
+    /// A question or a task.
+    pub kind: ExchangeKind,
+    /// A task's budget limit (required for tasks, more than 0; none for questions).
+    pub budget_limit_minor: Option<i64>,
+    /// What a task should deliver (tasks only), at most [`DELIVERABLE_MAX`] characters.
+    pub deliverable: Option<String>,
 }
 
 /// Why an intake body was refused (a 400 with this text).
@@ -133,6 +159,45 @@ pub fn parse_new_question(body: &Value) -> Result<NewQuestion, IntakeError> {
     let context = optional_string(fields, "context")?
         .filter(|c| !c.trim().is_empty())
         .map(|c| cap(&c, CONTEXT_MAX));
+    let kind = parse_kind(fields)?;
+    let options = parse_options(fields.get("options"))?;
+    let bounty_minor = optional_amount(fields, "bountyMinor")?;
+    let budget_limit_minor = optional_amount(fields, "budgetLimitMinor")?;
+    let deliverable = optional_string(fields, "deliverable")?
+        .map(|d| d.trim().to_owned())
+        .filter(|d| !d.is_empty());
+    if deliverable
+        .as_deref()
+        .is_some_and(|d| char_len(d) > DELIVERABLE_MAX)
+    {
+        return Err(bad(format!(
+            "deliverable is at most {DELIVERABLE_MAX} characters"
+        )));
+    }
+    match kind {
+        ExchangeKind::Task => {
+            match budget_limit_minor {
+                None => return Err(bad("a task needs budgetLimitMinor, the most it may cost")),
+                Some(0) => return Err(bad("budgetLimitMinor must be more than 0")),
+                Some(_) => {}
+            }
+            if bounty_minor.is_some() {
+                return Err(bad(
+                    "a task has budgetLimitMinor, not bountyMinor: it is charged what it cost",
+                ));
+            }
+            if !options.is_empty() {
+                return Err(bad("a task has no options"));
+            }
+        }
+        ExchangeKind::Question => {
+            if budget_limit_minor.is_some() || deliverable.is_some() {
+                return Err(bad(
+                    "budgetLimitMinor and deliverable are for tasks (kind \"task\")",
+                ));
+            }
+        }
+    }
 
     Ok(NewQuestion {
         niche,
@@ -141,15 +206,10 @@ pub fn parse_new_question(body: &Value) -> Result<NewQuestion, IntakeError> {
         title,
         question,
         context,
-        options: parse_options(fields.get("options"))?,
+        options,
         urgency: Urgency::parse_lenient(fields.get("urgency").and_then(Value::as_str)),
         related_resource_ids: parse_related(fields.get("relatedResourceIds"))?,
-        bounty_minor: optional_integer(fields, "bountyMinor")?
-            .map(|b| match crate::domain::ledger::amount_problem("bountyMinor", b) {
-                Some(problem) => Err(bad(problem)),
-                None => Ok(b),
-            })
-            .transpose()?,
+        bounty_minor,
         expires_in_seconds: optional_integer(fields, "expiresInSeconds")?
             .map(|s| {
                 if (MIN_LIFETIME_SECS..=MAX_LIFETIME_SECS).contains(&s) {
@@ -161,7 +221,35 @@ pub fn parse_new_question(body: &Value) -> Result<NewQuestion, IntakeError> {
                 }
             })
             .transpose()?,
+        kind,
+        budget_limit_minor,
+        deliverable,
     })
+}
+
+/// `kind`: `question` (also when absent) or `task`.
+fn parse_kind(fields: &Map<String, Value>) -> Result<ExchangeKind, IntakeError> {
+    match fields.get("kind") {
+        None | Some(Value::Null) => Ok(ExchangeKind::Question),
+        Some(Value::String(word)) => match word.trim().to_ascii_lowercase().as_str() {
+            "question" => Ok(ExchangeKind::Question),
+            "task" => Ok(ExchangeKind::Task),
+            _ => Err(bad("kind must be \"question\" or \"task\"")),
+        },
+        Some(_) => Err(bad("kind must be \"question\" or \"task\"")),
+    }
+}
+
+/// An amount in minor units, when given: 0 up to the largest askloop keeps.
+fn optional_amount(fields: &Map<String, Value>, key: &str) -> Result<Option<i64>, IntakeError> {
+    optional_integer(fields, key)?
+        .map(
+            |amount| match crate::domain::ledger::amount_problem(key, amount) {
+                Some(problem) => Err(bad(problem)),
+                None => Ok(amount),
+            },
+        )
+        .transpose()
 }
 
 fn parse_niche_ref(fields: &Map<String, Value>) -> Result<NicheRef, IntakeError> {
@@ -322,6 +410,53 @@ mod tests {
         with_own["externalId"] = json!("q-1");
         let q = parse_new_question(&json!({"id": "evt-9", "payload": with_own})).expect("ok");
         assert_eq!(q.external_id.as_deref(), Some("q-1"));
+    }
+
+    #[test]
+    fn a_task_needs_a_limit_and_takes_no_bounty_or_options() {
+        let mut task = minimal();
+        task["kind"] = json!("Task");
+        task["budgetLimitMinor"] = json!(500);
+        task["deliverable"] = json!("  three prices, with links ");
+        let parsed = parse_new_question(&task).expect("a task");
+        assert_eq!(parsed.kind, ExchangeKind::Task);
+        assert_eq!(parsed.budget_limit_minor, Some(500));
+        assert_eq!(
+            parsed.deliverable.as_deref(),
+            Some("three prices, with links")
+        );
+        let refused = |change: &dyn Fn(&mut Value), problem: &str| {
+            let mut body = task.clone();
+            change(&mut body);
+            let err = parse_new_question(&body).expect_err("refused");
+            assert!(err.0.contains(problem), "{problem}: {err}");
+        };
+        refused(
+            &|b| b["budgetLimitMinor"] = Value::Null,
+            "needs budgetLimitMinor",
+        );
+        refused(&|b| b["budgetLimitMinor"] = json!(0), "more than 0");
+        refused(&|b| b["budgetLimitMinor"] = json!(-5), "cannot be negative");
+        refused(&|b| b["budgetLimitMinor"] = json!("5"), "whole number");
+        refused(&|b| b["bountyMinor"] = json!(5), "not bountyMinor");
+        refused(
+            &|b| b["options"] = json!([{"id": "a", "label": "A"}]),
+            "no options",
+        );
+        refused(
+            &|b| b["deliverable"] = json!("x".repeat(501)),
+            "at most 500",
+        );
+        refused(&|b| b["kind"] = json!("chore"), "kind must be");
+        refused(&|b| b["kind"] = json!(3), "kind must be");
+        let mut question = minimal();
+        question["budgetLimitMinor"] = json!(5);
+        assert!(
+            parse_new_question(&question).is_err(),
+            "a limit is for tasks"
+        );
+        let plain = parse_new_question(&minimal()).expect("a question");
+        assert_eq!(plain.kind, ExchangeKind::Question);
     }
 
     #[test]

@@ -11,6 +11,10 @@ pub const QUESTION_MAX: usize = 8_000;
 pub const CONTEXT_MAX: usize = 20_000;
 /// The longest answer body.
 pub const ANSWER_BODY_MAX: usize = 8_000;
+/// The longest result completing a task may carry.
+pub const TASK_RESULT_MAX: usize = 20_000;
+/// The longest deliverable hint a task may carry.
+pub const DELIVERABLE_MAX: usize = 500;
 /// The longest anomaly finding.
 pub const FINDING_MAX: usize = 4_000;
 /// How many options a question keeps; later ones are dropped.

@@ -8,6 +8,16 @@ use async_graphql::Enum;
 use entity::payouts;
 use entity::{agent_questions, allocations, budget_entries, contribution_events, niche_members};
 
+/// What an agent handed to people (docs/contract.md#delegated-tasks).
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "agent_questions::ExchangeKind")]
+pub enum ExchangeKind {
+    /// A question, answered for its bounty.
+    Question,
+    /// A task, completed for what it actually cost, up to its `budgetLimitMinor`.
+    Task,
+}
+
 /// Where a member stands in a niche.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
 #[graphql(remote = "niche_members::MemberStatus")]

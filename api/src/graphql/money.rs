@@ -63,6 +63,43 @@ impl From<budget_entries::Model> for BudgetEntry {
     }
 }
 
+/// What one exchange reserved, cost and released over its life (reserved = actual + released +
+/// still reserved, counting a charge given back as never charged).
+#[derive(SimpleObject, Clone)]
+pub struct ExchangeCost {
+    /// The question or task.
+    pub question_id: ID,
+    /// Its title: UNTRUSTED text.
+    pub title: String,
+    /// A question or a task.
+    pub kind: super::enums::ExchangeKind,
+    /// Its limit: a task's budget limit, a question's bounty.
+    pub limit_minor: i64,
+    /// Everything reserved for it (more than the limit if it was reopened and reserved again).
+    pub reserved_minor: i64,
+    /// What it actually cost: charged, less any charge given back.
+    pub actual_minor: i64,
+    /// Released back to the budget.
+    pub released_minor: i64,
+    /// Still reserved.
+    pub outstanding_minor: i64,
+}
+
+impl From<ledger_views::ExchangeCost> for ExchangeCost {
+    fn from(e: ledger_views::ExchangeCost) -> Self {
+        Self {
+            question_id: ID(e.question_id.to_string()),
+            title: e.title,
+            kind: e.kind.into(),
+            limit_minor: e.limit,
+            reserved_minor: e.reserved,
+            actual_minor: e.actual,
+            released_minor: e.released,
+            outstanding_minor: e.outstanding,
+        }
+    }
+}
+
 /// A niche's agent budget this month.
 #[derive(SimpleObject, Clone)]
 pub struct Budget {
@@ -87,6 +124,14 @@ pub struct Budget {
     /// This month's entries, newest first.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     pub entries: Vec<BudgetEntry>,
+    /// The exchanges whose budget moved this month (at most 100), most recently moved first:
+    /// limit, actual cost and released for each.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
+    pub exchanges: Vec<ExchangeCost>,
+    /// Spent this month on questions' bounties (charges less charges given back).
+    pub question_spend_minor: i64,
+    /// Spent this month on tasks' actual costs (charges less charges given back).
+    pub task_spend_minor: i64,
 }
 
 /// An allocation of revenue.
@@ -376,6 +421,9 @@ fn budget_of(view: BudgetView) -> Budget {
         bounty_minor: view.niche.bounty_minor,
         max_bounty_minor: view.niche.max_bounty_minor,
         entries: view.entries.into_iter().map(BudgetEntry::from).collect(),
+        exchanges: view.exchanges.into_iter().map(ExchangeCost::from).collect(),
+        question_spend_minor: view.spend.questions,
+        task_spend_minor: view.spend.tasks,
     }
 }
 

@@ -26,8 +26,11 @@ pub struct AnswerInput {
     pub kind: AnswerKind,
     /// The option chosen.
     pub option_id: Option<String>,
-    /// The words (at most 8000 characters).
+    /// The words (at most 8000 characters); completing a task, its result (at most 20,000).
     pub body: Option<String>,
+    /// Completing a task (`ANSWERED` on a task): what it cost in minor units, 0 up to the
+    /// task's `budgetLimitMinor`. Refused on a question and on a decline.
+    pub actual_cost_minor: Option<i64>,
 }
 
 /// What answering did.
@@ -109,6 +112,7 @@ impl QuestionMutation {
                 kind: input.kind.word().to_owned(),
                 option_id: input.option_id,
                 body: input.body,
+                actual_cost_minor: input.actual_cost_minor,
             },
             Utc::now(),
         )

@@ -302,8 +302,15 @@ pub struct Question {
     pub urgency: Urgency,
     /// Where it is.
     pub status: QuestionStatus,
-    /// The bounty for its answer, minor units.
+    /// The bounty for its answer, minor units (a task: its budget limit, reserved).
     pub bounty_minor: i64,
+    /// A question, or a task handed to people.
+    pub kind: super::enums::ExchangeKind,
+    /// A task's budget limit in minor units: the most completing it may cost. None for a
+    /// question.
+    pub budget_limit_minor: Option<i64>,
+    /// What a task should deliver, in the agent's words: UNTRUSTED text, like the context.
+    pub deliverable: Option<String>,
     /// How many times research has come back.
     pub research_round: i64,
     /// How far it escalated in this round for want of an answer: 0 not, 1 everyone of the niche
@@ -332,6 +339,10 @@ impl From<agent_questions::Model> for Question {
             urgency: q.urgency.into(),
             status: q.status.into(),
             bounty_minor: q.bounty_minor,
+            kind: q.kind.into(),
+            budget_limit_minor: (q.kind == agent_questions::ExchangeKind::Task)
+                .then_some(q.bounty_minor),
+            deliverable: q.deliverable,
             research_round: q.research_round,
             escalation_step: q.escalation_step,
             created_at: q.created_at,
@@ -443,8 +454,10 @@ pub struct Answer {
     /// The chosen option's label, as the question offered it (untrusted text, like the
     /// question's).
     pub option_label: Option<String>,
-    /// The words.
+    /// The words (completing a task: its result).
     pub body: Option<String>,
+    /// Completing a task: what it cost, minor units, as the person reported it.
+    pub actual_cost_minor: Option<i64>,
     /// Who gave it.
     pub answered_by: String,
     /// Where the answer is in review: `VERIFIED` (the answerer is trusted, or an admin checked
@@ -479,6 +492,7 @@ impl Answer {
             option_id: a.option_id,
             option_label,
             body: a.body,
+            actual_cost_minor: a.actual_cost_minor,
             answered_by: handle,
             review: review.map(Into::into),
             contribution_id: a.contribution_event_id.map(|c| ID(c.to_string())),

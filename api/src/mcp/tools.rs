@@ -26,7 +26,13 @@ use crate::service::research::add_findings;
 use crate::state::AppState;
 
 /// The tools' names, in the order they are listed.
-pub const TOOL_NAMES: [&str; 4] = ["ask_expert", "get_answer", "add_research", "list_questions"];
+pub const TOOL_NAMES: [&str; 5] = [
+    "ask_expert",
+    "delegate_task",
+    "get_answer",
+    "add_research",
+    "list_questions",
+];
 
 /// How urgent a question is.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
@@ -79,6 +85,39 @@ pub struct AskExpert {
     /// The agent's own id for the question (at most 200 characters): asking again with the same
     /// one returns the same question. Without it, the question is named after these arguments,
     /// so the same arguments again are the same question too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_id: Option<String>,
+}
+
+/// `delegate_task`'s arguments.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DelegateTask {
+    /// The niche's slug; one of the niches this agent may ask in.
+    pub niche: String,
+    /// A short title; cut to 300 characters.
+    pub title: String,
+    /// What to do ("fetch and pre-chew this URL", "check these three prices"); cut to 8000
+    /// characters.
+    pub task: String,
+    /// The most the task may cost, in minor units: more than 0, at most the niche's maximum
+    /// bounty. It is reserved against the niche's budget now; the agent is charged what the
+    /// person reports it cost, and the rest is released.
+    pub budget_limit_minor: i64,
+    /// What the result should be (at most 500 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deliverable: Option<String>,
+    /// What the agent found so far (people see it as untrusted text); cut to 20000 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// `low`, `normal` (the default) or `high`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urgency: Option<UrgencyArg>,
+    /// How long the task may wait: 60 to 2592000 seconds (the niche's default otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_seconds: Option<i64>,
+    /// The agent's own id for the task (at most 200 characters): delegating again with the same
+    /// one returns the same task. Without it, the task is named after these arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_id: Option<String>,
 }
@@ -201,10 +240,22 @@ pub fn specs() -> Vec<ToolSpec> {
             read_only: false,
         },
         ToolSpec {
+            name: "delegate_task",
+            description: "Hand people a sub-task in one of this agent's niches (\"fetch and \
+                          pre-chew this URL\", \"check these three prices\") with the most it \
+                          may cost (budgetLimitMinor, reserved against the niche's budget). \
+                          Returns at once with its id; call get_answer to wait for the result. \
+                          The agent is charged the actual cost the person reports (0 up to the \
+                          limit) and the rest is released. Same externalId rules as ask_expert.",
+            input_schema: schema_of::<DelegateTask>(),
+            read_only: false,
+        },
+        ToolSpec {
             name: "get_answer",
             description: "Read one of this agent's questions: its status and, once answered, \
                           the answer (text, the option chosen) with its review state (pending, \
-                          verified, rejected, reversed). With waitSeconds (at most 55) it waits \
+                          verified, rejected, reversed); for a task, its result and \
+                          actualCostMinor. With waitSeconds (at most 55) it waits \
                           while the question is open; call it again while the status is open. \
                           Status researching means a person asked for more research: call \
                           add_research.",
@@ -247,6 +298,7 @@ pub async fn call(
     }
     match name {
         "ask_expert" => ask_expert(state, asker, parse(name, arguments)?).await,
+        "delegate_task" => delegate_task(state, asker, parse(name, arguments)?).await,
         "get_answer" => get_answer(state, asker, parse(name, arguments)?).await,
         "add_research" => add_research(state, asker, parse(name, arguments)?).await,
         "list_questions" => list_questions(state, asker, parse(name, arguments)?).await,
@@ -275,7 +327,7 @@ fn parse<T: serde::de::DeserializeOwned>(tool: &str, arguments: Value) -> Result
 /// The external id of a question asked without one: `mcp:` and the first 128 bits (hex) of
 /// SHA-256 over the agent and the arguments as parsed. The same agent asking with the same
 /// arguments — a retried tool call — names the same question.
-pub fn derived_external_id(asker: &Asker, input: &AskExpert) -> String {
+pub fn derived_external_id<T: Serialize>(asker: &Asker, input: &T) -> String {
     let mut hasher = Sha256::new();
     hasher.update(asker.agent_id().unwrap_or(0).to_string().as_bytes());
     hasher.update(b".");
@@ -303,6 +355,39 @@ async fn ask_expert(
     // The REST body's own field names: the same parser, so the same validation and caps.
     let body = serde_json::to_value(&input)
         .map_err(|err| ServiceError::Internal(anyhow::anyhow!("ask_expert body: {err}")))?;
+    intake(state, asker, body).await
+}
+
+async fn delegate_task(
+    state: &AppState,
+    asker: &Asker,
+    mut input: DelegateTask,
+) -> Result<Value, ServiceError> {
+    if input
+        .external_id
+        .as_deref()
+        .is_some_and(|id| id.trim().is_empty())
+    {
+        input.external_id = None;
+    }
+    if input.external_id.is_none() {
+        input.external_id = Some(derived_external_id(asker, &input));
+    }
+    let mut body = serde_json::to_value(&input)
+        .map_err(|err| ServiceError::Internal(anyhow::anyhow!("delegate_task body: {err}")))?;
+    // The REST body names the task's words `question`, and says it is a task.
+    if let Some(fields) = body.as_object_mut() {
+        if let Some(task) = fields.remove("task") {
+            fields.insert("question".into(), task);
+        }
+        fields.insert("kind".into(), json!("task"));
+    }
+    intake(state, asker, body).await
+}
+
+/// Store what an agent asked or delegated, given as the REST intake body: the same parser and
+/// service as the signed route, counted in the same metric.
+async fn intake(state: &AppState, asker: &Asker, body: Value) -> Result<Value, ServiceError> {
     let new = match parse_new_question(&body) {
         Ok(new) => new,
         Err(err) => {
@@ -311,6 +396,7 @@ async fn ask_expert(
         }
     };
     let external_id = new.external_id.clone().unwrap_or_default();
+    let kind = new.kind;
     // Counted with the REST intakes: the metric is about questions, whichever door they use.
     let outcome = match receive_question(&state.db, &state.hint(), asker, new, Utc::now()).await {
         Ok(outcome) => {
@@ -329,6 +415,7 @@ async fn ask_expert(
     Ok(json!({
         "questionId": outcome.question_id,
         "externalId": external_id,
+        "kind": kind.as_str(),
         "status": StatusWord::from(outcome.status),
         "expiresAt": seconds(outcome.expires_at),
         "duplicate": outcome.duplicate,
@@ -381,12 +468,17 @@ fn option_label(question: &agent_questions::Model, option_id: &str) -> Option<St
 /// its review state.
 pub fn answer_json(own: &OwnQuestion) -> Value {
     let question = &own.question;
+    let task = question.kind == agent_questions::ExchangeKind::Task;
     let mut result = json!({
         "questionId": question.id,
         "externalId": question.external_id,
+        "kind": if task { "task" } else { "question" },
         "status": StatusWord::from(question.status),
         "expiresAt": seconds(question.expires_at),
     });
+    if task {
+        result["budgetLimitMinor"] = json!(question.bounty_minor);
+    }
     if let Some(FoundAnswer {
         answer,
         handle,
@@ -411,6 +503,10 @@ pub fn answer_json(own: &OwnQuestion) -> Value {
         ];
         for (key, value) in fields {
             result[key] = value;
+        }
+        if task {
+            result["result"] = json!(answer.body);
+            result["actualCostMinor"] = json!(answer.actual_cost_minor);
         }
     }
     result

@@ -27,8 +27,10 @@ pub struct AnswerForm {
     kind: Option<String>,
     /// The chosen option (radio buttons).
     option_id: Option<String>,
-    /// The words (text area).
+    /// The words (text area); completing a task, its result.
     body: Option<String>,
+    /// Completing a task: what it cost, in minor units (a number field; empty is none).
+    actual_cost_minor: Option<String>,
     /// Where to return.
     next: Option<String>,
 }
@@ -100,6 +102,17 @@ fn writable_question(caller: &Caller, id: &str) -> Result<i64, ServiceError> {
         .map_err(|_| ServiceError::NotFound("no such question".into()))
 }
 
+/// A form's optional whole number: empty is none, anything else must be one.
+fn whole_number(field: Option<&str>) -> Result<Option<i64>, ServiceError> {
+    match field.map(str::trim).filter(|f| !f.is_empty()) {
+        None => Ok(None),
+        Some(number) => number
+            .parse()
+            .map(Some)
+            .map_err(|_| ServiceError::BadInput("actualCostMinor must be a whole number".into())),
+    }
+}
+
 /// Answer from a form.
 #[utoipa::path(
     post,
@@ -136,6 +149,7 @@ pub async fn answer(
                 kind: form.kind.unwrap_or_default(),
                 option_id: form.option_id,
                 body: form.body,
+                actual_cost_minor: whole_number(form.actual_cost_minor.as_deref())?,
             },
             Utc::now(),
         )

@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
+use entity::agent_questions::ExchangeKind;
 
 use super::signed::agent_signed_and_parsed;
 use super::views::{
@@ -67,6 +68,11 @@ fn looked_up(looked: Looked) -> LookedUp {
             external_id: looked.external_id,
             found: true,
             id: q.id,
+            kind: match q.kind {
+                ExchangeKind::Question => "question".into(),
+                ExchangeKind::Task => "task".into(),
+            },
+            budget_limit_minor: (q.kind == ExchangeKind::Task).then_some(q.bounty_minor),
             status: q.status.into(),
             expires_at: q.expires_at,
             answered_at: q.answered_at,
@@ -74,6 +80,7 @@ fn looked_up(looked: Looked) -> LookedUp {
                 answer_id: found.answer.id,
                 option_id: found.answer.option_id,
                 body: found.answer.body,
+                actual_cost_minor: found.answer.actual_cost_minor,
                 answered_by: found.handle,
                 created_at: found.answer.created_at,
                 review: found.review.into(),

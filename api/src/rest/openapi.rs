@@ -266,9 +266,12 @@ mod tests {
         let mut expected = vec![
             "agentId",
             "bountyMinor",
+            "budgetLimitMinor",
             "context",
+            "deliverable",
             "expiresInSeconds",
             "externalId",
+            "kind",
             "nicheId",
             "nicheSlug",
             "options",
@@ -293,6 +296,14 @@ mod tests {
         assert_eq!(parsed.bounty_minor, Some(5));
         assert_eq!(parsed.expires_in_seconds, Some(3600));
         assert_eq!(parsed.context.as_deref(), Some("c"));
+        // The task fields, which a question may not carry, land on a task.
+        let task = json!({
+            "nicheSlug": "roofing", "title": "t", "question": "q", "kind": "task",
+            "budgetLimitMinor": 900, "deliverable": "d",
+        });
+        let parsed = parse_new_question(&task).expect("a documented task body parses");
+        assert_eq!(parsed.budget_limit_minor, Some(900));
+        assert_eq!(parsed.deliverable.as_deref(), Some("d"));
         let mut required: Vec<&str> = schema(&doc, "AskBody")["required"]
             .as_array()
             .unwrap()

@@ -149,6 +149,7 @@ pub async fn answer(
             kind: body.kind.unwrap_or_default(),
             option_id: body.option_id,
             body: body.body,
+            actual_cost_minor: body.actual_cost_minor,
         },
         Utc::now(),
     )

@@ -222,6 +222,17 @@ pub struct AskBody {
     /// How long the question may wait, 60 s to 30 days; defaults to the niche's lifetime.
     #[schema(minimum = 60, maximum = 2_592_000)]
     pub expires_in_seconds: Option<i64>,
+    /// `question` (the default) or `task`: a sub-task handed to people, charged what it
+    /// actually cost (docs/contract.md#delegated-tasks). A task has no options and no
+    /// `bountyMinor`.
+    #[schema(example = "question")]
+    pub kind: Option<String>,
+    /// A task's budget limit in minor units: required for a task (more than 0, at most the
+    /// niche's maximum bounty), refused for a question. Reserved like a bounty (402 the same way).
+    #[schema(minimum = 1)]
+    pub budget_limit_minor: Option<i64>,
+    /// What a task should deliver (at most 500 characters); tasks only.
+    pub deliverable: Option<String>,
 }
 
 /// A question, briefly: which one and where it is.
@@ -323,13 +334,19 @@ pub struct FoundQuestion {
     pub found: bool,
     /// askloop's id.
     pub id: i64,
+    /// `question` or `task`.
+    #[schema(example = "question")]
+    pub kind: String,
+    /// A task's budget limit, minor units (absent for a question).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_limit_minor: Option<i64>,
     /// Where it is.
     pub status: StatusWord,
     /// When it stops waiting.
     pub expires_at: DateTime<Utc>,
     /// When it was answered.
     pub answered_at: Option<DateTime<Utc>>,
-    /// The answer; `null` until it is answered.
+    /// The answer (a task: its completion); `null` until it is answered.
     pub answer: Option<LookedUpAnswer>,
 }
 
@@ -353,8 +370,11 @@ pub struct LookedUpAnswer {
     pub answer_id: i64,
     /// The option chosen, if any.
     pub option_id: Option<String>,
-    /// The words, if any.
+    /// The words, if any (a task: its result).
     pub body: Option<String>,
+    /// A completed task: what it cost, minor units (absent for a question's answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actual_cost_minor: Option<i64>,
     /// The handle of who answered.
     pub answered_by: String,
     /// When.
@@ -519,8 +539,17 @@ pub struct QuestionView {
     pub urgency: UrgencyWord,
     /// Where it is.
     pub status: StatusWord,
-    /// The bounty, minor units.
+    /// The bounty, minor units (a task: its budget limit).
     pub bounty_minor: i64,
+    /// `question` or `task`.
+    #[schema(example = "question")]
+    pub kind: String,
+    /// A task's budget limit, minor units (absent for a question).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_limit_minor: Option<i64>,
+    /// What a task should deliver (untrusted text; absent when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deliverable: Option<String>,
     /// When it was asked.
     pub created_at: DateTime<Utc>,
     /// When it was answered.
@@ -545,6 +574,13 @@ impl QuestionView {
             urgency: q.urgency.into(),
             status: q.status.into(),
             bounty_minor: q.bounty_minor,
+            kind: match q.kind {
+                agent_questions::ExchangeKind::Question => "question".into(),
+                agent_questions::ExchangeKind::Task => "task".into(),
+            },
+            budget_limit_minor: (q.kind == agent_questions::ExchangeKind::Task)
+                .then_some(q.bounty_minor),
+            deliverable: q.deliverable.clone(),
             created_at: q.created_at,
             answered_at: q.answered_at,
             expires_at: q.expires_at,
@@ -573,8 +609,10 @@ pub struct AnswerBody {
     pub kind: Option<String>,
     /// The chosen option.
     pub option_id: Option<String>,
-    /// The words.
+    /// The words; completing a task, its result (at most 20,000 characters).
     pub body: Option<String>,
+    /// Completing a task (`answered` on a task): what it cost, 0 up to its limit.
+    pub actual_cost_minor: Option<i64>,
 }
 
 /// The answer route's answer.

@@ -8,7 +8,7 @@ use rand::RngCore;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter,
-    QueryOrder, SqlErr, TransactionTrait,
+    QueryOrder, SqlErr,
 };
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -57,7 +57,7 @@ pub async fn create_user(
         )));
     }
     let credential_hash = passwords::hash(&new.password).await?;
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let user = users::Entity::insert(users::ActiveModel {
         id: NotSet,
         handle: Set(handle.clone()),
@@ -141,7 +141,7 @@ pub async fn add_member(
         .await?
         .ok_or_else(|| ServiceError::NotFound(format!("no niche '{slug}'")))?;
     let user = user_by_handle(db, handle).await?;
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let member = niche_members::Entity::insert(niche_members::ActiveModel {
         id: NotSet,
         niche_id: Set(niche.id),
@@ -220,7 +220,7 @@ pub async fn create_api_key(
     }
     let user = user_by_handle(db, handle).await?;
     let token = new_token("al_key_");
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let key = api_keys::Entity::insert(api_keys::ActiveModel {
         id: NotSet,
         user_id: Set(user.id),
@@ -262,7 +262,7 @@ pub async fn revoke_api_key(
     now: DateTime<Utc>,
 ) -> Result<bool, ServiceError> {
     let viewer = access::signed_in(viewer)?;
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let revoked = api_keys::Entity::update_many()
         .col_expr(api_keys::Column::RevokedAt, Expr::value(Some(now)))
         .filter(api_keys::Column::Id.eq(key_id))

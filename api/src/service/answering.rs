@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use chrono::{DateTime, Duration, Utc};
 use entity::agent_answers::{self, AnswerKind};
-use entity::agent_questions::{self, QuestionStatus};
+use entity::agent_questions::{self, ExchangeKind, QuestionStatus};
 use entity::budget_entries::BudgetEntryKind;
 use entity::contribution_events::{self, ContributionStatus};
 use entity::niche_members::{self, MemberRole, MemberStatus};
@@ -43,8 +43,10 @@ pub struct AnswerRequest {
     pub kind: String,
     /// The chosen option.
     pub option_id: Option<String>,
-    /// The words.
+    /// The words (completing a task: its result).
     pub body: Option<String>,
+    /// Completing a task: what it cost, 0 up to the task's limit (docs/contract.md#delegated-tasks).
+    pub actual_cost_minor: Option<i64>,
 }
 
 /// What answering did.
@@ -68,6 +70,20 @@ pub const WAITING: [QuestionStatus; 2] = [QuestionStatus::Open, QuestionStatus::
 /// The question's options as stored.
 pub fn options_of(question: &agent_questions::Model) -> Vec<QuestionOption> {
     serde_json::from_value(question.options.clone()).unwrap_or_default()
+}
+
+/// What `question` is, for checking what is said of it: a question with `options`, or a task and
+/// its limit.
+pub fn exchange_of<'a>(
+    question: &agent_questions::Model,
+    options: &'a [QuestionOption],
+) -> answer::Exchange<'a> {
+    match question.kind {
+        ExchangeKind::Question => answer::Exchange::Question(options),
+        ExchangeKind::Task => answer::Exchange::Task {
+            limit_minor: question.bounty_minor,
+        },
+    }
 }
 
 /// Whether a question still waits for someone at `now`.
@@ -175,11 +191,13 @@ pub async fn answer_question(
     if !access::acts_on_questions(access::membership(db, viewer, niche.id).await?.as_ref()) {
         return Err(access::not_a_member(&niche));
     }
-    let valid = answer::validate(
+    let options = options_of(&question);
+    let valid = answer::validate_for(
         &request.kind,
         request.option_id.as_deref(),
         request.body.as_deref(),
-        &options_of(&question),
+        request.actual_cost_minor,
+        exchange_of(&question, &options),
     )
     .map_err(ServiceError::BadInput)?;
 
@@ -322,15 +340,24 @@ async fn settle(
     let answer = store_answer(txn, viewer, question, valid, Some(event_id), now).await?;
     scores::recompute(txn, question.niche_id, viewer.user_id, now).await?;
     let actor = Actor::User(viewer.user_id);
+    let task = question.kind == ExchangeKind::Task;
     audit::record(
         txn,
         AuditEntry {
             actor: &actor,
-            action: "question.answered",
+            action: if task {
+                "task.completed"
+            } else {
+                "question.answered"
+            },
             subject_type: "question",
             subject_id: question.id,
             niche_id: Some(question.niche_id),
-            detail: json!({ "answerId": answer.id, "optionId": valid.option_id }),
+            detail: json!({
+                "answerId": answer.id,
+                "optionId": valid.option_id,
+                "actualCostMinor": valid.actual_cost_minor,
+            }),
         },
         now,
     )
@@ -348,15 +375,36 @@ async fn settle(
         now,
     )
     .await?;
-    if let Some(amount) = budget::settle(
-        txn,
-        question.niche_id,
-        question.id,
-        BudgetEntryKind::Charge,
-        now,
-    )
-    .await?
-    {
+    let charged = match valid.actual_cost_minor.filter(|_| task) {
+        // A task is charged what it cost and the rest of its reservation released, together.
+        Some(actual) => {
+            let settled =
+                budget::settle_at_cost(txn, question.niche_id, question.id, actual, now).await?;
+            if settled.released > 0 {
+                budget_audit(
+                    txn,
+                    &actor,
+                    question,
+                    "budget.released",
+                    settled.released,
+                    now,
+                )
+                .await?;
+            }
+            (settled.charged > 0).then_some(settled.charged)
+        }
+        None => {
+            budget::settle(
+                txn,
+                question.niche_id,
+                question.id,
+                BudgetEntryKind::Charge,
+                now,
+            )
+            .await?
+        }
+    };
+    if let Some(amount) = charged {
         let niche = niche_of(txn, question).await?;
         let ladder = scores::ladder(txn).await?;
         let share = standing::niche_shares(txn, niche.id, &ladder)
@@ -371,14 +419,36 @@ async fn settle(
             answer.id,
             (viewer.user_id, share),
             amount,
+            if task {
+                revenue::TASK_SOURCE
+            } else {
+                revenue::BOUNTY_SOURCE
+            },
             !verified,
             now,
         )
         .await?;
         budget_audit(txn, &actor, question, "budget.charged", amount, now).await?;
     }
-    outbox::enqueue(
-        txn,
+    let review = if verified { "verified" } else { "pending" };
+    let event = if task {
+        NewEvent {
+            event: EventType::TaskCompleted,
+            niche_id: question.niche_id,
+            question_id: Some(question.id),
+            user_id: Some(viewer.user_id),
+            payload: json!({
+                "questionId": question.id,
+                "externalId": question.external_id,
+                "answerId": answer.id,
+                "result": valid.body,
+                "actualCostMinor": valid.actual_cost_minor,
+                "budgetLimitMinor": question.bounty_minor,
+                "completedBy": viewer.handle,
+                "review": review,
+            }),
+        }
+    } else {
         NewEvent {
             event: EventType::AnswerCreated,
             niche_id: question.niche_id,
@@ -397,12 +467,11 @@ async fn settle(
                         .map(|o| o.label)
                 }),
                 "answeredBy": viewer.handle,
-                "review": if verified { "verified" } else { "pending" },
+                "review": review,
             }),
-        },
-        now,
-    )
-    .await?;
+        }
+    };
+    outbox::enqueue(txn, event, now).await?;
     let question = find_question(txn, question.id).await?;
     let notice = if verified {
         format!("Thanks. That is {points} points.")
@@ -630,6 +699,7 @@ async fn store_answer(
             row.option_id = Set(valid.option_id.clone());
             row.body = Set(valid.body.clone());
             row.contribution_event_id = Set(contribution_event_id);
+            row.actual_cost_minor = Set(valid.actual_cost_minor);
             row.research_round = Set(question.research_round);
             row.updated_at = Set(now);
             Ok(row.update(txn).await?)
@@ -642,6 +712,7 @@ async fn store_answer(
             option_id: Set(valid.option_id.clone()),
             body: Set(valid.body.clone()),
             contribution_event_id: Set(contribution_event_id),
+            actual_cost_minor: Set(valid.actual_cost_minor),
             research_round: Set(question.research_round),
             created_at: Set(now),
             updated_at: Set(now),

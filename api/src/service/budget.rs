@@ -239,6 +239,62 @@ pub async fn settle<C: ConnectionTrait>(
     Ok(Some(outstanding))
 }
 
+/// How a task's reservation was settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AtCost {
+    /// Charged: the actual cost, at most what was reserved.
+    pub charged: i64,
+    /// Released: the rest of the reservation.
+    pub released: i64,
+}
+
+/// Settle a completed task's outstanding reservation at its actual cost (docs/contract.md#delegated-tasks):
+/// a charge of the actual cost and a release of the rest, both in the transaction that settles
+/// it, so reserved = charged + released. A task reopened when the budget could no longer cover
+/// it has nothing reserved and is charged 0, as a question is; so is the part of an actual cost
+/// above what is reserved.
+pub async fn settle_at_cost<C: ConnectionTrait>(
+    conn: &C,
+    niche_id: i64,
+    question_id: i64,
+    actual: i64,
+    now: DateTime<Utc>,
+) -> Result<AtCost, ServiceError> {
+    let entries = entries_of_question(conn, question_id).await?;
+    let outstanding = std::cmp::max(
+        sum_of(&entries, BudgetEntryKind::Reserve)
+            - sum_of(&entries, BudgetEntryKind::Charge)
+            - sum_of(&entries, BudgetEntryKind::Release),
+        0,
+    );
+    let charged = actual.clamp(0, outstanding);
+    let released = outstanding - charged;
+    let month = month_of(now);
+    append(
+        conn,
+        niche_id,
+        question_id,
+        BudgetEntryKind::Charge,
+        charged,
+        month.clone(),
+        now,
+    )
+    .await?;
+    if released > 0 {
+        append(
+            conn,
+            niche_id,
+            question_id,
+            BudgetEntryKind::Release,
+            released,
+            month,
+            now,
+        )
+        .await?;
+    }
+    Ok(AtCost { charged, released })
+}
+
 /// Give back a question's last charge (its answer was rejected or reversed), booked in the
 /// month the charge counted in so that month's spending falls by it. The amount, or `None` when
 /// there is no charge left to give back (a zero charge, or one already reversed).

@@ -15,7 +15,7 @@ use sea_orm::{
 use serde_json::json;
 
 use crate::db::begin_write;
-use crate::domain::intake::{self, NewQuestion};
+use crate::domain::intake::{self, ExchangeKind, NewQuestion};
 use crate::domain::ledger::Budget;
 use crate::error::{Conflict, ServiceError};
 use crate::live::ChangeHint;
@@ -126,11 +126,18 @@ fn check(niche: Option<&niches::Model>, request: &Request) -> Result<Store, Serv
         }
     }
 
-    let bounty = new.bounty_minor.unwrap_or(niche.bounty_minor);
+    // A task's limit is reserved exactly as a question's bounty is, within the same maximum.
+    let (bounty, field) = match new.kind {
+        ExchangeKind::Question => (
+            new.bounty_minor.unwrap_or(niche.bounty_minor),
+            "bountyMinor",
+        ),
+        ExchangeKind::Task => (new.budget_limit_minor.unwrap_or(0), "budgetLimitMinor"),
+    };
     let bounty_ceiling = niche.max_bounty_minor.max(niche.bounty_minor);
     if bounty > bounty_ceiling {
         return Err(ServiceError::BadInput(format!(
-            "bountyMinor {bounty} is above this niche's maximum of {bounty_ceiling}"
+            "{field} {bounty} is above this niche's maximum of {bounty_ceiling}"
         )));
     }
     let lifetime = new
@@ -448,6 +455,11 @@ fn question_row(store: &Store, new: &NewQuestion) -> agent_questions::ActiveMode
             now,
         )),
         escalation_step: Set(0),
+        kind: Set(match new.kind {
+            ExchangeKind::Question => agent_questions::ExchangeKind::Question,
+            ExchangeKind::Task => agent_questions::ExchangeKind::Task,
+        }),
+        deliverable: Set(new.deliverable.clone()),
     }
 }
 
@@ -550,7 +562,11 @@ async fn settle_new<C: ConnectionTrait>(
             subject_type: "question",
             subject_id: question_id,
             niche_id: Some(niche.id),
-            detail: json!({ "externalId": new.external_id, "bountyMinor": bounty }),
+            detail: json!({
+                "externalId": new.external_id,
+                "bountyMinor": bounty,
+                "kind": new.kind.as_str(),
+            }),
         },
         now,
     ));

@@ -6,9 +6,10 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
+use entity::budget_entries::BudgetEntryKind;
 use entity::{
-    allocations, anomaly_signals, audit_log, budget_entries, niches, payout_accounts, payouts,
-    revenue_events,
+    agent_questions, allocations, anomaly_signals, audit_log, budget_entries, niches,
+    payout_accounts, payouts, revenue_events,
 };
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
@@ -25,6 +26,36 @@ use crate::service::{
     budget, names, payouts as payout_service, revenue, scores, signals, standing,
 };
 
+/// What one exchange (a question or a task) reserved, cost and released, over its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExchangeCost {
+    /// The question or task.
+    pub question_id: i64,
+    /// Its title (untrusted text).
+    pub title: String,
+    /// A question or a task.
+    pub kind: agent_questions::ExchangeKind,
+    /// Its limit: a task's budget limit, a question's bounty.
+    pub limit: i64,
+    /// Everything reserved for it (more than the limit when it was reopened and reserved again).
+    pub reserved: i64,
+    /// What it actually cost: charged, less any charge given back.
+    pub actual: i64,
+    /// Released back to the budget.
+    pub released: i64,
+    /// Still reserved: neither charged nor released yet.
+    pub outstanding: i64,
+}
+
+/// A month's spending (charges less charges given back), questions apart from tasks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpendByKind {
+    /// On questions' bounties.
+    pub questions: i64,
+    /// On tasks' actual costs.
+    pub tasks: i64,
+}
+
 /// A niche's budget this month, with its newest entries.
 #[derive(Debug, Clone)]
 pub struct BudgetView {
@@ -36,6 +67,10 @@ pub struct BudgetView {
     pub entries: Vec<budget_entries::Model>,
     /// When the budget month starts again.
     pub resets_at: DateTime<Utc>,
+    /// The exchanges with entries this month, most recently moved first.
+    pub exchanges: Vec<ExchangeCost>,
+    /// This month's spending on questions and on tasks.
+    pub spend: SpendByKind,
 }
 
 /// An allocation with the names it is shown with.
@@ -120,13 +155,126 @@ async fn budget_of_niche(
     now: DateTime<Utc>,
 ) -> Result<BudgetView, ServiceError> {
     let state = budget::budget_of(db, &niche, now).await?;
-    let entries = budget::entries_of(db, niche.id, &ledger::month_of(now), 100).await?;
+    let month = ledger::month_of(now);
+    let entries = budget::entries_of(db, niche.id, &month, 100).await?;
+    let exchanges = exchanges_of(db, niche.id, &month, 100).await?;
+    let spend = spend_by_kind(db, niche.id, &month).await?;
     Ok(BudgetView {
         niche,
         budget: state,
         entries,
         resets_at: ledger::resets_at(now),
+        exchanges,
+        spend,
     })
+}
+
+/// The `limit` exchanges of a niche whose budget moved in `month`, most recently moved first,
+/// each with its whole ledger summed (three queries).
+async fn exchanges_of(
+    db: &DatabaseConnection,
+    niche_id: i64,
+    month: &str,
+    limit: u64,
+) -> Result<Vec<ExchangeCost>, ServiceError> {
+    let latest: Vec<(i64, i64)> = budget_entries::Entity::find()
+        .select_only()
+        .column(budget_entries::Column::QuestionId)
+        .column_as(budget_entries::Column::Id.max(), "latest")
+        .filter(budget_entries::Column::NicheId.eq(niche_id))
+        .filter(budget_entries::Column::Month.eq(month))
+        .group_by(budget_entries::Column::QuestionId)
+        .order_by_desc(Expr::col(sea_orm::sea_query::Alias::new("latest")))
+        .limit(limit)
+        .into_tuple()
+        .all(db)
+        .await?;
+    let ids: Vec<i64> = latest.iter().map(|(id, _)| *id).collect();
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let entries = budget_entries::Entity::find()
+        .filter(budget_entries::Column::QuestionId.is_in(ids.clone()))
+        .all(db)
+        .await?;
+    let questions: HashMap<i64, agent_questions::Model> = agent_questions::Entity::find()
+        .filter(agent_questions::Column::Id.is_in(ids.clone()))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|q| (q.id, q))
+        .collect();
+    Ok(ids
+        .into_iter()
+        .filter_map(|id| {
+            let question = questions.get(&id)?;
+            let sum = |kind: BudgetEntryKind| -> i64 {
+                entries
+                    .iter()
+                    .filter(|e| e.question_id == id && e.kind == kind)
+                    .map(|e| e.amount_minor)
+                    .sum()
+            };
+            let reserved = sum(BudgetEntryKind::Reserve);
+            let charged = sum(BudgetEntryKind::Charge);
+            let released = sum(BudgetEntryKind::Release);
+            Some(ExchangeCost {
+                question_id: id,
+                title: question.title.clone(),
+                kind: question.kind,
+                limit: question.bounty_minor,
+                reserved,
+                actual: charged - sum(BudgetEntryKind::ChargeReversal),
+                released,
+                outstanding: reserved - charged - released,
+            })
+        })
+        .collect())
+}
+
+/// What a niche spent in `month` on questions and on tasks: its charges less the charges given
+/// back, summed by the database per kind of exchange.
+async fn spend_by_kind(
+    db: &DatabaseConnection,
+    niche_id: i64,
+    month: &str,
+) -> Result<SpendByKind, ServiceError> {
+    let rows: Vec<(agent_questions::ExchangeKind, BudgetEntryKind, Option<i64>)> =
+        budget_entries::Entity::find()
+            .select_only()
+            .column(agent_questions::Column::Kind)
+            .column(budget_entries::Column::Kind)
+            .column_as(budget_entries::Column::AmountMinor.sum(), "total")
+            .join(
+                sea_orm::JoinType::InnerJoin,
+                budget_entries::Entity::belongs_to(agent_questions::Entity)
+                    .from(budget_entries::Column::QuestionId)
+                    .to(agent_questions::Column::Id)
+                    .into(),
+            )
+            .filter(budget_entries::Column::NicheId.eq(niche_id))
+            .filter(budget_entries::Column::Month.eq(month))
+            .filter(
+                budget_entries::Column::Kind
+                    .is_in([BudgetEntryKind::Charge, BudgetEntryKind::ChargeReversal]),
+            )
+            .group_by(agent_questions::Column::Kind)
+            .group_by(budget_entries::Column::Kind)
+            .into_tuple()
+            .all(db)
+            .await?;
+    let mut spend = SpendByKind::default();
+    for (exchange, entry, total) in rows {
+        let signed = match entry {
+            BudgetEntryKind::ChargeReversal => -total.unwrap_or(0),
+            _ => total.unwrap_or(0),
+        };
+        match exchange {
+            agent_questions::ExchangeKind::Question => spend.questions += signed,
+            agent_questions::ExchangeKind::Task => spend.tasks += signed,
+        }
+    }
+    Ok(spend)
 }
 
 /// A niche's budget this month (its active members and admins).

@@ -5,7 +5,7 @@ use entity::niche_members;
 use entity::niches::{self, NicheStatus};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, NotSet,
-    QueryFilter, QueryOrder, SqlErr, TransactionTrait,
+    QueryFilter, QueryOrder, SqlErr,
 };
 use serde_json::json;
 
@@ -39,7 +39,7 @@ pub async fn create_niche(
             "a niche name is 1 to 120 characters".into(),
         ));
     }
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let inserted = niches::Entity::insert(niches::ActiveModel {
         id: NotSet,
         slug: Set(new.slug.as_str().to_owned()),

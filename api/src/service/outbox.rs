@@ -45,6 +45,8 @@ pub enum EventType {
     AnswerRejected,
     /// A question nobody answered in time escalated a step.
     QuestionEscalated,
+    /// Someone completed a task, at an actual cost.
+    TaskCompleted,
 }
 
 impl EventType {
@@ -59,11 +61,12 @@ impl EventType {
             EventType::AnswerVerified => "expert_answer.verified",
             EventType::AnswerRejected => "expert_answer.rejected",
             EventType::QuestionEscalated => "expert_question.escalated",
+            EventType::TaskCompleted => "task.completed",
         }
     }
 
     /// Every event askloop sends.
-    pub const ALL: [EventType; 8] = [
+    pub const ALL: [EventType; 9] = [
         EventType::AnswerCreated,
         EventType::ResearchRequested,
         EventType::QuestionExpired,
@@ -72,6 +75,7 @@ impl EventType {
         EventType::AnswerVerified,
         EventType::AnswerRejected,
         EventType::QuestionEscalated,
+        EventType::TaskCompleted,
     ];
 
     /// The event named `name`, if askloop sends one by that name.

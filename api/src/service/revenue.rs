@@ -28,6 +28,8 @@ use crate::service::{scores, standing};
 pub const SOURCE_TYPES: [&str; 4] = ["subscription", "usage", "sponsorship", "one_time"];
 /// The source of bounties askloop books itself when an answer settles a question.
 pub const BOUNTY_SOURCE: &str = "agent_bounty";
+/// The source of what completed tasks cost, booked like bounties but counted apart.
+pub const TASK_SOURCE: &str = "agent_task";
 /// The currency bounties are counted in.
 pub const BOUNTY_CURRENCY: &str = "USD";
 
@@ -322,7 +324,8 @@ pub fn bounty_external_id(answer_id: i64) -> String {
 }
 
 /// Book a charged bounty (inside the answer's transaction): a revenue event of source
-/// `agent_bounty`, allocated to the answerer at their share and the platform the rest. The
+/// `source` (`agent_bounty`, or `agent_task` for what a task cost), allocated to the answerer at
+/// their share and the platform the rest. The
 /// answerer's part is `held` while the answer waits for review (docs/contract.md#held-money).
 #[allow(clippy::too_many_arguments)]
 pub async fn book_bounty<C: ConnectionTrait>(
@@ -332,6 +335,7 @@ pub async fn book_bounty<C: ConnectionTrait>(
     answer_id: i64,
     answerer: (i64, u32),
     amount: i64,
+    source: &str,
     held: bool,
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
@@ -339,7 +343,7 @@ pub async fn book_bounty<C: ConnectionTrait>(
         conn,
         niche,
         &bounty_external_id(answer_id),
-        BOUNTY_SOURCE,
+        source,
         amount,
         Costs::default(),
         BOUNTY_CURRENCY,

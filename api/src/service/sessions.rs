@@ -7,7 +7,7 @@ use entity::{api_keys, sessions};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, NotSet, QueryFilter,
-    QueryOrder, TransactionTrait,
+    QueryOrder,
 };
 use serde_json::json;
 
@@ -113,7 +113,7 @@ pub async fn login(
     };
     let token = new_token(SESSION_PREFIX);
     let expires_at = now + Duration::days(SESSION_LIFETIME_DAYS);
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let session = sessions::Entity::insert(sessions::ActiveModel {
         id: NotSet,
         user_id: Set(user.id),
@@ -154,7 +154,7 @@ pub async fn logout(
     token: &str,
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let Some(session) = sessions::Entity::find()
         .filter(sessions::Column::TokenHash.eq(token_hash(token)))
         .one(&txn)
@@ -316,7 +316,7 @@ pub async fn end_session(
     now: DateTime<Utc>,
 ) -> Result<bool, ServiceError> {
     let viewer = access::signed_in(viewer)?;
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let found = sessions::Entity::find_by_id(session_id)
         .filter(sessions::Column::UserId.eq(viewer.user_id))
         .one(&txn)
@@ -370,7 +370,7 @@ pub async fn end_other_sessions(
     if let Some(keep) = keep {
         others = others.filter(sessions::Column::TokenHash.ne(token_hash(keep)));
     }
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let ids: Vec<i64> = others
         .all(&txn)
         .await?

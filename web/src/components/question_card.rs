@@ -108,6 +108,7 @@ pub fn QuestionCard(
                 .get_untracked()
                 .filter(|_| *kind == AnswerKind::Answered),
             body: Some(body.get_untracked()).filter(|b| !b.trim().is_empty()),
+            actual_cost_minor: None,
             kind: kind.clone(),
         };
         let id = id.clone();
