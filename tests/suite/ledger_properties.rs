@@ -3,9 +3,12 @@
 //! seed that reproduces it), run against a real askloop, with the ledger's rules
 //! (docs/contract.md#held-money) checked after every step:
 //!
-//! - for every question, reserved = charged + released + still reserved, a charge is given back
-//!   at most once, and what the agent spent on it is one bounty at most (none while it waits or
-//!   once it was dismissed or expired);
+//! - for every question and task, reserved = charged + released + still reserved, a charge is
+//!   given back at most once, and what the agent spent on it is one bounty at most (none while it
+//!   waits or once it was dismissed or expired);
+//! - a completed task cost the agent what its completion reported (0 when its reopening could
+//!   not be reserved again), never more than its limit; a cost outside the limit is refused and
+//!   changes nothing;
 //! - no budget is ever overspent (what is spent and still reserved ≤ the monthly limit);
 //! - every revenue event's allocations other than clawbacks sum to its net, and each clawback is
 //!   the exact negative of a part already in a payout;
@@ -43,13 +46,30 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
         .all(&app.db)
         .await
         .expect("entries");
-    let questions: HashMap<i64, QuestionStatus> = agent_questions::Entity::find()
+    let models: HashMap<i64, agent_questions::Model> = agent_questions::Entity::find()
         .all(&app.db)
         .await
         .expect("questions")
         .into_iter()
-        .map(|q| (q.id, q.status))
+        .map(|q| (q.id, q))
         .collect();
+    let questions: HashMap<i64, QuestionStatus> =
+        models.iter().map(|(id, q)| (*id, q.status)).collect();
+    // The newest completion of each task: what it said it cost.
+    let mut completions: HashMap<i64, (i64, Option<i64>)> = HashMap::new();
+    for answer in agent_answers::Entity::find()
+        .filter(agent_answers::Column::Kind.eq(agent_answers::AnswerKind::Answered))
+        .all(&app.db)
+        .await
+        .expect("answers")
+    {
+        let newest = completions
+            .get(&answer.question_id)
+            .is_none_or(|(id, _)| *id < answer.id);
+        if newest {
+            completions.insert(answer.question_id, (answer.id, answer.actual_cost_minor));
+        }
+    }
     let mut by_question: HashMap<i64, Vec<(BudgetEntryKind, i64)>> = HashMap::new();
     for e in &entries {
         by_question
@@ -83,7 +103,15 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
             (0..=largest_charge).contains(&spent),
             "{at}: q{question} spent {spent}: {list:?}"
         );
+        let task = models
+            .get(question)
+            .filter(|q| q.kind == agent_questions::ExchangeKind::Task);
         match questions.get(question) {
+            // A reopened task keeps what its earlier completion released; a question never
+            // releases before it settles.
+            Some(QuestionStatus::Open | QuestionStatus::Researching) if task.is_some() => {
+                assert_eq!(spent, 0, "{at}: task {question} waits: {list:?}")
+            }
             Some(QuestionStatus::Open | QuestionStatus::Researching) => {
                 assert_eq!(
                     (spent, released),
@@ -92,7 +120,18 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
                 )
             }
             Some(QuestionStatus::Answered) => {
-                assert_eq!(still_reserved, 0, "{at}: q{question} {list:?}")
+                assert_eq!(still_reserved, 0, "{at}: q{question} {list:?}");
+                if let Some(task) = task {
+                    let reported = completions
+                        .get(question)
+                        .and_then(|(_, cost)| *cost)
+                        .expect("a completed task has its cost");
+                    assert!(
+                        (0..=task.bounty_minor).contains(&spent)
+                            && (spent == reported || spent == 0),
+                        "{at}: task {question} cost {reported}, spent {spent}: {list:?}"
+                    );
+                }
             }
             Some(_) => assert_eq!(
                 (still_reserved, spent),
@@ -350,7 +389,14 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
             0..=3 => {
                 asked += 1;
                 let mut body = question_body("games", &format!("q-{asked}"));
-                body["payload"]["bountyMinor"] = json!(rng.random_range(0..=500));
+                if rng.random_bool(0.4) {
+                    let payload = body["payload"].as_object_mut().expect("a payload");
+                    payload.remove("options");
+                    payload.insert("kind".into(), json!("task"));
+                    payload.insert("budgetLimitMinor".into(), json!(rng.random_range(1..=500)));
+                } else {
+                    body["payload"]["bountyMinor"] = json!(rng.random_range(0..=500));
+                }
                 let status = app
                     .post_signed("/api/v1/internal/expert-questions", &body.to_string())
                     .await
@@ -370,12 +416,53 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
             }
             4 | 5 if !waiting.is_empty() => {
                 let id = pick(&mut rng);
-                app.graphql(
-                    Some(&who.token),
-                    "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { points } }",
-                    json!({"id": id.to_string()}),
-                )
-                .await;
+                let limit = agent_questions::Entity::find_by_id(id)
+                    .one(&app.db)
+                    .await
+                    .expect("query")
+                    .filter(|q| q.kind == agent_questions::ExchangeKind::Task)
+                    .map(|q| q.bounty_minor);
+                match limit {
+                    None => {
+                        app.graphql(
+                            Some(&who.token),
+                            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { points } }",
+                            json!({"id": id.to_string()}),
+                        )
+                        .await;
+                    }
+                    Some(limit) => {
+                        // Now and then a cost past the limit, which must change nothing.
+                        let cost = rng.random_range(0..=limit + limit / 4 + 1);
+                        let before = budget_entries::Entity::find()
+                            .all(&app.db)
+                            .await
+                            .expect("entries")
+                            .len();
+                        let done = app
+                            .graphql(
+                                Some(&who.token),
+                                "mutation($id: ID!, $cost: Int!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, body: \"done\", actualCostMinor: $cost}) { points } }",
+                                json!({"id": id.to_string(), "cost": cost}),
+                            )
+                            .await;
+                        let after = budget_entries::Entity::find()
+                            .all(&app.db)
+                            .await
+                            .expect("entries")
+                            .len();
+                        if cost > limit {
+                            assert_eq!(
+                                done["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+                                "seed {seed}: {done}"
+                            );
+                            assert_eq!(before, after, "seed {seed}: a refused cost wrote");
+                            *seen.entry("task cost refused").or_default() += 1;
+                        } else if done["errors"].is_null() {
+                            *seen.entry("task completed").or_default() += 1;
+                        }
+                    }
+                }
             }
             6 if !waiting.is_empty() => {
                 let id = pick(&mut rng);
@@ -501,6 +588,8 @@ async fn random_sequences_keep_the_ledger_rules() {
         "rejected",
         "reversed",
         "charge given back",
+        "task completed",
+        "task cost refused",
     ] {
         assert!(
             seen.get(kind).copied().unwrap_or(0) > 0,

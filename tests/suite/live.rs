@@ -404,6 +404,8 @@ async fn a_question_committed_after_a_later_one_was_broadcast_still_arrives() {
         updated_at: Set(now),
         escalate_at: Set(None),
         escalation_step: Set(0),
+        kind: Set(agent_questions::ExchangeKind::Question),
+        deliverable: Set(None),
     }
     .insert(&slow)
     .await

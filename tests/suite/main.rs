@@ -39,4 +39,5 @@ mod settings_page;
 mod shared_fanout;
 mod sign_in;
 mod signing_vectors;
+mod tasks;
 mod verdicts;

@@ -1,6 +1,6 @@
 //! The MCP server (docs/contract.md#mcp), on both backends, spoken by hand over HTTP: a request
 //! without a live agent token is refused before any MCP message is read (401; a disabled
-//! agent's is 403); the four tools are listed with their schemas; `ask_expert` goes through the
+//! agent's is 403); the five tools are listed with their schemas; `ask_expert` goes through the
 //! intake (same validation, same niche rule, one question per external id); `get_answer` waits
 //! for the answer an operator gives meanwhile; `add_research` and `list_questions` see only the
 //! agent's own questions; every refusal is a tool error with the REST code and changes nothing.
@@ -21,7 +21,8 @@ use askloop_tests::{Backend, TestApp, on_both_backends};
 use entity::agent_questions;
 use entity::agents::AgentStatus;
 use entity::audit_log;
-use entity::niches::NicheStatus;
+use entity::niches::{self, NicheStatus};
+use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -222,7 +223,7 @@ async fn a_disabled_agents_token_is_forbidden_until_it_is_enabled(app: TestApp) 
     assert_eq!(asked["status"], "open");
 }
 
-async fn the_four_tools_are_listed_with_their_schemas(app: TestApp) {
+async fn the_five_tools_are_listed_with_their_schemas(app: TestApp) {
     open_niche(&app.db, "games").await;
     let token = agent_with_token(&app, "agent-a", &["games"]).await;
     let client = McpClient::new(&app, Some(&token));
@@ -240,7 +241,13 @@ async fn the_four_tools_are_listed_with_their_schemas(app: TestApp) {
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     assert_eq!(
         names,
-        ["ask_expert", "get_answer", "add_research", "list_questions"]
+        [
+            "ask_expert",
+            "delegate_task",
+            "get_answer",
+            "add_research",
+            "list_questions"
+        ]
     );
     let schema = |name: &str| {
         tools
@@ -267,6 +274,21 @@ async fn the_four_tools_are_listed_with_their_schemas(app: TestApp) {
     ] {
         assert!(ask["properties"][field].is_object(), "{field}: {ask}");
     }
+    let delegate = schema("delegate_task");
+    let mut required: Vec<&str> = delegate["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    required.sort_unstable();
+    assert_eq!(required, ["budgetLimitMinor", "niche", "task", "title"]);
+    assert!(
+        delegate["properties"]["deliverable"].is_object(),
+        "{delegate}"
+    );
+    assert!(
+        delegate["properties"].get("options").is_none(),
+        "{delegate}"
+    );
     assert_eq!(
         schema("get_answer")["properties"]["waitSeconds"]["maximum"],
         55
@@ -281,6 +303,78 @@ async fn the_four_tools_are_listed_with_their_schemas(app: TestApp) {
     };
     assert_eq!(read_only("get_answer"), Some(json!(true)));
     assert_eq!(read_only("ask_expert"), Some(json!(false)));
+    assert_eq!(read_only("delegate_task"), Some(json!(false)));
+}
+
+/// `delegate_task` stores a task at its limit through the intake (and refuses one without a
+/// limit, storing nothing); `get_answer` then shows its result and what it cost.
+async fn delegate_task_reserves_its_limit_and_get_answer_shows_the_result_and_cost(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    niches::Entity::update_many()
+        .col_expr(
+            niches::Column::MonthlyBudgetMinor,
+            Expr::value(Some(1000_i64)),
+        )
+        .col_expr(niches::Column::MaxBountyMinor, Expr::value(1000_i64))
+        .exec(&app.db)
+        .await
+        .expect("budget");
+    let ana = operator(&app.db, "games", "ana").await;
+    let client = agent(&app, "agent-a", &["games"]).await;
+    let task = json!({
+        "niche": "games",
+        "title": "Three prices",
+        "task": "Check the price of these three underlays.",
+        "deliverable": "Each price with its link.",
+        "budgetLimitMinor": 400,
+        "externalId": "t-1",
+    });
+    let mut without_limit = task.clone();
+    without_limit
+        .as_object_mut()
+        .expect("an object")
+        .remove("budgetLimitMinor");
+    let refused = client.refused("delegate_task", without_limit).await;
+    assert_eq!(refused["code"], "BAD_USER_INPUT", "{refused}");
+    let mut with_options = task.clone();
+    with_options["options"] = json!([{"id": "a", "label": "A"}]);
+    let refused = client.refused("delegate_task", with_options).await;
+    assert_eq!(refused["code"], "BAD_USER_INPUT", "{refused}");
+    assert_eq!(question_count(&app).await, 0);
+
+    let delegated = client.ok("delegate_task", task.clone()).await;
+    assert_eq!(delegated["kind"], "task", "{delegated}");
+    assert_eq!(delegated["status"], "open", "{delegated}");
+    let id = delegated["questionId"].as_i64().expect("an id");
+    let again = client.ok("delegate_task", task).await;
+    assert_eq!(
+        (again["questionId"].as_i64(), &again["duplicate"]),
+        (Some(id), &json!(true))
+    );
+    let stored = agent_questions::Entity::find_by_id(id)
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the task");
+    assert_eq!(stored.kind, agent_questions::ExchangeKind::Task);
+    assert_eq!(stored.bounty_minor, 400);
+    assert_eq!(stored.question, "Check the price of these three underlays.");
+
+    let done = app
+        .graphql(
+            Some(&ana.token),
+            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, body: \"£12, £15, £19\", actualCostMinor: 90}) { notice } }",
+            json!({"id": id.to_string()}),
+        )
+        .await;
+    assert!(done["errors"].is_null(), "{done}");
+    let answer = client.ok("get_answer", json!({"questionId": id})).await;
+    assert_eq!(answer["status"], "answered", "{answer}");
+    assert_eq!(answer["kind"], "task", "{answer}");
+    assert_eq!(answer["budgetLimitMinor"], 400, "{answer}");
+    assert_eq!(answer["result"], "£12, £15, £19", "{answer}");
+    assert_eq!(answer["actualCostMinor"], 90, "{answer}");
+    assert_eq!(answer["review"], "pending", "{answer}");
 }
 
 async fn asking_twice_with_one_external_id_stores_one_question(app: TestApp) {
@@ -885,7 +979,8 @@ on_both_backends!(
     mcp_refuses_a_request_without_a_live_agent_token,
     a_body_over_256_kib_is_refused_unread,
     a_disabled_agents_token_is_forbidden_until_it_is_enabled,
-    the_four_tools_are_listed_with_their_schemas,
+    the_five_tools_are_listed_with_their_schemas,
+    delegate_task_reserves_its_limit_and_get_answer_shows_the_result_and_cost,
     asking_twice_with_one_external_id_stores_one_question,
     asking_twice_without_an_external_id_is_one_question_named_by_its_arguments,
     an_agent_may_not_ask_in_another_niche,

@@ -132,7 +132,7 @@ fn the_conformance_check_refuses_what_the_document_does_not_allow() {
     let doc = Documented::load();
     let good = json!({"questions": [
         {"externalId": "q-1", "found": false},
-        {"externalId": "q-2", "found": true, "id": 7, "status": "open",
+        {"externalId": "q-2", "found": true, "id": 7, "kind": "question", "status": "open",
          "expiresAt": "2026-12-01T00:00:00Z", "answeredAt": null, "answer": null},
     ]});
     doc.check("post", LOOKUP, 200, &good);

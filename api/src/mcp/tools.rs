@@ -658,7 +658,7 @@ mod tests {
         assert_eq!(required, ["niche", "question", "title"]);
         assert_eq!(ask["additionalProperties"], false);
         assert!(ask["properties"]["bountyMinor"].is_object());
-        let get = &specs[1].input_schema;
+        let get = &specs[2].input_schema;
         assert_eq!(get["properties"]["waitSeconds"]["maximum"], 55);
     }
 

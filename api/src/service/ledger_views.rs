@@ -11,7 +11,7 @@ use entity::{
     agent_questions, allocations, anomaly_signals, audit_log, budget_entries, niches,
     payout_accounts, payouts, revenue_events,
 };
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Alias, Expr, Func};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use serde_json::json;
 
@@ -184,7 +184,7 @@ async fn exchanges_of(
         .filter(budget_entries::Column::NicheId.eq(niche_id))
         .filter(budget_entries::Column::Month.eq(month))
         .group_by(budget_entries::Column::QuestionId)
-        .order_by_desc(Expr::col(sea_orm::sea_query::Alias::new("latest")))
+        .order_by_desc(Expr::col(Alias::new("latest")))
         .limit(limit)
         .into_tuple()
         .all(db)
@@ -244,7 +244,14 @@ async fn spend_by_kind(
             .select_only()
             .column(agent_questions::Column::Kind)
             .column(budget_entries::Column::Kind)
-            .column_as(budget_entries::Column::AmountMinor.sum(), "total")
+            // Cast, so both databases give an i64 (PostgreSQL sums a BIGINT as NUMERIC).
+            .column_as(
+                Expr::expr(Func::cast_as(
+                    Func::sum(Expr::col(budget_entries::Column::AmountMinor)),
+                    Alias::new("BIGINT"),
+                )),
+                "total",
+            )
             .join(
                 sea_orm::JoinType::InnerJoin,
                 budget_entries::Entity::belongs_to(agent_questions::Entity)
