@@ -37,6 +37,11 @@ pub struct Question {
     pub expires_in: Option<Duration>,
     /// Ids of what the question is about (askloop keeps the first 50).
     pub related_resource_ids: Vec<String>,
+    /// Set, this is a delegated task (docs/contract.md#delegated-tasks) that may cost at most
+    /// this many minor units: reserved now, charged what the person reports it cost.
+    pub budget_limit_minor: Option<u64>,
+    /// What a task should deliver (at most 500 characters).
+    pub deliverable: Option<String>,
 }
 
 /// One answer people may choose.
@@ -83,7 +88,29 @@ impl Question {
             bounty_minor: None,
             expires_in: None,
             related_resource_ids: Vec::new(),
+            budget_limit_minor: None,
+            deliverable: None,
         }
+    }
+
+    /// A task in `niche`: `what` to do, costing at most `budget_limit_minor` (more than 0). A task
+    /// takes no options and no bounty.
+    pub fn task(
+        niche: impl Into<String>,
+        title: impl Into<String>,
+        what: impl Into<String>,
+        budget_limit_minor: u64,
+    ) -> Self {
+        Self {
+            budget_limit_minor: Some(budget_limit_minor),
+            ..Self::new(niche, title, what)
+        }
+    }
+
+    /// What a task should deliver.
+    pub fn deliverable(mut self, deliverable: impl Into<String>) -> Self {
+        self.deliverable = Some(deliverable.into());
+        self
     }
 
     /// Use the agent's own id instead of a generated one.
@@ -157,6 +184,13 @@ impl Question {
         }
         if !self.related_resource_ids.is_empty() {
             body["relatedResourceIds"] = json!(self.related_resource_ids);
+        }
+        if let Some(limit) = self.budget_limit_minor {
+            body["kind"] = json!("task");
+            body["budgetLimitMinor"] = json!(limit);
+        }
+        if let Some(deliverable) = &self.deliverable {
+            body["deliverable"] = json!(deliverable);
         }
         body
     }
@@ -272,7 +306,13 @@ pub struct QuestionState {
     pub expires_at: DateTime<Utc>,
     /// When it was answered.
     pub answered_at: Option<DateTime<Utc>>,
-    /// The answer, once it is answered.
+    /// `question` or `task`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// A task's budget limit, minor units.
+    #[serde(default)]
+    pub budget_limit_minor: Option<i64>,
+    /// The answer (a task: its completion), once it is answered.
     pub answer: Option<Answer>,
 }
 
@@ -284,8 +324,11 @@ pub struct Answer {
     pub answer_id: i64,
     /// The option chosen, if the question had options and one was chosen.
     pub option_id: Option<String>,
-    /// The answer's text, if it has one.
+    /// The answer's text, if it has one (a task: its result).
     pub body: Option<String>,
+    /// A completed task: what it cost, minor units.
+    #[serde(default)]
+    pub actual_cost_minor: Option<i64>,
     /// The handle of the person who answered.
     pub answered_by: String,
     /// When it was given.

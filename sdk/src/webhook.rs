@@ -55,7 +55,7 @@ use hmac::Mac;
 pub use dedupe::{Deduplicator, SeenStore};
 pub use event::{
     AnswerCreated, AnswerRejected, AnswerVerified, Event, EventData, NeedsContext,
-    QuestionDismissed, QuestionExpired, ResearchRequested,
+    QuestionDismissed, QuestionExpired, ResearchRequested, TaskCompleted,
 };
 
 pub use crate::signing::TOLERANCE_SECS;

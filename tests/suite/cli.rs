@@ -233,6 +233,77 @@ async fn cli_ask_posts_a_signed_question() {
     assert!(stdout.contains(r#""duplicate":false"#), "{stdout}");
 }
 
+/// `askloop ask --task` delegates a task at its limit; `--task` without a limit is refused by
+/// the command itself and sends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_ask_delegates_a_task_with_its_limit() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let base = app.base.clone();
+    let ask_with = |extra: &'static [&'static str]| {
+        let base = base.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut args = vec![
+                "ask",
+                "--url",
+                &base,
+                "--niche",
+                "games",
+                "--title",
+                "Three prices",
+                "--question",
+                "Check these three underlays.",
+                "--external-id",
+                "cli-task",
+                "--task",
+            ];
+            args.extend_from_slice(extra);
+            let mut ask = askloop("sqlite::memory:", &args);
+            ask.env("CHOVY_SIGNING_SECRET", SECRET);
+            run(ask)
+        })
+    };
+    let without = ask_with(&[]).await.expect("askloop finished");
+    assert!(!without.status.success());
+    assert!(
+        stderr(&without).contains("--budget-limit-minor"),
+        "{}",
+        stderr(&without)
+    );
+    assert_eq!(
+        entity::agent_questions::Entity::find()
+            .count(&app.db)
+            .await
+            .expect("count"),
+        0
+    );
+    let output = ask_with(&["--budget-limit-minor", "0", "--deliverable", "Links too"])
+        .await
+        .expect("askloop finished");
+    assert!(!output.status.success(), "a limit of 0 is refused");
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("400 "));
+    let niche_max = entity::niches::Entity::update_many()
+        .col_expr(
+            entity::niches::Column::MaxBountyMinor,
+            sea_orm::sea_query::Expr::value(1000_i64),
+        )
+        .exec(&app.db)
+        .await;
+    niche_max.expect("maximum set");
+    let output = ask_with(&["--budget-limit-minor", "250", "--deliverable", "Links too"])
+        .await
+        .expect("askloop finished");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stored = entity::agent_questions::Entity::find()
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the task");
+    assert_eq!(stored.kind, entity::agent_questions::ExchangeKind::Task);
+    assert_eq!(stored.bounty_minor, 250);
+    assert_eq!(stored.deliverable.as_deref(), Some("Links too"));
+}
+
 /// What `askloop serve --demo` did on a fresh SQLite file, logging JSON, asked for `/healthz`
 /// once and then sent SIGTERM.
 struct ServedDemo {

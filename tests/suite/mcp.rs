@@ -1064,7 +1064,13 @@ async fn the_official_typescript_sdk_asks_and_hears_the_answer() {
     };
     assert_eq!(
         step("tools"),
-        json!(["ask_expert", "get_answer", "add_research", "list_questions"])
+        json!([
+            "ask_expert",
+            "delegate_task",
+            "get_answer",
+            "add_research",
+            "list_questions"
+        ])
     );
     assert_eq!(step("server")["name"], "askloop");
     let answer = step("answer");

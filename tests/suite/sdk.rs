@@ -351,7 +351,47 @@ async fn askloops_refusals_reach_the_caller_as_typed_errors(app: TestApp) {
     );
 }
 
+/// The SDK delegates a task at its limit and reads its result and cost back; a task over the
+/// niche's maximum is a typed refusal.
+async fn the_sdk_delegates_a_task_and_reads_its_result_and_cost(app: TestApp) {
+    crate::money::budgeted_niche(&app, "games", Some(1000), 0).await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let askloop = Client::new(&app.base, SECRET);
+    let too_dear =
+        Question::task("games", "Three prices", "Check three underlays.", 5000).external_id("t-0");
+    let refused = askloop.ask(&too_dear).await;
+    assert!(
+        matches!(refused, Err(Error::BadInput { .. })),
+        "{refused:?}"
+    );
+    let task = Question::task("games", "Three prices", "Check three underlays.", 400)
+        .external_id("t-1")
+        .deliverable("Each with its link.");
+    let asked = askloop.ask(&task).await.expect("delegated");
+    assert_eq!(asked.budget.reserved_minor, 400);
+    let done = app
+        .graphql(
+            Some(&ana.token),
+            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, body: \"£12, £15, £19\", actualCostMinor: 150}) { notice } }",
+            json!({"id": asked.id.to_string()}),
+        )
+        .await;
+    assert!(done["errors"].is_null(), "{done}");
+    let state = askloop
+        .wait_for_answer("games", "t-1", Duration::from_secs(5))
+        .await
+        .expect("completed");
+    assert_eq!(state.status, Status::Answered);
+    assert_eq!(state.kind.as_deref(), Some("task"));
+    assert_eq!(state.budget_limit_minor, Some(400));
+    let completion = state.answer.expect("its completion");
+    assert_eq!(completion.body.as_deref(), Some("£12, £15, £19"));
+    assert_eq!(completion.actual_cost_minor, Some(150));
+    assert_eq!(completion.review, Review::Pending);
+}
+
 on_both_backends!(
+    the_sdk_delegates_a_task_and_reads_its_result_and_cost,
     the_example_asks_and_prints_the_answer_an_operator_gives_while_it_waits,
     asking_twice_is_one_question_and_research_reopens_it,
     askloops_refusals_reach_the_caller_as_typed_errors,

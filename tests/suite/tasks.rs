@@ -52,7 +52,7 @@ async fn delegate(app: &TestApp, external_id: &str, limit: i64) -> (u16, Value) 
 
 /// `games` with a budget of 1000 and bounties up to 1000, its operator ana (new, so what she
 /// does waits for review), and a task `t-1` limited to 500: ana and the task's id.
-async fn a_task(app: &TestApp) -> (Person, i64) {
+pub(crate) async fn a_task(app: &TestApp) -> (Person, i64) {
     budgeted_niche(app, "games", Some(1000), 0).await;
     let ana = operator(&app.db, "games", "ana").await;
     let (status, body) = delegate(app, "t-1", 500).await;
@@ -349,6 +349,48 @@ async fn a_completed_task_reaches_the_agent_signed_with_its_cost(app: TestApp) {
     assert!(payload["answerId"].as_i64().is_some(), "{payload}");
 }
 
+/// The dashboard's form route completes a task too; a cost that is not a whole number comes back
+/// as the form's error and changes nothing.
+async fn a_task_is_completed_from_the_plain_form_and_a_cost_that_is_no_number_is_refused(
+    app: TestApp,
+) {
+    let (ana, id) = a_task(&app).await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a client");
+    let post = |cost: &'static str| {
+        client
+            .post(app.url(&format!("/dashboard/questions/{id}/answer")))
+            .bearer_auth(&ana.token)
+            .form(&[
+                ("kind", "answered"),
+                ("body", "£12, £15 and £19."),
+                ("actual_cost_minor", cost),
+                ("next", "/dashboard/niches/games/questions"),
+            ])
+            .send()
+    };
+    for (cost, error) in [
+        ("1.20", "actualCostMinor+must+be+a+whole+number"),
+        ("501", "between+0+and+the+task%27s+limit+of+500"),
+    ] {
+        let refused = post(cost).await.expect("sent");
+        assert_eq!(refused.status(), 303);
+        let location = refused.headers()["location"].to_str().expect("text");
+        assert!(location.contains("error="), "{location}");
+        assert!(location.contains(error), "{location}");
+    }
+    assert_eq!(entries(&app, id).await, vec![(Reserve, 500)]);
+    let done = post("75").await.expect("sent");
+    let location = done.headers()["location"].to_str().expect("text");
+    assert!(location.contains("notice="), "{location}");
+    assert_eq!(
+        entries(&app, id).await,
+        vec![(Reserve, 500), (Charge, 75), (Release, 425)]
+    );
+}
+
 /// Deliver to an agent quickly, at the address its test starts a receiver on.
 fn delivering(config: &mut askloop::config::Config) {
     config.webhook_url = Some(Receiver::url_for(askloop_tests::receiver::reserve_port()));
@@ -363,6 +405,7 @@ on_both_backends!(
     a_task_body_that_does_not_say_what_it_may_cost_is_refused_and_stores_nothing,
     thirty_tasks_at_once_against_a_budget_for_ten_limits_store_ten,
     a_rejected_completion_gives_the_cost_back_and_reserves_the_limit_again,
+    a_task_is_completed_from_the_plain_form_and_a_cost_that_is_no_number_is_refused,
 );
 
 on_both_backends! {

@@ -56,6 +56,8 @@ pub enum EventData {
     QuestionDismissed(QuestionDismissed),
     /// `expert_question.needs_context`: enough people declined it for lack of context.
     NeedsContext(NeedsContext),
+    /// `task.completed`: someone completed a delegated task, at an actual cost.
+    TaskCompleted(TaskCompleted),
     /// A type this version of the crate does not know: read [`Event::payload`].
     Other,
 }
@@ -76,6 +78,7 @@ impl Event {
             "expert_question.expired" => EventData::QuestionExpired(read(payload)?),
             "expert_question.dismissed" => EventData::QuestionDismissed(read(payload)?),
             "expert_question.needs_context" => EventData::NeedsContext(read(payload)?),
+            "task.completed" => EventData::TaskCompleted(read(payload)?),
             _ => EventData::Other,
         })
     }
@@ -100,6 +103,29 @@ pub struct AnswerCreated {
     /// The handle of the person who answered.
     pub answered_by: String,
     /// `verified` (the answerer is trusted) or `pending` (weigh it accordingly).
+    pub review: Review,
+}
+
+/// `task.completed`: the agent was charged `actual_cost_minor`, and the rest of the limit was
+/// released.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskCompleted {
+    /// askloop's id of the task.
+    pub question_id: i64,
+    /// The agent's id of the task.
+    pub external_id: Option<String>,
+    /// askloop's id of the completion (verdicts name it, as they name an answer).
+    pub answer_id: i64,
+    /// The result.
+    pub result: Option<String>,
+    /// What it cost, minor units.
+    pub actual_cost_minor: i64,
+    /// The most it could have cost, minor units.
+    pub budget_limit_minor: i64,
+    /// The handle of the person who completed it.
+    pub completed_by: String,
+    /// `verified` or `pending` (weigh it accordingly).
     pub review: Review,
 }
 
