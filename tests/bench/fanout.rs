@@ -27,7 +27,7 @@ const SECRET: &str = "fanout-bench-secret";
 
 /// What the dashboard's queue subscribes to (`web/graphql/queue.graphql`), with the agent's
 /// external id added so a receipt can be matched to its question.
-const CARD_SUBSCRIPTION: &str = "subscription QueueChanges($slug: String!) { questionQueue(nicheSlug: $slug) { change question { ...QuestionCard externalId } } } fragment QuestionCard on Question { id title question context urgency status createdAt expiresAt bountyMinor researchRound options { id label } }";
+const CARD_SUBSCRIPTION: &str = "subscription QueueChanges($slug: String!) { questionQueue(nicheSlug: $slug) { change question { ...QuestionCard externalId } } } fragment QuestionCard on Question { id title question context urgency status createdAt expiresAt bountyMinor kind budgetLimitMinor deliverable researchRound escalationStep options { id label } }";
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();

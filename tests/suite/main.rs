@@ -40,4 +40,5 @@ mod shared_fanout;
 mod sign_in;
 mod signing_vectors;
 mod tasks;
+mod tasks_page;
 mod verdicts;

@@ -11,8 +11,9 @@ use graphql_client::GraphQLQuery;
 // The schema's enums, one type per concept for every operation (named in `extern_enums`).
 pub use crate::vocab::{
     AgentStatus, AllocationStatus, AnswerKind, AttemptOutcome, BudgetEntryKind, BudgetState,
-    ContributionStatus, DeliveryStatus, DigestFrequency, MemberRole, MemberStatus, NicheStatus,
-    PayoutStatus, QuestionStatus, QueueChangeKind, Severity, SignalSubject, Urgency, WebhookScheme,
+    ContributionStatus, DeliveryStatus, DigestFrequency, ExchangeKind, MemberRole, MemberStatus,
+    NicheStatus, PayoutStatus, QuestionStatus, QueueChangeKind, Severity, SignalSubject, Urgency,
+    WebhookScheme,
 };
 
 /// The `DateTime` scalar: RFC 3339 text, shown through `components::time_ago`.
@@ -36,7 +37,7 @@ macro_rules! operations {
                     "QuestionStatus", "QueueChangeKind", "AnswerKind", "BudgetState", "DeliveryStatus",
                     "MemberRole", "MemberStatus", "Urgency", "NicheStatus", "ContributionStatus",
                     "AllocationStatus", "PayoutStatus", "AttemptOutcome", "BudgetEntryKind", "Severity",
-                    "SignalSubject", "AgentStatus", "WebhookScheme", "DigestFrequency"
+                    "SignalSubject", "AgentStatus", "WebhookScheme", "DigestFrequency", "ExchangeKind"
                 )
             )]
             pub struct $name;
@@ -213,6 +214,9 @@ macro_rules! card_as_first_read {
                     created_at: card.created_at,
                     expires_at: card.expires_at,
                     bounty_minor: card.bounty_minor,
+                    kind: card.kind,
+                    budget_limit_minor: card.budget_limit_minor,
+                    deliverable: card.deliverable,
                     research_round: card.research_round,
                     escalation_step: card.escalation_step,
                     options: card

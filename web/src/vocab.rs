@@ -165,6 +165,12 @@ vocabulary! {
 }
 
 vocabulary! {
+    /// What an agent handed to people (schema enum `ExchangeKind`): a question answered for its
+    /// bounty, or a task completed for what it actually cost.
+    ExchangeKind { Question = "question", Task = "task" }
+}
+
+vocabulary! {
     /// Whether a registered agent is in service (schema enum `AgentStatus`).
     AgentStatus { Active = "active", Disabled = "disabled" }
 }

@@ -7,13 +7,13 @@
 use leptos::prelude::*;
 
 use crate::api::{self, ErrorCode};
-use crate::components::money::money;
+use crate::components::money::{money, parse_money};
 use crate::components::time_ago::{TimeAgo, exact};
 use crate::operations::{
     AnswerQuestion, DismissQuestion, answer_question, dismiss_question,
     queue_page::QuestionCard as Question,
 };
-use crate::vocab::{AnswerKind, QuestionStatus, Urgency};
+use crate::vocab::{AnswerKind, ExchangeKind, QuestionStatus, Urgency};
 
 /// `text` with every character that could reorder or hide what is read (bidirectional embeddings,
 /// overrides, isolates and marks; zero-width spaces and joiners; the byte-order mark) replaced by
@@ -71,7 +71,9 @@ pub fn LongText(text: String, class: &'static str, tag_quote: bool) -> impl Into
 pub type Acted = (String, i64, answer_question::AnswerQuestionAnswerQuestion);
 
 /// One waiting question with the three ways to act on it, through the `answerQuestion` mutation,
-/// and a Dismiss control (`dismissQuestion`, with an optional reason for the agent). A refusal is
+/// and a Dismiss control. A delegated task (docs/contract.md#delegated-tasks) is completed the
+/// same way, with its result and what it actually cost (0 up to its limit); declining and
+/// sending it back work as for a question (`dismissQuestion`, with an optional reason for the agent). A refusal is
 /// shown next to the form and nothing typed is lost; on success `on_done` (or `on_dismissed`,
 /// with the question's id) hears it. `page` is the question page's path, linked from the card.
 #[component]
@@ -96,24 +98,43 @@ pub fn QuestionCard(
     let escalated = question.escalation_step > 0;
     let has_options = !question.options.is_empty();
     let title = visible_controls(&question.title);
+    let task_limit = (question.kind == ExchangeKind::Task)
+        .then(|| question.budget_limit_minor.unwrap_or(question.bounty_minor));
+    let cost_id = format!("cost-{id}");
 
     let (choice, set_choice) = signal(None::<String>);
     let (body, set_body) = signal(String::new());
     let (error, set_error) = signal(None::<String>);
+    let (cost, set_cost) = signal(String::new());
 
     let act = Action::new_local(move |kind: &AnswerKind| {
-        let input = answer_question::AnswerInput {
+        // Completing a task says what it cost; the server checks it against the limit again.
+        let actual_cost = match (task_limit, kind) {
+            (Some(limit), AnswerKind::Answered) => match parse_money(&cost.get_untracked()) {
+                Some(minor) if minor <= limit => Ok(Some(minor)),
+                _ => Err(format!(
+                    "Say what it cost: an amount from 0.00 up to the task's limit of {}.",
+                    money(limit, "USD")
+                )),
+            },
+            _ => Ok(None),
+        };
+        let input = actual_cost.map(|actual_cost_minor| answer_question::AnswerInput {
             question_id: id.clone(),
             option_id: choice
                 .get_untracked()
                 .filter(|_| *kind == AnswerKind::Answered),
             body: Some(body.get_untracked()).filter(|b| !b.trim().is_empty()),
-            actual_cost_minor: None,
+            actual_cost_minor,
             kind: kind.clone(),
-        };
+        });
         let id = id.clone();
         async move {
             set_error.set(None);
+            let input = match input {
+                Ok(input) => input,
+                Err(refusal) => return set_error.set(Some(refusal)),
+            };
             match api::run::<AnswerQuestion>(answer_question::Variables { input }).await {
                 Ok(data) => on_done.run((id, round, data.answer_question)),
                 Err(err) => {
@@ -172,7 +193,10 @@ pub fn QuestionCard(
                 {fresh.then(|| view! { <span class="badge new">"new"</span> })}
                 {researching.then(|| view! { <span class="badge researching">"sent back for research"</span> })}
                 {escalated.then(|| view! { <span class="badge escalated" title="Nobody answered in time; more people have been told">"escalated"</span> })}
-                {(question.bounty_minor > 0).then(|| view! {
+                {task_limit.map(|limit| view! {
+                    <span class="badge task" data-budget-limit=limit.to_string()>"Task · up to "{money(limit, "USD")}</span>
+                })}
+                {(task_limit.is_none() && question.bounty_minor > 0).then(|| view! {
                     <span class="badge bounty" data-bounty=question.bounty_minor.to_string()>"bounty "{money(question.bounty_minor, "USD")}</span>
                 })}
                 <span class="muted">"asked "<TimeAgo at=question.created_at/></span>
@@ -181,6 +205,9 @@ pub fn QuestionCard(
             </p>
             <h2><bdi>{visible_controls(&question.title)}</bdi></h2>
             <LongText text=question.question class="question-text" tag_quote=false/>
+            {question.deliverable.map(|deliverable| view! {
+                <p class="deliverable"><strong>"To deliver: "</strong><bdi>{visible_controls(&deliverable)}</bdi></p>
+            })}
             {question.context.map(|context| view! {
                 <details class="context" open>
                     <summary>"What the agent found"</summary>
@@ -194,18 +221,31 @@ pub fn QuestionCard(
                         {options}
                     </fieldset>
                 })}
-                <label for=body_id.clone()>"Your answer"</label>
+                <label for=body_id.clone()>{if task_limit.is_some() { "The result" } else { "Your answer" }}</label>
                 <textarea
                     id=body_id
                     name="body"
-                    maxlength="8000"
+                    maxlength=if task_limit.is_some() { "20000" } else { "8000" }
                     rows="3"
                     prop:value=body
                     on:input=move |ev| set_body.set(event_target_value(&ev))
                 ></textarea>
+                {task_limit.map(|limit| view! {
+                    <label for=cost_id.clone()>"What it cost (0.00 to "{money(limit, "USD")}")"</label>
+                    <input
+                        id=cost_id.clone()
+                        name="actual_cost"
+                        type="text"
+                        inputmode="decimal"
+                        autocomplete="off"
+                        placeholder="0.00"
+                        prop:value=cost
+                        on:input=move |ev| set_cost.set(event_target_value(&ev))
+                    />
+                })}
                 <p class="error form-error" id=error_id role="alert">{move || error.get()}</p>
                 <div class="actions">
-                    <button type="button" data-kind="answered" disabled=busy on:click=move |_| { act.dispatch(AnswerKind::Answered); }>"Answer"</button>
+                    <button type="button" data-kind="answered" disabled=busy on:click=move |_| { act.dispatch(AnswerKind::Answered); }>{if task_limit.is_some() { "Complete task" } else { "Answer" }}</button>
                     <button type="button" data-kind="insufficient_context" class="secondary" disabled=busy on:click=move |_| { act.dispatch(AnswerKind::InsufficientContext); }>"Not enough context"</button>
                     <button type="button" data-kind="needs_research" class="secondary" disabled=busy on:click=move |_| { act.dispatch(AnswerKind::NeedsResearch); }>"Ask the agent to research more"</button>
                 </div>

@@ -27,7 +27,9 @@ use crate::operations::{
     question_page, reverse_contribution,
 };
 use crate::session::Session;
-use crate::vocab::{AnswerKind, AttemptOutcome, ContributionStatus, QuestionStatus, Urgency};
+use crate::vocab::{
+    AnswerKind, AttemptOutcome, ContributionStatus, ExchangeKind, QuestionStatus, Urgency,
+};
 
 type Question = question_page::QuestionPageQuestion;
 type Delivery = question_deliveries::QuestionDeliveriesQuestionDeliveries;
@@ -196,7 +198,10 @@ fn QuestionView(question: Question, admin: bool, reverse: Reverse) -> impl IntoV
             <p class="meta">
                 <span class=format!("badge urgency-{urgency}")>{urgency.to_string()}</span>
                 <span class=format!("badge status-{status}")>{status.to_string()}</span>
-                {(q.bounty_minor > 0).then(|| view! { <span class="badge bounty">"bounty "{money(q.bounty_minor, "USD")}</span> })}
+                {match (q.kind == ExchangeKind::Task, q.budget_limit_minor) {
+                    (true, limit) => view! { <span class="badge task">"Task · up to "{money(limit.unwrap_or(q.bounty_minor), "USD")}</span> }.into_any(),
+                    (false, _) => (q.bounty_minor > 0).then(|| view! { <span class="badge bounty">"bounty "{money(q.bounty_minor, "USD")}</span> }).into_any(),
+                }}
                 <span class="muted">"asked "<TimeAgo at=q.created_at.clone()/></span>
                 {q.answered_at.clone().map(|at| view! { " · "<span class="muted">"answered "<TimeAgo at=at/></span> })}
                 " · "<span class="muted" title=exact(&q.expires_at)>"expires "<TimeAgo at=q.expires_at.clone()/></span>
@@ -205,6 +210,9 @@ fn QuestionView(question: Question, admin: bool, reverse: Reverse) -> impl IntoV
             <h1><bdi>{visible_controls(&q.title)}</bdi></h1>
             {q.external_id.map(|e| view! { <p class="muted">"The agent's id: "<code><bdi>{visible_controls(&e)}</bdi></code></p> })}
             <LongText text=q.question class="question-text" tag_quote=false/>
+            {q.deliverable.map(|deliverable| view! {
+                <p class="deliverable"><strong>"To deliver: "</strong><bdi>{visible_controls(&deliverable)}</bdi></p>
+            })}
             {q.context.map(|context| view! {
                 <details class="context" open>
                     <summary>"What the agent found"</summary>
@@ -277,6 +285,7 @@ fn AnswerList(answers: Vec<Answer>, admin: bool, reverse: Reverse) -> impl IntoV
                                     {a.option_label.map(|l| view! { " — "<bdi>{visible_controls(&l)}</bdi> })}
                                     {review.map(|r| view! { " "<span class=format!("badge status-{r}")>{r.to_string()}</span> })}
                                     " · "<TimeAgo at=a.created_at/>
+                                    {a.actual_cost_minor.map(|cost| view! { " · "<span data-actual-cost=cost.to_string()>"cost "{money(cost, "USD")}</span> })}
                                     {a.body.map(|b| view! { <p class="answer-words"><bdi>{visible_controls(&b)}</bdi></p> })}
                                     {form}
                                 </li>

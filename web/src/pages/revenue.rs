@@ -1,19 +1,22 @@
 //! The ledger pages: `/dashboard/revenue` (my balance, earnings over time, allocations, payouts
 //! and where I am paid) and `/dashboard/niches/:slug/revenue` (a niche's revenue and its agent
-//! budget this month).
+//! budget this month, with what each question and task cost). Both are lazily loaded routes:
+//! their code is fetched the first time someone opens one, so the queue never downloads it.
 
 use leptos::prelude::*;
 use leptos_router::components::A;
+use leptos_router::{LazyRoute, lazy_route};
 
 use crate::api;
 use crate::components::loaded::Loaded;
-use crate::components::money::{BudgetBar, EarningsChart, money, percent};
+use crate::components::money::{BudgetBar, EarningsChart, ExchangeBar, SpendSplit, money, percent};
+use crate::components::question_card::visible_controls;
 use crate::components::time_ago::TimeAgo;
 use crate::operations::{
     MyRevenue, NicheMoney, SetPayoutAddress, my_revenue, niche_money, set_payout_address,
 };
 use crate::pages::queue::niche_slug;
-use crate::vocab::{AllocationStatus, BudgetEntryKind, PayoutStatus};
+use crate::vocab::{AllocationStatus, BudgetEntryKind, ExchangeKind, PayoutStatus};
 
 type Allocation = my_revenue::AllocationRow;
 
@@ -21,9 +24,37 @@ fn time_ms(at: &str) -> f64 {
     js_sys::Date::parse(at)
 }
 
+/// `/dashboard/revenue` and `/dashboard/payouts`, loaded when first opened.
+pub struct MyRevenueRoute;
+
+#[lazy_route]
+impl LazyRoute for MyRevenueRoute {
+    fn data() -> Self {
+        Self
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <MyRevenuePage/> }.into_any()
+    }
+}
+
+/// `/dashboard/niches/:slug/revenue`, loaded when first opened.
+pub struct NicheMoneyRoute;
+
+#[lazy_route]
+impl LazyRoute for NicheMoneyRoute {
+    fn data() -> Self {
+        Self
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <NicheMoneyRouteView/> }.into_any()
+    }
+}
+
 /// My revenue.
 #[component]
-pub fn MyRevenuePage() -> impl IntoView {
+fn MyRevenuePage() -> impl IntoView {
     let revenue = LocalResource::new(|| api::run::<MyRevenue>(my_revenue::Variables));
     view! {
         <main>
@@ -70,7 +101,7 @@ fn Allocations(allocations: Vec<Allocation>, title: &'static str) -> impl IntoVi
                 view! { <p class="empty">"None yet."</p> }.into_any()
             } else {
                 view! {
-                    <div class="table-wrap"><table>
+                    <div class="table-wrap" tabindex="0" role="region" aria-label=title><table>
                         <thead><tr><th scope="col">"When"</th><th scope="col">"Niche"</th><th scope="col">"From"</th><th scope="col" class="num">"Share"</th><th scope="col" class="num">"Amount"</th><th scope="col">"Status"</th></tr></thead>
                         <tbody>
                             {allocations.into_iter().map(|a| {
@@ -156,14 +187,14 @@ fn PayoutAddress(account: Option<my_revenue::MyRevenueMyRevenuePayoutAccount>) -
 
 /// The niche revenue route: a fresh page for each niche.
 #[component]
-pub fn NicheMoneyRoute() -> impl IntoView {
+fn NicheMoneyRouteView() -> impl IntoView {
     let slug = niche_slug();
     move || view! { <NicheMoneyPage slug=slug.get()/> }
 }
 
 /// A niche's revenue and budget.
 #[component]
-pub fn NicheMoneyPage(slug: String) -> impl IntoView {
+fn NicheMoneyPage(slug: String) -> impl IntoView {
     let back = format!("/dashboard/niches/{slug}/questions");
     let read_slug = slug.clone();
     let data = LocalResource::new(move || {
@@ -180,7 +211,7 @@ pub fn NicheMoneyPage(slug: String) -> impl IntoView {
                     view! {
                         <h1>{name}" — revenue and budget"</h1>
                         <NicheRevenueView revenue=d.niche_revenue/>
-                        <BudgetView budget=d.budget/>
+                        <BudgetView slug=slug.clone() budget=d.budget/>
                     }
                 }))}
             </Loaded>
@@ -212,7 +243,7 @@ fn NicheRevenueView(revenue: niche_money::NicheMoneyNicheRevenue) -> impl IntoVi
                 view! { <p class="empty">"No revenue yet."</p> }.into_any()
             } else {
                 view! {
-                    <div class="table-wrap"><table class="events">
+                    <div class="table-wrap" tabindex="0" role="region" aria-label="Recent revenue events"><table class="events">
                         <thead><tr><th scope="col">"When"</th><th scope="col">"Source"</th><th scope="col">"Reference"</th><th scope="col" class="num">"Gross"</th><th scope="col" class="num">"Net"</th></tr></thead>
                         <tbody>
                             {revenue.recent_events.into_iter().map(|e| view! {
@@ -240,7 +271,7 @@ fn NicheRevenueView(revenue: niche_money::NicheMoneyNicheRevenue) -> impl IntoVi
 }
 
 #[component]
-fn BudgetView(budget: niche_money::NicheMoneyBudget) -> impl IntoView {
+fn BudgetView(slug: String, budget: niche_money::NicheMoneyBudget) -> impl IntoView {
     let currency = "USD";
     let state = budget.state.to_string();
     view! {
@@ -257,12 +288,19 @@ fn BudgetView(budget: niche_money::NicheMoneyBudget) -> impl IntoView {
                 <div><dt>"Remaining"</dt><dd data-budget="remaining">{budget.remaining_minor.map_or_else(|| "no limit".to_owned(), |r| money(r, currency))}</dd></div>
             </dl>
             <BudgetBar limit=budget.limit_minor spent=budget.spent_minor reserved=budget.reserved_minor/>
+            <h3>"Questions and tasks"</h3>
+            <dl class="budget-figures">
+                <div><dt>"Question bounties"</dt><dd data-spend="questions">{money(budget.question_spend_minor, currency)}</dd></div>
+                <div><dt>"Tasks"</dt><dd data-spend="tasks">{money(budget.task_spend_minor, currency)}</dd></div>
+            </dl>
+            <SpendSplit questions=budget.question_spend_minor tasks=budget.task_spend_minor currency=currency/>
+            <Exchanges slug=slug exchanges=budget.exchanges/>
             <h3>"Entries"</h3>
             {if budget.entries.is_empty() {
                 view! { <p class="empty">"No bounties this month."</p> }.into_any()
             } else {
                 view! {
-                    <div class="table-wrap"><table class="entries">
+                    <div class="table-wrap" tabindex="0" role="region" aria-label="Budget entries"><table class="entries">
                         <thead><tr><th scope="col">"When"</th><th scope="col">"What"</th><th scope="col">"Question"</th><th scope="col" class="num">"Amount"</th></tr></thead>
                         <tbody>
                             {budget.entries.into_iter().map(|e| {
@@ -282,4 +320,45 @@ fn BudgetView(budget: niche_money::NicheMoneyBudget) -> impl IntoView {
             }}
         </section>
     }
+}
+
+/// What each exchange of the month reserved, actually cost and released.
+#[component]
+fn Exchanges(
+    slug: String,
+    exchanges: Vec<niche_money::NicheMoneyBudgetExchanges>,
+) -> impl IntoView {
+    let currency = "USD";
+    if exchanges.is_empty() {
+        return view! { <p class="empty">"No question or task moved the budget this month."</p> }
+            .into_any();
+    }
+    view! {
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Questions and tasks this month"><table class="exchanges">
+            <thead><tr>
+                <th scope="col">"Exchange"</th><th scope="col">"Kind"</th>
+                <th scope="col" class="num">"Limit"</th><th scope="col" class="num">"Actual"</th>
+                <th scope="col" class="num">"Released"</th><th scope="col" class="num">"Still reserved"</th>
+                <th scope="col">"Of its limit"</th>
+            </tr></thead>
+            <tbody>
+                {exchanges.into_iter().map(|e| {
+                    let kind = ExchangeKind::of(&e.kind);
+                    let page = format!("/dashboard/niches/{slug}/questions/{}", e.question_id);
+                    view! {
+                        <tr data-exchange-id=e.question_id.clone() data-exchange-kind=kind.to_string()>
+                            <td><A href=page><bdi>{visible_controls(&e.title)}</bdi></A></td>
+                            <td>{if kind == ExchangeKind::Task { "task" } else { "question" }}</td>
+                            <td class="num" data-exchange="limit">{money(e.limit_minor, currency)}</td>
+                            <td class="num" data-exchange="actual">{money(e.actual_minor, currency)}</td>
+                            <td class="num" data-exchange="released">{money(e.released_minor, currency)}</td>
+                            <td class="num" data-exchange="outstanding">{money(e.outstanding_minor, currency)}</td>
+                            <td><ExchangeBar limit=e.limit_minor actual=e.actual_minor released=e.released_minor outstanding=e.outstanding_minor/></td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table></div>
+    }
+    .into_any()
 }
