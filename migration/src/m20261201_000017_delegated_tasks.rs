@@ -4,6 +4,7 @@
 //! person reported. The agent hears of a completion as `task.completed`.
 
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::sea_orm::{ConnectionTrait, Statement};
 use sea_orm_migration::sea_query::ExprTrait;
 
 use crate::checks::{one_of as check_one_of, replace_check};
@@ -101,7 +102,26 @@ impl MigrationTrait for Migration {
             .await
     }
 
+    /// Refused while any task is stored: below this migration a task would read as a question
+    /// whose whole limit is its bounty, so completing it would charge the limit instead of what
+    /// it cost, and its `task.completed` events could not be kept.
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        let db = manager.get_connection();
+        let tasks: i64 = db
+            .query_one_raw(Statement::from_string(
+                manager.get_database_backend(),
+                "SELECT COUNT(*) FROM agent_questions WHERE kind = 'task'",
+            ))
+            .await?
+            .map(|row| row.try_get_by_index(0))
+            .transpose()?
+            .unwrap_or(0);
+        if tasks > 0 {
+            return Err(DbErr::Migration(format!(
+                "{tasks} delegated task(s) are stored; askloop before this migration cannot \
+                 charge a task what it cost, so it is not undone while tasks exist"
+            )));
+        }
         manager
             .alter_table(
                 Table::alter()

@@ -1,7 +1,8 @@
 //! Migrations on a database that already holds data: the held-money migration
 //! (`m20261130_000011`), the budget-balance one (`m20261130_000012`), the agent registry
-//! (`m20261130_000013`), agent tokens (`m20261130_000014`) and the access settings
-//! (`m20261201_000016`: key expiry, where sessions came from) go down and up again on a live
+//! (`m20261130_000013`), agent tokens (`m20261130_000014`), the access settings
+//! (`m20261201_000016`: key expiry, where sessions came from) and delegated tasks
+//! (`m20261201_000017`, refused while a task is stored) go down and up again on a live
 //! askloop's populated database, on both backends; each direction leaves the checks it
 //! promises (on SQLite, the edited table definition is what every pooled connection then
 //! enforces), and the balance starts from what the ledger sums to.
@@ -16,13 +17,18 @@ use serde_json::json;
 
 /// Undo `name` and every migration after it, however many have been added since.
 async fn down_to_before(app: &TestApp, name: &str) {
+    try_down_to_before(app, name).await.expect("down");
+}
+
+/// Try to undo `name` and every migration after it.
+async fn try_down_to_before(app: &TestApp, name: &str) -> Result<(), sea_orm::DbErr> {
     let all = Migrator::migrations();
     let position = all
         .iter()
         .position(|migration| migration.name() == name)
         .unwrap_or_else(|| panic!("no migration {name}"));
     let steps = u32::try_from(all.len() - position).expect("a few migrations");
-    Migrator::down(&app.db, Some(steps)).await.expect("down");
+    Migrator::down(&app.db, Some(steps)).await
 }
 
 /// Run `sql` on the app's database; whether the database accepted it.
@@ -311,3 +317,53 @@ async fn the_access_settings_migration_goes_down_and_up_on_a_populated_database(
 }
 
 on_both_backends!(the_access_settings_migration_goes_down_and_up_on_a_populated_database);
+
+async fn the_delegated_tasks_migration_goes_down_only_without_tasks_and_up_again(app: TestApp) {
+    crate::money::budgeted_niche(&app, "games", Some(1000), 0).await;
+    let question = app.ask("games", "q-before").await;
+    let (_ana, task) = crate::tasks::a_task(&app).await;
+    let columns = "SELECT kind, deliverable FROM agent_questions";
+    assert!(accepts(&app, columns).await);
+
+    // A stored task keeps the migration in place: nothing is undone.
+    let refused = try_down_to_before(&app, "m20261201_000017_delegated_tasks").await;
+    let message = refused
+        .expect_err("down refused while a task is stored")
+        .to_string();
+    assert!(
+        message.contains("1 delegated task(s) are stored"),
+        "{message}"
+    );
+    assert!(accepts(&app, columns).await, "the columns stay");
+    assert!(accepts(&app, "SELECT actual_cost_minor FROM agent_answers").await);
+    assert_eq!(
+        entity::agent_questions::Entity::find_by_id(task)
+            .one(&app.db)
+            .await
+            .expect("query")
+            .expect("the task")
+            .kind,
+        entity::agent_questions::ExchangeKind::Task
+    );
+
+    // Without tasks it goes down and up, and the questions stay questions.
+    assert!(accepts(&app, "UPDATE agent_questions SET kind = 'question'").await);
+    down_to_before(&app, "m20261201_000017_delegated_tasks").await;
+    assert!(!accepts(&app, "SELECT kind FROM agent_questions").await);
+    assert!(!accepts(&app, "SELECT deliverable FROM agent_questions").await);
+    assert!(!accepts(&app, "SELECT actual_cost_minor FROM agent_answers").await);
+    Migrator::up(&app.db, None).await.expect("up again");
+    let stored = entity::agent_questions::Entity::find_by_id(question)
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the question survived");
+    assert_eq!(stored.kind, entity::agent_questions::ExchangeKind::Question);
+    assert_eq!(stored.deliverable, None);
+    assert!(
+        !accepts(&app, "UPDATE agent_questions SET kind = 'chore'").await,
+        "the kind check is back"
+    );
+}
+
+on_both_backends!(the_delegated_tasks_migration_goes_down_only_without_tasks_and_up_again);

@@ -153,8 +153,19 @@ impl SmtpServer {
         &self.maildir
     }
 
-    /// Every mail received so far, oldest first.
+    /// Every mail received so far, oldest first, each once: askloop re-sends a mail whose
+    /// acknowledgement it did not hear in time (a slow server on a loaded machine) under the same
+    /// Message-ID, and a reader's mail client shows those as one mail, so these do too.
     pub fn mails(&self) -> Vec<Mail> {
+        let mut seen = std::collections::HashSet::new();
+        self.received()
+            .into_iter()
+            .filter(|mail| mail.header("message-id").is_none_or(|id| seen.insert(id)))
+            .collect()
+    }
+
+    /// Every mail received so far, oldest first, re-sends included.
+    fn received(&self) -> Vec<Mail> {
         let mut files: Vec<(std::time::SystemTime, PathBuf)> = ["new", "cur"]
             .iter()
             .flat_map(|sub| {

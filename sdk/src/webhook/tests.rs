@@ -473,7 +473,31 @@ fn each_event_type_reads_as_its_typed_payload() {
         Ok(EventData::NeedsContext(NeedsContext { declines: 3, .. }))
     ));
     assert_eq!(
-        event("task.completed", json!({})).data().ok(),
+        event(
+            "task.completed",
+            json!({"questionId": 7, "externalId": "t-1", "answerId": 9, "result": "£12",
+                   "actualCostMinor": 150, "budgetLimitMinor": 400, "completedBy": "ana",
+                   "review": "pending"})
+        )
+        .data()
+        .ok(),
+        Some(EventData::TaskCompleted(TaskCompleted {
+            question_id: 7,
+            external_id: Some("t-1".into()),
+            answer_id: 9,
+            result: Some("£12".into()),
+            actual_cost_minor: 150,
+            budget_limit_minor: 400,
+            completed_by: "ana".into(),
+            review: Review::Pending,
+        }))
+    );
+    assert!(
+        event("task.completed", json!({})).data().is_err(),
+        "a task.completed without its fields is refused, not guessed"
+    );
+    assert_eq!(
+        event("niche.renamed", json!({})).data().ok(),
         Some(EventData::Other)
     );
     assert!(
