@@ -319,9 +319,8 @@ async fn the_access_settings_migration_goes_down_and_up_on_a_populated_database(
 on_both_backends!(the_access_settings_migration_goes_down_and_up_on_a_populated_database);
 
 async fn the_delegated_tasks_migration_goes_down_only_without_tasks_and_up_again(app: TestApp) {
-    crate::money::budgeted_niche(&app, "games", Some(1000), 0).await;
-    let question = app.ask("games", "q-before").await;
     let (_ana, task) = crate::tasks::a_task(&app).await;
+    let question = app.ask("games", "q-before").await;
     let columns = "SELECT kind, deliverable FROM agent_questions";
     assert!(accepts(&app, columns).await);
 
