@@ -337,21 +337,30 @@ pub fn derived_external_id<T: Serialize>(asker: &Asker, input: &T) -> String {
     format!("mcp:{}", hex::encode(&hasher.finalize()[..16]))
 }
 
+/// `input` with the `externalId` it is asked under: its own, or (when it gives none, or a blank
+/// one) one derived from the arguments, so a retried call is the same question.
+fn with_external_id<T: Serialize>(
+    asker: &Asker,
+    mut input: T,
+    id: fn(&mut T) -> &mut Option<String>,
+) -> T {
+    if id(&mut input)
+        .as_deref()
+        .is_none_or(|given| given.trim().is_empty())
+    {
+        *id(&mut input) = None;
+        let derived = derived_external_id(asker, &input);
+        *id(&mut input) = Some(derived);
+    }
+    input
+}
+
 async fn ask_expert(
     state: &AppState,
     asker: &Asker,
-    mut input: AskExpert,
+    input: AskExpert,
 ) -> Result<Value, ServiceError> {
-    if input
-        .external_id
-        .as_deref()
-        .is_some_and(|id| id.trim().is_empty())
-    {
-        input.external_id = None;
-    }
-    if input.external_id.is_none() {
-        input.external_id = Some(derived_external_id(asker, &input));
-    }
+    let input = with_external_id(asker, input, |i| &mut i.external_id);
     // The REST body's own field names: the same parser, so the same validation and caps.
     let body = serde_json::to_value(&input)
         .map_err(|err| ServiceError::Internal(anyhow::anyhow!("ask_expert body: {err}")))?;
@@ -361,18 +370,9 @@ async fn ask_expert(
 async fn delegate_task(
     state: &AppState,
     asker: &Asker,
-    mut input: DelegateTask,
+    input: DelegateTask,
 ) -> Result<Value, ServiceError> {
-    if input
-        .external_id
-        .as_deref()
-        .is_some_and(|id| id.trim().is_empty())
-    {
-        input.external_id = None;
-    }
-    if input.external_id.is_none() {
-        input.external_id = Some(derived_external_id(asker, &input));
-    }
+    let input = with_external_id(asker, input, |i| &mut i.external_id);
     let mut body = serde_json::to_value(&input)
         .map_err(|err| ServiceError::Internal(anyhow::anyhow!("delegate_task body: {err}")))?;
     // The REST body names the task's words `question`, and says it is a task.
