@@ -395,8 +395,8 @@ impl Walk<'_> {
             | (
                 Shape::Question,
                 "id" | "externalId" | "title" | "question" | "context" | "urgency" | "status"
-                | "bountyMinor" | "researchRound" | "escalationStep" | "createdAt" | "answeredAt"
-                | "updatedAt" | "expiresAt",
+                | "bountyMinor" | "kind" | "budgetLimitMinor" | "deliverable" | "researchRound"
+                | "escalationStep" | "createdAt" | "answeredAt" | "updatedAt" | "expiresAt",
             )
             | (Shape::Niche, "slug" | "name" | "status" | "description") => None,
             (Shape::QueueChange, "question") => Some(Shape::Question),
@@ -479,6 +479,36 @@ mod tests {
         );
         let more = q.replace("id title", "id title context");
         assert_ne!(print(q), print(&more), "another selection, another print");
+    }
+
+    /// The dashboard's own subscriptions, as its `.graphql` files spell them, are shared: a field
+    /// added to the card but not to the list above would quietly have every open dashboard
+    /// resolve and serialise its own copy of every event.
+    #[test]
+    fn the_dashboards_subscriptions_are_shareable() {
+        for (file, operation) in [
+            (
+                include_str!("../../../web/graphql/queue.graphql"),
+                "QueueChanges",
+            ),
+            (
+                include_str!("../../../web/graphql/niches.graphql"),
+                "AwaitingMeChanges",
+            ),
+        ] {
+            let doc = parse_query(file).expect("the dashboard's operations parse");
+            let DocumentOperations::Multiple(operations) = doc.operations else {
+                panic!("{operation}: several operations in its file")
+            };
+            let op = &operations[&Name::new(operation)];
+            let Selection::Field(field) = &op.node.selection_set.node.items[0].node else {
+                panic!("{operation}: a field first")
+            };
+            assert!(
+                fingerprint(&field.node.selection_set, &doc.fragments, "{}").is_some(),
+                "{operation} is resolved per subscriber"
+            );
+        }
     }
 
     #[test]
