@@ -71,11 +71,12 @@ pub fn LongText(text: String, class: &'static str, tag_quote: bool) -> impl Into
 pub type Acted = (String, i64, answer_question::AnswerQuestionAnswerQuestion);
 
 /// One waiting question with the three ways to act on it, through the `answerQuestion` mutation,
-/// and a Dismiss control. A delegated task (docs/contract.md#delegated-tasks) is completed the
-/// same way, with its result and what it actually cost (0 up to its limit); declining and
-/// sending it back work as for a question (`dismissQuestion`, with an optional reason for the agent). A refusal is
-/// shown next to the form and nothing typed is lost; on success `on_done` (or `on_dismissed`,
-/// with the question's id) hears it. `page` is the question page's path, linked from the card.
+/// and a Dismiss control (`dismissQuestion`, with an optional reason for the agent). A delegated
+/// task (docs/contract.md#delegated-tasks) is completed the same way, with its result and what it
+/// actually cost (0 up to its limit); declining and sending it back work as for a question. A
+/// refusal is shown next to the form and nothing typed is lost; on success `on_done` (or
+/// `on_dismissed`, with the question's id) hears it. `page` is the question page's path, linked
+/// from the card.
 #[component]
 pub fn QuestionCard(
     question: Question,
