@@ -163,6 +163,7 @@ async fn a_cost_outside_the_limit_or_a_completion_without_a_result_is_refused_an
     app: TestApp,
 ) {
     let (ana, id) = a_task(&app).await;
+    let too_long = "r".repeat(20_001);
     for (result, cost, problem) in [
         (
             Some("done"),
@@ -176,6 +177,7 @@ async fn a_cost_outside_the_limit_or_a_completion_without_a_result_is_refused_an
         ),
         (Some("done"), Value::Null, "needs actualCostMinor"),
         (None, json!(100), "needs its result"),
+        (Some(too_long.as_str()), json!(100), "at most 20000"),
     ] {
         let refused = complete(&app, &ana, id, result, cost.clone()).await;
         assert_eq!(error_code(&refused), Some("BAD_USER_INPUT"), "{refused}");
@@ -391,6 +393,58 @@ async fn a_task_is_completed_from_the_plain_form_and_a_cost_that_is_no_number_is
     );
 }
 
+/// Two people completing one task at the same instant: one completion stands, the other is told
+/// `CONFLICT`, and the task is charged once, at the winner's cost. The winner's result is the
+/// longest allowed (20,000 characters) and hostile (markup, a bidirectional override, tabs and
+/// line breaks): it is stored and returned exactly as written.
+async fn two_people_completing_one_task_at_once_charge_it_once_and_keep_the_result_verbatim(
+    app: TestApp,
+) {
+    let (ana, id) = a_task(&app).await;
+    let bo = operator(&app.db, "games", "bo").await;
+    // Each result is 20,000 characters, the most allowed, ending in whose it is.
+    let result = |whose: &str| {
+        let mut text = String::from("<script>alert(1)</script>\u{202E}gnp.exe\t\r\n");
+        while text.chars().count() < 20_000 - whose.chars().count() {
+            text.push('é');
+        }
+        text + whose
+    };
+    let (ana_result, bo_result) = (result("ana"), result("bo"));
+    let ana_done = complete(&app, &ana, id, Some(&ana_result), json!(120));
+    let bo_done = complete(&app, &bo, id, Some(&bo_result), json!(300));
+    let (ana_done, bo_done) = tokio::join!(ana_done, bo_done);
+    let won: Vec<&Value> = [&ana_done, &bo_done]
+        .into_iter()
+        .filter(|r| r["errors"].is_null())
+        .collect();
+    let lost: Vec<&Value> = [&ana_done, &bo_done]
+        .into_iter()
+        .filter(|r| error_code(r) == Some("CONFLICT"))
+        .collect();
+    assert_eq!((won.len(), lost.len()), (1, 1), "{ana_done} / {bo_done}");
+    let cost = won[0]["data"]["answerQuestion"]["answer"]["actualCostMinor"]
+        .as_i64()
+        .expect("the winner's cost");
+    assert_eq!(
+        entries(&app, id).await,
+        vec![(Reserve, 500), (Charge, cost), (Release, 500 - cost)]
+    );
+    let answers = agent_answers::Entity::find()
+        .filter(agent_answers::Column::QuestionId.eq(id))
+        .all(&app.db)
+        .await
+        .expect("answers");
+    assert_eq!(answers.len(), 1, "one completion is stored");
+    let winners_result = if cost == 120 { &ana_result } else { &bo_result };
+    assert_eq!(winners_result.chars().count(), 20_000);
+    assert_eq!(answers[0].body.as_deref(), Some(winners_result.as_str()));
+    assert_eq!(
+        won[0]["data"]["answerQuestion"]["answer"]["body"],
+        json!(winners_result)
+    );
+}
+
 /// Deliver to an agent quickly, at the address its test starts a receiver on.
 fn delivering(config: &mut askloop::config::Config) {
     config.webhook_url = Some(Receiver::url_for(askloop_tests::receiver::reserve_port()));
@@ -406,6 +460,7 @@ on_both_backends!(
     thirty_tasks_at_once_against_a_budget_for_ten_limits_store_ten,
     a_rejected_completion_gives_the_cost_back_and_reserves_the_limit_again,
     a_task_is_completed_from_the_plain_form_and_a_cost_that_is_no_number_is_refused,
+    two_people_completing_one_task_at_once_charge_it_once_and_keep_the_result_verbatim,
 );
 
 on_both_backends! {

@@ -32,7 +32,7 @@ async fn an_operator_completes_a_task_from_its_card_and_the_revenue_page_shows_i
     let answered = app
         .graphql(
             Some(&ana.token),
-            "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { points } }",
+            crate::agents::ANSWER,
             json!({"id": asked["question"]["id"].to_string()}),
         )
         .await;

@@ -67,6 +67,30 @@ pub fn LongText(text: String, class: &'static str, tag_quote: bool) -> impl Into
     }
 }
 
+/// What an exchange may cost, as a badge: a task's limit ("Task · up to …"), or a question's
+/// bounty when it has one. The card and the question page both show it.
+#[component]
+pub fn PriceBadge(kind: ExchangeKind, budget_limit: Option<i64>, bounty: i64) -> impl IntoView {
+    if kind == ExchangeKind::Task {
+        let limit = budget_limit.unwrap_or(bounty);
+        return view! {
+            <span class="badge task" data-budget-limit=limit.to_string()>"Task · up to "{money(limit, "USD")}</span>
+        }
+        .into_any();
+    }
+    (bounty > 0)
+        .then(|| view! {
+            <span class="badge bounty" data-bounty=bounty.to_string()>"bounty "{money(bounty, "USD")}</span>
+        })
+        .into_any()
+}
+
+/// What a task should deliver, in the agent's (untrusted) words.
+#[component]
+pub fn Deliverable(text: String) -> impl IntoView {
+    view! { <p class="deliverable"><strong>"To deliver: "</strong><bdi>{visible_controls(&text)}</bdi></p> }
+}
+
 /// What acting on a card did: the question, its research round, and the server's result.
 pub type Acted = (String, i64, answer_question::AnswerQuestionAnswerQuestion);
 
@@ -194,21 +218,14 @@ pub fn QuestionCard(
                 {fresh.then(|| view! { <span class="badge new">"new"</span> })}
                 {researching.then(|| view! { <span class="badge researching">"sent back for research"</span> })}
                 {escalated.then(|| view! { <span class="badge escalated" title="Nobody answered in time; more people have been told">"escalated"</span> })}
-                {task_limit.map(|limit| view! {
-                    <span class="badge task" data-budget-limit=limit.to_string()>"Task · up to "{money(limit, "USD")}</span>
-                })}
-                {(task_limit.is_none() && question.bounty_minor > 0).then(|| view! {
-                    <span class="badge bounty" data-bounty=question.bounty_minor.to_string()>"bounty "{money(question.bounty_minor, "USD")}</span>
-                })}
+                <PriceBadge kind=question.kind.clone() budget_limit=question.budget_limit_minor bounty=question.bounty_minor/>
                 <span class="muted">"asked "<TimeAgo at=question.created_at/></span>
                 " · "
                 <span class="muted expires" title=exact(&question.expires_at)>"expires "<TimeAgo at=question.expires_at.clone()/></span>
             </p>
             <h2><bdi>{visible_controls(&question.title)}</bdi></h2>
             <LongText text=question.question class="question-text" tag_quote=false/>
-            {question.deliverable.map(|deliverable| view! {
-                <p class="deliverable"><strong>"To deliver: "</strong><bdi>{visible_controls(&deliverable)}</bdi></p>
-            })}
+            {question.deliverable.map(|text| view! { <Deliverable text=text/> })}
             {question.context.map(|context| view! {
                 <details class="context" open>
                     <summary>"What the agent found"</summary>

@@ -20,16 +20,14 @@ use leptos_router::{LazyRoute, lazy_route};
 use crate::api::{self, ApiError};
 use crate::components::loaded::Loaded;
 use crate::components::money::money;
-use crate::components::question_card::{LongText, visible_controls};
+use crate::components::question_card::{Deliverable, LongText, PriceBadge, visible_controls};
 use crate::components::time_ago::{TimeAgo, exact};
 use crate::operations::{
     QuestionDeliveries, QuestionPage as QuestionRead, ReverseContribution, question_deliveries,
     question_page, reverse_contribution,
 };
 use crate::session::Session;
-use crate::vocab::{
-    AnswerKind, AttemptOutcome, ContributionStatus, ExchangeKind, QuestionStatus, Urgency,
-};
+use crate::vocab::{AnswerKind, AttemptOutcome, ContributionStatus, QuestionStatus, Urgency};
 
 type Question = question_page::QuestionPageQuestion;
 type Delivery = question_deliveries::QuestionDeliveriesQuestionDeliveries;
@@ -198,10 +196,7 @@ fn QuestionView(question: Question, admin: bool, reverse: Reverse) -> impl IntoV
             <p class="meta">
                 <span class=format!("badge urgency-{urgency}")>{urgency.to_string()}</span>
                 <span class=format!("badge status-{status}")>{status.to_string()}</span>
-                {match (q.kind == ExchangeKind::Task, q.budget_limit_minor) {
-                    (true, limit) => view! { <span class="badge task">"Task · up to "{money(limit.unwrap_or(q.bounty_minor), "USD")}</span> }.into_any(),
-                    (false, _) => (q.bounty_minor > 0).then(|| view! { <span class="badge bounty">"bounty "{money(q.bounty_minor, "USD")}</span> }).into_any(),
-                }}
+                <PriceBadge kind=q.kind.clone() budget_limit=q.budget_limit_minor bounty=q.bounty_minor/>
                 <span class="muted">"asked "<TimeAgo at=q.created_at.clone()/></span>
                 {q.answered_at.clone().map(|at| view! { " · "<span class="muted">"answered "<TimeAgo at=at/></span> })}
                 " · "<span class="muted" title=exact(&q.expires_at)>"expires "<TimeAgo at=q.expires_at.clone()/></span>
@@ -210,9 +205,7 @@ fn QuestionView(question: Question, admin: bool, reverse: Reverse) -> impl IntoV
             <h1><bdi>{visible_controls(&q.title)}</bdi></h1>
             {q.external_id.map(|e| view! { <p class="muted">"The agent's id: "<code><bdi>{visible_controls(&e)}</bdi></code></p> })}
             <LongText text=q.question class="question-text" tag_quote=false/>
-            {q.deliverable.map(|deliverable| view! {
-                <p class="deliverable"><strong>"To deliver: "</strong><bdi>{visible_controls(&deliverable)}</bdi></p>
-            })}
+            {q.deliverable.map(|text| view! { <Deliverable text=text/> })}
             {q.context.map(|context| view! {
                 <details class="context" open>
                     <summary>"What the agent found"</summary>

@@ -16,7 +16,7 @@ use crate::operations::{
     MyRevenue, NicheMoney, SetPayoutAddress, my_revenue, niche_money, set_payout_address,
 };
 use crate::pages::queue::niche_slug;
-use crate::vocab::{AllocationStatus, BudgetEntryKind, ExchangeKind, PayoutStatus};
+use crate::vocab::{AllocationStatus, BudgetEntryKind, PayoutStatus};
 
 type Allocation = my_revenue::AllocationRow;
 
@@ -343,12 +343,13 @@ fn Exchanges(
             </tr></thead>
             <tbody>
                 {exchanges.into_iter().map(|e| {
-                    let kind = ExchangeKind::of(&e.kind);
+                    let kind = e.kind.to_string();
+                    let label = kind.clone();
                     let page = format!("/dashboard/niches/{slug}/questions/{}", e.question_id);
                     view! {
-                        <tr data-exchange-id=e.question_id.clone() data-exchange-kind=kind.to_string()>
+                        <tr data-exchange-id=e.question_id.clone() data-exchange-kind=kind>
                             <td><A href=page><bdi>{visible_controls(&e.title)}</bdi></A></td>
-                            <td>{if kind == ExchangeKind::Task { "task" } else { "question" }}</td>
+                            <td>{label}</td>
                             <td class="num" data-exchange="limit">{money(e.limit_minor, currency)}</td>
                             <td class="num" data-exchange="actual">{money(e.actual_minor, currency)}</td>
                             <td class="num" data-exchange="released">{money(e.released_minor, currency)}</td>
