@@ -14,6 +14,7 @@ use crate::live::{ChangeHint, CredentialsEnded, LiveHub};
 
 mod accounts;
 mod admin;
+pub mod adopt;
 mod agents;
 mod deliveries;
 pub mod enums;
@@ -89,6 +90,7 @@ pub fn build_schema(
     .extension(error_door::ErrorDoor)
     .extension(one_login::OneLoginPerRequest)
     .extension(limits::QueryLimits::new(max_nodes))
+    .extension(adopt::Tagging::default())
     .data(DataLoader::new(
         types::NicheLoader { db: db.clone() },
         tokio::spawn,

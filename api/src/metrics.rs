@@ -9,6 +9,7 @@ use axum::response::Response;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -38,6 +39,7 @@ pub struct Metrics {
     intake: Family<OutcomeLabels, Counter>,
     payloads_resolved: Counter,
     payloads_shared: Counter,
+    subscriptions_served: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -89,6 +91,12 @@ impl Metrics {
             "Queue changes handed to a subscriber from the shared resolution",
             payloads_shared.clone(),
         );
+        let subscriptions_served = Gauge::default();
+        registry.register(
+            "live_subscriptions_served",
+            "Queue subscriptions a websocket serves itself, handed over by the GraphQL library once started",
+            subscriptions_served.clone(),
+        );
         Self {
             registry,
             requests,
@@ -96,12 +104,18 @@ impl Metrics {
             intake,
             payloads_resolved,
             payloads_shared,
+            subscriptions_served,
         }
     }
 
-    /// The counters the shared fan-out keeps (resolved once, handed out).
-    pub fn live_payloads(&self) -> (Counter, Counter) {
-        (self.payloads_resolved.clone(), self.payloads_shared.clone())
+    /// The counters the shared fan-out keeps (resolved once, handed out) and the gauge of
+    /// subscriptions websockets serve themselves.
+    pub fn live_payloads(&self) -> (Counter, Counter, Gauge) {
+        (
+            self.payloads_resolved.clone(),
+            self.payloads_shared.clone(),
+            self.subscriptions_served.clone(),
+        )
     }
 
     /// Count one intake outcome.

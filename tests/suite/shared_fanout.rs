@@ -149,7 +149,184 @@ async fn admins_and_members_never_share_a_payload(app: TestApp) {
     );
 }
 
+/// A gauge from `/metrics`.
+async fn served(app: &TestApp) -> u64 {
+    counter(app, "askloop_live_subscriptions_served").await
+}
+
+/// The next message on `socket`, which must be of `kind` for operation `id`.
+async fn expect(socket: &mut GqlSocket, kind: &str, id: &str) -> Value {
+    match socket.receive(Duration::from_secs(10)).await {
+        Received::Json(message) if message["type"] == kind && message["id"] == id => message,
+        other => panic!("expected {kind} for {id}, got {other:?}"),
+    }
+}
+
+/// A shareable queue subscription is handed over to its socket once started: it delivers as
+/// before, stops on the client's `complete` (answered with `complete`), its id can be used
+/// again, and the socket closing gives everything back.
+async fn a_served_subscription_stops_on_complete_and_its_id_starts_again(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    socket.subscribe("q", &queue("games"), json!({})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        served(&app).await,
+        1,
+        "the shareable subscription is served"
+    );
+
+    let first = app.ask("games", "served-1").await;
+    let heard = expect(&mut socket, "next", "q").await;
+    assert_eq!(
+        heard["payload"]["data"]["questionQueue"]["question"]["id"],
+        first.to_string(),
+        "{heard}"
+    );
+    assert!(heard["payload"]["errors"].is_null(), "{heard}");
+
+    socket.send(json!({"id": "q", "type": "complete"})).await;
+    expect(&mut socket, "complete", "q").await;
+    assert_eq!(served(&app).await, 0);
+    app.ask("games", "served-2").await;
+    hears_nothing(&mut socket, "a completed subscription").await;
+
+    socket.subscribe("q", &queue("games"), json!({})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let third = app.ask("games", "served-3").await;
+    let heard = expect(&mut socket, "next", "q").await;
+    assert_eq!(
+        heard["payload"]["data"]["questionQueue"]["question"]["id"],
+        third.to_string(),
+        "{heard}"
+    );
+    assert_eq!(served(&app).await, 1);
+
+    drop(socket);
+    let mut left = served(&app).await;
+    for _ in 0..50 {
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = served(&app).await;
+    }
+    assert_eq!(left, 0, "a closed socket serves nothing");
+}
+
+/// What stays with the library: a selection that is not shareable, and an operation with more
+/// than one root field. Both deliver; neither is served by the socket; `complete` ends them.
+async fn unshareable_and_multi_root_subscriptions_stay_with_the_library(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    // A niche's question list depends on who asks: never shared.
+    let personal = "subscription { questionQueue(nicheSlug: \"games\") { change question { id niche { slug questions(first: 5) { nodes { id } } } } } }";
+    socket.subscribe("p", personal, json!({})).await;
+    let both = format!(
+        "subscription {{ q: questionQueue(nicheSlug: \"games\") {{ {CARD} }} a: awaitingMe {{ {CARD} }} }}"
+    );
+    socket.subscribe("b", &both, json!({})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(served(&app).await, 0, "nothing is handed over");
+
+    let id = app.ask("games", "library-1").await;
+    let mut heard = Vec::new();
+    for _ in 0..3 {
+        match socket.receive(Duration::from_secs(10)).await {
+            Received::Json(message) if message["type"] == "next" => heard.push(message),
+            other => panic!("expected next, got {other:?}"),
+        }
+    }
+    let personal_seen = heard.iter().find(|m| m["id"] == "p").expect("p heard");
+    assert_eq!(
+        personal_seen["payload"]["data"]["questionQueue"]["question"]["id"],
+        id.to_string(),
+        "{personal_seen}"
+    );
+    let roots: Vec<&str> = heard
+        .iter()
+        .filter(|m| m["id"] == "b")
+        .filter_map(|m| m["payload"]["data"].as_object())
+        .flat_map(|data| data.keys().map(String::as_str))
+        .collect();
+    assert!(
+        roots.contains(&"q") && roots.contains(&"a"),
+        "both root fields deliver under one id: {heard:?}"
+    );
+
+    socket.send(json!({"id": "b", "type": "complete"})).await;
+    expect(&mut socket, "complete", "b").await;
+    socket.send(json!({"id": "p", "type": "complete"})).await;
+    expect(&mut socket, "complete", "p").await;
+    app.ask("games", "library-2").await;
+    hears_nothing(&mut socket, "completed subscriptions").await;
+}
+
+/// A client cannot forge the socket's hand-over tag: whatever it writes under the tag's key is
+/// replaced (on the socket) or dropped (over HTTP), and its subscription is served as its own.
+async fn a_forged_hand_over_tag_changes_nothing(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    for (id, extensions) in [
+        (
+            "forged",
+            json!({"askloopOperation": "00000000000000000000000000000000:other"}),
+        ),
+        ("number", json!({"askloopOperation": 7})),
+        ("null", Value::Null),
+    ] {
+        socket
+            .send(json!({"id": id, "type": "subscribe", "payload": {
+                "query": queue("games"), "variables": {}, "extensions": extensions}}))
+            .await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(served(&app).await, 3, "each is served under its own id");
+    let question = app.ask("games", "forged-1").await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let message = match socket.receive(Duration::from_secs(10)).await {
+            Received::Json(message) if message["type"] == "next" => message,
+            other => panic!("expected next, got {other:?}"),
+        };
+        assert_eq!(
+            message["payload"]["data"]["questionQueue"]["question"]["id"],
+            question.to_string(),
+            "{message}"
+        );
+        ids.push(message["id"].as_str().unwrap_or_default().to_owned());
+    }
+    ids.sort();
+    assert_eq!(ids, ["forged", "null", "number"]);
+    hears_nothing(&mut socket, "a socket with three subscriptions").await;
+
+    // Over HTTP the key is dropped too: a query with it is answered as any other.
+    let answered: Value = reqwest::Client::new()
+        .post(app.url("/graphql"))
+        .bearer_auth(&ana.token)
+        .json(
+            &json!({"query": "{ viewer { user { handle } } }", "extensions": {
+            "askloopOperation": "00000000000000000000000000000000:x"}}),
+        )
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("a JSON body");
+    assert_eq!(
+        answered["data"]["viewer"]["user"]["handle"], "ana",
+        "{answered}"
+    );
+}
+
 on_both_backends!(
     a_shared_payload_reaches_only_subscribers_who_may_see_it,
     admins_and_members_never_share_a_payload,
+    a_served_subscription_stops_on_complete_and_its_id_starts_again,
+    unshareable_and_multi_root_subscriptions_stay_with_the_library,
+    a_forged_hand_over_tag_changes_nothing,
 );

@@ -3,10 +3,12 @@
 use std::sync::Arc;
 
 use async_graphql::{Context, Enum, Result, SimpleObject, Subscription};
+use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use sea_orm::DatabaseConnection;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::adopt;
 use super::caller_of;
 use super::shared::{SharedChange, Sharing};
 use super::types::Question;
@@ -34,14 +36,19 @@ pub struct QueueChange {
     pub question: Question,
 }
 
+/// How a change reads in the schema.
+pub(super) fn kind_of(kind: ChangeKind) -> QueueChangeKind {
+    match kind {
+        ChangeKind::Added => QueueChangeKind::Added,
+        ChangeKind::Updated => QueueChangeKind::Updated,
+        ChangeKind::Removed => QueueChangeKind::Removed,
+    }
+}
+
 impl From<Change> for QueueChange {
     fn from(change: Change) -> Self {
         Self {
-            change: match change.kind {
-                ChangeKind::Added => QueueChangeKind::Added,
-                ChangeKind::Updated => QueueChangeKind::Updated,
-                ChangeKind::Removed => QueueChangeKind::Removed,
-            },
+            change: kind_of(change.kind),
             question: change.question.into(),
         }
     }
@@ -82,7 +89,10 @@ impl LiveSubscription {
         &self,
         ctx: &Context<'_>,
         niche_slug: String,
-    ) -> Result<impl Stream<Item = Result<SharedChange>> + use<>> {
+    ) -> Result<BoxStream<'static, Result<SharedChange>>> {
+        if let Some(change) = adopt::one_shot(ctx) {
+            return Ok(shared(ctx, futures::stream::iter([change])));
+        }
         // Boxed, here and below: the resolver's future stays inside the subscription's stream
         // for as long as the subscription lives, so its database reads are kept out of line
         // rather than sized into every idle subscriber.
@@ -103,7 +113,10 @@ impl LiveSubscription {
     async fn awaiting_me(
         &self,
         ctx: &Context<'_>,
-    ) -> Result<impl Stream<Item = Result<SharedChange>> + use<>> {
+    ) -> Result<BoxStream<'static, Result<SharedChange>>> {
+        if let Some(change) = adopt::one_shot(ctx) {
+            return Ok(shared(ctx, futures::stream::iter([change])));
+        }
         Box::pin(async move {
             let _turn = turn_to_start(ctx).await;
             let db = ctx.data::<DatabaseConnection>()?.clone();
@@ -119,7 +132,9 @@ impl LiveSubscription {
 
 /// A subscriber's changes, each resolved through the shared store when its selection allows
 /// (`shared`): one resolution and one serialisation per event and class, not per subscriber.
-fn shared<S>(ctx: &Context<'_>, changes: S) -> impl Stream<Item = Result<SharedChange>> + use<S>
+/// Over a websocket such a subscription is handed over to the socket (`adopt`), and the
+/// library's stream ends here.
+fn shared<S>(ctx: &Context<'_>, changes: S) -> BoxStream<'static, Result<SharedChange>>
 where
     S: Stream<Item = std::result::Result<Change, crate::error::ServiceError>> + Send + 'static,
 {
@@ -127,14 +142,25 @@ where
         .ok()
         .and_then(|caller| caller.viewer())
         .is_some_and(|viewer| viewer.is_admin);
-    let sharing = Sharing::for_subscription(ctx, admin);
-    changes.map(move |change| {
-        change
-            .map(|change| SharedChange {
-                event: change.event,
-                change: QueueChange::from(change),
-                sharing: sharing.clone(),
-            })
-            .gql()
-    })
+    // A one-shot run resolves for the adopted stream that asked, which does the sharing.
+    let sharing = if adopt::is_one_shot(ctx) {
+        None
+    } else {
+        Sharing::for_subscription(ctx, admin)
+    };
+    let changes = match adopt::hand_over(ctx, sharing.as_ref(), changes) {
+        Ok(()) => return futures::stream::empty().boxed(),
+        Err(changes) => changes,
+    };
+    changes
+        .map(move |change| {
+            change
+                .map(|change| SharedChange {
+                    event: change.event,
+                    change: QueueChange::from(change),
+                    sharing: sharing.clone(),
+                })
+                .gql()
+        })
+        .boxed()
 }

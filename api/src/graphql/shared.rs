@@ -23,6 +23,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use std::sync::{Arc, Mutex};
 
 use async_graphql::parser::types::{Directive, Field, FragmentDefinition, Selection, SelectionSet};
@@ -54,9 +55,9 @@ pub struct Class {
 type Key = (i64, Class, Fingerprint);
 
 /// A payload resolved once: its value and its JSON text.
-struct Resolved {
-    value: Value,
-    json: Arc<str>,
+pub(super) struct Resolved {
+    pub(super) value: Value,
+    pub(super) json: Arc<str>,
 }
 
 /// The payloads resolved for recent events, shared by every subscriber of this instance.
@@ -64,8 +65,10 @@ pub struct SharedPayloads {
     entries: Mutex<Entries>,
     /// How many payloads were resolved, and how many times one was handed out: the ratio is the
     /// sharing (`/metrics`).
-    resolved: Counter,
-    shared: Counter,
+    pub(super) resolved: Counter,
+    pub(super) shared: Counter,
+    /// How many subscriptions websockets serve themselves (`adopt`).
+    pub(super) served: Gauge,
 }
 
 #[derive(Default)]
@@ -85,16 +88,17 @@ impl std::fmt::Debug for SharedPayloads {
 
 impl SharedPayloads {
     /// A store counting into `resolved` (payloads resolved for sharing) and `shared` (payloads
-    /// handed out from it).
-    pub fn new((resolved, shared): (Counter, Counter)) -> Self {
+    /// handed out from it), with `served` the gauge of subscriptions websockets serve.
+    pub fn new((resolved, shared, served): (Counter, Counter, Gauge)) -> Self {
         Self {
             entries: Mutex::new(Entries::default()),
             resolved,
             shared,
+            served,
         }
     }
 
-    fn cell(&self, key: Key) -> Arc<OnceCell<Option<Resolved>>> {
+    pub(super) fn cell(&self, key: Key) -> Arc<OnceCell<Option<Resolved>>> {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(cell) = entries.cells.get(&key) {
             return cell.clone();
@@ -187,9 +191,9 @@ impl Splices {
 /// What a subscription needs to share: the store, and its selection's fingerprint.
 #[derive(Clone)]
 pub struct Sharing {
-    payloads: Arc<SharedPayloads>,
-    fingerprint: Fingerprint,
-    admin: bool,
+    pub(super) payloads: Arc<SharedPayloads>,
+    pub(super) fingerprint: Fingerprint,
+    pub(super) admin: bool,
 }
 
 impl Sharing {

@@ -29,6 +29,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::time::{Instant, MissedTickBehavior};
 
+use super::adopt::{self, Adopted, Adoptions};
 use super::http::GraphqlEndpoint;
 use super::shared::Splices;
 use crate::auth::{Caller, ClientAddress, OriginCheck, resolve_caller};
@@ -148,6 +149,18 @@ struct Operations {
     running: HashSet<String>,
 }
 
+/// What a message from the peer asks of its operations.
+enum Heard {
+    /// Start operation `id`.
+    Start(String),
+    /// Stop operation `id`.
+    Stop(String),
+    /// Start one more than a connection may run.
+    TooMany,
+    /// Nothing the socket itself looks at.
+    Other,
+}
+
 /// The parts of a `graphql-transport-ws` message the socket itself looks at.
 #[derive(serde::Deserialize)]
 struct Envelope<'a> {
@@ -158,22 +171,27 @@ struct Envelope<'a> {
 }
 
 impl Operations {
-    /// A message from the peer: `false` when it would run more operations than allowed.
-    fn heard(&mut self, text: &str, max: usize) -> bool {
+    /// A message from the peer: what it asks of the operations.
+    fn heard(&mut self, text: &str, max: usize) -> Heard {
         let Ok(envelope) = serde_json::from_str::<Envelope<'_>>(text) else {
             // Not ours to judge: the protocol answers a malformed message itself.
-            return true;
+            return Heard::Other;
         };
         match (envelope.kind.as_ref(), envelope.id) {
             ("subscribe" | "start", Some(id)) => {
-                self.running.insert(id.into_owned());
-                self.running.len() <= max
+                let id = id.into_owned();
+                self.running.insert(id.clone());
+                if self.running.len() <= max {
+                    Heard::Start(id)
+                } else {
+                    Heard::TooMany
+                }
             }
             ("complete" | "stop", Some(id)) => {
                 self.running.remove(id.as_ref());
-                true
+                Heard::Stop(id.into_owned())
             }
-            _ => true,
+            _ => Heard::Other,
         }
     }
 
@@ -226,6 +244,9 @@ fn serve(
     // The shared payloads this connection's messages name (`shared`): filled in as they are sent.
     let splices = Splices::default();
     let fill = splices.clone();
+    // The subscriptions this connection's queue resolvers hand over to be served here.
+    let adoptions = Adoptions::new(state.schema.clone(), protocol);
+    let claims = adoptions.clone();
     let on_init = move |payload: serde_json::Value| async move {
         let token = payload
             .get("token")
@@ -264,6 +285,9 @@ fn serve(
         data.insert(client);
         data.insert(super::live::SubscriptionStarts::default());
         data.insert(splices);
+        if let Some(adoptions) = adoptions {
+            data.insert(adoptions);
+        }
         Ok(data)
     };
     // Boxed rather than pinned on the stack, so it can be dropped the moment the loop ends.
@@ -281,6 +305,7 @@ fn serve(
         initialised,
         init_refused,
         fill,
+        claims,
         permits,
         state,
     })
@@ -344,6 +369,7 @@ struct Socket<G> {
     initialised: Arc<AtomicBool>,
     init_refused: Arc<AtomicBool>,
     fill: Splices,
+    claims: Option<Adoptions>,
     permits: Permits,
     state: GraphqlEndpoint,
 }
@@ -362,9 +388,12 @@ where
         initialised,
         init_refused,
         fill,
+        claims,
         mut permits,
         state,
     } = socket;
+    // The operations handed over by the library, served here.
+    let mut adopted = Adopted::new(claims.as_ref());
     let live = &state.config.live;
     let limits = live;
     let mut ping = tokio::time::interval(live.ping_every);
@@ -386,14 +415,29 @@ where
             message = incoming.next() => {
                 last_heard = Instant::now();
                 let bytes = match message {
-                    Some(Ok(Message::Text(text))) => {
-                        if !operations.heard(text.as_str(), limits.max_subscriptions) {
+                    Some(Ok(Message::Text(text))) => match operations.heard(text.as_str(), limits.max_subscriptions) {
+                        Heard::TooMany => {
                             let reason = format!("at most {} operations at once on one connection", limits.max_subscriptions);
                             close(&mut sink, 4429, &reason).await;
                             break;
                         }
-                        Inbound::from(text.as_str().as_bytes())
-                    }
+                        Heard::Start(id) => {
+                            // A new operation under a served id replaces it, as the library
+                            // replaces its own.
+                            adopted.remove(&id);
+                            match claims.as_ref().and_then(|_| adopt::tagged(text.as_str())) {
+                                Some(tagged) => Inbound::from(tagged.as_bytes()),
+                                None => Inbound::from(text.as_str().as_bytes()),
+                            }
+                        }
+                        Heard::Stop(id) if adopted.remove(&id) => {
+                            if !send(&mut sink, Message::Text(adopt::complete_message(&id).into())).await {
+                                break;
+                            }
+                            continue;
+                        }
+                        Heard::Stop(_) | Heard::Other => Inbound::from(text.as_str().as_bytes()),
+                    },
                     Some(Ok(Message::Binary(bytes))) => Inbound::from(bytes.as_ref()),
                     Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
                     Some(Ok(Message::Close(_)) | Err(_)) | None => break,
@@ -412,6 +456,10 @@ where
             }
             outgoing = graphql.next() => match outgoing {
                 Some(WsMessage::Text(text)) => {
+                    if let Some((id, served)) = Adoptions::claim(claims.as_ref(), &text) {
+                        adopted.insert(id, served);
+                        continue;
+                    }
                     operations.said(&text);
                     let text = fill.fill(text);
                     if permits.waiting.is_some() && initialised.load(Ordering::SeqCst) {
@@ -429,6 +477,14 @@ where
                 }
                 None => break,
             },
+            (id, message) = adopted.next(), if !adopted.is_empty() => {
+                let text = message.unwrap_or_else(|| adopt::complete_message(&id));
+                operations.said(&text);
+                if !send(&mut sink, Message::Text(text.into())).await {
+                    tracing::info!("dropping a websocket peer that does not keep up");
+                    break;
+                }
+            }
             _ = ping.tick() => {
                 if last_heard.elapsed() > live.dead_after {
                     close(&mut sink, 4000, "no answer to pings").await;
@@ -487,6 +543,10 @@ where
     // Its operations go first: one still starting may hold a pooled database connection, and
     // not polled while the socket lingers, it would keep it from everyone else until the peer
     // answers the close.
+    drop(adopted);
+    if let Some(claims) = &claims {
+        claims.clear();
+    }
     drop(graphql);
     drop(to_graphql);
     // The closing handshake: read (and drop) what the peer still sends until it answers our
