@@ -221,6 +221,16 @@ pub async fn answer_question(
     now: DateTime<Utc>,
 ) -> Result<AnswerOutcome, ServiceError> {
     let viewer = access::signed_in(viewer)?;
+    // Everyone in this process answering the question queues here first, one at a time, holding
+    // no pooled connection while they wait. A turn that settles the question leaves a note, and
+    // the writers queued behind it are refused from the note, with no read at all: a settled
+    // question is 409 whoever asks, whatever they send (the order above puts 409 before 403 and
+    // 400). So under a burst, only the winner's statements reach the database while it writes.
+    let turns = question_turns(db);
+    let mut turn = turns.take(request.question_id).await;
+    if let Some(settled) = turn.note() {
+        return Err(settled.clone().into());
+    }
     let (question, niche, member) =
         question_niche_and_membership(db, request.question_id, viewer).await?;
     if !is_waiting(&question, now) {
@@ -239,15 +249,6 @@ pub async fn answer_question(
     )
     .map_err(ServiceError::BadInput)?;
 
-    // Everyone in this process who read the question as waiting queues here, one at a time (not
-    // each holding a pooled connection while blocked on the question's row); by their turn it may
-    // be answered, and then a read says so.
-    let turns = question_turns(db);
-    let mut turn = turns.take(question.id).await;
-    // Settled by a turn before ours while we queued: that is known without asking again.
-    if let Some(settled) = turn.note() {
-        return Err(settled.clone().into());
-    }
     let txn = begin_write_checked(db, || async {
         let now_it_is = find_question(db, question.id).await?;
         if is_waiting(&now_it_is, now) {
@@ -297,27 +298,26 @@ async fn settle(
         .filter(agent_questions::Column::Id.eq(question.id))
         .filter(agent_questions::Column::Status.is_in(WAITING))
         .filter(agent_questions::Column::ExpiresAt.gt(now))
-        .exec(txn)
+        .exec_with_returning(txn)
         .await?;
-    if closed.rows_affected == 0 {
+    // The question as this transaction leaves it: nothing below changes its row.
+    let Some(closed) = closed.into_iter().next() else {
         // Someone else won (or the clock ran out) between our read and our write.
         return Err(not_waiting(&find_question(txn, question.id).await?));
-    }
+    };
 
     let answer_type = scores::contribution_type(txn, "agent_answer").await?;
     let window_start = answer_type
         .diminish_window_days
         .map(|days| now - Duration::days(i64::from(days)));
-    let in_window = scores::verified_since(
+    let (in_window, verified_in_niche) = scores::verified_counts(
         txn,
         question.niche_id,
         viewer.user_id,
-        Some(answer_type.id),
+        answer_type.id,
         window_start,
     )
     .await?;
-    let verified_in_niche =
-        scores::verified_since(txn, question.niche_id, viewer.user_id, None, None).await?;
     let points = scoring::diminished_points(
         answer_type.default_points,
         in_window,
@@ -379,38 +379,41 @@ async fn settle(
     scores::recompute(txn, question.niche_id, viewer.user_id, now).await?;
     let actor = Actor::User(viewer.user_id);
     let task = question.kind == ExchangeKind::Task;
-    audit::record(
+    // Both rows in one statement: this transaction holds the question's turn.
+    audit::record_all(
         txn,
-        AuditEntry {
-            actor: &actor,
-            action: if task {
-                "task.completed"
-            } else {
-                "question.answered"
-            },
-            subject_type: "question",
-            subject_id: question.id,
-            niche_id: Some(question.niche_id),
-            detail: json!({
-                "answerId": answer.id,
-                "optionId": valid.option_id,
-                "actualCostMinor": valid.actual_cost_minor,
-            }),
-        },
-        now,
-    )
-    .await?;
-    audit::record(
-        txn,
-        AuditEntry {
-            actor: &actor,
-            action: "contribution.created",
-            subject_type: "contribution",
-            subject_id: event_id,
-            niche_id: Some(question.niche_id),
-            detail: json!({ "points": points, "status": status, "questionId": question.id }),
-        },
-        now,
+        vec![
+            audit::row(
+                AuditEntry {
+                    actor: &actor,
+                    action: if task {
+                        "task.completed"
+                    } else {
+                        "question.answered"
+                    },
+                    subject_type: "question",
+                    subject_id: question.id,
+                    niche_id: Some(question.niche_id),
+                    detail: json!({
+                        "answerId": answer.id,
+                        "optionId": valid.option_id,
+                        "actualCostMinor": valid.actual_cost_minor,
+                    }),
+                },
+                now,
+            ),
+            audit::row(
+                AuditEntry {
+                    actor: &actor,
+                    action: "contribution.created",
+                    subject_type: "contribution",
+                    subject_id: event_id,
+                    niche_id: Some(question.niche_id),
+                    detail: json!({ "points": points, "status": status, "questionId": question.id }),
+                },
+                now,
+            ),
+        ],
     )
     .await?;
     let charged = match valid.actual_cost_minor.filter(|_| task) {
@@ -509,8 +512,8 @@ async fn settle(
             }),
         }
     };
-    outbox::enqueue(txn, event, now).await?;
-    let question = find_question(txn, question.id).await?;
+    outbox::enqueue_to(txn, event, question.registered_agent_id, now).await?;
+    let question = closed;
     let notice = if verified {
         format!("Thanks. That is {points} points.")
     } else {

@@ -131,6 +131,17 @@ pub async fn enqueue<C: ConnectionTrait>(
             .flatten(),
         None => None,
     };
+    enqueue_to(conn, event, agent_id, now).await
+}
+
+/// [`enqueue`] for a caller that already holds the question, and so its registered agent
+/// (`agent_id`, which a question keeps for life): one read fewer.
+pub async fn enqueue_to<C: ConnectionTrait>(
+    conn: &C,
+    event: NewEvent,
+    agent_id: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<Option<deliveries::Model>, ServiceError> {
     if let Some(agent_id) = agent_id {
         let wanted = agents::Entity::find_by_id(agent_id)
             .one(conn)

@@ -4,10 +4,10 @@
 use chrono::{DateTime, Utc};
 use entity::contribution_events::{self, ContributionStatus};
 use entity::{contribution_scores, contribution_tiers, contribution_types, tier_history};
-use sea_orm::sea_query::OnConflict;
+use sea_orm::sea_query::{Expr, Func, OnConflict, SimpleExpr};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, NotSet, PaginatorTrait,
-    QueryFilter, QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait, NotSet, QueryFilter,
+    QueryOrder, QuerySelect,
 };
 
 use crate::domain::scoring::{self, ContributionState, Tier};
@@ -146,23 +146,34 @@ pub async fn recompute<C: ConnectionTrait>(
     })
 }
 
-/// Verified events of `type_id` by `user_id` in `niche_id` since `since`.
-pub async fn verified_since<C: ConnectionTrait>(
+/// Verified events by `user_id` in `niche_id`: those of `type_id` since `since` (every one of
+/// that type when `since` is `None`), and all of them. One statement: answering counts both
+/// inside the winner's transaction, where every round trip is one more wait for the others.
+pub async fn verified_counts<C: ConnectionTrait>(
     conn: &C,
     niche_id: i64,
     user_id: i64,
-    type_id: Option<i64>,
+    type_id: i64,
     since: Option<DateTime<Utc>>,
-) -> Result<u64, ServiceError> {
-    let mut query = contribution_events::Entity::find()
+) -> Result<(u64, u64), ServiceError> {
+    let mut of_type = Condition::all().add(contribution_events::Column::TypeId.eq(type_id));
+    if let Some(since) = since {
+        of_type = of_type.add(contribution_events::Column::CreatedAt.gte(since));
+    }
+    // COUNT skips the NULLs the CASE gives every other row.
+    let in_window: SimpleExpr =
+        Func::count(Expr::case(of_type, Expr::val(1)).finally(Expr::null())).into();
+    let counted = contribution_events::Entity::find()
+        .select_only()
+        .column_as(in_window, "in_window")
+        .column_as(contribution_events::Column::Id.count(), "all_verified")
         .filter(contribution_events::Column::NicheId.eq(niche_id))
         .filter(contribution_events::Column::UserId.eq(user_id))
-        .filter(contribution_events::Column::Status.eq(ContributionStatus::Verified));
-    if let Some(type_id) = type_id {
-        query = query.filter(contribution_events::Column::TypeId.eq(type_id));
-    }
-    if let Some(since) = since {
-        query = query.filter(contribution_events::Column::CreatedAt.gte(since));
-    }
-    Ok(query.count(conn).await?)
+        .filter(contribution_events::Column::Status.eq(ContributionStatus::Verified))
+        .into_tuple::<(i64, i64)>()
+        .one(conn)
+        .await?
+        .unwrap_or((0, 0));
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok((count(counted.0), count(counted.1)))
 }
