@@ -528,7 +528,9 @@ async fn the_contention_tool_finds_one_winner_per_round() {
     ));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", stderr(&output));
-    assert!(stdout.contains("one winner in 2 of 2 rounds"), "{stdout}");
+    // Two counted rounds after the uncounted warm-up round: three in all.
+    assert!(stdout.contains("one winner in 3 of 3 rounds"), "{stdout}");
+    assert!(stdout.contains("after one warm-up round"), "{stdout}");
     let figures = bench_line(&stdout, "contention");
     assert_eq!(figures["badRounds"], 0, "{figures}");
     assert_eq!(figures["operators"], 5, "{figures}");
