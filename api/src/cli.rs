@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
 use chrono::Utc;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use entity::niche_members::MemberRole;
 use entity::niches::NicheStatus;
 
@@ -197,7 +197,13 @@ enum ApiKeyCommand {
 
 /// Parse the arguments, run the command, and turn any failure into a message and exit code 1.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let command = Cli::command();
+    let matches = command.clone().get_matches();
+    if let Err(refused) = text_arguments(&command, &matches) {
+        eprintln!("askloop: {refused}");
+        return ExitCode::from(2);
+    }
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     let config = match Config::from_env() {
         Ok(config) => config,
         Err(err) => {
@@ -408,8 +414,46 @@ async fn serve(config: Config, demo: bool) -> anyhow::Result<()> {
     app.run_until(startup::shutdown_signal()).await
 }
 
-/// The password for a new user: ASKLOOP_PASSWORD, or typed at a prompt (twice).
+/// The one text rule (docs/security.md#text) for every argument of every command, before any
+/// command runs: a value holding a control character other than tab and line breaks is refused,
+/// naming its flag. The arguments are read from what clap matched, so a flag added later is
+/// covered without being listed. (NUL itself cannot be in an argument; the others can.)
+fn text_arguments(
+    command: &clap::Command,
+    matches: &ArgMatches,
+) -> Result<(), crate::domain::text::ControlCharacter> {
+    use crate::domain::text::{TextKind, checked};
+    for arg in command.get_arguments() {
+        let Ok(Some(values)) = matches.try_get_raw(arg.get_id().as_str()) else {
+            continue;
+        };
+        let field = match arg.get_long() {
+            Some(long) => format!("--{long}"),
+            None => format!("<{}>", arg.get_id()),
+        };
+        // A value that is not UTF-8 is for its own parser (a path) or clap to refuse.
+        for value in values.filter_map(|value| value.to_str()) {
+            checked(&field, value, TextKind::Lines)?;
+        }
+    }
+    match matches.subcommand() {
+        Some((name, sub_matches)) => match command.find_subcommand(name) {
+            Some(sub_command) => text_arguments(sub_command, sub_matches),
+            None => Ok(()),
+        },
+        None => Ok(()),
+    }
+}
+
+/// The password for a new user: ASKLOOP_PASSWORD, or typed at a prompt (twice), or read from
+/// stdin; text like any other, so a control character other than tab is refused.
 fn read_password() -> anyhow::Result<String> {
+    let password = typed_password()?;
+    crate::domain::text::checked("the password", &password, crate::domain::text::TextKind::Lines)?;
+    Ok(password)
+}
+
+fn typed_password() -> anyhow::Result<String> {
     if let Ok(password) = std::env::var("ASKLOOP_PASSWORD") {
         return Ok(password);
     }
@@ -462,6 +506,32 @@ mod tests {
             redact_url("postgres://postgres@127.0.0.1/test"),
             "postgres://postgres@127.0.0.1/test"
         );
+    }
+
+    #[test]
+    fn every_argument_of_every_command_is_text_by_the_one_rule() {
+        let command = Cli::command();
+        let check = |args: &[&str]| {
+            let matches = command.clone().try_get_matches_from(args).expect("parses");
+            text_arguments(&command, &matches).map_err(|refused| refused.to_string())
+        };
+        assert_eq!(
+            check(&["askloop", "niche", "create", "--slug", "games", "--name", "Ga\u{1b}[2Jmes"]),
+            Err("--name contains a control character (U+001B; only tab and line breaks are allowed)".into())
+        );
+        assert!(check(&["askloop", "agent", "rotate", "bo\u{7f}t"])
+            .is_err_and(|refused| refused.starts_with("<slug> contains")));
+        assert_eq!(check(&["askloop", "niche", "create", "--slug", "games", "--name", "Games"]), Ok(()));
+        assert_eq!(check(&[
+                "askloop",
+                "ask",
+                "--niche",
+                "games",
+                "--title",
+                "t",
+                "--question",
+                "line one\n\tline two"
+            ]), Ok(()));
     }
 
     #[test]

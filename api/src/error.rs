@@ -186,6 +186,12 @@ impl From<Conflict> for ServiceError {
     }
 }
 
+impl From<crate::domain::text::ControlCharacter> for ServiceError {
+    fn from(refused: crate::domain::text::ControlCharacter) -> Self {
+        ServiceError::BadInput(refused.to_string())
+    }
+}
+
 impl From<DbErr> for ServiceError {
     fn from(err: DbErr) -> Self {
         ServiceError::Internal(err.into())

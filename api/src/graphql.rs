@@ -30,6 +30,7 @@ mod reach;
 mod scores;
 pub mod shared;
 pub mod socket;
+pub mod text_rule;
 pub mod types;
 
 /// Every query, merged from the areas.
@@ -70,8 +71,8 @@ pub struct SubscriptionRoot(live::LiveSubscription, money::MoneySubscription);
 pub type AskloopSchema = Schema<QueryRoot, MutationRoot, SubscriptionRoot>;
 
 /// Build the schema with its limits (`limits`: depth, selections and introspection measured by
-/// askloop; the node count as the library's complexity, capped at `ASKLOOP_GRAPHQL_MAX_NODES`)
-/// and the data resolvers read. Without a hub (the SDL export) subscriptions answer with an error.
+/// askloop; the node count as the library's complexity, capped at `ASKLOOP_GRAPHQL_MAX_NODES`),
+/// the one text rule on every string argument (`text_rule`) and the data resolvers read. Without a hub (the SDL export) subscriptions answer with an error.
 pub fn build_schema(
     db: DatabaseConnection,
     config: Arc<Config>,
@@ -89,6 +90,8 @@ pub fn build_schema(
     // The door first: it sees every error the limits raise.
     .extension(error_door::ErrorDoor)
     .extension(one_login::OneLoginPerRequest)
+    // Before anything runs, so no resolver (and no database) sees a refused character.
+    .extension(text_rule::TextRule)
     .extension(limits::QueryLimits::new(max_nodes))
     .extension(adopt::Tagging::default())
     .data(DataLoader::new(

@@ -1,11 +1,12 @@
 //! The REST shim: the signed intake routes agents call, health and metrics. Handlers are thin:
-//! verify, parse, call a service, map the result.
+//! verify, parse, call a service, map the result; text enters through `edge`.
 
 use axum::Router;
 use axum::routing::{get, post};
 
 use crate::state::AppState;
 
+mod edge;
 mod forms;
 mod health;
 mod intake;
@@ -57,4 +58,7 @@ pub fn router() -> Router<AppState> {
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
         .route("/openapi.json", get(openapi::openapi_json))
+        // The one text rule for every route's path and query (bodies: `edge::TextJson`,
+        // `edge::TextForm`, and the signed routes' own check).
+        .route_layer(axum::middleware::from_fn(edge::refuse_control_characters))
 }

@@ -1,5 +1,5 @@
-//! Length caps, and the characters text may hold. Lengths are Unicode scalar values (Rust
-//! `char`s), and cutting never splits one.
+//! Length caps, and the characters text may hold (the one text rule, [`TextKind`]). Lengths are
+//! Unicode scalar values (Rust `char`s), and cutting never splits one.
 
 use serde_json::Value;
 
@@ -39,52 +39,120 @@ pub fn char_len(text: &str) -> usize {
     text.chars().count()
 }
 
-/// Whether `c` is a control character askloop refuses in text: the C0 controls (NUL
-/// included, which PostgreSQL cannot store in text) other than tab, line feed and carriage
-/// return, and DEL.
-fn refused_control(c: char) -> bool {
-    (c.is_ascii_control() && !matches!(c, '\t' | '\n' | '\r')) || c == '\u{7f}'
+/// Which control characters a kind of text may hold: the one text rule
+/// (docs/security.md#text), applied at every transport's edge and, for one-line texts, again
+/// by the parser of the field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextKind {
+    /// Any text: tab, line feed and carriage return, and no other C0 control character (NUL
+    /// included, which PostgreSQL cannot store in text) nor DEL. What every edge checks, since
+    /// an edge does not know which field wants one line.
+    Lines,
+    /// A one-line text (a name, a URL, an address, a reference): no control character at all.
+    Line,
 }
 
-/// Where in `value` a string (or an object key) holds a refused control character, as a path
-/// such as `payload.options[2].label`; `None` when there is none.
-pub fn control_character_at(value: &Value) -> Option<String> {
-    fn walk(value: &Value, path: &mut String) -> bool {
+impl TextKind {
+    /// Whether this kind of text refuses `c`.
+    pub fn refuses(self, c: char) -> bool {
+        let control = c.is_ascii_control();
+        match self {
+            TextKind::Lines => control && !matches!(c, '\t' | '\n' | '\r'),
+            TextKind::Line => control,
+        }
+    }
+
+    fn allowed(self) -> &'static str {
+        match self {
+            TextKind::Lines => "only tab and line breaks are allowed",
+            TextKind::Line => "it is one line: not even a tab or a line break",
+        }
+    }
+}
+
+/// A text the rule refuses: the field (a path such as `input.body` or
+/// `payload.options[2].label`) and the first character refused in it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{field} contains a control character (U+{code:04X}; {allowed})",
+    code = u32::from(*character),
+    allowed = kind.allowed()
+)]
+pub struct ControlCharacter {
+    /// The field, named as the caller sent it.
+    pub field: String,
+    /// The first character refused.
+    pub character: char,
+    /// The rule it broke.
+    pub kind: TextKind,
+}
+
+/// `text`, unless it holds a character `kind` refuses; the refusal names `field`.
+pub fn checked<'a>(field: &str, text: &'a str, kind: TextKind) -> Result<&'a str, ControlCharacter> {
+    match text.chars().find(|&c| kind.refuses(c)) {
+        None => Ok(text),
+        Some(character) => Err(ControlCharacter {
+            field: field.to_owned(),
+            character,
+            kind,
+        }),
+    }
+}
+
+/// `text` if it is one line ([`TextKind::Line`]); the refusal names `field`.
+pub fn one_line<'a>(field: &str, text: &'a str) -> Result<&'a str, ControlCharacter> {
+    checked(field, text, TextKind::Line)
+}
+
+/// The first string (or object key) in `value` that holds a character [`TextKind::Lines`]
+/// refuses, named by its path from `value` (`payload.options[2].label`; `the body` for a bare
+/// string). Fields come in the order the object holds them.
+pub fn first_control_character(value: &Value) -> Option<ControlCharacter> {
+    fn walk(value: &Value, path: &mut String) -> Option<char> {
+        let refused = |text: &str| text.chars().find(|&c| TextKind::Lines.refuses(c));
         match value {
-            Value::String(text) => text.chars().any(refused_control),
-            Value::Array(items) => items.iter().enumerate().any(|(i, item)| {
+            Value::String(text) => refused(text),
+            Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
                 let len = path.len();
                 path.push_str(&format!("[{i}]"));
                 let found = walk(item, path);
-                if !found {
+                if found.is_none() {
                     path.truncate(len);
                 }
                 found
             }),
-            Value::Object(fields) => fields.iter().any(|(key, item)| {
+            Value::Object(fields) => fields.iter().find_map(|(key, item)| {
                 let len = path.len();
                 if !path.is_empty() {
                     path.push('.');
                 }
                 // A key with a control character is shown escaped, never raw.
                 path.push_str(&key.escape_default().to_string());
-                let found = key.chars().any(refused_control) || walk(item, path);
-                if !found {
+                let found = refused(key).or_else(|| walk(item, path));
+                if found.is_none() {
                     path.truncate(len);
                 }
                 found
             }),
-            _ => false,
+            _ => None,
         }
     }
     let mut path = String::new();
-    walk(value, &mut path).then(|| {
-        if path.is_empty() {
+    walk(value, &mut path).map(|character| ControlCharacter {
+        field: if path.is_empty() {
             "the body".to_owned()
         } else {
             path
-        }
+        },
+        character,
+        kind: TextKind::Lines,
     })
+}
+
+/// Where in `value` a string (or an object key) holds a refused control character, as a path
+/// such as `payload.options[2].label`; `None` when there is none.
+pub fn control_character_at(value: &Value) -> Option<String> {
+    first_control_character(value).map(|refused| refused.field)
 }
 
 #[cfg(test)]
@@ -114,6 +182,24 @@ mod tests {
             control_character_at(&serde_json::json!("\u{0}")).as_deref(),
             Some("the body")
         );
+    }
+
+    #[test]
+    fn the_refusal_names_the_field_and_the_character() {
+        assert_eq!(checked("body", "tab\tand\r\nbreaks", TextKind::Lines), Ok("tab\tand\r\nbreaks"));
+        let nul = checked("input.body", "a\u{0}b", TextKind::Lines).expect_err("NUL");
+        assert_eq!(nul.character, '\u{0}');
+        assert_eq!(
+            nul.to_string(),
+            "input.body contains a control character (U+0000; only tab and line breaks are allowed)"
+        );
+        let del = checked("name", "x\u{7f}", TextKind::Lines).expect_err("DEL");
+        assert_eq!(del.character, '\u{7f}');
+        let tab = one_line("name", "two\twords").expect_err("a tab in one line");
+        assert!(tab.to_string().starts_with("name contains a control character (U+0009; it is one line"), "{tab}");
+        assert_eq!(one_line("name", "Ana María 🦀 \u{a0}\u{85}"), Ok("Ana María 🦀 \u{a0}\u{85}"));
+        let bell = first_control_character(&serde_json::json!({"a": ["ok", "ring \u{7}"]}));
+        assert_eq!(bell.map(|c| (c.field, c.character)), Some(("a[1]".to_owned(), '\u{7}')));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::domain::intake::parse_new_question;
-use crate::domain::text::{CONTEXT_MAX, IDENTIFIER_MAX, cap, char_len, control_character_at};
+use crate::domain::text::{CONTEXT_MAX, IDENTIFIER_MAX, cap, char_len, first_control_character};
 use crate::error::ServiceError;
 use crate::rest::views::{ReviewWord, StatusWord, seconds};
 use crate::service::agents::Asker;
@@ -291,10 +291,8 @@ pub async fn call(
 ) -> Result<Value, ServiceError> {
     let arguments = Value::Object(arguments);
     // The signed routes' one check before any field is read (docs/contract.md#signed-routes).
-    if let Some(path) = control_character_at(&arguments) {
-        return Err(ServiceError::BadInput(format!(
-            "{path} contains a control character (only tab and line breaks are allowed)"
-        )));
+    if let Some(refused) = first_control_character(&arguments) {
+        return Err(refused.into());
     }
     match name {
         "ask_expert" => ask_expert(state, asker, parse(name, arguments)?).await,

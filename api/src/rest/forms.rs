@@ -2,7 +2,6 @@
 //! a 303 back to a same-site `next` with `notice` or `error` in its query — never an open
 //! redirect.
 
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::header::LOCATION;
 use axum::http::{HeaderValue, StatusCode};
@@ -11,6 +10,7 @@ use chrono::Utc;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::edge::{FormRefusal, TextForm};
 use super::views::ErrorBody;
 use crate::auth::Caller;
 use crate::error::ServiceError;
@@ -135,8 +135,12 @@ pub async fn answer(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    Form(form): Form<AnswerForm>,
+    form: Result<TextForm<AnswerForm>, FormRefusal>,
 ) -> Response {
+    let form = match form {
+        Ok(TextForm(form)) => form,
+        Err(refused) => return outcome(&safe_next(refused.next.as_deref()), Err(refused.error)),
+    };
     let next = safe_next(form.next.as_deref());
     let result = async {
         let question_id = writable_question(&caller, &id)?;
@@ -181,8 +185,12 @@ pub async fn dismiss(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    Form(form): Form<DismissForm>,
+    form: Result<TextForm<DismissForm>, FormRefusal>,
 ) -> Response {
+    let form = match form {
+        Ok(TextForm(form)) => form,
+        Err(refused) => return outcome(&safe_next(refused.next.as_deref()), Err(refused.error)),
+    };
     let next = safe_next(form.next.as_deref());
     let result = async {
         let question_id = writable_question(&caller, &id)?;

@@ -3,13 +3,13 @@
 //! services with the same caller.
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use super::edge::TextJson;
 use super::views::{
     AnswerBody, AnswerResponse, AnswerView, ErrorBody, QuestionRef, QuestionView, QueuePage,
 };
@@ -130,7 +130,7 @@ pub async fn answer(
     State(state): State<AppState>,
     caller: Caller,
     Path((slug, id)): Path<(String, String)>,
-    body: Result<Json<AnswerBody>, JsonRejection>,
+    body: Result<TextJson<AnswerBody>, ServiceError>,
 ) -> Result<Response, ServiceError> {
     // Who, then whether from here, then what: an anonymous caller hears 401 whatever they sent.
     crate::service::access::signed_in(caller.viewer())?;
@@ -138,7 +138,7 @@ pub async fn answer(
     let question_id: i64 = id
         .parse()
         .map_err(|_| ServiceError::NotFound("no such question".into()))?;
-    let Json(body) = body.map_err(|e| ServiceError::BadInput(e.body_text()))?;
+    let TextJson(body) = body?;
     let outcome = answering::answer_in_niche(
         &state.db,
         &state.hint(),

@@ -15,7 +15,7 @@ use entity::agents::AgentStatus;
 
 use crate::domain::agents::{AGENT_HEADER, new_secret};
 use crate::domain::signing::{SIGNATURE_HEADER, SignatureError, SigningKeys, request_digest};
-use crate::domain::text::control_character_at;
+use crate::domain::text::first_control_character;
 use crate::error::ServiceError;
 use crate::service::agents::{self, Asker};
 use crate::state::AppState;
@@ -84,11 +84,9 @@ pub fn verified_json(
     })?;
     // One check for every signed route, before any field is read: PostgreSQL cannot store NUL
     // in text, and no field has a use for the other control characters.
-    if let Some(path) = control_character_at(&value) {
+    if let Some(refused) = first_control_character(&value) {
         return Err(Refusal {
-            error: ServiceError::BadInput(format!(
-                "{path} contains a control character (only tab and line breaks are allowed)"
-            )),
+            error: refused.into(),
             reason: "bad_input",
         });
     }

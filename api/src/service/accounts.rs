@@ -200,7 +200,7 @@ pub async fn create_api_key(
     actor: &Actor,
     now: DateTime<Utc>,
 ) -> Result<IssuedApiKey, ServiceError> {
-    let name = name.trim();
+    let name = crate::domain::text::one_line("name", name.trim())?;
     if name.is_empty() || name.chars().count() > 80 {
         return Err(ServiceError::BadInput(
             "a key name is 1 to 80 characters".into(),

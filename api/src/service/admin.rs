@@ -112,7 +112,7 @@ pub async fn update_niche(
     let niche = niche_by_slug(db, slug).await?;
     let mut row: niches::ActiveModel = niche.clone().into();
     if let Some(name) = changes.name {
-        let name = name.trim().to_owned();
+        let name = crate::domain::text::one_line("name", name.trim())?.to_owned();
         if name.is_empty() || name.chars().count() > 120 {
             return Err(ServiceError::BadInput(
                 "a niche name is 1 to 120 characters".into(),

@@ -23,6 +23,7 @@ use crate::db::begin_write;
 use crate::domain::agents::{AgentSlug, new_secret};
 use crate::domain::sealing::{self, DataKey};
 use crate::domain::signing::SigningKeys;
+use crate::domain::text;
 use crate::error::{Conflict, ServiceError};
 use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
@@ -155,7 +156,7 @@ pub fn wanted_events(agent: &agents::Model) -> Vec<String> {
 }
 
 fn check_name(name: &str) -> Result<String, ServiceError> {
-    let name = name.trim();
+    let name = text::one_line("name", name.trim())?;
     if name.is_empty() || name.chars().count() > NAME_MAX {
         return Err(ServiceError::BadInput(format!(
             "an agent's name is 1 to {NAME_MAX} characters"
@@ -168,6 +169,8 @@ pub(crate) fn check_url(url: Option<&str>) -> Result<Option<String>, ServiceErro
     let Some(url) = url.map(str::trim).filter(|u| !u.is_empty()) else {
         return Ok(None);
     };
+    // The URL parser would quietly drop a tab or a line break; a URL is one line.
+    let url = text::one_line("url", url)?;
     let bad = || {
         ServiceError::BadInput(format!(
             "the webhook URL must be an absolute http:// or https:// URL of at most {URL_MAX} \

@@ -777,11 +777,7 @@ fn dismiss_reason(reason: Option<&str>) -> Result<Option<String>, ServiceError> 
             "a reason is at most {DISMISS_REASON_MAX} characters"
         )));
     }
-    if crate::domain::text::control_character_at(&serde_json::Value::from(reason)).is_some() {
-        return Err(ServiceError::BadInput(
-            "the reason contains a control character (only tab and line breaks are allowed)".into(),
-        ));
-    }
+    crate::domain::text::checked("reason", reason, crate::domain::text::TextKind::Lines)?;
     Ok(Some(reason.to_owned()))
 }
 

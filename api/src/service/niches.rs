@@ -33,7 +33,7 @@ pub async fn create_niche(
     actor: &Actor,
     now: DateTime<Utc>,
 ) -> Result<niches::Model, ServiceError> {
-    let name = new.name.trim().to_owned();
+    let name = crate::domain::text::one_line("name", new.name.trim())?.to_owned();
     if name.is_empty() || name.chars().count() > 120 {
         return Err(ServiceError::BadInput(
             "a niche name is 1 to 120 characters".into(),

@@ -55,7 +55,7 @@ pub async fn set_address(
     address: &str,
     now: DateTime<Utc>,
 ) -> Result<payout_accounts::Model, ServiceError> {
-    let address = address.trim();
+    let address = crate::domain::text::one_line("address", address.trim())?;
     if address.is_empty() || char_len(address) > ADDRESS_MAX {
         return Err(ServiceError::BadInput(format!(
             "a payout address is 1 to {ADDRESS_MAX} characters"
@@ -315,7 +315,7 @@ pub async fn mark_paid(
     now: DateTime<Utc>,
 ) -> Result<payouts::Model, ServiceError> {
     let admin = access::admin(viewer)?;
-    let reference = reference.trim();
+    let reference = crate::domain::text::one_line("externalReference", reference.trim())?;
     if reference.is_empty() || char_len(reference) > 200 {
         return Err(ServiceError::BadInput(
             "the external reference is 1 to 200 characters".into(),
