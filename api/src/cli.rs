@@ -232,14 +232,14 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve { demo: false }) {
         Command::Serve { demo } => serve(config, demo).await,
         Command::Migrate => {
-            startup::connect_and_migrate(&config).await?;
+            startup::connect_for_a_command(&config).await?;
             println!("migrated {}", redact_url(&config.database_url));
             Ok(())
         }
         Command::Niche {
             action: NicheCommand::Create { slug, name, status },
         } => {
-            let db = startup::connect_and_migrate(&config).await?;
+            let db = startup::connect_for_a_command(&config).await?;
             let slug = Slug::parse(&slug)?;
             let status = match status {
                 NicheStatusArg::Draft => NicheStatus::Draft,
@@ -267,7 +267,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
                     max_bounty,
                 },
         } => {
-            let db = startup::connect_and_migrate(&config).await?;
+            let db = startup::connect_for_a_command(&config).await?;
             let niche = crate::service::queue::niche_by_slug(&db, &slug).await?;
             let settings = crate::service::ledger_views::NicheBudget {
                 monthly_budget_minor: match (monthly, unlimited) {
@@ -313,7 +313,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
                 },
         } => {
             let password = read_password()?;
-            let db = startup::connect_and_migrate(&config).await?;
+            let db = startup::connect_for_a_command(&config).await?;
             let user = accounts::create_user(
                 &db,
                 NewUser {
@@ -332,7 +332,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
         Command::Member {
             action: MemberCommand::Add { niche, user, role },
         } => {
-            let db = startup::connect_and_migrate(&config).await?;
+            let db = startup::connect_for_a_command(&config).await?;
             let role = match role {
                 RoleArg::Operator => MemberRole::Operator,
                 RoleArg::Specialist => MemberRole::Specialist,
@@ -354,7 +354,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
         Command::Apikey {
             action: ApiKeyCommand::Create { user, name },
         } => {
-            let db = startup::connect_and_migrate(&config).await?;
+            let db = startup::connect_for_a_command(&config).await?;
             let issued =
                 accounts::create_api_key(&db, &user, &name, None, &Actor::Cli, Utc::now()).await?;
             eprintln!("API key for '{user}' (shown once; keep it safe):");

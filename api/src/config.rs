@@ -41,6 +41,14 @@ pub mod env {
         default: super::DEFAULT_DATABASE_URL,
         meaning: "the database: sqlite://file?mode=rwc, or postgres://user:password@host/db",
     };
+    /// How many connections a server's pool holds.
+    pub const ASKLOOP_DB_MAX_CONNECTIONS: EnvVar = EnvVar {
+        name: "ASKLOOP_DB_MAX_CONNECTIONS",
+        default: "8 on SQLite, 20 on PostgreSQL",
+        meaning: "how many database connections askloop serve holds (at least 2; on PostgreSQL \
+                  all kept open, so n instances hold n times this); one-shot commands hold at \
+                  most 2",
+    };
     /// Where askloop listens.
     pub const ASKLOOP_BIND: EnvVar = EnvVar {
         name: "ASKLOOP_BIND",
@@ -179,6 +187,7 @@ pub mod env {
 /// Every variable askloop reads, in the order the README lists them.
 pub const ENVIRONMENT: &[EnvVar] = &[
     env::DATABASE_URL,
+    env::ASKLOOP_DB_MAX_CONNECTIONS,
     env::ASKLOOP_BIND,
     env::ASKLOOP_PUBLIC_ORIGIN,
     env::CHOVY_SIGNING_SECRET,
@@ -241,6 +250,9 @@ pub enum LogFormat {
 pub struct Config {
     /// `sqlite://…` or `postgres://…`.
     pub database_url: String,
+    /// How many connections a server's pool holds (`ASKLOOP_DB_MAX_CONNECTIONS`, at least
+    /// [`crate::db::MIN_POOL`]); `None` is the store's default.
+    pub db_max_connections: Option<u32>,
     /// The address to listen on; port 0 picks a free one.
     pub bind: SocketAddr,
     /// Secrets for the agent's signed routes and our outbound events.
@@ -380,6 +392,7 @@ impl Config {
     pub fn defaults() -> Self {
         Self {
             database_url: DEFAULT_DATABASE_URL.to_owned(),
+            db_max_connections: None,
             bind: DEFAULT_BIND
                 .parse()
                 .unwrap_or_else(|_| unreachable!("valid default")),
@@ -414,6 +427,21 @@ impl Config {
         let mut config = Self::defaults();
         if let Some(url) = get(&env::DATABASE_URL) {
             config.database_url = url;
+        }
+        if let Some(raw) = get(&env::ASKLOOP_DB_MAX_CONNECTIONS) {
+            config.db_max_connections = match raw.trim().parse::<u32>() {
+                Ok(n) if n >= crate::db::MIN_POOL => Some(n),
+                _ => {
+                    return Err(ConfigError {
+                        name: env::ASKLOOP_DB_MAX_CONNECTIONS.name,
+                        problem: format!(
+                            "'{raw}' is not a whole number of at least {} (a write transaction \
+                             and a read beside it)",
+                            crate::db::MIN_POOL
+                        ),
+                    });
+                }
+            };
         }
         if let Some(bind) = get(&env::ASKLOOP_BIND) {
             config.bind = bind.parse().map_err(|e| ConfigError {
@@ -832,6 +860,34 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn the_pool_size_is_read_and_a_pool_too_small_to_write_is_refused() {
+        assert_eq!(Config::defaults().db_max_connections, None);
+        let config =
+            Config::from_lookup(|name| (name == "ASKLOOP_DB_MAX_CONNECTIONS").then(|| "5".into()))
+                .expect("valid");
+        assert_eq!(config.db_max_connections, Some(5));
+        for bad in ["0", "1", "-3", "many"] {
+            let err = Config::from_lookup(|name| {
+                (name == "ASKLOOP_DB_MAX_CONNECTIONS").then(|| bad.to_owned())
+            })
+            .expect_err("refused");
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("ASKLOOP_DB_MAX_CONNECTIONS: '{bad}' is not a whole number of at least 2")),
+                "{err}"
+            );
+        }
+        assert_eq!(
+            env::ASKLOOP_DB_MAX_CONNECTIONS.default,
+            format!(
+                "{} on SQLite, {} on PostgreSQL",
+                crate::db::SQLITE_CONNECTIONS,
+                crate::db::POSTGRES_CONNECTIONS
+            )
+        );
     }
 
     #[test]

@@ -1,31 +1,65 @@
-//! Connecting to the database (SQLite by default, PostgreSQL to grow) and starting transactions
-//! that behave the same on both.
+//! Connecting to the database (SQLite by default, PostgreSQL to grow) with a pool sized for the
+//! process, migrating it one process at a time, and starting transactions that behave the same
+//! on both.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
+use migration::{Migrator, MigratorTrait};
 use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
-    DbErr, ExecResult, QueryResult, SqliteTransactionMode, Statement, TransactionOptions,
-    TransactionTrait,
+    DbErr, ExecResult, QueryResult, RuntimeErr, SqliteTransactionMode, Statement,
+    TransactionOptions, TransactionTrait,
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-/// Open a pool for `url`. SQLite files are created on first use and run in WAL mode, so readers
-/// never wait for the writer.
-pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
+/// How many connections a server's pool holds on SQLite when `ASKLOOP_DB_MAX_CONNECTIONS` is
+/// unset: readers in WAL mode never wait for the writer, and there is one writer at a time.
+pub const SQLITE_CONNECTIONS: u32 = 8;
+/// How many connections a server's pool holds on PostgreSQL when `ASKLOOP_DB_MAX_CONNECTIONS`
+/// is unset. Each instance keeps this many open, so n instances need n times this (plus
+/// [`ONE_SHOT_CONNECTIONS`] per command running beside them) within the server's
+/// `max_connections`.
+pub const POSTGRES_CONNECTIONS: u32 = 20;
+/// The most connections a one-shot command (`askloop user create`, `niche …`, `agent …`) holds:
+/// one for its transaction and one for a read beside it.
+pub const ONE_SHOT_CONNECTIONS: u32 = 2;
+/// The fewest connections a pool may be given: a write transaction holds one while a read
+/// beside it takes another, so with one the read would wait for the transaction forever.
+pub const MIN_POOL: u32 = 2;
+
+/// How a pool is sized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolSize {
+    /// A server's pool: `max` connections (`ASKLOOP_DB_MAX_CONNECTIONS`; `None` is the store's
+    /// default, [`SQLITE_CONNECTIONS`] or [`POSTGRES_CONNECTIONS`]). On PostgreSQL they are
+    /// opened up front and kept.
+    Serving(Option<u32>),
+    /// A one-shot command's pool: at most [`ONE_SHOT_CONNECTIONS`], opened only when needed.
+    OneShot,
+}
+
+/// Open a pool for `url`, sized by `size`. SQLite files are created on first use and run in WAL
+/// mode, so readers never wait for the writer. PostgreSQL connections carry the
+/// `application_name` `askloop` (or `askloop-command` for a one-shot command), so
+/// `pg_stat_activity` tells them apart.
+pub async fn connect(url: &str, size: PoolSize) -> Result<DatabaseConnection, DbErr> {
     let mut options = ConnectOptions::new(url.to_owned());
     options
         .sqlx_logging(false)
         .acquire_timeout(Duration::from_secs(10));
     if url.starts_with("sqlite:") {
+        let (max, min) = match size {
+            PoolSize::Serving(max) => (max.unwrap_or(SQLITE_CONNECTIONS), 1),
+            PoolSize::OneShot => (ONE_SHOT_CONNECTIONS, 0),
+        };
         // A file opened in this process cannot hang up: no ping before each use (it would be
         // one more hop to the connection's thread on every query's way).
         options
-            .max_connections(8)
-            .min_connections(1)
+            .max_connections(max.max(MIN_POOL))
+            .min_connections(min)
             .test_before_acquire(false)
             .map_sqlx_sqlite_opts(|opts| {
                 opts.create_if_missing(true)
@@ -35,18 +69,85 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
                     .busy_timeout(Duration::from_secs(10))
             });
     } else {
-        // Kept open all the time: a burst never waits for a connection to be opened on its
-        // request path (tens of milliseconds each, more while several open at once), and one
-        // closed (say, cut off mid-query) is opened again in the background.
+        let (max, min, name) = match size {
+            // Kept open all the time: a burst never waits for a connection to be opened on its
+            // request path (tens of milliseconds each, more while several open at once), and one
+            // closed (say, cut off mid-query) is opened again in the background.
+            PoolSize::Serving(max) => {
+                let max = max.unwrap_or(POSTGRES_CONNECTIONS).max(MIN_POOL);
+                (max, max, "askloop")
+            }
+            // A command runs a few statements and exits: nothing to keep warm.
+            PoolSize::OneShot => (ONE_SHOT_CONNECTIONS, 0, "askloop-command"),
+        };
         // A connection is pinged before use only after it sat idle for a while (a server
         // restart, a dropped link): on a busy pool the ping would be one more round trip in
         // front of every query.
         options
-            .max_connections(20)
-            .min_connections(20)
-            .test_before_acquire_if_idle_for(Duration::from_secs(30));
+            .max_connections(max)
+            .min_connections(min)
+            .test_before_acquire_if_idle_for(Duration::from_secs(30))
+            .map_sqlx_postgres_opts(move |opts| opts.application_name(name));
     }
     Database::connect(options).await
+}
+
+/// The PostgreSQL advisory lock migrations are run under (any fixed number; advisory locks are
+/// per database, so other databases on the server are not held up). `askloop` in ASCII.
+const MIGRATION_LOCK: i64 = 0x61_73_6b_6c_6f_6f_70;
+
+/// Bring the schema up to date, one process at a time: any number of instances (and commands)
+/// may start together on one database, and each finds the schema either untouched or complete.
+///
+/// The whole run is one transaction that first takes the database's lock, so a process that
+/// dies halfway leaves nothing half done and the next one starts over:
+/// - PostgreSQL: `pg_advisory_xact_lock`, held by the transaction's one connection until it
+///   commits; the others wait in the database for their turn, then find nothing left to do.
+/// - SQLite: `BEGIN IMMEDIATE`, the file's write lock, which serialises every process (and
+///   every pool) on that file; one that waits longer than the busy timeout tries again.
+pub async fn migrate(db: &DatabaseConnection) -> Result<(), DbErr> {
+    let txn = match db.get_database_backend() {
+        DbBackend::Postgres => {
+            let txn = db.begin().await?;
+            txn.execute_unprepared(&format!("SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
+                .await?;
+            txn
+        }
+        DbBackend::Sqlite => loop {
+            let begun = db
+                .begin_with_options(TransactionOptions {
+                    sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+                    ..Default::default()
+                })
+                .await;
+            match begun {
+                Ok(txn) => break txn,
+                Err(err) if is_busy(&err) => {
+                    tracing::info!("another process holds the database; waiting to migrate");
+                }
+                Err(err) => return Err(err),
+            }
+        },
+        _ => return Migrator::up(db, None).await,
+    };
+    Migrator::up(&txn, None).await?;
+    txn.commit().await
+}
+
+/// Whether `err` is SQLite's "database is locked" (`SQLITE_BUSY` and its extended codes): the
+/// busy timeout ran out while another connection held the write lock.
+fn is_busy(err: &DbErr) -> bool {
+    let (DbErr::Conn(runtime) | DbErr::Exec(runtime) | DbErr::Query(runtime)) = err else {
+        return false;
+    };
+    let RuntimeErr::SqlxError(sqlx_err) = runtime else {
+        return false;
+    };
+    sqlx_err
+        .as_database_error()
+        .and_then(|db_err| db_err.code())
+        .and_then(|code| code.parse::<i32>().ok())
+        .is_some_and(|code| code & 0xff == 5)
 }
 
 /// A transaction that will write: a [`DatabaseTransaction`] (it derefs to one, and is a

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request};
-use migration::{Migrator, MigratorTrait};
 use sea_orm::{DatabaseConnection, DbErr};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -37,10 +36,24 @@ pub struct Application {
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// Connect to the configured database and bring its schema up to date.
+/// Connect to the configured database with a server's pool (`ASKLOOP_DB_MAX_CONNECTIONS`) and
+/// bring its schema up to date, under the database's migration lock ([`db::migrate`]).
 pub async fn connect_and_migrate(config: &Config) -> Result<DatabaseConnection, DbErr> {
-    let db = db::connect(&config.database_url).await?;
-    Migrator::up(&db, None).await?;
+    connect_and_migrate_sized(config, db::PoolSize::Serving(config.db_max_connections)).await
+}
+
+/// [`connect_and_migrate`] for a one-shot command: a pool of at most
+/// [`db::ONE_SHOT_CONNECTIONS`], opened as needed.
+pub async fn connect_for_a_command(config: &Config) -> Result<DatabaseConnection, DbErr> {
+    connect_and_migrate_sized(config, db::PoolSize::OneShot).await
+}
+
+async fn connect_and_migrate_sized(
+    config: &Config,
+    size: db::PoolSize,
+) -> Result<DatabaseConnection, DbErr> {
+    let db = db::connect(&config.database_url, size).await?;
+    db::migrate(&db).await?;
     Ok(db)
 }
 

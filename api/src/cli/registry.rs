@@ -123,7 +123,7 @@ fn describe(summary: &AgentSummary) -> String {
 
 /// Run one `askloop agent` command.
 pub async fn run(config: Config, command: AgentCommand) -> anyhow::Result<()> {
-    let db = startup::connect_and_migrate(&config).await?;
+    let db = startup::connect_for_a_command(&config).await?;
     let key = config.data_key.as_ref();
     let now = Utc::now();
     match command {

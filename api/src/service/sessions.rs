@@ -433,7 +433,10 @@ mod tests {
     async fn database() -> (Scratch, DatabaseConnection) {
         let path =
             std::env::temp_dir().join(format!("askloop-sessions-{}.db", uuid::Uuid::new_v4()));
-        let db = crate::db::connect(&format!("sqlite://{}?mode=rwc", path.display()))
+        let db = crate::db::connect(
+            &format!("sqlite://{}?mode=rwc", path.display()),
+            crate::db::PoolSize::Serving(None),
+        )
             .await
             .expect("a database");
         Migrator::up(&db, None).await.expect("migrated");
