@@ -41,4 +41,5 @@ mod sign_in;
 mod signing_vectors;
 mod tasks;
 mod tasks_page;
+mod text_inputs;
 mod verdicts;
