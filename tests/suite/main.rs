@@ -32,6 +32,7 @@ mod properties;
 mod query_limits;
 mod queue;
 mod reaching;
+mod replicas;
 mod review;
 mod review_pages;
 mod sdk;
