@@ -449,7 +449,11 @@ fn text_arguments(
 /// stdin; text like any other, so a control character other than tab is refused.
 fn read_password() -> anyhow::Result<String> {
     let password = typed_password()?;
-    crate::domain::text::checked("the password", &password, crate::domain::text::TextKind::Lines)?;
+    crate::domain::text::checked(
+        "the password",
+        &password,
+        crate::domain::text::TextKind::Lines,
+    )?;
     Ok(password)
 }
 
@@ -519,10 +523,18 @@ mod tests {
             check(&["askloop", "niche", "create", "--slug", "games", "--name", "Ga\u{1b}[2Jmes"]),
             Err("--name contains a control character (U+001B; only tab and line breaks are allowed)".into())
         );
-        assert!(check(&["askloop", "agent", "rotate", "bo\u{7f}t"])
-            .is_err_and(|refused| refused.starts_with("<slug> contains")));
-        assert_eq!(check(&["askloop", "niche", "create", "--slug", "games", "--name", "Games"]), Ok(()));
-        assert_eq!(check(&[
+        assert!(
+            check(&["askloop", "agent", "rotate", "bo\u{7f}t"])
+                .is_err_and(|refused| refused.starts_with("<slug> contains"))
+        );
+        assert_eq!(
+            check(&[
+                "askloop", "niche", "create", "--slug", "games", "--name", "Games"
+            ]),
+            Ok(())
+        );
+        assert_eq!(
+            check(&[
                 "askloop",
                 "ask",
                 "--niche",
@@ -531,7 +543,9 @@ mod tests {
                 "t",
                 "--question",
                 "line one\n\tline two"
-            ]), Ok(()));
+            ]),
+            Ok(())
+        );
     }
 
     #[test]

@@ -875,8 +875,9 @@ mod tests {
             })
             .expect_err("refused");
             assert!(
-                err.to_string()
-                    .starts_with(&format!("ASKLOOP_DB_MAX_CONNECTIONS: '{bad}' is not a whole number of at least 2")),
+                err.to_string().starts_with(&format!(
+                    "ASKLOOP_DB_MAX_CONNECTIONS: '{bad}' is not a whole number of at least 2"
+                )),
                 "{err}"
             );
         }

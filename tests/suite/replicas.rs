@@ -57,7 +57,10 @@ fn where_it_serves(child: &mut Child) -> tokio::task::JoinHandle<Result<String, 
         let serving = BufReader::new(stdout)
             .lines()
             .map_while(Result::ok)
-            .find_map(|line| line.strip_prefix("askloop is serving on ").map(str::to_owned));
+            .find_map(|line| {
+                line.strip_prefix("askloop is serving on ")
+                    .map(str::to_owned)
+            });
         serving.ok_or_else(|| {
             let mut said = String::new();
             let _ = stderr.read_to_string(&mut said);
@@ -123,7 +126,10 @@ async fn four_instances_started_together_on_a_fresh_sqlite_database_all_serve() 
 /// A pool of exactly one connection to `url`, so its one backend is known.
 async fn one_connection(url: &str) -> DatabaseConnection {
     let mut options = ConnectOptions::new(url.to_owned());
-    options.max_connections(1).min_connections(0).sqlx_logging(false);
+    options
+        .max_connections(1)
+        .min_connections(0)
+        .sqlx_logging(false);
     Database::connect(options).await.expect("connect")
 }
 
@@ -147,7 +153,8 @@ async fn connections(
         .into_iter()
         .map(|row| {
             (
-                row.try_get::<String>("", "application_name").unwrap_or_default(),
+                row.try_get::<String>("", "application_name")
+                    .unwrap_or_default(),
                 row.try_get::<bool>("", "waiting").expect("a flag"),
             )
         })
@@ -193,7 +200,14 @@ async fn a_command_holds_at_most_two_database_connections() {
     let mut children = Children(vec![
         askloop(
             &database.url,
-            &["user", "create", "--handle", "ana", "--email", "ana@example.com"],
+            &[
+                "user",
+                "create",
+                "--handle",
+                "ana",
+                "--email",
+                "ana@example.com",
+            ],
             // However large a server's pool may be, a command's is its own.
             &[
                 ("ASKLOOP_PASSWORD", "a long enough password"),

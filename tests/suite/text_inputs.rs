@@ -21,7 +21,9 @@ async fn row_counts(app: &TestApp) -> BTreeMap<String, i64> {
     let db = &app.db;
     let backend = db.get_database_backend();
     let tables = match backend {
-        DbBackend::Postgres => "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'",
+        DbBackend::Postgres => {
+            "SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'"
+        }
         _ => "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
     };
     let mut counts = BTreeMap::new();
@@ -135,7 +137,11 @@ async fn every_graphql_text_input_refuses_a_nul_naming_the_field_and_stores_noth
         let refused = app.graphql(Some(token), mutation, variables.clone()).await;
         assert!(names_the_field(&refused, field), "{field}: {refused}");
         assert!(refused["data"].is_null(), "no resolver ran: {refused}");
-        assert_eq!(row_counts(&app).await, before, "{field}: something was stored");
+        assert_eq!(
+            row_counts(&app).await,
+            before,
+            "{field}: something was stored"
+        );
     }
 
     // A one-line text refuses a line break too, named by its field.
@@ -167,6 +173,9 @@ async fn every_graphql_text_input_refuses_a_nul_naming_the_field_and_stores_noth
     assert!(answered["errors"].is_null(), "{answered}");
 }
 
+/// One field of a form: its name and value.
+type Field<'a> = (&'a str, &'a str);
+
 /// A client that shows redirects instead of following them.
 fn not_following_redirects() -> reqwest::Client {
     reqwest::Client::builder()
@@ -191,9 +200,9 @@ async fn every_rest_text_input_refuses_a_nul_naming_the_field_and_stores_nothing
             "body",
         ),
         (
-            client
-                .post(app.url(&answer_route))
-                .json(&json!({"kind": "answered", "optionId": "ea", "body": {"nested": ["\u{1}"]}})),
+            client.post(app.url(&answer_route)).json(
+                &json!({"kind": "answered", "optionId": "ea", "body": {"nested": ["\u{1}"]}}),
+            ),
             "body.nested[0]",
         ),
         (
@@ -214,7 +223,10 @@ async fn every_rest_text_input_refuses_a_nul_naming_the_field_and_stores_nothing
             client.get(app.url("/api/v1/niches/games/questions?status=op%0Aen")),
             "query parameter 'status'",
         ),
-        (client.get(app.url("/email/verify?token=abc%00def")), "query parameter 'token'"),
+        (
+            client.get(app.url("/email/verify?token=abc%00def")),
+            "query parameter 'token'",
+        ),
         (
             client.post(app.url("/notifications/unsubscribe?token=%7F")),
             "query parameter 'token'",
@@ -232,19 +244,27 @@ async fn every_rest_text_input_refuses_a_nul_naming_the_field_and_stores_nothing
                 .is_some_and(|e| e.starts_with(&format!("{field} contains a control character"))),
             "{field}: {body}"
         );
-        assert_eq!(row_counts(&app).await, before, "{field}: something was stored");
+        assert_eq!(
+            row_counts(&app).await,
+            before,
+            "{field}: something was stored"
+        );
     }
 
     // The plain HTML forms answer with a 303 back to the page, the error naming the field.
-    let form_cases: Vec<(&str, Vec<(&str, &str)>, &str)> = vec![
+    let form_cases: [(&str, &[Field], &str); 2] = [
         (
             "answer",
-            vec![("kind", "answered"), ("body", "early\u{0}access"), ("next", "/dashboard/niches/games")],
+            &[
+                ("kind", "answered"),
+                ("body", "early\u{0}access"),
+                ("next", "/dashboard/niches/games"),
+            ],
             "body",
         ),
         (
             "dismiss",
-            vec![("reason", "spam\u{0}"), ("next", "/dashboard/niches/games")],
+            &[("reason", "spam\u{0}"), ("next", "/dashboard/niches/games")],
             "reason",
         ),
     ];
@@ -258,14 +278,21 @@ async fn every_rest_text_input_refuses_a_nul_naming_the_field_and_stores_nothing
             .await
             .expect("sent");
         assert_eq!(response.status(), 303, "{action}");
-        let location = response.headers()["location"].to_str().expect("text").to_owned();
+        let location = response.headers()["location"]
+            .to_str()
+            .expect("text")
+            .to_owned();
         assert!(
             location.starts_with(&format!(
                 "/dashboard/niches/games?error={field}+contains+a+control+character"
             )),
             "{action}: {location}"
         );
-        assert_eq!(row_counts(&app).await, before, "{action}: something was stored");
+        assert_eq!(
+            row_counts(&app).await,
+            before,
+            "{action}: something was stored"
+        );
     }
 
     // Tab and line breaks pass, on the same route.
@@ -307,7 +334,14 @@ async fn every_command_line_text_input_refuses_a_control_character_naming_it(app
     // An argument cannot hold NUL (the operating system ends it there); the others it can.
     let cases: Vec<(Vec<&str>, &[u8], &str)> = vec![
         (
-            vec!["niche", "create", "--slug", "roofing", "--name", "Roof\u{1b}[2Jing"],
+            vec![
+                "niche",
+                "create",
+                "--slug",
+                "roofing",
+                "--name",
+                "Roof\u{1b}[2Jing",
+            ],
             b"",
             "--name contains a control character (U+001B",
         ),
@@ -322,7 +356,14 @@ async fn every_command_line_text_input_refuses_a_control_character_naming_it(app
             "<slug> contains a control character (U+0001",
         ),
         (
-            vec!["user", "create", "--handle", "bea", "--email", "bea@example.com"],
+            vec![
+                "user",
+                "create",
+                "--handle",
+                "bea",
+                "--email",
+                "bea@example.com",
+            ],
             b"long enough\x00password\n",
             "the password contains a control character (U+0000",
         ),
@@ -333,7 +374,11 @@ async fn every_command_line_text_input_refuses_a_control_character_naming_it(app
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
-        assert_eq!(row_counts(&app).await, before, "{args:?}: something was stored");
+        assert_eq!(
+            row_counts(&app).await,
+            before,
+            "{args:?}: something was stored"
+        );
     }
     // The same command with plain text does what it says.
     let output = askloop(
@@ -341,7 +386,11 @@ async fn every_command_line_text_input_refuses_a_control_character_naming_it(app
         &["niche", "create", "--slug", "roofing", "--name", "Roofing"],
         b"",
     );
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 on_both_backends!(

@@ -88,7 +88,11 @@ pub struct ControlCharacter {
 }
 
 /// `text`, unless it holds a character `kind` refuses; the refusal names `field`.
-pub fn checked<'a>(field: &str, text: &'a str, kind: TextKind) -> Result<&'a str, ControlCharacter> {
+pub fn checked<'a>(
+    field: &str,
+    text: &'a str,
+    kind: TextKind,
+) -> Result<&'a str, ControlCharacter> {
     match text.chars().find(|&c| kind.refuses(c)) {
         None => Ok(text),
         Some(character) => Err(ControlCharacter {
@@ -186,7 +190,10 @@ mod tests {
 
     #[test]
     fn the_refusal_names_the_field_and_the_character() {
-        assert_eq!(checked("body", "tab\tand\r\nbreaks", TextKind::Lines), Ok("tab\tand\r\nbreaks"));
+        assert_eq!(
+            checked("body", "tab\tand\r\nbreaks", TextKind::Lines),
+            Ok("tab\tand\r\nbreaks")
+        );
         let nul = checked("input.body", "a\u{0}b", TextKind::Lines).expect_err("NUL");
         assert_eq!(nul.character, '\u{0}');
         assert_eq!(
@@ -196,10 +203,20 @@ mod tests {
         let del = checked("name", "x\u{7f}", TextKind::Lines).expect_err("DEL");
         assert_eq!(del.character, '\u{7f}');
         let tab = one_line("name", "two\twords").expect_err("a tab in one line");
-        assert!(tab.to_string().starts_with("name contains a control character (U+0009; it is one line"), "{tab}");
-        assert_eq!(one_line("name", "Ana María 🦀 \u{a0}\u{85}"), Ok("Ana María 🦀 \u{a0}\u{85}"));
+        assert!(
+            tab.to_string()
+                .starts_with("name contains a control character (U+0009; it is one line"),
+            "{tab}"
+        );
+        assert_eq!(
+            one_line("name", "Ana María 🦀 \u{a0}\u{85}"),
+            Ok("Ana María 🦀 \u{a0}\u{85}")
+        );
         let bell = first_control_character(&serde_json::json!({"a": ["ok", "ring \u{7}"]}));
-        assert_eq!(bell.map(|c| (c.field, c.character)), Some(("a[1]".to_owned(), '\u{7}')));
+        assert_eq!(
+            bell.map(|c| (c.field, c.character)),
+            Some(("a[1]".to_owned(), '\u{7}'))
+        );
     }
 
     #[test]

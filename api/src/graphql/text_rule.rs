@@ -120,7 +120,10 @@ impl Walk<'_> {
             .try_for_each(|directive| self.arguments(&directive.node.arguments))
     }
 
-    fn arguments(&self, arguments: &[(Positioned<Name>, Positioned<Value>)]) -> Result<(), Refusal> {
+    fn arguments(
+        &self,
+        arguments: &[(Positioned<Name>, Positioned<Value>)],
+    ) -> Result<(), Refusal> {
         for (name, value) in arguments {
             let mut path = name.node.to_string();
             if let Some(character) = self.value(&mut path, &value.node) {
@@ -156,9 +159,10 @@ impl Walk<'_> {
     fn constant(&self, path: &mut String, value: &ConstValue) -> Option<char> {
         match value {
             ConstValue::String(text) => refused_in(text),
-            ConstValue::List(items) => items.iter().enumerate().find_map(|(i, item)| {
-                descend(path, &format!("[{i}]"), |p| self.constant(p, item))
-            }),
+            ConstValue::List(items) => items
+                .iter()
+                .enumerate()
+                .find_map(|(i, item)| descend(path, &format!("[{i}]"), |p| self.constant(p, item))),
             ConstValue::Object(fields) => fields.iter().find_map(|(key, item)| {
                 descend(path, &format!(".{}", key.escape_default()), |p| {
                     refused_in(key).or_else(|| self.constant(p, item))
@@ -170,7 +174,11 @@ impl Walk<'_> {
 }
 
 /// `look` with `step` added to `path`; the step stays only when something was found there.
-fn descend(path: &mut String, step: &str, look: impl FnOnce(&mut String) -> Option<char>) -> Option<char> {
+fn descend(
+    path: &mut String,
+    step: &str,
+    look: impl FnOnce(&mut String) -> Option<char>,
+) -> Option<char> {
     let len = path.len();
     path.push_str(step);
     let found = look(path);
@@ -196,7 +204,10 @@ mod tests {
     fn a_refused_character_is_named_by_the_argument_that_carries_it() {
         let answer = "mutation($input: AnswerInput!) { answerQuestion(input: $input) { points } }";
         assert_eq!(
-            refused(answer, serde_json::json!({"input": {"questionId": "1", "body": "a\u{0}b"}})),
+            refused(
+                answer,
+                serde_json::json!({"input": {"questionId": "1", "body": "a\u{0}b"}})
+            ),
             Some(("input.body".to_owned(), '\u{0}'))
         );
         assert_eq!(
@@ -227,12 +238,18 @@ mod tests {
         let answer = "mutation($input: AnswerInput!) { answerQuestion(input: $input) { points } }";
         let body = "line one\r\n\tline two é 🦀 \u{85}\u{2028}";
         assert_eq!(
-            refused(answer, serde_json::json!({"input": {"questionId": "1", "body": body}})),
+            refused(
+                answer,
+                serde_json::json!({"input": {"questionId": "1", "body": body}})
+            ),
             None
         );
         // A variable the operation does not use reaches no resolver; validation refuses it.
         assert_eq!(
-            refused("query { viewer { handle } }", serde_json::json!({"x": "\u{0}"})),
+            refused(
+                "query { viewer { handle } }",
+                serde_json::json!({"x": "\u{0}"})
+            ),
             None
         );
     }

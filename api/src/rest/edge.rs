@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::domain::text::{ControlCharacter, TextKind, first_control_character, checked};
+use crate::domain::text::{ControlCharacter, TextKind, checked, first_control_character};
 use crate::error::ServiceError;
 
 /// Refuse (400 `BAD_USER_INPUT`, naming the path or the query parameter) a request whose path or
@@ -157,11 +157,23 @@ mod tests {
 
     #[test]
     fn only_an_escape_of_a_control_character_is_refused() {
-        assert_eq!(escaped_control("/api/v1/niches/a%00b/questions"), Some('\u{0}'));
+        assert_eq!(
+            escaped_control("/api/v1/niches/a%00b/questions"),
+            Some('\u{0}')
+        );
         assert_eq!(escaped_control("after=x%0a"), Some('\n'));
         assert_eq!(escaped_control("after=x%7F"), Some('\u{7f}'));
         assert_eq!(escaped_control("token=%1B"), Some('\u{1b}'));
-        for fine in ["/a%20b", "x=%25%30%30", "%e2%80%a8", "%", "%0", "%zz", "%2000", ""] {
+        for fine in [
+            "/a%20b",
+            "x=%25%30%30",
+            "%e2%80%a8",
+            "%",
+            "%0",
+            "%zz",
+            "%2000",
+            "",
+        ] {
             assert_eq!(escaped_control(fine), None, "{fine}");
         }
     }

@@ -437,8 +437,8 @@ mod tests {
             &format!("sqlite://{}?mode=rwc", path.display()),
             crate::db::PoolSize::Serving(None),
         )
-            .await
-            .expect("a database");
+        .await
+        .expect("a database");
         Migrator::up(&db, None).await.expect("migrated");
         (Scratch(path), db)
     }
