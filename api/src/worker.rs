@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::live::ChangeHint;
 
 mod delivery;
+mod lanes;
 mod expiry;
 mod mail;
 
