@@ -127,7 +127,7 @@ pub mod env {
     pub const ASKLOOP_DELIVERY_BREAKER_FAILURES: EnvVar = EnvVar {
         name: "ASKLOOP_DELIVERY_BREAKER_FAILURES",
         default: "3",
-        meaning: "attempts in a row without an answer (timeout, no connection) after which an \
+        meaning: "attempts in a row that waited out the timeout without an answer, after which an \
                   endpoint is left alone for the cooldown; its deliveries wait untried",
     };
     /// How long an open breaker waits before it probes.

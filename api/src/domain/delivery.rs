@@ -96,7 +96,7 @@ pub fn is_delivered(status: u16) -> bool {
 /// When an endpoint that keeps not answering is left alone for a while.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BreakerPolicy {
-    /// Attempts in a row that got no answer (a timeout, no connection) before it opens.
+    /// Attempts in a row that got no answer within the timeout before it opens.
     pub failures: u32,
     /// How long it stays open before one probe is sent.
     pub cooldown: Duration,
@@ -115,8 +115,9 @@ pub enum BreakerState {
 }
 
 /// One endpoint's circuit breaker: an endpoint that keeps timing out is slowed down (its
-/// deliveries wait without an attempt), not the queue. Only a missing answer counts; an endpoint
-/// that answers at once, even with an error, holds nothing up and is left to the retry schedule.
+/// deliveries wait without an attempt), not the queue. Only an attempt that waited out the
+/// timeout counts; an endpoint that answers at once, even with an error, or refuses the
+/// connection at once, holds nothing up and is left to the retry schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Breaker<T> {
     no_answers: u32,

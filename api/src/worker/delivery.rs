@@ -186,12 +186,7 @@ async fn send_one(
     } else {
         &clients.anywhere
     };
-    let attempt = send(&state, client, &target, &claimed).await;
-    let heard = match (&attempt.status_code, attempt.error.as_deref()) {
-        (Some(_), _) => Heard::Answered,
-        (None, Some(NOT_PUBLIC)) => Heard::NotSent,
-        (None, _) => Heard::NoAnswer,
-    };
+    let (attempt, heard) = send(&state, client, &target, &claimed).await;
     let jitter = rand::rng().random::<f64>();
     match outbox::record(&state.db, &claimed, &attempt, &policy, jitter, Utc::now()).await {
         Ok(status) => tracing::info!(
@@ -263,25 +258,28 @@ async fn plan_for(state: &WorkerContext, claimed: &outbox::Claimed) -> Plan {
     }
 }
 
-/// POST the envelope, signed now by the destination's scheme, and say how it went.
+/// POST the envelope, signed now by the destination's scheme, and say how it went — for the
+/// record, and for the endpoint's breaker, which counts only the attempts that held a slot for
+/// the whole timeout (a refused connection is over at once and holds nothing up).
 async fn send(
     state: &WorkerContext,
     client: &reqwest::Client,
     target: &Target,
     claimed: &outbox::Claimed,
-) -> outbox::Attempt {
+) -> (outbox::Attempt, Heard) {
     let destination = &target.destination;
     let at = Utc::now();
     let started = Instant::now();
     // An address written in the URL never reaches the resolver: it is checked here.
     if target.public_only && outbound::literal_host_refused(&destination.url) {
-        return outbox::Attempt {
+        let refused = outbox::Attempt {
             at,
             status_code: None,
             duration: started.elapsed(),
             error: Some(NOT_PUBLIC.to_owned()),
             retry_after: None,
         };
+        return (refused, Heard::NotSent);
     }
     let body = match claimed.delivery.webhook_id {
         // An operator webhook's `url` is stored as a path and sent absolute.
@@ -352,27 +350,34 @@ async fn send(
             } else {
                 (!response.status().is_success()).then(|| format!("HTTP {status}"))
             };
-            outbox::Attempt {
+            let answered = outbox::Attempt {
                 at,
                 status_code: Some(status),
                 duration,
                 error,
                 retry_after,
-            }
+            };
+            (answered, Heard::Answered)
         }
-        Err(err) => outbox::Attempt {
-            at,
-            status_code: None,
-            duration,
-            error: Some(if outbound::is_not_public(&err) {
-                NOT_PUBLIC.to_owned()
+        Err(err) => {
+            let (error, heard) = if outbound::is_not_public(&err) {
+                (NOT_PUBLIC.to_owned(), Heard::NotSent)
             } else if err.is_timeout() {
-                format!("no answer within {:?}", state.config.delivery.timeout)
+                let waited = format!("no answer within {:?}", state.config.delivery.timeout);
+                (waited, Heard::NoAnswer)
             } else {
-                format!("could not reach the endpoint: {}", root_cause(&err))
-            }),
-            retry_after: None,
-        },
+                let why = format!("could not reach the endpoint: {}", root_cause(&err));
+                (why, Heard::NotSent)
+            };
+            let failed = outbox::Attempt {
+                at,
+                status_code: None,
+                duration,
+                error: Some(error),
+                retry_after: None,
+            };
+            (failed, heard)
+        }
     }
 }
 

@@ -16,9 +16,10 @@ use crate::service::outbox::{ClaimRequest, Class, Lane};
 pub(super) enum Heard {
     /// An HTTP response came back (any status): the endpoint is there.
     Answered,
-    /// No response in time, or no connection: a slot was held for nothing.
+    /// No response within the timeout: a slot was held for nothing.
     NoAnswer,
-    /// Nothing was sent (released, dropped, refused before connecting).
+    /// Nothing was held up: nothing was sent (released, dropped, refused before connecting), or
+    /// the connection failed at once.
     NotSent,
 }
 
