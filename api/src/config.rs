@@ -1021,8 +1021,8 @@ mod tests {
             ("ASKLOOP_WEBHOOK_TESTS_PER_PERSON", "-1"),
             ("ASKLOOP_WEBHOOK_TEST_WINDOW_MS", "0"),
         ] {
-            let err = Config::from_lookup(|n| (n == name).then(|| bad.to_owned()))
-                .expect_err("refused");
+            let err =
+                Config::from_lookup(|n| (n == name).then(|| bad.to_owned())).expect_err("refused");
             assert!(err.to_string().starts_with(&format!("{name}: ")), "{err}");
         }
     }

@@ -12,8 +12,8 @@ use crate::config::Config;
 use crate::live::ChangeHint;
 
 mod delivery;
-mod lanes;
 mod expiry;
+mod lanes;
 mod mail;
 
 pub use mail::escape;

@@ -89,7 +89,11 @@ async fn deliveries_of(app: &TestApp, hook: &str) -> Vec<deliveries::Model> {
 }
 
 async fn attempts_of(app: &TestApp, hook: &str) -> u64 {
-    let ids: Vec<i64> = deliveries_of(app, hook).await.iter().map(|d| d.id).collect();
+    let ids: Vec<i64> = deliveries_of(app, hook)
+        .await
+        .iter()
+        .map(|d| d.id)
+        .collect();
     delivery_attempts::Entity::find()
         .filter(delivery_attempts::Column::DeliveryId.is_in(ids))
         .count(&app.db)
@@ -150,16 +154,22 @@ async fn forty_test_sends_to_a_hanging_hook_leave_an_agents_answer_delivered_wit
 
     let answered_at = Instant::now();
     let answered = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": question.to_string()}))
+        .graphql(
+            Some(&ana.token),
+            ANSWER,
+            json!({"id": question.to_string()}),
+        )
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     // The bound the finding asks for. The agent's lane is idle, so the answer goes out at the
     // next 50 ms poll; 2 s leaves a loaded machine forty times that. Before lanes it waited for
     // the forty test sends' 15 s timeouts, eight at a time.
     agent
-        .wait_until(Duration::from_secs(2), "the answer to reach the agent", |r| {
-            expert_answers(r) == 1
-        })
+        .wait_until(
+            Duration::from_secs(2),
+            "the answer to reach the agent",
+            |r| expert_answers(r) == 1,
+        )
         .await;
     assert!(answered_at.elapsed() < Duration::from_secs(2));
     assert!(
@@ -267,7 +277,10 @@ async fn a_slow_agent_endpoint_does_not_delay_another_agents_deliveries(app: Tes
         .iter()
         .any(|d| d.status != DeliveryStatus::Delivered)
     {
-        assert!(started.elapsed() < WAIT, "the fast agent's deliveries are recorded");
+        assert!(
+            started.elapsed() < WAIT,
+            "the fast agent's deliveries are recorded"
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     // All five delivered while the slow agent's first attempts still wait for their 15 s
@@ -362,7 +375,13 @@ async fn the_test_event_is_refused_past_its_limit_per_person_across_their_webhoo
     let limits = app.config().webhook_tests;
     // Enough webhooks that the per-webhook limit is never the one reached.
     let mut hooks = Vec::new();
-    for (niche, n) in [("games", 0), ("games", 1), ("games", 2), ("roofing", 3), ("roofing", 4)] {
+    for (niche, n) in [
+        ("games", 0),
+        ("games", 1),
+        ("games", 2),
+        ("roofing", 3),
+        ("roofing", 4),
+    ] {
         hooks.push(
             register_hook(&app, &ana, niche, &format!("https://chat.example.test/{n}")).await,
         );
@@ -414,7 +433,10 @@ async fn a_suspended_members_hook_hears_nothing_more_and_what_waited_for_it_is_d
     let read = app
         .graphql(Some(&ana.token), HOOK_LOG, json!({"id": hook}))
         .await;
-    assert!(read["errors"].is_null(), "a member reads their webhook's log: {read}");
+    assert!(
+        read["errors"].is_null(),
+        "a member reads their webhook's log: {read}"
+    );
 
     let suspended = app
         .graphql(

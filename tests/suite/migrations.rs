@@ -421,7 +421,10 @@ async fn the_delivery_lanes_migration_goes_down_only_without_dropped_deliveries_
         .expect("query")
         .expect("the delivery survived");
     assert_eq!(stored.status, entity::deliveries::DeliveryStatus::Exhausted);
-    assert_eq!((stored.dropped_reason, stored.single_attempt), (None, false));
+    assert_eq!(
+        (stored.dropped_reason, stored.single_attempt),
+        (None, false)
+    );
     assert!(
         !accepts(&app, "UPDATE deliveries SET status = 'lost'").await,
         "the status check is back"
@@ -429,4 +432,6 @@ async fn the_delivery_lanes_migration_goes_down_only_without_dropped_deliveries_
     assert!(accepts(&app, "UPDATE deliveries SET status = 'dropped'").await);
 }
 
-on_both_backends!(the_delivery_lanes_migration_goes_down_only_without_dropped_deliveries_and_up_again);
+on_both_backends!(
+    the_delivery_lanes_migration_goes_down_only_without_dropped_deliveries_and_up_again
+);

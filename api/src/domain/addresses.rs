@@ -54,10 +54,14 @@ pub fn is_public_v6(ip: Ipv6Addr) -> bool {
         return is_public_v4(Ipv4Addr::new(a, b, c, d));
     }
     let global_unicast = (s[0] & 0xe000) == 0x2000;
-    let refused = (s[0] == 0x2001 && s[1] < 0x0200) // 2001::/23, IETF protocol assignments (Teredo, ORCHID…)
-        || (s[0] == 0x2001 && s[1] == 0x0db8) // 2001:db8::/32, documentation
-        || s[0] == 0x2002 // 2002::/16, 6to4 (deprecated; carries an IPv4 address)
-        || (s[0] & 0xfff0) == 0x3ff0; // 3fff::/20, documentation
+    let refused = match s[0] {
+        // 2001::/23, IETF protocol assignments (Teredo, ORCHID…); 2001:db8::/32, documentation.
+        0x2001 => s[1] < 0x0200 || s[1] == 0x0db8,
+        // 2002::/16, 6to4 (deprecated; carries an IPv4 address).
+        0x2002 => true,
+        // 3fff::/20, documentation.
+        first => (first & 0xfff0) == 0x3ff0,
+    };
     global_unicast && !refused
 }
 

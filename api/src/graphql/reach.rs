@@ -411,10 +411,9 @@ impl ReachMutation {
         let db = ctx.data::<DatabaseConnection>()?;
         let config = ctx.data::<Arc<Config>>()?;
         let id = id_of(&id, "a webhook")?;
-        let delivery =
-            operator_hooks::send_test(db, viewer, id, &config.webhook_tests, Utc::now())
-                .await
-                .gql()?;
+        let delivery = operator_hooks::send_test(db, viewer, id, &config.webhook_tests, Utc::now())
+            .await
+            .gql()?;
         Ok(ID(delivery.id.to_string()))
     }
 }

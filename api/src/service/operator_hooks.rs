@@ -487,8 +487,7 @@ pub async fn send_test(
         // The newest `limit` within the window, newest first: once the last of them leaves the
         // window, one more fits.
         let count = u64::try_from(sent.len()).unwrap_or(u64::MAX);
-        if let Some(wait) = next_test_send(count, limit, sent.last().copied(), limits.window, now)
-        {
+        if let Some(wait) = next_test_send(count, limit, sent.last().copied(), limits.window, now) {
             return Err(ServiceError::RateLimited {
                 message: format!(
                     "{whose} sent {limit} test events in the last {minutes} minutes; try again in {} s",

@@ -399,7 +399,10 @@ pub async fn drop_claimed(
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
     deliveries::Entity::update_many()
-        .col_expr(deliveries::Column::Status, Expr::value(DeliveryStatus::Dropped))
+        .col_expr(
+            deliveries::Column::Status,
+            Expr::value(DeliveryStatus::Dropped),
+        )
         .col_expr(
             deliveries::Column::DroppedReason,
             Expr::value(Some(reason.to_owned())),

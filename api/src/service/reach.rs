@@ -700,7 +700,9 @@ pub async fn unsubscribe_target(
     users::Entity::find_by_id(user_id)
         .one(db)
         .await?
-        .ok_or_else(|| ServiceError::NotFound("this link is for an account that no longer exists".into()))?;
+        .ok_or_else(|| {
+            ServiceError::NotFound("this link is for an account that no longer exists".into())
+        })?;
     let niche = niches::Entity::find_by_id(niche_id)
         .one(db)
         .await?

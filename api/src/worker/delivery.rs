@@ -126,12 +126,7 @@ pub(super) async fn deliver_forever(state: WorkerContext) {
             for claimed in claimed {
                 let lane = Lane::of(&claimed.delivery);
                 lanes.started(lane);
-                let task = running.spawn(send_one(
-                    state.clone(),
-                    clients.clone(),
-                    policy,
-                    claimed,
-                ));
+                let task = running.spawn(send_one(state.clone(), clients.clone(), policy, claimed));
                 lane_of_task.insert(task.id(), lane);
             }
         }
@@ -174,8 +169,7 @@ async fn send_one(
             return Heard::NotSent;
         }
         Plan::Drop(reason) => {
-            if let Err(err) = outbox::drop_claimed(&state.db, &claimed, reason, Utc::now()).await
-            {
+            if let Err(err) = outbox::drop_claimed(&state.db, &claimed, reason, Utc::now()).await {
                 tracing::warn!(error = %err, "a delivery could not be dropped; its claim runs out");
             }
             return Heard::NotSent;
