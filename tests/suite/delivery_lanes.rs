@@ -409,7 +409,9 @@ async fn the_test_event_is_refused_past_its_limit_per_person_across_their_webhoo
 on_both_backends! {
     config: lanes;
     a_suspended_members_hook_hears_nothing_more_and_what_waited_for_it_is_dropped,
+    a_delivery_due_for_a_departed_members_hook_is_dropped_when_it_is_sent,
     a_suspended_member_is_mailed_nothing_more_about_the_niche,
+    mail_is_checked_again_when_it_is_sent,
 }
 
 async fn a_suspended_members_hook_hears_nothing_more_and_what_waited_for_it_is_dropped(
@@ -482,14 +484,112 @@ async fn a_suspended_members_hook_hears_nothing_more_and_what_waited_for_it_is_d
     assert!(receiver.received().is_empty(), "{:?}", receiver.received());
 }
 
-async fn a_suspended_member_is_mailed_nothing_more_about_the_niche(app: TestApp) {
+/// Set `person`'s membership of `slug` to `status` directly in the database, as no service
+/// would: what is sent must not rely on the service that suspends having run.
+async fn set_membership_behind_askloops_back(
+    app: &TestApp,
+    slug: &str,
+    person: &Person,
+    status: entity::niche_members::MemberStatus,
+) {
+    let niche = entity::niches::Entity::find()
+        .filter(entity::niches::Column::Slug.eq(slug))
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the niche");
+    entity::niche_members::Entity::update_many()
+        .col_expr(
+            entity::niche_members::Column::Status,
+            sea_orm::sea_query::Expr::value(status),
+        )
+        .filter(entity::niche_members::Column::NicheId.eq(niche.id))
+        .filter(entity::niche_members::Column::UserId.eq(person.id))
+        .exec(&app.db)
+        .await
+        .expect("the membership changed");
+}
+
+async fn a_delivery_due_for_a_departed_members_hook_is_dropped_when_it_is_sent(app: TestApp) {
     open_niche(&app.db, "games").await;
-    let root = person(&app.db, "root", true).await;
     let ana = operator(&app.db, "games", "ana").await;
+    let hook = register_hook(&app, &ana, "games", "https://chat.example.test/hook").await;
+    app.ask("games", "q-1").await;
+    // Tried once while she was a member (the name is unknown here, so it waits for a retry).
+    let tried = wait_for_deliveries(&app, &hook, "the first attempt", |d| {
+        d.len() == 1 && d[0].attempts == 1
+    })
+    .await;
+    set_membership_behind_askloops_back(
+        &app,
+        "games",
+        &ana,
+        entity::niche_members::MemberStatus::Left,
+    )
+    .await;
+    deliveries::Entity::update_many()
+        .col_expr(
+            deliveries::Column::NextAttemptAt,
+            sea_orm::sea_query::Expr::value(chrono::Utc::now()),
+        )
+        .filter(deliveries::Column::Id.eq(tried[0].id))
+        .exec(&app.db)
+        .await
+        .expect("due again");
+    let dropped = wait_for_deliveries(&app, &hook, "the retry to be dropped", |d| {
+        d[0].status == DeliveryStatus::Dropped
+    })
+    .await;
+    assert_eq!(dropped[0].dropped_reason.as_deref(), Some(OWNER_DEPARTED));
+    assert_eq!(dropped[0].attempts, 1, "no second attempt was made");
+}
+
+async fn mail_is_checked_again_when_it_is_sent(app: TestApp) {
+    use askloop::service::mail;
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    verified_address(&app, &ana).await;
+    let question = app.ask("games", "q-1").await;
+    let rows = notifications::Entity::find()
+        .filter(notifications::Column::QuestionId.eq(question))
+        .all(&app.db)
+        .await
+        .expect("query");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let worth = |rows: Vec<notifications::Model>| {
+        let db = app.db.clone();
+        async move {
+            mail::facts(&db, &rows)
+                .await
+                .expect("facts")
+                .still_worth_sending(&rows[0])
+        }
+    };
+    assert!(worth(rows.clone()).await, "a member is mailed");
+    set_membership_behind_askloops_back(
+        &app,
+        "games",
+        &ana,
+        entity::niche_members::MemberStatus::Suspended,
+    )
+    .await;
+    assert!(!worth(rows.clone()).await, "a suspended member is not");
+    set_membership_behind_askloops_back(
+        &app,
+        "games",
+        &ana,
+        entity::niche_members::MemberStatus::Active,
+    )
+    .await;
+    assert!(worth(rows).await, "reinstated, she is again");
+}
+
+/// Mark `person`'s address verified, as following the link does.
+async fn verified_address(app: &TestApp, person: &Person) {
     notification_settings::ActiveModel {
         id: NotSet,
-        user_id: Set(ana.id),
-        verified_email: Set(Some("ana@example.com".into())),
+        user_id: Set(person.id),
+        verified_email: Set(Some(format!("{}@example.com", person.handle))),
         email_verified_at: Set(Some(chrono::Utc::now())),
         time_zone: Set("UTC".into()),
         quiet_start_minute: Set(None),
@@ -500,6 +600,13 @@ async fn a_suspended_member_is_mailed_nothing_more_about_the_niche(app: TestApp)
     .insert(&app.db)
     .await
     .expect("a verified address");
+}
+
+async fn a_suspended_member_is_mailed_nothing_more_about_the_niche(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let root = person(&app.db, "root", true).await;
+    let ana = operator(&app.db, "games", "ana").await;
+    verified_address(&app, &ana).await;
     let question = app.ask("games", "q-1").await;
     let planned = notifications::Entity::find()
         .filter(notifications::Column::QuestionId.eq(question))
