@@ -9,9 +9,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::domain::delivery::{BreakerPolicy, TestSendLimits};
 use crate::domain::sealing::DataKey;
 use crate::domain::signing::SigningKeys;
 use crate::live::LiveSettings;
+use crate::outbound::NameResolver;
 
 /// The SQLite file used when `DATABASE_URL` is unset.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://askloop.db?mode=rwc";
@@ -103,6 +105,63 @@ pub mod env {
         name: "ASKLOOP_DELIVERY_POLL_MS",
         default: "1000",
         meaning: "how often the delivery worker looks for due deliveries, in milliseconds",
+    };
+    /// How many deliveries to agents are sent at once.
+    pub const ASKLOOP_DELIVERY_AGENT_SLOTS: EnvVar = EnvVar {
+        name: "ASKLOOP_DELIVERY_AGENT_SLOTS",
+        default: "32",
+        meaning: "how many deliveries to agents one instance sends at once (a lane of their own, \
+                  never shared with operator webhooks)",
+    };
+    /// How many deliveries go to one agent endpoint at once.
+    pub const ASKLOOP_DELIVERY_AGENT_PER_ENDPOINT: EnvVar = EnvVar {
+        name: "ASKLOOP_DELIVERY_AGENT_PER_ENDPOINT",
+        default: "8",
+        meaning: "how many deliveries to one agent's endpoint are in flight at once",
+    };
+    /// How many deliveries to operator webhooks are sent at once.
+    pub const ASKLOOP_DELIVERY_HOOK_SLOTS: EnvVar = EnvVar {
+        name: "ASKLOOP_DELIVERY_HOOK_SLOTS",
+        default: "16",
+        meaning: "how many deliveries to operator webhooks one instance sends at once",
+    };
+    /// How many deliveries go to one operator webhook at once.
+    pub const ASKLOOP_DELIVERY_HOOK_PER_ENDPOINT: EnvVar = EnvVar {
+        name: "ASKLOOP_DELIVERY_HOOK_PER_ENDPOINT",
+        default: "2",
+        meaning: "how many deliveries to one operator webhook are in flight at once",
+    };
+    /// When an endpoint's circuit breaker opens.
+    pub const ASKLOOP_DELIVERY_BREAKER_FAILURES: EnvVar = EnvVar {
+        name: "ASKLOOP_DELIVERY_BREAKER_FAILURES",
+        default: "3",
+        meaning: "attempts in a row that waited out the timeout without an answer, after which an \
+                  endpoint is left alone for the cooldown; its deliveries wait untried",
+    };
+    /// How long an open breaker waits before it probes.
+    pub const ASKLOOP_DELIVERY_BREAKER_COOLDOWN_MS: EnvVar = EnvVar {
+        name: "ASKLOOP_DELIVERY_BREAKER_COOLDOWN_MS",
+        default: "30000",
+        meaning: "how long an endpoint whose breaker opened is left alone before one delivery \
+                  probes it, in milliseconds",
+    };
+    /// Test events per webhook.
+    pub const ASKLOOP_WEBHOOK_TESTS_PER_WEBHOOK: EnvVar = EnvVar {
+        name: "ASKLOOP_WEBHOOK_TESTS_PER_WEBHOOK",
+        default: "3",
+        meaning: "how many test events (testOperatorWebhook) one webhook may be sent in the window",
+    };
+    /// Test events per person.
+    pub const ASKLOOP_WEBHOOK_TESTS_PER_PERSON: EnvVar = EnvVar {
+        name: "ASKLOOP_WEBHOOK_TESTS_PER_PERSON",
+        default: "10",
+        meaning: "how many test events one person may send to their webhooks in the window",
+    };
+    /// The window test events are counted over.
+    pub const ASKLOOP_WEBHOOK_TEST_WINDOW_MS: EnvVar = EnvVar {
+        name: "ASKLOOP_WEBHOOK_TEST_WINDOW_MS",
+        default: "600000",
+        meaning: "the sliding window test events are counted over, in milliseconds",
     };
     /// The expiry sweeper's period.
     pub const ASKLOOP_EXPIRY_SWEEP_MS: EnvVar = EnvVar {
@@ -197,6 +256,15 @@ pub const ENVIRONMENT: &[EnvVar] = &[
     env::ASKLOOP_DELIVERY_LEASE_MS,
     env::ASKLOOP_DELIVERY_RETRY_BASE_MS,
     env::ASKLOOP_DELIVERY_POLL_MS,
+    env::ASKLOOP_DELIVERY_AGENT_SLOTS,
+    env::ASKLOOP_DELIVERY_AGENT_PER_ENDPOINT,
+    env::ASKLOOP_DELIVERY_HOOK_SLOTS,
+    env::ASKLOOP_DELIVERY_HOOK_PER_ENDPOINT,
+    env::ASKLOOP_DELIVERY_BREAKER_FAILURES,
+    env::ASKLOOP_DELIVERY_BREAKER_COOLDOWN_MS,
+    env::ASKLOOP_WEBHOOK_TESTS_PER_WEBHOOK,
+    env::ASKLOOP_WEBHOOK_TESTS_PER_PERSON,
+    env::ASKLOOP_WEBHOOK_TEST_WINDOW_MS,
     env::ASKLOOP_EXPIRY_SWEEP_MS,
     env::ASKLOOP_SMTP_URL,
     env::ASKLOOP_MAIL_FROM,
@@ -283,6 +351,10 @@ pub struct Config {
     pub live: LiveSettings,
     /// How events are delivered to the agent and questions expired.
     pub delivery: DeliverySettings,
+    /// How outbound webhooks' host names are resolved (the system's resolver; a test's own).
+    pub resolver: NameResolver,
+    /// How many test events a person may send to their operator webhooks.
+    pub webhook_tests: TestSendLimits,
     /// Where notifications are mailed from and through; none sends no mail.
     pub mail: Option<MailSettings>,
 }
@@ -322,6 +394,43 @@ pub struct DeliverySettings {
     pub poll: Duration,
     /// How often waiting questions past their time are expired (`ASKLOOP_EXPIRY_SWEEP_MS`, 5 s).
     pub sweep_every: Duration,
+    /// How the worker's concurrency is shared between receivers.
+    pub lanes: LaneSettings,
+}
+
+/// How the delivery worker shares its concurrency (docs/security.md#outbound): agents and
+/// operator webhooks each have slots of their own, every endpoint at most its share of them,
+/// and an endpoint that keeps not answering is left alone for a while by its breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneSettings {
+    /// Deliveries to agents in flight at once (`ASKLOOP_DELIVERY_AGENT_SLOTS`, 32).
+    pub agent_slots: usize,
+    /// Deliveries to one agent endpoint in flight at once (`ASKLOOP_DELIVERY_AGENT_PER_ENDPOINT`,
+    /// 8).
+    pub agent_per_endpoint: usize,
+    /// Deliveries to operator webhooks in flight at once (`ASKLOOP_DELIVERY_HOOK_SLOTS`, 16).
+    pub hook_slots: usize,
+    /// Deliveries to one operator webhook in flight at once (`ASKLOOP_DELIVERY_HOOK_PER_ENDPOINT`,
+    /// 2).
+    pub hook_per_endpoint: usize,
+    /// When an endpoint's breaker opens and how long it stays open
+    /// (`ASKLOOP_DELIVERY_BREAKER_FAILURES`, 3; `ASKLOOP_DELIVERY_BREAKER_COOLDOWN_MS`, 30 s).
+    pub breaker: BreakerPolicy,
+}
+
+impl Default for LaneSettings {
+    fn default() -> Self {
+        Self {
+            agent_slots: 32,
+            agent_per_endpoint: 8,
+            hook_slots: 16,
+            hook_per_endpoint: 2,
+            breaker: BreakerPolicy {
+                failures: 3,
+                cooldown: Duration::from_secs(30),
+            },
+        }
+    }
 }
 
 impl Default for DeliverySettings {
@@ -334,6 +443,7 @@ impl Default for DeliverySettings {
             retry_window: Duration::from_secs(72 * 3600),
             poll: Duration::from_secs(1),
             sweep_every: Duration::from_secs(5),
+            lanes: LaneSettings::default(),
         }
     }
 }
@@ -359,6 +469,21 @@ fn count(name: &'static str, value: Option<String>) -> Result<Option<usize>, Con
                 name,
                 problem: format!("'{raw}' is not a positive whole number"),
             }),
+        })
+        .transpose()
+}
+
+/// A positive count that fits 32 bits from `var`, if set.
+fn count_u32(
+    var: &EnvVar,
+    get: &impl Fn(&EnvVar) -> Option<String>,
+) -> Result<Option<u32>, ConfigError> {
+    count(var.name, get(var))?
+        .map(|n| {
+            u32::try_from(n).map_err(|_| ConfigError {
+                name: var.name,
+                problem: format!("{n} is too large"),
+            })
         })
         .transpose()
 }
@@ -410,6 +535,8 @@ impl Config {
             public_origin: None,
             live: LiveSettings::default(),
             delivery: DeliverySettings::default(),
+            resolver: NameResolver::system(),
+            webhook_tests: TestSendLimits::default(),
             mail: None,
         }
     }
@@ -528,6 +655,39 @@ impl Config {
         }
         if let Some(sweep) = read_millis(&env::ASKLOOP_EXPIRY_SWEEP_MS)? {
             delivery.sweep_every = sweep;
+        }
+        let read_count = |var: &EnvVar| count(var.name, get(var));
+        let lanes = &mut delivery.lanes;
+        for (var, slot) in [
+            (&env::ASKLOOP_DELIVERY_AGENT_SLOTS, &mut lanes.agent_slots),
+            (
+                &env::ASKLOOP_DELIVERY_AGENT_PER_ENDPOINT,
+                &mut lanes.agent_per_endpoint,
+            ),
+            (&env::ASKLOOP_DELIVERY_HOOK_SLOTS, &mut lanes.hook_slots),
+            (
+                &env::ASKLOOP_DELIVERY_HOOK_PER_ENDPOINT,
+                &mut lanes.hook_per_endpoint,
+            ),
+        ] {
+            if let Some(n) = read_count(var)? {
+                *slot = n;
+            }
+        }
+        if let Some(failures) = count_u32(&env::ASKLOOP_DELIVERY_BREAKER_FAILURES, &get)? {
+            lanes.breaker.failures = failures;
+        }
+        if let Some(cooldown) = read_millis(&env::ASKLOOP_DELIVERY_BREAKER_COOLDOWN_MS)? {
+            lanes.breaker.cooldown = cooldown;
+        }
+        if let Some(n) = count_u32(&env::ASKLOOP_WEBHOOK_TESTS_PER_WEBHOOK, &get)? {
+            config.webhook_tests.per_webhook = n;
+        }
+        if let Some(n) = count_u32(&env::ASKLOOP_WEBHOOK_TESTS_PER_PERSON, &get)? {
+            config.webhook_tests.per_person = n;
+        }
+        if let Some(window) = read_millis(&env::ASKLOOP_WEBHOOK_TEST_WINDOW_MS)? {
+            config.webhook_tests.window = window;
         }
         config.mail = match (get(&env::ASKLOOP_SMTP_URL), get(&env::ASKLOOP_MAIL_FROM)) {
             (None, None) => None,
@@ -795,6 +955,39 @@ mod tests {
             delivery.sweep_every.as_millis()
         );
         assert_eq!(delivery.lease, delivery.timeout + Duration::from_secs(30));
+        let lanes = delivery.lanes;
+        let count = |var: &EnvVar| -> usize { var.default.parse().expect("a number") };
+        assert_eq!(count(&env::ASKLOOP_DELIVERY_AGENT_SLOTS), lanes.agent_slots);
+        assert_eq!(
+            count(&env::ASKLOOP_DELIVERY_AGENT_PER_ENDPOINT),
+            lanes.agent_per_endpoint
+        );
+        assert_eq!(count(&env::ASKLOOP_DELIVERY_HOOK_SLOTS), lanes.hook_slots);
+        assert_eq!(
+            count(&env::ASKLOOP_DELIVERY_HOOK_PER_ENDPOINT),
+            lanes.hook_per_endpoint
+        );
+        assert_eq!(
+            count(&env::ASKLOOP_DELIVERY_BREAKER_FAILURES),
+            lanes.breaker.failures as usize
+        );
+        assert_eq!(
+            ms(&env::ASKLOOP_DELIVERY_BREAKER_COOLDOWN_MS),
+            lanes.breaker.cooldown.as_millis()
+        );
+        let tests = config.webhook_tests;
+        assert_eq!(
+            count(&env::ASKLOOP_WEBHOOK_TESTS_PER_WEBHOOK),
+            tests.per_webhook as usize
+        );
+        assert_eq!(
+            count(&env::ASKLOOP_WEBHOOK_TESTS_PER_PERSON),
+            tests.per_person as usize
+        );
+        assert_eq!(
+            ms(&env::ASKLOOP_WEBHOOK_TEST_WINDOW_MS),
+            tests.window.as_millis()
+        );
         assert_eq!(
             env::ASKLOOP_GRAPHQL_MAX_NODES.default,
             config.graphql_max_nodes.to_string()
@@ -811,6 +1004,54 @@ mod tests {
                 "{}'s default missing",
                 var.name
             );
+        }
+    }
+
+    #[test]
+    fn lanes_breaker_and_test_limits_are_read_and_nonsense_is_refused() {
+        let config = Config::from_lookup(|name| match name {
+            "ASKLOOP_DELIVERY_AGENT_SLOTS" => Some("4".into()),
+            "ASKLOOP_DELIVERY_AGENT_PER_ENDPOINT" => Some("2".into()),
+            "ASKLOOP_DELIVERY_HOOK_SLOTS" => Some("3".into()),
+            "ASKLOOP_DELIVERY_HOOK_PER_ENDPOINT" => Some("1".into()),
+            "ASKLOOP_DELIVERY_BREAKER_FAILURES" => Some("5".into()),
+            "ASKLOOP_DELIVERY_BREAKER_COOLDOWN_MS" => Some("1500".into()),
+            "ASKLOOP_WEBHOOK_TESTS_PER_WEBHOOK" => Some("7".into()),
+            "ASKLOOP_WEBHOOK_TESTS_PER_PERSON" => Some("9".into()),
+            "ASKLOOP_WEBHOOK_TEST_WINDOW_MS" => Some("60000".into()),
+            _ => None,
+        })
+        .expect("valid");
+        let lanes = config.delivery.lanes;
+        assert_eq!(
+            (
+                lanes.agent_slots,
+                lanes.agent_per_endpoint,
+                lanes.hook_slots,
+                lanes.hook_per_endpoint
+            ),
+            (4, 2, 3, 1)
+        );
+        assert_eq!(lanes.breaker.failures, 5);
+        assert_eq!(lanes.breaker.cooldown, Duration::from_millis(1500));
+        assert_eq!(
+            config.webhook_tests,
+            TestSendLimits {
+                per_webhook: 7,
+                per_person: 9,
+                window: Duration::from_secs(60),
+            }
+        );
+        for (name, bad) in [
+            ("ASKLOOP_DELIVERY_HOOK_SLOTS", "0"),
+            ("ASKLOOP_DELIVERY_AGENT_PER_ENDPOINT", "many"),
+            ("ASKLOOP_DELIVERY_BREAKER_FAILURES", "99999999999"),
+            ("ASKLOOP_WEBHOOK_TESTS_PER_PERSON", "-1"),
+            ("ASKLOOP_WEBHOOK_TEST_WINDOW_MS", "0"),
+        ] {
+            let err =
+                Config::from_lookup(|n| (n == name).then(|| bad.to_owned())).expect_err("refused");
+            assert!(err.to_string().starts_with(&format!("{name}: ")), "{err}");
         }
     }
 

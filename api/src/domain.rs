@@ -1,5 +1,6 @@
 //! Pure rules: no I/O, no framework types, unit-tested in place.
 
+pub mod addresses;
 pub mod agents;
 pub mod answer;
 pub mod delivery;

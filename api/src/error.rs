@@ -42,10 +42,30 @@ pub enum ServiceError {
         /// When the budget month starts again.
         resets_at: chrono::DateTime<chrono::Utc>,
     },
+    /// Done too often: it may be done again after `retry_after` (REST: 429 with `Retry-After`;
+    /// GraphQL: `extensions.retryAfter`, whole seconds).
+    #[error("{message}")]
+    RateLimited {
+        /// What the limit is and when it lifts, for people.
+        message: String,
+        /// The stable reason clients match on (which limit).
+        reason: &'static str,
+        /// How long until it may be done again.
+        retry_after: std::time::Duration,
+    },
     /// A fault inside askloop or its database.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }
+
+/// The reasons a [`ServiceError::RateLimited`] carries, for the documentation test.
+pub const RATE_LIMIT_REASONS: &[&str] = &[TEST_SENDS_PER_WEBHOOK, TEST_SENDS_PER_PERSON];
+
+/// One webhook was sent as many test events as the window allows.
+pub const TEST_SENDS_PER_WEBHOOK: &str = "TEST_SENDS_PER_WEBHOOK";
+
+/// One person sent as many test events, over all their webhooks, as the window allows.
+pub const TEST_SENDS_PER_PERSON: &str = "TEST_SENDS_PER_PERSON";
 
 /// Why a request conflicts with the state of things. Each has a stable `reason` that clients
 /// match on (GraphQL `extensions.reason`, REST `reason`); the text is for people and may change.
@@ -209,6 +229,7 @@ impl ServiceError {
             ServiceError::Conflict(_) => "CONFLICT",
             ServiceError::Unavailable(_) => "UNAVAILABLE",
             ServiceError::OverBudget { .. } => "OVER_BUDGET",
+            ServiceError::RateLimited { .. } => "RATE_LIMITED",
             ServiceError::Internal(_) => "INTERNAL",
         }
     }
@@ -224,6 +245,7 @@ impl ServiceError {
             ServiceError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ServiceError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ServiceError::OverBudget { .. } => StatusCode::PAYMENT_REQUIRED,
+            ServiceError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ServiceError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -233,6 +255,7 @@ impl ServiceError {
         match self {
             ServiceError::Conflict(conflict) => Some(conflict.reason()),
             ServiceError::SelfReview(_) => Some("SELF_REVIEW"),
+            ServiceError::RateLimited { reason, .. } => Some(reason),
             _ => None,
         }
     }
@@ -260,6 +283,17 @@ impl ServiceError {
         }
     }
 
+    /// For a rate limit, the whole seconds until it lifts (at least one).
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            ServiceError::RateLimited { retry_after, .. } => {
+                let whole = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+                Some(whole.max(1))
+            }
+            _ => None,
+        }
+    }
+
     /// Log internal faults once, with their cause chain; the caller's span carries the request id.
     pub fn log_if_internal(&self) {
         if let ServiceError::Internal(cause) = self {
@@ -271,14 +305,22 @@ impl ServiceError {
 impl IntoResponse for ServiceError {
     fn into_response(self) -> Response {
         self.log_if_internal();
-        (self.status(), axum::Json(self.body())).into_response()
+        let retry_after = self.retry_after_secs();
+        let mut response = (self.status(), axum::Json(self.body())).into_response();
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(seconds),
+            );
+        }
+        response
     }
 }
 
 impl async_graphql::ErrorExtensions for ServiceError {
     fn extend(&self) -> async_graphql::Error {
         self.log_if_internal();
-        let (code, reason) = (self.code(), self.reason());
+        let (code, reason, retry_after) = (self.code(), self.reason(), self.retry_after_secs());
         let message = match self {
             // The cause is logged above; the client learns only that it was ours.
             ServiceError::Internal(_) => "internal error".to_owned(),
@@ -288,6 +330,9 @@ impl async_graphql::ErrorExtensions for ServiceError {
             e.set("code", code);
             if let Some(reason) = reason {
                 e.set("reason", reason);
+            }
+            if let Some(seconds) = retry_after {
+                e.set("retryAfter", seconds);
             }
         })
     }

@@ -14,6 +14,7 @@ pub mod graphql;
 pub mod live;
 pub mod mcp;
 pub mod metrics;
+pub mod outbound;
 pub mod rest;
 pub mod security_headers;
 pub mod service;

@@ -13,6 +13,7 @@ use crate::live::ChangeHint;
 
 mod delivery;
 mod expiry;
+mod lanes;
 mod mail;
 
 pub use mail::escape;

@@ -1,4 +1,5 @@
-//! The outbox: events for the agent, each sent until it is delivered or retries run out.
+//! The outbox: events for the agent and operator webhooks, each sent until it is delivered or
+//! retries run out, unless it is dropped first.
 
 use sea_orm::entity::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -44,6 +45,10 @@ pub struct Model {
     pub retry_from: DateTimeUtc,
     /// When the agent took it.
     pub delivered_at: Option<DateTimeUtc>,
+    /// Why it was not sent, when it is `dropped`.
+    pub dropped_reason: Option<String>,
+    /// Tried once: a failed attempt is final (a webhook's test event).
+    pub single_attempt: bool,
     /// When it was written.
     pub created_at: DateTimeUtc,
     /// When it last changed.
@@ -72,4 +77,7 @@ pub enum DeliveryStatus {
     /// `exhausted`: retries ran out; an admin may redeliver.
     #[sea_orm(string_value = "exhausted")]
     Exhausted,
+    /// `dropped`: not sent, for the reason it carries (its webhook's owner left the niche).
+    #[sea_orm(string_value = "dropped")]
+    Dropped,
 }

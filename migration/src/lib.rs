@@ -24,6 +24,7 @@ mod m20261130_000014_agent_tokens;
 mod m20261201_000015_reaching_operators;
 mod m20261201_000016_access_settings;
 mod m20261201_000017_delegated_tasks;
+mod m20261202_000018_delivery_lanes;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -49,6 +50,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000015_reaching_operators::Migration),
             Box::new(m20261201_000016_access_settings::Migration),
             Box::new(m20261201_000017_delegated_tasks::Migration),
+            Box::new(m20261202_000018_delivery_lanes::Migration),
         ]
     }
 }

@@ -871,7 +871,16 @@ async fn a_delivery_being_sent_cannot_be_redelivered_under_its_sender() {
     answered_question(&app).await;
     let root = person(&app.db, "root", true).await;
     let now = chrono::Utc::now();
-    let claimed = outbox::claim_due(&app.db, 8, Duration::from_secs(30), true, now)
+    let request = outbox::ClaimRequest {
+        class: outbox::Class::Agents,
+        limit: 8,
+        per_endpoint: 8,
+        skip: Vec::new(),
+        probing: Vec::new(),
+        lease: Duration::from_secs(30),
+        default_has_url: true,
+    };
+    let claimed = outbox::claim_due(&app.db, &request, now)
         .await
         .expect("claimed");
     assert_eq!(claimed.len(), 1);

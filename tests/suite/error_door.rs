@@ -177,7 +177,14 @@ fn every_conflict_reason_is_documented() {
             "docs/contract.md does not list the reason {reason}"
         );
     }
+    for reason in askloop::error::RATE_LIMIT_REASONS {
+        assert!(
+            contract.contains(&format!("`{reason}`")),
+            "docs/contract.md does not list the reason {reason}"
+        );
+    }
     for code in [
+        "RATE_LIMITED",
         "GRAPHQL_PARSE_FAILED",
         "GRAPHQL_VALIDATION_FAILED",
         "QUERY_TOO_DEEP",

@@ -13,6 +13,7 @@ mod dashboard_navigation;
 mod dashboard_pages;
 mod declines;
 mod delivery;
+mod delivery_lanes;
 mod error_door;
 mod four_eyes;
 mod graphql;

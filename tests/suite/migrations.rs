@@ -1,8 +1,9 @@
 //! Migrations on a database that already holds data: the held-money migration
 //! (`m20261130_000011`), the budget-balance one (`m20261130_000012`), the agent registry
 //! (`m20261130_000013`), agent tokens (`m20261130_000014`), the access settings
-//! (`m20261201_000016`: key expiry, where sessions came from) and delegated tasks
-//! (`m20261201_000017`, refused while a task is stored) go down and up again on a live
+//! (`m20261201_000016`: key expiry, where sessions came from), delegated tasks
+//! (`m20261201_000017`, refused while a task is stored) and delivery lanes (`m20261202_000018`,
+//! refused while a delivery is dropped) go down and up again on a live
 //! askloop's populated database, on both backends; each direction leaves the checks it
 //! promises (on SQLite, the edited table definition is what every pooled connection then
 //! enforces), and the balance starts from what the ledger sums to.
@@ -366,3 +367,71 @@ async fn the_delegated_tasks_migration_goes_down_only_without_tasks_and_up_again
 }
 
 on_both_backends!(the_delegated_tasks_migration_goes_down_only_without_tasks_and_up_again);
+
+async fn the_delivery_lanes_migration_goes_down_only_without_dropped_deliveries_and_up_again(
+    app: TestApp,
+) {
+    use askloop::service::outbox::{self, EventType, NewEvent};
+    let niche = open_niche(&app.db, "games").await;
+    let delivery = outbox::enqueue(
+        &app.db,
+        NewEvent {
+            event: EventType::QuestionExpired,
+            niche_id: niche.id,
+            question_id: None,
+            user_id: None,
+            payload: json!({}),
+        },
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("enqueued")
+    .expect("a delivery");
+    let columns = "SELECT dropped_reason, single_attempt FROM deliveries";
+    assert!(accepts(&app, columns).await);
+    assert!(
+        accepts(
+            &app,
+            "UPDATE deliveries SET status = 'dropped', dropped_reason = 'gone'"
+        )
+        .await
+    );
+
+    // A dropped delivery keeps the migration in place: nothing is undone.
+    let refused = try_down_to_before(&app, "m20261202_000018_delivery_lanes").await;
+    let message = refused
+        .expect_err("down refused while a delivery is dropped")
+        .to_string();
+    assert!(message.contains("1 dropped deliveries"), "{message}");
+    assert!(accepts(&app, columns).await, "the columns stay");
+
+    // Without one it goes down and up, and the delivery stays.
+    assert!(accepts(&app, "UPDATE deliveries SET status = 'exhausted'").await);
+    down_to_before(&app, "m20261202_000018_delivery_lanes").await;
+    assert!(!accepts(&app, "SELECT dropped_reason FROM deliveries").await);
+    assert!(!accepts(&app, "SELECT single_attempt FROM deliveries").await);
+    assert!(
+        !accepts(&app, "UPDATE deliveries SET status = 'dropped'").await,
+        "the status check is the old one"
+    );
+    Migrator::up(&app.db, None).await.expect("up again");
+    let stored = entity::deliveries::Entity::find_by_id(delivery.id)
+        .one(&app.db)
+        .await
+        .expect("query")
+        .expect("the delivery survived");
+    assert_eq!(stored.status, entity::deliveries::DeliveryStatus::Exhausted);
+    assert_eq!(
+        (stored.dropped_reason, stored.single_attempt),
+        (None, false)
+    );
+    assert!(
+        !accepts(&app, "UPDATE deliveries SET status = 'lost'").await,
+        "the status check is back"
+    );
+    assert!(accepts(&app, "UPDATE deliveries SET status = 'dropped'").await);
+}
+
+on_both_backends!(
+    the_delivery_lanes_migration_goes_down_only_without_dropped_deliveries_and_up_again
+);

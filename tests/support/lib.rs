@@ -10,6 +10,7 @@
 //! - [`fixtures`], [`people`]: builder functions for niches, questions, people and memberships.
 //! - [`socket`]: a `graphql-transport-ws` client for subscriptions.
 //! - [`receiver`]: an agent that receives askloop's webhooks and verifies them.
+//! - [`resolver`]: a name resolver the test controls, for outbound webhooks (no real DNS).
 //! - [`standard_webhooks`]: the Standard Webhooks npm library's verdict on a delivery.
 //! - [`mcp`]: MCP over HTTP by hand, agents with tokens, and where the TypeScript SDK lives.
 //! - [`browser`]: headless Chromium over the DevTools protocol.
@@ -27,6 +28,7 @@ mod on_both_backends;
 pub mod outbox;
 pub mod people;
 pub mod receiver;
+pub mod resolver;
 pub mod served;
 pub mod signed;
 pub mod smtp;

@@ -96,7 +96,12 @@ vocabulary! {
 
 vocabulary! {
     /// Where a delivery to the agent is (schema enum `DeliveryStatus`).
-    DeliveryStatus { Pending = "pending", Delivered = "delivered", Exhausted = "exhausted" }
+    DeliveryStatus {
+        Pending = "pending",
+        Delivered = "delivered",
+        Exhausted = "exhausted",
+        Dropped = "dropped",
+    }
 }
 
 vocabulary! {

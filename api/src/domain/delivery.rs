@@ -1,5 +1,6 @@
 //! When to try a delivery again (pure): exponential backoff with jitter, `Retry-After`
-//! honoured, and an end after about three days.
+//! honoured, and an end after about three days; when to stop trying an endpoint for a while
+//! (its circuit breaker); and how often a person may send a webhook's test event.
 
 use chrono::{DateTime, Utc};
 use std::time::Duration;
@@ -92,6 +93,118 @@ pub fn is_delivered(status: u16) -> bool {
     (200..300).contains(&status)
 }
 
+/// When an endpoint that keeps not answering is left alone for a while.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BreakerPolicy {
+    /// Attempts in a row that got no answer within the timeout before it opens.
+    pub failures: u32,
+    /// How long it stays open before one probe is sent.
+    pub cooldown: Duration,
+}
+
+/// Where an endpoint's breaker is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BreakerState {
+    /// Sent to as usual.
+    Closed,
+    /// Not sent to until its cooldown is over; its deliveries wait, untried.
+    Open,
+    /// The cooldown is over: one delivery at a time probes it; an answer closes the breaker,
+    /// no answer opens it again.
+    Probing,
+}
+
+/// One endpoint's circuit breaker: an endpoint that keeps timing out is slowed down (its
+/// deliveries wait without an attempt), not the queue. Only an attempt that waited out the
+/// timeout counts; an endpoint that answers at once, even with an error, or refuses the
+/// connection at once, holds nothing up and is left to the retry schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Breaker<T> {
+    no_answers: u32,
+    open_until: Option<T>,
+}
+
+impl<T> Default for Breaker<T> {
+    fn default() -> Self {
+        Self {
+            no_answers: 0,
+            open_until: None,
+        }
+    }
+}
+
+impl<T: Copy + Ord + std::ops::Add<Duration, Output = T>> Breaker<T> {
+    /// Where it is at `now`.
+    pub fn state(&self, now: T) -> BreakerState {
+        match self.open_until {
+            None => BreakerState::Closed,
+            Some(until) if now < until => BreakerState::Open,
+            Some(_) => BreakerState::Probing,
+        }
+    }
+
+    /// The endpoint answered (any HTTP status): it is closed again.
+    pub fn answered(&mut self) {
+        self.no_answers = 0;
+        self.open_until = None;
+    }
+
+    /// An attempt got no answer at `now`: the breaker opens once `policy.failures` came in a
+    /// row, and again after every probe that gets none.
+    pub fn no_answer(&mut self, policy: &BreakerPolicy, now: T) {
+        self.no_answers = self.no_answers.saturating_add(1);
+        if self.no_answers >= policy.failures.max(1) {
+            self.open_until = Some(now + policy.cooldown);
+        }
+    }
+
+    /// Whether it remembers nothing (closed, no failures): such a breaker need not be kept.
+    pub fn is_forgettable(&self) -> bool {
+        self.no_answers == 0 && self.open_until.is_none()
+    }
+}
+
+/// How many test events a person may send to their webhooks (docs/security.md#limits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestSendLimits {
+    /// Per webhook, within `window`.
+    pub per_webhook: u32,
+    /// Per person, over all their webhooks, within `window`.
+    pub per_person: u32,
+    /// The sliding window both are counted over.
+    pub window: Duration,
+}
+
+impl Default for TestSendLimits {
+    fn default() -> Self {
+        Self {
+            per_webhook: 3,
+            per_person: 10,
+            window: Duration::from_secs(10 * 60),
+        }
+    }
+}
+
+/// When one more test event may be sent, if not now: `sent` were sent within the window, the
+/// oldest of them at `oldest`; past `limit`, the next may go once the oldest leaves the window
+/// (at least a second from now, so a client told to wait never spins).
+pub fn next_test_send(
+    sent: u64,
+    limit: u32,
+    oldest: Option<DateTime<Utc>>,
+    window: Duration,
+    now: DateTime<Utc>,
+) -> Option<Duration> {
+    if sent < u64::from(limit) {
+        return None;
+    }
+    let window = chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX);
+    let frees = oldest.map_or(now, |at| at.checked_add_signed(window).unwrap_or(now));
+    let wait = (frees - now).to_std().unwrap_or(Duration::ZERO);
+    let whole_seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    Some(Duration::from_secs(whole_seconds.max(1)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +223,81 @@ mod tests {
             .single()
             .expect("a time")
             + chrono::Duration::hours(h)
+    }
+
+    fn breaker_policy() -> BreakerPolicy {
+        BreakerPolicy {
+            failures: 3,
+            cooldown: Duration::from_secs(30),
+        }
+    }
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    #[test]
+    fn a_breaker_opens_after_no_answers_in_a_row_and_probes_after_its_cooldown() {
+        let p = breaker_policy();
+        let mut breaker = Breaker::<Duration>::default();
+        breaker.no_answer(&p, secs(1));
+        breaker.no_answer(&p, secs(2));
+        assert_eq!(
+            breaker.state(secs(2)),
+            BreakerState::Closed,
+            "two are not yet a pattern"
+        );
+        breaker.no_answer(&p, secs(3));
+        assert_eq!(breaker.state(secs(4)), BreakerState::Open);
+        assert_eq!(breaker.state(secs(32)), BreakerState::Open);
+        assert_eq!(breaker.state(secs(33)), BreakerState::Probing);
+    }
+
+    #[test]
+    fn an_open_breaker_waits_its_cooldown_then_lets_one_probe_decide() {
+        let p = breaker_policy();
+        let mut breaker = Breaker::<Duration>::default();
+        for at in 1..=3 {
+            breaker.no_answer(&p, secs(at));
+        }
+        assert_eq!(breaker.state(secs(33)), BreakerState::Probing);
+        // The probe gets no answer: open again for a whole cooldown.
+        breaker.no_answer(&p, secs(40));
+        assert_eq!(breaker.state(secs(69)), BreakerState::Open);
+        assert_eq!(breaker.state(secs(70)), BreakerState::Probing);
+        // The next one is answered: closed, and forgotten.
+        breaker.answered();
+        assert_eq!(breaker.state(secs(71)), BreakerState::Closed);
+        assert!(breaker.is_forgettable());
+    }
+
+    #[test]
+    fn any_answer_resets_the_count_of_no_answers() {
+        let p = breaker_policy();
+        let mut breaker = Breaker::<Duration>::default();
+        breaker.no_answer(&p, secs(1));
+        breaker.no_answer(&p, secs(2));
+        breaker.answered();
+        breaker.no_answer(&p, secs(3));
+        breaker.no_answer(&p, secs(4));
+        assert_eq!(breaker.state(secs(5)), BreakerState::Closed);
+    }
+
+    #[test]
+    fn a_test_send_past_the_limit_waits_until_the_oldest_leaves_the_window() {
+        let window = Duration::from_secs(600);
+        assert_eq!(next_test_send(2, 3, Some(at(0)), window, at(0)), None);
+        let now = at(0) + chrono::Duration::milliseconds(90_500);
+        assert_eq!(
+            next_test_send(3, 3, Some(at(0)), window, now),
+            Some(Duration::from_secs(510)),
+            "509.5 s, rounded up"
+        );
+        // Already out of the window (the count was read a moment before): soon, not never.
+        assert_eq!(
+            next_test_send(3, 3, Some(at(0)), window, at(1)),
+            Some(Duration::from_secs(1))
+        );
     }
 
     #[test]

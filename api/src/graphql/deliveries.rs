@@ -22,6 +22,8 @@ pub enum DeliveryStatus {
     Delivered,
     /// Retries ran out.
     Exhausted,
+    /// Not sent, for the reason it carries.
+    Dropped,
 }
 
 impl From<Stored> for DeliveryStatus {
@@ -30,6 +32,7 @@ impl From<Stored> for DeliveryStatus {
             Stored::Pending => DeliveryStatus::Pending,
             Stored::Delivered => DeliveryStatus::Delivered,
             Stored::Exhausted => DeliveryStatus::Exhausted,
+            Stored::Dropped => DeliveryStatus::Dropped,
         }
     }
 }
@@ -40,6 +43,7 @@ impl From<DeliveryStatus> for Stored {
             DeliveryStatus::Pending => Stored::Pending,
             DeliveryStatus::Delivered => Stored::Delivered,
             DeliveryStatus::Exhausted => Stored::Exhausted,
+            DeliveryStatus::Dropped => Stored::Dropped,
         }
     }
 }
@@ -72,6 +76,8 @@ pub struct Delivery {
     pub created_at: DateTime<Utc>,
     /// When the agent took it.
     pub delivered_at: Option<DateTime<Utc>>,
+    /// Why it was not sent, when it is dropped.
+    pub dropped_reason: Option<String>,
     #[graphql(skip)]
     pub row_id: i64,
 }
@@ -91,6 +97,7 @@ impl From<deliveries::Model> for Delivery {
             envelope: d.body,
             created_at: d.created_at,
             delivered_at: d.delivered_at,
+            dropped_reason: d.dropped_reason,
             row_id: d.id,
         }
     }

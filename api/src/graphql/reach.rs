@@ -139,14 +139,17 @@ pub struct OperatorWebhookDelivery {
     pub id: ID,
     /// `question.waiting` or `question.escalated`.
     pub event_type: String,
-    /// `pending`, `delivered` or `exhausted`.
+    /// `pending`, `delivered`, `exhausted` or `dropped`.
     pub status: String,
     /// Attempts so far.
     pub attempts: i64,
     /// The last HTTP status.
     pub last_status_code: Option<i32>,
-    /// The last error.
+    /// What the last attempt came to: `HTTP <status>`, `refused: not a public address`, or
+    /// `no response`.
     pub last_error: Option<String>,
+    /// Why it was not sent, when it is `dropped`.
+    pub dropped_reason: Option<String>,
     /// When it was written.
     pub created_at: DateTime<Utc>,
 }
@@ -229,7 +232,8 @@ impl ReachQuery {
             .collect())
     }
 
-    /// The most recent deliveries to one of your webhooks (at most 50).
+    /// The most recent deliveries to one of your webhooks (at most 50), while you are an active
+    /// member of its niche (`FORBIDDEN` once you are not).
     async fn operator_webhook_deliveries(
         &self,
         ctx: &Context<'_>,
@@ -244,14 +248,18 @@ impl ReachQuery {
             .await
             .gql()?
             .into_iter()
-            .map(|d| OperatorWebhookDelivery {
-                id: ID(d.id.to_string()),
-                event_type: d.event_type,
-                status: format!("{:?}", d.status).to_lowercase(),
-                attempts: d.attempts,
-                last_status_code: d.last_status_code,
-                last_error: d.last_error,
-                created_at: d.created_at,
+            .map(|view| {
+                let d = view.delivery;
+                OperatorWebhookDelivery {
+                    id: ID(d.id.to_string()),
+                    event_type: d.event_type,
+                    status: format!("{:?}", d.status).to_lowercase(),
+                    attempts: d.attempts,
+                    last_status_code: d.last_status_code,
+                    last_error: view.last_error,
+                    dropped_reason: d.dropped_reason,
+                    created_at: d.created_at,
+                }
             })
             .collect())
     }
@@ -395,11 +403,15 @@ impl ReachMutation {
     }
 
     /// Send a test event to one of your webhooks; its delivery shows in its recent deliveries.
+    /// It is sent once and not retried. A few per webhook and per person in a sliding window:
+    /// past either, `RATE_LIMITED` with `extensions.reason` (`TEST_SENDS_PER_WEBHOOK` or
+    /// `TEST_SENDS_PER_PERSON`) and `extensions.retryAfter`, the seconds until the next may go.
     async fn test_operator_webhook(&self, ctx: &Context<'_>, id: ID) -> Result<ID> {
         let viewer = writer_of(ctx)?;
         let db = ctx.data::<DatabaseConnection>()?;
+        let config = ctx.data::<Arc<Config>>()?;
         let id = id_of(&id, "a webhook")?;
-        let delivery = operator_hooks::send_test(db, viewer, id, Utc::now())
+        let delivery = operator_hooks::send_test(db, viewer, id, &config.webhook_tests, Utc::now())
             .await
             .gql()?;
         Ok(ID(delivery.id.to_string()))

@@ -240,6 +240,11 @@ mod tests {
                 remaining_minor: 0,
                 resets_at: chrono::Utc::now(),
             },
+            ServiceError::RateLimited {
+                message: String::new(),
+                reason: crate::error::TEST_SENDS_PER_WEBHOOK,
+                retry_after: std::time::Duration::from_secs(1),
+            },
             ServiceError::Internal(anyhow::anyhow!("x")),
         ];
         let mut actual: Vec<String> = errors.iter().map(|e| e.code().to_owned()).collect();

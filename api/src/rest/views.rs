@@ -101,6 +101,8 @@ pub enum ErrorCode {
     Unavailable,
     /// 402: the niche's budget cannot take the bounty.
     OverBudget,
+    /// 429: done too often; `Retry-After` says when it may be done again.
+    RateLimited,
     /// 500: askloop's fault; logged.
     Internal,
 }

@@ -5,6 +5,7 @@
 
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::niches;
+use entity::users::{self, UserRole};
 use std::collections::HashSet;
 
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
@@ -95,6 +96,42 @@ pub async fn can_read_questions<C: ConnectionTrait>(
     } else {
         Err(not_a_member(niche))
     }
+}
+
+/// Of `user_ids`, those who may hear of `niche_id`'s questions outside the dashboard (operator
+/// webhooks, mail): admins, and its active members. Checked where each is written and again
+/// where each is sent, so a suspended or departed member hears nothing from the moment they
+/// are (docs/contract.md#reaching-operators).
+pub async fn who_may_hear<C: ConnectionTrait>(
+    conn: &C,
+    user_ids: &[i64],
+    niche_id: i64,
+) -> Result<HashSet<i64>, ServiceError> {
+    if user_ids.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let mut allowed: HashSet<i64> = users::Entity::find()
+        .select_only()
+        .column(users::Column::Id)
+        .filter(users::Column::Id.is_in(user_ids.to_vec()))
+        .filter(users::Column::Role.eq(UserRole::Admin))
+        .into_tuple::<i64>()
+        .all(conn)
+        .await?
+        .into_iter()
+        .collect();
+    allowed.extend(
+        niche_members::Entity::find()
+            .select_only()
+            .column(niche_members::Column::UserId)
+            .filter(niche_members::Column::NicheId.eq(niche_id))
+            .filter(niche_members::Column::UserId.is_in(user_ids.to_vec()))
+            .filter(niche_members::Column::Status.eq(MemberStatus::Active))
+            .into_tuple::<i64>()
+            .all(conn)
+            .await?,
+    );
+    Ok(allowed)
 }
 
 /// The error for someone who is not an active member of `niche`.

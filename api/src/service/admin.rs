@@ -180,6 +180,12 @@ pub async fn set_member_status(
     row.status = Set(status);
     row.updated_at = Set(now);
     let updated = row.update(&txn).await?;
+    // Suspended or gone: they hear nothing more of the niche from this moment — what waits for
+    // their webhooks and their mail is dropped with the change (an admin hears of every niche).
+    if status != MemberStatus::Active && user.role != entity::users::UserRole::Admin {
+        crate::service::operator_hooks::drop_for_departed(&txn, user.id, niche.id, now).await?;
+        crate::service::reach::drop_mail_for_departed(&txn, user.id, niche.id, now).await?;
+    }
     audit::record(
         &txn,
         AuditEntry {

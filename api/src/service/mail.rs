@@ -2,7 +2,7 @@
 //! preferences, claiming due ones with a lease (like `deliveries`), composing what they say, and
 //! recording how sending went. The SMTP side is the mail worker's (`worker::mail`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, QuestionStatus};
@@ -252,11 +252,15 @@ pub struct Facts {
     pub questions: HashMap<i64, agent_questions::Model>,
     /// The niches, by id.
     pub niches: HashMap<i64, niches::Model>,
+    /// (person, niche) pairs whose person may still hear of the niche: an admin, or an active
+    /// member (docs/contract.md#email).
+    pub may_hear: HashSet<(i64, i64)>,
 }
 
 impl Facts {
     /// Whether `row` still has something to say to an address it may go to: its person's
-    /// address is verified (or it is the verification itself) and its question still waits.
+    /// address is verified (or it is the verification itself), they may still hear of its niche
+    /// (a member suspended since it was written is not mailed), and its question still waits.
     pub fn still_worth_sending(&self, row: &notifications::Model) -> bool {
         let Some(person) = self.people.get(&row.user_id) else {
             return false;
@@ -272,7 +276,10 @@ impl Facts {
             .question_id
             .and_then(|id| self.questions.get(&id))
             .is_some_and(|q| q.status == QuestionStatus::Open);
-        verified && waiting
+        let hears = row
+            .niche_id
+            .is_some_and(|niche| self.may_hear.contains(&(row.user_id, niche)));
+        verified && hears && waiting
     }
 }
 
@@ -284,7 +291,20 @@ pub async fn facts(
     let people: Vec<i64> = rows.iter().map(|r| r.user_id).collect();
     let questions: Vec<i64> = rows.iter().filter_map(|r| r.question_id).collect();
     let niches: Vec<i64> = rows.iter().filter_map(|r| r.niche_id).collect();
+    let mut by_niche: HashMap<i64, Vec<i64>> = HashMap::new();
+    for row in rows {
+        if let Some(niche) = row.niche_id {
+            by_niche.entry(niche).or_default().push(row.user_id);
+        }
+    }
+    let mut may_hear = HashSet::new();
+    for (niche, people) in by_niche {
+        for person in crate::service::access::who_may_hear(db, &people, niche).await? {
+            may_hear.insert((person, niche));
+        }
+    }
     Ok(Facts {
+        may_hear,
         people: users::Entity::find()
             .filter(users::Column::Id.is_in(people.clone()))
             .all(db)

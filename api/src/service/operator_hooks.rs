@@ -3,6 +3,12 @@
 //! signed JSON a chat bridge can forward. Their events are rows of `deliveries` (`webhook_id`),
 //! written in the transaction that causes them and sent by the delivery worker with the agent's
 //! retries and attempt log.
+//!
+//! A webhook hears of its niche only while its owner may ([`access::who_may_hear`]: an admin, or
+//! an active member): that is checked when its deliveries are written and again when each is
+//! sent, and a member who is suspended or leaves has what waits for their webhooks dropped at
+//! once, with the reason on each. A member's webhook reaches only public addresses, and its
+//! owner sees of a failed attempt no more than its status code or that the address was refused.
 
 use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, Urgency};
@@ -15,10 +21,12 @@ use sea_orm::{
 };
 use serde_json::json;
 
+use crate::domain::addresses::{NOT_PUBLIC, is_public};
+use crate::domain::delivery::{TestSendLimits, next_test_send};
 use crate::domain::sealing::{self, DataKey};
 use crate::domain::text::cap;
-use crate::error::ServiceError;
-use crate::service::access::Viewer;
+use crate::error::{ServiceError, TEST_SENDS_PER_PERSON, TEST_SENDS_PER_WEBHOOK};
+use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
 
 /// How many live webhooks one person may have in one niche.
@@ -26,6 +34,9 @@ pub const PER_NICHE_MAX: usize = 5;
 
 /// The longest title a webhook body carries.
 pub const TITLE_MAX: usize = 200;
+
+/// Why a delivery to a webhook was dropped: its owner may no longer hear of its niche.
+pub const OWNER_DEPARTED: &str = "dropped: its owner is no longer an active member of the niche";
 
 /// Which event a webhook hears.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,11 +98,17 @@ pub async fn enqueue<C: ConnectionTrait>(
     if questions.is_empty() {
         return Ok(());
     }
-    let hooks = operator_webhooks::Entity::find()
+    let mut hooks = operator_webhooks::Entity::find()
         .filter(operator_webhooks::Column::NicheId.eq(niche.id))
         .filter(operator_webhooks::Column::RevokedAt.is_null())
         .all(txn)
         .await?;
+    if hooks.is_empty() {
+        return Ok(());
+    }
+    let owners: Vec<i64> = hooks.iter().map(|h| h.user_id).collect();
+    let may_hear = access::who_may_hear(txn, &owners, niche.id).await?;
+    hooks.retain(|hook| may_hear.contains(&hook.user_id));
     if hooks.is_empty() {
         return Ok(());
     }
@@ -104,6 +121,7 @@ pub async fn enqueue<C: ConnectionTrait>(
                 niche,
                 Some(question.id),
                 body_fields(question, niche),
+                false,
                 now,
             ));
         }
@@ -149,6 +167,7 @@ fn row(
     niche: &niches::Model,
     question_id: Option<i64>,
     fields: serde_json::Value,
+    single_attempt: bool,
     now: DateTime<Utc>,
 ) -> deliveries::ActiveModel {
     let envelope_id = format!("evt_{}", uuid::Uuid::new_v4().simple());
@@ -178,14 +197,18 @@ fn row(
         last_error: Set(None),
         retry_from: Set(now),
         delivered_at: Set(None),
+        dropped_reason: Set(None),
+        single_attempt: Set(single_attempt),
         created_at: Set(now),
         updated_at: Set(now),
     }
 }
 
 /// Whether `url` names this machine or a private network by its host as written: a member's
-/// webhook must not make askloop probe what only askloop can reach (its attempts' statuses and
-/// errors are shown to them). A name that resolves to such an address is not caught here.
+/// webhook must not make askloop probe what only askloop can reach (its attempts are shown to
+/// them). This refuses the obvious at registration; a name that resolves to such an address is
+/// refused at every delivery, where the address connected to is checked
+/// ([`crate::domain::addresses`]).
 pub fn is_private(url: &str) -> bool {
     let Ok(parsed) = reqwest::Url::parse(url) else {
         return true;
@@ -195,14 +218,7 @@ pub fn is_private(url: &str) -> bool {
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
     match host.parse::<std::net::IpAddr>() {
-        Ok(std::net::IpAddr::V4(ip)) => private_v4(ip),
-        Ok(std::net::IpAddr::V6(ip)) => {
-            ip.is_loopback()
-                || ip.is_unspecified()
-                || (ip.segments()[0] & 0xfe00) == 0xfc00
-                || (ip.segments()[0] & 0xffc0) == 0xfe80
-                || ip.to_ipv4_mapped().is_some_and(private_v4)
-        }
+        Ok(ip) => !is_public(ip),
         Err(_) => {
             let name = host.trim_end_matches('.').to_ascii_lowercase();
             name == "localhost"
@@ -212,17 +228,6 @@ pub fn is_private(url: &str) -> bool {
                 || !name.contains('.')
         }
     }
-}
-
-fn private_v4(ip: std::net::Ipv4Addr) -> bool {
-    let [a, b, ..] = ip.octets();
-    ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_unspecified()
-        || ip.is_broadcast()
-        // 100.64.0.0/10, shared address space.
-        || (a == 100 && (b & 0xc0) == 64)
 }
 
 /// A registered webhook as its owner sees it (never its secret).
@@ -392,16 +397,107 @@ pub async fn remove(
     Ok(true)
 }
 
+/// The error for a webhook owner who may no longer hear of its niche.
+fn no_longer_a_member() -> ServiceError {
+    ServiceError::Forbidden(
+        "you are no longer an active member of that webhook's niche; it hears nothing".into(),
+    )
+}
+
+/// Whether `viewer` may still hear of `niche_id` (an admin, or an active member).
+async fn may_hear<C: ConnectionTrait>(
+    db: &C,
+    viewer: &Viewer,
+    niche_id: i64,
+) -> Result<bool, ServiceError> {
+    Ok(viewer.is_admin
+        || access::who_may_hear(db, &[viewer.user_id], niche_id)
+            .await?
+            .contains(&viewer.user_id))
+}
+
 /// Queue a test event to one of the viewer's webhooks (`question.waiting` with `test: true` and
-/// no question).
+/// no question), sent once and never retried. At most `limits.per_webhook` per webhook and
+/// `limits.per_person` per person within `limits.window`; past either, `RATE_LIMITED` says when
+/// the next may go.
 pub async fn send_test(
     db: &DatabaseConnection,
     viewer: &Viewer,
     id: i64,
+    limits: &TestSendLimits,
     now: DateTime<Utc>,
 ) -> Result<deliveries::Model, ServiceError> {
+    use sea_orm::QuerySelect;
     let txn = crate::db::begin_write(db).await?;
     let hook = own_hook(&txn, viewer, id).await?;
+    if !may_hear(&txn, viewer, hook.niche_id).await? {
+        return Err(no_longer_a_member());
+    }
+    // One person's test sends queue here, so two at once cannot both fit the last place (on
+    // SQLite the write transaction is already the only one).
+    if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        entity::users::Entity::find_by_id(viewer.user_id)
+            .select_only()
+            .column(entity::users::Column::Id)
+            .lock_exclusive()
+            .into_tuple::<i64>()
+            .one(&txn)
+            .await?;
+    }
+    let since = now - chrono::Duration::from_std(limits.window).unwrap_or(chrono::Duration::MAX);
+    let recent_tests = |limit: u32| {
+        deliveries::Entity::find()
+            .select_only()
+            .column(deliveries::Column::CreatedAt)
+            .filter(deliveries::Column::SingleAttempt.eq(true))
+            .filter(deliveries::Column::CreatedAt.gt(since))
+            .order_by_desc(deliveries::Column::CreatedAt)
+            .limit(u64::from(limit.max(1)))
+    };
+    let this_hook: Vec<DateTime<Utc>> = recent_tests(limits.per_webhook)
+        .filter(deliveries::Column::WebhookId.eq(hook.id))
+        .into_tuple()
+        .all(&txn)
+        .await?;
+    let mut own_hooks = sea_orm::sea_query::Query::select();
+    own_hooks
+        .column(operator_webhooks::Column::Id)
+        .from(operator_webhooks::Entity)
+        .and_where(operator_webhooks::Column::UserId.eq(viewer.user_id));
+    let all_hooks: Vec<DateTime<Utc>> = recent_tests(limits.per_person)
+        .filter(deliveries::Column::WebhookId.in_subquery(own_hooks))
+        .into_tuple()
+        .all(&txn)
+        .await?;
+    let minutes = limits.window.as_secs().div_ceil(60);
+    for (sent, limit, reason, whose) in [
+        (
+            &this_hook,
+            limits.per_webhook,
+            TEST_SENDS_PER_WEBHOOK,
+            "this webhook was",
+        ),
+        (
+            &all_hooks,
+            limits.per_person,
+            TEST_SENDS_PER_PERSON,
+            "your webhooks were",
+        ),
+    ] {
+        // The newest `limit` within the window, newest first: once the last of them leaves the
+        // window, one more fits.
+        let count = u64::try_from(sent.len()).unwrap_or(u64::MAX);
+        if let Some(wait) = next_test_send(count, limit, sent.last().copied(), limits.window, now) {
+            return Err(ServiceError::RateLimited {
+                message: format!(
+                    "{whose} sent {limit} test events in the last {minutes} minutes; try again in {} s",
+                    wait.as_secs()
+                ),
+                reason,
+                retry_after: wait,
+            });
+        }
+    }
     let niche = niches::Entity::find_by_id(hook.niche_id)
         .one(&txn)
         .await?
@@ -414,36 +510,120 @@ pub async fn send_test(
         "expiresAt": null,
         "url": "/dashboard/settings",
     });
-    let delivery = row(&hook, HookEvent::Waiting, &niche, None, fields, now)
+    let delivery = row(&hook, HookEvent::Waiting, &niche, None, fields, true, now)
         .insert(&txn)
         .await?;
     txn.commit().await?;
     Ok(delivery)
 }
 
-/// The most recent deliveries to one of the viewer's webhooks, newest first.
+/// A delivery to a webhook as its owner sees it.
+#[derive(Debug, Clone)]
+pub struct OwnerView {
+    /// The row.
+    pub delivery: deliveries::Model,
+    /// What its last attempt came to, as far as its owner may know: the HTTP status, that the
+    /// address was refused, or that no response came — never a resolver's or connection's
+    /// words, which would tell a member what askloop's network looks like.
+    pub last_error: Option<String>,
+}
+
+/// What the owner of a webhook is told of `delivery`'s last attempt.
+pub fn shown_error(delivery: &deliveries::Model) -> Option<String> {
+    let error = delivery.last_error.as_deref()?;
+    if error == NOT_PUBLIC {
+        return Some(NOT_PUBLIC.to_owned());
+    }
+    Some(match delivery.last_status_code {
+        Some(code) => format!("HTTP {code}"),
+        None => "no response".to_owned(),
+    })
+}
+
+/// The most recent deliveries to one of the viewer's webhooks, newest first; refused once the
+/// viewer is no longer an active member of its niche.
 pub async fn recent_deliveries(
     db: &DatabaseConnection,
     viewer: &Viewer,
     id: i64,
     limit: u64,
-) -> Result<Vec<deliveries::Model>, ServiceError> {
+) -> Result<Vec<OwnerView>, ServiceError> {
     use sea_orm::QuerySelect;
     let hook = own_hook(db, viewer, id).await?;
+    if !may_hear(db, viewer, hook.niche_id).await? {
+        return Err(no_longer_a_member());
+    }
     Ok(deliveries::Entity::find()
         .filter(deliveries::Column::WebhookId.eq(hook.id))
         .order_by_desc(deliveries::Column::Id)
         .limit(limit.min(50))
         .all(db)
-        .await?)
+        .await?
+        .into_iter()
+        .map(|delivery| OwnerView {
+            last_error: shown_error(&delivery),
+            delivery,
+        })
+        .collect())
 }
 
-/// The URL and secret to send a delivery of `webhook_id` to, if it is still live.
+/// Inside the transaction that takes `user_id` out of `niche_id` (suspended, left): what waits
+/// for their webhooks of that niche is dropped, with the reason on each. An admin keeps hearing.
+pub async fn drop_for_departed<C: ConnectionTrait>(
+    txn: &C,
+    user_id: i64,
+    niche_id: i64,
+    now: DateTime<Utc>,
+) -> Result<u64, ServiceError> {
+    let mut theirs = sea_orm::sea_query::Query::select();
+    theirs
+        .column(operator_webhooks::Column::Id)
+        .from(operator_webhooks::Entity)
+        .and_where(operator_webhooks::Column::UserId.eq(user_id))
+        .and_where(operator_webhooks::Column::NicheId.eq(niche_id));
+    let dropped = deliveries::Entity::update_many()
+        .col_expr(
+            deliveries::Column::Status,
+            Expr::value(DeliveryStatus::Dropped),
+        )
+        .col_expr(
+            deliveries::Column::DroppedReason,
+            Expr::value(Some(OWNER_DEPARTED.to_owned())),
+        )
+        // A worker sending one right now finds its claim gone and changes nothing more.
+        .col_expr(deliveries::Column::ClaimToken, Expr::value(None::<String>))
+        .col_expr(
+            deliveries::Column::ClaimedUntil,
+            Expr::value(None::<DateTime<Utc>>),
+        )
+        .col_expr(deliveries::Column::UpdatedAt, Expr::value(now))
+        .filter(deliveries::Column::WebhookId.in_subquery(theirs))
+        .filter(deliveries::Column::Status.eq(DeliveryStatus::Pending))
+        .exec(txn)
+        .await?;
+    Ok(dropped.rows_affected)
+}
+
+/// Where a webhook's deliveries go, and whether they may go now.
+#[derive(Debug, Clone)]
+pub struct HookDestination {
+    /// The URL.
+    pub url: String,
+    /// The signing secret.
+    pub secret: String,
+    /// Whether its owner is an admin: an admin's webhook may reach private addresses (a chat
+    /// bridge on the same network); a member's reaches only public ones.
+    pub owner_is_admin: bool,
+    /// Whether its owner may still hear of its niche; if not, its deliveries are dropped.
+    pub owner_may_hear: bool,
+}
+
+/// Where a delivery of `webhook_id` goes, if the webhook is still live.
 pub async fn destination(
     db: &DatabaseConnection,
     key: Option<&DataKey>,
     webhook_id: i64,
-) -> Result<Option<(String, String)>, ServiceError> {
+) -> Result<Option<HookDestination>, ServiceError> {
     let Some(hook) = operator_webhooks::Entity::find_by_id(webhook_id)
         .filter(operator_webhooks::Column::RevokedAt.is_null())
         .one(db)
@@ -454,7 +634,20 @@ pub async fn destination(
     let secret = sealing::reveal(key, &hook.secret).map_err(|e| {
         ServiceError::Internal(anyhow::anyhow!("an operator webhook's secret: {e}"))
     })?;
-    Ok(Some((hook.url, secret)))
+    let owner_is_admin = entity::users::Entity::find_by_id(hook.user_id)
+        .one(db)
+        .await?
+        .is_some_and(|owner| owner.role == entity::users::UserRole::Admin);
+    let owner_may_hear = owner_is_admin
+        || access::who_may_hear(db, &[hook.user_id], hook.niche_id)
+            .await?
+            .contains(&hook.user_id);
+    Ok(Some(HookDestination {
+        url: hook.url,
+        secret,
+        owner_is_admin,
+        owner_may_hear,
+    }))
 }
 
 #[cfg(test)]

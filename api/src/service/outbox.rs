@@ -6,17 +6,21 @@
 //! the same row at once (on PostgreSQL the claim skips rows another worker has locked; on SQLite
 //! the claim runs in an IMMEDIATE transaction), and a worker that dies mid-send simply lets its
 //! lease run out, after which the row is claimed and sent again with the same envelope id.
+//!
+//! Each claim is for one [`Class`] of receivers and takes due rows fairly across their
+//! endpoints ([`Lane`]s), each endpoint up to its share, so the worker can claim as its slots
+//! free up and no endpoint's backlog stands in front of another's.
 
 use chrono::{DateTime, Utc};
 use entity::agent_questions;
-use entity::agents::{self, AgentStatus};
+use entity::agents;
 use entity::deliveries::{self, DeliveryStatus};
 use entity::delivery_attempts;
 use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType, Query};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait,
-    DatabaseConnection, DbBackend, EntityTrait, NotSet, Order, QueryFilter, QueryOrder,
-    QuerySelect,
+    DatabaseConnection, DbBackend, EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect,
+    Statement,
 };
 use serde_json::{Value, json};
 
@@ -173,6 +177,8 @@ pub async fn enqueue_to<C: ConnectionTrait>(
             last_error: Set(None),
             retry_from: Set(now),
             delivered_at: Set(None),
+            dropped_reason: Set(None),
+            single_attempt: Set(false),
             created_at: Set(now),
             updated_at: Set(now),
         }
@@ -190,70 +196,169 @@ pub struct Claimed {
     pub token: String,
 }
 
-/// Claim up to `limit` due deliveries for `lease`: those of registered agents that are active
-/// and have a URL, and the default agent's when `default_has_url` (`CHOVY_WEBHOOK_URL` is set).
-/// A disabled agent's deliveries are not claimed, so they wait without an attempt.
+/// Which receivers a delivery goes to. Each class has its own slots in the worker, so agents'
+/// events never wait behind operator webhooks (docs/security.md#outbound).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// Agents: registered ones and the default agent.
+    Agents,
+    /// Operator webhooks.
+    Hooks,
+}
+
+/// One receiver's lane: the endpoint a delivery goes to, within its class — a registered agent
+/// (the default agent is 0), or an operator webhook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Lane {
+    /// The class.
+    pub class: Class,
+    /// The agent's or the webhook's id (0: the default agent).
+    pub endpoint: i64,
+}
+
+impl Lane {
+    /// The lane `delivery` travels in.
+    pub fn of(delivery: &deliveries::Model) -> Self {
+        match delivery.webhook_id {
+            Some(hook) => Lane {
+                class: Class::Hooks,
+                endpoint: hook,
+            },
+            None => Lane {
+                class: Class::Agents,
+                endpoint: delivery.agent_id.unwrap_or(0),
+            },
+        }
+    }
+}
+
+/// What one claim asks for.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest {
+    /// Whose deliveries.
+    pub class: Class,
+    /// At most this many (the class's free slots).
+    pub limit: usize,
+    /// At most this many claimed at once per endpoint, counting every worker's live claims.
+    pub per_endpoint: usize,
+    /// Endpoints not to claim for now (their breaker is open, or their one probe is out).
+    pub skip: Vec<i64>,
+    /// Endpoints whose breaker lets one probe through: at most one claimed at once.
+    pub probing: Vec<i64>,
+    /// How long the claim holds.
+    pub lease: std::time::Duration,
+    /// Whether the default agent has a URL (`CHOVY_WEBHOOK_URL`), so its deliveries are sent.
+    pub default_has_url: bool,
+}
+
+/// The due deliveries `request` may claim now, fairly: the first due of every endpoint before
+/// the second of any, each endpoint below its share counting the claims every worker holds.
+/// Only deliveries that can be sent now: a registered agent's while it is active with a URL
+/// (a disabled one's wait without an attempt), the default agent's when it has one, and live
+/// webhooks'. A plain read; the claim itself is [`claim_due`].
+fn candidates(request: &ClaimRequest, backend: DbBackend, now: DateTime<Utc>) -> Statement {
+    let (lane, class_only, sendable) = match request.class {
+        Class::Agents => (
+            "COALESCE(agent_id, 0)",
+            "webhook_id IS NULL",
+            format!(
+                "webhook_id IS NULL AND (agent_id IN (SELECT id FROM agents WHERE status = \
+                 'active' AND webhook_url IS NOT NULL){})",
+                if request.default_has_url {
+                    " OR agent_id IS NULL"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        Class::Hooks => (
+            "webhook_id",
+            "webhook_id IS NOT NULL",
+            "webhook_id IN (SELECT id FROM operator_webhooks WHERE revoked_at IS NULL)".to_owned(),
+        ),
+    };
+    let count = |n: usize| sea_orm::Value::from(i64::try_from(n).unwrap_or(i64::MAX));
+    let marks = |n: usize| vec!["?"; n].join(", ");
+    let mut values: Vec<sea_orm::Value> = vec![now.into(), now.into(), now.into()];
+    let skip = if request.skip.is_empty() {
+        String::new()
+    } else {
+        values.extend(request.skip.iter().map(|&id| sea_orm::Value::from(id)));
+        format!(" AND {lane} NOT IN ({})", marks(request.skip.len()))
+    };
+    let share = if request.probing.is_empty() {
+        values.push(count(request.per_endpoint));
+        "?".to_owned()
+    } else {
+        values.extend(request.probing.iter().map(|&id| sea_orm::Value::from(id)));
+        values.push(count(request.per_endpoint));
+        format!(
+            "CASE WHEN due.lane IN ({}) THEN 1 ELSE ? END",
+            marks(request.probing.len())
+        )
+    };
+    values.push(count(request.limit));
+    let sql = format!(
+        "WITH busy AS ( \
+           SELECT {lane} AS lane, COUNT(*) AS n FROM deliveries \
+           WHERE status = 'pending' AND claimed_until > ? AND {class_only} \
+           GROUP BY {lane} \
+         ), due AS ( \
+           SELECT id, next_attempt_at, {lane} AS lane, \
+                  ROW_NUMBER() OVER (PARTITION BY {lane} ORDER BY next_attempt_at, id) AS rn \
+           FROM deliveries \
+           WHERE status = 'pending' AND next_attempt_at <= ? \
+             AND (claimed_until IS NULL OR claimed_until <= ?) \
+             AND {sendable}{skip} \
+         ) \
+         SELECT due.id FROM due LEFT JOIN busy ON busy.lane = due.lane \
+         WHERE due.rn + COALESCE(busy.n, 0) <= {share} \
+         ORDER BY due.rn, due.next_attempt_at, due.id \
+         LIMIT ?"
+    );
+    crate::service::reach::statement(backend, &sql, values)
+}
+
+/// Claim for `request.lease` what [`candidates`] finds due. Two workers never hold the same row
+/// at once: the claim takes only rows still unclaimed when it commits (on PostgreSQL skipping
+/// rows another worker is claiming; on SQLite in an IMMEDIATE transaction).
 pub async fn claim_due(
     db: &DatabaseConnection,
-    limit: u64,
-    lease: std::time::Duration,
-    default_has_url: bool,
+    request: &ClaimRequest,
     now: DateTime<Utc>,
 ) -> Result<Vec<Claimed>, ServiceError> {
-    let mut sendable = Query::select();
-    sendable
-        .column(agents::Column::Id)
-        .from(agents::Entity)
-        .and_where(agents::Column::Status.eq(AgentStatus::Active))
-        .and_where(agents::Column::WebhookUrl.is_not_null());
-    let mut live_hooks = Query::select();
-    live_hooks
-        .column(entity::operator_webhooks::Column::Id)
-        .from(entity::operator_webhooks::Entity)
-        .and_where(entity::operator_webhooks::Column::RevokedAt.is_null());
-    let mut whose = Condition::any()
-        .add(deliveries::Column::AgentId.in_subquery(sendable))
-        .add(deliveries::Column::WebhookId.in_subquery(live_hooks));
-    if default_has_url {
-        whose = whose.add(
-            Condition::all()
-                .add(deliveries::Column::AgentId.is_null())
-                .add(deliveries::Column::WebhookId.is_null()),
-        );
+    if request.limit == 0 {
+        return Ok(Vec::new());
     }
-    let token = uuid::Uuid::new_v4().simple().to_string();
-    let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60));
-    let mut due = Query::select();
-    due.column(deliveries::Column::Id)
-        .from(deliveries::Entity)
-        .and_where(deliveries::Column::Status.eq(DeliveryStatus::Pending))
-        .and_where(deliveries::Column::NextAttemptAt.lte(now))
-        .cond_where(
-            Condition::all().add(whose).add(
-                Condition::any()
-                    .add(deliveries::Column::ClaimedUntil.is_null())
-                    .add(deliveries::Column::ClaimedUntil.lte(now)),
-            ),
-        )
-        .order_by(deliveries::Column::NextAttemptAt, Order::Asc)
-        .order_by(deliveries::Column::Id, Order::Asc)
-        .limit(limit);
+    let backend = db.get_database_backend();
     // A plain read first: when nothing is due (most polls, and every poll of an askloop that
     // has no endpoint to send to) no write transaction is opened, so idle polling never takes
     // SQLite's write lock from the writers that matter. The claim below still decides.
-    let anything_due = deliveries::Entity::find()
-        .select_only()
-        .column(deliveries::Column::Id)
-        .filter(deliveries::Column::Id.in_subquery(due.clone()))
-        .limit(1)
-        .into_tuple::<i64>()
-        .one(db)
-        .await?;
-    if anything_due.is_none() {
+    let ids: Vec<i64> = db
+        .query_all_raw(candidates(request, backend, now))
+        .await?
+        .iter()
+        .map(|row| row.try_get_by_index::<i64>(0))
+        .collect::<Result<_, _>>()?;
+    if ids.is_empty() {
         return Ok(Vec::new());
     }
-    if db.get_database_backend() == DbBackend::Postgres {
-        due.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    let until =
+        now + chrono::Duration::from_std(request.lease).unwrap_or(chrono::Duration::seconds(60));
+    let mut still_free = Query::select();
+    still_free
+        .column(deliveries::Column::Id)
+        .from(deliveries::Entity)
+        .and_where(deliveries::Column::Id.is_in(ids))
+        .and_where(deliveries::Column::Status.eq(DeliveryStatus::Pending))
+        .cond_where(
+            Condition::any()
+                .add(deliveries::Column::ClaimedUntil.is_null())
+                .add(deliveries::Column::ClaimedUntil.lte(now)),
+        );
+    if backend == DbBackend::Postgres {
+        still_free.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
     }
     let txn = begin_write(db).await?;
     let claimed = deliveries::Entity::update_many()
@@ -263,7 +368,7 @@ pub async fn claim_due(
         )
         .col_expr(deliveries::Column::ClaimedUntil, Expr::value(Some(until)))
         .col_expr(deliveries::Column::UpdatedAt, Expr::value(now))
-        .filter(deliveries::Column::Id.in_subquery(due))
+        .filter(deliveries::Column::Id.in_subquery(still_free))
         .exec(&txn)
         .await?;
     txn.commit().await?;
@@ -283,6 +388,36 @@ pub async fn claim_due(
             token: token.clone(),
         })
         .collect())
+}
+
+/// Drop a claimed delivery unsent, saying why (its webhook's owner may no longer hear of the
+/// niche): it is never sent, and the reason shows on it.
+pub async fn drop_claimed(
+    db: &DatabaseConnection,
+    claimed: &Claimed,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    deliveries::Entity::update_many()
+        .col_expr(
+            deliveries::Column::Status,
+            Expr::value(DeliveryStatus::Dropped),
+        )
+        .col_expr(
+            deliveries::Column::DroppedReason,
+            Expr::value(Some(reason.to_owned())),
+        )
+        .col_expr(deliveries::Column::ClaimToken, Expr::value(None::<String>))
+        .col_expr(
+            deliveries::Column::ClaimedUntil,
+            Expr::value(None::<DateTime<Utc>>),
+        )
+        .col_expr(deliveries::Column::UpdatedAt, Expr::value(now))
+        .filter(deliveries::Column::Id.eq(claimed.delivery.id))
+        .filter(deliveries::Column::ClaimToken.eq(claimed.token.clone()))
+        .exec(db)
+        .await?;
+    Ok(())
 }
 
 /// Let go of a claimed delivery without an attempt (its agent was disabled or lost its URL
@@ -341,6 +476,9 @@ pub async fn record(
             delivery.next_attempt_at,
             "delivered",
         )
+    } else if delivery.single_attempt {
+        // A test event is sent once: its one attempt is all the owner asked for.
+        (DeliveryStatus::Exhausted, now, "exhausted")
     } else {
         match after_failure(
             policy,
@@ -430,7 +568,8 @@ pub async fn list(
         (DeliveryStatus::Exhausted, _) => 0,
         (DeliveryStatus::Pending, true) => 1,
         (DeliveryStatus::Pending, false) => 2,
-        (DeliveryStatus::Delivered, _) => 3,
+        (DeliveryStatus::Dropped, _) => 3,
+        (DeliveryStatus::Delivered, _) => 4,
     });
     Ok(rows)
 }

@@ -695,6 +695,14 @@ pub async fn unsubscribe_target(
     };
     let user_id: i64 = user.parse().map_err(|_| not_one())?;
     let niche_id: i64 = niche.parse().map_err(|_| not_one())?;
+    // Signed by us, but for someone no longer here: nothing to stop, and nobody to store a
+    // preference for (the row would name a person that does not exist).
+    users::Entity::find_by_id(user_id)
+        .one(db)
+        .await?
+        .ok_or_else(|| {
+            ServiceError::NotFound("this link is for an account that no longer exists".into())
+        })?;
     let niche = niches::Entity::find_by_id(niche_id)
         .one(db)
         .await?
@@ -751,6 +759,35 @@ pub async fn unsubscribe(
     .await?;
     txn.commit().await?;
     Ok(niche)
+}
+
+/// Inside the transaction that takes `user_id` out of `niche_id`: the mail waiting to tell them
+/// of its questions is not sent.
+pub async fn drop_mail_for_departed<C: ConnectionTrait>(
+    txn: &C,
+    user_id: i64,
+    niche_id: i64,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    notifications::Entity::update_many()
+        .col_expr(
+            notifications::Column::Status,
+            sea_orm::sea_query::Expr::value("dropped"),
+        )
+        .col_expr(
+            notifications::Column::ClaimToken,
+            sea_orm::sea_query::Expr::value(None::<String>),
+        )
+        .col_expr(
+            notifications::Column::UpdatedAt,
+            sea_orm::sea_query::Expr::value(now),
+        )
+        .filter(notifications::Column::UserId.eq(user_id))
+        .filter(notifications::Column::NicheId.eq(niche_id))
+        .filter(notifications::Column::Status.is_in(["planned", "pending"]))
+        .exec(txn)
+        .await?;
+    Ok(())
 }
 
 // ----------------------------------------------------------------------------------------------

@@ -443,12 +443,13 @@ fn Deliveries(caption: String, deliveries: Vec<Delivery>) -> impl IntoView {
 fn DeliveryRow(delivery: Delivery) -> impl IntoView {
     let d = delivery;
     let status = DeliveryStatus::of(&d.status);
-    // What the webhook's server answered, or why nothing came back: a remote server's words, so
-    // text only, isolated, invisible characters shown.
-    let last = match (d.last_status_code, d.last_error) {
-        (_, Some(error)) => visible_controls(&error),
-        (Some(code), None) => format!("HTTP {code}"),
-        (None, None) => "none yet".to_owned(),
+    // Why it was not sent, what the webhook's server answered, or that nothing came back (the
+    // server says no more than that), shown as text only, isolated, invisible characters shown.
+    let last = match (d.dropped_reason, d.last_status_code, d.last_error) {
+        (Some(reason), _, _) => visible_controls(&reason),
+        (None, _, Some(error)) => visible_controls(&error),
+        (None, Some(code), None) => format!("HTTP {code}"),
+        (None, None, None) => "none yet".to_owned(),
     };
     view! {
         <tr data-delivery-id=d.id data-status=status.to_string()>
