@@ -38,6 +38,7 @@ mod sdk;
 mod settings_page;
 mod shared_fanout;
 mod sign_in;
+mod sign_in_flood;
 mod signing_vectors;
 mod tasks;
 mod tasks_page;

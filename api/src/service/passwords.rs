@@ -94,6 +94,7 @@ struct PoolState {
 
 #[derive(Debug)]
 struct Pool {
+    size: usize,
     state: Mutex<PoolState>,
 }
 
@@ -207,6 +208,7 @@ impl Permits {
     pub fn new(permits: usize) -> Self {
         Self {
             pool: Arc::new(Pool {
+                size: permits.max(1),
                 state: Mutex::new(PoolState {
                     free: permits.max(1),
                     lanes: HashMap::new(),
@@ -251,6 +253,11 @@ impl Permits {
             .map_err(|_| {
                 ServiceError::Internal(anyhow::anyhow!("password permits: a waiter was let go"))
             })
+    }
+
+    /// How many permits there are.
+    pub fn size(&self) -> usize {
+        self.pool.size
     }
 
     /// How many checks in `lane` wait for a permit.
