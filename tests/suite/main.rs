@@ -42,4 +42,5 @@ mod sign_in_flood;
 mod signing_vectors;
 mod tasks;
 mod tasks_page;
+mod unavailable;
 mod verdicts;
