@@ -426,6 +426,8 @@ impl LoginThrottle {
     pub const FORGET_AFTER: Duration = Duration::from_secs(60 * 60);
     /// The most counts kept at once.
     pub const CAPACITY: usize = 20_000;
+    /// The longest an address may be made to wait for one failed sign-in back.
+    pub const LONGEST_REFILL: Duration = Duration::from_secs(3600);
     /// How often forgotten counts are swept out even when nothing is full.
     const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
@@ -446,7 +448,9 @@ impl LoginThrottle {
             capacity: capacity.max(1),
             settings: SignInSettings {
                 address_burst: settings.address_burst.max(1),
-                address_refill: settings.address_refill.max(Duration::from_millis(1)),
+                address_refill: settings
+                    .address_refill
+                    .clamp(Duration::from_millis(1), Self::LONGEST_REFILL),
                 checks_per_address: settings.checks_per_address.max(1),
             },
         }
@@ -518,7 +522,9 @@ impl LoginThrottle {
             .copied()
             .filter(|full_at| *full_at > now)
             .unwrap_or(now);
-        counts.by_address.insert(address, full_at + refill);
+        counts
+            .by_address
+            .insert(address, full_at.checked_add(refill).unwrap_or(full_at));
     }
 
     /// Give one attempt back to `address`'s bucket (it was not a failure after all).

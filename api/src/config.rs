@@ -517,6 +517,12 @@ impl Config {
             })?;
         }
         if let Some(refill) = read_millis(&env::ASKLOOP_LOGIN_ADDRESS_REFILL_MS)? {
+            if refill > crate::auth::LoginThrottle::LONGEST_REFILL {
+                return Err(ConfigError {
+                    name: env::ASKLOOP_LOGIN_ADDRESS_REFILL_MS.name,
+                    problem: format!("'{}' is more than an hour (3600000 ms)", refill.as_millis()),
+                });
+            }
             config.sign_in.address_refill = refill;
         }
         if let Some(checks) = count(
@@ -849,6 +855,7 @@ mod tests {
             ("ASKLOOP_LOGIN_ADDRESS_BURST", "99999999999"),
             ("ASKLOOP_LOGIN_ADDRESS_REFILL_MS", "3s"),
             ("ASKLOOP_LOGIN_ADDRESS_REFILL_MS", "0"),
+            ("ASKLOOP_LOGIN_ADDRESS_REFILL_MS", "3600001"),
             ("ASKLOOP_LOGIN_CHECKS_PER_ADDRESS", "0"),
             ("ASKLOOP_LOGIN_CHECKS_PER_ADDRESS", "one"),
         ] {

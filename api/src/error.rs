@@ -342,9 +342,13 @@ impl ServiceError {
 
     /// The `Retry-After` header value for this error, when it has one.
     pub fn retry_after_header(&self) -> Option<HeaderValue> {
-        self.retry_after()
-            .map(|wait| HeaderValue::from(wait.as_secs().max(1)))
+        self.retry_after().map(|_| retry_after_header())
     }
+}
+
+/// The `Retry-After` header value of a temporary failure: [`RETRY_AFTER`] in whole seconds.
+pub fn retry_after_header() -> HeaderValue {
+    HeaderValue::from(RETRY_AFTER.as_secs().max(1))
 }
 
 /// The reason of [`ServiceError::TemporarilyUnavailable`]: the same request may succeed later.

@@ -196,12 +196,9 @@ pub async fn authenticate(
             let mut response = next.run(request).await;
             if out_of_reach.0.load(Ordering::Relaxed) {
                 *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-                if let Some(wait) =
-                    ServiceError::TemporarilyUnavailable(anyhow::anyhow!("out of reach"))
-                        .retry_after_header()
-                {
-                    response.headers_mut().insert(header::RETRY_AFTER, wait);
-                }
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, crate::error::retry_after_header());
             }
             response
         }
