@@ -279,6 +279,46 @@ impl<S: Send + Sync> FromRequestParts<S> for UserAgent {
     }
 }
 
+/// How sign-ins are throttled per address (`ASKLOOP_LOGIN_ADDRESS_BURST`,
+/// `ASKLOOP_LOGIN_ADDRESS_REFILL_MS`, `ASKLOOP_LOGIN_CHECKS_PER_ADDRESS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignInSettings {
+    /// Failed sign-ins one address may make in a burst, whatever the handles (20).
+    pub address_burst: u32,
+    /// How often an address earns back one failed sign-in (every 3 s: 20 a minute).
+    pub address_refill: Duration,
+    /// How many of one address's passwords are checked at once (1).
+    pub checks_per_address: usize,
+}
+
+impl Default for SignInSettings {
+    fn default() -> Self {
+        Self {
+            address_burst: 20,
+            address_refill: Duration::from_secs(3),
+            checks_per_address: 1,
+        }
+    }
+}
+
+/// Why a sign-in attempt was not let through, and how long until it would be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// This handle failed too often from this address: its backoff runs.
+    Handle(Duration),
+    /// This address failed too often, whatever the handles: its bucket is empty.
+    Address(Duration),
+}
+
+impl Refused {
+    /// How long until an attempt would be let through.
+    pub fn wait(self) -> Duration {
+        match self {
+            Refused::Handle(wait) | Refused::Address(wait) => wait,
+        }
+    }
+}
+
 /// Whose failed sign-ins a count is: a handle in normal form, tried from one address.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ThrottleKey {
@@ -307,6 +347,11 @@ struct Failures {
 #[derive(Debug)]
 struct Counts {
     by_key: HashMap<ThrottleKey, Failures>,
+    /// Each address's bucket, as the moment it will be full again: every failure counted moves
+    /// it one refill later, and an attempt is let through while it is at most a burst's worth
+    /// of refills ahead of now (the generic cell rate algorithm). Addresses whose moment has
+    /// passed are full, the same as not kept.
+    by_address: HashMap<IpAddr, Instant>,
     swept: Instant,
 }
 
@@ -315,21 +360,29 @@ struct Counts {
 /// [`LoginThrottle::LONGEST_WAIT`]. Counting by handle *and* address means a stranger who fails
 /// on purpose slows down only themselves, never the person signing in from their own address.
 ///
+/// Guessing across handles is bounded too: each address (an IPv4 address, an IPv6 /64) has a
+/// bucket of [`SignInSettings::address_burst`] failures, refilled one every
+/// [`SignInSettings::address_refill`]; an attempt from an address whose bucket is empty is
+/// refused before its password is checked, so it never waits for an argon2 permit. Successes
+/// give their attempt back, so people who sign in from one shared address are not counted
+/// against each other.
+///
 /// An attempt is counted when it starts, before its password is checked, and the count is
 /// forgotten when one succeeds: so a burst of simultaneous guesses gets no more checks than the
 /// free allowance. Counts are forgotten [`LoginThrottle::FORGET_AFTER`] after their last
 /// attempt, and at most [`LoginThrottle::CAPACITY`] are kept; past it the least telling go
-/// first (fewest failures, then oldest). Per process: with several instances the limit applies
-/// per instance.
+/// first (fewest failures, then oldest); the same cap holds the buckets, the fullest going
+/// first. Per process: with several instances the limit applies per instance.
 #[derive(Debug)]
 pub struct LoginThrottle {
     counts: Mutex<Counts>,
     capacity: usize,
+    settings: SignInSettings,
 }
 
 impl Default for LoginThrottle {
     fn default() -> Self {
-        Self::with_capacity(Self::CAPACITY)
+        Self::new(SignInSettings::default())
     }
 }
 
@@ -343,9 +396,12 @@ pub struct Attempt<'a> {
 }
 
 impl Attempt<'_> {
-    /// The password was right: forget this handle's failures from this address.
+    /// The password was right: forget this handle's failures from this address, and give the
+    /// attempt back to the address's bucket.
     pub fn succeeded(self) {
-        self.throttle.lock().by_key.remove(&self.key);
+        let mut counts = self.throttle.lock();
+        counts.by_key.remove(&self.key);
+        self.throttle.give_back(&mut counts, self.key.address);
     }
 
     /// The password was wrong: the attempt stays counted.
@@ -353,9 +409,11 @@ impl Attempt<'_> {
 
     /// The attempt could not be judged (askloop failed, not the password): uncount it.
     pub fn withdrawn(self) {
-        if let Some(failures) = self.throttle.lock().by_key.get_mut(&self.key) {
+        let mut counts = self.throttle.lock();
+        if let Some(failures) = counts.by_key.get_mut(&self.key) {
             failures.count = failures.count.saturating_sub(1);
         }
+        self.throttle.give_back(&mut counts, self.key.address);
     }
 }
 
@@ -368,18 +426,39 @@ impl LoginThrottle {
     pub const FORGET_AFTER: Duration = Duration::from_secs(60 * 60);
     /// The most counts kept at once.
     pub const CAPACITY: usize = 20_000;
+    /// The longest an address may be made to wait for one failed sign-in back.
+    pub const LONGEST_REFILL: Duration = Duration::from_secs(3600);
     /// How often forgotten counts are swept out even when nothing is full.
     const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
-    /// A throttle that keeps at most `capacity` counts (at least one).
-    pub fn with_capacity(capacity: usize) -> Self {
+    /// A throttle with `settings` that keeps at most [`LoginThrottle::CAPACITY`] counts.
+    pub fn new(settings: SignInSettings) -> Self {
+        Self::with_capacity(settings, Self::CAPACITY)
+    }
+
+    /// A throttle with `settings` that keeps at most `capacity` counts and as many buckets (at
+    /// least one of each).
+    pub fn with_capacity(settings: SignInSettings, capacity: usize) -> Self {
         Self {
             counts: Mutex::new(Counts {
                 by_key: HashMap::new(),
+                by_address: HashMap::new(),
                 swept: Instant::now(),
             }),
             capacity: capacity.max(1),
+            settings: SignInSettings {
+                address_burst: settings.address_burst.max(1),
+                address_refill: settings
+                    .address_refill
+                    .clamp(Duration::from_millis(1), Self::LONGEST_REFILL),
+                checks_per_address: settings.checks_per_address.max(1),
+            },
         }
+    }
+
+    /// The settings it throttles by.
+    pub fn settings(&self) -> SignInSettings {
+        self.settings
     }
 
     /// The counts; a panic elsewhere while they were held leaves them usable (each change
@@ -411,15 +490,78 @@ impl LoginThrottle {
         Self::wait_of(self.lock().by_key.get(key)?, now)
     }
 
-    /// Start a sign-in attempt under `key`: counted as a failure at once, or refused with how
-    /// long to wait. Checking and counting happen under one lock, so simultaneous attempts
-    /// cannot all pass the check before any is counted.
-    pub fn attempt(&self, key: &ThrottleKey, now: Instant) -> Result<Attempt<'_>, Duration> {
-        let mut counts = self.lock();
-        if let Some(failures) = counts.by_key.get_mut(key) {
-            if let Some(wait) = Self::wait_of(failures, now) {
-                return Err(wait);
+    /// How far ahead of `now` a bucket may be and still let an attempt through: the burst, less
+    /// the one the attempt itself takes.
+    fn bucket_depth(&self) -> Duration {
+        self.settings
+            .address_refill
+            .saturating_mul(self.settings.address_burst.saturating_sub(1))
+    }
+
+    /// How long an attempt from `address` must wait for its bucket, if at all.
+    fn bucket_wait(&self, counts: &Counts, address: IpAddr, now: Instant) -> Option<Duration> {
+        let full_at = *counts.by_address.get(&address)?;
+        let ahead = full_at.saturating_duration_since(now);
+        ahead
+            .checked_sub(self.bucket_depth())
+            .filter(|wait| !wait.is_zero())
+    }
+
+    /// How long sign-ins from `client` must wait because the address failed too often, whatever
+    /// the handles, if at all.
+    pub fn address_wait(&self, client: ClientAddress, now: Instant) -> Option<Duration> {
+        self.bucket_wait(&self.lock(), client.throttle_address(), now)
+    }
+
+    /// Take one failure from `address`'s bucket.
+    fn take_from_bucket(&self, counts: &mut Counts, address: IpAddr, now: Instant) {
+        let refill = self.settings.address_refill;
+        let full_at = counts
+            .by_address
+            .get(&address)
+            .copied()
+            .filter(|full_at| *full_at > now)
+            .unwrap_or(now);
+        counts
+            .by_address
+            .insert(address, full_at.checked_add(refill).unwrap_or(full_at));
+    }
+
+    /// Give one attempt back to `address`'s bucket (it was not a failure after all).
+    fn give_back(&self, counts: &mut Counts, address: IpAddr) {
+        let refill = self.settings.address_refill;
+        if let Some(full_at) = counts.by_address.get_mut(&address) {
+            match full_at.checked_sub(refill) {
+                Some(earlier) => *full_at = earlier,
+                None => {
+                    counts.by_address.remove(&address);
+                }
             }
+        }
+    }
+
+    /// Start a sign-in attempt under `key`: counted as a failure at once (for the handle and
+    /// the address), or refused with why and how long to wait, counting nothing. Checking and
+    /// counting happen under one lock, so simultaneous attempts cannot all pass the check
+    /// before any is counted.
+    pub fn attempt(&self, key: &ThrottleKey, now: Instant) -> Result<Attempt<'_>, Refused> {
+        let mut counts = self.lock();
+        if let Some(wait) = counts
+            .by_key
+            .get(key)
+            .and_then(|failures| Self::wait_of(failures, now))
+        {
+            return Err(Refused::Handle(wait));
+        }
+        if let Some(wait) = self.bucket_wait(&counts, key.address, now) {
+            return Err(Refused::Address(wait));
+        }
+        if now.saturating_duration_since(counts.swept) >= Self::SWEEP_EVERY {
+            Self::sweep(&mut counts, now);
+        }
+        self.make_room_for_bucket(&mut counts, key.address, now);
+        self.take_from_bucket(&mut counts, key.address, now);
+        if let Some(failures) = counts.by_key.get_mut(key) {
             if Self::forgotten(failures, now) {
                 failures.count = 0;
             }
@@ -441,19 +583,28 @@ impl LoginThrottle {
         })
     }
 
-    /// Sweep out forgotten counts (every minute, or when full); when still full, drop a tenth
-    /// of the capacity, the least telling first: fewest failures, then oldest.
+    /// Sweep out forgotten counts and full buckets, and give back the memory a flood of them
+    /// took once they are gone.
+    fn sweep(counts: &mut Counts, now: Instant) {
+        counts
+            .by_key
+            .retain(|_, failures| !Self::forgotten(failures, now));
+        if counts.by_key.capacity() > 4 * counts.by_key.len().max(256) {
+            counts.by_key.shrink_to_fit();
+        }
+        counts.by_address.retain(|_, full_at| *full_at > now);
+        if counts.by_address.capacity() > 4 * counts.by_address.len().max(256) {
+            counts.by_address.shrink_to_fit();
+        }
+        counts.swept = now;
+    }
+
+    /// Before a new count is added (forgotten counts are swept out every minute, see
+    /// [`LoginThrottle::sweep`]): when full, sweep now; when still full, drop a tenth of the
+    /// capacity, the least telling first: fewest failures, then oldest.
     fn make_room(&self, counts: &mut Counts, now: Instant) {
-        let full = counts.by_key.len() >= self.capacity;
-        if full || now.saturating_duration_since(counts.swept) >= Self::SWEEP_EVERY {
-            counts
-                .by_key
-                .retain(|_, failures| !Self::forgotten(failures, now));
-            counts.swept = now;
-            // Give back what a flood of counts took once they are gone.
-            if counts.by_key.capacity() > 4 * counts.by_key.len().max(256) {
-                counts.by_key.shrink_to_fit();
-            }
+        if counts.by_key.len() >= self.capacity {
+            Self::sweep(counts, now);
         }
         let len = counts.by_key.len();
         if len < self.capacity {
@@ -471,9 +622,39 @@ impl LoginThrottle {
         }
     }
 
+    /// Before a bucket for `address` is added: when full, sweep now; when still full, drop a
+    /// tenth of the capacity, the fullest first (a full bucket is what no bucket is).
+    fn make_room_for_bucket(&self, counts: &mut Counts, address: IpAddr, now: Instant) {
+        if counts.by_address.contains_key(&address) {
+            return;
+        }
+        if counts.by_address.len() >= self.capacity {
+            Self::sweep(counts, now);
+        }
+        let len = counts.by_address.len();
+        if len < self.capacity {
+            return;
+        }
+        let drop = (len + 1 - self.capacity).max(self.capacity / 10).min(len);
+        let mut ranked: Vec<(Instant, IpAddr)> = counts
+            .by_address
+            .iter()
+            .map(|(address, full_at)| (*full_at, *address))
+            .collect();
+        ranked.select_nth_unstable_by_key(drop - 1, |(full_at, _)| *full_at);
+        for (_, address) in ranked.into_iter().take(drop) {
+            counts.by_address.remove(&address);
+        }
+    }
+
     /// How many counts are kept.
     pub fn len(&self) -> usize {
         self.lock().by_key.len()
+    }
+
+    /// How many addresses' buckets are kept (those not full again yet, and some that are).
+    pub fn addresses_kept(&self) -> usize {
+        self.lock().by_address.len()
     }
 
     /// Whether no counts are kept.
@@ -497,6 +678,23 @@ mod tests {
     const HOME: [u8; 4] = [127, 0, 0, 1];
     const STRANGER: [u8; 4] = [127, 0, 0, 2];
 
+    /// Settings whose address buckets never run dry in these tests (they test the handles).
+    fn roomy() -> SignInSettings {
+        SignInSettings {
+            address_burst: 1_000_000,
+            ..SignInSettings::default()
+        }
+    }
+
+    /// Settings with a bucket of `burst` failures per address, refilled one a second.
+    fn bucket_of(burst: u32) -> SignInSettings {
+        SignInSettings {
+            address_burst: burst,
+            address_refill: Duration::from_secs(1),
+            checks_per_address: 1,
+        }
+    }
+
     #[test]
     fn the_throttle_lets_five_failures_through_then_makes_people_wait_longer_each_time() {
         let throttle = LoginThrottle::default();
@@ -517,7 +715,7 @@ mod tests {
             throttle
                 .attempt(&key("ana", home), start)
                 .map(Attempt::failed),
-            Err(Duration::from_secs(1))
+            Err(Refused::Handle(Duration::from_secs(1)))
         );
         let later = start + Duration::from_secs(1);
         throttle
@@ -624,7 +822,7 @@ mod tests {
 
     #[test]
     fn the_store_stays_within_its_capacity_and_keeps_the_telling_counts() {
-        let throttle = LoginThrottle::with_capacity(100);
+        let throttle = LoginThrottle::with_capacity(roomy(), 100);
         let now = Instant::now();
         // A stranger locked out of ana's account from their address.
         let locked = key("ana", client(STRANGER));
@@ -646,7 +844,7 @@ mod tests {
 
     #[test]
     fn counts_are_forgotten_after_an_hour_and_swept_out() {
-        let throttle = LoginThrottle::default();
+        let throttle = LoginThrottle::new(roomy());
         let start = Instant::now();
         for i in 0..50 {
             let _ = throttle
@@ -677,6 +875,119 @@ mod tests {
                 .expect("free again")
                 .failed();
         }
+    }
+
+    #[test]
+    fn an_address_failing_across_handles_is_refused_past_its_burst_then_refilled() {
+        let throttle = LoginThrottle::new(bucket_of(3));
+        let now = Instant::now();
+        for handle in ["ana", "bob", "cy"] {
+            throttle
+                .attempt(&key(handle, client(STRANGER)), now)
+                .expect("within the burst")
+                .failed();
+        }
+        // A fourth handle, never tried: the address is out of attempts.
+        assert_eq!(
+            throttle
+                .attempt(&key("dee", client(STRANGER)), now)
+                .map(Attempt::failed),
+            Err(Refused::Address(Duration::from_secs(1)))
+        );
+        assert_eq!(
+            throttle.address_wait(client(STRANGER), now),
+            Some(Duration::from_secs(1))
+        );
+        // The refusal counted nothing: dee has no count of its own.
+        assert_eq!(throttle.wait_for(&key("dee", client(STRANGER)), now), None);
+        assert_eq!(throttle.len(), 3);
+        // Another address is untouched.
+        assert_eq!(throttle.address_wait(client(HOME), now), None);
+        throttle
+            .attempt(&key("dee", client(HOME)), now)
+            .expect("another address")
+            .failed();
+        // One refill later, one more attempt.
+        let later = now + Duration::from_secs(1);
+        throttle
+            .attempt(&key("dee", client(STRANGER)), later)
+            .expect("refilled by one")
+            .failed();
+        assert!(
+            throttle
+                .attempt(&key("eve", client(STRANGER)), later)
+                .is_err()
+        );
+        // A full bucket later, the whole burst again.
+        let rested = later + Duration::from_secs(3);
+        for handle in ["f1", "f2", "f3"] {
+            throttle
+                .attempt(&key(handle, client(STRANGER)), rested)
+                .expect("refilled")
+                .failed();
+        }
+    }
+
+    #[test]
+    fn successes_and_unjudged_attempts_give_their_attempt_back_to_the_address() {
+        let throttle = LoginThrottle::new(bucket_of(2));
+        let now = Instant::now();
+        for _ in 0..10 {
+            throttle
+                .attempt(&key("ana", client(HOME)), now)
+                .expect("people signing in are not counted against each other")
+                .succeeded();
+            throttle
+                .attempt(&key("bob", client(HOME)), now)
+                .expect("nor is askloop's own failure")
+                .withdrawn();
+        }
+        assert_eq!(throttle.address_wait(client(HOME), now), None);
+        for handle in ["x1", "x2"] {
+            throttle
+                .attempt(&key(handle, client(HOME)), now)
+                .expect("the burst is whole")
+                .failed();
+        }
+        assert!(throttle.attempt(&key("x3", client(HOME)), now).is_err());
+    }
+
+    #[test]
+    fn the_buckets_stay_within_the_capacity_and_keep_the_emptiest() {
+        let throttle = LoginThrottle::with_capacity(bucket_of(3), 100);
+        let now = Instant::now();
+        for handle in ["a1", "a2", "a3"] {
+            throttle
+                .attempt(&key(handle, client(STRANGER)), now)
+                .expect("within the burst")
+                .failed();
+        }
+        // A thousand other addresses fail once each.
+        for i in 0..1_000_u32 {
+            let [_, _, hi, lo] = i.to_be_bytes();
+            let from = ClientAddress::new(IpAddr::from([10, 1, hi, lo]));
+            throttle
+                .attempt(&key("once", from), now)
+                .expect("a fresh bucket")
+                .failed();
+            assert!(
+                throttle.addresses_kept() <= 100,
+                "{} kept",
+                throttle.addresses_kept()
+            );
+        }
+        // The emptied bucket was kept: the stranger is still refused.
+        assert!(matches!(
+            throttle.attempt(&key("a4", client(STRANGER)), now),
+            Err(Refused::Address(_))
+        ));
+        // Full buckets are swept out once their time has passed.
+        let later = now + Duration::from_secs(120);
+        throttle
+            .attempt(&key("late", client(HOME)), later)
+            .expect("free")
+            .failed();
+        assert_eq!(throttle.addresses_kept(), 1);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::domain::delivery::{BreakerPolicy, TestSendLimits};
+use crate::auth::SignInSettings;
 use crate::domain::sealing::DataKey;
 use crate::domain::signing::SigningKeys;
 use crate::live::LiveSettings;
@@ -203,6 +204,28 @@ pub mod env {
                   (first, 20 when omitted) and nested pages multiplied; larger queries are \
                   refused with QUERY_TOO_COMPLEX before they run",
     };
+    /// Failed sign-ins one address may make at once, whatever the handles.
+    pub const ASKLOOP_LOGIN_ADDRESS_BURST: EnvVar = EnvVar {
+        name: "ASKLOOP_LOGIN_ADDRESS_BURST",
+        default: "20",
+        meaning: "how many failed sign-ins one address (IPv4, or IPv6 /64) may make in a burst, \
+                  whatever the handles; past it each attempt is refused before its password is \
+                  checked until the bucket refills",
+    };
+    /// How often an address earns back one failed sign-in.
+    pub const ASKLOOP_LOGIN_ADDRESS_REFILL_MS: EnvVar = EnvVar {
+        name: "ASKLOOP_LOGIN_ADDRESS_REFILL_MS",
+        default: "3000",
+        meaning: "how often an address earns back one failed sign-in of its burst, in \
+                  milliseconds",
+    };
+    /// How many of one address's passwords are checked at once.
+    pub const ASKLOOP_LOGIN_CHECKS_PER_ADDRESS: EnvVar = EnvVar {
+        name: "ASKLOOP_LOGIN_CHECKS_PER_ADDRESS",
+        default: "1",
+        meaning: "how many of one address's sign-in passwords are checked (argon2) at once; the \
+                  checks are shared round robin among addresses",
+    };
     /// How many websockets one instance holds.
     pub const ASKLOOP_MAX_WEBSOCKETS: EnvVar = EnvVar {
         name: "ASKLOOP_MAX_WEBSOCKETS",
@@ -271,6 +294,9 @@ pub const ENVIRONMENT: &[EnvVar] = &[
     env::ASKLOOP_GRAPHQL_MAX_BODY_BYTES,
     env::ASKLOOP_GRAPHIQL,
     env::ASKLOOP_GRAPHQL_MAX_NODES,
+    env::ASKLOOP_LOGIN_ADDRESS_BURST,
+    env::ASKLOOP_LOGIN_ADDRESS_REFILL_MS,
+    env::ASKLOOP_LOGIN_CHECKS_PER_ADDRESS,
     env::ASKLOOP_MAX_WEBSOCKETS,
     env::ASKLOOP_MONITOR_SECRET,
     env::ASKLOOP_DATA_KEY,
@@ -349,6 +375,8 @@ pub struct Config {
     pub public_origin: Option<String>,
     /// How live updates are buffered and polled.
     pub live: LiveSettings,
+    /// How sign-ins are throttled and their passwords checked per address.
+    pub sign_in: SignInSettings,
     /// How events are delivered to the agent and questions expired.
     pub delivery: DeliverySettings,
     /// How outbound webhooks' host names are resolved (the system's resolver; a test's own).
@@ -534,6 +562,7 @@ impl Config {
             log_format: LogFormat::Pretty,
             public_origin: None,
             live: LiveSettings::default(),
+            sign_in: SignInSettings::default(),
             delivery: DeliverySettings::default(),
             resolver: NameResolver::system(),
             webhook_tests: TestSendLimits::default(),
@@ -632,6 +661,30 @@ impl Config {
             get(&env::ASKLOOP_GRAPHQL_MAX_NODES),
         )? {
             config.graphql_max_nodes = nodes;
+        }
+        if let Some(burst) = count(
+            env::ASKLOOP_LOGIN_ADDRESS_BURST.name,
+            get(&env::ASKLOOP_LOGIN_ADDRESS_BURST),
+        )? {
+            config.sign_in.address_burst = u32::try_from(burst).map_err(|_| ConfigError {
+                name: env::ASKLOOP_LOGIN_ADDRESS_BURST.name,
+                problem: format!("'{burst}' is more than {}", u32::MAX),
+            })?;
+        }
+        if let Some(refill) = read_millis(&env::ASKLOOP_LOGIN_ADDRESS_REFILL_MS)? {
+            if refill > crate::auth::LoginThrottle::LONGEST_REFILL {
+                return Err(ConfigError {
+                    name: env::ASKLOOP_LOGIN_ADDRESS_REFILL_MS.name,
+                    problem: format!("'{}' is more than an hour (3600000 ms)", refill.as_millis()),
+                });
+            }
+            config.sign_in.address_refill = refill;
+        }
+        if let Some(checks) = count(
+            env::ASKLOOP_LOGIN_CHECKS_PER_ADDRESS.name,
+            get(&env::ASKLOOP_LOGIN_CHECKS_PER_ADDRESS),
+        )? {
+            config.sign_in.checks_per_address = checks;
         }
         if let Some(sockets) = count(
             env::ASKLOOP_MAX_WEBSOCKETS.name,
@@ -992,6 +1045,48 @@ mod tests {
             env::ASKLOOP_GRAPHQL_MAX_NODES.default,
             config.graphql_max_nodes.to_string()
         );
+        assert_eq!(
+            env::ASKLOOP_LOGIN_ADDRESS_BURST.default,
+            config.sign_in.address_burst.to_string()
+        );
+        assert_eq!(
+            ms(&env::ASKLOOP_LOGIN_ADDRESS_REFILL_MS),
+            config.sign_in.address_refill.as_millis()
+        );
+        assert_eq!(
+            env::ASKLOOP_LOGIN_CHECKS_PER_ADDRESS.default,
+            config.sign_in.checks_per_address.to_string()
+        );
+    }
+
+    #[test]
+    fn the_sign_in_limits_are_read_and_nonsense_is_refused() {
+        let config = Config::from_lookup(|name| match name {
+            "ASKLOOP_LOGIN_ADDRESS_BURST" => Some("50".into()),
+            "ASKLOOP_LOGIN_ADDRESS_REFILL_MS" => Some("250".into()),
+            "ASKLOOP_LOGIN_CHECKS_PER_ADDRESS" => Some("2".into()),
+            _ => None,
+        })
+        .expect("valid");
+        assert_eq!(config.sign_in.address_burst, 50);
+        assert_eq!(config.sign_in.address_refill, Duration::from_millis(250));
+        assert_eq!(config.sign_in.checks_per_address, 2);
+        for (name, raw) in [
+            ("ASKLOOP_LOGIN_ADDRESS_BURST", "0"),
+            ("ASKLOOP_LOGIN_ADDRESS_BURST", "99999999999"),
+            ("ASKLOOP_LOGIN_ADDRESS_REFILL_MS", "3s"),
+            ("ASKLOOP_LOGIN_ADDRESS_REFILL_MS", "0"),
+            ("ASKLOOP_LOGIN_ADDRESS_REFILL_MS", "3600001"),
+            ("ASKLOOP_LOGIN_CHECKS_PER_ADDRESS", "0"),
+            ("ASKLOOP_LOGIN_CHECKS_PER_ADDRESS", "one"),
+        ] {
+            let err =
+                Config::from_lookup(|n| (n == name).then(|| raw.into())).expect_err("refused");
+            assert!(
+                err.to_string().starts_with(&format!("{name}: '{raw}'")),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -1,10 +1,22 @@
 //! The service error enum and its one mapping per transport: a status and JSON body for REST, a
 //! code in `extensions.code` for GraphQL. Internal errors are logged once, here, and never shown.
+//!
+//! A database error is sorted here, once, as it becomes a [`ServiceError`]: one that says the
+//! database is out of reach for now (unreachable, restarting, shutting down, out of connections)
+//! is [`ServiceError::TemporarilyUnavailable`] — 503 with `Retry-After` on REST and MCP,
+//! `UNAVAILABLE` on GraphQL — so a client knows to try again; any other is internal.
 
-use axum::http::StatusCode;
+use std::time::Duration;
+
+use axum::http::header::RETRY_AFTER as RETRY_AFTER_HEADER;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use sea_orm::DbErr;
+use sea_orm::{DbErr, RuntimeErr};
 use serde_json::json;
+
+/// How long a client is asked to wait before trying again after a temporary failure: long
+/// enough for a pool to reconnect, short enough for a database restart to pass in a few tries.
+pub const RETRY_AFTER: Duration = Duration::from_secs(2);
 
 /// What went wrong in a use-case, in terms every transport can express.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +46,10 @@ pub enum ServiceError {
     /// A feature is not configured (no secret, no webhook).
     #[error("{0}")]
     Unavailable(String),
+    /// The database is out of reach for now (unreachable, restarting, out of connections): the
+    /// same request may succeed after [`RETRY_AFTER`]. The cause is logged, never shown.
+    #[error("askloop cannot reach its database just now; try again in a moment")]
+    TemporarilyUnavailable(#[source] anyhow::Error),
     /// The niche's monthly agent budget cannot cover the bounty; nothing was stored.
     #[error("over budget: {remaining_minor} left until {resets_at}")]
     OverBudget {
@@ -43,7 +59,7 @@ pub enum ServiceError {
         resets_at: chrono::DateTime<chrono::Utc>,
     },
     /// Done too often: it may be done again after `retry_after` (REST: 429 with `Retry-After`;
-    /// GraphQL: `extensions.retryAfter`, whole seconds).
+    /// GraphQL: `extensions.retryAfterSeconds`, whole seconds).
     #[error("{message}")]
     RateLimited {
         /// What the limit is and when it lifts, for people.
@@ -214,8 +230,49 @@ impl From<crate::domain::text::ControlCharacter> for ServiceError {
 
 impl From<DbErr> for ServiceError {
     fn from(err: DbErr) -> Self {
-        ServiceError::Internal(err.into())
+        if out_of_reach(&err) {
+            ServiceError::TemporarilyUnavailable(err.into())
+        } else {
+            ServiceError::Internal(err.into())
+        }
     }
+}
+
+/// Whether `err` says the database cannot be reached for now, rather than that a statement
+/// failed: no connection to be had (the pool timed out or is closed), the connection refused,
+/// reset or cut (an I/O error), or the server turning connections away while it starts, stops
+/// or is full.
+fn out_of_reach(err: &DbErr) -> bool {
+    match err {
+        DbErr::ConnectionAcquire(_) => true,
+        DbErr::Conn(RuntimeErr::SqlxError(cause))
+        | DbErr::Exec(RuntimeErr::SqlxError(cause))
+        | DbErr::Query(RuntimeErr::SqlxError(cause)) => sqlx_out_of_reach(cause),
+        _ => false,
+    }
+}
+
+fn sqlx_out_of_reach(err: &sea_orm::sqlx::Error) -> bool {
+    use sea_orm::sqlx::Error;
+    match err {
+        Error::PoolTimedOut | Error::PoolClosed | Error::Io(_) | Error::WorkerCrashed => true,
+        Error::Database(db) => db.code().is_some_and(|code| temporary_code(&code)),
+        _ => false,
+    }
+}
+
+/// The database error codes that pass by waiting. PostgreSQL's SQLSTATEs: class 08 (connection
+/// exceptions), `57P01` admin shutdown, `57P02` crash shutdown, `57P03` cannot connect now (the
+/// database system is starting up or shutting down), `57P05` idle session timeout, `53300` too
+/// many connections. SQLite's result codes (primary code in the low byte): 5 busy and 6 locked,
+/// after the busy timeout has run out.
+fn temporary_code(code: &str) -> bool {
+    if code.len() == 5 && code.is_ascii() {
+        return code.starts_with("08")
+            || matches!(code, "57P01" | "57P02" | "57P03" | "57P05" | "53300");
+    }
+    code.parse::<u32>()
+        .is_ok_and(|code| matches!(code & 0xff, 5 | 6))
 }
 
 impl ServiceError {
@@ -227,7 +284,7 @@ impl ServiceError {
             ServiceError::Forbidden(_) | ServiceError::SelfReview(_) => "FORBIDDEN",
             ServiceError::NotFound(_) => "NOT_FOUND",
             ServiceError::Conflict(_) => "CONFLICT",
-            ServiceError::Unavailable(_) => "UNAVAILABLE",
+            ServiceError::Unavailable(_) | ServiceError::TemporarilyUnavailable(_) => "UNAVAILABLE",
             ServiceError::OverBudget { .. } => "OVER_BUDGET",
             ServiceError::RateLimited { .. } => "RATE_LIMITED",
             ServiceError::Internal(_) => "INTERNAL",
@@ -243,7 +300,9 @@ impl ServiceError {
             ServiceError::NotFound(_) => StatusCode::NOT_FOUND,
             ServiceError::Conflict(_) => StatusCode::CONFLICT,
             ServiceError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ServiceError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ServiceError::Unavailable(_) | ServiceError::TemporarilyUnavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ServiceError::OverBudget { .. } => StatusCode::PAYMENT_REQUIRED,
             ServiceError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ServiceError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -256,8 +315,27 @@ impl ServiceError {
             ServiceError::Conflict(conflict) => Some(conflict.reason()),
             ServiceError::SelfReview(_) => Some("SELF_REVIEW"),
             ServiceError::RateLimited { reason, .. } => Some(reason),
+            ServiceError::TemporarilyUnavailable(_) => Some(TEMPORARILY_UNAVAILABLE),
             _ => None,
         }
+    }
+
+    /// How long to wait before sending the same request again, when waiting helps.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ServiceError::TemporarilyUnavailable(_) => Some(RETRY_AFTER),
+            ServiceError::RateLimited { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        }
+    }
+
+    /// [`Self::retry_after`] in whole seconds, rounded up and at least one: what `Retry-After`
+    /// and `retryAfterSeconds` say.
+    pub fn retry_after_seconds(&self) -> Option<u64> {
+        self.retry_after().map(|wait| {
+            let whole = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            whole.max(1)
+        })
     }
 
     /// The JSON body that carries this error: `{error, code, reason?}`, and for `OVER_BUDGET`
@@ -274,6 +352,18 @@ impl ServiceError {
                 "remainingMinor": remaining_minor,
                 "resetsAt": resets_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             }),
+            ServiceError::TemporarilyUnavailable(_) => json!({
+                "error": self.to_string(),
+                "code": self.code(),
+                "reason": TEMPORARILY_UNAVAILABLE,
+                "retryAfterSeconds": RETRY_AFTER.as_secs(),
+            }),
+            ServiceError::RateLimited { reason, .. } => json!({
+                "error": self.to_string(),
+                "code": self.code(),
+                "reason": reason,
+                "retryAfterSeconds": self.retry_after_seconds(),
+            }),
             _ => match self.reason() {
                 Some(reason) => {
                     json!({ "error": self.to_string(), "code": self.code(), "reason": reason })
@@ -283,35 +373,42 @@ impl ServiceError {
         }
     }
 
-    /// For a rate limit, the whole seconds until it lifts (at least one).
-    pub fn retry_after_secs(&self) -> Option<u64> {
+    /// Log internal faults once, with their cause chain; the caller's span carries the request id.
+    /// A database out of reach is logged too, as a warning: it is not askloop's fault, but the
+    /// operator wants to know.
+    pub fn log_if_internal(&self) {
         match self {
-            ServiceError::RateLimited { retry_after, .. } => {
-                let whole = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
-                Some(whole.max(1))
+            ServiceError::Internal(cause) => {
+                tracing::error!(error = format!("{cause:#}"), "internal error");
             }
-            _ => None,
+            ServiceError::TemporarilyUnavailable(cause) => {
+                tracing::warn!(error = format!("{cause:#}"), "the database is out of reach");
+            }
+            _ => {}
         }
     }
 
-    /// Log internal faults once, with their cause chain; the caller's span carries the request id.
-    pub fn log_if_internal(&self) {
-        if let ServiceError::Internal(cause) = self {
-            tracing::error!(error = format!("{cause:#}"), "internal error");
-        }
+    /// The `Retry-After` header value for this error, when it has one.
+    pub fn retry_after_header(&self) -> Option<HeaderValue> {
+        self.retry_after_seconds().map(HeaderValue::from)
     }
 }
+
+/// The `Retry-After` header value of a temporary failure: [`RETRY_AFTER`] in whole seconds.
+pub fn retry_after_header() -> HeaderValue {
+    HeaderValue::from(RETRY_AFTER.as_secs().max(1))
+}
+
+/// The reason of [`ServiceError::TemporarilyUnavailable`]: the same request may succeed later.
+pub const TEMPORARILY_UNAVAILABLE: &str = "TEMPORARILY_UNAVAILABLE";
 
 impl IntoResponse for ServiceError {
     fn into_response(self) -> Response {
         self.log_if_internal();
-        let retry_after = self.retry_after_secs();
+        let retry_after = self.retry_after_header();
         let mut response = (self.status(), axum::Json(self.body())).into_response();
-        if let Some(seconds) = retry_after {
-            response.headers_mut().insert(
-                axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from(seconds),
-            );
+        if let Some(value) = retry_after {
+            response.headers_mut().insert(RETRY_AFTER_HEADER, value);
         }
         response
     }
@@ -320,7 +417,7 @@ impl IntoResponse for ServiceError {
 impl async_graphql::ErrorExtensions for ServiceError {
     fn extend(&self) -> async_graphql::Error {
         self.log_if_internal();
-        let (code, reason, retry_after) = (self.code(), self.reason(), self.retry_after_secs());
+        let (code, reason, retry_after) = (self.code(), self.reason(), self.retry_after_seconds());
         let message = match self {
             // The cause is logged above; the client learns only that it was ours.
             ServiceError::Internal(_) => "internal error".to_owned(),
@@ -332,7 +429,7 @@ impl async_graphql::ErrorExtensions for ServiceError {
                 e.set("reason", reason);
             }
             if let Some(seconds) = retry_after {
-                e.set("retryAfter", seconds);
+                e.set("retryAfterSeconds", seconds);
             }
         })
     }
@@ -349,5 +446,136 @@ impl<T> GqlResultExt<T> for Result<T, ServiceError> {
     fn gql(self) -> async_graphql::Result<T> {
         use async_graphql::ErrorExtensions;
         self.map_err(|err| err.extend())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+    use std::sync::Arc;
+
+    use sea_orm::sqlx;
+    use sea_orm::{ConnAcquireErr, DbErr, RuntimeErr};
+
+    use super::*;
+
+    /// A database's error with `code`, as a driver reports it.
+    #[derive(Debug)]
+    struct Coded(&'static str);
+
+    impl std::fmt::Display for Coded {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "error {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Coded {}
+
+    impl sqlx::error::DatabaseError for Coded {
+        fn message(&self) -> &str {
+            self.0
+        }
+        fn code(&self) -> Option<Cow<'_, str>> {
+            Some(Cow::Borrowed(self.0))
+        }
+        fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+            self
+        }
+        fn kind(&self) -> sqlx::error::ErrorKind {
+            sqlx::error::ErrorKind::Other
+        }
+    }
+
+    fn query(err: sqlx::Error) -> ServiceError {
+        ServiceError::from(DbErr::Query(RuntimeErr::SqlxError(Arc::new(err))))
+    }
+
+    fn coded(code: &'static str) -> ServiceError {
+        query(sqlx::Error::Database(Box::new(Coded(code))))
+    }
+
+    fn io(kind: std::io::ErrorKind) -> ServiceError {
+        ServiceError::from(DbErr::Conn(RuntimeErr::SqlxError(Arc::new(
+            sqlx::Error::Io(std::io::Error::from(kind)),
+        ))))
+    }
+
+    #[test]
+    fn a_database_out_of_reach_is_temporary_and_says_when_to_try_again() {
+        let temporary = [
+            ServiceError::from(DbErr::ConnectionAcquire(ConnAcquireErr::Timeout)),
+            ServiceError::from(DbErr::ConnectionAcquire(ConnAcquireErr::ConnectionClosed)),
+            query(sqlx::Error::PoolTimedOut),
+            query(sqlx::Error::PoolClosed),
+            io(std::io::ErrorKind::ConnectionRefused),
+            io(std::io::ErrorKind::ConnectionReset),
+            io(std::io::ErrorKind::UnexpectedEof),
+            // PostgreSQL: administrator command, crash, starting up or shutting down, too many
+            // clients, a connection failure.
+            coded("57P01"),
+            coded("57P02"),
+            coded("57P03"),
+            coded("53300"),
+            coded("08006"),
+            // SQLite: busy or locked after the busy timeout (517 is SQLITE_BUSY_SNAPSHOT).
+            coded("5"),
+            coded("517"),
+            coded("6"),
+        ];
+        for err in &temporary {
+            assert_eq!(err.status(), StatusCode::SERVICE_UNAVAILABLE, "{err:?}");
+            assert_eq!(err.code(), "UNAVAILABLE");
+            assert_eq!(err.reason(), Some(TEMPORARILY_UNAVAILABLE));
+            assert_eq!(err.retry_after(), Some(RETRY_AFTER));
+            let body = err.body();
+            assert_eq!(body["retryAfterSeconds"], RETRY_AFTER.as_secs(), "{body}");
+            // The driver's words stay in the log.
+            assert!(!body.to_string().contains("57P"), "{body}");
+        }
+        let response = coded("57P03").into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok()),
+            Some("2")
+        );
+    }
+
+    #[test]
+    fn a_statement_the_database_refused_stays_internal() {
+        for err in [
+            coded("23505"),
+            coded("42P01"),
+            coded("22P02"),
+            // SQLite: a constraint (19) and its extended form (2067, unique).
+            coded("19"),
+            coded("2067"),
+            query(sqlx::Error::RowNotFound),
+            ServiceError::from(DbErr::Custom("x".into())),
+            ServiceError::from(DbErr::Query(RuntimeErr::Internal("x".into()))),
+        ] {
+            assert_eq!(err.code(), "INTERNAL", "{err:?}");
+            assert_eq!(err.retry_after(), None);
+            assert!(err.into_response().headers().get("retry-after").is_none());
+        }
+        // Not configured is unavailable too, but waiting does not help: no Retry-After.
+        let unconfigured = ServiceError::Unavailable("no signing secret is configured".into());
+        assert_eq!(unconfigured.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(unconfigured.reason(), None);
+        assert!(
+            unconfigured
+                .into_response()
+                .headers()
+                .get("retry-after")
+                .is_none()
+        );
     }
 }

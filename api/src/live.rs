@@ -300,6 +300,11 @@ impl LiveHub {
         self.events.subscribe()
     }
 
+    /// How many receivers are listening for changes (subscriptions and long polls waiting).
+    pub fn listeners(&self) -> usize {
+        self.events.receiver_count()
+    }
+
     /// The hint writers give after they commit.
     pub fn hint(&self) -> ChangeHint {
         ChangeHint {

@@ -12,6 +12,13 @@
 //! The tools themselves are in [`tools`]; this module only adapts them to the SDK: a tool's
 //! result is its structured content (and the same JSON as text), and a refusal is a tool error
 //! (`isError: true`) whose structured content is the REST error body, `{error, code, reason?}`.
+//! When the refusal is that the database is out of reach for now, the HTTP response says so as
+//! well (503 with `Retry-After`), so a client's transport knows to try again.
+//!
+//! A body that claims to be JSON and is not one JSON-RPC message is answered before the SDK
+//! sees it, as the streamable HTTP transport asks (400, with a JSON-RPC error and no id):
+//! `-32700` (parse error) for text that is not JSON, `-32600` (invalid request) for JSON that is
+//! not a message. The SDK would answer both with a plain-text 415.
 //!
 //! `ask_expert` can also be awaited as a task (the MCP Tasks extension, which `rmcp` implements):
 //! a client that declares the extension gets a task handle for the question it asked instead of
@@ -21,24 +28,26 @@
 //! instance can answer for it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::http::{HeaderValue, header};
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use entity::agent_questions::QuestionStatus;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
-    DetailedTask, GetTaskParams, GetTaskResult, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Task, TaskPayload, TaskStatus, Tool,
-    ToolAnnotations, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    ClientJsonRpcMessage, CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult,
+    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Task, TaskPayload, TaskStatus, Tool, ToolAnnotations, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::auth::bearer_token;
 use crate::error::ServiceError;
@@ -80,10 +89,94 @@ pub fn router(state: &AppState) -> Router<AppState> {
     );
     Router::new()
         .route_service(PATH, service)
+        // Inner first: a message is read only once its request is authenticated.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            read_message_first,
+        ))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             authenticate,
         ))
+}
+
+/// Set by a handler whose database was out of reach, so the response is 503 with
+/// `Retry-After` (the SDK answers every JSON-RPC response it sends with 200).
+#[derive(Debug, Clone, Default)]
+struct OutOfReach(Arc<AtomicBool>);
+
+/// Mark this request's response as temporarily unavailable when `err` says the database is out
+/// of reach.
+fn note_if_out_of_reach(context: &RequestContext<RoleServer>, err: &ServiceError) {
+    if err.retry_after().is_none() {
+        return;
+    }
+    if let Some(flag) = context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<OutOfReach>())
+    {
+        flag.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Whether the request says its body is JSON (`application/json`, parameters aside).
+fn says_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// A JSON-RPC error response with no id (the request's could not be read), as HTTP 400.
+fn jsonrpc_refusal(error: ErrorData) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": null, "error": error});
+    (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+}
+
+/// Read a JSON POST's body (within the body limit) and refuse it as JSON-RPC does unless it is
+/// one JSON-RPC message; a message goes on to the SDK unchanged. Other requests (GET, another
+/// content type, which the SDK refuses itself) pass untouched.
+pub async fn read_message_first(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.method() != Method::POST || !says_json(request.headers()) {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    // Read through axum's extractor, so the body limit applies before a byte past it is read.
+    let bytes = match Bytes::from_request(Request::from_parts(parts.clone(), body), &state).await {
+        Ok(bytes) => bytes,
+        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return ServiceError::TooLarge(format!(
+                "the request body is larger than {} KiB",
+                state.config.max_body_bytes / 1024
+            ))
+            .into_response();
+        }
+        Err(_) => {
+            return ServiceError::BadInput("the request body could not be read".into())
+                .into_response();
+        }
+    };
+    if serde_json::from_slice::<ClientJsonRpcMessage>(&bytes).is_err() {
+        return match serde_json::from_slice::<Value>(&bytes) {
+            Err(err) => jsonrpc_refusal(ErrorData::parse_error(
+                format!("Parse error: the body is not JSON ({err})"),
+                None,
+            )),
+            Ok(_) => jsonrpc_refusal(ErrorData::invalid_request(
+                "Invalid Request: the body is not one JSON-RPC request, notification or \
+                 response (batches are not accepted)",
+                None,
+            )),
+        };
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
 }
 
 /// Resolve the bearer token to an agent before any MCP message is read.
@@ -97,8 +190,17 @@ pub async fn authenticate(
     };
     match agent_tokens::resolve(&state.db, &token).await {
         Ok(Some(TokenHolder::Active(asker))) => {
+            let out_of_reach = OutOfReach::default();
             request.extensions_mut().insert(McpAgent(asker));
-            next.run(request).await
+            request.extensions_mut().insert(out_of_reach.clone());
+            let mut response = next.run(request).await;
+            if out_of_reach.0.load(Ordering::Relaxed) {
+                *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, crate::error::retry_after_header());
+            }
+            response
         }
         Ok(Some(TokenHolder::Disabled)) => {
             ServiceError::Forbidden("this agent is disabled".into()).into_response()
@@ -207,6 +309,9 @@ fn task_error(err: ServiceError) -> ErrorData {
     match err {
         ServiceError::NotFound(message) => ErrorData::resource_not_found(message, body),
         ServiceError::Internal(_) => ErrorData::internal_error("internal error", body),
+        temporary @ ServiceError::TemporarilyUnavailable(_) => {
+            ErrorData::internal_error(temporary.to_string(), body)
+        }
         other => ErrorData::invalid_params(other.to_string(), body),
     }
 }
@@ -295,12 +400,16 @@ impl ServerHandler for AskloopMcp {
                 .client_capabilities()
                 .is_some_and(|capabilities| capabilities.supports_tasks());
         let result = tools::call(&self.state, &asker, &request.name, arguments).await;
+        if let Err(err) = &result {
+            note_if_out_of_reach(&context, err);
+        }
         if as_task && let Ok(asked) = &result {
             // The question is stored (or was, under the same externalId): the task is it.
             let id = asked["questionId"].as_i64().unwrap_or_default();
-            let task = task_state(&self.state, &asker, id)
-                .await
-                .map_err(task_error)?;
+            let task = task_state(&self.state, &asker, id).await.map_err(|err| {
+                note_if_out_of_reach(&context, &err);
+                task_error(err)
+            })?;
             return Ok(CallToolResponse::Task(CreateTaskResult::new(task.task)));
         }
         Ok(tool_result(result).into())
@@ -353,8 +462,9 @@ impl AskloopMcp {
             return Err(ErrorData::internal_error("no agent for this request", None));
         };
         let id = task_question(task_id)?;
-        task_state(&self.state, &asker, id)
-            .await
-            .map_err(task_error)
+        task_state(&self.state, &asker, id).await.map_err(|err| {
+            note_if_out_of_reach(context, &err);
+            task_error(err)
+        })
     }
 }

@@ -83,7 +83,7 @@ impl Application {
         // The dummy hash unknown handles are checked against, made before the first sign-in.
         passwords::prepare().await?;
         let config = Arc::new(config);
-        let login_throttle = Arc::new(LoginThrottle::default());
+        let login_throttle = Arc::new(LoginThrottle::new(config.sign_in));
         let metrics = Arc::new(Metrics::new());
         let endpoint = GraphqlEndpoint::new(
             graphql::build_schema(

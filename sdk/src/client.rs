@@ -261,11 +261,10 @@ impl Client {
                 }
                 Err(err) if err.is_transient() && now < deadline => {
                     failures += 1;
-                    let asked = match &err {
-                        Error::RateLimited { retry_after } => *retry_after,
-                        _ => None,
-                    };
-                    let pause = self.retry.delay(failures, asked).min(deadline - now);
+                    let pause = self
+                        .retry
+                        .delay(failures, err.retry_after())
+                        .min(deadline - now);
                     tokio::time::sleep(pause).await;
                 }
                 Err(err) => return Err(err),
@@ -331,11 +330,7 @@ impl Client {
             match self.post(path, body, timeout).await {
                 Err(err) if resend(&err) && failures + 1 < self.retry.attempts => {
                     failures += 1;
-                    let asked = match &err {
-                        Error::RateLimited { retry_after } => *retry_after,
-                        _ => None,
-                    };
-                    tokio::time::sleep(self.retry.delay(failures, asked)).await;
+                    tokio::time::sleep(self.retry.delay(failures, err.retry_after())).await;
                 }
                 done => return done,
             }

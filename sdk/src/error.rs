@@ -64,12 +64,22 @@ pub enum Error {
         /// How long it asked to wait, when it said.
         retry_after: Option<Duration>,
     },
-    /// `UNAVAILABLE` (503 from askloop itself): askloop has no signing secret configured. Not
-    /// retried: it does not pass by waiting.
+    /// `UNAVAILABLE` (503 from askloop itself) without a `Retry-After`: askloop has no signing
+    /// secret configured. Not retried: it does not pass by waiting.
     #[error("askloop is not configured for this: {message}")]
     Unavailable {
         /// askloop's message.
         message: String,
+    },
+    /// `UNAVAILABLE` with reason `TEMPORARILY_UNAVAILABLE` (503, with `Retry-After`): askloop
+    /// cannot reach its database just now (restarting, unreachable, out of connections).
+    /// Retried, no sooner than askloop asks.
+    #[error("askloop is unavailable for now: {message}")]
+    TemporarilyUnavailable {
+        /// askloop's message.
+        message: String,
+        /// How long askloop asked to wait (its `Retry-After`, or `retryAfterSeconds`).
+        retry_after: Option<Duration>,
     },
     /// A 5xx: a fault inside askloop or in front of it. Retried.
     #[error("askloop failed (HTTP {status}): {message}")]
@@ -119,14 +129,27 @@ fn show<T: std::fmt::Display>(value: &Option<T>) -> String {
 }
 
 impl Error {
-    /// Whether trying the same request again may succeed: network failures, 5xx (but not
-    /// askloop's own "not configured") and 429. Never a 4xx: the same request would be refused
-    /// again.
+    /// Whether trying the same request again may succeed: network failures, 5xx (a database out
+    /// of reach for now included, but not askloop's own "not configured") and 429. Never a 4xx:
+    /// the same request would be refused again.
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            Error::Transport(_) | Error::Server { .. } | Error::RateLimited { .. }
+            Error::Transport(_)
+                | Error::Server { .. }
+                | Error::RateLimited { .. }
+                | Error::TemporarilyUnavailable { .. }
         )
+    }
+
+    /// How long askloop (or something in front of it) asked to wait before the same request is
+    /// sent again, when it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Error::RateLimited { retry_after }
+            | Error::TemporarilyUnavailable { retry_after, .. } => *retry_after,
+            _ => None,
+        }
     }
 
     /// The error a non-2xx response stands for: its `code` decides, and the status where there
@@ -154,7 +177,26 @@ impl Error {
                 remaining_minor: parsed.as_ref().and_then(|b| b.remaining_minor),
                 resets_at: parsed.and_then(|b| b.resets_at),
             },
-            (Some("UNAVAILABLE"), _) => Error::Unavailable { message },
+            (Some("UNAVAILABLE"), _) => {
+                let said = retry_after.or_else(|| {
+                    parsed
+                        .as_ref()
+                        .and_then(|b| b.retry_after_seconds)
+                        .map(Duration::from_secs)
+                });
+                let temporary = parsed
+                    .as_ref()
+                    .and_then(|b| b.reason.as_deref())
+                    .is_some_and(|reason| reason == TEMPORARILY_UNAVAILABLE);
+                if temporary || said.is_some() {
+                    Error::TemporarilyUnavailable {
+                        message,
+                        retry_after: said,
+                    }
+                } else {
+                    Error::Unavailable { message }
+                }
+            }
             (Some("INTERNAL") | None, 500..=599) => Error::Server { status, message },
             _ => Error::Unexpected {
                 status,
@@ -176,6 +218,9 @@ fn snippet(body: &[u8]) -> String {
     }
 }
 
+/// The reason of a 503 that passes by waiting (docs/contract.md#errors).
+const TEMPORARILY_UNAVAILABLE: &str = "TEMPORARILY_UNAVAILABLE";
+
 /// askloop's error body.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -183,6 +228,7 @@ struct ErrorBody {
     error: Option<String>,
     code: Option<String>,
     reason: Option<String>,
+    retry_after_seconds: Option<u64>,
     remaining_minor: Option<i64>,
     resets_at: Option<DateTime<Utc>>,
 }
@@ -325,6 +371,42 @@ mod tests {
             limited,
             Error::RateLimited { retry_after: Some(d) } if d == Duration::from_secs(3)
         ));
+    }
+
+    #[test]
+    fn a_503_that_passes_by_waiting_is_temporary_with_the_wait_it_asked_for() {
+        let temporary = json!({"error": "askloop cannot reach its database just now",
+            "code": "UNAVAILABLE", "reason": "TEMPORARILY_UNAVAILABLE", "retryAfterSeconds": 2});
+        let body = temporary.to_string();
+        // The header wins; without it, the body says.
+        let with_header = Error::from_response(503, Some(Duration::from_secs(5)), body.as_bytes());
+        assert!(matches!(
+            with_header,
+            Error::TemporarilyUnavailable { retry_after: Some(d), .. } if d == Duration::from_secs(5)
+        ));
+        let from_body = Error::from_response(503, None, body.as_bytes());
+        assert_eq!(from_body.retry_after(), Some(Duration::from_secs(2)));
+        assert!(from_body.is_transient());
+        // An UNAVAILABLE with a Retry-After but no reason (an older askloop, a proxy's rewrite)
+        // is temporary too.
+        let header_only = Error::from_response(
+            503,
+            Some(Duration::from_secs(1)),
+            error("UNAVAILABLE", "try later").to_string().as_bytes(),
+        );
+        assert!(matches!(header_only, Error::TemporarilyUnavailable { .. }));
+        // Not configured stays not configured.
+        assert!(matches!(
+            from(503, error("UNAVAILABLE", "no signing secret is configured")),
+            Error::Unavailable { .. }
+        ));
+        assert_eq!(
+            Error::RateLimited {
+                retry_after: Some(Duration::from_secs(3))
+            }
+            .retry_after(),
+            Some(Duration::from_secs(3))
+        );
     }
 
     #[test]

@@ -343,7 +343,7 @@ async fn the_test_event_is_refused_past_its_limit_per_webhook_with_when_it_may_b
     assert_eq!(error_code(&refused), Some("RATE_LIMITED"), "{refused}");
     let extensions = &refused["errors"][0]["extensions"];
     assert_eq!(extensions["reason"], "TEST_SENDS_PER_WEBHOOK", "{refused}");
-    let retry_after = extensions["retryAfter"].as_u64().expect("seconds");
+    let retry_after = extensions["retryAfterSeconds"].as_u64().expect("seconds");
     assert!(
         (1..=limits.window.as_secs()).contains(&retry_after),
         "{retry_after}"

@@ -19,7 +19,7 @@ const WRONG: &str = "wrong handle or password";
 const WAIT: &str = "too many failed sign-ins; try again in";
 
 /// A client whose connections come from `ip` (any of 127.0.0.0/8 reaches the test server).
-fn client_from(ip: Ipv4Addr) -> reqwest::Client {
+pub(crate) fn client_from(ip: Ipv4Addr) -> reqwest::Client {
     reqwest::Client::builder()
         .local_address(IpAddr::V4(ip))
         .build()
@@ -27,7 +27,7 @@ fn client_from(ip: Ipv4Addr) -> reqwest::Client {
 }
 
 /// Sign in with `client`; the response's headers and body.
-async fn sign_in(
+pub(crate) async fn sign_in(
     app: &TestApp,
     client: &reqwest::Client,
     handle: &str,
@@ -43,7 +43,7 @@ async fn sign_in(
     (headers, response.json().await.expect("JSON"))
 }
 
-fn message(body: &Value) -> &str {
+pub(crate) fn message(body: &Value) -> &str {
     body["errors"][0]["message"].as_str().unwrap_or_default()
 }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use askloop::auth::LoginThrottle;
 use askloop::config::Config;
 use askloop::domain::signing::SigningKeys;
+use askloop::live::LiveHub;
 use askloop::startup::Application;
 use sea_orm::DatabaseConnection;
 use tokio::sync::oneshot;
@@ -30,6 +31,8 @@ pub struct TestApp {
     pub db: DatabaseConnection,
     /// The app's sign-in throttle, to see what it keeps.
     pub login_throttle: Arc<LoginThrottle>,
+    /// The app's live hub, to see who listens and to stop it.
+    pub live: LiveHub,
     /// Which storage it runs on.
     pub backend: Backend,
     /// The database URL it runs on (for a second instance on the same database).
@@ -128,6 +131,7 @@ impl TestApp {
         let addr = app.local_addr();
         let db = app.state().db.clone();
         let login_throttle = app.state().login_throttle.clone();
+        let live = app.state().live.clone();
         let (tx, rx) = oneshot::channel::<()>();
         let server = tokio::spawn(app.run_until(async {
             let _ = rx.await;
@@ -141,6 +145,7 @@ impl TestApp {
                 .expect("a client"),
             db,
             login_throttle,
+            live,
             backend,
             database_url: config.database_url.clone(),
             config,
@@ -183,6 +188,7 @@ impl TestApp {
         let mut restarted = Self::start(self.backend, config, None).await;
         self.db = restarted.db.clone();
         self.login_throttle = restarted.login_throttle.clone();
+        self.live = restarted.live.clone();
         self.shutdown = restarted.shutdown.take();
         self.server = restarted.server.take();
     }

@@ -83,6 +83,7 @@ pub async fn signed_in_operator(
         &Handle::parse(&handle)?,
         &password,
         sessions::SignInPlace::default(),
+        crate::service::passwords::Share::local(),
         now,
     )
     .await?

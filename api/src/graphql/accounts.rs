@@ -10,13 +10,14 @@ use sea_orm::DatabaseConnection;
 
 use super::types::{Membership, User};
 use super::{caller_of, credentials_ended, writer};
-use crate::auth::{self, ClientAddress, LoginThrottle, ThrottleKey, UserAgent};
+use crate::auth::{self, ClientAddress, LoginThrottle, Refused, ThrottleKey, UserAgent};
 use crate::config::Config;
 use crate::domain::handle::Handle;
 use crate::error::{GqlResultExt, ServiceError};
 use crate::service::access;
 use crate::service::accounts;
 use crate::service::audit::Actor;
+use crate::service::passwords::Share;
 use crate::service::sessions::SignInPlace;
 use crate::service::{sessions, standing};
 
@@ -166,8 +167,9 @@ pub struct AccountMutation;
 impl AccountMutation {
     /// Sign in; also sets the session cookie. The handle is folded to its normal form first
     /// (NFKC, trimmed, lowercased). After five failed sign-ins for a handle from one address,
-    /// each further attempt from there waits, 1 s doubling up to 15 minutes. One `login` per
-    /// request: an operation that selects it twice is refused whole.
+    /// each further attempt from there waits, 1 s doubling up to 15 minutes; and one address
+    /// may fail only so often whatever the handles (20 at once, then one every 3 s by default).
+    /// One `login` per request: an operation that selects it twice is refused whole.
     async fn login(&self, ctx: &Context<'_>, handle: String, password: String) -> Result<Session> {
         let db = ctx.data::<DatabaseConnection>()?;
         let config = ctx.data::<Arc<Config>>()?;
@@ -180,18 +182,32 @@ impl AccountMutation {
         let client = ctx.data_opt::<ClientAddress>().copied().unwrap_or_default();
         let attempt = throttle
             .attempt(&ThrottleKey::new(&handle, client), Instant::now())
-            .map_err(|wait| {
-                ServiceError::Unauthenticated(format!(
-                    "too many failed sign-ins; try again in {} s",
-                    wait.as_secs().max(1)
-                ))
+            .map_err(|refused| {
+                // Whole seconds, rounded up: "try again in 0 s" would be refused again.
+                let left = refused.wait();
+                let wait = (left.as_secs() + u64::from(left.subsec_nanos() > 0)).max(1);
+                ServiceError::Unauthenticated(match refused {
+                    Refused::Handle(_) => {
+                        format!("too many failed sign-ins; try again in {wait} s")
+                    }
+                    Refused::Address(_) => {
+                        format!("too many failed sign-ins from this address; try again in {wait} s")
+                    }
+                })
             })
             .gql()?;
         let place = SignInPlace::new(
             ctx.data_opt::<UserAgent>().and_then(|ua| ua.0.as_deref()),
             client.ip().map(|ip| ip.to_string()),
         );
-        let session = match sessions::login(db, &handle, &password, place, Utc::now()).await {
+        // The password waits for its check in its address's lane, so one address's flood of
+        // guesses holds back only itself.
+        let share = Share::address(
+            client.throttle_address(),
+            throttle.settings().checks_per_address,
+        );
+        let session = match sessions::login(db, &handle, &password, place, share, Utc::now()).await
+        {
             Ok(session) => {
                 attempt.succeeded();
                 session

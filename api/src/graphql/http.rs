@@ -11,7 +11,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, FromRef, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
 use sea_orm::DatabaseConnection;
@@ -105,16 +105,38 @@ pub async fn execute(
         Ok(request) => request,
         Err(refusal) => return refused(refusal),
     };
-    let response: GraphQLResponse =
+    let response =
         match resolve_caller(&headers, &endpoint.db, &endpoint.config, chrono::Utc::now()).await {
-            Ok(caller) => endpoint
-                .schema
-                .execute(request.data(caller).data(client).data(user_agent))
-                .await
-                .into(),
-            Err(err) => Response::from_errors(vec![unplaced(err.extend())]).into(),
+            Ok(caller) => {
+                endpoint
+                    .schema
+                    .execute(request.data(caller).data(client).data(user_agent))
+                    .await
+            }
+            Err(err) => Response::from_errors(vec![unplaced(err.extend())]),
         };
-    response.into_response()
+    let retry_after = retry_after_of(&response);
+    let mut response = GraphQLResponse::from(response).into_response();
+    if let Some(wait) = retry_after {
+        response.headers_mut().insert(header::RETRY_AFTER, wait);
+    }
+    response
+}
+
+/// The `Retry-After` an answer should carry: the longest an error in it asks for (the
+/// database was out of reach for now), if any asks. The errors themselves say so too, in
+/// `extensions.retryAfterSeconds`, for clients that read only the body.
+fn retry_after_of(response: &Response) -> Option<HeaderValue> {
+    response
+        .errors
+        .iter()
+        .filter_map(|error| error.extensions.as_ref()?.get("retryAfterSeconds"))
+        .filter_map(|value| match value {
+            async_graphql::Value::Number(n) => n.as_u64(),
+            _ => None,
+        })
+        .max()
+        .map(HeaderValue::from)
 }
 
 /// An error about the request as a whole (its credential), which has no place in the query text:

@@ -405,7 +405,7 @@ impl ReachMutation {
     /// Send a test event to one of your webhooks; its delivery shows in its recent deliveries.
     /// It is sent once and not retried. A few per webhook and per person in a sliding window:
     /// past either, `RATE_LIMITED` with `extensions.reason` (`TEST_SENDS_PER_WEBHOOK` or
-    /// `TEST_SENDS_PER_PERSON`) and `extensions.retryAfter`, the seconds until the next may go.
+    /// `TEST_SENDS_PER_PERSON`) and `extensions.retryAfterSeconds`, the seconds until the next may go.
     async fn test_operator_webhook(&self, ctx: &Context<'_>, id: ID) -> Result<ID> {
         let viewer = writer_of(ctx)?;
         let db = ctx.data::<DatabaseConnection>()?;

@@ -88,7 +88,10 @@ fn outcome(next: &str, result: Result<String, ServiceError>) -> Response {
                     .into_response(),
             }
         }
-        Err(err @ ServiceError::Internal(_)) => err.into_response(),
+        // askloop's own failures are not the reader's to fix: a status, not a notice.
+        Err(err @ (ServiceError::Internal(_) | ServiceError::TemporarilyUnavailable(_))) => {
+            err.into_response()
+        }
         Err(err) => see_other(next, "error", &err.to_string()),
     }
 }

@@ -40,7 +40,7 @@ use crate::state::AppState;
         (status = 404, description = "No such niche.", body = ErrorBody),
         (status = 409, description = "The niche is a draft or archived.", body = ErrorBody),
         (status = 413, description = "The body is larger than 256 KiB.", body = ErrorBody),
-        (status = 503, description = "No signing secret is configured.", body = ErrorBody),
+        (status = 503, description = "No signing secret is configured; or, with reason `TEMPORARILY_UNAVAILABLE` and `Retry-After`, the database is out of reach for now (send the same request again).", body = ErrorBody),
     )
 )]
 pub async fn receive_question(

@@ -71,12 +71,24 @@ fn refused(err: &ServiceError) -> Response {
         ),
         other => {
             tracing::warn!(error = %other, "a mailed link failed");
-            page(
-                StatusCode::INTERNAL_SERVER_ERROR,
+            // A database out of reach is said as temporary; anything else is askloop's fault.
+            let status = if other.retry_after().is_some() {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            };
+            let mut response = page(
+                status,
                 "Something went wrong",
                 "askloop could not do this just now; try the link again in a moment.",
                 None,
-            )
+            );
+            if let Some(wait) = other.retry_after_header() {
+                response
+                    .headers_mut()
+                    .insert(axum::http::header::RETRY_AFTER, wait);
+            }
+            response
         }
     }
 }

@@ -36,7 +36,7 @@ use crate::state::AppState;
         (status = 403, description = "The agent is disabled.", body = ErrorBody),
         (status = 404, description = "No such niche.", body = ErrorBody),
         (status = 413, description = "The body is larger than 256 KiB.", body = ErrorBody),
-        (status = 503, description = "No signing secret is configured.", body = ErrorBody),
+        (status = 503, description = "No signing secret is configured; or, with reason `TEMPORARILY_UNAVAILABLE` and `Retry-After`, the database is out of reach for now (send the same request again).", body = ErrorBody),
     )
 )]
 pub async fn lookup(

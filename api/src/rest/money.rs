@@ -37,7 +37,7 @@ use crate::state::AppState;
         (status = 403, description = "The agent is disabled, or the niche is not one of its niches.", body = ErrorBody),
         (status = 404, description = "No such niche.", body = ErrorBody),
         (status = 413, description = "The body is larger than 256 KiB.", body = ErrorBody),
-        (status = 503, description = "No signing secret is configured.", body = ErrorBody),
+        (status = 503, description = "No signing secret is configured; or, with reason `TEMPORARILY_UNAVAILABLE` and `Retry-After`, the database is out of reach for now (send the same request again).", body = ErrorBody),
     )
 )]
 pub async fn revenue_event(
@@ -102,7 +102,7 @@ pub async fn revenue_event(
         (status = 400, description = "A field is missing or wrong.", body = ErrorBody),
         (status = 401, description = "No, a malformed, an expired or a wrong signature.", body = ErrorBody),
         (status = 413, description = "The body is larger than 256 KiB.", body = ErrorBody),
-        (status = 503, description = "ASKLOOP_MONITOR_SECRET is not set.", body = ErrorBody),
+        (status = 503, description = "ASKLOOP_MONITOR_SECRET is not set; or, with reason `TEMPORARILY_UNAVAILABLE` and `Retry-After`, the database is out of reach for now (send the same request again).", body = ErrorBody),
     )
 )]
 pub async fn anomaly_signal(

@@ -32,7 +32,7 @@ use crate::state::AppState;
         (status = 404, description = "No such niche, or no question of this agent with that external id in it.", body = ErrorBody),
         (status = 409, description = "The question is settled or its time is up (reason NOT_AWAITING_RESEARCH).", body = ErrorBody),
         (status = 413, description = "The body is larger than 256 KiB.", body = ErrorBody),
-        (status = 503, description = "No signing secret is configured.", body = ErrorBody),
+        (status = 503, description = "No signing secret is configured; or, with reason `TEMPORARILY_UNAVAILABLE` and `Retry-After`, the database is out of reach for now (send the same request again).", body = ErrorBody),
     )
 )]
 pub async fn research_returned(

@@ -70,8 +70,9 @@ pub fn seconds(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-/// Every error body: `{error, code, reason?}` (docs/contract.md#errors).
+/// Every error body: `{error, code, reason?, retryAfterSeconds?}` (docs/contract.md#errors).
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ErrorBody {
     /// What went wrong, for a person.
     #[schema(example = "title is required")]
@@ -81,6 +82,10 @@ pub struct ErrorBody {
     /// The finer, stable reason behind some codes (e.g. `NOT_AWAITING_RESEARCH`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// With reason `TEMPORARILY_UNAVAILABLE` (the database is out of reach for now): how long to
+    /// wait before sending the same request again, as the `Retry-After` header says too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u64>,
 }
 
 /// The stable error codes.
@@ -97,7 +102,8 @@ pub enum ErrorCode {
     NotFound,
     /// 409: the thing is not in a state that allows this.
     Conflict,
-    /// 503: askloop cannot serve this now (e.g. a secret is not configured).
+    /// 503: askloop cannot serve this now: a secret is not configured, or (reason
+    /// `TEMPORARILY_UNAVAILABLE`, with `Retry-After`) its database is out of reach for now.
     Unavailable,
     /// 402: the niche's budget cannot take the bounty.
     OverBudget,

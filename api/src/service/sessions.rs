@@ -93,12 +93,14 @@ fn viewer_of(user: &users::Model) -> Viewer {
 
 /// Check a handle and password and open a session. Wrong handle and wrong password give the same
 /// answer, so the error says nothing about which accounts exist; and both check one password
-/// (an unknown handle's against a dummy hash), so neither does the time the answer takes.
+/// (an unknown handle's against a dummy hash), so neither does the time the answer takes. The
+/// check waits for its turn in `share`'s lane of the password permits.
 pub async fn login(
     db: &DatabaseConnection,
     handle: &Handle,
     password: &str,
     place: SignInPlace,
+    share: passwords::Share,
     now: DateTime<Utc>,
 ) -> Result<NewSession, ServiceError> {
     let refused = || ServiceError::Unauthenticated("wrong handle or password".into());
@@ -107,7 +109,7 @@ pub async fn login(
         .one(db)
         .await?;
     let stored = found.as_ref().map(|user| user.credential_hash.as_str());
-    let verified = passwords::verify(password, stored).await?;
+    let verified = passwords::verify(password, stored, share).await?;
     let Some(user) = found.filter(|_| verified) else {
         return Err(refused());
     };
@@ -453,7 +455,15 @@ mod tests {
         CHECKS
             .scope(Cell::new(0), async {
                 let outcome =
-                    login(db, &handle, password, SignInPlace::default(), Utc::now()).await;
+                    login(
+                        db,
+                        &handle,
+                        password,
+                        SignInPlace::default(),
+                        passwords::Share::local(),
+                        Utc::now(),
+                    )
+                    .await;
                 if let Err(err) = &outcome {
                     assert!(
                         matches!(err, ServiceError::Unauthenticated(m) if m == "wrong handle or password"),

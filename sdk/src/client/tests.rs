@@ -221,6 +221,41 @@ async fn ask_retries_a_5xx_and_a_429_with_the_same_body_so_it_stays_one_question
     assert!(received.iter().all(|r| r.body == received[0].body));
 }
 
+/// What askloop answers while its database is out of reach, asking to wait `seconds`.
+fn out_of_reach(seconds: u64) -> Reply {
+    (
+        503,
+        vec![("retry-after", seconds.to_string())],
+        json!({"error": "askloop cannot reach its database just now; try again in a moment",
+               "code": "UNAVAILABLE", "reason": "TEMPORARILY_UNAVAILABLE",
+               "retryAfterSeconds": seconds})
+        .to_string(),
+    )
+}
+
+#[tokio::test]
+async fn ask_retries_while_askloops_database_is_out_of_reach_and_keeps_one_question() {
+    let fake = Fake::start(vec![out_of_reach(0), out_of_reach(0), stored(false)]).await;
+    let asked = fake
+        .client()
+        .ask(&question())
+        .await
+        .expect("asked once askloop could reach its database");
+    assert!(!asked.duplicate);
+    let received = fake.received();
+    assert_eq!(received.len(), 3);
+    assert!(received.iter().all(|r| r.body == received[0].body));
+
+    // For as long as it lasts: the last error says it was temporary, and how long to wait.
+    let fake = Fake::start(vec![out_of_reach(0); 4]).await;
+    let failed = fake.client().ask(&question()).await;
+    assert!(
+        matches!(failed, Err(Error::TemporarilyUnavailable { retry_after: Some(d), .. }) if d.is_zero()),
+        "{failed:?}"
+    );
+    assert_eq!(fake.received().len(), 4);
+}
+
 #[tokio::test]
 async fn a_transient_failure_that_lasts_ends_with_the_last_error_after_every_attempt() {
     let fake = Fake::start(vec![reply(503, json!("busy")); 4]).await;
@@ -564,6 +599,15 @@ async fn add_research_is_resent_after_a_429_but_not_after_a_failure_that_may_hav
         1,
         "findings that may have been appended are not sent again"
     );
+
+    // A database that went away mid-request may have taken the findings before it did.
+    let fake = Fake::start(vec![out_of_reach(0)]).await;
+    let failed = fake.client().add_research("games", "q-1", "findings").await;
+    assert!(
+        matches!(failed, Err(Error::TemporarilyUnavailable { .. })),
+        "{failed:?}"
+    );
+    assert_eq!(fake.received().len(), 1);
 }
 
 #[test]
