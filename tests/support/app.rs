@@ -9,6 +9,7 @@ use std::sync::Arc;
 use askloop::auth::LoginThrottle;
 use askloop::config::Config;
 use askloop::domain::signing::SigningKeys;
+use askloop::serve::Connections;
 use askloop::startup::Application;
 use sea_orm::DatabaseConnection;
 use tokio::sync::oneshot;
@@ -32,6 +33,8 @@ pub struct TestApp {
     pub login_throttle: Arc<LoginThrottle>,
     /// Which storage it runs on.
     pub backend: Backend,
+    /// Its connection caps: how many connections it holds open now.
+    pub connections: Arc<Connections>,
     /// The database URL it runs on (for a second instance on the same database).
     pub database_url: String,
     config: Config,
@@ -50,6 +53,12 @@ pub fn test_config(database_url: &str) -> Config {
     config.signing = SigningKeys::new(Some(SECRET.to_owned()), None);
     config.web_dir = web_dist();
     config.shutdown_grace = std::time::Duration::from_secs(5);
+    // Every client of the suite connects from 127.0.0.1, so the per-address bounds would be one
+    // shared bound for all of a test's clients: they are lifted here, and the tests of those
+    // bounds (connection_limits.rs) set their own.
+    config.connections.max_per_address = 1_000_000;
+    config.live.max_anonymous_per_address = 1_000_000;
+    config.live.handshakes_per_second = 1_000_000;
     config
 }
 
@@ -128,6 +137,7 @@ impl TestApp {
         let addr = app.local_addr();
         let db = app.state().db.clone();
         let login_throttle = app.state().login_throttle.clone();
+        let connections = app.connections();
         let (tx, rx) = oneshot::channel::<()>();
         let server = tokio::spawn(app.run_until(async {
             let _ = rx.await;
@@ -142,6 +152,7 @@ impl TestApp {
             db,
             login_throttle,
             backend,
+            connections,
             database_url: config.database_url.clone(),
             config,
             shutdown: Some(tx),
@@ -183,6 +194,7 @@ impl TestApp {
         let mut restarted = Self::start(self.backend, config, None).await;
         self.db = restarted.db.clone();
         self.login_throttle = restarted.login_throttle.clone();
+        self.connections = restarted.connections.clone();
         self.shutdown = restarted.shutdown.take();
         self.server = restarted.server.take();
     }
