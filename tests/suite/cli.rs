@@ -489,7 +489,10 @@ async fn the_flood_tool_reports_the_cap_the_probes_and_the_exit() {
             .unwrap_or_else(|| panic!("no {flood} line in {stdout}"));
         assert!(!line.contains("refused at once 0,"), "{line}");
     }
-    assert!(stdout.contains("every probe's max under 100 ms"), "{stdout}");
+    assert!(
+        stdout.contains("every probe's max under 100 ms"),
+        "{stdout}"
+    );
     for probe in ["intake", "graphql", "readyz", "ping", "connect"] {
         let line = stdout
             .lines()
