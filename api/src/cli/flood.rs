@@ -582,32 +582,35 @@ impl Floods {
         };
         let reopen = Duration::from_millis(args.reopen_ms);
         let from = args.from;
-        for _ in 0..args.idle {
-            let tally = floods.idle.1.clone();
-            floods.tasks.spawn(again_and_again(until, reopen, move || {
-                hold_idle(from, target, until, tally.clone())
-            }));
-        }
-        for _ in 0..args.trickle {
-            let tally = floods.trickle.1.clone();
-            floods.tasks.spawn(again_and_again(until, reopen, move || {
-                hold_trickling(from, target, until, tally.clone())
-            }));
-        }
-        for _ in 0..args.anonymous {
-            let tally = floods.anonymous.1.clone();
-            let closes = floods.closes.clone();
-            let url = socket_url.to_owned();
-            floods.tasks.spawn(again_and_again(until, reopen, move || {
-                hold_anonymous(
-                    from,
-                    target,
-                    url.clone(),
-                    until,
-                    tally.clone(),
-                    closes.clone(),
-                )
-            }));
+        // Started in turn, so that each kind gets its share of what the address may hold.
+        for n in 0..args.idle.max(args.trickle).max(args.anonymous) {
+            if n < args.idle {
+                let tally = floods.idle.1.clone();
+                floods.tasks.spawn(again_and_again(until, reopen, move || {
+                    hold_idle(from, target, until, tally.clone())
+                }));
+            }
+            if n < args.trickle {
+                let tally = floods.trickle.1.clone();
+                floods.tasks.spawn(again_and_again(until, reopen, move || {
+                    hold_trickling(from, target, until, tally.clone())
+                }));
+            }
+            if n < args.anonymous {
+                let tally = floods.anonymous.1.clone();
+                let closes = floods.closes.clone();
+                let url = socket_url.to_owned();
+                floods.tasks.spawn(again_and_again(until, reopen, move || {
+                    hold_anonymous(
+                        from,
+                        target,
+                        url.clone(),
+                        until,
+                        tally.clone(),
+                        closes.clone(),
+                    )
+                }));
+            }
         }
         floods
     }
