@@ -230,8 +230,58 @@ pub mod env {
     pub const ASKLOOP_MAX_WEBSOCKETS: EnvVar = EnvVar {
         name: "ASKLOOP_MAX_WEBSOCKETS",
         default: "10000",
-        meaning: "how many /graphql/ws connections one instance holds; past it a new one is \
-                  closed with 1013 (try again later)",
+        meaning: "how many signed-in /graphql/ws connections one instance holds (sockets still \
+                  waiting to sign in are not counted); past it a new one is closed with 1013 \
+                  (try again later)",
+    };
+    /// How many anonymous websockets one address may hold open.
+    pub const ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS: EnvVar = EnvVar {
+        name: "ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS",
+        default: "8",
+        meaning: "how many /graphql/ws connections one address (IPv4, or IPv6 /64) may hold \
+                  open before they have signed in; past it the upgrade is refused with 429",
+    };
+    /// How fast one address may open websockets without credentials.
+    pub const ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND: EnvVar = EnvVar {
+        name: "ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND",
+        default: "10",
+        meaning: "how many /graphql/ws upgrades without a session cookie or bearer token one \
+                  address may make per second (as a burst, refilled at that rate); past it 429",
+    };
+    /// How many connections one instance holds.
+    pub const ASKLOOP_MAX_CONNECTIONS: EnvVar = EnvVar {
+        name: "ASKLOOP_MAX_CONNECTIONS",
+        default: "unset: the open-file limit less one in eight (at least 64) of it",
+        meaning: "how many TCP connections one instance holds at once (websockets included); \
+                  past it a new one is answered 503 and closed",
+    };
+    /// The share of the connections kept for health checks and credentials.
+    pub const ASKLOOP_RESERVED_CONNECTIONS: EnvVar = EnvVar {
+        name: "ASKLOOP_RESERVED_CONNECTIONS",
+        default: "unset: one in ten of ASKLOOP_MAX_CONNECTIONS",
+        meaning: "how many of ASKLOOP_MAX_CONNECTIONS only serve /healthz, /readyz and requests \
+                  that carry a credential; others on them are answered 503",
+    };
+    /// How many connections one address may hold.
+    pub const ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS: EnvVar = EnvVar {
+        name: "ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS",
+        default: "256",
+        meaning: "how many TCP connections one address (IPv4, or IPv6 /64) may hold at once; \
+                  past it a new one is answered 429 and closed",
+    };
+    /// How long a request's head may take.
+    pub const ASKLOOP_HEADER_TIMEOUT_MS: EnvVar = EnvVar {
+        name: "ASKLOOP_HEADER_TIMEOUT_MS",
+        default: "10000",
+        meaning: "how long a request's line and headers may take to arrive, from when the \
+                  connection waits for them, in milliseconds; then the connection is closed",
+    };
+    /// How long a connection may sit silent between requests.
+    pub const ASKLOOP_IDLE_TIMEOUT_MS: EnvVar = EnvVar {
+        name: "ASKLOOP_IDLE_TIMEOUT_MS",
+        default: "5000",
+        meaning: "how long a connection with no request in flight may send and receive nothing \
+                  (a kept-alive or a never-used one), in milliseconds; then it is closed",
     };
     /// The anomaly monitor's secret.
     pub const ASKLOOP_MONITOR_SECRET: EnvVar = EnvVar {
@@ -298,6 +348,13 @@ pub const ENVIRONMENT: &[EnvVar] = &[
     env::ASKLOOP_LOGIN_ADDRESS_REFILL_MS,
     env::ASKLOOP_LOGIN_CHECKS_PER_ADDRESS,
     env::ASKLOOP_MAX_WEBSOCKETS,
+    env::ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS,
+    env::ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND,
+    env::ASKLOOP_MAX_CONNECTIONS,
+    env::ASKLOOP_RESERVED_CONNECTIONS,
+    env::ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS,
+    env::ASKLOOP_HEADER_TIMEOUT_MS,
+    env::ASKLOOP_IDLE_TIMEOUT_MS,
     env::ASKLOOP_MONITOR_SECRET,
     env::ASKLOOP_DATA_KEY,
     env::ASKLOOP_WEB_DIR,
@@ -377,6 +434,8 @@ pub struct Config {
     pub live: LiveSettings,
     /// How sign-ins are throttled and their passwords checked per address.
     pub sign_in: SignInSettings,
+    /// How connections are admitted, and when quiet ones are closed.
+    pub connections: ConnectionSettings,
     /// How events are delivered to the agent and questions expired.
     pub delivery: DeliverySettings,
     /// How outbound webhooks' host names are resolved (the system's resolver; a test's own).
@@ -401,6 +460,57 @@ impl std::fmt::Debug for MailSettings {
         f.debug_struct("MailSettings")
             .field("from", &self.from.to_string())
             .finish_non_exhaustive()
+    }
+}
+
+/// Admission and timeouts of the connections askloop serves (`serve.rs`, `docs/security.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionSettings {
+    /// How long a request's line and headers may take once the connection waits for them
+    /// (`ASKLOOP_HEADER_TIMEOUT_MS`, 10 s): a peer that trickles its headers is closed then.
+    pub header_timeout: Duration,
+    /// How long a connection with no request in flight may move no byte either way
+    /// (`ASKLOOP_IDLE_TIMEOUT_MS`, 5 s): idle keep-alive and never-used connections end then.
+    pub idle_timeout: Duration,
+    /// How many connections the instance holds at once (`ASKLOOP_MAX_CONNECTIONS`); `None`:
+    /// the open-file limit found at start-up, less what [`ConnectionSettings::max_connections_for`]
+    /// keeps for the database, files and outbound requests.
+    pub max_connections: Option<usize>,
+    /// How many of those only serve health checks and requests with a credential
+    /// (`ASKLOOP_RESERVED_CONNECTIONS`); `None`: one in ten.
+    pub reserved: Option<usize>,
+    /// How many connections one address may hold (`ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS`, 256).
+    pub max_per_address: usize,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(5),
+            max_connections: None,
+            reserved: None,
+            max_per_address: 256,
+        }
+    }
+}
+
+impl ConnectionSettings {
+    /// The connection cap with `file_limit` open files: the configured one, or the limit less
+    /// one in eight of it (at least 64), which the pool, log files, mail and outbound webhooks
+    /// need whatever the clients do.
+    pub fn max_connections_for(&self, file_limit: u64) -> usize {
+        self.max_connections.unwrap_or_else(|| {
+            let limit = usize::try_from(file_limit).unwrap_or(usize::MAX);
+            limit.saturating_sub((limit / 8).max(64)).max(1)
+        })
+    }
+
+    /// How many of `max_connections` are kept for health checks and credentials.
+    pub fn reserved_of(&self, max_connections: usize) -> usize {
+        self.reserved
+            .unwrap_or(max_connections / 10)
+            .min(max_connections.saturating_sub(1))
     }
 }
 
@@ -563,6 +673,7 @@ impl Config {
             public_origin: None,
             live: LiveSettings::default(),
             sign_in: SignInSettings::default(),
+            connections: ConnectionSettings::default(),
             delivery: DeliverySettings::default(),
             resolver: NameResolver::system(),
             webhook_tests: TestSendLimits::default(),
@@ -691,6 +802,51 @@ impl Config {
             get(&env::ASKLOOP_MAX_WEBSOCKETS),
         )? {
             config.live.max_sockets = sockets;
+        }
+        if let Some(sockets) = count(
+            env::ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS.name,
+            get(&env::ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS),
+        )? {
+            config.live.max_anonymous_per_address = sockets;
+        }
+        if let Some(rate) = count(
+            env::ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND.name,
+            get(&env::ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND),
+        )? {
+            config.live.handshakes_per_second = rate;
+        }
+        let connections = &mut config.connections;
+        connections.max_connections = count(
+            env::ASKLOOP_MAX_CONNECTIONS.name,
+            get(&env::ASKLOOP_MAX_CONNECTIONS),
+        )?;
+        connections.reserved = get(&env::ASKLOOP_RESERVED_CONNECTIONS)
+            .map(|raw| {
+                raw.trim().parse::<usize>().map_err(|_| ConfigError {
+                    name: env::ASKLOOP_RESERVED_CONNECTIONS.name,
+                    problem: format!("'{raw}' is not a whole number"),
+                })
+            })
+            .transpose()?;
+        if let (Some(max), Some(reserved)) = (connections.max_connections, connections.reserved)
+            && reserved >= max
+        {
+            return Err(ConfigError {
+                name: env::ASKLOOP_RESERVED_CONNECTIONS.name,
+                problem: format!("{reserved} must be fewer than ASKLOOP_MAX_CONNECTIONS ({max})"),
+            });
+        }
+        if let Some(per_address) = count(
+            env::ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS.name,
+            get(&env::ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS),
+        )? {
+            connections.max_per_address = per_address;
+        }
+        if let Some(timeout) = read_millis(&env::ASKLOOP_HEADER_TIMEOUT_MS)? {
+            connections.header_timeout = timeout;
+        }
+        if let Some(timeout) = read_millis(&env::ASKLOOP_IDLE_TIMEOUT_MS)? {
+            connections.idle_timeout = timeout;
         }
         let delivery = &mut config.delivery;
         if let Some(timeout) = read_millis(&env::ASKLOOP_DELIVERY_TIMEOUT_MS)? {
@@ -1045,6 +1201,27 @@ mod tests {
             env::ASKLOOP_GRAPHQL_MAX_NODES.default,
             config.graphql_max_nodes.to_string()
         );
+        let connections = config.connections;
+        assert_eq!(
+            ms(&env::ASKLOOP_HEADER_TIMEOUT_MS),
+            connections.header_timeout.as_millis()
+        );
+        assert_eq!(
+            ms(&env::ASKLOOP_IDLE_TIMEOUT_MS),
+            connections.idle_timeout.as_millis()
+        );
+        assert_eq!(
+            env::ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS.default,
+            connections.max_per_address.to_string()
+        );
+        assert_eq!(
+            env::ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS.default,
+            config.live.max_anonymous_per_address.to_string()
+        );
+        assert_eq!(
+            env::ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND.default,
+            config.live.handshakes_per_second.to_string()
+        );
         assert_eq!(
             env::ASKLOOP_LOGIN_ADDRESS_BURST.default,
             config.sign_in.address_burst.to_string()
@@ -1225,6 +1402,67 @@ mod tests {
                 crate::db::POSTGRES_CONNECTIONS
             )
         );
+    }
+
+    #[test]
+    fn the_connection_limits_are_read_and_checked() {
+        let config = Config::from_lookup(|name| match name {
+            "ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS" => Some("3".into()),
+            "ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND" => Some("4".into()),
+            "ASKLOOP_MAX_CONNECTIONS" => Some("900".into()),
+            "ASKLOOP_RESERVED_CONNECTIONS" => Some("0".into()),
+            "ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS" => Some("50".into()),
+            "ASKLOOP_HEADER_TIMEOUT_MS" => Some("2500".into()),
+            "ASKLOOP_IDLE_TIMEOUT_MS" => Some("1500".into()),
+            _ => None,
+        })
+        .expect("valid");
+        assert_eq!(config.live.max_anonymous_per_address, 3);
+        assert_eq!(config.live.handshakes_per_second, 4);
+        let connections = config.connections;
+        assert_eq!(connections.max_connections_for(20_000), 900);
+        assert_eq!(connections.reserved_of(900), 0);
+        assert_eq!(connections.max_per_address, 50);
+        assert_eq!(connections.header_timeout, Duration::from_millis(2500));
+        assert_eq!(connections.idle_timeout, Duration::from_millis(1500));
+        for (name, raw) in [
+            ("ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS", "0"),
+            ("ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND", "fast"),
+            ("ASKLOOP_MAX_CONNECTIONS", "0"),
+            ("ASKLOOP_RESERVED_CONNECTIONS", "-1"),
+            ("ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS", "many"),
+            ("ASKLOOP_HEADER_TIMEOUT_MS", "0"),
+            ("ASKLOOP_IDLE_TIMEOUT_MS", "5s"),
+        ] {
+            let err =
+                Config::from_lookup(|n| (n == name).then(|| raw.into())).expect_err("refused");
+            assert!(
+                err.to_string().starts_with(&format!("{name}: '{raw}'")),
+                "{err}"
+            );
+        }
+        let err = Config::from_lookup(|name| match name {
+            "ASKLOOP_MAX_CONNECTIONS" => Some("100".into()),
+            "ASKLOOP_RESERVED_CONNECTIONS" => Some("100".into()),
+            _ => None,
+        })
+        .expect_err("a reserve as large as the cap");
+        assert!(
+            err.to_string()
+                .starts_with("ASKLOOP_RESERVED_CONNECTIONS: 100 must be fewer"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_connection_cap_follows_the_file_limit_and_keeps_a_reserve() {
+        let connections = ConnectionSettings::default();
+        assert_eq!(connections.max_connections_for(20_000), 17_500);
+        assert_eq!(connections.max_connections_for(1_024), 896);
+        assert_eq!(connections.max_connections_for(256), 192);
+        assert_eq!(connections.max_connections_for(10), 1);
+        assert_eq!(connections.reserved_of(17_500), 1_750);
+        assert_eq!(connections.reserved_of(1), 0);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! The binary (`main.rs`) is thin; everything it runs lives here so the black-box tests and the
 //! load generator start exactly the same server.
 
+pub mod admission;
 pub mod auth;
 pub mod cli;
 pub mod config;
@@ -17,6 +18,7 @@ pub mod metrics;
 pub mod outbound;
 pub mod rest;
 pub mod security_headers;
+pub mod serve;
 pub mod service;
 pub mod startup;
 pub mod state;

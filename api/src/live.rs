@@ -199,6 +199,12 @@ pub struct LiveSettings {
     pub max_sockets: usize,
     /// How many of them may be waiting for `connection_init` at once.
     pub max_uninitialised: usize,
+    /// How many websockets one address may hold before they sign in
+    /// (`ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS`).
+    pub max_anonymous_per_address: usize,
+    /// How many upgrades without a credential one address may make per second, as a burst
+    /// refilled at that rate (`ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND`).
+    pub handshakes_per_second: usize,
     /// How many operations one websocket may run at once.
     pub max_subscriptions: usize,
     /// The largest message (and frame) a websocket peer may send, in bytes.
@@ -218,6 +224,8 @@ impl Default for LiveSettings {
             recheck_every: Duration::from_secs(60),
             max_sockets: 10_000,
             max_uninitialised: 1_000,
+            max_anonymous_per_address: 8,
+            handshakes_per_second: 10,
             max_subscriptions: 32,
             max_message_bytes: 64 * 1024,
             inbox: 16,

@@ -21,6 +21,7 @@ use crate::graphql::{self, http::GraphqlEndpoint, shared::SharedPayloads};
 use crate::live::LiveHub;
 use crate::metrics::{self, Metrics};
 use crate::security_headers;
+use crate::serve::{self, Connections};
 use crate::service::passwords;
 use crate::state::AppState;
 use crate::worker::{self, WorkerContext};
@@ -31,6 +32,7 @@ pub struct Application {
     listener: TcpListener,
     router: Router,
     state: AppState,
+    connections: Arc<Connections>,
     workers: CancellationToken,
 }
 
@@ -105,10 +107,12 @@ impl Application {
             live,
         };
         let router = router(state.clone(), endpoint);
+        let connections = Connections::new(&state.config.connections, serve::file_limit());
         Ok(Self {
             listener,
             router,
             state,
+            connections,
             workers: CancellationToken::new(),
         })
     }
@@ -123,6 +127,11 @@ impl Application {
     /// The shared state (for the CLI's load generator and tests).
     pub fn state(&self) -> &AppState {
         &self.state
+    }
+
+    /// The connection caps this instance serves with (how many are open, the cap).
+    pub fn connections(&self) -> Arc<Connections> {
+        self.connections.clone()
     }
 
     /// Serve until `shutdown` resolves, then give in-flight requests the configured grace period.
@@ -142,6 +151,8 @@ impl Application {
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
         let live = self.state.live.clone();
         let workers = self.workers.clone();
+        let connections = CancellationToken::new();
+        let stop_serving = connections.clone();
         let signal = async move {
             shutdown.await;
             tracing::info!("shutting down: finishing in-flight requests");
@@ -149,18 +160,29 @@ impl Application {
             // so their clients reconnect elsewhere instead of waiting on a silent socket.
             live.stop();
             workers.cancel();
+            stop_serving.cancel();
             let _ = stopping_tx.send(());
         };
-        // The peer's address reaches handlers (sign-in counts failures by it).
-        let serve = axum::serve(
+        // askloop's own accept loop (`serve.rs`): hyper with a timer, so the header and idle
+        // timeouts apply, and the connection caps; the peer's address still reaches handlers.
+        let serve = serve::serve(
             self.listener,
-            self.router
-                .into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(signal);
-        let serving = tokio::spawn(async move { serve.await });
+            self.router,
+            self.connections.clone(),
+            self.state.config.connections,
+            connections,
+        );
+        let serving = tokio::spawn(async move {
+            let mut serve = std::pin::pin!(serve);
+            tokio::select! {
+                () = &mut serve => return,
+                () = signal => {}
+            }
+            // Stopped accepting: the connections still open finish their requests.
+            serve.await;
+        });
         tokio::select! {
-            result = serving => result??,
+            result = serving => result?,
             () = async {
                 let _ = stopping_rx.await;
                 tokio::time::sleep(grace).await;

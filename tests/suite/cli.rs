@@ -444,8 +444,8 @@ async fn cli_ask_refuses_a_file_that_is_not_json() {
 }
 
 /// `askloop flood` against a fresh askloop of its own: the flooding socket is closed at the
-/// operation cap, every probe is answered, and the server exits on SIGTERM. Bad arguments are
-/// refused before anything starts.
+/// operation cap, the floods from the other address are refused past its bounds, every probe is
+/// answered, and the server exits on SIGTERM. Bad arguments are refused before anything starts.
 #[tokio::test]
 async fn the_flood_tool_reports_the_cap_the_probes_and_the_exit() {
     let database = TestDatabase::create(Backend::Sqlite)
@@ -453,7 +453,19 @@ async fn the_flood_tool_reports_the_cap_the_probes_and_the_exit() {
         .expect("a database");
     let output = run(askloop(
         &database.url,
-        &["flood", "--seconds", "3", "--subscribes", "100"],
+        &[
+            "flood",
+            "--seconds",
+            "3",
+            "--subscribes",
+            "100",
+            "--idle",
+            "300",
+            "--trickle",
+            "10",
+            "--anonymous",
+            "20",
+        ],
     ));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", stderr(&output));
@@ -465,7 +477,23 @@ async fn the_flood_tool_reports_the_cap_the_probes_and_the_exit() {
         "{stdout}"
     );
     assert!(stdout.contains("from the flood on"), "{stdout}");
-    for probe in ["intake", "graphql", "readyz"] {
+    // 330 connections from one address against its cap of 256: some are refused at once, as
+    // are the anonymous websockets past the 8 one address may hold.
+    for flood in [
+        "300 idle connections from 127.0.0.2",
+        "20 anonymous websockets from 127.0.0.2",
+    ] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("flood    {flood}")))
+            .unwrap_or_else(|| panic!("no {flood} line in {stdout}"));
+        assert!(!line.contains("refused at once 0,"), "{line}");
+    }
+    assert!(
+        stdout.contains("every probe's max under 100 ms"),
+        "{stdout}"
+    );
+    for probe in ["intake", "graphql", "readyz", "ping", "connect"] {
         let line = stdout
             .lines()
             .find(|l| l.starts_with(&format!("probe {probe}")))

@@ -152,8 +152,18 @@ async fn a_socket_past_the_server_wide_cap_is_told_to_come_back_later() {
     })
     .await
     .expect("an app");
-    let _first = GqlSocket::connect(&app.base, None).await;
-    let mut second = GqlSocket::open(&app.base).await;
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let _first = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    // Signed in on the upgrade, so its place is taken (and refused) before any message.
+    let bearer = format!("Bearer {}", ana.token);
+    let mut second = GqlSocket::try_open_from(
+        &app.base,
+        std::net::Ipv4Addr::LOCALHOST.into(),
+        &[("authorization", bearer.as_str())],
+    )
+    .await
+    .expect("upgraded, to be told why it is closed");
     let closed = second.receive(Duration::from_secs(5)).await;
     assert!(matches!(closed, Received::Closed(Some(1013))), "{closed:?}");
 }

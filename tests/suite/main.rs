@@ -7,6 +7,7 @@ mod agents_page;
 mod answering;
 mod authorization;
 mod cli;
+mod connection_limits;
 mod dashboard;
 mod dashboard_live;
 mod dashboard_navigation;

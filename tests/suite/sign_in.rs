@@ -186,8 +186,8 @@ async fn two_logins_in_one_request_are_refused_and_open_no_session(app: TestApp)
     );
     assert!(app.login_throttle.is_empty(), "a password was checked");
 
-    // The websocket refuses it too.
-    let mut socket = GqlSocket::connect(&app.base, None).await;
+    // The websocket refuses it too (a socket must be signed in to be acknowledged at all).
+    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
     socket
         .send(json!({"id": "twice", "type": "subscribe",
                      "payload": {"query": aliased, "variables": {"p": PASSWORD}}}))

@@ -10,6 +10,7 @@ use askloop::auth::LoginThrottle;
 use askloop::config::Config;
 use askloop::domain::signing::SigningKeys;
 use askloop::live::LiveHub;
+use askloop::serve::Connections;
 use askloop::startup::Application;
 use sea_orm::DatabaseConnection;
 use tokio::sync::oneshot;
@@ -35,6 +36,8 @@ pub struct TestApp {
     pub live: LiveHub,
     /// Which storage it runs on.
     pub backend: Backend,
+    /// Its connection caps: how many connections it holds open now.
+    pub connections: Arc<Connections>,
     /// The database URL it runs on (for a second instance on the same database).
     pub database_url: String,
     config: Config,
@@ -53,6 +56,12 @@ pub fn test_config(database_url: &str) -> Config {
     config.signing = SigningKeys::new(Some(SECRET.to_owned()), None);
     config.web_dir = web_dist();
     config.shutdown_grace = std::time::Duration::from_secs(5);
+    // Every client of the suite connects from 127.0.0.1, so the per-address bounds would be one
+    // shared bound for all of a test's clients: they are lifted here, and the tests of those
+    // bounds (connection_limits.rs) set their own.
+    config.connections.max_per_address = 1_000_000;
+    config.live.max_anonymous_per_address = 1_000_000;
+    config.live.handshakes_per_second = 1_000_000;
     config
 }
 
@@ -132,6 +141,7 @@ impl TestApp {
         let db = app.state().db.clone();
         let login_throttle = app.state().login_throttle.clone();
         let live = app.state().live.clone();
+        let connections = app.connections();
         let (tx, rx) = oneshot::channel::<()>();
         let server = tokio::spawn(app.run_until(async {
             let _ = rx.await;
@@ -147,6 +157,7 @@ impl TestApp {
             login_throttle,
             live,
             backend,
+            connections,
             database_url: config.database_url.clone(),
             config,
             shutdown: Some(tx),
@@ -189,6 +200,7 @@ impl TestApp {
         self.db = restarted.db.clone();
         self.login_throttle = restarted.login_throttle.clone();
         self.live = restarted.live.clone();
+        self.connections = restarted.connections.clone();
         self.shutdown = restarted.shutdown.take();
         self.server = restarted.server.take();
     }

@@ -19,8 +19,23 @@ impl Served {
     /// Start `askloop serve` on `database_url`, with `env` added to its environment.
     pub fn start(database_url: &str, env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(askloop_binary());
+        command.arg("serve");
+        Self::run(command, database_url, env)
+    }
+
+    /// Start `askloop serve` on `database_url` with its soft open-file limit lowered to `soft`
+    /// (by the shell that starts it), as a service manager's default would leave it.
+    pub fn start_with_soft_file_limit(database_url: &str, soft: u64) -> Self {
+        let mut command = Command::new("sh");
         command
-            .arg("serve")
+            .arg("-c")
+            .arg(format!("ulimit -Sn {soft} && exec \"$0\" serve"))
+            .arg(askloop_binary());
+        Self::run(command, database_url, &[])
+    }
+
+    fn run(mut command: Command, database_url: &str, env: &[(&str, &str)]) -> Self {
+        command
             .env("DATABASE_URL", database_url)
             .env("ASKLOOP_BIND", "127.0.0.1:0")
             .env("CHOVY_SIGNING_SECRET", SECRET)

@@ -1,13 +1,14 @@
 //! A `graphql-transport-ws` client over a real websocket, for subscription tests: open (with
 //! the subprotocol), `connection_init` → `connection_ack`, subscribe, and read what arrives.
 
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{self, Message, http};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 /// A connected socket.
@@ -26,7 +27,79 @@ pub enum Received {
     Nothing,
 }
 
+/// How an upgrade was refused: its status and `Retry-After`.
+#[derive(Debug)]
+pub struct Refused {
+    /// The HTTP status.
+    pub status: u16,
+    /// `Retry-After`, if sent.
+    pub retry_after: Option<String>,
+}
+
 impl GqlSocket {
+    /// Open a websocket to `base` from the loopback address `source` (127.0.0.2, …: one test
+    /// can be several clients), with `headers` on the upgrade; how it was refused, if it was.
+    pub async fn try_open_from(
+        base: &str,
+        source: IpAddr,
+        headers: &[(&str, &str)],
+    ) -> Result<Self, Refused> {
+        let url = format!("{}/graphql/ws", base.replacen("http", "ws", 1));
+        let mut request = url.into_client_request().expect("a request");
+        request.headers_mut().insert(
+            "sec-websocket-protocol",
+            "graphql-transport-ws".parse().expect("a header"),
+        );
+        for (name, value) in headers {
+            request.headers_mut().insert(
+                http::HeaderName::from_bytes(name.as_bytes()).expect("a header name"),
+                value.parse().expect("a header value"),
+            );
+        }
+        let stream = connect_from(base, source).await;
+        match tokio_tungstenite::client_async(request, MaybeTlsStream::Plain(stream)).await {
+            Ok((ws, _)) => Ok(Self { ws }),
+            Err(tungstenite::Error::Http(response)) => Err(Refused {
+                status: response.status().as_u16(),
+                retry_after: response
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
+            }),
+            Err(err) => panic!("the upgrade failed: {err}"),
+        }
+    }
+
+    /// Open from `source` with `headers`, and send `connection_init` with `token` (if any) and
+    /// wait for `connection_ack`.
+    pub async fn connect_from(
+        base: &str,
+        source: IpAddr,
+        headers: &[(&str, &str)],
+        token: Option<&str>,
+    ) -> Self {
+        let mut socket = Self::try_open_from(base, source, headers)
+            .await
+            .expect("the upgrade is accepted");
+        socket.init(token).await;
+        socket
+    }
+
+    /// Send `connection_init` with `token` (if any) and wait for `connection_ack`.
+    async fn init(&mut self, token: Option<&str>) {
+        let payload = match token {
+            Some(token) => json!({ "token": token }),
+            None => json!({}),
+        };
+        self.send(json!({"type": "connection_init", "payload": payload}))
+            .await;
+        match self.receive(Duration::from_secs(5)).await {
+            Received::Json(message) if message["type"] == "connection_ack" => {}
+            other => panic!("no connection_ack: {other:?}"),
+        }
+    }
+
     /// Open a websocket to `base` (http://…) offering `graphql-transport-ws`.
     pub async fn open(base: &str) -> Self {
         let url = format!("{}/graphql/ws", base.replacen("http", "ws", 1));
@@ -51,17 +124,8 @@ impl GqlSocket {
     /// Open, send `connection_init` with `token`, and wait for `connection_ack`.
     pub async fn connect(base: &str, token: Option<&str>) -> Self {
         let mut socket = Self::open(base).await;
-        let payload = match token {
-            Some(token) => json!({ "token": token }),
-            None => json!({}),
-        };
+        socket.init(token).await;
         socket
-            .send(json!({"type": "connection_init", "payload": payload}))
-            .await;
-        match socket.receive(Duration::from_secs(5)).await {
-            Received::Json(message) if message["type"] == "connection_ack" => socket,
-            other => panic!("no connection_ack: {other:?}"),
-        }
     }
 
     /// Send a protocol message.
@@ -124,4 +188,21 @@ impl GqlSocket {
             other => panic!("expected next for {id}, got {other:?}"),
         }
     }
+}
+
+/// A TCP connection to `base` (http://host:port) from the loopback address `source`.
+pub async fn connect_from(base: &str, source: IpAddr) -> TcpStream {
+    let target: SocketAddr = base
+        .trim_start_matches("http://")
+        .parse()
+        .expect("http://ip:port");
+    let socket = match source {
+        IpAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+        IpAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+    }
+    .expect("a socket");
+    socket
+        .bind(SocketAddr::new(source, 0))
+        .expect("a loopback source address");
+    socket.connect(target).await.expect("connected")
 }

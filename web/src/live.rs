@@ -9,6 +9,8 @@
 //! [`LiveEvent::Connected`], which is the page's cue to re-read what it shows, since changes
 //! made while it was away were not delivered. After "fell behind" (a `CONFLICT` error, then
 //! `complete`) the subscription starts again the same way; after any other error it stays ended.
+//! A connection refused at `connection_init` (4403: no session) ends every subscription with
+//! `UNAUTHENTICATED` instead of reconnecting.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -229,6 +231,32 @@ fn emit(client: &Shared, id: u32, event: RawEvent) {
     }
 }
 
+/// The error a subscription ends with when askloop refuses the connection's sign-in.
+fn signed_out() -> RawEvent {
+    RawEvent::Failed(ApiError {
+        code: ErrorCode::Unauthenticated,
+        reason: None,
+        message: "Sign in to receive live updates.".into(),
+    })
+}
+
+/// End every subscription still running with `event`: none of them starts again.
+fn end_all(client: &Shared, event: fn() -> RawEvent) {
+    let ids: Vec<u32> = client
+        .borrow_mut()
+        .subscriptions
+        .iter_mut()
+        .filter(|(_, s)| !s.finished)
+        .map(|(id, s)| {
+            s.finished = true;
+            *id
+        })
+        .collect();
+    for id in ids {
+        emit(client, id, event());
+    }
+}
+
 /// Tell every subscription still running about `event`.
 fn broadcast(client: &Shared, event: fn() -> RawEvent) {
     let ids: Vec<u32> = client
@@ -325,17 +353,30 @@ fn connect(client: &Shared) {
 
     let on_close = {
         let client = client.clone();
-        Closure::<dyn FnMut(CloseEvent)>::new(move |_event: CloseEvent| {
-            let active = {
+        Closure::<dyn FnMut(CloseEvent)>::new(move |event: CloseEvent| {
+            let (active, was_acknowledged) = {
                 let mut c = client.borrow_mut();
                 c.socket = None;
-                c.acknowledged = false;
-                c.subscriptions.values().any(|s| !s.finished)
+                let was_acknowledged = std::mem::replace(&mut c.acknowledged, false);
+                (
+                    c.subscriptions.values().any(|s| !s.finished),
+                    was_acknowledged,
+                )
             };
-            if active {
-                broadcast(&client, || RawEvent::Dropped);
-                schedule_reconnect(&client);
+            if !active {
+                return;
             }
+            // 4403 before the acknowledgement: askloop refused the connection itself (no
+            // session, or it has ended). Coming back as the same nobody would be refused again,
+            // so every subscription ends as a refused subscribe would. After the
+            // acknowledgement it is a session that ended while open: reconnecting picks up a
+            // newer session if there is one, and is refused like this otherwise.
+            if event.code() == 4403 && !was_acknowledged {
+                end_all(&client, signed_out);
+                return;
+            }
+            broadcast(&client, || RawEvent::Dropped);
+            schedule_reconnect(&client);
         })
     };
 

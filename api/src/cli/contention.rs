@@ -186,6 +186,8 @@ fn serve_apart(config: &Config, secret: &str) -> anyhow::Result<Apart> {
         .env("DATABASE_URL", &config.database_url)
         .env("CHOVY_SIGNING_SECRET", secret)
         .env("ASKLOOP_BIND", "127.0.0.1:0")
+        // Every operator of this run connects from 127.0.0.1: one address, however many there are.
+        .env("ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS", "1000000")
         .env(
             "RUST_LOG",
             std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),

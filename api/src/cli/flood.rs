@@ -1,22 +1,31 @@
-//! `askloop flood`: the websocket flood, measured from outside. It starts askloop as a child
-//! process (`askloop serve`) against DATABASE_URL, then, while probes ask a question, run a
-//! GraphQL query and read `/readyz` in turn as another client would, one member's websocket
-//! sends N `subscribe` messages in one burst. It reports what the flooding socket got (how many
-//! operations answered, how it was closed), each probe's latency during the run, and how long
-//! the child takes to exit after SIGTERM next to its grace period.
+//! `askloop flood`: floods, measured from outside. It starts askloop as a child process
+//! (`askloop serve`) against DATABASE_URL, then, while probes from 127.0.0.1 ask a question (a
+//! signed intake), run a GraphQL query, read `/readyz`, ping a member's websocket and open a new
+//! signed-in one in turn as other clients would, it floods from one other address (`--from`,
+//! 127.0.0.2 by default): idle TCP connections that never send a byte, connections that trickle
+//! their headers a byte at a time, and anonymous websockets that never sign in, each reopened as
+//! soon as it is closed or refused; and one member's websocket sends N `subscribe` messages in one
+//! burst. It reports what each flood got (held until closed, refused at once), each probe's
+//! latency during the run (the goal: every probe's max under 100 ms from the flood on), and how
+//! long the child takes to exit after SIGTERM next to its grace period.
 //!
 //! With `--target`, it floods an askloop that is already running instead (a deployment, or an
 //! older build to compare with): then `--token` (a member's session token or API key),
 //! `--niche` and `--secret` (the signing secret) say how to reach it, and `--pid`, if given, is
 //! the process to send SIGTERM to.
 
+use std::net::{IpAddr, SocketAddr};
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use clap::Args;
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
@@ -32,8 +41,27 @@ pub struct FloodArgs {
     /// How many `subscribe` messages the flooding socket sends in one burst.
     #[arg(long, default_value_t = 1_000)]
     subscribes: usize,
+    /// How many idle TCP connections (never a byte sent) the flooding address keeps trying to
+    /// hold open.
+    #[arg(long, default_value_t = 1_000)]
+    idle: usize,
+    /// How many connections trickling their headers (a byte every 500 ms) it keeps trying to
+    /// hold open.
+    #[arg(long, default_value_t = 200)]
+    trickle: usize,
+    /// How many anonymous websockets (never signed in) it keeps trying to hold open.
+    #[arg(long, default_value_t = 200)]
+    anonymous: usize,
+    /// The address the floods come from (a loopback address other than the probes' 127.0.0.1
+    /// against the askloop this run starts; with `--target`, an address of this machine).
+    #[arg(long, default_value = "127.0.0.2")]
+    from: IpAddr,
+    /// How long a flooding connection waits before it opens again once closed or refused, in
+    /// milliseconds.
+    #[arg(long, default_value_t = 250)]
+    reopen_ms: u64,
     /// How long the probes run, in seconds (the flood starts `--flood-after` seconds in).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 15)]
     seconds: u64,
     /// The pause between probe rounds, in milliseconds.
     #[arg(long, default_value_t = 20)]
@@ -137,6 +165,8 @@ struct FloodOutcome {
 /// Run the flood.
 pub async fn run(config: Config, args: FloodArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.subscribes > 0, "--subscribes must be at least 1");
+    // Thousands of connections on this side too (and the child inherits the raised limit).
+    crate::serve::raise_file_limit();
     anyhow::ensure!(args.seconds >= 2, "--seconds must be at least 2");
     anyhow::ensure!(
         args.flood_after < args.seconds,
@@ -161,18 +191,23 @@ pub async fn run(config: Config, args: FloodArgs) -> anyhow::Result<()> {
     }
 
     let until = Instant::now() + Duration::from_secs(args.seconds);
+    let socket_url = format!("{}/graphql/ws", target.base.replacen("http", "ws", 1));
     let probes = tokio::spawn(probe(
-        client.clone(),
-        target.base.clone(),
-        target.secret.clone(),
-        target.slug.clone(),
-        target.token.clone(),
+        Probed {
+            client: client.clone(),
+            base: target.base.clone(),
+            socket_url: socket_url.clone(),
+            secret: target.secret.clone(),
+            slug: target.slug.clone(),
+            token: target.token.clone(),
+        },
         until,
         Duration::from_millis(args.every_ms),
     ));
     let flood_at = Duration::from_secs(args.flood_after);
     tokio::time::sleep(flood_at).await;
-    let socket_url = format!("{}/graphql/ws", target.base.replacen("http", "ws", 1));
+    let address: SocketAddr = target_address(&target.base).await?;
+    let floods = Floods::start(&args, address, &socket_url, until);
     let flooded = flood(
         &socket_url,
         &target.token,
@@ -181,7 +216,8 @@ pub async fn run(config: Config, args: FloodArgs) -> anyhow::Result<()> {
         until,
     )
     .await?;
-    let (intake, graphql, ready) = probes.await?;
+    let probes = probes.await?;
+    let floods = floods.finish().await;
 
     println!(
         "flood    one socket sent {} subscribes in one burst: {} answered, then {}",
@@ -192,9 +228,22 @@ pub async fn run(config: Config, args: FloodArgs) -> anyhow::Result<()> {
             .as_deref()
             .unwrap_or("still open when the run ended")
     );
-    intake.print("intake", flood_at);
-    graphql.print("graphql", flood_at);
-    ready.print("readyz", flood_at);
+    floods.print(args.from);
+    let mut slowest = 0.0f64;
+    for (label, probe) in [
+        ("intake", &probes.intake),
+        ("graphql", &probes.graphql),
+        ("readyz", &probes.ready),
+        ("ping", &probes.ping),
+        ("connect", &probes.connect),
+    ] {
+        probe.print(label, flood_at);
+        slowest = slowest.max(probe.figures(flood_at).3);
+    }
+    println!(
+        "goal     every probe's max under 100 ms from the flood on: {} (slowest {slowest:.2} ms)",
+        if slowest < 100.0 { "met" } else { "missed" }
+    );
 
     let Some(pid) = target.pid else {
         return Ok(());
@@ -291,22 +340,54 @@ async fn start_target(config: &Config) -> anyhow::Result<Target> {
     })
 }
 
-/// Ask, query and check readiness in turn until `until`.
-async fn probe(
+/// What the probes reach, as the member and the agent.
+struct Probed {
     client: reqwest::Client,
     base: String,
+    socket_url: String,
     secret: String,
     slug: String,
     token: String,
-    until: Instant,
-    every: Duration,
-) -> (Probe, Probe, Probe) {
+}
+
+/// Each probe's answers.
+struct Probes {
+    intake: Probe,
+    graphql: Probe,
+    ready: Probe,
+    /// A `ping` → `pong` round trip on the member's open websocket.
+    ping: Probe,
+    /// Opening a new websocket signed in as the member: upgrade, `connection_init`, `ack`.
+    connect: Probe,
+}
+
+/// Ask, query, check readiness, ping the member's socket and open a new one in turn until
+/// `until`.
+async fn probe(probed: Probed, until: Instant, every: Duration) -> Probes {
+    let Probed {
+        client,
+        base,
+        socket_url,
+        secret,
+        slug,
+        token,
+    } = probed;
     let started = Instant::now();
-    let (mut intake, mut graphql, mut ready) = (
-        Probe::new(started),
-        Probe::new(started),
-        Probe::new(started),
-    );
+    let mut probes = Probes {
+        intake: Probe::new(started),
+        graphql: Probe::new(started),
+        ready: Probe::new(started),
+        ping: Probe::new(started),
+        connect: Probe::new(started),
+    };
+    let Probes {
+        intake,
+        graphql,
+        ready,
+        ping,
+        connect,
+    } = &mut probes;
+    let mut member = member_socket(&socket_url, &token).await.ok();
     let mut round = 0usize;
     while Instant::now() < until {
         round += 1;
@@ -346,9 +427,371 @@ async fn probe(
         let sent = Instant::now();
         let checked = client.get(format!("{base}/readyz")).send().await;
         ready.record(sent, matches!(&checked, Ok(r) if r.status().is_success()));
+
+        let sent = Instant::now();
+        let ponged = match member.as_mut() {
+            Some(socket) => pinged(socket).await,
+            None => false,
+        };
+        ping.record(sent, ponged);
+        if !ponged {
+            // Dropped: the next round pings a new one.
+            member = member_socket(&socket_url, &token).await.ok();
+        }
+
+        let sent = Instant::now();
+        let opened = member_socket(&socket_url, &token).await;
+        connect.record(sent, opened.is_ok());
+        if let Ok(mut socket) = opened {
+            socket.close(None).await.ok();
+        }
         tokio::time::sleep(every).await;
     }
-    (intake, graphql, ready)
+    probes
+}
+
+type ClientSocket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>;
+
+/// A websocket signed in as the member, acknowledged. It signs in on the upgrade
+/// (`Authorization: Bearer`), as a client that can set headers does: a signed-in upgrade never
+/// waits behind the bounds on anonymous ones, even from a flooded address.
+async fn member_socket(url: &str, token: &str) -> anyhow::Result<ClientSocket> {
+    let mut request = url.into_client_request()?;
+    request.headers_mut().insert(
+        "sec-websocket-protocol",
+        HeaderValue::from_static("graphql-transport-ws"),
+    );
+    request.headers_mut().insert(
+        "authorization",
+        HeaderValue::from_str(&format!("Bearer {token}"))?,
+    );
+    let (mut socket, _) = tokio::time::timeout(
+        Duration::from_secs(5),
+        tokio_tungstenite::connect_async(request),
+    )
+    .await??;
+    socket
+        .send(Message::text(
+            json!({"type": "connection_init", "payload": {}}).to_string(),
+        ))
+        .await?;
+    let acknowledged = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(Ok(message)) = socket.next().await {
+            if let Message::Text(text) = message
+                && text.contains("connection_ack")
+            {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    anyhow::ensure!(
+        matches!(acknowledged, Ok(true)),
+        "the member's socket was not acknowledged"
+    );
+    Ok(socket)
+}
+
+/// One `ping` on `socket`, answered by its `pong` (within 5 s).
+async fn pinged(socket: &mut ClientSocket) -> bool {
+    if socket
+        .send(Message::text(json!({"type": "ping"}).to_string()))
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    let ponged = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(Ok(message)) = socket.next().await {
+            if let Message::Text(text) = message
+                && text.contains("\"pong\"")
+            {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    matches!(ponged, Ok(true))
+}
+
+/// The address `base` (http://host:port) is served on.
+async fn target_address(base: &str) -> anyhow::Result<SocketAddr> {
+    let authority = base
+        .trim_start_matches("http://")
+        .trim_start_matches("https://")
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    let authority = if authority.contains(':') {
+        authority.to_owned()
+    } else {
+        format!("{authority}:80")
+    };
+    tokio::net::lookup_host(&authority)
+        .await?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{authority} resolves to no address"))
+}
+
+/// What one kind of flooding connection got, over every time it was opened.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Opened and held until the server closed it (or the run ended).
+    held: AtomicUsize,
+    /// Refused at once: 429 or 503.
+    refused: AtomicUsize,
+    /// Could not connect at all.
+    failed: AtomicUsize,
+    /// Closed by the server after being held.
+    closed: AtomicUsize,
+}
+
+impl Tally {
+    fn line(&self, what: &str, count: usize, from: IpAddr) {
+        println!(
+            "flood    {count} {what} from {from}: held {} times (closed by the server {}), refused at once {}, connect failed {}",
+            self.held.load(Ordering::Relaxed),
+            self.closed.load(Ordering::Relaxed),
+            self.refused.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed),
+        );
+    }
+}
+
+/// The floods from one address, running until the run ends.
+struct Floods {
+    tasks: tokio::task::JoinSet<()>,
+    idle: (usize, Arc<Tally>),
+    trickle: (usize, Arc<Tally>),
+    anonymous: (usize, Arc<Tally>),
+    /// How the anonymous websockets were closed: code and count.
+    closes: Arc<std::sync::Mutex<std::collections::BTreeMap<String, usize>>>,
+}
+
+impl Floods {
+    fn start(args: &FloodArgs, target: SocketAddr, socket_url: &str, until: Instant) -> Self {
+        let mut floods = Self {
+            tasks: tokio::task::JoinSet::new(),
+            idle: (args.idle, Arc::default()),
+            trickle: (args.trickle, Arc::default()),
+            anonymous: (args.anonymous, Arc::default()),
+            closes: Arc::default(),
+        };
+        let reopen = Duration::from_millis(args.reopen_ms);
+        let from = args.from;
+        // Started in turn, so that each kind gets its share of what the address may hold.
+        for n in 0..args.idle.max(args.trickle).max(args.anonymous) {
+            if n < args.idle {
+                let tally = floods.idle.1.clone();
+                floods.tasks.spawn(again_and_again(until, reopen, move || {
+                    hold_idle(from, target, until, tally.clone())
+                }));
+            }
+            if n < args.trickle {
+                let tally = floods.trickle.1.clone();
+                floods.tasks.spawn(again_and_again(until, reopen, move || {
+                    hold_trickling(from, target, until, tally.clone())
+                }));
+            }
+            if n < args.anonymous {
+                let tally = floods.anonymous.1.clone();
+                let closes = floods.closes.clone();
+                let url = socket_url.to_owned();
+                floods.tasks.spawn(again_and_again(until, reopen, move || {
+                    hold_anonymous(
+                        from,
+                        target,
+                        url.clone(),
+                        until,
+                        tally.clone(),
+                        closes.clone(),
+                    )
+                }));
+            }
+        }
+        floods
+    }
+
+    async fn finish(mut self) -> Self {
+        while self.tasks.join_next().await.is_some() {}
+        self
+    }
+
+    fn print(&self, from: IpAddr) {
+        self.idle.1.line("idle connections", self.idle.0, from);
+        self.trickle
+            .1
+            .line("header-trickling connections", self.trickle.0, from);
+        self.anonymous
+            .1
+            .line("anonymous websockets", self.anonymous.0, from);
+        let closes = self.closes.lock().map(|c| c.clone()).unwrap_or_default();
+        if !closes.is_empty() {
+            let said: Vec<String> = closes
+                .iter()
+                .map(|(code, n)| format!("{code} ×{n}"))
+                .collect();
+            println!(
+                "         the anonymous websockets held were closed with {}",
+                said.join(", ")
+            );
+        }
+    }
+}
+
+/// Run `open` again and again (pausing `reopen` after each) until `until`.
+async fn again_and_again<F, Fut>(until: Instant, reopen: Duration, open: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    while Instant::now() < until {
+        open().await;
+        tokio::time::sleep(reopen).await;
+    }
+}
+
+/// A TCP connection to `target` from `from`.
+async fn connect_from(from: IpAddr, target: SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = match target {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.bind(SocketAddr::new(from, 0))?;
+    tokio::time::timeout(Duration::from_secs(5), socket.connect(target))
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))?
+}
+
+/// Whether what the server said refuses the connection (429 or 503).
+fn refusal(heard: &[u8]) -> bool {
+    heard.starts_with(b"HTTP/1.1 429") || heard.starts_with(b"HTTP/1.1 503")
+}
+
+/// Open a connection and send nothing, until the server closes it or the run ends.
+async fn hold_idle(from: IpAddr, target: SocketAddr, until: Instant, tally: Arc<Tally>) {
+    let Ok(mut stream) = connect_from(from, target).await else {
+        tally.failed.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    let mut heard = [0u8; 64];
+    match tokio::time::timeout_at(until.into(), stream.read(&mut heard)).await {
+        Ok(Ok(n)) if refusal(&heard[..n]) => {
+            tally.refused.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(_) => {
+            tally.held.fetch_add(1, Ordering::Relaxed);
+            tally.closed.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(_) => {
+            tally.held.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Open a connection and send a request's head a byte every 500 ms, never finishing it, until
+/// the server closes it or the run ends.
+async fn hold_trickling(from: IpAddr, target: SocketAddr, until: Instant, tally: Arc<Tally>) {
+    let Ok(stream) = connect_from(from, target).await else {
+        tally.failed.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    let (mut reading, mut writing) = stream.into_split();
+    let trickle = async move {
+        let head = b"GET /readyz HTTP/1.1\r\nhost: askloop\r\nx-slow: ";
+        for byte in head.iter().copied().chain(std::iter::repeat(b'x')) {
+            if writing.write_all(&[byte]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    };
+    let mut heard = [0u8; 64];
+    let answer = async { reading.read(&mut heard).await };
+    tokio::select! {
+        () = trickle => {
+            tally.held.fetch_add(1, Ordering::Relaxed);
+            tally.closed.fetch_add(1, Ordering::Relaxed);
+        }
+        read = answer => match read {
+            Ok(n) if refusal(&heard[..n]) => {
+                tally.refused.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {
+                tally.held.fetch_add(1, Ordering::Relaxed);
+                tally.closed.fetch_add(1, Ordering::Relaxed);
+            }
+        },
+        () = tokio::time::sleep_until(until.into()) => {
+            tally.held.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Open a websocket without a credential and never sign in, until the server closes it or the
+/// run ends.
+async fn hold_anonymous(
+    from: IpAddr,
+    target: SocketAddr,
+    url: String,
+    until: Instant,
+    tally: Arc<Tally>,
+    closes: Arc<std::sync::Mutex<std::collections::BTreeMap<String, usize>>>,
+) {
+    let Ok(stream) = connect_from(from, target).await else {
+        tally.failed.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    let Ok(mut request) = url.into_client_request() else {
+        return;
+    };
+    request.headers_mut().insert(
+        "sec-websocket-protocol",
+        HeaderValue::from_static("graphql-transport-ws"),
+    );
+    let upgraded = tokio::time::timeout_at(
+        until.into(),
+        tokio_tungstenite::client_async(request, tokio_tungstenite::MaybeTlsStream::Plain(stream)),
+    )
+    .await;
+    let mut socket = match upgraded {
+        Ok(Ok((socket, _))) => socket,
+        Ok(Err(tokio_tungstenite::tungstenite::Error::Http(_))) => {
+            tally.refused.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        Ok(Err(_)) => {
+            tally.failed.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        Err(_) => return,
+    };
+    tally.held.fetch_add(1, Ordering::Relaxed);
+    let closed = tokio::time::timeout_at(until.into(), async {
+        while let Some(message) = socket.next().await {
+            match message {
+                Ok(Message::Close(frame)) => {
+                    return frame.map_or_else(
+                        || "no code".to_owned(),
+                        |frame| u16::from(frame.code).to_string(),
+                    );
+                }
+                Ok(_) => {}
+                Err(_) => return "a reset".to_owned(),
+            }
+        }
+        "an end".to_owned()
+    })
+    .await;
+    if let Ok(code) = closed {
+        tally.closed.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut closes) = closes.lock() {
+            *closes.entry(code).or_default() += 1;
+        }
+    }
 }
 
 /// One member's socket: `connection_init`, then `count` subscribes in one burst, then read what

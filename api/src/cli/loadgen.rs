@@ -95,6 +95,8 @@ pub async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
     let secret = new_token("");
     config.signing = SigningKeys::new(Some(secret.clone()), None);
     config.bind = "127.0.0.1:0".parse()?;
+    // Every client of this run connects from 127.0.0.1: one address, whatever the concurrency.
+    config.connections.max_per_address = 1_000_000;
     let db = startup::connect_and_migrate(&config).await?;
     let backend = match db.get_database_backend() {
         DbBackend::Postgres => "postgres",

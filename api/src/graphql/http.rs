@@ -18,6 +18,7 @@ use sea_orm::DatabaseConnection;
 use tokio::sync::Semaphore;
 
 use super::{AskloopSchema, error_door, socket};
+use crate::admission::{OpenPerAddress, RatePerAddress};
 use crate::auth::{ClientAddress, UserAgent, resolve_caller};
 use crate::config::Config;
 use crate::error::ServiceError;
@@ -37,8 +38,12 @@ pub struct GraphqlEndpoint {
     pub live: LiveHub,
     /// One permit per open websocket, up to `ASKLOOP_MAX_WEBSOCKETS`.
     pub sockets: Arc<Semaphore>,
-    /// One permit per websocket still waiting for `connection_init`.
+    /// One permit per anonymous websocket still waiting for `connection_init`.
     pub uninitialised: Arc<Semaphore>,
+    /// Anonymous websockets open per address, up to `ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS`.
+    pub anonymous: Arc<OpenPerAddress>,
+    /// Anonymous upgrades per address, at `ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND`.
+    pub handshakes: Arc<RatePerAddress>,
 }
 
 impl GraphqlEndpoint {
@@ -52,6 +57,8 @@ impl GraphqlEndpoint {
         Self {
             sockets: Arc::new(Semaphore::new(config.live.max_sockets)),
             uninitialised: Arc::new(Semaphore::new(config.live.max_uninitialised)),
+            anonymous: OpenPerAddress::new(config.live.max_anonymous_per_address),
+            handshakes: Arc::new(RatePerAddress::new(config.live.handshakes_per_second)),
             schema,
             db,
             config,

@@ -1,9 +1,18 @@
 //! `GET /graphql/ws`: the `graphql-transport-ws` protocol (what the `graphql-ws` client speaks).
 //!
-//! Authentication is the `token` in `connection_init`'s payload (an API key or session token) or
-//! the session cookie — the cookie only when the upgrade came from askloop's own origin, so
-//! another site cannot open a socket in a visitor's name. A connection that does not initialise
-//! within the configured time (10 s) is closed with 4408. A socket ends (4403) as soon as its
+//! Every socket must sign in: with the session cookie or an `Authorization: Bearer` header on
+//! the upgrade (the cookie only when the upgrade came from askloop's own origin, so another site
+//! cannot open a socket in a visitor's name), or with the `token` in `connection_init`'s payload
+//! (an API key or session token). Every subscription needs a signed-in caller, so a
+//! `connection_init` with neither is refused as the protocol says, with 4403 (Forbidden).
+//!
+//! A socket that came signed in takes its place under `ASKLOOP_MAX_WEBSOCKETS` at the upgrade.
+//! One that did not is anonymous until `connection_init`: it takes no place under that cap
+//! (strangers cannot fill it), only one among the sockets waiting to sign in — per address
+//! (`ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS`) and instance-wide — after passing its
+//! address's rate of anonymous upgrades (`ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND`); past either
+//! per-address bound the upgrade is answered 429 with `Retry-After`. A connection that does not
+//! initialise within the configured time (10 s) is closed with 4408. A socket ends (4403) as soon as its
 //! session or key is ended or revoked through this instance, and within a minute when that
 //! happens on another instance or the credential expires. The server pings (every 15 s by
 //! default) and drops a peer that has not answered for three times as long. A peer that does not
@@ -12,15 +21,15 @@
 
 use std::collections::HashSet;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_graphql::Data;
 use async_graphql::http::{WebSocket as GraphqlSocket, WebSocketProtocols, WsMessage};
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use futures::{FutureExt, SinkExt, StreamExt};
@@ -32,7 +41,8 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::adopt::{self, Adopted, Adoptions};
 use super::http::GraphqlEndpoint;
 use super::shared::Splices;
-use crate::auth::{Caller, ClientAddress, OriginCheck, resolve_caller};
+use crate::admission::OpenSlot;
+use crate::auth::{Caller, ClientAddress, OriginCheck, bearer_token, resolve_caller};
 use crate::service::sessions::{self, Lookup};
 
 /// How long one message may take to send.
@@ -64,21 +74,67 @@ pub async fn upgrade(
             .into_response();
     };
     let limits = state.config.live;
-    // The server-wide caps are taken before the upgrade; a socket past them is accepted only to
-    // be told, with a close code clients understand, to come back later.
-    let permits = state
-        .sockets
-        .clone()
-        .try_acquire_owned()
-        .and_then(|socket| {
-            let waiting = state.uninitialised.clone().try_acquire_owned()?;
-            Ok((socket, waiting))
-        });
-    let cookie_caller =
+    let upgrade_caller =
         match resolve_caller(&headers, &state.db, &state.config, chrono::Utc::now()).await {
             Ok(caller) if caller.origin == OriginCheck::Same || !caller.via_cookie => caller,
             _ => Caller::default(),
         };
+    let signed_in = upgrade_caller.viewer.is_some();
+    // An anonymous upgrade passes its address's bounds first, answered before any upgrade: a
+    // flood from one address costs a status line each, and nobody else's place.
+    let address_slot = if signed_in {
+        None
+    } else {
+        if let Err(wait) = state.handshakes.take(client, std::time::Instant::now()) {
+            return too_many(
+                wait,
+                "too many websocket upgrades without a credential from this address; sign in \
+                 (cookie or Authorization header) or wait",
+            );
+        }
+        match state.anonymous.try_open(client) {
+            Some(slot) => Some(slot),
+            None => {
+                return too_many(
+                    Duration::from_secs(1),
+                    "this address holds as many websockets that have not signed in as it may",
+                );
+            }
+        }
+    };
+    // The instance-wide caps are taken before the upgrade; a socket past them is accepted only
+    // to be told, with a close code clients understand, to come back later. A signed-in socket
+    // takes its place under ASKLOOP_MAX_WEBSOCKETS now; an anonymous one only a place among those
+    // waiting to sign in, and the other at `connection_init`.
+    let permits = if signed_in {
+        state
+            .sockets
+            .clone()
+            .try_acquire_owned()
+            .map(|socket| Permits {
+                socket: Arc::new(Mutex::new(Some(socket))),
+                waiting: None,
+            })
+    } else {
+        state
+            .uninitialised
+            .clone()
+            .try_acquire_owned()
+            .map(|waiting| Permits {
+                socket: Arc::new(Mutex::new(None)),
+                waiting: Some(Waiting {
+                    _instance: waiting,
+                    _address: address_slot,
+                }),
+            })
+    };
+    // The credential to look up again later: the cookie's session, or the bearer's token.
+    let upgrade_token = upgrade_caller.viewer.as_ref().and(
+        upgrade_caller
+            .session_token
+            .clone()
+            .or_else(|| bearer_token(&headers)),
+    );
     // Queue changes are a few KiB at most; tungstenite's 128 KiB default buffers would make
     // every idle subscriber cost a quarter of a megabyte. The write buffer is bounded so a peer
     // that stops reading cannot grow it without limit.
@@ -90,29 +146,46 @@ pub async fn upgrade(
         .max_frame_size(limits.max_message_bytes)
         .protocols(async_graphql::http::ALL_WEBSOCKET_PROTOCOLS);
     match permits {
-        Ok((socket_permit, waiting_permit)) => upgrade.on_upgrade(move |socket| {
+        Ok(permits) => upgrade.on_upgrade(move |socket| {
             serve(
                 socket,
                 state,
                 protocol,
-                cookie_caller,
-                client,
-                Permits {
-                    _socket: socket_permit,
-                    waiting: Some(waiting_permit),
+                Opened {
+                    caller: upgrade_caller,
+                    token: upgrade_token,
                 },
+                client,
+                permits,
             )
         }),
         Err(_) => upgrade.on_upgrade(|socket| async move {
             let (mut sink, _) = socket.split();
-            close(
-                &mut sink,
-                1013,
-                "askloop is at its websocket limit; try again later",
-            )
-            .await;
+            close(&mut sink, 1013, AT_CAPACITY).await;
         }),
     }
+}
+
+/// Why a socket past the instance-wide cap is closed (1013).
+const AT_CAPACITY: &str = "askloop is at its websocket limit; try again later";
+
+/// 429 with `Retry-After` (whole seconds, at least one), before any upgrade.
+fn too_many(wait: Duration, why: &'static str) -> Response {
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let retry_after = HeaderValue::from(seconds.max(1));
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(header::RETRY_AFTER, retry_after)],
+        why,
+    )
+        .into_response()
+}
+
+/// Who the upgrade came signed in as, if anyone.
+struct Opened {
+    caller: Caller,
+    /// The credential to look up again while the socket is open.
+    token: Option<String>,
 }
 
 type Sink = futures::stream::SplitSink<WebSocket, Message>;
@@ -136,11 +209,28 @@ fn send(sink: &mut Sink, message: Message) -> BoxFuture<'_, bool> {
         .boxed()
 }
 
-/// What a socket holds of the server-wide caps while it is open.
+/// What a socket holds of the caps while it is open.
 struct Permits {
-    _socket: OwnedSemaphorePermit,
-    /// Given back once the connection is initialised.
-    waiting: Option<OwnedSemaphorePermit>,
+    /// Its place under ASKLOOP_MAX_WEBSOCKETS: taken at the upgrade when it came signed in, at
+    /// `connection_init` otherwise (shared with the protocol's init callback, which takes it).
+    socket: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
+    /// An anonymous socket's places among those waiting to sign in, given back once it has.
+    waiting: Option<Waiting>,
+}
+
+/// An anonymous socket's places while it has not signed in.
+struct Waiting {
+    _instance: OwnedSemaphorePermit,
+    _address: Option<OpenSlot>,
+}
+
+/// Why `connection_init` was refused, for the close code the protocol prescribes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InitRefusal {
+    /// No credential, or one that is not valid: 4403.
+    Forbidden,
+    /// Signed in, but the instance holds as many signed-in sockets as it may: 1013.
+    AtCapacity,
 }
 
 /// The operations a peer has running, by id, so one socket cannot start without bound.
@@ -217,7 +307,7 @@ fn serve(
     socket: WebSocket,
     state: GraphqlEndpoint,
     protocol: WebSocketProtocols,
-    cookie_caller: Caller,
+    opened: Opened,
     client: ClientAddress,
     permits: Permits,
 ) -> impl std::future::Future<Output = ()> + Send + 'static {
@@ -228,19 +318,22 @@ fn serve(
     // The token the connection was opened with, and whose it is, checked again now and then
     // and whenever one of its owner's credentials ends here: a socket ends with its session or
     // key.
-    let from_cookie = cookie_caller
-        .session_token
-        .clone()
-        .zip(cookie_caller.viewer.as_ref().map(|viewer| viewer.user_id))
+    let Opened {
+        caller: upgrade_caller,
+        token: upgrade_token,
+    } = opened;
+    let from_upgrade = upgrade_token
+        .zip(upgrade_caller.viewer.as_ref().map(|viewer| viewer.user_id))
         .map(|(token, user_id)| Held { token, user_id });
-    let credential = Arc::new(std::sync::Mutex::new(from_cookie));
+    let credential = Arc::new(std::sync::Mutex::new(from_upgrade));
     let initialised = Arc::new(AtomicBool::new(false));
 
-    let init_refused = Arc::new(AtomicBool::new(false));
+    let refusal = Arc::new(OnceLock::new());
     let init_state = state.clone();
     let init_flag = initialised.clone();
-    let refused_flag = init_refused.clone();
+    let refused = refusal.clone();
     let init_credential = credential.clone();
+    let init_place = permits.socket.clone();
     // The shared payloads this connection's messages name (`shared`): filled in as they are sent.
     let splices = Splices::default();
     let fill = splices.clone();
@@ -260,7 +353,7 @@ fn serve(
                         .ok()
                         .flatten();
                 let Some(resolved) = resolved else {
-                    refused_flag.store(true, Ordering::SeqCst);
+                    let _ = refused.set(InitRefusal::Forbidden);
                     return Err(async_graphql::Error::new("that token is not valid"));
                 };
                 if let Ok(mut held) = init_credential.lock() {
@@ -277,8 +370,24 @@ fn serve(
                     origin: OriginCheck::Unknown,
                 }
             }
-            None => cookie_caller,
+            None => upgrade_caller,
         };
+        if caller.viewer.is_none() {
+            let _ = refused.set(InitRefusal::Forbidden);
+            return Err(async_graphql::Error::new("sign in first"));
+        }
+        // An anonymous upgrade takes its place under ASKLOOP_MAX_WEBSOCKETS now it has signed in.
+        if let Ok(mut place) = init_place.lock()
+            && place.is_none()
+        {
+            match init_state.sockets.clone().try_acquire_owned() {
+                Ok(permit) => *place = Some(permit),
+                Err(_) => {
+                    let _ = refused.set(InitRefusal::AtCapacity);
+                    return Err(async_graphql::Error::new(AT_CAPACITY));
+                }
+            }
+        }
         init_flag.store(true, Ordering::SeqCst);
         let mut data = Data::default();
         data.insert(caller);
@@ -303,7 +412,7 @@ fn serve(
         operations,
         credential,
         initialised,
-        init_refused,
+        refusal,
         fill,
         claims,
         permits,
@@ -367,7 +476,7 @@ struct Socket<G> {
     operations: Operations,
     credential: Arc<std::sync::Mutex<Option<Held>>>,
     initialised: Arc<AtomicBool>,
-    init_refused: Arc<AtomicBool>,
+    refusal: Arc<OnceLock<InitRefusal>>,
     fill: Splices,
     claims: Option<Adoptions>,
     permits: Permits,
@@ -386,7 +495,7 @@ where
         mut operations,
         credential,
         initialised,
-        init_refused,
+        refusal,
         fill,
         claims,
         mut permits,
@@ -471,7 +580,7 @@ where
                     }
                 }
                 Some(WsMessage::Close(code, reason)) => {
-                    let (code, reason) = protocol_close(code, reason, init_refused.load(Ordering::SeqCst));
+                    let (code, reason) = protocol_close(code, reason, refusal.get().copied());
                     close(&mut sink, code, &reason).await;
                     break;
                 }
@@ -564,12 +673,17 @@ where
 
 /// The close codes `graphql-transport-ws` prescribes, where the library uses generic ones:
 /// 4401 for a subscribe before the acknowledgement, 4403 for a refused `connection_init`, 4400
-/// for a message that is not the protocol's.
-fn protocol_close(code: u16, reason: String, init_refused: bool) -> (u16, String) {
-    match code {
-        1011 => (4401, "Unauthorized".to_owned()),
-        1002 if init_refused => (4403, "Forbidden".to_owned()),
-        1002 => (4400, reason),
+/// for a message that is not the protocol's; and 1013 (try again later) for a `connection_init`
+/// refused only because the instance is at its websocket limit.
+fn protocol_close(code: u16, reason: String, refusal: Option<InitRefusal>) -> (u16, String) {
+    match (code, refusal) {
+        (1011, _) => (4401, "Unauthorized".to_owned()),
+        (1002, Some(InitRefusal::Forbidden)) => (
+            4403,
+            format!("Forbidden: {reason}; send a session token or API key as payload.token"),
+        ),
+        (1002, Some(InitRefusal::AtCapacity)) => (1013, reason),
+        (1002, None) => (4400, reason),
         _ => (code, reason),
     }
 }

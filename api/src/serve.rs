@@ -1,0 +1,590 @@
+//! Serving connections: askloop's own accept loop over hyper's HTTP/1.1 server
+//! (`hyper::server::conn::http1` with hyper-util's `TokioTimer`), in place of `axum::serve`,
+//! which runs hyper without a timer so that no header timeout ever applies.
+//!
+//! Every connection is admitted first ([`Connections`]): past the instance-wide cap it is
+//! answered `503` and closed, past its address's cap `429`; the last part of the cap is a
+//! reserve in which only `/healthz`, `/readyz` and requests carrying a credential are served,
+//! so a flood of anonymous connections cannot keep monitoring or signed-in people out. Then:
+//!
+//! - a request's line and headers must arrive within the header timeout, counted from when the
+//!   connection starts waiting for them (hyper's `header_read_timeout`): a peer that trickles
+//!   its headers is closed then;
+//! - a connection with no request in flight that moves no byte either way for the idle timeout
+//!   is closed (kept-alive and never-used connections alike); a request in flight — a long poll,
+//!   a streamed response — keeps it open until its response body ends;
+//! - websocket upgrades go through hyper's upgrades; the upgraded socket keeps the connection's
+//!   place in the caps until it closes, and keeps its own pings and timeouts (`graphql/socket.rs`);
+//! - on shutdown, accepting stops, idle connections close at once and in-flight requests finish
+//!   (the grace period is `startup`'s); websockets are closed with 1001 by the live hub.
+//!
+//! Handlers still get the peer's address as `ConnectInfo<SocketAddr>`. The limits and their
+//! variables are in `docs/security.md`.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::ConnectInfo;
+use axum::http::{HeaderValue, Request, Response, StatusCode, header};
+use http_body::{Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use crate::admission::{OpenPerAddress, OpenSlot};
+use crate::auth::{ClientAddress, bearer_token, cookie_token};
+use crate::config::ConnectionSettings;
+use crate::domain::signing::SIGNATURE_HEADER;
+
+/// The instance-wide and per-address caps on open connections.
+#[derive(Debug)]
+pub struct Connections {
+    max: usize,
+    /// Connections admitted from this count on are in the reserve.
+    reserve_from: usize,
+    open: Arc<AtomicUsize>,
+    per_address: Arc<OpenPerAddress>,
+}
+
+/// What admitting a connection decided.
+#[derive(Debug)]
+pub enum Admission {
+    /// Served; in the reserve when `reserved`.
+    Admitted {
+        /// Its place in the caps, given back when the connection (or its websocket) closes.
+        place: ConnectionPlace,
+        /// Only health checks and requests with a credential are served on it.
+        reserved: bool,
+    },
+    /// Its address holds as many connections as it may.
+    AddressFull,
+    /// The instance holds as many connections as it may.
+    Full,
+}
+
+/// One connection's place in the caps.
+#[derive(Debug)]
+pub struct ConnectionPlace {
+    _address: OpenSlot,
+    open: Arc<AtomicUsize>,
+}
+
+impl Drop for ConnectionPlace {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Connections {
+    /// The caps of `settings` for a process allowed `file_limit` open files.
+    pub fn new(settings: &ConnectionSettings, file_limit: u64) -> Arc<Self> {
+        let max = settings.max_connections_for(file_limit);
+        Arc::new(Self {
+            max,
+            reserve_from: max - settings.reserved_of(max),
+            open: Arc::new(AtomicUsize::new(0)),
+            per_address: OpenPerAddress::new(settings.max_per_address),
+        })
+    }
+
+    /// Admit a connection from `client`, or say why not.
+    pub fn admit(&self, client: ClientAddress) -> Admission {
+        let before = self.open.fetch_add(1, Ordering::AcqRel);
+        if before >= self.max {
+            self.open.fetch_sub(1, Ordering::AcqRel);
+            return Admission::Full;
+        }
+        let Some(address) = self.per_address.try_open(client) else {
+            self.open.fetch_sub(1, Ordering::AcqRel);
+            return Admission::AddressFull;
+        };
+        Admission::Admitted {
+            place: ConnectionPlace {
+                _address: address,
+                open: self.open.clone(),
+            },
+            reserved: before >= self.reserve_from,
+        }
+    }
+
+    /// How many connections are open.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Acquire)
+    }
+
+    /// The instance-wide cap.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+}
+
+/// The open-file limit in force (the soft limit), or 1,024 where it cannot be read.
+pub fn file_limit() -> u64 {
+    #[cfg(unix)]
+    if let Ok((soft, _)) = rlimit::getrlimit(rlimit::Resource::NOFILE) {
+        return soft;
+    }
+    1_024
+}
+
+/// Raise the soft open-file limit to the hard limit, so that the connection cap is not set
+/// by a shell's default of 1,024; logs what it did, or why it could not.
+pub fn raise_file_limit() {
+    #[cfg(unix)]
+    {
+        let (soft, hard) = match rlimit::getrlimit(rlimit::Resource::NOFILE) {
+            Ok(limits) => limits,
+            Err(err) => {
+                tracing::warn!("cannot read the open-file limit ({err}); serving with it as it is");
+                return;
+            }
+        };
+        if soft >= hard {
+            tracing::info!(
+                limit = soft,
+                "the open-file limit is already its hard limit"
+            );
+            return;
+        }
+        match rlimit::increase_nofile_limit(hard) {
+            Ok(now) => tracing::info!(from = soft, to = now, "raised the open-file limit"),
+            Err(err) => tracing::warn!(
+                limit = soft,
+                hard,
+                "cannot raise the open-file limit to the hard limit ({err}); fewer connections \
+                 fit (raise it with `ulimit -n` or the service manager's LimitNOFILE)"
+            ),
+        }
+    }
+}
+
+/// Serve `router` on `listener` until `stop` is cancelled, then stop accepting, close idle
+/// connections and let in-flight requests finish; returns once every connection has ended.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    connections: Arc<Connections>,
+    settings: ConnectionSettings,
+    stop: CancellationToken,
+) {
+    // Each connection task holds a sender; the channel closes once the last one has ended.
+    let (running, mut all_ended) = tokio::sync::mpsc::channel::<Infallible>(1);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    accept_error(err).await;
+                    continue;
+                }
+            },
+            () = stop.cancelled() => break,
+        };
+        match connections.admit(ClientAddress::new(peer.ip())) {
+            Admission::Admitted { place, reserved } => {
+                let connection = Connection {
+                    peer,
+                    reserved,
+                    router: router.clone(),
+                    settings,
+                    stop: stop.clone(),
+                };
+                let running = running.clone();
+                tokio::spawn(async move {
+                    connection.serve(stream, place).await;
+                    drop(running);
+                });
+            }
+            Admission::AddressFull => turn_away(&stream, TOO_MANY_FROM_ADDRESS),
+            Admission::Full => turn_away(&stream, AT_CAPACITY),
+        }
+    }
+    // New connections are refused by the system from here on.
+    drop(listener);
+    drop(running);
+    let _ = all_ended.recv().await;
+}
+
+/// An accept that failed: a connection reset before it was taken is nothing; anything else
+/// (out of file descriptors, mostly) is logged, and accepting pauses for a moment, as hyper's
+/// own server did, rather than spinning on the error.
+async fn accept_error(err: io::Error) {
+    if matches!(
+        err.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+    ) {
+        return;
+    }
+    tracing::error!("accept error: {err}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+const TOO_MANY_FROM_ADDRESS: &[u8] = b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 1\r\n\
+connection: close\r\ncontent-type: text/plain\r\ncontent-length: 61\r\n\r\n\
+askloop holds as many connections from this address as it may";
+
+const AT_CAPACITY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\n\
+connection: close\r\ncontent-type: text/plain\r\ncontent-length: 53\r\n\r\n\
+askloop is at its connection limit; try again shortly";
+
+/// Answer a connection that is not admitted and close it, without waiting on it: the answer
+/// is written only if the socket takes it at once.
+fn turn_away(stream: &TcpStream, answer: &[u8]) {
+    let _ = stream.try_write(answer);
+}
+
+/// One admitted connection.
+struct Connection {
+    peer: SocketAddr,
+    reserved: bool,
+    router: Router,
+    settings: ConnectionSettings,
+    stop: CancellationToken,
+}
+
+impl Connection {
+    async fn serve(self, stream: TcpStream, place: ConnectionPlace) {
+        let activity = Arc::new(Activity::new());
+        let io = TokioIo::new(Watched {
+            stream,
+            activity: activity.clone(),
+            _place: place,
+        });
+        let Self {
+            peer,
+            reserved,
+            router,
+            settings,
+            stop,
+        } = self;
+        let requests = activity.clone();
+        let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let refused = reserved && !may_use_the_reserve(&request);
+            let busy = requests.begin();
+            let router = router.clone();
+            async move {
+                if refused {
+                    return Ok::<_, Infallible>(reserve_refusal());
+                }
+                let response = router
+                    .oneshot(request)
+                    .await
+                    .unwrap_or_else(|never| match never {});
+                Ok(response.map(|body| Body::new(InFlight { body, _busy: busy })))
+            }
+        });
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(settings.header_timeout)
+            .keep_alive(true);
+        let connection = builder.serve_connection(io, service).with_upgrades();
+        let mut connection = std::pin::pin!(connection);
+        let mut closing = false;
+        loop {
+            tokio::select! {
+                served = connection.as_mut() => {
+                    if let Err(err) = served {
+                        tracing::debug!(%peer, "connection ended: {err}");
+                    }
+                    break;
+                }
+                () = stop.cancelled(), if !closing => {
+                    closing = true;
+                    connection.as_mut().graceful_shutdown();
+                }
+                () = activity.until_idle(settings.idle_timeout), if !closing => {
+                    closing = true;
+                    connection.as_mut().graceful_shutdown();
+                }
+            }
+        }
+    }
+}
+
+/// Whether a request on a reserved connection is served: health checks, and requests that
+/// carry a credential (checked for, not verified: the route verifies it as always).
+fn may_use_the_reserve<B>(request: &Request<B>) -> bool {
+    let headers = request.headers();
+    matches!(request.uri().path(), "/healthz" | "/readyz")
+        || bearer_token(headers).is_some()
+        || cookie_token(headers).is_some()
+        || headers.contains_key(SIGNATURE_HEADER)
+}
+
+fn reserve_refusal() -> Response<Body> {
+    let mut response = Response::new(Body::from(
+        "askloop is near its connection limit: only signed-in requests and health checks are \
+         served for now; try again shortly",
+    ));
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    let headers = response.headers_mut();
+    headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+/// When a connection last moved a byte, and how many of its requests are in flight.
+struct Activity {
+    started: Instant,
+    /// Milliseconds after `started`.
+    last: AtomicU64,
+    in_flight: AtomicUsize,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            last: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.store(now, Ordering::Release);
+    }
+
+    /// How long since a byte last moved.
+    fn quiet_for(&self) -> Duration {
+        let last = Duration::from_millis(self.last.load(Ordering::Acquire));
+        self.started.elapsed().saturating_sub(last)
+    }
+
+    /// A request is in flight until the returned guard (and its response body) is dropped.
+    fn begin(self: &Arc<Self>) -> Busy {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.touch();
+        Busy(self.clone())
+    }
+
+    /// Resolves once no request is in flight and no byte has moved for `idle`.
+    async fn until_idle(&self, idle: Duration) {
+        loop {
+            let quiet = self.quiet_for();
+            let busy = self.in_flight.load(Ordering::Acquire) > 0;
+            if !busy && quiet >= idle {
+                return;
+            }
+            let wait = if busy { idle } else { idle - quiet };
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// A request in flight.
+struct Busy(Arc<Activity>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.0.touch();
+    }
+}
+
+/// A response body that keeps its request in flight until it ends (or is dropped).
+struct InFlight {
+    body: Body,
+    _busy: Busy,
+}
+
+impl http_body::Body for InFlight {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The connection's stream, noting every byte moved, and holding the connection's place in the
+/// caps for as long as it lives (past an upgrade, for as long as the websocket does).
+struct Watched {
+    stream: TcpStream,
+    activity: Arc<Activity>,
+    _place: ConnectionPlace,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let read = Pin::new(&mut this.stream).poll_read(cx, buf);
+        if matches!(read, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            this.activity.touch();
+        }
+        read
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.stream).poll_write(cx, buf);
+        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
+            this.activity.touch();
+        }
+        written
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
+            this.activity.touch();
+        }
+        written
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{IpAddr, Ipv4Addr};
+
+    fn from(last: u8) -> ClientAddress {
+        ClientAddress::new(IpAddr::V4(Ipv4Addr::new(198, 51, 100, last)))
+    }
+
+    fn settings(max: usize, reserved: usize, per_address: usize) -> ConnectionSettings {
+        ConnectionSettings {
+            max_connections: Some(max),
+            reserved: Some(reserved),
+            max_per_address: per_address,
+            ..ConnectionSettings::default()
+        }
+    }
+
+    #[test]
+    fn the_last_connections_under_the_cap_are_the_reserve_and_past_it_none_is_admitted() {
+        let connections = Connections::new(&settings(3, 1, 10), 20_000);
+        let mut held = Vec::new();
+        for (n, expect_reserved) in [(1, false), (2, false), (3, true)] {
+            match connections.admit(from(n)) {
+                Admission::Admitted { place, reserved } => {
+                    assert_eq!(reserved, expect_reserved, "connection {n}");
+                    held.push(place);
+                }
+                other => panic!("connection {n}: {other:?}"),
+            }
+        }
+        assert!(matches!(connections.admit(from(4)), Admission::Full));
+        assert_eq!(connections.open(), 3);
+        held.pop();
+        assert_eq!(connections.open(), 2);
+        assert!(matches!(
+            connections.admit(from(4)),
+            Admission::Admitted { reserved: true, .. }
+        ));
+    }
+
+    #[test]
+    fn one_address_cannot_take_more_than_its_share_and_a_refusal_holds_no_place() {
+        let connections = Connections::new(&settings(100, 0, 2), 20_000);
+        let _a = connections.admit(from(1));
+        let _b = connections.admit(from(1));
+        assert!(matches!(connections.admit(from(1)), Admission::AddressFull));
+        assert_eq!(connections.open(), 2, "the refused one is not counted");
+        assert!(matches!(
+            connections.admit(from(2)),
+            Admission::Admitted { .. }
+        ));
+    }
+
+    #[test]
+    fn the_answers_to_connections_turned_away_are_whole_responses() {
+        for answer in [TOO_MANY_FROM_ADDRESS, AT_CAPACITY] {
+            let text = std::str::from_utf8(answer).expect("text");
+            let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
+            let length = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length: "))
+                .expect("a length");
+            assert_eq!(length.parse::<usize>(), Ok(body.len()), "{text}");
+        }
+    }
+
+    #[test]
+    fn health_checks_and_requests_with_a_credential_may_use_the_reserve() {
+        let request = |path: &str, header: Option<(&'static str, &'static str)>| {
+            let mut builder = Request::builder().uri(path);
+            if let Some((name, value)) = header {
+                builder = builder.header(name, value);
+            }
+            builder.body(()).expect("a request")
+        };
+        assert!(may_use_the_reserve(&request("/readyz", None)));
+        assert!(may_use_the_reserve(&request("/healthz", None)));
+        assert!(may_use_the_reserve(&request(
+            "/graphql",
+            Some(("authorization", "Bearer al_sess_x"))
+        )));
+        assert!(may_use_the_reserve(&request(
+            "/graphql/ws",
+            Some(("cookie", "askloop_session=al_sess_x"))
+        )));
+        assert!(may_use_the_reserve(&request(
+            "/api/v1/internal/expert-questions",
+            Some((SIGNATURE_HEADER, "t=1,v1=00"))
+        )));
+        assert!(!may_use_the_reserve(&request("/graphql", None)));
+        assert!(!may_use_the_reserve(&request(
+            "/",
+            Some(("cookie", "theme=dark"))
+        )));
+    }
+}
