@@ -9,8 +9,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::domain::delivery::{BreakerPolicy, TestSendLimits};
 use crate::auth::SignInSettings;
+use crate::domain::delivery::{BreakerPolicy, TestSendLimits};
 use crate::domain::sealing::DataKey;
 use crate::domain::signing::SigningKeys;
 use crate::live::LiveSettings;
