@@ -258,7 +258,7 @@ mod tests {
         keys.sort();
         assert_eq!(keys, properties(&doc, "OverBudgetBody"));
         // The fullest error body has every documented field; the others a part of them.
-        let temporary = errors[8].body();
+        let temporary = errors[9].body();
         let mut keys: Vec<String> = temporary.as_object().unwrap().keys().cloned().collect();
         keys.sort();
         assert_eq!(keys, properties(&doc, "ErrorBody"));
