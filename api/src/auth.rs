@@ -8,12 +8,12 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::db::Db;
 use axum::extract::{ConnectInfo, FromRef, FromRequestParts};
 use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN, USER_AGENT};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue};
 use chrono::{DateTime, Utc};
-use sea_orm::DatabaseConnection;
 
 use crate::config::Config;
 use crate::domain::handle::Handle;
@@ -88,13 +88,13 @@ impl Caller {
 impl<S> FromRequestParts<S> for Caller
 where
     S: Send + Sync,
-    DatabaseConnection: FromRef<S>,
+    Db: FromRef<S>,
     Arc<Config>: FromRef<S>,
 {
     type Rejection = ServiceError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let db = DatabaseConnection::from_ref(state);
+        let db = Db::from_ref(state);
         let config = Arc::<Config>::from_ref(state);
         resolve_caller(&parts.headers, &db, &config, Utc::now()).await
     }
@@ -103,7 +103,7 @@ where
 /// Resolve the caller from request headers.
 pub async fn resolve_caller(
     headers: &HeaderMap,
-    db: &DatabaseConnection,
+    db: &Db,
     config: &Config,
     now: DateTime<Utc>,
 ) -> Result<Caller, ServiceError> {

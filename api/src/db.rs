@@ -1,6 +1,9 @@
 //! Connecting to the database (SQLite by default, PostgreSQL to grow) with a pool sized for the
-//! process, migrating it one process at a time, and starting transactions that behave the same
-//! on both.
+//! process, migrating it one process at a time, and the one way to write: [`Db`] is what
+//! services receive, and it reads, or begins a [`WriteTxn`] with [`Db::begin_write`] — the only
+//! place a transaction starts (`clippy.toml` refuses `begin` and its kin everywhere else). Every
+//! helper that writes takes a `&WriteTxn`, so a write cannot start deferred or outside the
+//! process's turn to write.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -41,55 +44,249 @@ pub enum PoolSize {
     OneShot,
 }
 
-/// Open a pool for `url`, sized by `size`. SQLite files are created on first use and run in WAL
-/// mode, so readers never wait for the writer. PostgreSQL connections carry the
-/// `application_name` `askloop` (or `askloop-command` for a one-shot command), so
-/// `pg_stat_activity` tells them apart.
-pub async fn connect(url: &str, size: PoolSize) -> Result<DatabaseConnection, DbErr> {
-    let mut options = ConnectOptions::new(url.to_owned());
-    options
-        .sqlx_logging(false)
-        .acquire_timeout(Duration::from_secs(10));
-    if url.starts_with("sqlite:") {
+/// The database as services see it: reads (it is a [`ConnectionTrait`] for them) and
+/// [`Db::begin_write`], nothing else — it has no `begin`.
+///
+/// On SQLite it holds two pools on one file: the readers, whose connections refuse to write
+/// (`PRAGMA query_only = ON`, so a write that slips past the types fails loudly instead of
+/// racing the writer), and one connection for the writer, since the process writes one
+/// transaction at a time anyway (see [`Db::begin_write`]). On PostgreSQL it holds one pool,
+/// which does both.
+#[derive(Debug, Clone)]
+pub struct Db {
+    reads: DatabaseConnection,
+    writes: DatabaseConnection,
+}
+
+/// Open `url`'s database, sized by `size`. SQLite files are created on first use and run in WAL
+/// mode, so readers never wait for the writer; of the `size` connections one writes and the
+/// others read. PostgreSQL connections carry the `application_name` `askloop` (or
+/// `askloop-command` for a one-shot command), so `pg_stat_activity` tells them apart.
+pub async fn connect(url: &str, size: PoolSize) -> Result<Db, DbErr> {
+    if is_sqlite(url) {
         let (max, min) = match size {
             PoolSize::Serving(max) => (max.unwrap_or(SQLITE_CONNECTIONS), 1),
             PoolSize::OneShot => (ONE_SHOT_CONNECTIONS, 0),
         };
-        // A file opened in this process cannot hang up: no ping before each use (it would be
-        // one more hop to the connection's thread on every query's way).
-        options
-            .max_connections(max.max(MIN_POOL))
-            .min_connections(min)
-            .test_before_acquire(false)
-            .map_sqlx_sqlite_opts(|opts| {
-                opts.create_if_missing(true)
-                    .journal_mode(SqliteJournalMode::Wal)
-                    .synchronous(SqliteSynchronous::Normal)
-                    .foreign_keys(true)
-                    .busy_timeout(Duration::from_secs(10))
-            });
-    } else {
-        let (max, min, name) = match size {
-            // Kept open all the time: a burst never waits for a connection to be opened on its
-            // request path (tens of milliseconds each, more while several open at once), and one
-            // closed (say, cut off mid-query) is opened again in the background.
-            PoolSize::Serving(max) => {
-                let max = max.unwrap_or(POSTGRES_CONNECTIONS).max(MIN_POOL);
-                (max, max, "askloop")
-            }
-            // A command runs a few statements and exits: nothing to keep warm.
-            PoolSize::OneShot => (ONE_SHOT_CONNECTIONS, 0, "askloop-command"),
-        };
-        // A connection is pinged before use only after it sat idle for a while (a server
-        // restart, a dropped link): on a busy pool the ping would be one more round trip in
-        // front of every query.
-        options
-            .max_connections(max)
-            .min_connections(min)
-            .test_before_acquire_if_idle_for(Duration::from_secs(30))
-            .map_sqlx_postgres_opts(move |opts| opts.application_name(name));
+        let readers = max.max(MIN_POOL) - 1;
+        // The writer's pool opens first: it creates the file and switches it to WAL, which a
+        // `query_only` connection could not.
+        let writes = Database::connect(sqlite_options(url, 1, min, false)).await?;
+        let reads = Database::connect(sqlite_options(url, readers, min, true)).await?;
+        return Ok(Db { reads, writes });
     }
-    Database::connect(options).await
+    let (max, min, name) = match size {
+        // Kept open all the time: a burst never waits for a connection to be opened on its
+        // request path (tens of milliseconds each, more while several open at once), and one
+        // closed (say, cut off mid-query) is opened again in the background.
+        PoolSize::Serving(max) => {
+            let max = max.unwrap_or(POSTGRES_CONNECTIONS).max(MIN_POOL);
+            (max, max, "askloop")
+        }
+        // A command runs a few statements and exits: nothing to keep warm.
+        PoolSize::OneShot => (ONE_SHOT_CONNECTIONS, 0, "askloop-command"),
+    };
+    let pool = Database::connect(postgres_options(url, max, min, name)).await?;
+    Ok(Db {
+        reads: pool.clone(),
+        writes: pool,
+    })
+}
+
+/// A [`Db`] for the test harness, which sets up and checks rows directly: on SQLite its reads
+/// may write too (they race the server's writer through the busy timeout, as any other process
+/// on the file does), and its [`Db::begin_write`] takes the same turn as the server's writers.
+/// Only a build with the `test-hooks` feature has it.
+#[cfg(feature = "test-hooks")]
+pub async fn connect_for_tests(url: &str) -> Result<Db, DbErr> {
+    let pool = if is_sqlite(url) {
+        Database::connect(sqlite_options(url, 2, 0, false)).await?
+    } else {
+        Database::connect(postgres_options(url, 2, 0, "askloop-tests")).await?
+    };
+    Ok(Db {
+        reads: pool.clone(),
+        writes: pool,
+    })
+}
+
+fn is_sqlite(url: &str) -> bool {
+    url.starts_with("sqlite:")
+}
+
+fn sqlite_options(url: &str, max: u32, min: u32, query_only: bool) -> ConnectOptions {
+    let mut options = ConnectOptions::new(url.to_owned());
+    // A file opened in this process cannot hang up: no ping before each use (it would be one
+    // more hop to the connection's thread on every query's way).
+    options
+        .sqlx_logging(false)
+        .acquire_timeout(Duration::from_secs(10))
+        .max_connections(max)
+        .min_connections(min.min(max))
+        .test_before_acquire(false)
+        .map_sqlx_sqlite_opts(move |opts| {
+            let opts = opts
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .foreign_keys(true)
+                .busy_timeout(Duration::from_secs(10));
+            if query_only {
+                opts.pragma("query_only", "ON")
+            } else {
+                opts
+            }
+        });
+    options
+}
+
+fn postgres_options(url: &str, max: u32, min: u32, name: &'static str) -> ConnectOptions {
+    let mut options = ConnectOptions::new(url.to_owned());
+    // A connection is pinged before use only after it sat idle for a while (a server restart,
+    // a dropped link): on a busy pool the ping would be one more round trip in front of every
+    // query.
+    options
+        .sqlx_logging(false)
+        .acquire_timeout(Duration::from_secs(10))
+        .max_connections(max)
+        .min_connections(min)
+        .test_before_acquire_if_idle_for(Duration::from_secs(30))
+        .map_sqlx_postgres_opts(move |opts| opts.application_name(name));
+    options
+}
+
+impl Db {
+    /// A `Db` connected to nothing, for what needs one only to exist (printing the schema).
+    pub fn disconnected() -> Self {
+        Self {
+            reads: DatabaseConnection::default(),
+            writes: DatabaseConnection::default(),
+        }
+    }
+
+    /// Which store it is.
+    pub fn get_database_backend(&self) -> DbBackend {
+        self.reads.get_database_backend()
+    }
+
+    /// The pool reads go through, for infrastructure that needs the pool itself (the live
+    /// feed, PostgreSQL's listener). On SQLite its connections refuse to write.
+    pub fn reads(&self) -> &DatabaseConnection {
+        &self.reads
+    }
+
+    /// Check that the database answers.
+    pub async fn ping(&self) -> Result<(), DbErr> {
+        self.reads.ping().await
+    }
+
+    /// Close its pools.
+    pub async fn close(self) -> Result<(), DbErr> {
+        let sqlite = self.get_database_backend() == DbBackend::Sqlite;
+        self.reads.close().await?;
+        if sqlite {
+            self.writes.close().await?;
+        }
+        Ok(())
+    }
+
+    /// Which database it opens — its SQLite file, or its PostgreSQL server and database — so
+    /// that what is kept per database in this process is shared by every pool that opens it.
+    pub fn key(&self) -> String {
+        database_key(&self.writes)
+    }
+
+    /// Begin a transaction that will write.
+    ///
+    /// On SQLite it starts `IMMEDIATE`, taking the write lock up front: a deferred transaction
+    /// that reads first and writes later can fail with "database is locked" without waiting.
+    /// Before that, it waits for this process's turn to write that file, first come first
+    /// served: SQLite has one writer at a time anyway, and writers queued here wait exactly as
+    /// long as the one before them takes, where writers left to SQLite's busy handler poll with
+    /// sleeps of up to 100 ms (the tail latency of every write under load). Writers in other
+    /// processes (the command line) still meet the busy timeout. PostgreSQL ignores the mode
+    /// and has no turn.
+    pub async fn begin_write(&self) -> Result<WriteTxn, DbErr> {
+        self.begin_write_checked(|| async { Ok::<(), DbErr>(()) })
+            .await
+    }
+
+    /// [`Db::begin_write`], but first — once it is this writer's turn, before anything is
+    /// begun — run `check`, a read that may find there is nothing left to write (a question
+    /// someone else has just answered): its error is returned without a transaction. Writers
+    /// that lost a race while they queued then cost one read instead of a transaction that
+    /// changes nothing. The check is an early answer only; the transaction's own conditional
+    /// writes still decide.
+    pub async fn begin_write_checked<E, F, Fut>(&self, check: F) -> Result<WriteTxn, E>
+    where
+        E: From<DbErr>,
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<(), E>>,
+    {
+        let turn = match self.get_database_backend() {
+            DbBackend::Sqlite => Some(writer_gate(&self.writes).lock_owned().await),
+            _ => None,
+        };
+        check().await?;
+        Ok(self.begin_in_turn(turn).await?)
+    }
+
+    /// [`Db::begin_write`] if nobody is writing in this process now, else `None` at once: for a
+    /// write worth skipping rather than waiting for (a credential's time of use). On
+    /// PostgreSQL, which has no turn, it always begins.
+    pub async fn try_begin_write(&self) -> Result<Option<WriteTxn>, DbErr> {
+        let turn = match self.get_database_backend() {
+            DbBackend::Sqlite => match writer_gate(&self.writes).try_lock_owned() {
+                Ok(turn) => Some(turn),
+                Err(_) => return Ok(None),
+            },
+            _ => None,
+        };
+        self.begin_in_turn(turn).await.map(Some)
+    }
+
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the one place a write transaction begins"
+    )]
+    async fn begin_in_turn(&self, turn: Option<OwnedMutexGuard<()>>) -> Result<WriteTxn, DbErr> {
+        let mode = turn.as_ref().map(|_| SqliteTransactionMode::Immediate);
+        let txn = self
+            .writes
+            .begin_with_options(TransactionOptions {
+                sqlite_transaction_mode: mode,
+                ..Default::default()
+            })
+            .await?;
+        Ok(WriteTxn { txn, _turn: turn })
+    }
+}
+
+#[async_trait::async_trait]
+impl ConnectionTrait for Db {
+    fn get_database_backend(&self) -> DbBackend {
+        self.reads.get_database_backend()
+    }
+
+    async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
+        self.reads.execute_raw(stmt).await
+    }
+
+    async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
+        self.reads.execute_unprepared(sql).await
+    }
+
+    async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
+        self.reads.query_one_raw(stmt).await
+    }
+
+    async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
+        self.reads.query_all_raw(stmt).await
+    }
+
+    fn support_returning(&self) -> bool {
+        self.reads.support_returning()
+    }
 }
 
 /// The PostgreSQL advisory lock migrations are run under (any fixed number; advisory locks are
@@ -103,32 +300,43 @@ const MIGRATION_LOCK: i64 = 0x61_73_6b_6c_6f_6f_70;
 /// dies halfway leaves nothing half done and the next one starts over:
 /// - PostgreSQL: `pg_advisory_xact_lock`, held by the transaction's one connection until it
 ///   commits; the others wait in the database for their turn, then find nothing left to do.
-/// - SQLite: `BEGIN IMMEDIATE`, the file's write lock, which serialises every process (and
-///   every pool) on that file; one that waits longer than the busy timeout tries again.
-pub async fn migrate(db: &DatabaseConnection) -> Result<(), DbErr> {
+/// - SQLite: `BEGIN IMMEDIATE` on the writer's connection, the file's write lock, which
+///   serialises every process (and every pool) on that file; one that waits longer than the
+///   busy timeout tries again. It takes this process's turn to write first.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "migrations run in their own transaction, under the database's lock"
+)]
+pub async fn migrate(db: &Db) -> Result<(), DbErr> {
     let txn = match db.get_database_backend() {
         DbBackend::Postgres => {
-            let txn = db.begin().await?;
+            let txn = db.writes.begin().await?;
             txn.execute_unprepared(&format!("SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
                 .await?;
             txn
         }
-        DbBackend::Sqlite => loop {
-            let begun = db
-                .begin_with_options(TransactionOptions {
-                    sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
-                    ..Default::default()
-                })
-                .await;
-            match begun {
-                Ok(txn) => break txn,
-                Err(err) if is_busy(&err) => {
-                    tracing::info!("another process holds the database; waiting to migrate");
+        DbBackend::Sqlite => {
+            let _turn = writer_gate(&db.writes).lock_owned().await;
+            let txn = loop {
+                let begun = db
+                    .writes
+                    .begin_with_options(TransactionOptions {
+                        sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+                        ..Default::default()
+                    })
+                    .await;
+                match begun {
+                    Ok(txn) => break txn,
+                    Err(err) if is_busy(&err) => {
+                        tracing::info!("another process holds the database; waiting to migrate");
+                    }
+                    Err(err) => return Err(err),
                 }
-                Err(err) => return Err(err),
-            }
-        },
-        _ => return Migrator::up(db, None).await,
+            };
+            Migrator::up(&txn, None).await?;
+            return txn.commit().await;
+        }
+        _ => return Migrator::up(&db.writes, None).await,
     };
     Migrator::up(&txn, None).await?;
     txn.commit().await
@@ -150,8 +358,9 @@ fn is_busy(err: &DbErr) -> bool {
         .is_some_and(|code| code & 0xff == 5)
 }
 
-/// A transaction that will write: a [`DatabaseTransaction`] (it derefs to one, and is a
-/// connection itself) that, on SQLite, also holds this process's turn to write.
+/// A transaction that will write, which only [`Db::begin_write`] makes: a connection (reads and
+/// writes inside the transaction) that, on SQLite, also holds this process's turn to write and
+/// began `IMMEDIATE`. Every helper that writes takes one.
 pub struct WriteTxn {
     txn: DatabaseTransaction,
     _turn: Option<OwnedMutexGuard<()>>,
@@ -162,14 +371,6 @@ impl std::fmt::Debug for WriteTxn {
         f.debug_struct("WriteTxn")
             .field("gated", &self._turn.is_some())
             .finish()
-    }
-}
-
-impl std::ops::Deref for WriteTxn {
-    type Target = DatabaseTransaction;
-
-    fn deref(&self) -> &DatabaseTransaction {
-        &self.txn
     }
 }
 
@@ -212,50 +413,6 @@ impl ConnectionTrait for WriteTxn {
     }
 }
 
-/// Begin a transaction that will write.
-///
-/// On SQLite it starts `IMMEDIATE`, taking the write lock up front: a deferred transaction that
-/// reads first and writes later can fail with "database is locked" without waiting. Before
-/// that, it waits for this process's turn to write that file, first come first served: SQLite
-/// has one writer at a time anyway, and writers queued here wait exactly as long as the one
-/// before them takes, where writers left to SQLite's busy handler poll with sleeps of up to
-/// 100 ms (the tail latency of every write under load). Writers in other processes (the
-/// command line) still meet the busy timeout. PostgreSQL ignores the mode and has no turn.
-pub async fn begin_write(db: &DatabaseConnection) -> Result<WriteTxn, DbErr> {
-    begin_write_checked(db, || async { Ok::<(), DbErr>(()) }).await
-}
-
-/// [`begin_write`], but first — once it is this writer's turn, before anything is begun — run
-/// `check`, a read that may find there is nothing left to write (a question someone else has
-/// just answered): its error is returned without a transaction. Writers that lost a race while
-/// they queued then cost one read instead of a transaction that changes nothing. The check is
-/// an early answer only; the transaction's own conditional writes still decide.
-pub async fn begin_write_checked<E, F, Fut>(
-    db: &DatabaseConnection,
-    check: F,
-) -> Result<WriteTxn, E>
-where
-    E: From<DbErr>,
-    F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = Result<(), E>>,
-{
-    let (mode, turn) = match db.get_database_backend() {
-        DbBackend::Sqlite => (
-            Some(SqliteTransactionMode::Immediate),
-            Some(writer_gate(db).lock_owned().await),
-        ),
-        _ => (None, None),
-    };
-    check().await?;
-    let txn = db
-        .begin_with_options(TransactionOptions {
-            sqlite_transaction_mode: mode,
-            ..Default::default()
-        })
-        .await?;
-    Ok(WriteTxn { txn, _turn: turn })
-}
-
 /// The turn to write one SQLite file, shared by every pool of this process that opens it.
 fn writer_gate(db: &DatabaseConnection) -> Arc<Mutex<()>> {
     static GATES: OnceLock<std::sync::Mutex<HashMap<String, Arc<Mutex<()>>>>> = OnceLock::new();
@@ -266,9 +423,8 @@ fn writer_gate(db: &DatabaseConnection) -> Arc<Mutex<()>> {
     gates.entry(database_key(db)).or_default().clone()
 }
 
-/// Which database a pool opens — its SQLite file, or its PostgreSQL server and database — so
-/// that what is kept per database in this process is shared by every pool that opens it.
-pub fn database_key(db: &DatabaseConnection) -> String {
+/// Which database a pool opens: its SQLite file, or its PostgreSQL server and database.
+fn database_key(db: &DatabaseConnection) -> String {
     match db.get_database_backend() {
         DbBackend::Postgres => {
             let options = db.get_postgres_connection_pool().connect_options();

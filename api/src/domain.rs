@@ -7,6 +7,7 @@ pub mod delivery;
 pub mod handle;
 pub mod intake;
 pub mod ledger;
+pub mod placement;
 pub mod scoring;
 pub mod sealing;
 pub mod signing;

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
+use crate::db::Db;
 use async_graphql::dataloader::DataLoader;
 use async_graphql::{Context, MergedObject, MergedSubscription, Schema};
-use sea_orm::DatabaseConnection;
 
 use crate::auth::{Caller, LoginThrottle};
 use crate::config::Config;
@@ -74,7 +74,7 @@ pub type AskloopSchema = Schema<QueryRoot, MutationRoot, SubscriptionRoot>;
 /// askloop; the node count as the library's complexity, capped at `ASKLOOP_GRAPHQL_MAX_NODES`),
 /// the one text rule on every string argument (`text_rule`) and the data resolvers read. Without a hub (the SDL export) subscriptions answer with an error.
 pub fn build_schema(
-    db: DatabaseConnection,
+    db: Db,
     config: Arc<Config>,
     throttle: Arc<LoginThrottle>,
     hub: Option<LiveHub>,
@@ -111,7 +111,7 @@ pub fn build_schema(
 /// The SDL of the schema, as committed in `schema.graphql`.
 pub fn sdl() -> String {
     build_schema(
-        DatabaseConnection::default(),
+        Db::disconnected(),
         Arc::new(Config::defaults()),
         Arc::new(LoginThrottle::default()),
         None,
@@ -138,11 +138,9 @@ pub fn credentials_ended(ctx: &Context<'_>) -> CredentialsEnded {
 /// The pool and caller behind a write, once the transport's own rule holds: a write with a
 /// session cookie must come from askloop's own pages. Who may make the write is the service's
 /// to decide.
-pub(crate) fn writer<'a>(
-    ctx: &Context<'a>,
-) -> async_graphql::Result<(&'a DatabaseConnection, &'a Caller)> {
+pub(crate) fn writer<'a>(ctx: &Context<'a>) -> async_graphql::Result<(&'a Db, &'a Caller)> {
     use crate::error::GqlResultExt;
-    let db = ctx.data::<DatabaseConnection>()?;
+    let db = ctx.data::<Db>()?;
     let caller = caller_of(ctx)?;
     caller.check_write().gql()?;
     Ok((db, caller))

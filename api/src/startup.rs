@@ -5,10 +5,11 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::db::Db;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request};
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::DbErr;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -40,20 +41,17 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Connect to the configured database with a server's pool (`ASKLOOP_DB_MAX_CONNECTIONS`) and
 /// bring its schema up to date, under the database's migration lock ([`db::migrate`]).
-pub async fn connect_and_migrate(config: &Config) -> Result<DatabaseConnection, DbErr> {
+pub async fn connect_and_migrate(config: &Config) -> Result<Db, DbErr> {
     connect_and_migrate_sized(config, db::PoolSize::Serving(config.db_max_connections)).await
 }
 
 /// [`connect_and_migrate`] for a one-shot command: a pool of at most
 /// [`db::ONE_SHOT_CONNECTIONS`], opened as needed.
-pub async fn connect_for_a_command(config: &Config) -> Result<DatabaseConnection, DbErr> {
+pub async fn connect_for_a_command(config: &Config) -> Result<Db, DbErr> {
     connect_and_migrate_sized(config, db::PoolSize::OneShot).await
 }
 
-async fn connect_and_migrate_sized(
-    config: &Config,
-    size: db::PoolSize,
-) -> Result<DatabaseConnection, DbErr> {
+async fn connect_and_migrate_sized(config: &Config, size: db::PoolSize) -> Result<Db, DbErr> {
     let db = db::connect(&config.database_url, size).await?;
     db::migrate(&db).await?;
     Ok(db)
@@ -67,7 +65,7 @@ impl Application {
     }
 
     /// Bind with an already connected and migrated database.
-    pub async fn build_with(mut config: Config, db: DatabaseConnection) -> anyhow::Result<Self> {
+    pub async fn build_with(mut config: Config, db: Db) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(config.bind)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?;
@@ -81,7 +79,7 @@ impl Application {
                 "the dashboard is not built here; `cargo xtask build-web` builds it"
             );
         }
-        let live = LiveHub::start(db.clone(), config.live).await?;
+        let live = LiveHub::start(db.reads().clone(), config.live).await?;
         // The dummy hash unknown handles are checked against, made before the first sign-in.
         passwords::prepare().await?;
         let config = Arc::new(config);

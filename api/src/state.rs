@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
+use crate::db::Db;
 use axum::extract::FromRef;
-use sea_orm::DatabaseConnection;
 
 use crate::auth::LoginThrottle;
 use crate::config::Config;
@@ -17,7 +17,7 @@ use crate::metrics::Metrics;
 #[derive(Clone)]
 pub struct AppState {
     /// The database pool.
-    pub db: DatabaseConnection,
+    pub db: Db,
     /// The configuration, built once.
     pub config: Arc<Config>,
     /// The metrics registry.
@@ -35,7 +35,7 @@ impl AppState {
     }
 }
 
-impl FromRef<AppState> for DatabaseConnection {
+impl FromRef<AppState> for Db {
     fn from_ref(state: &AppState) -> Self {
         state.db.clone()
     }

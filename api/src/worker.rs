@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use sea_orm::DatabaseConnection;
+use crate::db::Db;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
@@ -22,7 +22,7 @@ pub use mail::escape;
 #[derive(Clone)]
 pub struct WorkerContext {
     /// The database pool.
-    pub db: DatabaseConnection,
+    pub db: Db,
     /// The configuration.
     pub config: Arc<Config>,
     /// Woken after each committed change subscribers may see.

@@ -307,9 +307,10 @@ async fn two_instances_share_a_thousand_deliveries_without_sending_any_twice() {
     };
     let niche = open_niche(&app.db, "games").await;
     let now = chrono::Utc::now();
+    let txn = app.db.begin_write().await.expect("begin");
     for n in 0..1000 {
         outbox::enqueue(
-            &app.db,
+            &txn,
             NewEvent {
                 event: EventType::QuestionExpired,
                 niche_id: niche.id,
@@ -322,6 +323,7 @@ async fn two_instances_share_a_thousand_deliveries_without_sending_any_twice() {
         .await
         .expect("enqueued");
     }
+    txn.commit().await.expect("committed");
     let receiver = Receiver::start(Vec::new()).await;
     let one = app
         .another_instance_with(|c| quick(c, Some(&receiver.url)))

@@ -6,12 +6,13 @@ use std::collections::HashSet;
 use std::process::Command;
 use std::sync::Arc;
 
+use askloop::db::Db;
 use askloop::domain::signing::{SIGNATURE_HEADER, sign};
 use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::served::Served;
 use askloop_tests::{Backend, SECRET, TestDatabase, test_config};
 use entity::agent_questions;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use tokio::sync::Mutex;
 
 /// `askloop serve` on `url`; with `abort_before_commit`, it aborts after writing its first
@@ -42,7 +43,7 @@ async fn ask(client: &reqwest::Client, base: &str, external_id: &str) -> Option<
         .map(|response| response.status().as_u16())
 }
 
-async fn stored(db: &DatabaseConnection, prefix: &str) -> HashSet<String> {
+async fn stored(db: &Db, prefix: &str) -> HashSet<String> {
     agent_questions::Entity::find()
         .filter(agent_questions::Column::ExternalId.starts_with(prefix))
         .all(db)
@@ -53,12 +54,19 @@ async fn stored(db: &DatabaseConnection, prefix: &str) -> HashSet<String> {
         .collect()
 }
 
-async fn a_database_with_games(backend: Backend) -> Option<(TestDatabase, DatabaseConnection)> {
+async fn a_database_with_games(backend: Backend) -> Option<(TestDatabase, Db)> {
     // PostgreSQL only when TEST_DATABASE_URL names a server (as under `cargo xtask test`).
     let database = TestDatabase::create(backend).await?;
-    let db = askloop::startup::connect_and_migrate(&test_config(&database.url))
+    askloop::startup::connect_and_migrate(&test_config(&database.url))
         .await
-        .expect("migrated");
+        .expect("migrated")
+        .close()
+        .await
+        .expect("closed");
+    // The harness's own handle: it sets the niche up with a plain insert.
+    let db = askloop::db::connect_for_tests(&database.url)
+        .await
+        .expect("connected");
     open_niche(&db, "games").await;
     Some((database, db))
 }

@@ -360,7 +360,7 @@ async fn subscribed_on_a_second_instance() -> Option<(TestApp, Served, GqlSocket
 async fn a_question_committed_after_a_later_one_was_broadcast_still_arrives() {
     use askloop::service::audit::{self, Actor, AuditEntry};
     use entity::agent_questions::{self, QuestionStatus, Urgency};
-    use sea_orm::{ActiveModelTrait, ActiveValue::Set, NotSet, TransactionTrait};
+    use sea_orm::{ActiveModelTrait, ActiveValue::Set, NotSet};
 
     let Some(app) = TestApp::spawn(Backend::Postgres).await else {
         eprintln!("skipped: TEST_DATABASE_URL is not set");
@@ -373,7 +373,7 @@ async fn a_question_committed_after_a_later_one_was_broadcast_still_arrives() {
         .expect("read")
         .expect("games");
     // A writer takes its ids and holds its transaction open.
-    let slow = app.db.begin().await.expect("begin");
+    let slow = app.db.begin_write().await.expect("begin");
     let now = chrono::Utc::now();
     let held = agent_questions::ActiveModel {
         id: NotSet,

@@ -29,7 +29,7 @@ async fn try_down_to_before(app: &TestApp, name: &str) -> Result<(), sea_orm::Db
         .position(|migration| migration.name() == name)
         .unwrap_or_else(|| panic!("no migration {name}"));
     let steps = u32::try_from(all.len() - position).expect("a few migrations");
-    Migrator::down(&app.db, Some(steps)).await
+    Migrator::down(app.db.reads(), Some(steps)).await
 }
 
 /// Run `sql` on the app's database; whether the database accepted it.
@@ -87,7 +87,7 @@ async fn the_held_money_migration_goes_down_and_up_on_a_populated_database(app: 
         "the old check refuses charge_reversal"
     );
 
-    Migrator::up(&app.db, None).await.expect("up again");
+    Migrator::up(app.db.reads(), None).await.expect("up again");
     assert_eq!(rows(&app).await, before);
     let games = entity::niches::Entity::find()
         .one(&app.db)
@@ -169,7 +169,7 @@ async fn the_agents_migration_goes_down_and_up_on_a_populated_database(app: Test
         "questions stay"
     );
 
-    Migrator::up(&app.db, None).await.expect("up again");
+    Migrator::up(app.db.reads(), None).await.expect("up again");
     let question = entity::agent_questions::Entity::find_by_id(by_default)
         .one(&app.db)
         .await
@@ -209,7 +209,7 @@ async fn the_agent_tokens_migration_goes_down_and_up_on_a_populated_database(app
         "the agents stay"
     );
 
-    Migrator::up(&app.db, None).await.expect("up again");
+    Migrator::up(app.db.reads(), None).await.expect("up again");
     // The tokens went with their table: the old one no longer resolves.
     assert_eq!(
         askloop::service::agent_tokens::resolve(&app.db, &token)
@@ -255,7 +255,7 @@ async fn the_reaching_operators_migration_goes_down_and_up_on_a_populated_databa
     ] {
         assert!(!accepts(&app, gone).await, "{gone} still answers");
     }
-    Migrator::up(&app.db, None).await.expect("up again");
+    Migrator::up(app.db.reads(), None).await.expect("up again");
     let question = entity::agent_questions::Entity::find_by_id(before)
         .one(&app.db)
         .await
@@ -302,7 +302,7 @@ async fn the_access_settings_migration_goes_down_and_up_on_a_populated_database(
         "sessions stay"
     );
 
-    Migrator::up(&app.db, None).await.expect("up again");
+    Migrator::up(app.db.reads(), None).await.expect("up again");
     let keys = entity::api_keys::Entity::find()
         .all(&app.db)
         .await
@@ -352,7 +352,7 @@ async fn the_delegated_tasks_migration_goes_down_only_without_tasks_and_up_again
     assert!(!accepts(&app, "SELECT kind FROM agent_questions").await);
     assert!(!accepts(&app, "SELECT deliverable FROM agent_questions").await);
     assert!(!accepts(&app, "SELECT actual_cost_minor FROM agent_answers").await);
-    Migrator::up(&app.db, None).await.expect("up again");
+    Migrator::up(app.db.reads(), None).await.expect("up again");
     let stored = entity::agent_questions::Entity::find_by_id(question)
         .one(&app.db)
         .await
@@ -373,8 +373,9 @@ async fn the_delivery_lanes_migration_goes_down_only_without_dropped_deliveries_
 ) {
     use askloop::service::outbox::{self, EventType, NewEvent};
     let niche = open_niche(&app.db, "games").await;
+    let txn = app.db.begin_write().await.expect("begin");
     let delivery = outbox::enqueue(
-        &app.db,
+        &txn,
         NewEvent {
             event: EventType::QuestionExpired,
             niche_id: niche.id,
@@ -387,6 +388,7 @@ async fn the_delivery_lanes_migration_goes_down_only_without_dropped_deliveries_
     .await
     .expect("enqueued")
     .expect("a delivery");
+    txn.commit().await.expect("committed");
     let columns = "SELECT dropped_reason, single_attempt FROM deliveries";
     assert!(accepts(&app, columns).await);
     assert!(
@@ -414,7 +416,7 @@ async fn the_delivery_lanes_migration_goes_down_only_without_dropped_deliveries_
         !accepts(&app, "UPDATE deliveries SET status = 'dropped'").await,
         "the status check is the old one"
     );
-    Migrator::up(&app.db, None).await.expect("up again");
+    Migrator::up(app.db.reads(), None).await.expect("up again");
     let stored = entity::deliveries::Entity::find_by_id(delivery.id)
         .one(&app.db)
         .await

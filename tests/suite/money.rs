@@ -1488,9 +1488,11 @@ async fn a_reservation_from_last_month_still_counts_until_it_settles(app: TestAp
         .expect("a time");
     let (_, asked) = ask_with_bounty(&app, "games", "old", 0).await;
     let question = asked["question"]["id"].as_i64().expect("an id");
-    let reserved = budget::try_reserve(&app.db, niche_id, question, 800, october)
+    let txn = app.db.begin_write().await.expect("begin");
+    let reserved = budget::try_reserve(&txn, niche_id, question, 800, october)
         .await
         .expect("reserved");
+    txn.commit().await.expect("committed");
     assert!(reserved);
     let early = budget::budget_of(&app.db, &niche, november)
         .await
@@ -1500,15 +1502,11 @@ async fn a_reservation_from_last_month_still_counts_until_it_settles(app: TestAp
         (0, 800, Some(200))
     );
     // Charged in November: it counts as November's spending, and is no longer reserved.
-    budget::settle(
-        &app.db,
-        niche_id,
-        question,
-        BudgetEntryKind::Charge,
-        november,
-    )
-    .await
-    .expect("charged");
+    let txn = app.db.begin_write().await.expect("begin");
+    budget::settle(&txn, niche_id, question, BudgetEntryKind::Charge, november)
+        .await
+        .expect("charged");
+    txn.commit().await.expect("committed");
     let after = budget::budget_of(&app.db, &niche, november)
         .await
         .expect("budget");
@@ -1517,15 +1515,11 @@ async fn a_reservation_from_last_month_still_counts_until_it_settles(app: TestAp
         (800, 0, Some(200))
     );
     // A second settlement of the same question books nothing.
-    let again = budget::settle(
-        &app.db,
-        niche_id,
-        question,
-        BudgetEntryKind::Release,
-        november,
-    )
-    .await
-    .expect("no-op");
+    let txn = app.db.begin_write().await.expect("begin");
+    let again = budget::settle(&txn, niche_id, question, BudgetEntryKind::Release, november)
+        .await
+        .expect("no-op");
+    txn.commit().await.expect("committed");
     assert_eq!(again, None);
 }
 

@@ -181,6 +181,11 @@ async fn a_command_holds_at_most_two_database_connections() {
     assert!(migrated.status.success(), "{migrated:?}");
 
     let locker = one_connection(&database.url).await;
+    // Another client of the database, not askloop: its lock is what the command must wait on.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "an outside client's transaction, holding a lock askloop waits for"
+    )]
     let lock = locker.begin().await.expect("begin");
     lock.execute_unprepared("LOCK TABLE users IN ACCESS EXCLUSIVE MODE")
         .await

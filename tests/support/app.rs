@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use askloop::auth::LoginThrottle;
 use askloop::config::Config;
+use askloop::db::Db;
 use askloop::domain::signing::SigningKeys;
 use askloop::live::LiveHub;
 use askloop::serve::Connections;
 use askloop::startup::Application;
-use sea_orm::DatabaseConnection;
 use tokio::sync::oneshot;
 
 use crate::database::{Backend, TestDatabase};
@@ -28,8 +28,9 @@ pub struct TestApp {
     pub addr: SocketAddr,
     /// A client with a cookie store.
     pub client: reqwest::Client,
-    /// A direct connection to the app's database, for setting up and checking.
-    pub db: DatabaseConnection,
+    /// The test's own handle on the app's database, for setting up and checking: its reads may
+    /// write (the app's refuse to, on SQLite), and its `begin_write` takes the app's turn.
+    pub db: Db,
     /// The app's sign-in throttle, to see what it keeps.
     pub login_throttle: Arc<LoginThrottle>,
     /// The app's live hub, to see who listens and to stop it.
@@ -138,7 +139,9 @@ impl TestApp {
             .await
             .expect("askloop starts");
         let addr = app.local_addr();
-        let db = app.state().db.clone();
+        let db = askloop::db::connect_for_tests(&config.database_url)
+            .await
+            .expect("the harness connects to the app's database");
         let login_throttle = app.state().login_throttle.clone();
         let live = app.state().live.clone();
         let connections = app.connections();

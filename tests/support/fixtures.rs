@@ -1,15 +1,15 @@
 //! Fixtures: builder functions that set up exactly what a test needs — niches and intake
 //! bodies — through askloop's own services, never shared mutable seed data.
 
+use askloop::db::Db;
 use askloop::domain::slug::Slug;
 use askloop::service::audit::Actor;
 use askloop::service::niches::{NewNiche, create_niche};
 use entity::niches::{self, NicheStatus};
-use sea_orm::DatabaseConnection;
 use serde_json::{Value, json};
 
 /// A niche `slug` in `status`.
-pub async fn niche(db: &DatabaseConnection, slug: &str, status: NicheStatus) -> niches::Model {
+pub async fn niche(db: &Db, slug: &str, status: NicheStatus) -> niches::Model {
     create_niche(
         db,
         NewNiche {
@@ -25,7 +25,7 @@ pub async fn niche(db: &DatabaseConnection, slug: &str, status: NicheStatus) -> 
 }
 
 /// An open niche `slug`.
-pub async fn open_niche(db: &DatabaseConnection, slug: &str) -> niches::Model {
+pub async fn open_niche(db: &Db, slug: &str) -> niches::Model {
     niche(db, slug, NicheStatus::Open).await
 }
 

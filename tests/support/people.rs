@@ -1,6 +1,7 @@
 //! People for tests: users with a live session, their memberships of niches (any role and
 //! status), and the password they sign in with.
 
+use askloop::db::Db;
 use askloop::service::access::Viewer;
 use askloop::service::accounts::{self, NewUser, new_token, token_hash};
 use askloop::service::audit::Actor;
@@ -8,10 +9,7 @@ use askloop::service::sessions::SESSION_PREFIX;
 use chrono::{Duration, Utc};
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::sessions;
-use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet,
-    QueryFilter,
-};
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, NotSet, QueryFilter};
 
 /// The password every test person has.
 pub const PASSWORD: &str = "correct horse battery staple";
@@ -41,7 +39,7 @@ impl Person {
 }
 
 /// Create `handle` (an admin when `admin`) with [`PASSWORD`] and a session.
-pub async fn person(db: &DatabaseConnection, handle: &str, admin: bool) -> Person {
+pub async fn person(db: &Db, handle: &str, admin: bool) -> Person {
     let user = accounts::create_user(
         db,
         NewUser {
@@ -78,13 +76,7 @@ pub async fn person(db: &DatabaseConnection, handle: &str, admin: bool) -> Perso
 }
 
 /// Make `person` a member of `slug` with `role` and `status`.
-pub async fn member(
-    db: &DatabaseConnection,
-    slug: &str,
-    person: &Person,
-    role: MemberRole,
-    status: MemberStatus,
-) {
+pub async fn member(db: &Db, slug: &str, person: &Person, role: MemberRole, status: MemberStatus) {
     let member = accounts::add_member(
         db,
         &askloop::live::ChangeHint::none(),
@@ -110,7 +102,7 @@ pub async fn member(
 }
 
 /// An active operator of `slug`.
-pub async fn operator(db: &DatabaseConnection, slug: &str, handle: &str) -> Person {
+pub async fn operator(db: &Db, slug: &str, handle: &str) -> Person {
     let p = person(db, handle, false).await;
     member(db, slug, &p, MemberRole::Operator, MemberStatus::Active).await;
     p

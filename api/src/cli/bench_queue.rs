@@ -89,9 +89,11 @@ pub async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()>
                 deliverable: Set(None),
             }
         });
+        let txn = db.begin_write().await?;
         agent_questions::Entity::insert_many(rows)
-            .exec_without_returning(&db)
+            .exec_without_returning(&txn)
             .await?;
+        txn.commit().await?;
         inserted += batch;
     }
     println!(
@@ -102,7 +104,9 @@ pub async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()>
     );
     if db.get_database_backend() == DbBackend::Postgres {
         use sea_orm::ConnectionTrait;
-        db.execute_unprepared("ANALYZE agent_questions").await?;
+        let txn = db.begin_write().await?;
+        txn.execute_unprepared("ANALYZE agent_questions").await?;
+        txn.commit().await?;
     }
 
     let app = Application::build_with(config, db.clone()).await?;
@@ -163,7 +167,7 @@ pub async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()>
     Ok(())
 }
 
-async fn niche_first_id(db: &sea_orm::DatabaseConnection, niche_id: i64) -> anyhow::Result<i64> {
+async fn niche_first_id(db: &crate::db::Db, niche_id: i64) -> anyhow::Result<i64> {
     use sea_orm::{ColumnTrait, QueryFilter, QueryOrder};
     Ok(agent_questions::Entity::find()
         .filter(agent_questions::Column::NicheId.eq(niche_id))

@@ -98,6 +98,15 @@ pub async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
     // Every client of this run connects from 127.0.0.1: one address, whatever the concurrency.
     config.connections.max_per_address = 1_000_000;
     let db = startup::connect_and_migrate(&config).await?;
+    // The baseline writes straight through the driver, beside askloop's own writer, on a pool
+    // of its own: askloop's readers refuse to write.
+    let driver_db = sea_orm::Database::connect(
+        sea_orm::ConnectOptions::new(config.database_url.clone())
+            .max_connections(u32::try_from(args.concurrency).unwrap_or(u32::MAX))
+            .sqlx_logging(false)
+            .to_owned(),
+    )
+    .await?;
     let backend = match db.get_database_backend() {
         DbBackend::Postgres => "postgres",
         DbBackend::Sqlite => "sqlite",
@@ -137,7 +146,7 @@ pub async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
     let mut intake = post_questions(&url, &secret, slug.as_str(), &run_id, &args).await?;
     intake.print(backend, args.concurrency);
     if !args.no_baseline {
-        let mut driver = driver_inserts(&db, &run_id, &args).await?;
+        let mut driver = driver_inserts(&driver_db, &run_id, &args).await?;
         driver.print(backend, args.concurrency);
     }
     let _ = stop_tx.send(());

@@ -1,10 +1,10 @@
 //! What the measuring commands (`bench-queue`, `flood`, `contention`) start from: a fresh open
 //! niche and operators of it, signed in.
 
+use crate::db::Db;
 use chrono::Utc;
 use entity::niche_members::MemberRole;
 use entity::niches::{self, NicheStatus};
-use sea_orm::DatabaseConnection;
 
 use crate::domain::handle::Handle;
 use crate::domain::slug::Slug;
@@ -24,11 +24,7 @@ pub struct Seeded {
 
 /// Create an open niche named `name` with slug `<prefix>-<random>` and an operator of it with the
 /// same handle, signed in.
-pub async fn niche_with_operator(
-    db: &DatabaseConnection,
-    prefix: &str,
-    name: &str,
-) -> anyhow::Result<Seeded> {
+pub async fn niche_with_operator(db: &Db, prefix: &str, name: &str) -> anyhow::Result<Seeded> {
     let run_id: String = new_token("").chars().take(8).collect();
     let slug = format!("{prefix}-{run_id}");
     let now = Utc::now();
@@ -48,11 +44,7 @@ pub async fn niche_with_operator(
 }
 
 /// Create `handle`, make them an operator of niche `slug` and sign them in; their session token.
-pub async fn signed_in_operator(
-    db: &DatabaseConnection,
-    slug: &str,
-    handle: &str,
-) -> anyhow::Result<String> {
+pub async fn signed_in_operator(db: &Db, slug: &str, handle: &str) -> anyhow::Result<String> {
     let now = Utc::now();
     let handle = handle.to_owned();
     let password = new_token("");

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::db::Db;
 use async_graphql::{Context, ID, Object, Result, SimpleObject};
 use axum::http::header::SET_COOKIE;
 use chrono::{DateTime, Utc};
-use sea_orm::DatabaseConnection;
 
 use super::types::{Membership, User};
 use super::{caller_of, credentials_ended, writer};
@@ -109,7 +109,7 @@ pub struct AccountQuery;
 impl AccountQuery {
     /// The signed-in person, or null.
     async fn viewer(&self, ctx: &Context<'_>) -> Result<Option<Viewer>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let Some(viewer) = caller_of(ctx)?.viewer() else {
             return Ok(None);
         };
@@ -124,7 +124,7 @@ impl AccountQuery {
     /// Your API keys that are not revoked (expired ones included), the newest first.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn my_api_keys(&self, ctx: &Context<'_>) -> Result<Vec<ApiKey>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let keys = accounts::my_api_keys(db, caller_of(ctx)?.viewer())
             .await
             .gql()?;
@@ -134,7 +134,7 @@ impl AccountQuery {
     /// Your sign-in sessions that have not ended or expired, the most recently used first.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn my_sessions(&self, ctx: &Context<'_>) -> Result<Vec<SignInSession>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let caller = caller_of(ctx)?;
         let listed = sessions::my_sessions(
             db,
@@ -171,7 +171,7 @@ impl AccountMutation {
     /// may fail only so often whatever the handles (20 at once, then one every 3 s by default).
     /// One `login` per request: an operation that selects it twice is refused whole.
     async fn login(&self, ctx: &Context<'_>, handle: String, password: String) -> Result<Session> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let config = ctx.data::<Arc<Config>>()?;
         let throttle = ctx.data::<Arc<LoginThrottle>>()?;
         caller_of(ctx)?.check_login().gql()?;
@@ -235,7 +235,7 @@ impl AccountMutation {
 
     /// Sign out: ends the session and clears the cookie.
     async fn logout(&self, ctx: &Context<'_>) -> Result<bool> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let caller = caller_of(ctx)?;
         caller.check_write().gql()?;
         if let Some(token) = &caller.session_token {
@@ -256,7 +256,7 @@ impl AccountMutation {
         name: String,
         expires_at: Option<DateTime<Utc>>,
     ) -> Result<ApiKeyCreated> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let caller = caller_of(ctx)?;
         let viewer = access::signed_in(caller.viewer()).gql()?;
         caller.check_write().gql()?;
@@ -278,7 +278,7 @@ impl AccountMutation {
 
     /// Revoke one of your API keys; it never works again.
     async fn revoke_api_key(&self, ctx: &Context<'_>, id: ID) -> Result<bool> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let caller = caller_of(ctx)?;
         let viewer = access::signed_in(caller.viewer()).gql()?;
         caller.check_write().gql()?;

@@ -1,10 +1,10 @@
 //! Admin queries and mutations: niches, members, the review queue and manual adjustments.
 //! Every resolver checks for an admin through the service, which audits each decision.
 
+use crate::db::Db;
 use async_graphql::{Context, ID, InputObject, Object, Result};
 use chrono::Utc;
 use entity::niche_members::MemberStatus;
-use sea_orm::DatabaseConnection;
 
 use super::types::{Contribution, Member, MemberRole, Niche, NicheStatus, member_view};
 use super::{caller_of, writer};
@@ -51,7 +51,7 @@ impl AdminQuery {
     /// Every niche, drafts and archived ones included, by name (admins only).
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn all_niches(&self, ctx: &Context<'_>) -> Result<Vec<Niche>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let found = admin::all_niches(db, caller_of(ctx)?.viewer())
             .await
             .gql()?;
@@ -65,7 +65,7 @@ impl AdminQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
     ) -> Result<Vec<Contribution>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let first = page_size(first).gql()?;
         Ok(admin::review_queue(db, caller_of(ctx)?.viewer(), first)
             .await

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
+use crate::db::Db;
 use async_graphql::{ComplexObject, Context, Enum, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 use entity::agents::{AgentStatus as Stored, WebhookScheme as StoredScheme};
-use sea_orm::DatabaseConnection;
 
 use super::deliveries::Delivery;
 use super::{caller_of, writer};
@@ -127,7 +127,7 @@ impl Agent {
         ctx: &Context<'_>,
         first: Option<i32>,
     ) -> Result<Vec<Delivery>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let first = page_size(first).gql()?;
         Ok(agents::recent_deliveries(db, self.row_id, first)
             .await
@@ -205,7 +205,7 @@ impl AgentQuery {
     /// Every registered agent, by slug (admins only).
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn agents(&self, ctx: &Context<'_>) -> Result<Vec<Agent>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         Ok(agents::list_for_admin(db, caller_of(ctx)?.viewer())
             .await
             .gql()?

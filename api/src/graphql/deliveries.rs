@@ -1,10 +1,10 @@
 //! Deliveries for admins: the outbox with every attempt, and redelivery.
 
+use crate::db::Db;
 use async_graphql::{ComplexObject, Context, Enum, ID, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
 use entity::deliveries::{self, DeliveryStatus as Stored};
 use entity::delivery_attempts;
-use sea_orm::DatabaseConnection;
 
 use super::caller_of;
 use super::enums::AttemptOutcome;
@@ -138,7 +138,7 @@ impl Delivery {
     /// Every attempt, oldest first.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn attempts(&self, ctx: &Context<'_>) -> Result<Vec<DeliveryAttempt>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         Ok(outbox::attempts_of(db, self.row_id)
             .await
             .gql()?
@@ -163,7 +163,7 @@ impl DeliveryQuery {
         #[graphql(desc = "An event name, e.g. `expert_answer.created`.")] event: Option<String>,
         first: Option<i32>,
     ) -> Result<Vec<Delivery>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let viewer = caller_of(ctx)?.viewer();
         let event = event
             .map(|name| {

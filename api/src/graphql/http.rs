@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::db::Db;
 use async_graphql::http::GraphiQLSource;
 use async_graphql::{ErrorExtensions, Response, ServerError};
 use async_graphql_axum::GraphQLResponse;
@@ -14,7 +15,6 @@ use axum::extract::{DefaultBodyLimit, FromRef, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse};
 use axum::routing::get;
-use sea_orm::DatabaseConnection;
 use tokio::sync::Semaphore;
 
 use super::{AskloopSchema, error_door, socket};
@@ -31,7 +31,7 @@ pub struct GraphqlEndpoint {
     /// The schema, with its limits and data.
     pub schema: AskloopSchema,
     /// The database pool (to resolve callers).
-    pub db: DatabaseConnection,
+    pub db: Db,
     /// The configuration.
     pub config: Arc<Config>,
     /// The live hub (its stop closes websockets on shutdown).
@@ -48,12 +48,7 @@ pub struct GraphqlEndpoint {
 
 impl GraphqlEndpoint {
     /// The endpoint for `schema`, with socket permits sized from the configuration.
-    pub fn new(
-        schema: AskloopSchema,
-        db: DatabaseConnection,
-        config: Arc<Config>,
-        live: LiveHub,
-    ) -> Self {
+    pub fn new(schema: AskloopSchema, db: Db, config: Arc<Config>, live: LiveHub) -> Self {
         Self {
             sockets: Arc::new(Semaphore::new(config.live.max_sockets)),
             uninitialised: Arc::new(Semaphore::new(config.live.max_uninitialised)),
@@ -67,7 +62,7 @@ impl GraphqlEndpoint {
     }
 }
 
-impl FromRef<GraphqlEndpoint> for DatabaseConnection {
+impl FromRef<GraphqlEndpoint> for Db {
     fn from_ref(endpoint: &GraphqlEndpoint) -> Self {
         endpoint.db.clone()
     }

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
+use crate::db::Db;
 use async_graphql::{Context, Enum, Result, SimpleObject, Subscription};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
-use sea_orm::DatabaseConnection;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::adopt;
@@ -98,7 +98,7 @@ impl LiveSubscription {
         // rather than sized into every idle subscriber.
         Box::pin(async move {
             let _turn = turn_to_start(ctx).await;
-            let db = ctx.data::<DatabaseConnection>()?.clone();
+            let db = ctx.data::<Db>()?.clone();
             let rx = ctx.data::<LiveHub>()?.subscribe();
             let viewer = caller_of(ctx)?.viewer();
             let changes = subscriptions::watch_niche(db, rx, viewer, &niche_slug)
@@ -119,7 +119,7 @@ impl LiveSubscription {
         }
         Box::pin(async move {
             let _turn = turn_to_start(ctx).await;
-            let db = ctx.data::<DatabaseConnection>()?.clone();
+            let db = ctx.data::<Db>()?.clone();
             let rx = ctx.data::<LiveHub>()?.subscribe();
             let changes = subscriptions::watch_awaiting_me(db, rx, caller_of(ctx)?.viewer())
                 .await

@@ -3,11 +3,11 @@
 //! that sets a niche's budget and bounties. Their rules: docs/contract.md#revenue-and-payouts,
 //! docs/contract.md#budgets-and-bounties and docs/contract.md#anomaly-signals.
 
+use crate::db::Db;
 use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use entity::{anomaly_signals, budget_entries, payout_accounts, revenue_events};
 use futures::{Stream, StreamExt};
-use sea_orm::DatabaseConnection;
 
 use super::enums::{AllocationStatus, BudgetEntryKind, PayoutStatus, Severity, SignalSubject};
 use super::{caller_of, writer};
@@ -435,7 +435,7 @@ pub struct MoneyQuery;
 impl MoneyQuery {
     /// A niche's agent budget this month, with its entries (its active members and admins).
     async fn budget(&self, ctx: &Context<'_>, niche_slug: String) -> Result<Budget> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let viewer = caller_of(ctx)?.viewer();
         let view = ledger_views::budget_view(db, viewer, &niche_slug, Utc::now())
             .await
@@ -446,7 +446,7 @@ impl MoneyQuery {
     /// My revenue: balances by where the money is, and my allocations.
     #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn my_revenue(&self, ctx: &Context<'_>, first: Option<i32>) -> Result<MyRevenue> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let first = page_size(first).gql()?;
         let mine = ledger_views::my_revenue(db, caller_of(ctx)?.viewer(), first)
             .await
@@ -479,7 +479,7 @@ impl MoneyQuery {
         niche_slug: String,
         first: Option<i32>,
     ) -> Result<NicheRevenue> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let first = page_size(first).gql()?;
         let view = ledger_views::niche_revenue(db, caller_of(ctx)?.viewer(), &niche_slug, first)
             .await
@@ -511,7 +511,7 @@ impl MoneyQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
     ) -> Result<Vec<RevenueEvent>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let first = page_size(first).gql()?;
         Ok(
             ledger_views::revenue_events(db, caller_of(ctx)?.viewer(), first)
@@ -526,7 +526,7 @@ impl MoneyQuery {
     /// Everyone's payout addresses, unverified first (admins only).
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn payout_accounts(&self, ctx: &Context<'_>) -> Result<Vec<PayoutAccount>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         Ok(ledger_views::payout_accounts(db, caller_of(ctx)?.viewer())
             .await
             .gql()?
@@ -541,7 +541,7 @@ impl MoneyQuery {
     /// Payouts, newest first (admins only).
     #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn payouts(&self, ctx: &Context<'_>, first: Option<i32>) -> Result<Vec<Payout>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let first = page_size(first).gql()?;
         Ok(ledger_views::payouts(db, caller_of(ctx)?.viewer(), first)
             .await
@@ -558,7 +558,7 @@ impl MoneyQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
     ) -> Result<Vec<AnomalySignal>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let first = page_size(first).gql()?;
         Ok(
             ledger_views::anomaly_signals(db, caller_of(ctx)?.viewer(), first)
@@ -578,7 +578,7 @@ impl MoneyQuery {
         subject_type: Option<String>,
         first: Option<i32>,
     ) -> Result<Vec<AuditEntryView>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let first = page_size(first).gql()?;
         let rows =
             ledger_views::audit_log(db, caller_of(ctx)?.viewer(), subject_type.as_deref(), first)
@@ -645,7 +645,7 @@ impl PayoutMutation {
         ctx: &Context<'_>,
         address: String,
     ) -> Result<PayoutAccount> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let caller = caller_of(ctx)?;
         let viewer = access::signed_in(caller.viewer()).gql()?;
         caller.check_write().gql()?;
@@ -732,7 +732,7 @@ impl MoneySubscription {
         &self,
         ctx: &Context<'_>,
     ) -> Result<impl Stream<Item = Result<AnomalySignal>> + use<>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let rx = ctx.data::<LiveHub>()?.subscribe();
         let signals = signals::watch(db, caller_of(ctx)?.viewer(), rx)
             .await

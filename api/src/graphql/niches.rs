@@ -1,7 +1,7 @@
 //! The public list of niches.
 
+use crate::db::Db;
 use async_graphql::{Context, Object, Result};
-use sea_orm::DatabaseConnection;
 
 use super::types::Niche;
 use crate::error::GqlResultExt;
@@ -16,7 +16,7 @@ impl NicheQuery {
     /// The niches taking questions (open or operated), by name.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn niches(&self, ctx: &Context<'_>) -> Result<Vec<Niche>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let found = service::niches::list_public_niches(db).await.gql()?;
         Ok(found.into_iter().map(Niche::from).collect())
     }

@@ -1,8 +1,8 @@
 //! Niches and their questions: reading queues, answering, declining, dismissing.
 
+use crate::db::Db;
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::Utc;
-use sea_orm::DatabaseConnection;
 
 use super::caller_of;
 use super::enums::ContributionStatus;
@@ -56,7 +56,7 @@ pub struct QuestionQuery;
 impl QuestionQuery {
     /// A niche by slug. Drafts and archived niches only for their members and admins.
     async fn niche(&self, ctx: &Context<'_>, slug: String) -> Result<Option<Niche>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         Ok(niches::visible_niche(db, caller_of(ctx)?.viewer(), &slug)
             .await
             .gql()?
@@ -65,7 +65,7 @@ impl QuestionQuery {
 
     /// One question, for active members of its niche and admins.
     async fn question(&self, ctx: &Context<'_>, id: ID) -> Result<Question> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let id = question_id(&id).gql()?;
         let (question, _) = queue::question(db, caller_of(ctx)?.viewer(), id)
             .await
@@ -81,7 +81,7 @@ impl QuestionQuery {
         first: Option<i32>,
         after: Option<String>,
     ) -> Result<QuestionConnection> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let first = queue::page_size(first).gql()?;
         let after = after.as_deref().map(Cursor::decode).transpose().gql()?;
         let page = queue::awaiting_me(db, caller_of(ctx)?.viewer(), first, after, Utc::now())
@@ -99,7 +99,7 @@ pub struct QuestionMutation;
 impl QuestionMutation {
     /// Answer, decline ("not enough context") or send back for research.
     async fn answer_question(&self, ctx: &Context<'_>, input: AnswerInput) -> Result<AnswerResult> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let caller = caller_of(ctx)?;
         access::signed_in(caller.viewer()).gql()?;
         caller.check_write().gql()?;
@@ -145,7 +145,7 @@ impl QuestionMutation {
         id: ID,
         reason: Option<String>,
     ) -> Result<Question> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let caller = caller_of(ctx)?;
         access::signed_in(caller.viewer()).gql()?;
         caller.check_write().gql()?;

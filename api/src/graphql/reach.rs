@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::db::Db;
 use async_graphql::{Context, Enum, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
-use sea_orm::DatabaseConnection;
 
 use super::caller_of;
 use super::enums::Urgency;
@@ -200,7 +200,7 @@ impl ReachQuery {
     /// Your mail settings.
     async fn my_mail_settings(&self, ctx: &Context<'_>) -> Result<MailSettings> {
         let viewer = viewer_of(ctx)?;
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let found = reach::settings_of(db, viewer).await.gql()?;
         Ok(settings(ctx, found))
     }
@@ -211,7 +211,7 @@ impl ReachQuery {
         ctx: &Context<'_>,
     ) -> Result<Vec<NotificationPreference>> {
         let viewer = viewer_of(ctx)?;
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         Ok(reach::preferences_of(db, viewer)
             .await
             .gql()?
@@ -223,7 +223,7 @@ impl ReachQuery {
     /// Your operator webhooks.
     async fn my_operator_webhooks(&self, ctx: &Context<'_>) -> Result<Vec<OperatorWebhook>> {
         let viewer = viewer_of(ctx)?;
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         Ok(operator_hooks::mine(db, viewer)
             .await
             .gql()?
@@ -241,7 +241,7 @@ impl ReachQuery {
         #[graphql(default = 20)] first: i32,
     ) -> Result<Vec<OperatorWebhookDelivery>> {
         let viewer = viewer_of(ctx)?;
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let id = id_of(&id, "a webhook")?;
         let limit = u64::try_from(first.clamp(1, 50)).unwrap_or(20);
         Ok(operator_hooks::recent_deliveries(db, viewer, id, limit)
@@ -274,7 +274,7 @@ impl ReachMutation {
     /// Change your address: it is unverified until you follow the link mailed to it.
     async fn set_my_email(&self, ctx: &Context<'_>, email: String) -> Result<MailSettings> {
         let viewer = writer_of(ctx)?;
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let found = reach::set_email(db, viewer, &email, mail_on(ctx), Utc::now())
             .await
             .gql()?;
@@ -284,7 +284,7 @@ impl ReachMutation {
     /// Mail a verification link to your address (one waits at a time).
     async fn send_verification_email(&self, ctx: &Context<'_>) -> Result<bool> {
         let viewer = writer_of(ctx)?;
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         reach::request_verification(db, viewer, mail_on(ctx), Utc::now())
             .await
             .gql()?;
@@ -300,7 +300,7 @@ impl ReachMutation {
         #[graphql(default = false)] include_high: bool,
     ) -> Result<MailSettings> {
         let viewer = writer_of(ctx)?;
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let found = reach::set_quiet_hours(
             db,
             viewer,
@@ -324,7 +324,7 @@ impl ReachMutation {
         digest: DigestFrequency,
     ) -> Result<NotificationPreference> {
         let viewer = writer_of(ctx)?;
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let immediate: Vec<_> = immediate.into_iter().map(Into::into).collect();
         Ok(reach::set_preference(
             db,
@@ -352,7 +352,7 @@ impl ReachMutation {
     ) -> Result<super::types::Niche> {
         let caller = caller_of(ctx)?;
         caller.check_write().gql()?;
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         Ok(crate::service::escalation::set_waits(
             db,
             caller.viewer(),
@@ -374,7 +374,7 @@ impl ReachMutation {
         url: String,
     ) -> Result<OperatorWebhookCreated> {
         let viewer = writer_of(ctx)?;
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let config = ctx.data::<Arc<Config>>()?;
         let (hook, secret) = operator_hooks::register(
             db,
@@ -395,7 +395,7 @@ impl ReachMutation {
     /// Remove one of your webhooks.
     async fn remove_operator_webhook(&self, ctx: &Context<'_>, id: ID) -> Result<bool> {
         let viewer = writer_of(ctx)?;
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let id = id_of(&id, "a webhook")?;
         operator_hooks::remove(db, viewer, id, Utc::now())
             .await
@@ -408,7 +408,7 @@ impl ReachMutation {
     /// `TEST_SENDS_PER_PERSON`) and `extensions.retryAfterSeconds`, the seconds until the next may go.
     async fn test_operator_webhook(&self, ctx: &Context<'_>, id: ID) -> Result<ID> {
         let viewer = writer_of(ctx)?;
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let config = ctx.data::<Arc<Config>>()?;
         let id = id_of(&id, "a webhook")?;
         let delivery = operator_hooks::send_test(db, viewer, id, &config.webhook_tests, Utc::now())

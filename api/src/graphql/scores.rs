@@ -1,7 +1,7 @@
 //! The tier ladder and my contributions.
 
+use crate::db::Db;
 use async_graphql::{Context, Object, Result};
-use sea_orm::DatabaseConnection;
 
 use super::caller_of;
 use super::types::{Contribution, Tier};
@@ -18,7 +18,7 @@ impl ScoreQuery {
     /// The tier ladder, lowest first.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn tiers(&self, ctx: &Context<'_>) -> Result<Vec<Tier>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         Ok(scores::ladder(db)
             .await
             .gql()?
@@ -34,7 +34,7 @@ impl ScoreQuery {
         ctx: &Context<'_>,
         first: Option<i32>,
     ) -> Result<Vec<Contribution>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let viewer = access::signed_in(caller_of(ctx)?.viewer()).gql()?;
         let first = page_size(first).gql()?;
         Ok(

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use crate::db::Db;
 use async_graphql::Data;
 use async_graphql::http::{WebSocket as GraphqlSocket, WebSocketProtocols, WsMessage};
 use axum::extract::State;
@@ -33,7 +34,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use futures::{FutureExt, SinkExt, StreamExt};
-use sea_orm::DatabaseConnection;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -454,7 +454,7 @@ fn held(credential: &std::sync::Mutex<Option<Held>>) -> Option<(String, i64)> {
 
 /// Whether `token` no longer resolves (looked up without recording a use). Boxed: inline, this
 /// rare read would size every idle socket's task.
-fn has_ended(db: &DatabaseConnection, token: String) -> BoxFuture<'static, bool> {
+fn has_ended(db: &Db, token: String) -> BoxFuture<'static, bool> {
     let db = db.clone();
     async move {
         matches!(

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::db::Db;
 use async_graphql::ErrorExtensions;
 use async_graphql::connection::{Connection, Edge};
 use async_graphql::dataloader::{DataLoader, Loader};
@@ -13,7 +14,6 @@ use entity::agent_answers::{self, AnswerKind as StoredKind};
 use entity::agent_questions::{self, QuestionStatus as StoredStatus};
 use entity::niche_members::{MemberRole as StoredRole, MemberStatus as StoredMemberStatus};
 use entity::{audit_log, niches, users};
-use sea_orm::DatabaseConnection;
 
 use super::caller_of;
 use super::deliveries::Delivery;
@@ -231,7 +231,7 @@ impl Niche {
         first: Option<i32>,
         after: Option<String>,
     ) -> Result<QuestionConnection> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let caller = caller_of(ctx)?;
         let first = queue::page_size(first).gql()?;
         let after = after.as_deref().map(Cursor::decode).transpose().gql()?;
@@ -259,7 +259,7 @@ impl Niche {
     /// The niche's members, by handle (admins only).
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn members(&self, ctx: &Context<'_>) -> Result<Vec<Member>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let members = crate::service::admin::members_of(db, caller_of(ctx)?.viewer(), self.id)
             .await
             .gql()?;
@@ -371,7 +371,7 @@ impl Question {
     /// Every answer and decline given, oldest first.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn answers(&self, ctx: &Context<'_>) -> Result<Vec<Answer>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let id: i64 = self.id.parse()?;
         let answers = queue::answers_of(db, id).await.gql()?;
         let handles = names::handles(db, answers.iter().map(|a| a.user_id))
@@ -396,7 +396,7 @@ impl Question {
     /// oldest first.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn budget_entries(&self, ctx: &Context<'_>) -> Result<Vec<BudgetEntry>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let id: i64 = self.id.parse()?;
         Ok(queue::budget_entries_of(db, id)
             .await
@@ -410,7 +410,7 @@ impl Question {
     /// only: anyone else gets `FORBIDDEN`).
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn deliveries(&self, ctx: &Context<'_>) -> Result<Vec<Delivery>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let id: i64 = self.id.parse()?;
         Ok(queue::deliveries_of(db, caller_of(ctx)?.viewer(), id)
             .await
@@ -423,7 +423,7 @@ impl Question {
     /// What happened to it, oldest first.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn timeline(&self, ctx: &Context<'_>) -> Result<Vec<TimelineEntry>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let id: i64 = self.id.parse()?;
         let entries = queue::timeline_of(db, id).await.gql()?;
         let handles = names::handles(db, entries.iter().filter_map(|e| user_of(&e.actor)))
@@ -676,7 +676,7 @@ impl Contribution {
 
     /// The answer and question behind it, for a caller allowed to read the question.
     async fn answered(&self, ctx: &Context<'_>) -> Result<Option<&AnsweredQuestion>> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let viewer = caller_of(ctx)?.viewer();
         let found = self
             .answered
@@ -709,7 +709,7 @@ impl Contribution {
         let Some((answer, question)) = self.answered(ctx).await? else {
             return Ok(None);
         };
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let handle = names::handles(db, [answer.user_id])
             .await
             .gql()?
@@ -736,7 +736,7 @@ impl Contribution {
 
     /// Who contributed and their record in the niche (admins, and the person themselves).
     async fn contributor(&self, ctx: &Context<'_>) -> Result<Contributor> {
-        let db = ctx.data::<DatabaseConnection>()?;
+        let db = ctx.data::<Db>()?;
         let viewer = caller_of(ctx)?.viewer();
         Ok(
             standing::contributor_record(db, viewer, self.niche_id, self.user_id)
@@ -800,7 +800,7 @@ pub fn member_view(
 /// Loads niches by id in batches: a page of questions asks for its niches in one query.
 pub struct NicheLoader {
     /// The pool.
-    pub db: DatabaseConnection,
+    pub db: Db,
 }
 
 impl Loader<i64> for NicheLoader {

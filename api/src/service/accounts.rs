@@ -1,5 +1,6 @@
 //! People, memberships and API keys as an admin sets them up (the CLI today, GraphQL next).
 
+use crate::db::Db;
 use chrono::{DateTime, Duration, Utc};
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::users::{self, UserRole};
@@ -7,8 +8,7 @@ use entity::{api_keys, niches};
 use rand::RngCore;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter,
-    QueryOrder, SqlErr,
+    ActiveValue::Set, ColumnTrait, EntityTrait, NotSet, QueryFilter, QueryOrder, SqlErr,
 };
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -41,7 +41,7 @@ pub struct NewUser {
 /// its normal form (NFKC, trimmed, lowercased), the one sign-in folds what is typed to; the email
 /// is lowercased.
 pub async fn create_user(
-    db: &DatabaseConnection,
+    db: &Db,
     new: NewUser,
     actor: &Actor,
     now: DateTime<Utc>,
@@ -57,7 +57,7 @@ pub async fn create_user(
         )));
     }
     let credential_hash = passwords::hash(&new.password).await?;
-    let txn = crate::db::begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let user = users::Entity::insert(users::ActiveModel {
         id: NotSet,
         handle: Set(handle.clone()),
@@ -113,10 +113,7 @@ pub fn normalise_email(raw: &str) -> Result<String, ServiceError> {
 }
 
 /// Find a person by handle (folded as sign-in folds it), or say who is missing.
-pub async fn user_by_handle(
-    db: &DatabaseConnection,
-    handle: &str,
-) -> Result<users::Model, ServiceError> {
+pub async fn user_by_handle(db: &Db, handle: &str) -> Result<users::Model, ServiceError> {
     let handle = handle::fold(handle);
     users::Entity::find()
         .filter(users::Column::Handle.eq(handle.as_str()))
@@ -127,7 +124,7 @@ pub async fn user_by_handle(
 
 /// Make `handle` an active member of niche `slug` in `role`; an existing membership is a conflict.
 pub async fn add_member(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     slug: &str,
     handle: &str,
@@ -141,7 +138,7 @@ pub async fn add_member(
         .await?
         .ok_or_else(|| ServiceError::NotFound(format!("no niche '{slug}'")))?;
     let user = user_by_handle(db, handle).await?;
-    let txn = crate::db::begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let member = niche_members::Entity::insert(niche_members::ActiveModel {
         id: NotSet,
         niche_id: Set(niche.id),
@@ -193,7 +190,7 @@ pub const API_KEY_LONGEST_LIFETIME_DAYS: i64 = 5 * 366;
 /// Issue an API key for `handle`, working until `expires_at` when given: that must be in the
 /// future and at most [`API_KEY_LONGEST_LIFETIME_DAYS`] away.
 pub async fn create_api_key(
-    db: &DatabaseConnection,
+    db: &Db,
     handle: &str,
     name: &str,
     expires_at: Option<DateTime<Utc>>,
@@ -220,7 +217,7 @@ pub async fn create_api_key(
     }
     let user = user_by_handle(db, handle).await?;
     let token = new_token("al_key_");
-    let txn = crate::db::begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let key = api_keys::Entity::insert(api_keys::ActiveModel {
         id: NotSet,
         user_id: Set(user.id),
@@ -255,14 +252,14 @@ pub async fn create_api_key(
 /// Revoke one of `viewer`'s own API keys (audited); `false` when it was revoked already.
 /// Someone else's key is "not found", so ids cannot be probed.
 pub async fn revoke_api_key(
-    db: &DatabaseConnection,
+    db: &Db,
     ended_here: &CredentialsEnded,
     viewer: Option<&Viewer>,
     key_id: i64,
     now: DateTime<Utc>,
 ) -> Result<bool, ServiceError> {
     let viewer = access::signed_in(viewer)?;
-    let txn = crate::db::begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let revoked = api_keys::Entity::update_many()
         .col_expr(api_keys::Column::RevokedAt, Expr::value(Some(now)))
         .filter(api_keys::Column::Id.eq(key_id))
@@ -304,7 +301,7 @@ pub async fn revoke_api_key(
 /// The signed-in person's API keys that are not revoked (expired ones included, so their owner
 /// sees why they stopped working), the newest first.
 pub async fn my_api_keys(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
 ) -> Result<Vec<api_keys::Model>, ServiceError> {
     let viewer = access::signed_in(viewer)?;
@@ -318,10 +315,7 @@ pub async fn my_api_keys(
 }
 
 /// The signed-in person's account, or `Unauthenticated` when it no longer exists.
-pub async fn account_of(
-    db: &DatabaseConnection,
-    viewer: &Viewer,
-) -> Result<users::Model, ServiceError> {
+pub async fn account_of(db: &Db, viewer: &Viewer) -> Result<users::Model, ServiceError> {
     users::Entity::find_by_id(viewer.user_id)
         .one(db)
         .await?

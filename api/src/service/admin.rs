@@ -1,5 +1,6 @@
 //! Admin decisions: niches, memberships and contribution review. Every decision is audited.
 
+use crate::db::{Db, WriteTxn};
 use chrono::{DateTime, Utc};
 use entity::agent_answers;
 use entity::agent_questions::{self, QuestionStatus};
@@ -7,13 +8,9 @@ use entity::contribution_events::{self, ContributionStatus};
 use entity::niche_members::{self, MemberStatus};
 use entity::niches::{self, NicheStatus};
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DatabaseTransaction,
-    EntityTrait, NotSet, QueryFilter,
-};
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, NotSet, QueryFilter};
 use serde_json::json;
 
-use crate::db::begin_write;
 use crate::error::{Conflict, ServiceError};
 use crate::live::ChangeHint;
 use crate::service::access::{self, Viewer};
@@ -39,7 +36,7 @@ pub struct NicheChanges {
 
 /// Create a niche (admins only; audited).
 pub async fn create_niche(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     new: NewNiche,
     now: DateTime<Utc>,
@@ -50,7 +47,7 @@ pub async fn create_niche(
 
 /// Every niche, drafts and archived ones included, by name (admins only).
 pub async fn all_niches(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
 ) -> Result<Vec<niches::Model>, ServiceError> {
     access::admin(viewer)?;
@@ -59,7 +56,7 @@ pub async fn all_niches(
 
 /// A niche's members with their handles, by handle (admins only).
 pub async fn members_of(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     niche_id: i64,
 ) -> Result<Vec<(niche_members::Model, String)>, ServiceError> {
@@ -69,7 +66,7 @@ pub async fn members_of(
 
 /// Make a person an active member of a niche (admins only; audited).
 pub async fn add_member(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     viewer: Option<&Viewer>,
     slug: &str,
@@ -92,7 +89,7 @@ pub async fn add_member(
 
 /// Contributions awaiting review, newest first (admins only).
 pub async fn review_queue(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     first: u64,
 ) -> Result<Vec<standing::ContributionView>, ServiceError> {
@@ -102,7 +99,7 @@ pub async fn review_queue(
 
 /// Update a niche.
 pub async fn update_niche(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     slug: &str,
     changes: NicheChanges,
@@ -132,7 +129,7 @@ pub async fn update_niche(
         row.status = Set(status);
     }
     row.updated_at = Set(now);
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let updated = row.update(&txn).await?;
     audit::record(
         &txn,
@@ -153,7 +150,7 @@ pub async fn update_niche(
 
 /// Set a membership's status (suspend, reinstate, leave).
 pub async fn set_member_status(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     viewer: Option<&Viewer>,
     slug: &str,
@@ -175,7 +172,7 @@ pub async fn set_member_status(
                 user.handle, niche.slug
             ))
         })?;
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let mut row: niche_members::ActiveModel = member.clone().into();
     row.status = Set(status);
     row.updated_at = Set(now);
@@ -221,7 +218,7 @@ pub enum Decision {
 /// agent's charge back, reverses the bounty's allocations (clawing back what was already paid
 /// out) and reopens the question if it has not expired, its bounty reserved again.
 pub async fn review(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     viewer: Option<&Viewer>,
     contribution_id: i64,
@@ -256,7 +253,7 @@ pub async fn review(
             "contribution.reversed",
         ),
     };
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let mut update = contribution_events::Entity::update_many()
         .col_expr(contribution_events::Column::Status, Expr::value(to));
     if decision == Decision::Verify {
@@ -331,7 +328,7 @@ pub async fn review(
 
 /// The answer (and its question) a contribution was earned by, if it was earned by one.
 async fn answer_of(
-    txn: &DatabaseTransaction,
+    txn: &WriteTxn,
     event: &contribution_events::Model,
 ) -> Result<Option<(agent_answers::Model, agent_questions::Model)>, ServiceError> {
     let Some(answer) = agent_answers::Entity::find()
@@ -349,7 +346,7 @@ async fn answer_of(
 
 /// The money and the question after a verdict on an answer; whether the question reopened.
 async fn money_follows_the_verdict(
-    txn: &DatabaseTransaction,
+    txn: &WriteTxn,
     actor: &Actor,
     answer: &agent_answers::Model,
     question: &agent_questions::Model,
@@ -407,7 +404,7 @@ async fn money_follows_the_verdict(
 /// open again, its round advanced (so earlier decliners see it again) and its bounty reserved
 /// again if the budget still covers it (otherwise it waits with no bounty, and says so).
 async fn reopen(
-    txn: &DatabaseTransaction,
+    txn: &WriteTxn,
     actor: &Actor,
     answer: &agent_answers::Model,
     question: &agent_questions::Model,
@@ -483,7 +480,7 @@ async fn reopen(
 /// contribution reviewed is an answer to an agent's question, the agent hears
 /// `expert_answer.verified`, or `expert_answer.rejected` with the note and the review it had.
 async fn tell_the_agent_the_verdict(
-    txn: &DatabaseTransaction,
+    txn: &WriteTxn,
     answer: &agent_answers::Model,
     question: &agent_questions::Model,
     decision: Decision,
@@ -527,7 +524,7 @@ async fn tell_the_agent_the_verdict(
 
 /// Record a manual adjustment (0..=500 points, verified at once) for a member of a niche.
 pub async fn manual_adjustment(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     slug: &str,
     handle: &str,
@@ -567,7 +564,7 @@ pub async fn manual_adjustment(
             user.handle, niche.slug
         )));
     }
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let event = contribution_events::ActiveModel {
         id: NotSet,
         niche_id: Set(niche.id),

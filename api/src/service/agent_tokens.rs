@@ -3,17 +3,15 @@
 //! and stored only as its SHA-256 (it is 32 random bytes, so no salt or slow hash is needed), and
 //! is revoked for good. Issuing and revoking are audited on the agent.
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 use entity::agent_niches;
 use entity::agent_tokens;
 use entity::agents::{self, AgentStatus};
 use sea_orm::sea_query::Expr;
-use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter,
-};
+use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, NotSet, QueryFilter};
 use serde_json::json;
 
-use crate::db::begin_write;
 use crate::error::ServiceError;
 use crate::service::accounts::{new_token, token_hash};
 use crate::service::agents::{Asker, find};
@@ -46,13 +44,13 @@ pub enum TokenHolder {
 /// Issue a new token for the agent `slug` (its other live tokens stay valid, so a new one can be
 /// rolled out before the old one is revoked).
 pub async fn issue(
-    db: &DatabaseConnection,
+    db: &Db,
     slug: &str,
     actor: &Actor,
     now: DateTime<Utc>,
 ) -> Result<IssuedToken, ServiceError> {
     let token = new_token(AGENT_TOKEN_PREFIX);
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let agent = find(&txn, slug).await?;
     let row = agent_tokens::Entity::insert(agent_tokens::ActiveModel {
         id: NotSet,
@@ -84,13 +82,13 @@ pub async fn issue(
 /// Revoke the agent's live tokens — all of them, or only the one shown as `prefix` — and
 /// return the prefixes revoked (none: nothing was live, and nothing is audited).
 pub async fn revoke(
-    db: &DatabaseConnection,
+    db: &Db,
     slug: &str,
     prefix: Option<&str>,
     actor: &Actor,
     now: DateTime<Utc>,
 ) -> Result<Vec<String>, ServiceError> {
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let agent = find(&txn, slug).await?;
     let mut live = agent_tokens::Entity::find()
         .filter(agent_tokens::Column::AgentId.eq(agent.id))
@@ -130,10 +128,7 @@ pub async fn revoke(
 
 /// Who `token` speaks for: none when it is not a live agent token (unknown, revoked, or not one
 /// at all).
-pub async fn resolve(
-    db: &DatabaseConnection,
-    token: &str,
-) -> Result<Option<TokenHolder>, ServiceError> {
+pub async fn resolve(db: &Db, token: &str) -> Result<Option<TokenHolder>, ServiceError> {
     if !token.starts_with(AGENT_TOKEN_PREFIX) {
         return Ok(None);
     }

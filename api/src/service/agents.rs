@@ -8,18 +8,18 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::db::{Db, WriteTxn};
 use chrono::{DateTime, Duration, Utc};
 use entity::agents::{self, AgentStatus, WebhookScheme};
 use entity::deliveries::{self, DeliveryStatus};
 use entity::{agent_niches, niches};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
-    EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect, SqlErr,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, NotSet,
+    QueryFilter, QueryOrder, QuerySelect, SqlErr,
 };
 use serde_json::json;
 
-use crate::db::begin_write;
 use crate::domain::agents::{AgentSlug, new_secret};
 use crate::domain::sealing::{self, DataKey};
 use crate::domain::signing::SigningKeys;
@@ -227,8 +227,8 @@ async fn niches_named<C: ConnectionTrait>(
     Ok(found)
 }
 
-async fn set_niche_rows<C: ConnectionTrait>(
-    conn: &C,
+async fn set_niche_rows(
+    conn: &WriteTxn,
     agent_id: i64,
     niches: &[niches::Model],
 ) -> Result<(), ServiceError> {
@@ -256,8 +256,8 @@ fn scheme_word(scheme: WebhookScheme) -> &'static str {
     }
 }
 
-async fn audit_agent<C: ConnectionTrait>(
-    conn: &C,
+async fn audit_agent(
+    conn: &WriteTxn,
     actor: &Actor,
     action: &str,
     agent: &agents::Model,
@@ -282,7 +282,7 @@ async fn audit_agent<C: ConnectionTrait>(
 
 /// Register an agent with a fresh secret (returned once; stored sealed when `key` is set).
 pub async fn create(
-    db: &DatabaseConnection,
+    db: &Db,
     key: Option<&DataKey>,
     new: NewAgent,
     actor: &Actor,
@@ -291,7 +291,7 @@ pub async fn create(
     let name = check_name(&new.name)?;
     let url = check_url(new.endpoint.url.as_deref())?;
     let secret = new_secret();
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let niches = niches_named(&txn, &new.niches).await?;
     let agent = agents::ActiveModel {
         id: NotSet,
@@ -363,7 +363,7 @@ pub const MOST_RETIRE_SECS: i64 = 30 * 24 * 3600;
 /// Give an agent a new current secret (returned once). The one it replaces stays accepted, and
 /// is signed with too, for `retire_previous_in_secs` seconds from now (zero: retired at once).
 pub async fn rotate(
-    db: &DatabaseConnection,
+    db: &Db,
     key: Option<&DataKey>,
     slug: &str,
     retire_previous_in_secs: i64,
@@ -378,7 +378,7 @@ pub async fn rotate(
     }
     let retire_previous_in = Duration::seconds(retire_previous_in_secs);
     let secret = new_secret();
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let found = find(&txn, slug).await?;
     let retires_at = now + retire_previous_in;
     let mut row: agents::ActiveModel = found.clone().into();
@@ -410,13 +410,13 @@ pub async fn rotate(
 /// Disable or enable an agent. Enabling gives its waiting deliveries a fresh retry window: the
 /// time they waited while it was disabled does not count against them.
 pub async fn set_status(
-    db: &DatabaseConnection,
+    db: &Db,
     slug: &str,
     status: AgentStatus,
     actor: &Actor,
     now: DateTime<Utc>,
 ) -> Result<AgentSummary, ServiceError> {
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let found = find(&txn, slug).await?;
     let was = found.status;
     let mut row: agents::ActiveModel = found.into();
@@ -449,13 +449,13 @@ pub async fn set_status(
 
 /// Replace the niches an agent may ask in (at least one; each must exist).
 pub async fn set_niches(
-    db: &DatabaseConnection,
+    db: &Db,
     slug: &str,
     niche_slugs_wanted: &[String],
     actor: &Actor,
     now: DateTime<Utc>,
 ) -> Result<AgentSummary, ServiceError> {
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let found = find(&txn, slug).await?;
     let niches = niches_named(&txn, niche_slugs_wanted).await?;
     set_niche_rows(&txn, found.id, &niches).await?;
@@ -482,14 +482,14 @@ pub async fn set_niches(
 
 /// Replace an agent's endpoint: URL, scheme and the events it wants.
 pub async fn set_endpoint(
-    db: &DatabaseConnection,
+    db: &Db,
     slug: &str,
     endpoint: Endpoint,
     actor: &Actor,
     now: DateTime<Utc>,
 ) -> Result<AgentSummary, ServiceError> {
     let url = check_url(endpoint.url.as_deref())?;
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let found = find(&txn, slug).await?;
     let mut row: agents::ActiveModel = found.into();
     row.webhook_url = Set(url);
@@ -548,7 +548,7 @@ pub async fn niche_slugs<C: ConnectionTrait>(
 }
 
 /// Every registered agent with its niches, by slug.
-pub async fn list(db: &DatabaseConnection) -> Result<Vec<AgentSummary>, ServiceError> {
+pub async fn list(db: &Db) -> Result<Vec<AgentSummary>, ServiceError> {
     let agents = agents::Entity::find()
         .order_by_asc(agents::Column::Slug)
         .all(db)
@@ -566,7 +566,7 @@ pub async fn list(db: &DatabaseConnection) -> Result<Vec<AgentSummary>, ServiceE
 
 /// Every registered agent, for an admin.
 pub async fn list_for_admin(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
 ) -> Result<Vec<AgentSummary>, ServiceError> {
     access::admin(viewer)?;
@@ -575,7 +575,7 @@ pub async fn list_for_admin(
 
 /// An agent's newest deliveries, newest first.
 pub async fn recent_deliveries(
-    db: &DatabaseConnection,
+    db: &Db,
     agent_id: i64,
     limit: u64,
 ) -> Result<Vec<deliveries::Model>, ServiceError> {
@@ -609,7 +609,7 @@ fn keys_of(
 /// A registered agent as a signed request finds it: its row, its niches and the keys its
 /// signature must match. None when no agent has that slug.
 pub async fn signer(
-    db: &DatabaseConnection,
+    db: &Db,
     key: Option<&DataKey>,
     slug: &str,
     now: DateTime<Utc>,
@@ -657,7 +657,7 @@ pub struct Destination {
 
 /// The destinations of the given agents (active ones with a URL), by id.
 pub async fn destinations(
-    db: &DatabaseConnection,
+    db: &Db,
     key: Option<&DataKey>,
     agent_ids: &[i64],
     now: DateTime<Utc>,

@@ -17,13 +17,13 @@ use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::niches;
 use sea_orm::sea_query::{Alias, Expr, JoinType, OnConflict};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait,
-    DatabaseConnection, DatabaseTransaction, EntityTrait, FromQueryResult, IdenStatic, Iterable,
-    NotSet, PaginatorTrait, QueryFilter, QueryTrait, TryInsertResult,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait,
+    FromQueryResult, IdenStatic, Iterable, NotSet, PaginatorTrait, QueryFilter, QueryTrait,
+    TryInsertResult,
 };
 use serde_json::json;
 
-use crate::db::{Turns, begin_write, begin_write_checked};
+use crate::db::{Db, Turns, WriteTxn};
 use crate::domain::answer::{self, Kind, ValidAnswer};
 use crate::domain::intake::QuestionOption;
 use crate::domain::scoring;
@@ -175,7 +175,7 @@ async fn niche_of<C: ConnectionTrait>(
 /// Answer question `question_id` only if it belongs to the niche named `slug`: the member route
 /// names both, and a question of another niche is "not found" there rather than answered.
 pub async fn answer_in_niche(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     viewer: Option<&Viewer>,
     slug: &str,
@@ -199,13 +199,13 @@ pub async fn answer_in_niche(
 /// The turns of this process's writers to each question of the database `db` opens; a turn that
 /// settles its question leaves the refusal for the writers queued behind it. (Per database: two
 /// databases have questions with the same ids.)
-fn question_turns(db: &DatabaseConnection) -> Arc<Turns<Conflict>> {
+fn question_turns(db: &Db) -> Arc<Turns<Conflict>> {
     static TURNS: OnceLock<Mutex<HashMap<String, Arc<Turns<Conflict>>>>> = OnceLock::new();
     TURNS
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .entry(crate::db::database_key(db))
+        .entry(db.key())
         .or_default()
         .clone()
 }
@@ -214,7 +214,7 @@ fn question_turns(db: &DatabaseConnection) -> Arc<Turns<Conflict>> {
 /// (401) → the question exists (404) → it still waits (409) → an active, non-observer member of its
 /// niche (403) → a known kind (400) → an answer has an option or words (400) → one row per person.
 pub async fn answer_question(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     viewer: Option<&Viewer>,
     request: AnswerRequest,
@@ -249,15 +249,16 @@ pub async fn answer_question(
     )
     .map_err(ServiceError::BadInput)?;
 
-    let txn = begin_write_checked(db, || async {
-        let now_it_is = find_question(db, question.id).await?;
-        if is_waiting(&now_it_is, now) {
-            Ok(())
-        } else {
-            Err(not_waiting(&now_it_is))
-        }
-    })
-    .await?;
+    let txn = db
+        .begin_write_checked(|| async {
+            let now_it_is = find_question(db, question.id).await?;
+            if is_waiting(&now_it_is, now) {
+                Ok(())
+            } else {
+                Err(not_waiting(&now_it_is))
+            }
+        })
+        .await?;
     let result = match valid.kind {
         Kind::Answered => settle(&txn, viewer, &question, &valid, now).await,
         Kind::InsufficientContext | Kind::NeedsResearch => {
@@ -282,7 +283,7 @@ pub async fn answer_question(
 
 /// The winning answer: close the question, store the answer, record the contribution.
 async fn settle(
-    txn: &DatabaseTransaction,
+    txn: &WriteTxn,
     viewer: &Viewer,
     question: &agent_questions::Model,
     valid: &ValidAnswer,
@@ -530,7 +531,7 @@ async fn settle(
 
 /// "Not enough context" or "ask the agent to research more": free, recorded, one row per person.
 async fn decline(
-    txn: &DatabaseTransaction,
+    txn: &WriteTxn,
     viewer: &Viewer,
     question: &agent_questions::Model,
     valid: &ValidAnswer,
@@ -614,7 +615,7 @@ async fn decline(
 /// `needs_context_round` is claimed by one conditional update, so declines arriving together tell
 /// it once.
 async fn tell_if_context_is_needed(
-    txn: &DatabaseTransaction,
+    txn: &WriteTxn,
     question: &agent_questions::Model,
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
@@ -689,8 +690,8 @@ async fn tell_if_context_is_needed(
 }
 
 /// The audit row of a bounty's reservation settling (`budget.charged` / `budget.released`).
-pub async fn budget_audit<C: ConnectionTrait>(
-    conn: &C,
+pub async fn budget_audit(
+    conn: &WriteTxn,
     actor: &Actor,
     question: &agent_questions::Model,
     action: &str,
@@ -715,7 +716,7 @@ pub async fn budget_audit<C: ConnectionTrait>(
 
 /// Insert the person's answer row, or replace their earlier decline. An `answered` row is final.
 async fn store_answer(
-    txn: &DatabaseTransaction,
+    txn: &WriteTxn,
     viewer: &Viewer,
     question: &agent_questions::Model,
     valid: &ValidAnswer,
@@ -784,7 +785,7 @@ fn dismiss_reason(reason: Option<&str>) -> Result<Option<String>, ServiceError> 
 /// "Not worth anybody's time": an active non-observer member or an admin closes a waiting
 /// question without an answer, optionally saying why (the agent hears the reason). No points.
 pub async fn dismiss_question(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     viewer: Option<&Viewer>,
     question_id: i64,
@@ -803,7 +804,7 @@ pub async fn dismiss_question(
     {
         return Err(access::not_a_member(&niche));
     }
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let closed = agent_questions::Entity::update_many()
         .col_expr(
             agent_questions::Column::Status,

@@ -3,7 +3,9 @@
 
 use chrono::{DateTime, Utc};
 use entity::audit_log;
-use sea_orm::{ActiveValue::Set, ConnectionTrait, DbErr, EntityTrait, NotSet};
+use sea_orm::{ActiveValue::Set, DbErr, EntityTrait, NotSet};
+
+use crate::db::WriteTxn;
 use serde_json::Value;
 
 /// Who did something.
@@ -48,8 +50,8 @@ pub struct AuditEntry<'a> {
 }
 
 /// Append `entry` at `at`.
-pub async fn record<C: ConnectionTrait>(
-    conn: &C,
+pub async fn record(
+    conn: &WriteTxn,
     entry: AuditEntry<'_>,
     at: DateTime<Utc>,
 ) -> Result<(), DbErr> {
@@ -74,10 +76,7 @@ pub fn row(entry: AuditEntry<'_>, at: DateTime<Utc>) -> audit_log::ActiveModel {
 }
 
 /// Append `rows` in one statement, in their order (nothing for none).
-pub async fn record_all<C: ConnectionTrait>(
-    conn: &C,
-    rows: Vec<audit_log::ActiveModel>,
-) -> Result<(), DbErr> {
+pub async fn record_all(conn: &WriteTxn, rows: Vec<audit_log::ActiveModel>) -> Result<(), DbErr> {
     if rows.is_empty() {
         return Ok(());
     }

@@ -19,6 +19,7 @@ use sea_orm::{
     NotSet, QueryFilter, QueryOrder, QuerySelect,
 };
 
+use crate::db::WriteTxn;
 use crate::domain::ledger::{Budget, month_of, resets_at};
 use crate::error::ServiceError;
 
@@ -66,8 +67,8 @@ fn spent_in(month: &str) -> Expr {
 /// update of the niche's balance (concurrent reservations in one niche queue on its row and each
 /// sees the others' effect, so none overspends), then the ledger entry. Whether it was reserved;
 /// an amount of 0 needs nothing and is always reserved.
-pub async fn try_reserve<C: ConnectionTrait>(
-    conn: &C,
+pub async fn try_reserve(
+    conn: &WriteTxn,
     niche_id: i64,
     question_id: i64,
     amount: i64,
@@ -118,8 +119,8 @@ pub fn over_budget(budget: &Budget, now: DateTime<Utc>) -> ServiceError {
     }
 }
 
-async fn insert_entry<C: ConnectionTrait>(
-    conn: &C,
+async fn insert_entry(
+    conn: &WriteTxn,
     niche_id: i64,
     question_id: i64,
     kind: BudgetEntryKind,
@@ -143,8 +144,8 @@ async fn insert_entry<C: ConnectionTrait>(
 
 /// Append a charge, release or charge reversal of `amount` booked in `month`, and move the
 /// niche's balance with it in the same transaction.
-async fn append<C: ConnectionTrait>(
-    conn: &C,
+async fn append(
+    conn: &WriteTxn,
     niche_id: i64,
     question_id: i64,
     kind: BudgetEntryKind,
@@ -209,8 +210,8 @@ fn sum_of(entries: &[budget_entries::Model], kind: BudgetEntryKind) -> i64 {
 /// when nothing is reserved. A question answered with nothing reserved (no bounty, or a reopened
 /// question the budget could no longer cover) still leaves a charge of 0, so the cost ledger
 /// counts every exchange; `None` is returned for it too.
-pub async fn settle<C: ConnectionTrait>(
-    conn: &C,
+pub async fn settle(
+    conn: &WriteTxn,
     niche_id: i64,
     question_id: i64,
     kind: BudgetEntryKind,
@@ -253,8 +254,8 @@ pub struct AtCost {
 /// it, so reserved = charged + released. A task reopened when the budget could no longer cover
 /// it has nothing reserved and is charged 0, as a question is; so is the part of an actual cost
 /// above what is reserved.
-pub async fn settle_at_cost<C: ConnectionTrait>(
-    conn: &C,
+pub async fn settle_at_cost(
+    conn: &WriteTxn,
     niche_id: i64,
     question_id: i64,
     actual: i64,
@@ -298,8 +299,8 @@ pub async fn settle_at_cost<C: ConnectionTrait>(
 /// Give back a question's last charge (its answer was rejected or reversed), booked in the
 /// month the charge counted in so that month's spending falls by it. The amount, or `None` when
 /// there is no charge left to give back (a zero charge, or one already reversed).
-pub async fn reverse_charge<C: ConnectionTrait>(
-    conn: &C,
+pub async fn reverse_charge(
+    conn: &WriteTxn,
     question_id: i64,
     now: DateTime<Utc>,
 ) -> Result<Option<i64>, ServiceError> {
@@ -333,8 +334,8 @@ pub async fn reverse_charge<C: ConnectionTrait>(
 /// Reserve a reopened question's bounty again, if the niche's budget still covers it (inside
 /// the transaction that reopens it). Whether it was reserved; a bounty of 0 needs nothing and
 /// counts as reserved.
-pub async fn reserve_again<C: ConnectionTrait>(
-    conn: &C,
+pub async fn reserve_again(
+    conn: &WriteTxn,
     niche: &niches::Model,
     question_id: i64,
     amount: i64,

@@ -1,11 +1,12 @@
 //! The demo data a first run creates when asked (`askloop serve --demo`): a niche `games`, an
 //! operator and an admin. Only on an empty database, so it can never touch real data.
 
+use crate::db::Db;
 use chrono::Utc;
 use entity::niche_members::MemberRole;
 use entity::niches::NicheStatus;
 use entity::{niches, users};
-use sea_orm::{DatabaseConnection, EntityTrait, PaginatorTrait};
+use sea_orm::{EntityTrait, PaginatorTrait};
 
 use crate::domain::slug::Slug;
 use crate::error::ServiceError;
@@ -24,7 +25,7 @@ pub struct DemoLogins {
 }
 
 /// Seed the demo if the database has no users and no niches; `None` when it was not empty.
-pub async fn seed_demo(db: &DatabaseConnection) -> Result<Option<DemoLogins>, ServiceError> {
+pub async fn seed_demo(db: &Db) -> Result<Option<DemoLogins>, ServiceError> {
     let people = users::Entity::find().count(db).await?;
     let niche_count = niches::Entity::find().count(db).await?;
     if people > 0 || niche_count > 0 {

@@ -11,17 +11,16 @@
 //! sweepers on several instances can race. A question that settles, is dismissed or expires is
 //! no longer open and never escalates; one that reopens gets a new round and a new clock.
 
+use crate::db::{Db, WriteTxn};
 use chrono::{DateTime, Duration, Utc};
 use entity::agent_questions::{self, QuestionStatus, Urgency};
 use entity::{escalations, niches};
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, NotSet,
-    QueryFilter, QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect,
 };
 use serde_json::json;
 
-use crate::db::begin_write;
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
 use crate::service::audit::{self, Actor, AuditEntry};
@@ -53,7 +52,7 @@ pub const WAIT_RANGE: std::ops::RangeInclusive<i64> = 60..=30 * 24 * 3600;
 /// Set a niche's waits per urgency (none: that urgency never escalates). Admins only. Questions
 /// already waiting keep the step time they were given.
 pub async fn set_waits(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&crate::service::access::Viewer>,
     slug: &str,
     waits: [Option<i64>; 3],
@@ -72,7 +71,7 @@ pub async fn set_waits(
             )));
         }
     }
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let niche = niches::Entity::find()
         .filter(niches::Column::Slug.eq(slug.trim().to_lowercase()))
         .one(&txn)
@@ -104,8 +103,8 @@ pub async fn set_waits(
 }
 
 /// Restart a reopened question's clock (inside the transaction that reopens it).
-pub async fn restart<C: ConnectionTrait>(
-    txn: &C,
+pub async fn restart(
+    txn: &WriteTxn,
     question: &agent_questions::Model,
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
@@ -124,7 +123,7 @@ pub async fn restart<C: ConnectionTrait>(
 
 /// Take the escalation steps due by `now`, up to `limit`; how many this call took.
 pub async fn sweep(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     limit: u64,
     now: DateTime<Utc>,
@@ -148,7 +147,7 @@ pub async fn sweep(
 
 /// Take `question`'s next step, if it is still due: whether this call took it.
 async fn step(
-    db: &DatabaseConnection,
+    db: &Db,
     question: &agent_questions::Model,
     now: DateTime<Utc>,
 ) -> Result<bool, ServiceError> {
@@ -159,7 +158,7 @@ async fn step(
     if step > 2 {
         return Ok(false);
     }
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let niche = niches::Entity::find_by_id(question.niche_id)
         .one(&txn)
         .await?

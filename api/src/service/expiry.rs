@@ -3,14 +3,14 @@
 //! is conditional (still waiting, time passed), so sweepers on several instances can race and each
 //! question still expires exactly once.
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, QuestionStatus};
 use entity::budget_entries::BudgetEntryKind;
 use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use serde_json::json;
 
-use crate::db::begin_write;
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
 use crate::service::answering::{WAITING, budget_audit};
@@ -21,7 +21,7 @@ use crate::service::outbox::{self, EventType, NewEvent};
 /// Expire up to `limit` waiting questions whose time passed by `now`; how many this call
 /// expired (another instance may have taken some).
 pub async fn sweep(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     limit: u64,
     now: DateTime<Utc>,
@@ -35,7 +35,7 @@ pub async fn sweep(
         .await?;
     let mut expired = 0;
     for question in due {
-        let txn = begin_write(db).await?;
+        let txn = db.begin_write().await?;
         let changed = agent_questions::Entity::update_many()
             .col_expr(
                 agent_questions::Column::Status,

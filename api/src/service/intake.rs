@@ -7,14 +7,14 @@ use entity::niches::NicheStatus;
 use entity::{audit_log, niches};
 use std::collections::{HashMap, HashSet};
 
+use crate::db::{Db, WriteTxn};
 use sea_orm::sea_query::{Expr, OnConflict, Query};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait,
-    NotSet, QueryFilter, QuerySelect, QueryTrait, TryInsertResult,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait, NotSet, QueryFilter,
+    QuerySelect, QueryTrait, TryInsertResult,
 };
 use serde_json::json;
 
-use crate::db::begin_write;
 use crate::domain::intake::{self, ExchangeKind, NewQuestion};
 use crate::domain::ledger::Budget;
 use crate::error::{Conflict, ServiceError};
@@ -68,7 +68,7 @@ pub fn refusal_reason(err: &ServiceError) -> &'static str {
 /// The niche is read, and the question checked against it, inside the transaction that stores
 /// the question: a niche archived or re-limited a moment before is seen as it is.
 pub async fn receive_question(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     asker: &Asker,
     new: NewQuestion,
@@ -169,11 +169,11 @@ struct Store {
 
 /// Write one intake in a transaction of its own.
 async fn store_alone(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     request: &Request,
 ) -> Result<IntakeOutcome, ServiceError> {
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let mut created = Vec::with_capacity(1);
     let outcome = match write_all(&txn, &[request], &mut created).await {
         Ok(mut outcomes) => outcomes.pop().unwrap_or_else(|| {
@@ -206,8 +206,8 @@ async fn store_alone(
 /// questions (the first of each external id in the batch) are inserted in one statement. What
 /// that statement did not insert — a question stored before, or a second copy in the same batch
 /// — then goes through [`write`], which finds it (or, if the first copy was refused, stores it).
-async fn write_all<C: ConnectionTrait>(
-    txn: &C,
+async fn write_all(
+    txn: &WriteTxn,
     requests: &[&Request],
     created: &mut Vec<audit_log::ActiveModel>,
 ) -> Result<Vec<Result<IntakeOutcome, ServiceError>>, ServiceError> {
@@ -379,8 +379,8 @@ fn niche_named<'a>(
 
 /// Insert, in one statement, the first question of each (niche, external id) among `stores`;
 /// the ids of those it inserted (a question stored before is skipped by the database).
-async fn insert_new<'a, C: ConnectionTrait>(
-    txn: &C,
+async fn insert_new<'a>(
+    txn: &WriteTxn,
     stores: impl Iterator<Item = (&'a Store, &'a NewQuestion)>,
 ) -> Result<HashMap<(i64, String), i64>, ServiceError> {
     let mut seen = HashSet::new();
@@ -465,8 +465,8 @@ fn question_row(store: &Store, new: &NewQuestion) -> agent_questions::ActiveMode
 
 /// Write one intake inside `txn`: the question, or find the one stored before under its
 /// external id (before this batch, or earlier in it).
-async fn write<C: ConnectionTrait>(
-    txn: &C,
+async fn write(
+    txn: &WriteTxn,
     store: &Store,
     new: &NewQuestion,
     created: &mut Vec<audit_log::ActiveModel>,
@@ -513,8 +513,8 @@ async fn write<C: ConnectionTrait>(
 /// `created`, for the caller to append with the others of its transaction in one statement
 /// before it commits. A bounty the budget cannot cover leaves nothing behind (the question row
 /// is removed again) and answers 402, so the transaction may go on to commit other intakes.
-async fn settle_new<C: ConnectionTrait>(
-    txn: &C,
+async fn settle_new(
+    txn: &WriteTxn,
     store: &Store,
     new: &NewQuestion,
     question_id: i64,

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 use entity::budget_entries::BudgetEntryKind;
 use entity::{
@@ -12,10 +13,9 @@ use entity::{
     payout_accounts, payouts, revenue_events,
 };
 use sea_orm::sea_query::{Alias, Expr, Func};
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use serde_json::json;
 
-use crate::db::begin_write;
 use crate::domain::ledger::{self, Budget};
 use crate::error::ServiceError;
 use crate::service::access::{self, Viewer};
@@ -140,7 +140,7 @@ pub struct NicheBudget {
 
 /// The niche named `slug` if `viewer` may see its money: its active members and admins.
 async fn member_niche(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     slug: &str,
 ) -> Result<niches::Model, ServiceError> {
@@ -150,7 +150,7 @@ async fn member_niche(
 }
 
 async fn budget_of_niche(
-    db: &DatabaseConnection,
+    db: &Db,
     niche: niches::Model,
     now: DateTime<Utc>,
 ) -> Result<BudgetView, ServiceError> {
@@ -172,7 +172,7 @@ async fn budget_of_niche(
 /// The `limit` exchanges of a niche whose budget moved in `month`, most recently moved first,
 /// each with its whole ledger summed (three queries).
 async fn exchanges_of(
-    db: &DatabaseConnection,
+    db: &Db,
     niche_id: i64,
     month: &str,
     limit: u64,
@@ -234,11 +234,7 @@ async fn exchanges_of(
 
 /// What a niche spent in `month` on questions and on tasks: its charges less the charges given
 /// back, summed by the database per kind of exchange.
-async fn spend_by_kind(
-    db: &DatabaseConnection,
-    niche_id: i64,
-    month: &str,
-) -> Result<SpendByKind, ServiceError> {
+async fn spend_by_kind(db: &Db, niche_id: i64, month: &str) -> Result<SpendByKind, ServiceError> {
     let rows: Vec<(agent_questions::ExchangeKind, BudgetEntryKind, Option<i64>)> =
         budget_entries::Entity::find()
             .select_only()
@@ -286,7 +282,7 @@ async fn spend_by_kind(
 
 /// A niche's budget this month (its active members and admins).
 pub async fn budget_view(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     slug: &str,
     now: DateTime<Utc>,
@@ -297,7 +293,7 @@ pub async fn budget_view(
 
 /// Allocations with their niches' slugs, handles and events: three queries for any number.
 pub async fn allocation_rows(
-    db: &DatabaseConnection,
+    db: &Db,
     rows: Vec<allocations::Model>,
 ) -> Result<Vec<AllocationRow>, ServiceError> {
     let slugs = names::slugs(db, rows.iter().map(|a| a.niche_id)).await?;
@@ -326,7 +322,7 @@ pub async fn allocation_rows(
 
 /// Payouts with their payees' handles.
 pub async fn payout_rows(
-    db: &DatabaseConnection,
+    db: &Db,
     rows: Vec<payouts::Model>,
 ) -> Result<Vec<PayoutRow>, ServiceError> {
     let handles = names::handles(db, rows.iter().map(|p| p.user_id)).await?;
@@ -341,7 +337,7 @@ pub async fn payout_rows(
 
 /// The caller's money: balances, allocations, payouts and payout address.
 pub async fn my_revenue(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     first: u64,
 ) -> Result<MyRevenue, ServiceError> {
@@ -360,7 +356,7 @@ pub async fn my_revenue(
 /// A niche's revenue: totals, newest events, members' shares and the caller's allocations (its
 /// active members and admins).
 pub async fn niche_revenue(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     slug: &str,
     first: u64,
@@ -396,7 +392,7 @@ pub async fn niche_revenue(
 
 /// Revenue events across niches with their slugs, newest first (admins only).
 pub async fn revenue_events(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     first: u64,
 ) -> Result<Vec<(revenue_events::Model, String)>, ServiceError> {
@@ -414,7 +410,7 @@ pub async fn revenue_events(
 
 /// Everyone's payout addresses with their handles, unverified first (admins only).
 pub async fn payout_accounts(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
 ) -> Result<Vec<(payout_accounts::Model, String)>, ServiceError> {
     access::admin(viewer)?;
@@ -423,7 +419,7 @@ pub async fn payout_accounts(
 
 /// Payouts, newest first (admins only).
 pub async fn payouts(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     first: u64,
 ) -> Result<Vec<PayoutRow>, ServiceError> {
@@ -434,7 +430,7 @@ pub async fn payouts(
 
 /// Anomaly signals, newest first (admins only).
 pub async fn anomaly_signals(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     first: u64,
 ) -> Result<Vec<anomaly_signals::Model>, ServiceError> {
@@ -444,7 +440,7 @@ pub async fn anomaly_signals(
 
 /// The audit log, newest first, optionally of one kind of subject (admins only).
 pub async fn audit_log(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     subject_type: Option<&str>,
     first: u64,
@@ -463,7 +459,7 @@ pub async fn audit_log(
 
 /// Set a niche's monthly budget and bounties (admins only; audited), and return its budget.
 pub async fn set_niche_budget(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     slug: &str,
     settings: NicheBudget,
@@ -476,7 +472,7 @@ pub async fn set_niche_budget(
 /// Set a niche's monthly budget and bounties as `actor` (the caller has checked who may), audited,
 /// and return its budget.
 pub async fn apply_niche_budget(
-    db: &DatabaseConnection,
+    db: &Db,
     actor: &Actor,
     slug: &str,
     settings: NicheBudget,
@@ -503,7 +499,7 @@ pub async fn apply_niche_budget(
         ));
     }
     let niche = niche_by_slug(db, slug).await?;
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     niches::Entity::update_many()
         .col_expr(
             niches::Column::MonthlyBudgetMinor,

@@ -6,11 +6,12 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
+use crate::db::Db;
 use entity::agent_answers::{self, AnswerKind};
 use entity::agent_questions::{self, QuestionStatus};
 use entity::contribution_events::ContributionStatus;
 use entity::niches;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use serde_json::Value;
 use tokio::sync::broadcast::{self, error::RecvError};
 
@@ -109,7 +110,7 @@ fn is_settled(status: QuestionStatus) -> bool {
 ///
 /// An agent sees only the questions it asked: another agent's is reported as not found.
 pub async fn lookup(
-    db: &DatabaseConnection,
+    db: &Db,
     live: &LiveHub,
     asker: &Asker,
     lookup: Lookup,
@@ -170,7 +171,7 @@ pub struct Looked {
 }
 
 async fn read(
-    db: &DatabaseConnection,
+    db: &Db,
     asker: &Asker,
     niche: &niches::Model,
     external_ids: &[String],
@@ -194,7 +195,7 @@ async fn read(
 
 /// The winning answer of each answered question among `questions`, by question id.
 async fn answers_of(
-    db: &DatabaseConnection,
+    db: &Db,
     questions: &[agent_questions::Model],
 ) -> Result<HashMap<i64, FoundAnswer>, ServiceError> {
     let answered: Vec<i64> = questions
@@ -277,7 +278,7 @@ pub struct OwnQuestion {
 /// The question `which` names among those `asker` asked. Another agent's question is not found,
 /// exactly like one that does not exist.
 pub async fn find_own(
-    db: &DatabaseConnection,
+    db: &Db,
     asker: &Asker,
     which: &QuestionRef,
 ) -> Result<agent_questions::Model, ServiceError> {
@@ -319,7 +320,7 @@ pub async fn find_own(
 /// until the question changes, `wait` is up, or askloop shuts down, and then read again — the
 /// lookup's long poll, on one question.
 pub async fn await_own(
-    db: &DatabaseConnection,
+    db: &Db,
     live: &LiveHub,
     asker: &Asker,
     which: &QuestionRef,
@@ -366,7 +367,7 @@ async fn wait_for_change(
 }
 
 async fn with_answer(
-    db: &DatabaseConnection,
+    db: &Db,
     question: agent_questions::Model,
 ) -> Result<OwnQuestion, ServiceError> {
     let answer = answers_of(db, std::slice::from_ref(&question))
@@ -406,7 +407,7 @@ pub struct OwnPage {
 /// The questions `asker` asked, newest first, `first` at a time after `after`, optionally only
 /// those in `status`.
 pub async fn list_own(
-    db: &DatabaseConnection,
+    db: &Db,
     asker: &Asker,
     status: Option<QuestionStatus>,
     first: u64,

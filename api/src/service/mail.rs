@@ -4,29 +4,24 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, QuestionStatus};
 use entity::{niches, notification_preferences, notification_settings, notifications, users};
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{
-    ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
-};
+use sea_orm::{ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
-use crate::db::begin_write;
 use crate::domain::delivery::{AfterFailure, RetryPolicy, after_failure};
 use crate::domain::text::cap;
 use crate::error::ServiceError;
-use crate::service::reach::{self, Placement, Recipient};
+use crate::service::reach::{self, Placement};
 
 /// How many planned rows one pass places.
 const PLACE_BATCH: u64 = 500;
 
 /// Place up to [`PLACE_BATCH`] planned notifications: each becomes pending (on its own or in a
 /// digest, at the time its person's preferences say) or dropped. How many were placed.
-pub async fn place_planned(
-    db: &DatabaseConnection,
-    now: DateTime<Utc>,
-) -> Result<usize, ServiceError> {
+pub async fn place_planned(db: &Db, now: DateTime<Utc>) -> Result<usize, ServiceError> {
     let planned = notifications::Entity::find()
         .filter(notifications::Column::Status.eq("planned"))
         .order_by_asc(notifications::Column::Id)
@@ -61,13 +56,13 @@ pub async fn place_planned(
         .into_iter()
         .map(|q| (q.id, q))
         .collect();
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     for row in &planned {
         let question = row.question_id.and_then(|id| urgencies.get(&id));
         let placement = match (question, row.niche_id) {
             (Some(question), Some(niche_id)) => reach::place(
-                &Recipient::of(settings.get(&row.user_id)),
-                preferences.get(&(row.user_id, niche_id)),
+                &reach::recipient_of(settings.get(&row.user_id)),
+                &reach::wanted_of(preferences.get(&(row.user_id, niche_id))),
                 question.urgency,
                 &row.reason,
                 now,
@@ -96,7 +91,7 @@ pub async fn place_planned(
 /// Claim the due notifications of up to `people` persons for `lease`: every due row of each, so
 /// one person's digest is gathered by one sender. The rows claimed, with the claim's token.
 pub async fn claim_due(
-    db: &DatabaseConnection,
+    db: &Db,
     people: u64,
     lease: std::time::Duration,
     now: DateTime<Utc>,
@@ -134,7 +129,7 @@ pub async fn claim_due(
         return Ok((token, Vec::new()));
     }
     let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60));
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     notifications::Entity::update_many()
         .col_expr(
             notifications::Column::ClaimToken,
@@ -160,7 +155,7 @@ pub async fn claim_due(
 
 /// Mark claimed rows `status` (`sent` or `dropped`), while the claim is still ours.
 pub async fn finish(
-    db: &DatabaseConnection,
+    db: &Db,
     token: &str,
     ids: &[i64],
     status: &str,
@@ -169,7 +164,7 @@ pub async fn finish(
     if ids.is_empty() {
         return Ok(());
     }
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     notifications::Entity::update_many()
         .col_expr(notifications::Column::Status, Expr::value(status))
         .col_expr(
@@ -196,7 +191,7 @@ pub async fn finish(
 /// Record a failed send of claimed `rows`: each is tried again later, or is exhausted once its
 /// retries run out.
 pub async fn failed(
-    db: &DatabaseConnection,
+    db: &Db,
     token: &str,
     rows: &[&notifications::Model],
     error: &str,
@@ -204,7 +199,7 @@ pub async fn failed(
     jitter: f64,
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     for row in rows {
         let failures = u32::try_from(row.attempts + 1).unwrap_or(u32::MAX);
         let (status, next) =
@@ -284,10 +279,7 @@ impl Facts {
 }
 
 /// Read what `rows` name.
-pub async fn facts(
-    db: &DatabaseConnection,
-    rows: &[notifications::Model],
-) -> Result<Facts, ServiceError> {
+pub async fn facts(db: &Db, rows: &[notifications::Model]) -> Result<Facts, ServiceError> {
     let people: Vec<i64> = rows.iter().map(|r| r.user_id).collect();
     let questions: Vec<i64> = rows.iter().filter_map(|r| r.question_id).collect();
     let niches: Vec<i64> = rows.iter().filter_map(|r| r.niche_id).collect();
@@ -337,10 +329,7 @@ pub async fn facts(
 }
 
 /// The notifications of one person, by id (for a test or an admin to read back).
-pub async fn of_person(
-    db: &DatabaseConnection,
-    user_id: i64,
-) -> Result<Vec<notifications::Model>, ServiceError> {
+pub async fn of_person(db: &Db, user_id: i64) -> Result<Vec<notifications::Model>, ServiceError> {
     Ok(notifications::Entity::find()
         .filter(notifications::Column::UserId.eq(user_id))
         .order_by_asc(notifications::Column::Id)

@@ -1,11 +1,12 @@
 //! Niches: creating them and finding them by the ways agents and people name them.
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 use entity::niche_members;
 use entity::niches::{self, NicheStatus};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, NotSet,
-    QueryFilter, QueryOrder, SqlErr,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, NotSet, QueryFilter, QueryOrder,
+    SqlErr,
 };
 use serde_json::json;
 
@@ -28,7 +29,7 @@ pub struct NewNiche {
 
 /// Create a niche; a taken slug is a conflict.
 pub async fn create_niche(
-    db: &DatabaseConnection,
+    db: &Db,
     new: NewNiche,
     actor: &Actor,
     now: DateTime<Utc>,
@@ -39,7 +40,7 @@ pub async fn create_niche(
             "a niche name is 1 to 120 characters".into(),
         ));
     }
-    let txn = crate::db::begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let inserted = niches::Entity::insert(niches::ActiveModel {
         id: NotSet,
         slug: Set(new.slug.as_str().to_owned()),
@@ -102,9 +103,7 @@ pub async fn find_niche<C: ConnectionTrait>(
 }
 
 /// Niches anyone may see listed: those taking questions (open or operated), by name.
-pub async fn list_public_niches(
-    db: &DatabaseConnection,
-) -> Result<Vec<niches::Model>, ServiceError> {
+pub async fn list_public_niches(db: &Db) -> Result<Vec<niches::Model>, ServiceError> {
     Ok(niches::Entity::find()
         .filter(niches::Column::Status.is_in([NicheStatus::Open, NicheStatus::Operated]))
         .order_by_asc(niches::Column::Name)
@@ -113,7 +112,7 @@ pub async fn list_public_niches(
 }
 
 /// Every niche, whatever its status, by name (for admins).
-pub async fn list_all_niches(db: &DatabaseConnection) -> Result<Vec<niches::Model>, ServiceError> {
+pub async fn list_all_niches(db: &Db) -> Result<Vec<niches::Model>, ServiceError> {
     Ok(niches::Entity::find()
         .order_by_asc(niches::Column::Name)
         .all(db)
@@ -122,7 +121,7 @@ pub async fn list_all_niches(db: &DatabaseConnection) -> Result<Vec<niches::Mode
 
 /// A niche's members with their handles, by handle (for admins).
 pub async fn members_of(
-    db: &DatabaseConnection,
+    db: &Db,
     niche_id: i64,
 ) -> Result<Vec<(niche_members::Model, String)>, ServiceError> {
     let rows = niche_members::Entity::find()
@@ -142,7 +141,7 @@ pub async fn members_of(
 /// and archived ones only to their members and admins. `None` either way it is hidden, so a
 /// hidden niche cannot be told from a missing one.
 pub async fn visible_niche(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     slug: &str,
 ) -> Result<Option<niches::Model>, ServiceError> {

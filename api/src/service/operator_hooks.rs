@@ -10,14 +10,15 @@
 //! once, with the reason on each. A member's webhook reaches only public addresses, and its
 //! owner sees of a failed attempt no more than its status code or that the address was refused.
 
+use crate::db::{Db, WriteTxn};
 use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, Urgency};
 use entity::deliveries::{self, DeliveryStatus};
 use entity::{niche_members, niches, operator_webhooks};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
-    EntityTrait, NotSet, QueryFilter, QueryOrder,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, NotSet,
+    QueryFilter, QueryOrder,
 };
 use serde_json::json;
 
@@ -88,8 +89,8 @@ pub fn question_path(niche_slug: &str, question_id: i64) -> String {
 }
 
 /// Write one delivery per live webhook of `niche` and question in `questions`, on `txn`.
-pub async fn enqueue<C: ConnectionTrait>(
-    txn: &C,
+pub async fn enqueue(
+    txn: &WriteTxn,
     event: HookEvent,
     niche: &niches::Model,
     questions: &[QuestionFacts],
@@ -265,7 +266,7 @@ async fn niche_for<C: ConnectionTrait>(
 
 /// Register `url` for `niche_slug`: the webhook and its signing secret, shown this once.
 pub async fn register(
-    db: &DatabaseConnection,
+    db: &Db,
     key: Option<&DataKey>,
     viewer: &Viewer,
     niche_slug: &str,
@@ -279,7 +280,7 @@ pub async fn register(
             "only an admin may register a webhook to a local or private address".into(),
         ));
     }
-    let txn = crate::db::begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let niche = niche_for(&txn, viewer, niche_slug).await?;
     let live = operator_webhooks::Entity::find()
         .filter(operator_webhooks::Column::UserId.eq(viewer.user_id))
@@ -328,7 +329,7 @@ pub async fn register(
 }
 
 /// The viewer's live webhooks, newest first.
-pub async fn mine(db: &DatabaseConnection, viewer: &Viewer) -> Result<Vec<Hook>, ServiceError> {
+pub async fn mine(db: &Db, viewer: &Viewer) -> Result<Vec<Hook>, ServiceError> {
     let hooks = operator_webhooks::Entity::find()
         .filter(operator_webhooks::Column::UserId.eq(viewer.user_id))
         .filter(operator_webhooks::Column::RevokedAt.is_null())
@@ -368,12 +369,12 @@ async fn own_hook<C: ConnectionTrait>(
 /// Remove one of the viewer's webhooks: it receives nothing more (what is queued for it waits
 /// unsent).
 pub async fn remove(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: &Viewer,
     id: i64,
     now: DateTime<Utc>,
 ) -> Result<bool, ServiceError> {
-    let txn = crate::db::begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let hook = own_hook(&txn, viewer, id).await?;
     operator_webhooks::Entity::update_many()
         .col_expr(operator_webhooks::Column::RevokedAt, Expr::value(Some(now)))
@@ -421,14 +422,14 @@ async fn may_hear<C: ConnectionTrait>(
 /// `limits.per_person` per person within `limits.window`; past either, `RATE_LIMITED` says when
 /// the next may go.
 pub async fn send_test(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: &Viewer,
     id: i64,
     limits: &TestSendLimits,
     now: DateTime<Utc>,
 ) -> Result<deliveries::Model, ServiceError> {
     use sea_orm::QuerySelect;
-    let txn = crate::db::begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let hook = own_hook(&txn, viewer, id).await?;
     if !may_hear(&txn, viewer, hook.niche_id).await? {
         return Err(no_longer_a_member());
@@ -543,7 +544,7 @@ pub fn shown_error(delivery: &deliveries::Model) -> Option<String> {
 /// The most recent deliveries to one of the viewer's webhooks, newest first; refused once the
 /// viewer is no longer an active member of its niche.
 pub async fn recent_deliveries(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: &Viewer,
     id: i64,
     limit: u64,
@@ -569,8 +570,8 @@ pub async fn recent_deliveries(
 
 /// Inside the transaction that takes `user_id` out of `niche_id` (suspended, left): what waits
 /// for their webhooks of that niche is dropped, with the reason on each. An admin keeps hearing.
-pub async fn drop_for_departed<C: ConnectionTrait>(
-    txn: &C,
+pub async fn drop_for_departed(
+    txn: &WriteTxn,
     user_id: i64,
     niche_id: i64,
     now: DateTime<Utc>,
@@ -620,7 +621,7 @@ pub struct HookDestination {
 
 /// Where a delivery of `webhook_id` goes, if the webhook is still live.
 pub async fn destination(
-    db: &DatabaseConnection,
+    db: &Db,
     key: Option<&DataKey>,
     webhook_id: i64,
 ) -> Result<Option<HookDestination>, ServiceError> {

@@ -11,6 +11,7 @@
 //! endpoints ([`Lane`]s), each endpoint up to its share, so the worker can claim as its slots
 //! free up and no endpoint's backlog stands in front of another's.
 
+use crate::db::{Db, WriteTxn};
 use chrono::{DateTime, Utc};
 use entity::agent_questions;
 use entity::agents;
@@ -18,13 +19,11 @@ use entity::deliveries::{self, DeliveryStatus};
 use entity::delivery_attempts;
 use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType, Query};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait,
-    DatabaseConnection, DbBackend, EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect,
-    Statement,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbBackend,
+    EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect, Statement,
 };
 use serde_json::{Value, json};
 
-use crate::db::begin_write;
 use crate::domain::delivery::{AfterFailure, RetryPolicy, after_failure, is_delivered};
 use crate::error::{Conflict, ServiceError};
 use crate::service::access::{self, Viewer};
@@ -120,8 +119,8 @@ pub fn envelope(id: &str, event: &NewEvent, now: DateTime<Utc>) -> Value {
 /// Write `event` to the outbox on `conn` (the caller's transaction), due at once, addressed to
 /// the agent that asked the question (docs/contract.md#agents). An event the agent's endpoint
 /// does not want is not written at all (none).
-pub async fn enqueue<C: ConnectionTrait>(
-    conn: &C,
+pub async fn enqueue(
+    conn: &WriteTxn,
     event: NewEvent,
     now: DateTime<Utc>,
 ) -> Result<Option<deliveries::Model>, ServiceError> {
@@ -140,8 +139,8 @@ pub async fn enqueue<C: ConnectionTrait>(
 
 /// [`enqueue`] for a caller that already holds the question, and so its registered agent
 /// (`agent_id`, which a question keeps for life): one read fewer.
-pub async fn enqueue_to<C: ConnectionTrait>(
-    conn: &C,
+pub async fn enqueue_to(
+    conn: &WriteTxn,
     event: NewEvent,
     agent_id: Option<i64>,
     now: DateTime<Utc>,
@@ -323,7 +322,7 @@ fn candidates(request: &ClaimRequest, backend: DbBackend, now: DateTime<Utc>) ->
 /// at once: the claim takes only rows still unclaimed when it commits (on PostgreSQL skipping
 /// rows another worker is claiming; on SQLite in an IMMEDIATE transaction).
 pub async fn claim_due(
-    db: &DatabaseConnection,
+    db: &Db,
     request: &ClaimRequest,
     now: DateTime<Utc>,
 ) -> Result<Vec<Claimed>, ServiceError> {
@@ -360,7 +359,7 @@ pub async fn claim_due(
     if backend == DbBackend::Postgres {
         still_free.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
     }
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let claimed = deliveries::Entity::update_many()
         .col_expr(
             deliveries::Column::ClaimToken,
@@ -393,11 +392,12 @@ pub async fn claim_due(
 /// Drop a claimed delivery unsent, saying why (its webhook's owner may no longer hear of the
 /// niche): it is never sent, and the reason shows on it.
 pub async fn drop_claimed(
-    db: &DatabaseConnection,
+    db: &Db,
     claimed: &Claimed,
     reason: &str,
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
+    let txn = db.begin_write().await?;
     deliveries::Entity::update_many()
         .col_expr(
             deliveries::Column::Status,
@@ -415,18 +415,16 @@ pub async fn drop_claimed(
         .col_expr(deliveries::Column::UpdatedAt, Expr::value(now))
         .filter(deliveries::Column::Id.eq(claimed.delivery.id))
         .filter(deliveries::Column::ClaimToken.eq(claimed.token.clone()))
-        .exec(db)
+        .exec(&txn)
         .await?;
+    txn.commit().await?;
     Ok(())
 }
 
 /// Let go of a claimed delivery without an attempt (its agent was disabled or lost its URL
 /// between the claim and the send): it waits, unchanged, for the next claim that may send it.
-pub async fn release(
-    db: &DatabaseConnection,
-    claimed: &Claimed,
-    now: DateTime<Utc>,
-) -> Result<(), ServiceError> {
+pub async fn release(db: &Db, claimed: &Claimed, now: DateTime<Utc>) -> Result<(), ServiceError> {
+    let txn = db.begin_write().await?;
     deliveries::Entity::update_many()
         .col_expr(deliveries::Column::ClaimToken, Expr::value(None::<String>))
         .col_expr(
@@ -436,8 +434,9 @@ pub async fn release(
         .col_expr(deliveries::Column::UpdatedAt, Expr::value(now))
         .filter(deliveries::Column::Id.eq(claimed.delivery.id))
         .filter(deliveries::Column::ClaimToken.eq(claimed.token.clone()))
-        .exec(db)
+        .exec(&txn)
         .await?;
+    txn.commit().await?;
     Ok(())
 }
 
@@ -460,7 +459,7 @@ pub struct Attempt {
 /// later time, or exhausted. The attempt is always logged; the delivery changes only while the
 /// claim is still ours (a worker whose lease ran out does not overwrite the new holder).
 pub async fn record(
-    db: &DatabaseConnection,
+    db: &Db,
     claimed: &Claimed,
     attempt: &Attempt,
     policy: &RetryPolicy,
@@ -492,7 +491,7 @@ pub async fn record(
             AfterFailure::Exhausted => (DeliveryStatus::Exhausted, now, "exhausted"),
         }
     };
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     delivery_attempts::ActiveModel {
         id: NotSet,
         delivery_id: Set(delivery.id),
@@ -545,7 +544,7 @@ pub async fn record(
 
 /// Deliveries for admins: failures first (exhausted, then pending with errors), newest first.
 pub async fn list(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     status: Option<DeliveryStatus>,
     event: Option<EventType>,
@@ -576,7 +575,7 @@ pub async fn list(
 
 /// A delivery's attempts, oldest first.
 pub async fn attempts_of(
-    db: &DatabaseConnection,
+    db: &Db,
     delivery_id: i64,
 ) -> Result<Vec<delivery_attempts::Model>, ServiceError> {
     Ok(delivery_attempts::Entity::find()
@@ -589,13 +588,13 @@ pub async fn attempts_of(
 /// Send a delivery again (an admin's decision, audited): due now, with a fresh retry window.
 /// The envelope — and its id — stay the same, so an agent that already has it ignores it.
 pub async fn redeliver(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     delivery_id: i64,
     now: DateTime<Utc>,
 ) -> Result<deliveries::Model, ServiceError> {
     let admin_id = access::admin(viewer)?.user_id;
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let found = deliveries::Entity::find_by_id(delivery_id)
         .one(&txn)
         .await?

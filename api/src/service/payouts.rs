@@ -4,18 +4,18 @@
 //! make one payout. A payout is then paid (with a unique external reference) or failed (its
 //! allocations are owed again). askloop moves no money itself; every step is audited.
 
+use crate::db::{Db, WriteTxn};
 use chrono::{DateTime, Utc};
 use entity::allocations::{self, AllocationStatus};
 use entity::payouts::{self, PayoutStatus};
 use entity::{payout_accounts, revenue_events, users};
 use sea_orm::sea_query::{Expr, Query};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DatabaseTransaction,
-    EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect, SqlErr,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, NotSet, QueryFilter, QueryOrder,
+    QuerySelect, SqlErr,
 };
 use serde_json::json;
 
-use crate::db::begin_write;
 use crate::domain::text::char_len;
 use crate::error::{Conflict, ServiceError};
 use crate::service::access::{self, Viewer};
@@ -25,7 +25,7 @@ use crate::service::audit::{self, Actor, AuditEntry};
 pub const ADDRESS_MAX: usize = 200;
 
 async fn audit_payout(
-    txn: &DatabaseTransaction,
+    txn: &WriteTxn,
     admin: &Viewer,
     action: &str,
     subject_id: i64,
@@ -50,7 +50,7 @@ async fn audit_payout(
 
 /// Save where `viewer` wants to be paid. A changed address needs verifying again.
 pub async fn set_address(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: &Viewer,
     address: &str,
     now: DateTime<Utc>,
@@ -61,7 +61,7 @@ pub async fn set_address(
             "a payout address is 1 to {ADDRESS_MAX} characters"
         )));
     }
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let existing = payout_accounts::Entity::find()
         .filter(payout_accounts::Column::UserId.eq(viewer.user_id))
         .one(&txn)
@@ -108,7 +108,7 @@ pub async fn set_address(
 
 /// `user_id`'s payout account, if they saved one.
 pub async fn account_of(
-    db: &DatabaseConnection,
+    db: &Db,
     user_id: i64,
 ) -> Result<Option<payout_accounts::Model>, ServiceError> {
     Ok(payout_accounts::Entity::find()
@@ -117,7 +117,7 @@ pub async fn account_of(
         .await?)
 }
 
-async fn user_id_of(db: &DatabaseConnection, handle: &str) -> Result<i64, ServiceError> {
+async fn user_id_of(db: &Db, handle: &str) -> Result<i64, ServiceError> {
     users::Entity::find()
         .filter(users::Column::Handle.eq(handle.trim().to_lowercase()))
         .one(db)
@@ -129,7 +129,7 @@ async fn user_id_of(db: &DatabaseConnection, handle: &str) -> Result<i64, Servic
 /// An admin verifies `handle`'s payout address: exactly `address`, the one they checked. If
 /// the person changed it meanwhile, nothing is verified.
 pub async fn verify_address(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     handle: &str,
     address: &str,
@@ -142,7 +142,7 @@ pub async fn verify_address(
             "nobody verifies their own payout address: another admin must".into(),
         ));
     }
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let account = payout_accounts::Entity::find()
         .filter(payout_accounts::Column::UserId.eq(user_id))
         .one(&txn)
@@ -186,7 +186,7 @@ pub async fn verify_address(
 /// address and something owed; of two admins scheduling at once, one makes the payout and the
 /// other is told nothing is owed.
 pub async fn schedule(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     handle: &str,
     currency: &str,
@@ -199,7 +199,7 @@ pub async fn schedule(
         .await?
         .filter(|a| a.verified_at.is_some())
         .ok_or_else(|| ServiceError::from(Conflict::PayoutAddressUnverified(handle.to_owned())))?;
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let payout = payouts::ActiveModel {
         id: NotSet,
         user_id: Set(user_id),
@@ -269,20 +269,14 @@ pub async fn schedule(
     Ok(payout)
 }
 
-async fn payout_by_id(
-    txn: &DatabaseTransaction,
-    payout_id: i64,
-) -> Result<payouts::Model, ServiceError> {
+async fn payout_by_id(txn: &WriteTxn, payout_id: i64) -> Result<payouts::Model, ServiceError> {
     payouts::Entity::find_by_id(payout_id)
         .one(txn)
         .await?
         .ok_or_else(|| ServiceError::NotFound("no such payout".into()))
 }
 
-async fn scheduled_payout(
-    txn: &DatabaseTransaction,
-    payout_id: i64,
-) -> Result<payouts::Model, ServiceError> {
+async fn scheduled_payout(txn: &WriteTxn, payout_id: i64) -> Result<payouts::Model, ServiceError> {
     let payout = payouts::Entity::find_by_id(payout_id)
         .one(txn)
         .await?
@@ -308,7 +302,7 @@ enum Settlement<'a> {
 
 /// Record that a scheduled payout was paid, under the settlement's unique reference.
 pub async fn mark_paid(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     payout_id: i64,
     reference: &str,
@@ -326,7 +320,7 @@ pub async fn mark_paid(
 
 /// Record that a scheduled payout failed: its allocations are owed again.
 pub async fn mark_failed(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     payout_id: i64,
     reason: &str,
@@ -345,13 +339,13 @@ pub async fn mark_failed(
 /// End a scheduled payout. The change is conditional on it still being scheduled, so of two
 /// settlements racing only one happens; its allocations move with it in the same transaction.
 async fn settle(
-    db: &DatabaseConnection,
+    db: &Db,
     admin: &Viewer,
     payout_id: i64,
     settlement: Settlement<'_>,
     now: DateTime<Utc>,
 ) -> Result<payouts::Model, ServiceError> {
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let payout = scheduled_payout(&txn, payout_id).await?;
     if payout.user_id == admin.user_id {
         txn.rollback().await?;
@@ -431,7 +425,7 @@ async fn settle(
 
 /// Payouts, newest first: one person's, or everyone's.
 pub async fn list(
-    db: &DatabaseConnection,
+    db: &Db,
     user_id: Option<i64>,
     limit: u64,
 ) -> Result<Vec<payouts::Model>, ServiceError> {
@@ -447,9 +441,7 @@ pub async fn list(
 }
 
 /// Every payout account with its holder's handle, unverified first (for admins).
-pub async fn accounts(
-    db: &DatabaseConnection,
-) -> Result<Vec<(payout_accounts::Model, String)>, ServiceError> {
+pub async fn accounts(db: &Db) -> Result<Vec<(payout_accounts::Model, String)>, ServiceError> {
     let rows = payout_accounts::Entity::find()
         .order_by_desc(payout_accounts::Column::UpdatedAt)
         .all(db)

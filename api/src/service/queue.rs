@@ -8,13 +8,14 @@ use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, QuestionStatus};
 use std::collections::HashMap;
 
+use crate::db::Db;
 use entity::agent_answers::{self, AnswerKind};
 use entity::contribution_events::{self, ContributionStatus};
 use entity::{audit_log, budget_entries, deliveries, niches};
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect, QueryTrait, Select, Statement,
+    ColumnTrait, Condition, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, QueryTrait, Select, Statement,
 };
 
 use crate::error::ServiceError;
@@ -108,10 +109,7 @@ pub fn page_size(first: Option<i32>) -> Result<u64, ServiceError> {
 }
 
 /// The niche with this slug, or 404.
-pub async fn niche_by_slug(
-    db: &DatabaseConnection,
-    slug: &str,
-) -> Result<niches::Model, ServiceError> {
+pub async fn niche_by_slug(db: &Db, slug: &str) -> Result<niches::Model, ServiceError> {
     niches::Entity::find()
         .filter(niches::Column::Slug.eq(slug.trim().to_lowercase()))
         .one(db)
@@ -121,7 +119,7 @@ pub async fn niche_by_slug(
 
 /// A page of `niche`'s questions, for someone allowed to read them.
 pub async fn niche_questions(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     niche: &niches::Model,
     filter: QueueFilter,
@@ -177,7 +175,7 @@ fn page_query(
 }
 
 async fn page(
-    db: &DatabaseConnection,
+    db: &Db,
     condition: Condition,
     filter: QueueFilter,
     first: u64,
@@ -195,7 +193,7 @@ async fn page(
 /// The database's plan for a page of a niche's waiting queue (for the queue benchmark: it shows
 /// the page is read through the partial index, not by scanning the table).
 pub async fn explain_waiting_page(
-    db: &DatabaseConnection,
+    db: &Db,
     niche_id: i64,
     after: Option<Cursor>,
 ) -> Result<String, ServiceError> {
@@ -233,7 +231,7 @@ pub async fn explain_waiting_page(
 /// "Your agent needs you": waiting questions in my active operator/specialist niches that I have
 /// not acted on in their current research round.
 pub async fn awaiting_me(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     first: u64,
     after: Option<Cursor>,
@@ -282,7 +280,7 @@ pub async fn awaiting_me(
 
 /// One question, for someone allowed to read its niche.
 pub async fn question(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     id: i64,
 ) -> Result<(agent_questions::Model, niches::Model), ServiceError> {
@@ -301,7 +299,7 @@ pub async fn question(
 
 /// The answers given to a question, oldest first.
 pub async fn answers_of(
-    db: &DatabaseConnection,
+    db: &Db,
     question_id: i64,
 ) -> Result<Vec<agent_answers::Model>, ServiceError> {
     Ok(agent_answers::Entity::find()
@@ -330,10 +328,7 @@ pub async fn reviews_of<C: ConnectionTrait>(
 }
 
 /// A question's timeline: its audit entries, oldest first.
-pub async fn timeline_of(
-    db: &DatabaseConnection,
-    question_id: i64,
-) -> Result<Vec<audit_log::Model>, ServiceError> {
+pub async fn timeline_of(db: &Db, question_id: i64) -> Result<Vec<audit_log::Model>, ServiceError> {
     Ok(audit_log::Entity::find()
         .filter(audit_log::Column::SubjectType.eq("question"))
         .filter(audit_log::Column::SubjectId.eq(question_id.to_string()))
@@ -345,7 +340,7 @@ pub async fn timeline_of(
 /// A question's budget ledger rows (reserve, charge, release, …), oldest first. Who may read
 /// them is who may read the question: callers reach this only through a question they read.
 pub async fn budget_entries_of(
-    db: &DatabaseConnection,
+    db: &Db,
     question_id: i64,
 ) -> Result<Vec<budget_entries::Model>, ServiceError> {
     Ok(budget_entries::Entity::find()
@@ -358,7 +353,7 @@ pub async fn budget_entries_of(
 /// The events written for the agent about a question, oldest first (admins only: deliveries
 /// carry envelopes and the agent's endpoint's answers).
 pub async fn deliveries_of(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     question_id: i64,
 ) -> Result<Vec<deliveries::Model>, ServiceError> {
@@ -374,7 +369,7 @@ pub async fn deliveries_of(
 /// someone allowed to read that question; `None` when the contribution was not earned by an
 /// answer (a manual adjustment).
 pub async fn answered_question(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     contribution_id: i64,
 ) -> Result<Option<(agent_answers::Model, agent_questions::Model)>, ServiceError> {

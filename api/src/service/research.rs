@@ -1,13 +1,13 @@
 //! Research comes back (docs/contract.md#research-results): a question sent back to the agent
 //! returns to the queue with its new context, and reappears for the people who had declined it.
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, QuestionStatus};
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
-use crate::db::begin_write;
 use crate::domain::intake::NicheRef;
 use crate::domain::text::{CONTEXT_MAX, IDENTIFIER_MAX, cap, char_len};
 use crate::error::{Conflict, ServiceError};
@@ -75,7 +75,7 @@ pub fn parse(body: &Value) -> Result<ResearchResult, ServiceError> {
 ///
 /// An agent adds research only to questions it asked; another agent's is not found (404).
 pub async fn research_returned(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     asker: &Asker,
     result: ResearchResult,
@@ -103,13 +103,13 @@ pub async fn research_returned(
 /// asking agent's own, as [`research_returned`] describes: the REST route and the MCP tool
 /// `add_research` both end here.
 pub async fn add_findings(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     found: &agent_questions::Model,
     findings: &str,
     now: DateTime<Utc>,
 ) -> Result<agent_questions::Model, ServiceError> {
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     // Read again in the writing transaction: the section goes after the context as it is now.
     let question = agent_questions::Entity::find_by_id(found.id)
         .one(&txn)

@@ -4,17 +4,17 @@
 //! rest, so the parts always sum to the net. A bounty charged on an answer is booked the same way,
 //! with the answerer as the only member.
 
+use crate::db::{Db, WriteTxn};
 use chrono::{DateTime, Utc};
 use entity::allocations::{self, AllocationStatus};
 use entity::{niches, revenue_events};
 use sea_orm::sea_query::{Alias, Expr, Func, OnConflict};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, NotSet,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TryInsertResult,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, NotSet, PaginatorTrait,
+    QueryFilter, QueryOrder, QuerySelect, TryInsertResult,
 };
 use serde_json::{Value, json};
 
-use crate::db::begin_write;
 use crate::domain::intake::NicheRef;
 use crate::domain::ledger::{self, Costs, WHOLE_BPS};
 use crate::domain::text::{IDENTIFIER_MAX, char_len};
@@ -138,7 +138,7 @@ pub struct Booked {
 /// Book a revenue event and finalise it; the same external id again books nothing.
 /// A registered agent books revenue only in its niches (403 elsewhere).
 pub async fn book(
-    db: &DatabaseConnection,
+    db: &Db,
     asker: &Asker,
     new: NewRevenue,
     now: DateTime<Utc>,
@@ -154,7 +154,7 @@ pub async fn book(
     }
     let ladder = scores::ladder(db).await?;
     let shares = standing::niche_shares(db, niche.id, &ladder).await?;
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     // The niche's total stays where the database's sums fit (checked in the writing
     // transaction; a redelivery of a booked event is still answered as a duplicate below).
     let (gross_so_far, _, _) = niche_totals(&txn, niche.id).await?;
@@ -219,8 +219,8 @@ pub async fn book(
 
 /// Insert an event unless its external id is booked already (then `None`).
 #[allow(clippy::too_many_arguments)]
-async fn insert_event<C: ConnectionTrait>(
-    conn: &C,
+async fn insert_event(
+    conn: &WriteTxn,
     niche: &niches::Model,
     external_id: &str,
     source_type: &str,
@@ -268,8 +268,8 @@ async fn insert_event<C: ConnectionTrait>(
 }
 
 /// Split an event's net among `shares` (`(user, bps)`; zero shares get no row) and the platform.
-async fn finalise<C: ConnectionTrait>(
-    conn: &C,
+async fn finalise(
+    conn: &WriteTxn,
     event: &revenue_events::Model,
     shares: &[(i64, u32)],
     members_status: AllocationStatus,
@@ -328,8 +328,8 @@ pub fn bounty_external_id(answer_id: i64) -> String {
 /// their share and the platform the rest. The
 /// answerer's part is `held` while the answer waits for review (docs/contract.md#held-money).
 #[allow(clippy::too_many_arguments)]
-pub async fn book_bounty<C: ConnectionTrait>(
-    conn: &C,
+pub async fn book_bounty(
+    conn: &WriteTxn,
     niche: &niches::Model,
     question_id: i64,
     answer_id: i64,
@@ -390,8 +390,8 @@ async fn bounty_allocations<C: ConnectionTrait>(
 }
 
 /// Move allocations `ids` from `from` to `to`, only those still in `from`; the ids moved.
-async fn move_allocations<C: ConnectionTrait>(
-    conn: &C,
+async fn move_allocations(
+    conn: &WriteTxn,
     ids: &[i64],
     from: &[AllocationStatus],
     to: AllocationStatus,
@@ -420,8 +420,8 @@ async fn move_allocations<C: ConnectionTrait>(
 }
 
 /// Verify → the answerer's held part of the bounty becomes owed.
-pub async fn release_held_bounty<C: ConnectionTrait>(
-    conn: &C,
+pub async fn release_held_bounty(
+    conn: &WriteTxn,
     niche_id: i64,
     answer_id: i64,
     now: DateTime<Utc>,
@@ -450,8 +450,8 @@ pub async fn release_held_bounty<C: ConnectionTrait>(
 /// so neither the answerer nor the platform keeps it). A part already in a payout (scheduled or
 /// paid) cannot be undone: a clawback of its negative amount is booked for that person instead,
 /// owed against their next payouts.
-pub async fn reverse_bounty<C: ConnectionTrait>(
-    conn: &C,
+pub async fn reverse_bounty(
+    conn: &WriteTxn,
     niche_id: i64,
     answer_id: i64,
     now: DateTime<Utc>,
@@ -541,10 +541,7 @@ pub struct Balance {
 
 /// A person's balances, one per currency they have money in (amounts of different currencies
 /// are never added together).
-pub async fn balances_of(
-    db: &DatabaseConnection,
-    user_id: i64,
-) -> Result<Vec<Balance>, ServiceError> {
+pub async fn balances_of(db: &Db, user_id: i64) -> Result<Vec<Balance>, ServiceError> {
     let rows: Vec<(i64, AllocationStatus, i64)> = allocations::Entity::find()
         .select_only()
         .column(allocations::Column::RevenueEventId)
@@ -585,7 +582,7 @@ pub async fn balances_of(
 
 /// A person's allocations, newest first.
 pub async fn allocations_of_user(
-    db: &DatabaseConnection,
+    db: &Db,
     user_id: i64,
     niche_id: Option<i64>,
     limit: u64,
@@ -603,7 +600,7 @@ pub async fn allocations_of_user(
 
 /// A niche's revenue events, newest first.
 pub async fn events_of(
-    db: &DatabaseConnection,
+    db: &Db,
     niche_id: Option<i64>,
     limit: u64,
 ) -> Result<Vec<revenue_events::Model>, ServiceError> {

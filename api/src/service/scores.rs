@@ -10,6 +10,7 @@ use sea_orm::{
     QueryOrder, QuerySelect,
 };
 
+use crate::db::WriteTxn;
 use crate::domain::scoring::{self, ContributionState, Tier};
 use crate::error::ServiceError;
 
@@ -68,8 +69,8 @@ pub struct Standing {
 
 /// Recompute `(niche, user)`'s score from all their events, store it, and append to the tier
 /// history when the tier changed (or on the first score).
-pub async fn recompute<C: ConnectionTrait>(
-    conn: &C,
+pub async fn recompute(
+    conn: &WriteTxn,
     niche_id: i64,
     user_id: i64,
     now: DateTime<Utc>,

@@ -1,13 +1,13 @@
 //! Signing in and out, and turning a presented token (session or API key) into a [`Viewer`].
 //! Only SHA-256 hashes of tokens are stored; a token is shown once, when it is made.
 
+use crate::db::Db;
 use chrono::{DateTime, Duration, Utc};
 use entity::users::{self, UserRole};
 use entity::{api_keys, sessions};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, NotSet, QueryFilter,
-    QueryOrder,
+    ActiveValue::Set, ColumnTrait, Condition, EntityTrait, NotSet, QueryFilter, QueryOrder,
 };
 use serde_json::json;
 
@@ -96,7 +96,7 @@ fn viewer_of(user: &users::Model) -> Viewer {
 /// (an unknown handle's against a dummy hash), so neither does the time the answer takes. The
 /// check waits for its turn in `share`'s lane of the password permits.
 pub async fn login(
-    db: &DatabaseConnection,
+    db: &Db,
     handle: &Handle,
     password: &str,
     place: SignInPlace,
@@ -115,7 +115,7 @@ pub async fn login(
     };
     let token = new_token(SESSION_PREFIX);
     let expires_at = now + Duration::days(SESSION_LIFETIME_DAYS);
-    let txn = crate::db::begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let session = sessions::Entity::insert(sessions::ActiveModel {
         id: NotSet,
         user_id: Set(user.id),
@@ -151,12 +151,12 @@ pub async fn login(
 
 /// End the session whose token this is (audited; a no-op for unknown tokens).
 pub async fn logout(
-    db: &DatabaseConnection,
+    db: &Db,
     ended_here: &CredentialsEnded,
     token: &str,
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
-    let txn = crate::db::begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let Some(session) = sessions::Entity::find()
         .filter(sessions::Column::TokenHash.eq(token_hash(token)))
         .one(&txn)
@@ -202,7 +202,7 @@ pub enum Lookup {
 /// The person a token belongs to, if it is a live session or an API key neither revoked nor
 /// expired. A [`Lookup::Use`] records when it was used (see [`TOUCH_EVERY`]).
 pub async fn resolve(
-    db: &DatabaseConnection,
+    db: &Db,
     token: &str,
     now: DateTime<Utc>,
     lookup: Lookup,
@@ -266,8 +266,20 @@ pub async fn resolve(
 
 /// Write a time of use. Its condition repeats the staleness test, so simultaneous requests
 /// write it once; a failure is logged and the request goes on, since the time is only shown.
-async fn touch<E: EntityTrait>(db: &DatabaseConnection, update: sea_orm::UpdateMany<E>) {
-    if let Err(err) = update.exec(db).await {
+///
+/// It is skipped, not queued, while another write of this process holds the turn (SQLite):
+/// an authenticated request never waits behind the writers for it, and the next request
+/// after the writer is done writes it (the row stays stale until then, so it asks again).
+async fn touch<E: EntityTrait>(db: &Db, update: sea_orm::UpdateMany<E>) {
+    let written = async {
+        let Some(txn) = db.try_begin_write().await? else {
+            tracing::debug!("the writer is busy; a credential's time of use waits");
+            return Ok(());
+        };
+        update.exec(&txn).await?;
+        txn.commit().await
+    };
+    if let Err(err) = written.await {
         tracing::warn!(error = %err, "could not record when a credential was used");
     }
 }
@@ -284,7 +296,7 @@ pub struct ListedSession {
 /// The signed-in person's live sessions, the most recently used first; `current` is the token
 /// of the session asking, if it is one.
 pub async fn my_sessions(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     current: Option<&str>,
     now: DateTime<Utc>,
@@ -310,7 +322,7 @@ pub async fn my_sessions(
 /// `current` (the caller's own). Someone else's, or one already ended, is "not found", so ids
 /// cannot be probed.
 pub async fn end_session(
-    db: &DatabaseConnection,
+    db: &Db,
     ended_here: &CredentialsEnded,
     viewer: Option<&Viewer>,
     session_id: i64,
@@ -318,7 +330,7 @@ pub async fn end_session(
     now: DateTime<Utc>,
 ) -> Result<bool, ServiceError> {
     let viewer = access::signed_in(viewer)?;
-    let txn = crate::db::begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let found = sessions::Entity::find_by_id(session_id)
         .filter(sessions::Column::UserId.eq(viewer.user_id))
         .one(&txn)
@@ -359,7 +371,7 @@ pub async fn end_session(
 /// own, when they signed in with a session; with an API key, none is kept). Each is audited;
 /// the answer is how many ended.
 pub async fn end_other_sessions(
-    db: &DatabaseConnection,
+    db: &Db,
     ended_here: &CredentialsEnded,
     viewer: Option<&Viewer>,
     keep: Option<&str>,
@@ -372,7 +384,7 @@ pub async fn end_other_sessions(
     if let Some(keep) = keep {
         others = others.filter(sessions::Column::TokenHash.ne(token_hash(keep)));
     }
-    let txn = crate::db::begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let ids: Vec<i64> = others
         .all(&txn)
         .await?
@@ -411,8 +423,6 @@ pub async fn end_other_sessions(
 mod tests {
     use std::cell::Cell;
 
-    use migration::{Migrator, MigratorTrait};
-
     use super::*;
     use crate::service::accounts::{self, NewUser};
     use crate::service::passwords::CHECKS;
@@ -432,7 +442,7 @@ mod tests {
         }
     }
 
-    async fn database() -> (Scratch, DatabaseConnection) {
+    async fn database() -> (Scratch, Db) {
         let path =
             std::env::temp_dir().join(format!("askloop-sessions-{}.db", uuid::Uuid::new_v4()));
         let db = crate::db::connect(
@@ -441,16 +451,12 @@ mod tests {
         )
         .await
         .expect("a database");
-        Migrator::up(&db, None).await.expect("migrated");
+        crate::db::migrate(&db).await.expect("migrated");
         (Scratch(path), db)
     }
 
     /// Sign in as `handle` and count the passwords checked meanwhile.
-    async fn checks_while_signing_in(
-        db: &DatabaseConnection,
-        handle: &str,
-        password: &str,
-    ) -> (bool, u32) {
+    async fn checks_while_signing_in(db: &Db, handle: &str, password: &str) -> (bool, u32) {
         let handle = Handle::parse(handle).expect("a handle");
         CHECKS
             .scope(Cell::new(0), async {

@@ -6,13 +6,14 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::db::Db;
 use chrono::{DateTime, Utc};
 use entity::anomaly_signals;
 use futures::Stream;
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter,
-    QueryOrder, QuerySelect, TryInsertResult,
+    ActiveValue::Set, ColumnTrait, EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect,
+    TryInsertResult,
 };
 use serde_json::Value;
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -100,11 +101,12 @@ pub fn parse(body: &Value) -> Result<NewSignal, ServiceError> {
 
 /// Append a signal; the same signalId again books nothing. The row, and whether it was there.
 pub async fn append(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     new: NewSignal,
     now: DateTime<Utc>,
 ) -> Result<(anomaly_signals::Model, bool), ServiceError> {
+    let txn = db.begin_write().await?;
     let inserted = anomaly_signals::Entity::insert(anomaly_signals::ActiveModel {
         id: NotSet,
         signal_id: Set(new.signal_id.clone()),
@@ -121,14 +123,15 @@ pub async fn append(
             .to_owned(),
     )
     .try_insert()
-    .exec(db)
+    .exec(&txn)
     .await?;
     let duplicate = !matches!(inserted, TryInsertResult::Inserted(_));
     let row = anomaly_signals::Entity::find()
         .filter(anomaly_signals::Column::SignalId.eq(new.signal_id))
-        .one(db)
+        .one(&txn)
         .await?
         .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("signal vanished")))?;
+    txn.commit().await?;
     if !duplicate {
         hint.changed();
     }
@@ -137,7 +140,7 @@ pub async fn append(
 
 /// Signals, newest first; with `after`, only those with a larger id (oldest first).
 pub async fn list(
-    db: &DatabaseConnection,
+    db: &Db,
     after: Option<i64>,
     limit: u64,
 ) -> Result<Vec<anomaly_signals::Model>, ServiceError> {
@@ -167,7 +170,7 @@ pub async fn list(
 /// The subscription starts from the signals already logged: those among the newest when it
 /// starts are never sent, even if the feed broadcasts them after `rx` was taken.
 pub async fn watch(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     rx: broadcast::Receiver<LiveEvent>,
 ) -> Result<

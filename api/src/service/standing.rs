@@ -2,13 +2,11 @@
 //! split so they never exceed 80% together; a person's contributions; a contributor's record in
 //! a niche, as a reviewer weighs it.
 
+use crate::db::Db;
 use entity::contribution_events::{self, ContributionStatus};
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::{contribution_scores, contribution_types, niches};
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect,
-};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use crate::domain::scoring::{self, Tier};
 use crate::error::ServiceError;
@@ -75,7 +73,7 @@ pub async fn niche_shares<C: ConnectionTrait>(
 
 /// The viewer's memberships (every status), with their standing in each.
 pub async fn memberships(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: &Viewer,
 ) -> Result<Vec<MembershipStanding>, ServiceError> {
     let ladder = scores::ladder(db).await?;
@@ -133,10 +131,7 @@ pub struct ContributionView {
 }
 
 /// One contribution with its type and niche.
-pub async fn contribution(
-    db: &DatabaseConnection,
-    id: i64,
-) -> Result<ContributionView, ServiceError> {
+pub async fn contribution(db: &Db, id: i64) -> Result<ContributionView, ServiceError> {
     contributions_where(db, Some(id), None, None, 1)
         .await?
         .pop()
@@ -145,7 +140,7 @@ pub async fn contribution(
 
 /// Contributions, newest first, optionally only one person's or only one status.
 pub async fn contributions(
-    db: &DatabaseConnection,
+    db: &Db,
     user_id: Option<i64>,
     status: Option<ContributionStatus>,
     limit: u64,
@@ -154,7 +149,7 @@ pub async fn contributions(
 }
 
 async fn contributions_where(
-    db: &DatabaseConnection,
+    db: &Db,
     id: Option<i64>,
     user_id: Option<i64>,
     status: Option<ContributionStatus>,
@@ -219,7 +214,7 @@ pub struct ContributorRecord {
 
 /// `user_id`'s record in `niche_id`: for admins, and for the person themselves.
 pub async fn contributor_record(
-    db: &DatabaseConnection,
+    db: &Db,
     viewer: Option<&Viewer>,
     niche_id: i64,
     user_id: i64,

@@ -4,10 +4,11 @@
 
 use std::collections::HashSet;
 
+use crate::db::Db;
 use entity::agent_answers::{self, AnswerKind};
 use entity::agent_questions;
 use futures::Stream;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::error::{Conflict, ServiceError};
@@ -52,7 +53,7 @@ pub enum View {
 
 struct Watch {
     rx: broadcast::Receiver<LiveEvent>,
-    db: DatabaseConnection,
+    db: Db,
     viewer: Viewer,
     view: View,
     done: bool,
@@ -63,7 +64,7 @@ pub use crate::service::access::acting_niches;
 /// Watch niche `slug`'s waiting queue from `rx` on: for its active members and admins, and
 /// only while they stay so.
 pub async fn watch_niche(
-    db: DatabaseConnection,
+    db: Db,
     rx: broadcast::Receiver<LiveEvent>,
     viewer: Option<&Viewer>,
     slug: &str,
@@ -77,7 +78,7 @@ pub async fn watch_niche(
 /// Watch "awaiting me" from `rx` on: waiting questions in the caller's operator and specialist
 /// niches, minus those they acted on.
 pub async fn watch_awaiting_me(
-    db: DatabaseConnection,
+    db: Db,
     rx: broadcast::Receiver<LiveEvent>,
     viewer: Option<&Viewer>,
 ) -> Result<impl Stream<Item = Result<Change, ServiceError>> + use<>, ServiceError> {
@@ -89,7 +90,7 @@ pub async fn watch_awaiting_me(
 /// The stream of changes `viewer` may see in `view`, from `rx` on.
 pub fn changes(
     rx: broadcast::Receiver<LiveEvent>,
-    db: DatabaseConnection,
+    db: Db,
     viewer: Viewer,
     view: View,
 ) -> impl Stream<Item = Result<Change, ServiceError>> {
@@ -254,7 +255,7 @@ mod tests {
             })
             .expect("a receiver");
         }
-        let stream = changes(rx, DatabaseConnection::default(), viewer(), View::Niche(1));
+        let stream = changes(rx, Db::disconnected(), viewer(), View::Niche(1));
         let items: Vec<_> = stream.collect().await;
         assert_eq!(items.len(), 1, "one error, then the end");
         let err = items
@@ -270,7 +271,7 @@ mod tests {
     async fn the_stream_ends_quietly_when_the_hub_goes_away() {
         let (tx, rx) = broadcast::channel::<LiveEvent>(4);
         drop(tx);
-        let stream = changes(rx, DatabaseConnection::default(), viewer(), View::Niche(1));
+        let stream = changes(rx, Db::disconnected(), viewer(), View::Niche(1));
         assert_eq!(stream.collect::<Vec<_>>().await.len(), 0);
     }
 }

@@ -21,11 +21,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use sea_orm::{DatabaseConnection, DbBackend};
+use crate::db::Db;
+use sea_orm::DbBackend;
 use tokio::sync::oneshot;
 
 use super::{IntakeOutcome, Request, store_alone, write_all};
-use crate::db::begin_write;
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
 use crate::service::audit;
@@ -40,7 +40,10 @@ pub const MOST: usize = 128;
 pub const POSTGRES_WRITERS: usize = 1;
 
 /// The environment variable that makes the process abort after writing a batch and before
-/// committing it: for the test that shows no intake is acknowledged before it is durable.
+/// committing it: for the test that shows no intake is acknowledged before it is durable. Only
+/// a build with the `test-hooks` feature (which the black-box suite turns on) reads it; it is no
+/// setting of askloop's, so it is not in `config::ENVIRONMENT`.
+#[cfg(feature = "test-hooks")]
 pub const ABORT_BEFORE_COMMIT: &str = "ASKLOOP_TEST_ABORT_BEFORE_COMMIT";
 
 /// An intake waiting for its batch, with where to send its outcome.
@@ -66,13 +69,13 @@ fn lock(queue: &Shared) -> std::sync::MutexGuard<'_, Queue> {
 
 /// The queue of the database `db` writes (a SQLite file, or a PostgreSQL database), shared by
 /// every pool of this process that opens it; and how many batches may be written at once.
-fn queue_for(db: &DatabaseConnection) -> (Shared, usize) {
+fn queue_for(db: &Db) -> (Shared, usize) {
     static QUEUES: OnceLock<Mutex<HashMap<String, Shared>>> = OnceLock::new();
     let writers = match db.get_database_backend() {
         DbBackend::Postgres => POSTGRES_WRITERS,
         _ => 1,
     };
-    let key = crate::db::database_key(db);
+    let key = db.key();
     let queue = QUEUES
         .get_or_init(Default::default)
         .lock()
@@ -85,7 +88,7 @@ fn queue_for(db: &DatabaseConnection) -> (Shared, usize) {
 
 /// Write `request` with whatever other intakes arrive meanwhile; its outcome once committed.
 pub(super) async fn submit(
-    db: &DatabaseConnection,
+    db: &Db,
     hint: &ChangeHint,
     request: Request,
 ) -> Result<IntakeOutcome, ServiceError> {
@@ -127,7 +130,7 @@ impl Drop for Writing {
 }
 
 /// Write batches until no intake waits.
-async fn drain(db: DatabaseConnection, hint: ChangeHint, queue: Shared) {
+async fn drain(db: Db, hint: ChangeHint, queue: Shared) {
     let mut writing = Writing {
         queue,
         counted_out: false,
@@ -149,7 +152,7 @@ async fn drain(db: DatabaseConnection, hint: ChangeHint, queue: Shared) {
     }
 }
 
-async fn write_batch(db: &DatabaseConnection, hint: &ChangeHint, batch: Vec<Job>) {
+async fn write_batch(db: &Db, hint: &ChangeHint, batch: Vec<Job>) {
     match write_together(db, &batch).await {
         Ok(outcomes) => {
             if outcomes.iter().any(|o| matches!(o, Ok(o) if !o.duplicate)) {
@@ -172,10 +175,10 @@ async fn write_batch(db: &DatabaseConnection, hint: &ChangeHint, batch: Vec<Job>
 
 /// One transaction for the whole batch: every intake's outcome, or the error that rolled it back.
 async fn write_together(
-    db: &DatabaseConnection,
+    db: &Db,
     batch: &[Job],
 ) -> Result<Vec<Result<IntakeOutcome, ServiceError>>, ServiceError> {
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let mut created = Vec::with_capacity(batch.len());
     let requests: Vec<&Request> = batch.iter().map(|job| &job.request).collect();
     let outcomes = match write_all(&txn, &requests, &mut created).await {
@@ -190,15 +193,19 @@ async fn write_together(
         txn.rollback().await?;
         return Err(err.into());
     }
-    if abort_before_commit() {
-        eprintln!("askloop: {ABORT_BEFORE_COMMIT} is set: aborting before the batch commits");
-        std::process::abort();
-    }
+    #[cfg(feature = "test-hooks")]
+    abort_if_asked();
     txn.commit().await?;
     Ok(outcomes)
 }
 
-fn abort_before_commit() -> bool {
+/// The crash test's hook: abort the process here, the batch written and not committed, when
+/// [`ABORT_BEFORE_COMMIT`] is set.
+#[cfg(feature = "test-hooks")]
+fn abort_if_asked() {
     static SET: OnceLock<bool> = OnceLock::new();
-    *SET.get_or_init(|| std::env::var_os(ABORT_BEFORE_COMMIT).is_some())
+    if *SET.get_or_init(|| std::env::var_os(ABORT_BEFORE_COMMIT).is_some()) {
+        eprintln!("askloop: {ABORT_BEFORE_COMMIT} is set: aborting before the batch commits");
+        std::process::abort();
+    }
 }
