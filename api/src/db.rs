@@ -472,6 +472,19 @@ pub struct Turn<'a, N = ()> {
 }
 
 impl<N> Turns<N> {
+    /// How many writers hold or wait for the turn at `key` now: what a test waits on to know a
+    /// writer has queued.
+    pub fn queued(&self, key: i64) -> usize {
+        let keys = self
+            .keys
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // The map holds one reference; each holder holds two (its lock and its guard), and so
+        // does each waiter (its lock and the lock it waits on).
+        keys.get(&key)
+            .map_or(0, |lock| Arc::strong_count(lock).saturating_sub(1) / 2)
+    }
+
     /// Wait for the turn at `key`.
     pub async fn take(&self, key: i64) -> Turn<'_, N> {
         let lock = self
@@ -503,6 +516,14 @@ impl<N> Turn<'_, N> {
             **guard = Some(note);
         }
     }
+
+    /// Take back the note a turn before this one left: what it said is no longer true (the
+    /// question it settled is open again).
+    pub fn clear(&mut self) {
+        if let Some(guard) = self.guard.as_mut() {
+            **guard = None;
+        }
+    }
 }
 
 impl<N> Drop for Turn<'_, N> {
@@ -530,6 +551,74 @@ impl<N> Drop for Turn<'_, N> {
 mod tests {
     use super::*;
 
+    /// A fresh SQLite file in the temporary folder, removed (with its WAL) when dropped.
+    struct Scratch(std::path::PathBuf);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut path = self.0.clone().into_os_string();
+                path.push(suffix);
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+
+    async fn scratch_database() -> (Scratch, Db) {
+        let path = std::env::temp_dir().join(format!("askloop-db-{}.db", uuid::Uuid::new_v4()));
+        let db = connect(
+            &format!("sqlite://{}?mode=rwc", path.display()),
+            PoolSize::OneShot,
+        )
+        .await
+        .expect("a database");
+        migrate(&db).await.expect("migrated");
+        (Scratch(path), db)
+    }
+
+    fn a_link_key() -> Statement {
+        Statement::from_string(
+            DbBackend::Sqlite,
+            "INSERT INTO link_keys (purpose, secret, created_at) \
+             VALUES ('links', '00', '2026-12-01T00:00:00Z')",
+        )
+    }
+
+    #[tokio::test]
+    async fn on_sqlite_a_write_outside_begin_write_is_refused_and_one_inside_lands() {
+        let (_file, db) = scratch_database().await;
+        let stray = db.execute_raw(a_link_key()).await;
+        let refused = stray.expect_err("a read connection refuses to write");
+        assert!(
+            refused.to_string().contains("readonly"),
+            "refused as read-only: {refused}"
+        );
+        let txn = db.begin_write().await.expect("begun");
+        txn.execute_raw(a_link_key()).await.expect("written");
+        txn.commit().await.expect("committed");
+        let kept = db
+            .query_all_raw(Statement::from_string(
+                DbBackend::Sqlite,
+                "SELECT purpose FROM link_keys",
+            ))
+            .await
+            .expect("read");
+        assert_eq!(kept.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_write_that_may_be_skipped_is_skipped_while_another_writes() {
+        let (_file, db) = scratch_database().await;
+        let writing = db.begin_write().await.expect("begun");
+        assert!(
+            db.try_begin_write().await.expect("no error").is_none(),
+            "the turn is taken"
+        );
+        writing.rollback().await.expect("rolled back");
+        let next = db.try_begin_write().await.expect("no error");
+        assert!(next.is_some(), "the turn is free again");
+    }
+
     #[tokio::test]
     async fn a_note_reaches_the_writers_already_waiting_and_no_one_after() {
         let turns: Arc<Turns<&'static str>> = Arc::default();
@@ -555,6 +644,36 @@ mod tests {
         assert_eq!(queued.await.expect("the waiter"), Some("settled"));
         // Nobody waited any more: the key and its note are gone.
         assert_eq!(turns.take(7).await.note(), None);
+    }
+
+    #[tokio::test]
+    async fn a_cleared_note_reaches_nobody_queued_behind_it() {
+        let turns: Arc<Turns<&'static str>> = Arc::default();
+        let mut settling = turns.take(7).await;
+        settling.leave("settled");
+        let reopening = {
+            let turns = turns.clone();
+            tokio::spawn(async move {
+                let mut turn = turns.take(7).await;
+                let seen = turn.note().copied();
+                turn.clear();
+                seen
+            })
+        };
+        while turns.queued(7) < 2 {
+            tokio::task::yield_now().await;
+        }
+        let after = {
+            let turns = turns.clone();
+            tokio::spawn(async move { turns.take(7).await.note().copied() })
+        };
+        while turns.queued(7) < 3 {
+            tokio::task::yield_now().await;
+        }
+        drop(settling);
+        assert_eq!(reopening.await.expect("the reopener"), Some("settled"));
+        assert_eq!(after.await.expect("the writer after"), None);
+        assert_eq!(turns.queued(7), 0);
     }
 
     #[tokio::test]

@@ -34,6 +34,7 @@ mod properties;
 mod query_limits;
 mod queue;
 mod reaching;
+mod reopen;
 mod replicas;
 mod review;
 mod review_pages;

@@ -253,6 +253,19 @@ pub async fn review(
             "contribution.reversed",
         ),
     };
+    // A reject or reverse may reopen the answer's question: it takes the question's turn first,
+    // as its answerers do, so it waits for the writer settling it now and is waited for by the
+    // writers after it, and clears the note of the settlement it undoes (below), so they are
+    // not refused a question that is open again. Taken before the write begins, never inside it
+    // (answerers hold the turn while they wait to write).
+    let turns = answering::question_turns(db);
+    let mut turn = match decision {
+        Decision::Verify => None,
+        Decision::Reject | Decision::Reverse => match answered_question_of(db, &event).await? {
+            Some(question_id) => Some(turns.take(question_id).await),
+            None => None,
+        },
+    };
     let txn = db.begin_write().await?;
     let mut update = contribution_events::Entity::update_many()
         .col_expr(contribution_events::Column::Status, Expr::value(to));
@@ -321,9 +334,25 @@ pub async fn review(
         .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("contribution vanished")))?;
     txn.commit().await?;
     if reopened {
+        if let Some(turn) = turn.as_mut() {
+            turn.clear();
+        }
         hint.changed();
     }
+    drop(turn);
     Ok(updated)
+}
+
+/// The question whose answer earned `event`, if an answer did.
+async fn answered_question_of(
+    db: &Db,
+    event: &contribution_events::Model,
+) -> Result<Option<i64>, ServiceError> {
+    Ok(agent_answers::Entity::find()
+        .filter(agent_answers::Column::ContributionEventId.eq(event.id))
+        .one(db)
+        .await?
+        .map(|answer| answer.question_id))
 }
 
 /// The answer (and its question) a contribution was earned by, if it was earned by one.

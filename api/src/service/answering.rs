@@ -91,6 +91,56 @@ pub fn is_waiting(question: &agent_questions::Model, now: DateTime<Utc>) -> bool
     WAITING.contains(&question.status) && question.expires_at > now
 }
 
+/// How a waiting question closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closing {
+    /// The winning answer: answered, at `now`. Only while its time runs.
+    Answered,
+    /// Dismissed by a member or an admin. Only while its time runs.
+    Dismissed,
+    /// Its time ran out: expired. Only once it has.
+    Expired,
+}
+
+/// Close `question_id` if it still waits — the one place a waiting question closes, for the
+/// winning answer, a dismissal and expiry alike. The update is conditional (still waiting, and
+/// its time still running, or for expiry run out), so of any number of closers racing, on any
+/// number of instances, one wins. The question as closed, or `None` when it no longer waited.
+pub async fn close_if_waiting(
+    txn: &WriteTxn,
+    question_id: i64,
+    closing: Closing,
+    now: DateTime<Utc>,
+) -> Result<Option<agent_questions::Model>, ServiceError> {
+    let (status, time) = match closing {
+        Closing::Answered => (
+            QuestionStatus::Answered,
+            agent_questions::Column::ExpiresAt.gt(now),
+        ),
+        Closing::Dismissed => (
+            QuestionStatus::Dismissed,
+            agent_questions::Column::ExpiresAt.gt(now),
+        ),
+        Closing::Expired => (
+            QuestionStatus::Expired,
+            agent_questions::Column::ExpiresAt.lte(now),
+        ),
+    };
+    let mut update = agent_questions::Entity::update_many()
+        .col_expr(agent_questions::Column::Status, Expr::value(status))
+        .col_expr(agent_questions::Column::UpdatedAt, Expr::value(now));
+    if closing == Closing::Answered {
+        update = update.col_expr(agent_questions::Column::AnsweredAt, Expr::value(Some(now)));
+    }
+    let closed = update
+        .filter(agent_questions::Column::Id.eq(question_id))
+        .filter(agent_questions::Column::Status.is_in(WAITING))
+        .filter(time)
+        .exec_with_returning(txn)
+        .await?;
+    Ok(closed.into_iter().next())
+}
+
 /// The 409 for a question that no longer waits.
 fn not_waiting(question: &agent_questions::Model) -> ServiceError {
     if question.status == QuestionStatus::Expired || WAITING.contains(&question.status) {
@@ -197,9 +247,10 @@ pub async fn answer_in_niche(
 }
 
 /// The turns of this process's writers to each question of the database `db` opens; a turn that
-/// settles its question leaves the refusal for the writers queued behind it. (Per database: two
-/// databases have questions with the same ids.)
-fn question_turns(db: &Db) -> Arc<Turns<Conflict>> {
+/// settles its question leaves the refusal for the writers queued behind it, and one that
+/// reopens it clears that (`admin::review`). (Per database: two databases have questions with
+/// the same ids.)
+pub fn question_turns(db: &Db) -> Arc<Turns<Conflict>> {
     static TURNS: OnceLock<Mutex<HashMap<String, Arc<Turns<Conflict>>>>> = OnceLock::new();
     TURNS
         .get_or_init(Default::default)
@@ -281,7 +332,9 @@ pub async fn answer_question(
     }
 }
 
-/// The winning answer: close the question, store the answer, record the contribution.
+/// The winning answer, step by step in one transaction: close the question, book the
+/// contribution, store the answer and the score, audit both, charge the agent, pay the answerer
+/// their share, and tell the agent.
 async fn settle(
     txn: &WriteTxn,
     viewer: &Viewer,
@@ -289,24 +342,60 @@ async fn settle(
     valid: &ValidAnswer,
     now: DateTime<Utc>,
 ) -> Result<AnswerOutcome, ServiceError> {
-    let closed = agent_questions::Entity::update_many()
-        .col_expr(
-            agent_questions::Column::Status,
-            Expr::value(QuestionStatus::Answered),
-        )
-        .col_expr(agent_questions::Column::AnsweredAt, Expr::value(Some(now)))
-        .col_expr(agent_questions::Column::UpdatedAt, Expr::value(now))
-        .filter(agent_questions::Column::Id.eq(question.id))
-        .filter(agent_questions::Column::Status.is_in(WAITING))
-        .filter(agent_questions::Column::ExpiresAt.gt(now))
-        .exec_with_returning(txn)
-        .await?;
     // The question as this transaction leaves it: nothing below changes its row.
-    let Some(closed) = closed.into_iter().next() else {
+    let Some(closed) = close_if_waiting(txn, question.id, Closing::Answered, now).await? else {
         // Someone else won (or the clock ran out) between our read and our write.
         return Err(not_waiting(&find_question(txn, question.id).await?));
     };
+    let contribution = book_contribution(txn, viewer, question, valid, now).await?;
+    let answer = store_answer(txn, viewer, question, valid, Some(contribution.id), now).await?;
+    scores::recompute(txn, question.niche_id, viewer.user_id, now).await?;
+    let actor = Actor::User(viewer.user_id);
+    audit_the_answer(txn, &actor, question, &answer, valid, &contribution, now).await?;
+    if let Some(amount) = charge_the_agent(txn, &actor, question, valid, now).await? {
+        pay_the_answerer(txn, viewer, question, &answer, amount, &contribution, now).await?;
+        budget_audit(txn, &actor, question, "budget.charged", amount, now).await?;
+    }
+    tell_the_agent(txn, viewer, question, &answer, valid, &contribution, now).await?;
+    let notice = if contribution.verified() {
+        format!("Thanks. That is {} points.", contribution.points)
+    } else {
+        "Thanks. It goes to review before it counts.".to_owned()
+    };
+    Ok(AnswerOutcome {
+        answer,
+        question: closed,
+        points: contribution.points,
+        contribution_status: Some(contribution.status),
+        notice,
+    })
+}
 
+/// The contribution a winning answer earns, as booked.
+struct Contribution {
+    /// Its row.
+    id: i64,
+    /// Its points, diminished by the answerer's recent answers in the niche.
+    points: i64,
+    /// Verified on arrival (for an answerer the niche already trusts) or pending review.
+    status: ContributionStatus,
+}
+
+impl Contribution {
+    fn verified(&self) -> bool {
+        self.status == ContributionStatus::Verified
+    }
+}
+
+/// Book the answer's contribution: its points and review state by the scoring rules, once per
+/// question (the dedupe key derives from it, so even a double-scored path books once).
+async fn book_contribution(
+    txn: &WriteTxn,
+    viewer: &Viewer,
+    question: &agent_questions::Model,
+    valid: &ValidAnswer,
+    now: DateTime<Utc>,
+) -> Result<Contribution, ServiceError> {
     let answer_type = scores::contribution_type(txn, "agent_answer").await?;
     let window_start = answer_type
         .diminish_window_days
@@ -332,7 +421,6 @@ async fn settle(
         ContributionStatus::Pending
     };
     let verified = status == ContributionStatus::Verified;
-    // The dedupe key derives from the question, so even a double-scored path books once.
     let dedupe_key = format!("agent_answer:question:{}", question.id);
     let inserted = contribution_events::Entity::insert(contribution_events::ActiveModel {
         id: NotSet,
@@ -362,7 +450,7 @@ async fn settle(
     .try_insert()
     .exec(txn)
     .await?;
-    let event_id = match inserted {
+    let id = match inserted {
         TryInsertResult::Inserted(result) => result.last_insert_id,
         TryInsertResult::Conflicted | TryInsertResult::Empty => contribution_events::Entity::find()
             .filter(contribution_events::Column::NicheId.eq(question.niche_id))
@@ -375,18 +463,27 @@ async fn settle(
                 ServiceError::Internal(anyhow::anyhow!("dedupe conflict without a row"))
             })?,
     };
+    Ok(Contribution { id, points, status })
+}
 
-    let answer = store_answer(txn, viewer, question, valid, Some(event_id), now).await?;
-    scores::recompute(txn, question.niche_id, viewer.user_id, now).await?;
-    let actor = Actor::User(viewer.user_id);
+/// The answer's audit rows: the question answered (or the task completed) and the contribution
+/// made, in one statement (this transaction holds the question's turn).
+async fn audit_the_answer(
+    txn: &WriteTxn,
+    actor: &Actor,
+    question: &agent_questions::Model,
+    answer: &agent_answers::Model,
+    valid: &ValidAnswer,
+    contribution: &Contribution,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
     let task = question.kind == ExchangeKind::Task;
-    // Both rows in one statement: this transaction holds the question's turn.
     audit::record_all(
         txn,
         vec![
             audit::row(
                 AuditEntry {
-                    actor: &actor,
+                    actor,
                     action: if task {
                         "task.completed"
                     } else {
@@ -405,27 +502,43 @@ async fn settle(
             ),
             audit::row(
                 AuditEntry {
-                    actor: &actor,
+                    actor,
                     action: "contribution.created",
                     subject_type: "contribution",
-                    subject_id: event_id,
+                    subject_id: contribution.id,
                     niche_id: Some(question.niche_id),
-                    detail: json!({ "points": points, "status": status, "questionId": question.id }),
+                    detail: json!({
+                        "points": contribution.points,
+                        "status": contribution.status,
+                        "questionId": question.id,
+                    }),
                 },
                 now,
             ),
         ],
     )
     .await?;
-    let charged = match valid.actual_cost_minor.filter(|_| task) {
-        // A task is charged what it cost and the rest of its reservation released, together.
+    Ok(())
+}
+
+/// Settle the agent's reservation in the ledger: a question is charged its bounty; a task what
+/// it cost, the rest of its reservation released together. What was charged, if anything.
+async fn charge_the_agent(
+    txn: &WriteTxn,
+    actor: &Actor,
+    question: &agent_questions::Model,
+    valid: &ValidAnswer,
+    now: DateTime<Utc>,
+) -> Result<Option<i64>, ServiceError> {
+    let task = question.kind == ExchangeKind::Task;
+    match valid.actual_cost_minor.filter(|_| task) {
         Some(actual) => {
             let settled =
                 budget::settle_at_cost(txn, question.niche_id, question.id, actual, now).await?;
             if settled.released > 0 {
                 budget_audit(
                     txn,
-                    &actor,
+                    actor,
                     question,
                     "budget.released",
                     settled.released,
@@ -433,47 +546,72 @@ async fn settle(
                 )
                 .await?;
             }
-            (settled.charged > 0).then_some(settled.charged)
+            Ok((settled.charged > 0).then_some(settled.charged))
         }
-        None => {
-            budget::settle(
-                txn,
-                question.niche_id,
-                question.id,
-                BudgetEntryKind::Charge,
-                now,
-            )
-            .await?
-        }
-    };
-    if let Some(amount) = charged {
-        let niche = niche_of(txn, question).await?;
-        let ladder = scores::ladder(txn).await?;
-        let share = standing::niche_shares(txn, niche.id, &ladder)
-            .await?
-            .into_iter()
-            .find(|(user, _)| *user == viewer.user_id)
-            .map_or(0, |(_, bps)| bps);
-        revenue::book_bounty(
+        None => Ok(budget::settle(
             txn,
-            &niche,
+            question.niche_id,
             question.id,
-            answer.id,
-            (viewer.user_id, share),
-            amount,
-            if task {
-                revenue::TASK_SOURCE
-            } else {
-                revenue::BOUNTY_SOURCE
-            },
-            !verified,
+            BudgetEntryKind::Charge,
             now,
         )
-        .await?;
-        budget_audit(txn, &actor, question, "budget.charged", amount, now).await?;
+        .await?),
     }
-    let review = if verified { "verified" } else { "pending" };
-    let event = if task {
+}
+
+/// Book the `amount` charged as revenue, the answerer's share by their standing in the niche;
+/// held until review when the contribution is not verified yet.
+async fn pay_the_answerer(
+    txn: &WriteTxn,
+    viewer: &Viewer,
+    question: &agent_questions::Model,
+    answer: &agent_answers::Model,
+    amount: i64,
+    contribution: &Contribution,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    let niche = niche_of(txn, question).await?;
+    let ladder = scores::ladder(txn).await?;
+    let share = standing::niche_shares(txn, niche.id, &ladder)
+        .await?
+        .into_iter()
+        .find(|(user, _)| *user == viewer.user_id)
+        .map_or(0, |(_, bps)| bps);
+    revenue::book_bounty(
+        txn,
+        &niche,
+        question.id,
+        answer.id,
+        (viewer.user_id, share),
+        amount,
+        if question.kind == ExchangeKind::Task {
+            revenue::TASK_SOURCE
+        } else {
+            revenue::BOUNTY_SOURCE
+        },
+        !contribution.verified(),
+        now,
+    )
+    .await?;
+    Ok(())
+}
+
+/// The agent's event, in the outbox: `expert_answer.created`, or `task.completed` for a task.
+async fn tell_the_agent(
+    txn: &WriteTxn,
+    viewer: &Viewer,
+    question: &agent_questions::Model,
+    answer: &agent_answers::Model,
+    valid: &ValidAnswer,
+    contribution: &Contribution,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    let review = if contribution.verified() {
+        "verified"
+    } else {
+        "pending"
+    };
+    let event = if question.kind == ExchangeKind::Task {
         NewEvent {
             event: EventType::TaskCompleted,
             niche_id: question.niche_id,
@@ -514,19 +652,7 @@ async fn settle(
         }
     };
     outbox::enqueue_to(txn, event, question.registered_agent_id, now).await?;
-    let question = closed;
-    let notice = if verified {
-        format!("Thanks. That is {points} points.")
-    } else {
-        "Thanks. It goes to review before it counts.".to_owned()
-    };
-    Ok(AnswerOutcome {
-        answer,
-        question,
-        points,
-        contribution_status: Some(status),
-        notice,
-    })
+    Ok(())
 }
 
 /// "Not enough context" or "ask the agent to research more": free, recorded, one row per person.
@@ -805,22 +931,11 @@ pub async fn dismiss_question(
         return Err(access::not_a_member(&niche));
     }
     let txn = db.begin_write().await?;
-    let closed = agent_questions::Entity::update_many()
-        .col_expr(
-            agent_questions::Column::Status,
-            Expr::value(QuestionStatus::Dismissed),
-        )
-        .col_expr(agent_questions::Column::UpdatedAt, Expr::value(now))
-        .filter(agent_questions::Column::Id.eq(question.id))
-        .filter(agent_questions::Column::Status.is_in(WAITING))
-        .filter(agent_questions::Column::ExpiresAt.gt(now))
-        .exec(&txn)
-        .await?;
-    if closed.rows_affected == 0 {
+    let Some(closed) = close_if_waiting(&txn, question.id, Closing::Dismissed, now).await? else {
         let current = find_question(&txn, question.id).await?;
         txn.rollback().await?;
         return Err(not_waiting(&current));
-    }
+    };
     audit::record(
         &txn,
         AuditEntry {
@@ -863,8 +978,7 @@ pub async fn dismiss_question(
         now,
     )
     .await?;
-    let question = find_question(&txn, question.id).await?;
     txn.commit().await?;
     hint.changed();
-    Ok(question)
+    Ok(closed)
 }

@@ -5,15 +5,14 @@
 
 use crate::db::Db;
 use chrono::{DateTime, Utc};
-use entity::agent_questions::{self, QuestionStatus};
+use entity::agent_questions;
 use entity::budget_entries::BudgetEntryKind;
-use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use serde_json::json;
 
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
-use crate::service::answering::{WAITING, budget_audit};
+use crate::service::answering::{Closing, WAITING, budget_audit, close_if_waiting};
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::budget;
 use crate::service::outbox::{self, EventType, NewEvent};
@@ -36,18 +35,10 @@ pub async fn sweep(
     let mut expired = 0;
     for question in due {
         let txn = db.begin_write().await?;
-        let changed = agent_questions::Entity::update_many()
-            .col_expr(
-                agent_questions::Column::Status,
-                Expr::value(QuestionStatus::Expired),
-            )
-            .col_expr(agent_questions::Column::UpdatedAt, Expr::value(now))
-            .filter(agent_questions::Column::Id.eq(question.id))
-            .filter(agent_questions::Column::Status.is_in(WAITING))
-            .filter(agent_questions::Column::ExpiresAt.lte(now))
-            .exec(&txn)
-            .await?;
-        if changed.rows_affected == 0 {
+        if close_if_waiting(&txn, question.id, Closing::Expired, now)
+            .await?
+            .is_none()
+        {
             txn.rollback().await?;
             continue;
         }
