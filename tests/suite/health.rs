@@ -106,7 +106,7 @@ async fn readiness_fails_when_the_database_is_gone() {
     let app = TestApp::spawn(askloop_tests::Backend::Sqlite)
         .await
         .expect("an app");
-    app.db.clone().close().await.expect("close the pool");
+    app.close_the_apps_database().await;
     let ready = app
         .client
         .get(app.url("/readyz"))

@@ -1,4 +1,4 @@
-//! Reopening a question takes its turn (docs/architecture.md#intake-group-commit): an admin who
+//! Reopening a question takes its turn (docs/architecture.md#writes): an admin who
 //! rejects the winning answer reopens the question inside the question's turn and clears the
 //! note its settlement left, so a writer queued behind that settlement answers the reopened
 //! question at once instead of being refused with a stale 409.

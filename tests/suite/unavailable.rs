@@ -245,7 +245,7 @@ async fn with_the_pool_closed_under_load_every_surface_says_try_again_and_none_s
     load.until_each(Outcome::Served, 2, Duration::from_secs(60))
         .await;
 
-    load.app.db.clone().close().await.expect("the pool closes");
+    load.app.close_the_apps_database().await;
     load.until_each(Outcome::TryAgain, 3, Duration::from_secs(60))
         .await;
     stop.store(true, Ordering::Relaxed);
@@ -304,7 +304,7 @@ async fn an_mcp_call_whose_database_goes_away_while_it_waits_is_a_temporary_503(
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    app.db.clone().close().await.expect("the pool closes");
+    app.close_the_apps_database().await;
     // Stopping the hub ends the wait at once; the call then reads the question again.
     app.live.stop();
     let response = tokio::time::timeout(Duration::from_secs(30), waiting)

@@ -31,6 +31,8 @@ pub struct TestApp {
     /// The test's own handle on the app's database, for setting up and checking: its reads may
     /// write (the app's refuse to, on SQLite), and its `begin_write` takes the app's turn.
     pub db: Db,
+    /// The app's own database handle, to take the database away from it.
+    app_db: Db,
     /// The app's sign-in throttle, to see what it keeps.
     pub login_throttle: Arc<LoginThrottle>,
     /// The app's live hub, to see who listens and to stop it.
@@ -142,6 +144,7 @@ impl TestApp {
         let db = askloop::db::connect_for_tests(&config.database_url)
             .await
             .expect("the harness connects to the app's database");
+        let app_db = app.state().db.clone();
         let login_throttle = app.state().login_throttle.clone();
         let live = app.state().live.clone();
         let connections = app.connections();
@@ -157,6 +160,7 @@ impl TestApp {
                 .build()
                 .expect("a client"),
             db,
+            app_db,
             login_throttle,
             live,
             backend,
@@ -201,11 +205,22 @@ impl TestApp {
         // Its handles move here; what is left of it drops without stopping anything.
         let mut restarted = Self::start(self.backend, config, None).await;
         self.db = restarted.db.clone();
+        self.app_db = restarted.app_db.clone();
         self.login_throttle = restarted.login_throttle.clone();
         self.live = restarted.live.clone();
         self.connections = restarted.connections.clone();
         self.shutdown = restarted.shutdown.take();
         self.server = restarted.server.take();
+    }
+
+    /// Take the database away from the app: its own pools close, so every query it makes from
+    /// now on fails as if the database had gone.
+    pub async fn close_the_apps_database(&self) {
+        self.app_db
+            .clone()
+            .close()
+            .await
+            .expect("the app's pools close");
     }
 
     /// The full URL of `path`.

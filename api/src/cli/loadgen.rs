@@ -98,11 +98,19 @@ pub async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
     // Every client of this run connects from 127.0.0.1: one address, whatever the concurrency.
     config.connections.max_per_address = 1_000_000;
     let db = startup::connect_and_migrate(&config).await?;
-    // The baseline writes straight through the driver, beside askloop's own writer, on a pool
-    // of its own: askloop's readers refuse to write.
+    // The baseline writes straight through the driver on a pool of its own, as large as the
+    // server's (askloop's readers refuse to write, and its writer is one connection).
+    let driver_pool =
+        config
+            .db_max_connections
+            .unwrap_or(if config.database_url.starts_with("sqlite:") {
+                crate::db::SQLITE_CONNECTIONS
+            } else {
+                crate::db::POSTGRES_CONNECTIONS
+            });
     let driver_db = sea_orm::Database::connect(
         sea_orm::ConnectOptions::new(config.database_url.clone())
-            .max_connections(u32::try_from(args.concurrency).unwrap_or(u32::MAX))
+            .max_connections(driver_pool.max(crate::db::MIN_POOL))
             .sqlx_logging(false)
             .to_owned(),
     )
