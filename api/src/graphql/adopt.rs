@@ -33,7 +33,7 @@ use futures::{FutureExt, Stream, StreamExt};
 use prometheus_client::metrics::gauge::Gauge;
 
 use super::AskloopSchema;
-use super::live::kind_of;
+use super::queue_change::kind_of;
 use super::shared::{Class, Resolved, SharedPayloads, Sharing};
 use crate::error::ServiceError;
 use crate::service::subscriptions::Change;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use async_graphql::{Context, Enum, Result, SimpleObject, Subscription};
+use async_graphql::{Context, Result, Subscription};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use sea_orm::DatabaseConnection;
@@ -10,49 +10,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::adopt;
 use super::caller_of;
+use super::queue_change::QueueChange;
 use super::shared::{SharedChange, Sharing};
-use super::types::Question;
 use crate::error::GqlResultExt;
 use crate::live::LiveHub;
-use crate::service::subscriptions::{self, Change, ChangeKind};
-
-/// How a question changed for the subscriber.
-#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
-pub enum QueueChangeKind {
-    /// It appeared (a new question, or one back from research for someone who set it aside).
-    Added,
-    /// It is still waiting, changed (sent for research, research back, declined by someone).
-    Updated,
-    /// It left the queue (answered, dismissed, expired; or I declined it).
-    Removed,
-}
-
-/// One change to a queue.
-#[derive(SimpleObject)]
-pub struct QueueChange {
-    /// How it changed.
-    pub change: QueueChangeKind,
-    /// The question as it is now.
-    pub question: Question,
-}
-
-/// How a change reads in the schema.
-pub(super) fn kind_of(kind: ChangeKind) -> QueueChangeKind {
-    match kind {
-        ChangeKind::Added => QueueChangeKind::Added,
-        ChangeKind::Updated => QueueChangeKind::Updated,
-        ChangeKind::Removed => QueueChangeKind::Removed,
-    }
-}
-
-impl From<Change> for QueueChange {
-    fn from(change: Change) -> Self {
-        Self {
-            change: kind_of(change.kind),
-            question: change.question.into(),
-        }
-    }
-}
+use crate::service::subscriptions::{self, Change};
 
 /// How many of one connection's subscriptions may be starting (reading the database to check
 /// the subscriber's rights) at once.

@@ -34,7 +34,7 @@ use async_graphql::{
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
-use super::live::QueueChange;
+use super::queue_change::QueueChange;
 
 /// How many resolved payloads are kept: a few events' worth of every class and selection in use.
 /// A subscriber whose key was dropped resolves its own copy; nothing is lost.

@@ -38,8 +38,8 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::time::{Instant, MissedTickBehavior};
 
+use super::GraphqlEndpoint;
 use super::adopt::{self, Adopted, Adoptions};
-use super::http::GraphqlEndpoint;
 use super::shared::Splices;
 use crate::admission::OpenSlot;
 use crate::auth::{Caller, ClientAddress, OriginCheck, bearer_token, resolve_caller};
