@@ -11,7 +11,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::adopt;
 use super::caller_of;
 use super::queue_change::QueueChange;
-use super::shared::{SharedChange, Sharing};
+use super::shared::{Serving, SharedPayloads, Sharing};
 use crate::error::GqlResultExt;
 use crate::live::LiveHub;
 use crate::service::subscriptions::{self, Change};
@@ -51,7 +51,7 @@ impl LiveSubscription {
         &self,
         ctx: &Context<'_>,
         niche_slug: String,
-    ) -> Result<BoxStream<'static, Result<SharedChange>>> {
+    ) -> Result<BoxStream<'static, Result<QueueChange>>> {
         if let Some(change) = adopt::one_shot(ctx) {
             return Ok(shared(ctx, futures::stream::iter([change])));
         }
@@ -75,7 +75,7 @@ impl LiveSubscription {
     async fn awaiting_me(
         &self,
         ctx: &Context<'_>,
-    ) -> Result<BoxStream<'static, Result<SharedChange>>> {
+    ) -> Result<BoxStream<'static, Result<QueueChange>>> {
         if let Some(change) = adopt::one_shot(ctx) {
             return Ok(shared(ctx, futures::stream::iter([change])));
         }
@@ -92,14 +92,29 @@ impl LiveSubscription {
     }
 }
 
-/// A subscriber's changes, each resolved through the shared store when its selection allows
-/// (`shared`): one resolution and one serialisation per event and class, not per subscriber.
-/// Over a websocket such a subscription is handed over to the socket (`adopt`), and the
-/// library's stream ends here.
-fn shared<S>(ctx: &Context<'_>, changes: S) -> BoxStream<'static, Result<SharedChange>>
+/// A subscriber's changes, already registered with the live hub. Over a websocket, a shareable
+/// single-field subscription is handed over to the socket (`adopt`), which resolves each change
+/// once per event and class (`shared`), and the library's stream ends here; any other is
+/// resolved here, per subscriber. Either way the stream holds its place in
+/// `askloop_live_subscriptions_served` from now (it is registered) until it is dropped; a
+/// one-shot run (one change for a stream already counted) holds none.
+fn shared<S>(ctx: &Context<'_>, changes: S) -> BoxStream<'static, Result<QueueChange>>
 where
     S: Stream<Item = std::result::Result<Change, crate::error::ServiceError>> + Send + 'static,
 {
+    let changes = if adopt::is_one_shot(ctx) {
+        changes.boxed()
+    } else {
+        let serving = ctx
+            .data_opt::<Arc<SharedPayloads>>()
+            .map(|payloads| Serving::start(payloads));
+        changes
+            .map(move |change| {
+                let _held = &serving;
+                change
+            })
+            .boxed()
+    };
     let admin = caller_of(ctx)
         .ok()
         .and_then(|caller| caller.viewer())
@@ -115,14 +130,6 @@ where
         Err(changes) => changes,
     };
     changes
-        .map(move |change| {
-            change
-                .map(|change| SharedChange {
-                    event: change.event,
-                    change: QueueChange::from(change),
-                    sharing: sharing.clone(),
-                })
-                .gql()
-        })
+        .map(|change| change.map(QueueChange::from).gql())
         .boxed()
 }
