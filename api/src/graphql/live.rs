@@ -11,7 +11,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::adopt;
 use super::caller_of;
 use super::queue_change::QueueChange;
-use super::shared::{Serving, SharedPayloads, Sharing};
+use super::shared::{Serving, Sharing};
 use crate::error::GqlResultExt;
 use crate::live::LiveHub;
 use crate::service::subscriptions::{self, Change};
@@ -105,9 +105,7 @@ where
     let changes = if adopt::is_one_shot(ctx) {
         changes.boxed()
     } else {
-        let serving = ctx
-            .data_opt::<Arc<SharedPayloads>>()
-            .map(|payloads| Serving::start(payloads));
+        let serving = Serving::of(ctx);
         changes
             .map(move |change| {
                 let _held = &serving;

@@ -129,6 +129,15 @@ impl Serving {
     }
 }
 
+impl Serving {
+    /// A place for the subscription stream `ctx` has just registered with the hub (none when
+    /// the schema has no store: the SDL export).
+    pub fn of(ctx: &Context<'_>) -> Option<Self> {
+        ctx.data_opt::<Arc<SharedPayloads>>()
+            .map(|payloads| Self::start(payloads))
+    }
+}
+
 impl Drop for Serving {
     fn drop(&mut self) {
         self.0.dec();
