@@ -273,7 +273,7 @@ fn canonical_string(text: &mut String, s: &str) {
     match serde_json::to_string(s) {
         Ok(quoted) => text.push_str(&quoted),
         // Serialising a string cannot fail; were it to, `!` is no JSON text, so it matches none.
-        Err(_) => text.push_str("!"),
+        Err(_) => text.push('!'),
     }
 }
 
