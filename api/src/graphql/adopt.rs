@@ -253,6 +253,18 @@ impl Adoptions {
         Claim::Send
     }
 
+    /// Drop every hand-over whose subscribe is no longer running (the client has just completed
+    /// an operation): it will never be served, and it holds a place in the served gauge.
+    pub fn forget_stopped(this: Option<&Self>, running: impl Fn(&str) -> Option<u64>) {
+        if let Some(this) = this {
+            this.0
+                .handed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|h| running(&h.id) == Some(h.serial));
+        }
+    }
+
     /// Drop whatever was handed over and not claimed (the connection is ending): a hand-over
     /// holds the connection's data, which holds this.
     pub fn clear(&self) {
@@ -595,6 +607,16 @@ mod tests {
             0,
             "the dropped stream gave its place back"
         );
+    }
+
+    #[test]
+    fn a_hand_over_is_forgotten_as_soon_as_the_client_completes_it() {
+        let (adoptions, payloads) = adoptions();
+        hand(&adoptions, &payloads, "q", 1);
+        hand(&adoptions, &payloads, "r", 2);
+        Adoptions::forget_stopped(Some(&adoptions), |id: &str| (id == "r").then_some(2));
+        assert_eq!(handed(&adoptions), 1, "only r's is kept");
+        assert_eq!(served(&payloads), 1);
     }
 
     #[test]

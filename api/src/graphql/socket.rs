@@ -550,7 +550,12 @@ where
                             }
                             continue;
                         }
-                        Heard::Stop(_) | Heard::Other => Inbound::from(text.as_str().as_bytes()),
+                        Heard::Stop(_) => {
+                            // A hand-over of it that came before will never be served.
+                            Adoptions::forget_stopped(claims.as_ref(), |id| operations.serial(id));
+                            Inbound::from(text.as_str().as_bytes())
+                        }
+                        Heard::Other => Inbound::from(text.as_str().as_bytes()),
                     },
                     Some(Ok(Message::Binary(bytes))) => Inbound::from(bytes.as_ref()),
                     Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
