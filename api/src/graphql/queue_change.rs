@@ -1,6 +1,6 @@
 //! A change to a live queue as the schema shows it (`QueueChange`), apart from the
-//! subscriptions that send it, so the live modules depend on it in a line:
-//! `live → adopt → shared → queue_change`.
+//! subscriptions that send it, so the live modules depend on each other in a line:
+//! `live → adopt → shared`, with `live` and `adopt` reading this.
 
 use async_graphql::{Enum, SimpleObject};
 
