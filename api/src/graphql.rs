@@ -1,13 +1,19 @@
 //! The GraphQL API (docs/contract.md#graphql): the schema is merged from one part per area;
 //! resolvers are thin (parse → service → map) and return GraphQL types, never entities. The
-//! HTTP and websocket handlers that serve it live apart, in `http` and `socket`.
+//! HTTP and websocket handlers that serve it live apart, in `http` and `socket`; the endpoint
+//! state they share and the router that mounts them are here, so neither imports the other.
 
 use std::sync::Arc;
 
 use crate::db::Db;
 use async_graphql::dataloader::DataLoader;
 use async_graphql::{Context, MergedObject, MergedSubscription, Schema};
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, FromRef};
+use axum::routing::get;
+use tokio::sync::Semaphore;
 
+use crate::admission::{OpenPerAddress, RatePerAddress};
 use crate::auth::{Caller, LoginThrottle};
 use crate::config::Config;
 use crate::live::{ChangeHint, CredentialsEnded, LiveHub};
@@ -26,6 +32,7 @@ mod money;
 mod niches;
 pub mod one_login;
 mod questions;
+mod queue_change;
 mod reach;
 mod scores;
 pub mod shared;
@@ -69,6 +76,75 @@ pub struct SubscriptionRoot(live::LiveSubscription, money::MoneySubscription);
 
 /// askloop's schema.
 pub type AskloopSchema = Schema<QueryRoot, MutationRoot, SubscriptionRoot>;
+
+/// What the GraphQL handlers reach: the schema, and what resolving a caller and serving a
+/// websocket need.
+#[derive(Clone)]
+pub struct GraphqlEndpoint {
+    /// The schema, with its limits and data.
+    pub schema: AskloopSchema,
+    /// The database pool (to resolve callers).
+    pub db: Db,
+    /// The configuration.
+    pub config: Arc<Config>,
+    /// The live hub (its stop closes websockets on shutdown).
+    pub live: LiveHub,
+    /// One permit per open websocket, up to `ASKLOOP_MAX_WEBSOCKETS`.
+    pub sockets: Arc<Semaphore>,
+    /// One permit per anonymous websocket still waiting for `connection_init`.
+    pub uninitialised: Arc<Semaphore>,
+    /// Anonymous websockets open per address, up to `ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS`.
+    pub anonymous: Arc<OpenPerAddress>,
+    /// Anonymous upgrades per address, at `ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND`.
+    pub handshakes: Arc<RatePerAddress>,
+}
+
+impl GraphqlEndpoint {
+    /// The endpoint for `schema`, with socket permits sized from the configuration.
+    pub fn new(schema: AskloopSchema, db: Db, config: Arc<Config>, live: LiveHub) -> Self {
+        Self {
+            sockets: Arc::new(Semaphore::new(config.live.max_sockets)),
+            uninitialised: Arc::new(Semaphore::new(config.live.max_uninitialised)),
+            anonymous: OpenPerAddress::new(config.live.max_anonymous_per_address),
+            handshakes: Arc::new(RatePerAddress::new(config.live.handshakes_per_second)),
+            schema,
+            db,
+            config,
+            live,
+        }
+    }
+}
+
+impl FromRef<GraphqlEndpoint> for Db {
+    fn from_ref(endpoint: &GraphqlEndpoint) -> Self {
+        endpoint.db.clone()
+    }
+}
+
+impl FromRef<GraphqlEndpoint> for Arc<Config> {
+    fn from_ref(endpoint: &GraphqlEndpoint) -> Self {
+        endpoint.config.clone()
+    }
+}
+
+/// `/graphql` and `/graphql/ws`, ready to merge into any router.
+pub fn routes<S>(endpoint: GraphqlEndpoint) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
+    // The body limit applies before a byte is read: `execute` takes the body through axum's
+    // limited extractor, never the library's unbounded one.
+    let limit = endpoint.config.graphql_max_body_bytes;
+    Router::new()
+        .route(
+            "/graphql",
+            get(http::graphiql)
+                .post(http::execute)
+                .layer(DefaultBodyLimit::max(limit)),
+        )
+        .route("/graphql/ws", get(socket::upgrade))
+        .with_state(endpoint)
+}
 
 /// Build the schema with its limits (`limits`: depth, selections and introspection measured by
 /// askloop; the node count as the library's complexity, capped at `ASKLOOP_GRAPHQL_MAX_NODES`),

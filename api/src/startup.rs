@@ -18,7 +18,7 @@ use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 use crate::auth::LoginThrottle;
 use crate::config::Config;
-use crate::graphql::{self, http::GraphqlEndpoint, shared::SharedPayloads};
+use crate::graphql::{self, GraphqlEndpoint, shared::SharedPayloads};
 use crate::live::LiveHub;
 use crate::metrics::{self, Metrics};
 use crate::security_headers;
@@ -200,7 +200,7 @@ pub fn router(state: AppState, graphql: GraphqlEndpoint) -> Router {
     let body_limit = state.config.max_body_bytes;
     let routes = Router::new()
         .merge(rest::router())
-        .merge(graphql::http::routes(graphql))
+        .merge(graphql::routes(graphql))
         .merge(mcp::router(&state))
         .route_layer(axum::middleware::from_fn_with_state(
             state.metrics.clone(),

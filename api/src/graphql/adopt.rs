@@ -5,12 +5,16 @@
 //! and its copy of the document, about half of what an idle subscriber costs).
 //!
 //! - **Tag.** The socket writes a tag into every `subscribe` message's `extensions`, naming the
-//!   operation's id under a random per-process nonce ([`tagged`]); [`Tagging`] moves it into
-//!   the request's data. A client cannot forge one, and any it sends is removed.
+//!   operation's id and the socket's serial number for that subscribe under a random
+//!   per-process nonce ([`tagged`]); [`Tagging`] moves it into the request's data, with the
+//!   request's [`Roots`] (read from its parsed document). A client cannot forge one, and any it
+//!   sends is removed.
 //! - **Hand-over.** A queue resolver that finds a tag, the connection's [`Adoptions`] and a
-//!   shareable single-field operation gives its stream of changes to the connection and returns
-//!   an empty one. The library then completes the operation; the socket swallows that
-//!   `complete` and serves the handed-over stream under the same id.
+//!   shareable single-field operation gives its stream of changes (already registered with the
+//!   live hub) to the connection and returns an empty one. The library then completes the
+//!   operation; the socket swallows that `complete` and serves the handed-over stream under the
+//!   same id — only if that very subscribe (its serial) is still running: one the client
+//!   completed or replaced in the meantime is dropped with its `complete` ([`Adoptions::claim`]).
 //! - **Serving.** A change whose payload is already resolved for its (event, class, selection)
 //!   is sent as that shared JSON text. Any other — the first of its key, an error, a payload
 //!   that raised errors — is resolved by a one-shot run of the subscription's own document
@@ -25,16 +29,14 @@ use async_graphql::extensions::{
     Extension, ExtensionContext, ExtensionFactory, NextPrepareRequest,
 };
 use async_graphql::http::WebSocketProtocols;
-use async_graphql::parser::types::Selection;
 use async_graphql::{Context, Data, Name, Request, Response, ServerError, ServerResult, Value};
 use async_graphql::{Variables, futures_util::task};
 use futures::future::BoxFuture;
 use futures::{FutureExt, Stream, StreamExt};
-use prometheus_client::metrics::gauge::Gauge;
 
 use super::AskloopSchema;
-use super::live::kind_of;
-use super::shared::{Class, Resolved, SharedPayloads, Sharing};
+use super::queue_change::kind_of;
+use super::shared::{Class, Resolved, Roots, Sharing};
 use crate::error::ServiceError;
 use crate::service::subscriptions::Change;
 
@@ -50,10 +52,11 @@ fn nonce() -> &'static str {
     NONCE.get_or_init(|| hex::encode(rand::random::<[u8; 16]>()))
 }
 
-/// A `subscribe` (or legacy `start`) message from the peer with this socket's tag written into
-/// its payload's `extensions` (replacing any the peer wrote), or `None` when it has no string id
-/// and object payload to tag: the library then answers it as it is.
-pub fn tagged(text: &str) -> Option<String> {
+/// A `subscribe` (or legacy `start`) message from the peer with this socket's tag for the
+/// subscribe numbered `serial` written into its payload's `extensions` (replacing any the peer
+/// wrote), or `None` when it has no string id and object payload to tag: the library then
+/// answers it as it is.
+pub fn tagged(text: &str, serial: u64) -> Option<String> {
     let mut message: serde_json::Value = serde_json::from_str(text).ok()?;
     let id = message.get("id")?.as_str()?.to_owned();
     let payload = message.get_mut("payload")?.as_object_mut()?;
@@ -65,7 +68,7 @@ pub fn tagged(text: &str) -> Option<String> {
     }
     extensions.as_object_mut()?.insert(
         TAG_KEY.to_owned(),
-        serde_json::Value::String(format!("{}:{id}", nonce())),
+        serde_json::Value::String(format!("{}:{serial}:{id}", nonce())),
     );
     serde_json::to_string(&message).ok()
 }
@@ -77,9 +80,11 @@ struct Template {
     operation_name: Option<String>,
 }
 
-/// A tagged request's operation: its id on the connection, and its template.
+/// A tagged request's operation: its id on the connection, the socket's serial number for the
+/// subscribe that started it, and its template.
 struct Tag {
     id: String,
+    serial: u64,
     template: Arc<Template>,
 }
 
@@ -139,14 +144,23 @@ impl Extension for TaggingExtension {
         next: NextPrepareRequest<'_>,
     ) -> ServerResult<Request> {
         // Whatever is under the key goes: only a tag with this process's nonce counts.
-        if let Some(Value::String(tag)) = request.extensions.remove(TAG_KEY)
-            && let Some(id) = tag
+        let tag = request.extensions.remove(TAG_KEY);
+        // Queries and mutations carry nothing more: only a subscription has roots.
+        let Some(roots) = Roots::of(&mut request) else {
+            return next.run(ctx, request).await;
+        };
+        request.data.insert(roots);
+        if let Some(Value::String(tag)) = tag
+            && let Some((serial, id)) = tag
                 .strip_prefix(nonce())
                 .and_then(|rest| rest.strip_prefix(':'))
+                .and_then(|rest| rest.split_once(':'))
+            && let Ok(serial) = serial.parse::<u64>()
         {
             let template = self.template(&request);
             request.data.insert(Tag {
                 id: id.to_owned(),
+                serial,
                 template,
             });
         }
@@ -164,7 +178,28 @@ pub struct Adoptions(Arc<Inner>);
 
 struct Inner {
     schema: AskloopSchema,
-    handed: Mutex<Vec<(String, Served)>>,
+    /// The connection's data (its caller and the rest) for one-shot runs, once initialised.
+    session: std::sync::OnceLock<Arc<Data>>,
+    handed: Mutex<Vec<Handed>>,
+}
+
+/// A stream handed over by the resolver of the subscribe numbered `serial`, for operation `id`.
+struct Handed {
+    id: String,
+    serial: u64,
+    served: Served,
+}
+
+/// What the socket makes of a message the library is sending ([`Adoptions::claim`]).
+pub enum Claim {
+    /// Nothing handed over: send it.
+    Send,
+    /// The `complete` of an operation handed over and still running: serve this in its place
+    /// (and do not send the `complete`).
+    Adopt(String, Served),
+    /// The `complete` of an operation handed over that the client completed (or replaced)
+    /// before the library finished starting it: drop it, and serve nothing.
+    Drop,
 }
 
 impl Adoptions {
@@ -175,30 +210,59 @@ impl Adoptions {
         (protocol == WebSocketProtocols::GraphQLWS).then(|| {
             Self(Arc::new(Inner {
                 schema,
+                session: std::sync::OnceLock::new(),
                 handed: Mutex::new(Vec::new()),
             }))
         })
     }
 
-    /// When `text` (a message the library is sending) completes an operation that was handed
-    /// over: its id and the stream to serve in its place. The message is then not sent.
-    pub fn claim(this: Option<&Self>, text: &str) -> Option<(String, Served)> {
-        let mut handed = this?.0.handed.lock().unwrap_or_else(|p| p.into_inner());
-        if handed.is_empty() || !text.contains("\"complete\"") {
-            return None;
+    /// The connection's data for one-shot runs, set once when `connection_init` is accepted.
+    pub fn initialised(&self, session: Data) {
+        let _ = self.0.session.set(Arc::new(session));
+    }
+
+    /// What to do with `text`, a message the library is sending, given which subscribe
+    /// (`running`: its serial) each operation id is running now. Every hand-over whose subscribe
+    /// is no longer running is dropped here, whatever the message: none outlives the next one.
+    pub fn claim(this: Option<&Self>, text: &str, running: impl Fn(&str) -> Option<u64>) -> Claim {
+        let Some(this) = this else {
+            return Claim::Send;
+        };
+        let mut handed = this.0.handed.lock().unwrap_or_else(|p| p.into_inner());
+        if handed.is_empty() {
+            return Claim::Send;
         }
-        #[derive(serde::Deserialize)]
-        struct Complete<'a> {
-            #[serde(rename = "type")]
-            kind: &'a str,
-            id: String,
+        let mut stale = Vec::new();
+        handed.retain(|h| {
+            let current = running(&h.id) == Some(h.serial);
+            if !current {
+                stale.push(h.id.clone());
+            }
+            current
+        });
+        let Some(id) = completed(text) else {
+            return Claim::Send;
+        };
+        if let Some(at) = handed.iter().position(|h| h.id == id) {
+            let h = handed.swap_remove(at);
+            return Claim::Adopt(h.id, h.served);
         }
-        let complete = serde_json::from_str::<Complete<'_>>(text).ok()?;
-        if complete.kind != "complete" {
-            return None;
+        if stale.contains(&id) {
+            return Claim::Drop;
         }
-        let at = handed.iter().position(|(id, _)| *id == complete.id)?;
-        Some(handed.swap_remove(at))
+        Claim::Send
+    }
+
+    /// Drop every hand-over whose subscribe is no longer running (the client has just completed
+    /// an operation): it will never be served, and it holds a place in the served gauge.
+    pub fn forget_stopped(this: Option<&Self>, running: impl Fn(&str) -> Option<u64>) {
+        if let Some(this) = this {
+            this.0
+                .handed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|h| running(&h.id) == Some(h.serial));
+        }
     }
 
     /// Drop whatever was handed over and not claimed (the connection is ending): a hand-over
@@ -238,21 +302,23 @@ pub(super) fn hand_over<S>(
 where
     S: Stream<Item = Result<Change, ServiceError>> + Send + 'static,
 {
-    let (Some(sharing), Some(adoptions), Some(tag)) =
-        (sharing, ctx.data_opt::<Adoptions>(), ctx.data_opt::<Tag>())
-    else {
+    let (Some(sharing), Some(adoptions), Some(tag), Some(roots)) = (
+        sharing,
+        ctx.data_opt::<Adoptions>(),
+        ctx.data_opt::<Tag>(),
+        ctx.data_opt::<Roots>(),
+    ) else {
         return Err(changes);
     };
-    let roots = &ctx.query_env.operation.node.selection_set.node.items;
-    if !matches!(roots.as_slice(), [root] if matches!(root.node, Selection::Field(_))) {
+    let (Some(key), Some(session)) = (roots.single_key(), adoptions.0.session.get()) else {
         return Err(changes);
-    }
+    };
     let plan = Arc::new(Plan {
         id: tag.id.clone(),
-        key: ctx.item.node.response_key().node.clone(),
+        key: key.clone(),
         sharing: sharing.clone(),
         template: tag.template.clone(),
-        session: ctx.query_env.session_data.clone(),
+        session: session.clone(),
         adoptions: adoptions.clone(),
     });
     let served: Served = changes
@@ -263,7 +329,11 @@ where
         .handed
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .push((tag.id.clone(), served));
+        .push(Handed {
+            id: tag.id.clone(),
+            serial: tag.serial,
+            served,
+        });
     Ok(())
 }
 
@@ -360,10 +430,7 @@ impl Plan {
         };
         let value = data.get(&self.key)?;
         let json = serde_json::to_string(value).ok()?;
-        Some(Resolved {
-            value: value.clone(),
-            json: json.into(),
-        })
+        Some(Resolved { json: json.into() })
     }
 
     /// A data message carrying an already serialised root value.
@@ -390,48 +457,22 @@ fn quoted(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
-/// The subscriptions a socket serves itself, by operation id.
+/// The subscriptions a socket serves itself, by operation id. Each stream holds its own place
+/// in `askloop_live_subscriptions_served` (`shared::Serving`), so dropping it is all it takes.
+#[derive(Default)]
 pub struct Adopted {
     streams: HashMap<String, Served>,
-    /// How many subscriptions every socket serves (`/metrics`).
-    gauge: Option<Gauge>,
 }
 
 impl Adopted {
-    /// What a connection with `adoptions` serves.
-    pub fn new(adoptions: Option<&Adoptions>) -> Self {
-        Self {
-            streams: HashMap::new(),
-            gauge: adoptions.and_then(|adoptions| {
-                adoptions
-                    .0
-                    .schema
-                    .data::<Arc<SharedPayloads>>()
-                    .map(|payloads| payloads.served.clone())
-            }),
-        }
-    }
-
-    fn count(&self, by: i64) {
-        if let Some(gauge) = &self.gauge {
-            gauge.inc_by(by);
-        }
-    }
-
     /// Serve `stream` as operation `id` (replacing any served under that id).
     pub fn insert(&mut self, id: String, stream: Served) {
-        if self.streams.insert(id, stream).is_none() {
-            self.count(1);
-        }
+        self.streams.insert(id, stream);
     }
 
     /// Stop serving operation `id`: whether it was served here.
     pub fn remove(&mut self, id: &str) -> bool {
-        let removed = self.streams.remove(id).is_some();
-        if removed {
-            self.count(-1);
-        }
-        removed
+        self.streams.remove(id).is_some()
     }
 
     /// Whether nothing is served here.
@@ -468,13 +509,181 @@ impl Adopted {
     }
 }
 
-impl Drop for Adopted {
-    fn drop(&mut self) {
-        self.count(-(self.streams.len() as i64));
+/// The id of the operation `text` completes, when it is a `complete` message (parsed, not
+/// searched: an agent's text inside a `next` payload never reads as one).
+fn completed(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Complete<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: std::borrow::Cow<'a, str>,
+        id: Option<String>,
     }
+    let message = serde_json::from_str::<Complete<'_>>(text).ok()?;
+    (message.kind == "complete").then_some(message.id).flatten()
 }
 
 /// The `complete` message for operation `id`.
 pub fn complete_message(id: &str) -> String {
     format!(r#"{{"type":"complete","id":{}}}"#, quoted(id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::LoginThrottle;
+    use crate::config::Config;
+    use crate::graphql::shared::{Serving, SharedPayloads};
+
+    /// The hand-overs of a `graphql-transport-ws` connection, and the gauge they count in.
+    fn adoptions() -> (Adoptions, Arc<SharedPayloads>) {
+        let payloads = Arc::new(SharedPayloads::new(Default::default()));
+        let schema = super::super::build_schema(
+            crate::db::Db::disconnected(),
+            Arc::new(Config::defaults()),
+            Arc::new(LoginThrottle::default()),
+            None,
+            payloads.clone(),
+        );
+        let adoptions =
+            Adoptions::new(schema, WebSocketProtocols::GraphQLWS).expect("transport-ws adopts");
+        (adoptions, payloads)
+    }
+
+    /// What a resolver hands over for the subscribe numbered `serial`: a stream that never ends,
+    /// holding its place in the gauge as a real one does.
+    fn hand(adoptions: &Adoptions, payloads: &SharedPayloads, id: &str, serial: u64) {
+        let serving = Serving::start(payloads);
+        let served: Served = futures::stream::pending::<String>()
+            .map(move |message| {
+                let _held = &serving;
+                message
+            })
+            .boxed();
+        adoptions.0.handed.lock().expect("unpoisoned").push(Handed {
+            id: id.to_owned(),
+            serial,
+            served,
+        });
+    }
+
+    fn handed(adoptions: &Adoptions) -> usize {
+        adoptions.0.handed.lock().expect("unpoisoned").len()
+    }
+
+    fn served(payloads: &SharedPayloads) -> i64 {
+        payloads.served.get()
+    }
+
+    const COMPLETE_Q: &str = r#"{"type":"complete","id":"q"}"#;
+
+    #[test]
+    fn a_hand_over_still_running_is_adopted_on_its_complete() {
+        let (adoptions, payloads) = adoptions();
+        hand(&adoptions, &payloads, "q", 1);
+        let running = |id: &str| (id == "q").then_some(1);
+        match Adoptions::claim(Some(&adoptions), COMPLETE_Q, running) {
+            Claim::Adopt(id, _served) => assert_eq!(id, "q"),
+            _ => panic!("the running operation is adopted"),
+        }
+        assert_eq!(handed(&adoptions), 0);
+    }
+
+    /// The race the serials close: the client's `complete` reached the socket after the resolver
+    /// handed over but before the library's empty stream ended. Nothing is served, and the
+    /// stream (with its place in the gauge) is gone.
+    #[test]
+    fn a_hand_over_the_client_completed_first_is_dropped_with_its_complete() {
+        let (adoptions, payloads) = adoptions();
+        hand(&adoptions, &payloads, "q", 1);
+        assert_eq!(served(&payloads), 1);
+        let nothing_running = |_: &str| None;
+        assert!(matches!(
+            Adoptions::claim(Some(&adoptions), COMPLETE_Q, nothing_running),
+            Claim::Drop
+        ));
+        assert_eq!(handed(&adoptions), 0);
+        assert_eq!(
+            served(&payloads),
+            0,
+            "the dropped stream gave its place back"
+        );
+    }
+
+    #[test]
+    fn a_hand_over_is_forgotten_as_soon_as_the_client_completes_it() {
+        let (adoptions, payloads) = adoptions();
+        hand(&adoptions, &payloads, "q", 1);
+        hand(&adoptions, &payloads, "r", 2);
+        Adoptions::forget_stopped(Some(&adoptions), |id: &str| (id == "r").then_some(2));
+        assert_eq!(handed(&adoptions), 1, "only r's is kept");
+        assert_eq!(served(&payloads), 1);
+    }
+
+    #[test]
+    fn a_subscribe_again_under_the_same_id_is_never_given_the_earlier_hand_over() {
+        let (adoptions, payloads) = adoptions();
+        hand(&adoptions, &payloads, "q", 1);
+        let second_running = |id: &str| (id == "q").then_some(2);
+        assert!(matches!(
+            Adoptions::claim(Some(&adoptions), COMPLETE_Q, second_running),
+            Claim::Drop
+        ));
+        hand(&adoptions, &payloads, "q", 2);
+        let Claim::Adopt(_, _kept) = Adoptions::claim(Some(&adoptions), COMPLETE_Q, second_running)
+        else {
+            panic!("the second subscribe's hand-over is adopted");
+        };
+        assert_eq!(served(&payloads), 1, "only the second is served");
+    }
+
+    #[test]
+    fn a_stale_hand_over_is_dropped_at_the_next_message_whatever_it_is() {
+        let (adoptions, payloads) = adoptions();
+        hand(&adoptions, &payloads, "q", 1);
+        let next = r#"{"type":"next","id":"other","payload":{"data":null}}"#;
+        assert!(matches!(
+            Adoptions::claim(Some(&adoptions), next, |_: &str| None),
+            Claim::Send
+        ));
+        assert_eq!(handed(&adoptions), 0);
+        assert_eq!(served(&payloads), 0);
+    }
+
+    #[test]
+    fn a_next_whose_text_reads_complete_is_sent_not_claimed() {
+        let (adoptions, payloads) = adoptions();
+        hand(&adoptions, &payloads, "q", 1);
+        let next = r#"{"type":"next","id":"q","payload":{"data":{"title":"{\"type\":\"complete\",\"id\":\"q\"}"}}}"#;
+        let running = |id: &str| (id == "q").then_some(1);
+        assert!(matches!(
+            Adoptions::claim(Some(&adoptions), next, running),
+            Claim::Send
+        ));
+        assert_eq!(handed(&adoptions), 1, "still waiting for its own complete");
+    }
+
+    #[test]
+    fn nothing_is_claimed_without_adoptions_or_hand_overs() {
+        assert!(matches!(
+            Adoptions::claim(None, COMPLETE_Q, |_: &str| Some(1)),
+            Claim::Send
+        ));
+        let (adoptions, _payloads) = adoptions();
+        assert!(matches!(
+            Adoptions::claim(Some(&adoptions), COMPLETE_Q, |_: &str| Some(1)),
+            Claim::Send
+        ));
+    }
+
+    #[test]
+    fn a_tag_names_the_serial_and_the_id_and_replaces_the_clients() {
+        let text = r#"{"type":"subscribe","id":"q","payload":{"query":"x","extensions":{"askloopOperation":"forged"}}}"#;
+        let message: serde_json::Value =
+            serde_json::from_str(&tagged(text, 7).expect("tagged")).expect("JSON");
+        assert_eq!(
+            message["payload"]["extensions"][TAG_KEY],
+            format!("{}:7:q", nonce())
+        );
+        assert!(tagged(r#"{"type":"subscribe","id":1,"payload":{}}"#, 1).is_none());
+    }
 }

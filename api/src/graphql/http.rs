@@ -1,97 +1,18 @@
-//! The HTTP side of the GraphQL transport: `POST /graphql` (queries and mutations), `GET
-//! /graphql` (GraphiQL) and the `/graphql/ws` upgrade, as a router with its own small state so
-//! the schema never has to live in the application's state.
+//! The HTTP side of the GraphQL transport: `POST /graphql` (queries and mutations) and `GET
+//! /graphql` (GraphiQL). The router that mounts them and the websocket lives in `graphql.rs`.
 
-use std::sync::Arc;
-
-use crate::db::Db;
 use async_graphql::http::GraphiQLSource;
 use async_graphql::{ErrorExtensions, Response, ServerError};
 use async_graphql_axum::GraphQLResponse;
-use axum::Router;
 use axum::body::Bytes;
+use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, FromRef, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse};
-use axum::routing::get;
-use tokio::sync::Semaphore;
 
-use super::{AskloopSchema, error_door, socket};
-use crate::admission::{OpenPerAddress, RatePerAddress};
+use super::{GraphqlEndpoint, error_door};
 use crate::auth::{ClientAddress, UserAgent, resolve_caller};
-use crate::config::Config;
 use crate::error::ServiceError;
-use crate::live::LiveHub;
-
-/// What the GraphQL handlers reach: the schema, and what resolving a caller and serving a
-/// websocket need.
-#[derive(Clone)]
-pub struct GraphqlEndpoint {
-    /// The schema, with its limits and data.
-    pub schema: AskloopSchema,
-    /// The database pool (to resolve callers).
-    pub db: Db,
-    /// The configuration.
-    pub config: Arc<Config>,
-    /// The live hub (its stop closes websockets on shutdown).
-    pub live: LiveHub,
-    /// One permit per open websocket, up to `ASKLOOP_MAX_WEBSOCKETS`.
-    pub sockets: Arc<Semaphore>,
-    /// One permit per anonymous websocket still waiting for `connection_init`.
-    pub uninitialised: Arc<Semaphore>,
-    /// Anonymous websockets open per address, up to `ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS`.
-    pub anonymous: Arc<OpenPerAddress>,
-    /// Anonymous upgrades per address, at `ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND`.
-    pub handshakes: Arc<RatePerAddress>,
-}
-
-impl GraphqlEndpoint {
-    /// The endpoint for `schema`, with socket permits sized from the configuration.
-    pub fn new(schema: AskloopSchema, db: Db, config: Arc<Config>, live: LiveHub) -> Self {
-        Self {
-            sockets: Arc::new(Semaphore::new(config.live.max_sockets)),
-            uninitialised: Arc::new(Semaphore::new(config.live.max_uninitialised)),
-            anonymous: OpenPerAddress::new(config.live.max_anonymous_per_address),
-            handshakes: Arc::new(RatePerAddress::new(config.live.handshakes_per_second)),
-            schema,
-            db,
-            config,
-            live,
-        }
-    }
-}
-
-impl FromRef<GraphqlEndpoint> for Db {
-    fn from_ref(endpoint: &GraphqlEndpoint) -> Self {
-        endpoint.db.clone()
-    }
-}
-
-impl FromRef<GraphqlEndpoint> for Arc<Config> {
-    fn from_ref(endpoint: &GraphqlEndpoint) -> Self {
-        endpoint.config.clone()
-    }
-}
-
-/// `/graphql` and `/graphql/ws`, ready to merge into any router.
-pub fn routes<S>(endpoint: GraphqlEndpoint) -> Router<S>
-where
-    S: Clone + Send + Sync + 'static,
-{
-    // The body limit applies before a byte is read: `execute` takes the body through axum's
-    // limited extractor, never the library's unbounded one.
-    let limit = endpoint.config.graphql_max_body_bytes;
-    Router::new()
-        .route(
-            "/graphql",
-            get(graphiql)
-                .post(execute)
-                .layer(DefaultBodyLimit::max(limit)),
-        )
-        .route("/graphql/ws", get(socket::upgrade))
-        .with_state(endpoint)
-}
 
 /// `POST /graphql`: resolve the caller once, then run the operation with it (and with the
 /// address it came from, which sign-in counts failures by, and its `User-Agent`, which a new

@@ -3,56 +3,18 @@
 use std::sync::Arc;
 
 use crate::db::Db;
-use async_graphql::{Context, Enum, Result, SimpleObject, Subscription};
+use async_graphql::{Context, Result, Subscription};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::adopt;
 use super::caller_of;
-use super::shared::{SharedChange, Sharing};
-use super::types::Question;
+use super::queue_change::QueueChange;
+use super::shared::{Serving, Sharing};
 use crate::error::GqlResultExt;
 use crate::live::LiveHub;
-use crate::service::subscriptions::{self, Change, ChangeKind};
-
-/// How a question changed for the subscriber.
-#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
-pub enum QueueChangeKind {
-    /// It appeared (a new question, or one back from research for someone who set it aside).
-    Added,
-    /// It is still waiting, changed (sent for research, research back, declined by someone).
-    Updated,
-    /// It left the queue (answered, dismissed, expired; or I declined it).
-    Removed,
-}
-
-/// One change to a queue.
-#[derive(SimpleObject)]
-pub struct QueueChange {
-    /// How it changed.
-    pub change: QueueChangeKind,
-    /// The question as it is now.
-    pub question: Question,
-}
-
-/// How a change reads in the schema.
-pub(super) fn kind_of(kind: ChangeKind) -> QueueChangeKind {
-    match kind {
-        ChangeKind::Added => QueueChangeKind::Added,
-        ChangeKind::Updated => QueueChangeKind::Updated,
-        ChangeKind::Removed => QueueChangeKind::Removed,
-    }
-}
-
-impl From<Change> for QueueChange {
-    fn from(change: Change) -> Self {
-        Self {
-            change: kind_of(change.kind),
-            question: change.question.into(),
-        }
-    }
-}
+use crate::service::subscriptions::{self, Change};
 
 /// How many of one connection's subscriptions may be starting (reading the database to check
 /// the subscriber's rights) at once.
@@ -89,7 +51,7 @@ impl LiveSubscription {
         &self,
         ctx: &Context<'_>,
         niche_slug: String,
-    ) -> Result<BoxStream<'static, Result<SharedChange>>> {
+    ) -> Result<BoxStream<'static, Result<QueueChange>>> {
         if let Some(change) = adopt::one_shot(ctx) {
             return Ok(shared(ctx, futures::stream::iter([change])));
         }
@@ -113,7 +75,7 @@ impl LiveSubscription {
     async fn awaiting_me(
         &self,
         ctx: &Context<'_>,
-    ) -> Result<BoxStream<'static, Result<SharedChange>>> {
+    ) -> Result<BoxStream<'static, Result<QueueChange>>> {
         if let Some(change) = adopt::one_shot(ctx) {
             return Ok(shared(ctx, futures::stream::iter([change])));
         }
@@ -130,14 +92,27 @@ impl LiveSubscription {
     }
 }
 
-/// A subscriber's changes, each resolved through the shared store when its selection allows
-/// (`shared`): one resolution and one serialisation per event and class, not per subscriber.
-/// Over a websocket such a subscription is handed over to the socket (`adopt`), and the
-/// library's stream ends here.
-fn shared<S>(ctx: &Context<'_>, changes: S) -> BoxStream<'static, Result<SharedChange>>
+/// A subscriber's changes, already registered with the live hub. Over a websocket, a shareable
+/// single-field subscription is handed over to the socket (`adopt`), which resolves each change
+/// once per event and class (`shared`), and the library's stream ends here; any other is
+/// resolved here, per subscriber. Either way the stream holds its place in
+/// `askloop_live_subscriptions_served` from now (it is registered) until it is dropped; a
+/// one-shot run (one change for a stream already counted) holds none.
+fn shared<S>(ctx: &Context<'_>, changes: S) -> BoxStream<'static, Result<QueueChange>>
 where
     S: Stream<Item = std::result::Result<Change, crate::error::ServiceError>> + Send + 'static,
 {
+    let changes = if adopt::is_one_shot(ctx) {
+        changes.boxed()
+    } else {
+        let serving = Serving::of(ctx);
+        changes
+            .map(move |change| {
+                let _held = &serving;
+                change
+            })
+            .boxed()
+    };
     let admin = caller_of(ctx)
         .ok()
         .and_then(|caller| caller.viewer())
@@ -153,14 +128,6 @@ where
         Err(changes) => changes,
     };
     changes
-        .map(move |change| {
-            change
-                .map(|change| SharedChange {
-                    event: change.event,
-                    change: QueueChange::from(change),
-                    sharing: sharing.clone(),
-                })
-                .gql()
-        })
+        .map(|change| change.map(QueueChange::from).gql())
         .boxed()
 }

@@ -737,7 +737,10 @@ impl MoneySubscription {
         let signals = signals::watch(db, caller_of(ctx)?.viewer(), rx)
             .await
             .gql()?;
-        Ok(signals.map(|signal| {
+        // Registered with the hub: counted in askloop_live_subscriptions_served from now.
+        let serving = super::shared::Serving::of(ctx);
+        Ok(signals.map(move |signal| {
+            let _held = &serving;
             signal
                 .map(|s| AnomalySignal::from(s.as_ref().clone()))
                 .gql()

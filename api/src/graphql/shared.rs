@@ -2,8 +2,11 @@
 //! serialised once per (event, visibility class, selection) and the result is handed to every
 //! subscriber in that class, instead of once per subscriber.
 //!
-//! - **Selection.** A subscription's selection is fingerprinted once, when it starts: a SHA-256
-//!   of the root field's selection set, the fragments it spreads and the request's variables.
+//! - **Selection.** A subscription's selection is fingerprinted once, when its request is
+//!   prepared ([`Roots::of`], from the parsed document through the library's public parser
+//!   types): a SHA-256 of the root field's selection set, the fragments it spreads and a
+//!   canonical text of the request's variables ([`canonical`]: object keys sorted, every value
+//!   tagged by its kind).
 //!   Only a selection made entirely of [class-determined](shareable) fields gets one; any other
 //!   (one that reads something personal, such as a niche's question list, which depends on who
 //!   asks) is resolved per subscriber, as before.
@@ -14,27 +17,27 @@
 //! - **Once.** The first subscriber of a key resolves it; the others wait for that result. A
 //!   resolution that raised any error (a field refused, a query failed) is not shared: each
 //!   subscriber then resolves its own, with its own errors.
-//! - **Serialised once.** Over a websocket, the resolved value travels as a marker naming a slot
-//!   of that connection; the socket swaps the marker for the shared JSON text as it sends the
-//!   message. The marker carries a random per-process nonce, so no text from an agent can
-//!   imitate one, and a socket only fills its own slots.
-
+//! - **Serialised once.** Sharing is done by the socket that serves a subscription itself
+//!   (`adopt`): it sends the shared JSON text as it is. A subscription the library serves (the
+//!   legacy protocol, an operation with several root fields, an unshareable selection) resolves
+//!   its own payload, errors and all; no marker is ever written into a message to be replaced.
+//! - **Counted.** [`Serving`] is held by every subscription stream registered with the live hub,
+//!   and `askloop_live_subscriptions_served` is how many are held (`docs/architecture.md`).
+//!
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::fmt::Write as _;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use std::sync::{Arc, Mutex};
 
-use async_graphql::parser::types::{Directive, Field, FragmentDefinition, Selection, SelectionSet};
-use async_graphql::registry::Registry;
-use async_graphql::{
-    Context, ContextSelectionSet, Name, OutputType, Positioned, ServerResult, Value,
+use async_graphql::parser::types::{
+    Directive, DocumentOperations, Field, FragmentDefinition, OperationType, Selection,
+    SelectionSet,
 };
+use async_graphql::{Context, Name, Positioned, Request, Value, Variables};
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
-
-use super::live::QueueChange;
 
 /// How many resolved payloads are kept: a few events' worth of every class and selection in use.
 /// A subscriber whose key was dropped resolves its own copy; nothing is lost.
@@ -54,9 +57,8 @@ pub struct Class {
 
 type Key = (i64, Class, Fingerprint);
 
-/// A payload resolved once: its value and its JSON text.
+/// A payload resolved once: its JSON text.
 pub(super) struct Resolved {
-    pub(super) value: Value,
     pub(super) json: Arc<str>,
 }
 
@@ -115,76 +117,163 @@ impl SharedPayloads {
     }
 }
 
-/// What every marker of this process starts with: a random nonce, so no agent text can imitate
-/// one.
-fn marker_prefix() -> &'static str {
-    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    PREFIX.get_or_init(|| {
-        format!(
-            "askloop-shared:{}:",
-            hex::encode(rand::random::<[u8; 16]>())
-        )
-    })
+/// What a subscription stream holds while it is registered with the live hub: one in
+/// `askloop_live_subscriptions_served`, given back when the stream is dropped.
+pub struct Serving(Gauge);
+
+impl Serving {
+    /// Count one more subscription stream in `payloads`' gauge, until this is dropped.
+    pub fn start(payloads: &SharedPayloads) -> Self {
+        payloads.served.inc();
+        Self(payloads.served.clone())
+    }
 }
 
-/// One connection's slots: the shared JSON texts its outgoing messages name by marker.
-#[derive(Clone, Default)]
-pub struct Splices {
-    next: Arc<AtomicU64>,
-    slots: Arc<Mutex<HashMap<u64, Arc<str>>>>,
+impl Serving {
+    /// A place for the subscription stream `ctx` has just registered with the hub (none when
+    /// the schema has no store: the SDL export).
+    pub fn of(ctx: &Context<'_>) -> Option<Self> {
+        ctx.data_opt::<Arc<SharedPayloads>>()
+            .map(|payloads| Self::start(payloads))
+    }
 }
 
-impl Splices {
-    fn marker(&self, json: Arc<str>) -> Value {
-        let slot = self.next.fetch_add(1, Ordering::Relaxed);
-        self.slots
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(slot, json);
-        Value::String(format!("{}{slot}", marker_prefix()))
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// The root fields of a subscription request, read once from its parsed document when the
+/// request is prepared: each one's response key and, when its selection is shareable, its
+/// fingerprint. Resolvers find it in the request's data (`adopt::Tagging` puts it there).
+#[derive(Debug)]
+pub struct Roots {
+    fields: Vec<(Name, Option<Fingerprint>)>,
+    /// Whether the operation's selection is exactly one field (no fragment at the root).
+    single: bool,
+}
+
+impl Roots {
+    /// The roots of `request` when it runs a subscription, or `None` (a query, a mutation, or a
+    /// document that does not parse: the library refuses that one itself).
+    pub fn of(request: &mut Request) -> Option<Self> {
+        let variables = canonical_variables(&request.variables);
+        let operation_name = request.operation_name.clone();
+        let document = request.parsed_query().ok()?;
+        let operation = match (&document.operations, operation_name.as_deref()) {
+            (DocumentOperations::Single(operation), _) => operation,
+            (DocumentOperations::Multiple(operations), Some(name)) => operations.get(name)?,
+            (DocumentOperations::Multiple(operations), None) if operations.len() == 1 => {
+                operations.values().next()?
+            }
+            (DocumentOperations::Multiple(_), None) => return None,
+        };
+        if operation.node.ty != OperationType::Subscription {
+            return None;
+        }
+        let items = &operation.node.selection_set.node.items;
+        let fields = items
+            .iter()
+            .filter_map(|item| match &item.node {
+                Selection::Field(field) => Some((
+                    field.node.response_key().node.clone(),
+                    fingerprint(&field.node.selection_set, &document.fragments, &variables),
+                )),
+                Selection::FragmentSpread(_) | Selection::InlineFragment(_) => None,
+            })
+            .collect();
+        Some(Self {
+            single: matches!(items.as_slice(), [root] if matches!(root.node, Selection::Field(_))),
+            fields,
+        })
     }
 
-    /// An outgoing message with its marker (if any) replaced by the JSON it names. Only this
-    /// connection's own slots are filled, each once.
-    pub fn fill(&self, text: String) -> String {
-        let quoted = format!("\"{}", marker_prefix());
-        if !text.contains(&quoted) {
-            return text;
+    /// The fingerprint of the root field answering under `key`, when it is shareable.
+    pub fn fingerprint_of(&self, key: &str) -> Option<Fingerprint> {
+        self.fields
+            .iter()
+            .find(|(name, _)| name.as_str() == key)
+            .and_then(|(_, print)| *print)
+    }
+
+    /// The response key of the operation's one root field, when it selects exactly one.
+    pub fn single_key(&self) -> Option<&Name> {
+        match self.fields.as_slice() {
+            [(key, _)] if self.single => Some(key),
+            _ => None,
         }
-        // Every marker in the message (a document may hold more than one root field), in order.
-        let mut filled = String::with_capacity(text.len() + 1024);
-        let mut rest = text.as_str();
-        while let Some(start) = rest.find(&quoted) {
-            let digits_at = start + quoted.len();
-            let digits = rest[digits_at..]
-                .bytes()
-                .take_while(u8::is_ascii_digit)
-                .count();
-            let end = digits_at + digits;
-            let json = (digits > 0 && rest.as_bytes().get(end) == Some(&b'"'))
-                .then(|| rest[digits_at..end].parse::<u64>().ok())
-                .flatten()
-                .and_then(|slot| {
-                    self.slots
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .remove(&slot)
-                });
-            match json {
-                Some(json) => {
-                    filled.push_str(&rest[..start]);
-                    filled.push_str(&json);
-                    rest = &rest[end + 1..];
-                }
-                None => {
-                    // Not one of ours: left as it is.
-                    filled.push_str(&rest[..digits_at]);
-                    rest = &rest[digits_at..];
-                }
+    }
+}
+
+/// The response key of the field `ctx` resolves (its alias, or its name).
+pub fn response_key<'a>(ctx: &'a Context<'_>) -> &'a str {
+    let field = ctx.field();
+    field.alias().unwrap_or_else(|| field.name())
+}
+
+/// A canonical text of a request's variables: the same values print the same whatever order
+/// their object keys came in (`Variables` sorts only the top level; objects inside keep the
+/// client's order).
+fn canonical_variables(variables: &Variables) -> String {
+    let mut text = String::new();
+    text.push('{');
+    for (name, value) in variables.iter() {
+        canonical_string(&mut text, name.as_str());
+        text.push(':');
+        canonical(&mut text, value);
+        text.push(',');
+    }
+    text.push('}');
+    text
+}
+
+/// Write `value` canonically: object keys sorted, strings JSON-quoted, enums and binary tagged so
+/// no value of one kind prints as another.
+fn canonical(text: &mut String, value: &Value) {
+    match value {
+        Value::Null => text.push_str("null"),
+        Value::Boolean(b) => text.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => {
+            let _ = write!(text, "{n}");
+        }
+        Value::String(s) => canonical_string(text, s),
+        Value::Enum(name) => {
+            text.push('#');
+            text.push_str(name.as_str());
+        }
+        Value::Binary(bytes) => {
+            text.push_str("0x");
+            text.push_str(&hex::encode(bytes));
+        }
+        Value::List(items) => {
+            text.push('[');
+            for item in items {
+                canonical(text, item);
+                text.push(',');
             }
+            text.push(']');
         }
-        filled.push_str(rest);
-        filled
+        Value::Object(fields) => {
+            let mut sorted: Vec<_> = fields.iter().collect();
+            sorted.sort_by(|(a, _), (b, _)| a.as_str().cmp(b.as_str()));
+            text.push('{');
+            for (name, value) in sorted {
+                canonical_string(text, name.as_str());
+                text.push(':');
+                canonical(text, value);
+                text.push(',');
+            }
+            text.push('}');
+        }
+    }
+}
+
+fn canonical_string(text: &mut String, s: &str) {
+    match serde_json::to_string(s) {
+        Ok(quoted) => text.push_str(&quoted),
+        // Serialising a string cannot fail; were it to, `!` is no JSON text, so it matches none.
+        Err(_) => text.push('!'),
     }
 }
 
@@ -201,95 +290,13 @@ impl Sharing {
     /// schema has a store.
     pub fn for_subscription(ctx: &Context<'_>, admin: bool) -> Option<Self> {
         let payloads = ctx.data_opt::<Arc<SharedPayloads>>()?.clone();
-        let fingerprint = fingerprint(
-            &ctx.item.node.selection_set,
-            &ctx.query_env.fragments,
-            &format!("{:?}", ctx.query_env.variables),
-        )?;
+        let fingerprint = ctx.data_opt::<Roots>()?.fingerprint_of(response_key(ctx))?;
         Some(Self {
             payloads,
             fingerprint,
             admin,
         })
     }
-}
-
-/// A queue change on its way to one subscriber, resolved through the shared store when it can be.
-pub struct SharedChange {
-    /// The change.
-    pub change: QueueChange,
-    /// The event it came from (its audit row).
-    pub event: i64,
-    /// The subscription's sharing, if its selection is shareable.
-    pub sharing: Option<Sharing>,
-}
-
-impl OutputType for SharedChange {
-    fn type_name() -> std::borrow::Cow<'static, str> {
-        QueueChange::type_name()
-    }
-
-    fn create_type_info(registry: &mut Registry) -> String {
-        QueueChange::create_type_info(registry)
-    }
-
-    async fn resolve(
-        &self,
-        ctx: &ContextSelectionSet<'_>,
-        field: &Positioned<Field>,
-    ) -> ServerResult<Value> {
-        let Some(sharing) = &self.sharing else {
-            return OutputType::resolve(&self.change, ctx, field).await;
-        };
-        let class = Class {
-            change: self.change.change as u8,
-            admin: sharing.admin,
-        };
-        let cell = sharing
-            .payloads
-            .cell((self.event, class, sharing.fingerprint));
-        let mut own = None;
-        let resolved = cell
-            .get_or_init(|| async {
-                let errors_before = errors_so_far(ctx);
-                let value = OutputType::resolve(&self.change, ctx, field).await;
-                let clean = errors_so_far(ctx) == errors_before;
-                let shared = match &value {
-                    Ok(value) if clean => serde_json::to_string(value).ok().map(|json| Resolved {
-                        value: value.clone(),
-                        json: json.into(),
-                    }),
-                    _ => None,
-                };
-                if shared.is_some() {
-                    sharing.payloads.resolved.inc();
-                }
-                own = Some(value);
-                shared
-            })
-            .await;
-        match (own, resolved) {
-            // This subscriber resolved it: its own result, errors and all, unless it is shared.
-            (Some(value), None) => value,
-            (_, Some(resolved)) => {
-                sharing.payloads.shared.inc();
-                Ok(match ctx.data_opt::<Splices>() {
-                    Some(splices) => splices.marker(resolved.json.clone()),
-                    None => resolved.value.clone(),
-                })
-            }
-            // Someone else's resolution could not be shared: resolve our own.
-            (None, None) => OutputType::resolve(&self.change, ctx, field).await,
-        }
-    }
-}
-
-fn errors_so_far(ctx: &ContextSelectionSet<'_>) -> usize {
-    ctx.query_env
-        .errors
-        .lock()
-        .map(|errors| errors.len())
-        .unwrap_or(usize::MAX)
 }
 
 /// The fingerprint of a queue change's selection, or `None` when it reads anything that is not
@@ -561,38 +568,96 @@ mod tests {
         assert_ne!(on, off);
     }
 
+    fn variables(json: serde_json::Value) -> Variables {
+        Variables::from_json(json)
+    }
+
     #[test]
-    fn a_marker_is_filled_once_and_only_from_its_own_connection() {
-        let mine = Splices::default();
-        let theirs = Splices::default();
-        let Value::String(marker) = mine.marker(Arc::from("{\"change\":\"ADDED\"}")) else {
-            panic!("a string marker");
-        };
-        let message = format!(
-            "{{\"id\":\"1\",\"type\":\"next\",\"payload\":{{\"data\":{{\"q\":\"{marker}\"}}}}}}"
-        );
-        assert_eq!(theirs.fill(message.clone()), message, "not theirs to fill");
+    fn the_variables_print_the_same_whatever_the_order_of_their_keys() {
+        let one = variables(serde_json::json!({"a": {"x": 1, "y": [true, null]}, "b": "s"}));
+        let other = variables(serde_json::json!({"b": "s", "a": {"y": [true, null], "x": 1}}));
+        assert_eq!(canonical_variables(&one), canonical_variables(&other));
         assert_eq!(
-            mine.fill(message.clone()),
-            "{\"id\":\"1\",\"type\":\"next\",\"payload\":{\"data\":{\"q\":{\"change\":\"ADDED\"}}}}"
+            canonical_variables(&one),
+            r#"{"a":{"x":1,"y":[true,null,],},"b":"s",}"#
         );
-        assert_eq!(mine.fill(message.clone()), message, "a slot is used once");
-        let Value::String(a) = mine.marker(Arc::from("1")) else {
-            panic!("a string marker");
-        };
-        let Value::String(b) = mine.marker(Arc::from("[2]")) else {
-            panic!("a string marker");
-        };
-        assert_eq!(
-            mine.fill(format!("{{\"a\":\"{a}\",\"b\":\"{b}\"}}")),
-            "{\"a\":1,\"b\":[2]}",
-            "every marker of a message is filled"
+    }
+
+    #[test]
+    fn values_of_different_kinds_never_print_the_same() {
+        let mut enum_value = Variables::default();
+        enum_value.insert(Name::new("k"), Value::Enum(Name::new("ADDED")));
+        let string_value = variables(serde_json::json!({"k": "ADDED"}));
+        let number_text = variables(serde_json::json!({"k": "1"}));
+        let number = variables(serde_json::json!({"k": 1}));
+        assert_ne!(
+            canonical_variables(&enum_value),
+            canonical_variables(&string_value)
         );
-        let forged = "{\"data\":{\"q\":\"askloop-shared:0000:0\"}}".to_owned();
-        assert_eq!(
-            mine.fill(forged.clone()),
-            forged,
-            "a guessed nonce fills nothing"
+        assert_ne!(
+            canonical_variables(&number_text),
+            canonical_variables(&number)
         );
+    }
+
+    fn roots(query: &str, operation: Option<&str>) -> Option<Roots> {
+        let mut request = Request::new(query);
+        if let Some(name) = operation {
+            request = request.operation_name(name);
+        }
+        Roots::of(&mut request)
+    }
+
+    #[test]
+    fn only_a_subscription_has_roots_and_one_field_is_single() {
+        assert!(roots("{ viewer { id } }", None).is_none());
+        assert!(roots("mutation { logout }", None).is_none());
+        assert!(
+            roots("subscription {", None).is_none(),
+            "a document that does not parse"
+        );
+        let single = roots(
+            "subscription { q: awaitingMe { change question { id } } }",
+            None,
+        )
+        .expect("roots");
+        assert_eq!(single.single_key().map(Name::as_str), Some("q"));
+        assert!(single.fingerprint_of("q").is_some());
+        assert!(
+            single.fingerprint_of("awaitingMe").is_none(),
+            "by response key"
+        );
+        let two = roots(
+            "subscription { a: awaitingMe { change } b: awaitingMe { change } }",
+            None,
+        )
+        .expect("roots");
+        assert!(two.single_key().is_none());
+        assert!(two.fingerprint_of("b").is_some());
+        let named = roots(
+            "query Q { viewer { id } } subscription S { awaitingMe { change } }",
+            Some("S"),
+        )
+        .expect("the named subscription");
+        assert_eq!(named.single_key().map(Name::as_str), Some("awaitingMe"));
+        assert!(
+            roots(
+                "query Q { viewer { id } } subscription S { awaitingMe { change } }",
+                None
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn a_serving_stream_holds_one_place_until_it_is_dropped() {
+        let payloads = SharedPayloads::new(Default::default());
+        let first = Serving::start(&payloads);
+        let second = Serving::start(&payloads);
+        assert_eq!(payloads.served.get(), 2);
+        drop(first);
+        assert_eq!(payloads.served.get(), 1);
+        drop(second);
+        assert_eq!(payloads.served.get(), 0);
     }
 }

@@ -19,7 +19,7 @@
 //! take a message within [`SEND_TIMEOUT`] is dropped: its subscriptions would otherwise fall
 //! behind forever.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -38,9 +38,8 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::adopt::{self, Adopted, Adoptions};
-use super::http::GraphqlEndpoint;
-use super::shared::Splices;
+use super::GraphqlEndpoint;
+use super::adopt::{self, Adopted, Adoptions, Claim};
 use crate::admission::OpenSlot;
 use crate::auth::{Caller, ClientAddress, OriginCheck, bearer_token, resolve_caller};
 use crate::service::sessions::{self, Lookup};
@@ -233,16 +232,20 @@ enum InitRefusal {
     AtCapacity,
 }
 
-/// The operations a peer has running, by id, so one socket cannot start without bound.
+/// The operations a peer has running, by id, so one socket cannot start without bound; each
+/// with the serial number of the subscribe that started it, so a hand-over from an earlier
+/// subscribe under the same id is never taken for it.
 #[derive(Default)]
 struct Operations {
-    running: HashSet<String>,
+    running: HashMap<String, u64>,
+    subscribes: u64,
 }
 
 /// What a message from the peer asks of its operations.
+#[derive(Debug, PartialEq, Eq)]
 enum Heard {
-    /// Start operation `id`.
-    Start(String),
+    /// Start operation `id`, as the subscribe numbered `serial`.
+    Start(String, u64),
     /// Stop operation `id`.
     Stop(String),
     /// Start one more than a connection may run.
@@ -270,9 +273,10 @@ impl Operations {
         match (envelope.kind.as_ref(), envelope.id) {
             ("subscribe" | "start", Some(id)) => {
                 let id = id.into_owned();
-                self.running.insert(id.clone());
+                self.subscribes += 1;
+                self.running.insert(id.clone(), self.subscribes);
                 if self.running.len() <= max {
-                    Heard::Start(id)
+                    Heard::Start(id, self.subscribes)
                 } else {
                     Heard::TooMany
                 }
@@ -285,12 +289,13 @@ impl Operations {
         }
     }
 
+    /// The serial of the subscribe running as operation `id`, if one is.
+    fn serial(&self, id: &str) -> Option<u64> {
+        self.running.get(id).copied()
+    }
+
     /// A message to the peer: an operation that completed or failed is no longer running.
     fn said(&mut self, text: &str) {
-        // Cheap test first: `next` messages, the bulk of the traffic, are not parsed.
-        if !(text.contains("\"complete\"") || text.contains("\"error\"")) {
-            return;
-        }
         if let Ok(envelope) = serde_json::from_str::<Envelope<'_>>(text)
             && matches!(envelope.kind.as_ref(), "complete" | "error")
             && let Some(id) = envelope.id
@@ -334,9 +339,6 @@ fn serve(
     let refused = refusal.clone();
     let init_credential = credential.clone();
     let init_place = permits.socket.clone();
-    // The shared payloads this connection's messages name (`shared`): filled in as they are sent.
-    let splices = Splices::default();
-    let fill = splices.clone();
     // The subscriptions this connection's queue resolvers hand over to be served here.
     let adoptions = Adoptions::new(state.schema.clone(), protocol);
     let claims = adoptions.clone();
@@ -390,13 +392,19 @@ fn serve(
         }
         init_flag.store(true, Ordering::SeqCst);
         let mut data = Data::default();
-        data.insert(caller);
-        data.insert(client);
-        data.insert(super::live::SubscriptionStarts::default());
-        data.insert(splices);
+        let starts = super::live::SubscriptionStarts::default();
         if let Some(adoptions) = adoptions {
+            // The same data for the one-shot runs of what this connection serves itself.
+            let mut session = Data::default();
+            session.insert(caller.clone());
+            session.insert(client);
+            session.insert(starts.clone());
+            adoptions.initialised(session);
             data.insert(adoptions);
         }
+        data.insert(caller);
+        data.insert(client);
+        data.insert(starts);
         Ok(data)
     };
     // Boxed rather than pinned on the stack, so it can be dropped the moment the loop ends.
@@ -413,7 +421,6 @@ fn serve(
         credential,
         initialised,
         refusal,
-        fill,
         claims,
         permits,
         state,
@@ -477,7 +484,6 @@ struct Socket<G> {
     credential: Arc<std::sync::Mutex<Option<Held>>>,
     initialised: Arc<AtomicBool>,
     refusal: Arc<OnceLock<InitRefusal>>,
-    fill: Splices,
     claims: Option<Adoptions>,
     permits: Permits,
     state: GraphqlEndpoint,
@@ -496,13 +502,12 @@ where
         credential,
         initialised,
         refusal,
-        fill,
         claims,
         mut permits,
         state,
     } = socket;
     // The operations handed over by the library, served here.
-    let mut adopted = Adopted::new(claims.as_ref());
+    let mut adopted = Adopted::default();
     let live = &state.config.live;
     let limits = live;
     let mut ping = tokio::time::interval(live.ping_every);
@@ -530,11 +535,11 @@ where
                             close(&mut sink, 4429, &reason).await;
                             break;
                         }
-                        Heard::Start(id) => {
+                        Heard::Start(id, serial) => {
                             // A new operation under a served id replaces it, as the library
                             // replaces its own.
                             adopted.remove(&id);
-                            match claims.as_ref().and_then(|_| adopt::tagged(text.as_str())) {
+                            match claims.as_ref().and_then(|_| adopt::tagged(text.as_str(), serial)) {
                                 Some(tagged) => Inbound::from(tagged.as_bytes()),
                                 None => Inbound::from(text.as_str().as_bytes()),
                             }
@@ -545,7 +550,12 @@ where
                             }
                             continue;
                         }
-                        Heard::Stop(_) | Heard::Other => Inbound::from(text.as_str().as_bytes()),
+                        Heard::Stop(_) => {
+                            // A hand-over of it that came before will never be served.
+                            Adoptions::forget_stopped(claims.as_ref(), |id| operations.serial(id));
+                            Inbound::from(text.as_str().as_bytes())
+                        }
+                        Heard::Other => Inbound::from(text.as_str().as_bytes()),
                     },
                     Some(Ok(Message::Binary(bytes))) => Inbound::from(bytes.as_ref()),
                     Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
@@ -565,12 +575,15 @@ where
             }
             outgoing = graphql.next() => match outgoing {
                 Some(WsMessage::Text(text)) => {
-                    if let Some((id, served)) = Adoptions::claim(claims.as_ref(), &text) {
-                        adopted.insert(id, served);
-                        continue;
+                    match Adoptions::claim(claims.as_ref(), &text, |id| operations.serial(id)) {
+                        Claim::Adopt(id, served) => {
+                            adopted.insert(id, served);
+                            continue;
+                        }
+                        Claim::Drop => continue,
+                        Claim::Send => {}
                     }
                     operations.said(&text);
-                    let text = fill.fill(text);
                     if permits.waiting.is_some() && initialised.load(Ordering::SeqCst) {
                         permits.waiting = None;
                     }
@@ -692,4 +705,105 @@ fn tokio_stream_of(
     mut rx: tokio::sync::mpsc::Receiver<Inbound>,
 ) -> impl futures::Stream<Item = Inbound> + Send + 'static {
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subscribe(id: &str) -> String {
+        format!(
+            r#"{{"type":"subscribe","id":"{id}","payload":{{"query":"subscription {{ awaitingMe {{ change }} }}"}}}}"#
+        )
+    }
+
+    fn complete(id: &str) -> String {
+        format!(r#"{{"type":"complete","id":"{id}"}}"#)
+    }
+
+    #[test]
+    fn every_subscribe_gets_its_own_serial_and_the_id_runs_under_the_latest() {
+        let mut operations = Operations::default();
+        assert_eq!(
+            operations.heard(&subscribe("q"), 5),
+            Heard::Start("q".into(), 1)
+        );
+        assert_eq!(
+            operations.heard(&subscribe("q"), 5),
+            Heard::Start("q".into(), 2)
+        );
+        assert_eq!(operations.serial("q"), Some(2));
+        assert_eq!(operations.heard(&complete("q"), 5), Heard::Stop("q".into()));
+        assert_eq!(operations.serial("q"), None);
+    }
+
+    #[test]
+    fn a_served_operation_counts_under_the_cap_until_its_complete_is_sent() {
+        let mut operations = Operations::default();
+        assert_eq!(
+            operations.heard(&subscribe("a"), 1),
+            Heard::Start("a".into(), 1)
+        );
+        // Adopted: the library's `complete` is claimed, never `said`, so "a" still counts.
+        assert_eq!(operations.heard(&subscribe("b"), 1), Heard::TooMany);
+        let mut operations = Operations::default();
+        operations.heard(&subscribe("a"), 1);
+        operations.said(&complete("a"));
+        assert_eq!(
+            operations.heard(&subscribe("b"), 1),
+            Heard::Start("b".into(), 2)
+        );
+    }
+
+    /// The race, message by message: subscribe, the resolver hands over, the client completes,
+    /// then the library completes its empty stream. Nothing is served, and the cap counts
+    /// nothing for it.
+    #[test]
+    fn a_complete_racing_the_hand_over_leaves_nothing_counted() {
+        let mut operations = Operations::default();
+        let Heard::Start(id, serial) = operations.heard(&subscribe("q"), 1) else {
+            panic!("a start");
+        };
+        assert_eq!((id.as_str(), serial), ("q", 1));
+        assert_eq!(operations.heard(&complete("q"), 1), Heard::Stop("q".into()));
+        // What `Adoptions::claim` is told about "q" when the library's `complete` comes out.
+        assert_eq!(operations.serial("q"), None);
+        assert_eq!(
+            operations.heard(&subscribe("r"), 1),
+            Heard::Start("r".into(), 2)
+        );
+    }
+
+    #[test]
+    fn an_error_sent_ends_an_operation_and_a_next_does_not() {
+        let mut operations = Operations::default();
+        operations.heard(&subscribe("a"), 2);
+        operations.said(r#"{"type":"next","id":"a","payload":{"data":{"t":"\"complete\""}}}"#);
+        assert_eq!(operations.serial("a"), Some(1));
+        operations.said(r#"{"type":"error","id":"a","payload":[]}"#);
+        assert_eq!(operations.serial("a"), None);
+    }
+
+    #[test]
+    fn malformed_and_other_messages_are_left_to_the_protocol() {
+        let mut operations = Operations::default();
+        assert_eq!(operations.heard("not json", 1), Heard::Other);
+        assert_eq!(operations.heard(r#"{"type":"ping"}"#, 1), Heard::Other);
+        assert_eq!(operations.heard(r#"{"type":"subscribe"}"#, 1), Heard::Other);
+    }
+
+    #[test]
+    fn the_library_close_codes_become_the_protocols() {
+        assert_eq!(protocol_close(1011, "x".into(), None).0, 4401);
+        assert_eq!(
+            protocol_close(1002, "x".into(), Some(InitRefusal::Forbidden)).0,
+            4403
+        );
+        assert_eq!(
+            protocol_close(1002, "x".into(), Some(InitRefusal::AtCapacity)).0,
+            1013
+        );
+        assert_eq!(protocol_close(1002, "x".into(), None).0, 4400);
+        assert_eq!(protocol_close(4409, "x".into(), None).0, 4409);
+    }
 }
