@@ -399,7 +399,7 @@ async fn subscribed(app: &TestApp, ana_token: &str, bo: &Person) -> (GqlSocket, 
     anas.subscribe("q", QUEUE, json!({"slug": "games"})).await;
     let mut bos = GqlSocket::connect(&app.base, Some(&bo.token)).await;
     bos.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.until_subscriptions_served(2).await;
     (anas, bos)
 }
 
@@ -465,7 +465,8 @@ async fn a_subscription_ends_as_soon_as_its_session_is_ended_or_signed_out_elsew
     on_laptop
         .subscribe("q", QUEUE, json!({"slug": "games"}))
         .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Only bo's and the laptop's are left: the phone's and the tablet's were closed.
+    app.until_exactly_subscriptions_served(2).await;
     let out = app
         .graphql(Some(&laptop), "mutation { logout }", json!({}))
         .await;

@@ -277,11 +277,23 @@ async fn each_agent_receives_only_its_own_events_at_its_own_endpoint(app: TestAp
             .await;
         assert!(answered["errors"].is_null(), "{answered}");
     }
-    for (receiver, asked) in [(&at_a, &asked_a), (&at_b, &asked_b)] {
+    // Each endpoint has an event and every delivery is recorded as delivered, so nothing is left
+    // in flight to either endpoint.
+    for receiver in [&at_a, &at_b] {
         receiver
             .wait_until(WAIT, "its answer", |r| !r.is_empty())
             .await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    askloop_tests::wait::until("every delivery recorded as delivered", || async {
+        deliveries::Entity::find()
+            .filter(deliveries::Column::Status.ne(DeliveryStatus::Delivered))
+            .count(&app.db)
+            .await
+            .expect("count")
+            == 0
+    })
+    .await;
+    for (receiver, asked) in [(&at_a, &asked_a), (&at_b, &asked_b)] {
         let got = receiver.received();
         assert_eq!(got.len(), 1, "only its own event");
         assert!(got[0].verified, "signed with its own secret");

@@ -11,6 +11,7 @@ use askloop_tests::people::{operator, person};
 use askloop_tests::receiver::{Receiver, reserve_port};
 use askloop_tests::{Backend, TestApp};
 use entity::agents::WebhookScheme;
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 
 use crate::agents::{ANSWER, WAIT, ask_as, quick, register};
@@ -290,20 +291,24 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
         "{}.querySelector('tr.delivery-delivered')",
         AgentsPage::card("research-bot")
     );
-    // The worker marks the delivery delivered just after the endpoint has it: read the registry
-    // again until the page lists it so.
-    let started = std::time::Instant::now();
-    loop {
-        browser.click(&button("Read the registry again")).await;
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        if browser.eval(&format!("!!{delivered}")).await == json!(true) {
-            break;
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "the delivery is never listed as delivered"
-        );
-    }
+    // The worker marks the delivery delivered just after the endpoint has it: once it has, the
+    // registry read again lists it so.
+    askloop_tests::wait::until("the delivery recorded as delivered", || async {
+        entity::deliveries::Entity::find()
+            .filter(
+                entity::deliveries::Column::Status
+                    .eq(entity::deliveries::DeliveryStatus::Delivered),
+            )
+            .count(&app.db)
+            .await
+            .expect("count")
+            > 0
+    })
+    .await;
+    browser.click(&button("Read the registry again")).await;
+    browser
+        .wait_for(&delivered, "the delivery listed as delivered")
+        .await;
     let row = browser.text(&delivered).await;
     assert!(row.contains("expert_answer.created"), "{row}");
     assert!(row.contains("delivered"), "{row}");

@@ -9,6 +9,7 @@ use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::receiver::{Receiver, Reply, reserve_port};
 use askloop_tests::socket::GqlSocket;
+use askloop_tests::wait;
 use askloop_tests::{Backend, SECRET, TestApp, error_code, on_both_backends};
 use entity::deliveries::{self, DeliveryStatus};
 use entity::delivery_attempts;
@@ -63,19 +64,16 @@ async fn attempts(app: &TestApp, delivery_id: i64) -> Vec<delivery_attempts::Mod
 }
 
 pub(crate) async fn wait_for_status(app: &TestApp, status: DeliveryStatus) -> deliveries::Model {
-    let started = std::time::Instant::now();
-    loop {
-        let delivery = the_delivery(app).await;
-        if delivery.status == status {
-            return delivery;
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "the delivery stayed {:?}: {delivery:?}",
-            delivery.status
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let wanted = &status;
+    wait::until_some(
+        &format!("the delivery to be {status:?}"),
+        WAIT,
+        || async move {
+            let delivery = the_delivery(app).await;
+            (delivery.status == *wanted).then_some(delivery)
+        },
+    )
+    .await
 }
 
 fn timestamp_of(signature: &str) -> &str {
@@ -95,11 +93,10 @@ fn delivering_to_an_agent_not_yet_up(config: &mut Config) {
 /// then went through once the agent came up: its question id, the agent, and the delivery.
 async fn delivered_after_the_agent_came_up(app: &TestApp) -> (i64, Receiver, deliveries::Model) {
     let question = answered_question(app).await;
-    let started = std::time::Instant::now();
-    while attempts(app, the_delivery(app).await.id).await.len() < 3 {
-        assert!(started.elapsed() < WAIT, "no attempts recorded");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    wait::until("three attempts recorded", || async move {
+        attempts(app, the_delivery(app).await.id).await.len() >= 3
+    })
+    .await;
     let receiver = Receiver::start_for(app, Vec::new()).await;
     let delivery = wait_for_status(app, DeliveryStatus::Delivered).await;
     (question, receiver, delivery)
@@ -334,8 +331,16 @@ async fn two_instances_share_a_thousand_deliveries_without_sending_any_twice() {
             r.len() >= 1000
         })
         .await;
-    // Let anything still in flight land before counting.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Count once nothing is left in flight: every delivery is recorded as delivered.
+    wait::until("every delivery recorded as delivered", || async {
+        deliveries::Entity::find()
+            .filter(deliveries::Column::Status.ne(DeliveryStatus::Delivered))
+            .count(&app.db)
+            .await
+            .expect("count")
+            == 0
+    })
+    .await;
     let counts = receiver.counts();
     assert_eq!(counts.len(), 1000);
     assert!(
@@ -402,11 +407,10 @@ async fn an_expired_question(app: &TestApp) -> (i64, Person) {
     let ana = operator(&app.db, "games", "ana").await;
     let (id, _) = a_short_question(app).await;
     move_past_its_time(app, id).await;
-    let started = std::time::Instant::now();
-    while expiries_audited(app).await == 0 {
-        assert!(started.elapsed() < WAIT, "the question was not expired");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    wait::until("the question to be expired", || async move {
+        expiries_audited(app).await > 0
+    })
+    .await;
     (id, ana)
 }
 
@@ -435,7 +439,7 @@ async fn a_question_past_its_time_leaves_the_queue_as_expired(app: TestApp) {
             json!({}),
         )
         .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.until_subscriptions_served(1).await;
     move_past_its_time(&app, id).await;
     // The question's own arrival may still be on its way to the subscriber: skip past it.
     let mut removed = socket.next_data("q").await;

@@ -8,6 +8,7 @@ use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::served::Served;
 use askloop_tests::socket::{GqlSocket, Received};
+use askloop_tests::wait::until_subscriptions_served_at;
 use askloop_tests::{Backend, TestApp, on_both_backends};
 use sea_orm::EntityTrait;
 use serde_json::json;
@@ -16,15 +17,15 @@ const QUEUE: &str = "subscription($slug: String!) { questionQueue(nicheSlug: $sl
 const AWAITING: &str = "subscription { awaitingMe { change question { id title } } }";
 const ANSWER: &str = "mutation($id: ID!, $kind: AnswerKind!) { answerQuestion(input: {questionId: $id, kind: $kind, optionId: \"ea\"}) { notice } }";
 
-/// Two operators of `games`; ana subscribed to its queue (and given time to register).
+/// Two operators of `games`; ana subscribed to its queue, registered with the live hub.
 async fn a_subscribed_operator(app: &TestApp) -> (GqlSocket, Person, Person) {
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let bo = operator(&app.db, "games", "bo").await;
     let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
     socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    // Let the subscription register before the intake.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The queue change of the intake below reaches only a registered subscription.
+    app.until_subscriptions_served(1).await;
     (socket, ana, bo)
 }
 
@@ -80,7 +81,7 @@ async fn awaiting_me_drops_what_i_declined(app: TestApp) {
     let ana = operator(&app.db, "games", "ana").await;
     let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
     socket.subscribe("a", AWAITING, json!({})).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.until_subscriptions_served(1).await;
     let id = app.ask("games", "mine").await;
     let added = socket.next_data("a").await;
     assert_eq!(added["data"]["awaitingMe"]["change"], "ADDED", "{added}");
@@ -134,7 +135,7 @@ async fn a_member_suspended_mid_subscription_stops_receiving(app: TestApp) {
     let admin = person(&app.db, "root", true).await;
     let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
     socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.until_subscriptions_served(1).await;
     app.ask("games", "before").await;
     assert_eq!(
         socket.next_data("q").await["data"]["questionQueue"]["change"],
@@ -226,7 +227,7 @@ async fn a_reopened_question_comes_back_live_for_everyone_but_its_rejected_answe
     his.subscribe("a", AWAITING, json!({})).await;
     let mut queue = GqlSocket::connect(&app.base, Some(&root.token)).await;
     queue.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.until_subscriptions_served(3).await;
     let id = app.ask("games", "reopened").await;
     for socket in [&mut hers, &mut his] {
         assert_eq!(
@@ -350,7 +351,7 @@ async fn subscribed_on_a_second_instance() -> Option<(TestApp, Served, GqlSocket
         .expect("started");
     let mut socket = GqlSocket::connect(&second.base, Some(&ana.token)).await;
     socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until_subscriptions_served_at(&second.base, 1).await;
     Some((app, second, socket))
 }
 
@@ -511,7 +512,7 @@ async fn a_peer_that_stops_answering_pings_is_dropped_and_one_that_answers_stays
         other => panic!("the live peer got {other:?}"),
     }
     alive.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.until_subscriptions_served(1).await;
     app.ask("games", "still-here").await;
     assert_eq!(
         alive.next_data("q").await["data"]["questionQueue"]["change"],
@@ -533,7 +534,7 @@ async fn shutting_down_closes_subscribers_with_going_away_so_they_reconnect() {
     let ana = operator(&app.db, "games", "ana").await;
     let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
     socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.until_subscriptions_served(1).await;
     app.pause().await;
     match socket.receive(Duration::from_secs(5)).await {
         Received::Closed(code) => assert_eq!(code, Some(1001)),

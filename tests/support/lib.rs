@@ -15,6 +15,7 @@
 //! - [`mcp`]: MCP over HTTP by hand, agents with tokens, and where the TypeScript SDK lives.
 //! - [`browser`]: headless Chromium over the DevTools protocol.
 //! - [`axe`]: axe-core's accessibility checks on the page a browser shows.
+//! - [`wait`]: waiting for a fact (a row, a request, a gauge) with a deadline, never for time.
 //! - [`on_both_backends!`]: one storage test per backend.
 
 pub mod app;
@@ -34,6 +35,7 @@ pub mod signed;
 pub mod smtp;
 pub mod socket;
 pub mod standard_webhooks;
+pub mod wait;
 
 pub use app::{SECRET, TestApp, askloop_binary, example_binary, test_config, web_dist};
 pub use database::{Backend, TestDatabase};
