@@ -457,7 +457,8 @@ async fn a_disabled_agent_is_refused_and_its_deliveries_wait_until_it_is_enabled
         .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
-    // Many polls later nothing was attempted: the delivery waits, neither failed nor lost.
+    // Many polls later nothing was attempted: the delivery waits, neither failed nor lost. Time
+    // is the fact: an absence, watched over many worker polls.
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert!(receiver.received().is_empty());
     let waiting = deliveries::Entity::find()

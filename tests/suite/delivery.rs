@@ -138,6 +138,8 @@ async fn every_attempt_while_the_agent_is_down_is_recorded_as_a_retry(app: TestA
 
 async fn a_delivered_envelope_is_not_sent_again(app: TestApp) {
     let (_, receiver, _) = delivered_after_the_agent_came_up(&app).await;
+    // Time is the fact: an envelope not sent again is an absence, watched over many worker polls
+    // (the retry base is 50 ms); askloop has no event to wait for instead.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(receiver.received().len(), 1);
 }
@@ -467,7 +469,8 @@ async fn a_question_past_its_time_is_expired_and_audited_once(app: TestApp) {
         question.status,
         entity::agent_questions::QuestionStatus::Expired
     );
-    // Several sweeps later, still once.
+    // Several sweeps later, still once. Time is the fact: an absence, watched over several
+    // sweeps; askloop exposes no count of sweeps to wait for instead.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(expiries_audited(&app).await, 1);
 }
@@ -482,8 +485,16 @@ async fn the_agent_is_told_once_that_its_question_expired(app: TestApp) {
     assert_eq!(envelope["type"], "expert_question.expired");
     assert_eq!(envelope["payload"]["externalId"], "short");
     assert_eq!(envelope["payload"]["questionId"], json!(id));
-    // Expired once, told once.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Expired once, told once: every delivery is recorded as delivered, so none is in flight.
+    wait::until("every delivery recorded as delivered", || async {
+        deliveries::Entity::find()
+            .filter(deliveries::Column::Status.ne(DeliveryStatus::Delivered))
+            .count(&app.db)
+            .await
+            .expect("count")
+            == 0
+    })
+    .await;
     assert_eq!(receiver.received().len(), 1);
 }
 
@@ -550,6 +561,7 @@ async fn the_agent_reads_its_questions_in_the_order_it_asked(app: TestApp) {
 
 async fn a_waiting_lookup_is_held_until_the_question_is_answered(app: TestApp) {
     let (id, ana) = a_question_and_its_answerer(&app).await;
+    let listening = app.live.listeners();
     let waiting = {
         let (base, body) = (
             app.base.clone(),
@@ -570,7 +582,11 @@ async fn a_waiting_lookup_is_held_until_the_question_is_answered(app: TestApp) {
                 .expect("JSON")
         })
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The lookup listens for a change before the question changes.
+    wait::until("the lookup to wait for a change", || async {
+        app.live.listeners() > listening
+    })
+    .await;
     assert!(
         !waiting.is_finished(),
         "the lookup returned before anything changed"
@@ -855,8 +871,13 @@ async fn shutting_down_answers_a_waiting_lookup_instead_of_dropping_it() {
             app.signature(&body),
         )
         .body(body);
+    let listening = app.live.listeners();
     let waiting = tokio::spawn(async move { request.send().await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The lookup is waiting inside askloop before it pauses.
+    wait::until("the lookup to wait for a change", || async {
+        app.live.listeners() > listening
+    })
+    .await;
     assert!(!waiting.is_finished());
     app.pause().await;
     let response = waiting

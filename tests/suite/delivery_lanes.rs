@@ -17,6 +17,7 @@ use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::receiver::{Receiver, Reply, reserve_port};
 use askloop_tests::resolver::fixed_names;
+use askloop_tests::wait;
 use askloop_tests::{TestApp, error_code, on_both_backends};
 use entity::agents::WebhookScheme;
 use entity::deliveries::{self, DeliveryStatus};
@@ -108,15 +109,16 @@ async fn wait_for_deliveries(
     what: &str,
     check: impl Fn(&[deliveries::Model]) -> bool,
 ) -> Vec<deliveries::Model> {
-    let started = Instant::now();
-    loop {
+    let check = &check;
+    wait::until_ok(WAIT, || async move {
         let found = deliveries_of(app, hook).await;
         if check(&found) {
-            return found;
+            Ok(found)
+        } else {
+            Err(format!("{what}: {found:?}"))
         }
-        assert!(started.elapsed() < WAIT, "{what}: {found:?}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    })
+    .await
 }
 
 fn expert_answers(received: &[askloop_tests::receiver::Received]) -> usize {
@@ -271,18 +273,14 @@ async fn a_slow_agent_endpoint_does_not_delay_another_agents_deliveries(app: Tes
                 .expect("query")
         }
     };
-    let started = Instant::now();
-    while of_agent("fast-agent")
-        .await
-        .iter()
-        .any(|d| d.status != DeliveryStatus::Delivered)
-    {
-        assert!(
-            started.elapsed() < WAIT,
-            "the fast agent's deliveries are recorded"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    wait::until_some("the fast agent's deliveries are recorded", WAIT, || async {
+        of_agent("fast-agent")
+            .await
+            .iter()
+            .all(|d| d.status == DeliveryStatus::Delivered)
+            .then_some(())
+    })
+    .await;
     // All five delivered while the slow agent's first attempts still wait for their 15 s
     // timeout: none of the fast agent's waited behind them.
     let slow_rows = of_agent("slow-agent").await;

@@ -557,6 +557,7 @@ async fn get_answer_waits_for_the_answer_an_operator_gives_meanwhile(app: TestAp
     assert_eq!(now["status"], "open");
     assert!(now.get("answer").is_none(), "{now}");
 
+    let listening = app.live.listeners();
     let waiting = tokio::spawn(async move {
         client
             .ok(
@@ -566,7 +567,10 @@ async fn get_answer_waits_for_the_answer_an_operator_gives_meanwhile(app: TestAp
             .await
     });
     // The call is held while the question is open...
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    askloop_tests::wait::until("get_answer to wait for a change", || async {
+        app.live.listeners() > listening
+    })
+    .await;
     assert!(
         !waiting.is_finished(),
         "get_answer waits while the question is open"

@@ -860,6 +860,7 @@ async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: Test
         .await;
     assert_eq!(removed["data"]["removeOperatorWebhook"], true, "{removed}");
     ask(&app, "w-3", "high", "After removal").await;
+    // Time is the fact: nothing sent to a removed hook is an absence, watched for a while.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(receiver.received().len(), 3);
     assert!(

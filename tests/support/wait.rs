@@ -13,23 +13,37 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 /// How often a fact is looked at again.
 const INTERVAL: Duration = Duration::from_millis(20);
 
+/// Look at `check` until it gives `Ok`, for at most `within`; fails with the last `Err`, which
+/// says what is still not so.
+pub async fn until_ok<T, F, Fut>(within: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        match check().await {
+            Ok(found) => return found,
+            Err(still) => assert!(
+                Instant::now() < deadline,
+                "timed out after {within:?}: {still}"
+            ),
+        }
+        tokio::time::sleep(INTERVAL).await;
+    }
+}
+
 /// Look at `check` until it gives `Some`, for at most `within`; fails naming `what` otherwise.
 pub async fn until_some<T, F, Fut>(what: &str, within: Duration, mut check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(found) = check().await {
-            return found;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {within:?} waiting for {what}"
-        );
-        tokio::time::sleep(INTERVAL).await;
-    }
+    until_ok(within, || {
+        let found = check();
+        async move { found.await.ok_or_else(|| format!("waiting for {what}")) }
+    })
+    .await
 }
 
 /// Look at `check` until it holds, for at most [`PATIENCE`]; fails naming `what` otherwise.
