@@ -3,6 +3,7 @@
 //! everywhere else), and open subscriptions ending as soon as the key or session they were
 //! opened with is revoked or ended.
 
+use askloop_tests::answers::{LOGIN, sign_in};
 use std::time::Duration;
 
 use askloop_tests::fixtures::open_niche;
@@ -15,8 +16,6 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 
-const LOGIN: &str =
-    "mutation($h: String!, $p: String!) { login(handle: $h, password: $p) { token } }";
 const VIEWER: &str = "{ viewer { user { handle } } }";
 const CREATE_KEY: &str = "mutation($name: String!, $at: DateTime) { createApiKey(name: $name, expiresAt: $at) { token key { id name prefix createdAt lastUsedAt expiresAt } } }";
 const MY_KEYS: &str = "{ myApiKeys { id name prefix createdAt lastUsedAt expiresAt } }";
@@ -43,24 +42,6 @@ async fn a_key(app: &TestApp, owner: &Person, name: &str, at: Option<String>) ->
         created["token"].as_str().expect("a token").to_owned(),
         created["key"]["id"].as_str().expect("an id").to_owned(),
     )
-}
-
-/// Sign `handle` in through GraphQL with `user_agent`; the session token.
-pub(crate) async fn sign_in(app: &TestApp, handle: &str, user_agent: &str) -> String {
-    let body: Value = reqwest::Client::new()
-        .post(app.url("/graphql"))
-        .header("user-agent", user_agent)
-        .json(&json!({"query": LOGIN, "variables": {"h": handle, "p": PASSWORD}}))
-        .send()
-        .await
-        .expect("sent")
-        .json()
-        .await
-        .expect("JSON");
-    body["data"]["login"]["token"]
-        .as_str()
-        .unwrap_or_else(|| panic!("signed in: {body}"))
-        .to_owned()
 }
 
 /// Whether `token` still works: its viewer's handle, or the error code.

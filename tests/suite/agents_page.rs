@@ -5,6 +5,7 @@
 //! page passes axe-core at desktop and phone widths, does not scroll sideways, and shows where
 //! the keyboard's focus is.
 
+use askloop_tests::answers::early_access;
 use askloop_tests::browser::{Browser, button, button_in, labelled, labelled_in, link_in, role};
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{operator, person};
@@ -14,7 +15,7 @@ use entity::agents::WebhookScheme;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 
-use crate::agents::{ANSWER, WAIT, ask_as, quick, register};
+use crate::agents::{WAIT, ask_as, quick, register};
 use crate::dashboard_pages::signed_in;
 use crate::review_pages::{assert_accessible, assert_no_sideways_scroll, tab_through};
 
@@ -274,11 +275,7 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
     // takes the event, and the card lists it.
     let receiver = Receiver::start_verifying(endpoint, &first, Vec::new()).await;
     let answered = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
-            json!({"id": question.to_string()}),
-        )
+        .answer(&ana.token, early_access(question, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     receiver

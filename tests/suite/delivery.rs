@@ -2,6 +2,7 @@
 //! hanging or fine; a worker killed mid-send; two instances sharing 1,000 deliveries; expiry end
 //! to end; the agent's lookup (with its long wait); and the admin's view and redelivery.
 
+use askloop_tests::answers::early_access;
 use std::time::Duration;
 
 use askloop::config::Config;
@@ -17,7 +18,6 @@ use entity::{agent_questions, audit_log};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Value, json};
 
-const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\", body: \"The 1.0 date.\"}) { notice } }";
 const WAIT: Duration = Duration::from_secs(20);
 
 /// Fast retry timings, so a test sees several attempts in well under a second.
@@ -40,7 +40,7 @@ async fn answered_question(app: &TestApp) -> i64 {
     let ana = operator(&app.db, "games", "ana").await;
     let id = app.ask("games", "q-1").await;
     let answered = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     id
@@ -501,7 +501,7 @@ async fn the_agent_is_told_once_that_its_question_expired(app: TestApp) {
 async fn an_expired_question_cannot_be_answered(app: TestApp) {
     let (id, ana) = an_expired_question(&app).await;
     let late = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
         .await;
     assert_eq!(error_code(&late), Some("CONFLICT"), "{late}");
     assert!(late.to_string().contains("expired"), "{late}");
@@ -592,7 +592,7 @@ async fn a_waiting_lookup_is_held_until_the_question_is_answered(app: TestApp) {
         "the lookup returned before anything changed"
     );
     let answered = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     let read = tokio::time::timeout(Duration::from_secs(10), waiting)
@@ -608,7 +608,7 @@ async fn a_waiting_lookup_is_held_until_the_question_is_answered(app: TestApp) {
 async fn a_waiting_lookup_of_a_settled_question_answers_at_once(app: TestApp) {
     let (id, ana) = a_question_and_its_answerer(&app).await;
     let answered = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     let (_, at_once) = lookup(

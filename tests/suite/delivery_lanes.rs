@@ -8,6 +8,7 @@
 //! (an admin's webhook may reach a private address; a member's may not). Names resolve through
 //! a map the test sets (`askloop_tests::resolver`), never through real DNS.
 
+use askloop_tests::answers::early_access;
 use std::time::{Duration, Instant};
 
 use askloop::config::Config;
@@ -28,7 +29,7 @@ use sea_orm::{
 };
 use serde_json::{Value, json};
 
-use crate::agents::{ANSWER, ask_as, register};
+use crate::agents::{ask_as, register};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -156,11 +157,7 @@ async fn forty_test_sends_to_a_hanging_hook_leave_an_agents_answer_delivered_wit
 
     let answered_at = Instant::now();
     let answered = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
-            json!({"id": question.to_string()}),
-        )
+        .answer(&ana.token, early_access(question, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     // The bound the finding asks for. The agent's lane is idle, so the answer goes out at the
@@ -248,7 +245,7 @@ async fn a_slow_agent_endpoint_does_not_delay_another_agents_deliveries(app: Tes
     }
     for id in questions {
         let answered = app
-            .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+            .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
             .await;
         assert!(answered["errors"].is_null(), "{answered}");
     }

@@ -2,6 +2,7 @@
 //! as queries, members cut off when suspended, the protocol's timeouts and refusals, and changes
 //! crossing from one askloop instance to another through PostgreSQL.
 
+use askloop_tests::answers::answer_input;
 use std::time::Duration;
 
 use askloop_tests::fixtures::open_niche;
@@ -15,7 +16,6 @@ use serde_json::json;
 
 const QUEUE: &str = "subscription($slug: String!) { questionQueue(nicheSlug: $slug) { change question { id title status } } }";
 const AWAITING: &str = "subscription { awaitingMe { change question { id title } } }";
-const ANSWER: &str = "mutation($id: ID!, $kind: AnswerKind!) { answerQuestion(input: {questionId: $id, kind: $kind, optionId: \"ea\"}) { notice } }";
 
 /// Two operators of `games`; ana subscribed to its queue, registered with the live hub.
 async fn a_subscribed_operator(app: &TestApp) -> (GqlSocket, Person, Person) {
@@ -58,11 +58,7 @@ async fn a_subscriber_sees_a_question_leave_once_someone_answers_it(app: TestApp
     let (mut socket, _, bo) = a_subscribed_operator(&app).await;
     let id = ask_and_see_it_added(&app, &mut socket, "live-1").await;
     let answered = app
-        .graphql(
-            Some(&bo.token),
-            ANSWER,
-            json!({"id": id.to_string(), "kind": "ANSWERED"}),
-        )
+        .answer(&bo.token, answer_input(id, "ANSWERED", Some("ea"), None))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     let removed = socket.next_data("q").await;
@@ -86,10 +82,9 @@ async fn awaiting_me_drops_what_i_declined(app: TestApp) {
     let added = socket.next_data("a").await;
     assert_eq!(added["data"]["awaitingMe"]["change"], "ADDED", "{added}");
     let declined = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
-            json!({"id": id.to_string(), "kind": "INSUFFICIENT_CONTEXT"}),
+        .answer(
+            &ana.token,
+            answer_input(id, "INSUFFICIENT_CONTEXT", Some("ea"), None),
         )
         .await;
     assert!(declined["errors"].is_null(), "{declined}");
@@ -171,10 +166,9 @@ async fn a_question_sent_back_for_research(app: &TestApp) -> GqlSocket {
     let (mut socket, ana, _) = a_subscribed_operator(app).await;
     let id = ask_and_see_it_added(app, &mut socket, "research").await;
     let sent = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
-            json!({"id": id.to_string(), "kind": "NEEDS_RESEARCH"}),
+        .answer(
+            &ana.token,
+            answer_input(id, "NEEDS_RESEARCH", Some("ea"), None),
         )
         .await;
     assert!(sent["errors"].is_null(), "{sent}");
@@ -240,11 +234,7 @@ async fn a_reopened_question_comes_back_live_for_everyone_but_its_rejected_answe
         "ADDED"
     );
     let answered = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
-            json!({"id": id.to_string(), "kind": "ANSWERED"}),
-        )
+        .answer(&ana.token, answer_input(id, "ANSWERED", Some("ea"), None))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     for socket in [&mut hers, &mut his] {

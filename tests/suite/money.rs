@@ -290,13 +290,7 @@ async fn the_answerer_is_owed_their_share_of_a_bounty_once_it_is_verified(app: T
         .await
         .expect("query")
         .expect("her contribution");
-    let verified = app
-        .graphql(
-            Some(&root.token),
-            "mutation($id: ID!) { verifyContribution(id: $id) { status } }",
-            json!({"id": pending.id.to_string()}),
-        )
-        .await;
+    let verified = app.verify(&root.token, &pending.id.to_string()).await;
     assert!(verified["errors"].is_null(), "{verified}");
     let mine = app.graphql(Some(&ana.token), query, json!({})).await;
     assert_eq!(

@@ -3,6 +3,7 @@
 //! hours, a mail server that is down for a while, escalation on an injected clock, and operator
 //! webhooks against a real receiver.
 
+use askloop_tests::answers::early_access;
 use std::time::Duration;
 
 use askloop::config::{Config, MailSettings};
@@ -140,8 +141,6 @@ async fn until_every_delivery_delivered(app: &TestApp) {
 
 const PREFERENCES: &str = "{ myNotificationPreferences { nicheSlug enabled immediate digest } }";
 
-const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { notice } }";
-
 /// `person`'s mail settings as GraphQL gives them.
 async fn mail_settings(app: &TestApp, person: &Person) -> Value {
     let read = app
@@ -156,9 +155,7 @@ async fn mail_settings(app: &TestApp, person: &Person) -> Value {
 
 /// `person` answers question `id` (its first option).
 async fn answer(app: &TestApp, person: &Person, id: i64) {
-    let answered = app
-        .graphql(Some(&person.token), ANSWER, json!({"id": id.to_string()}))
-        .await;
+    let answered = app.answer(&person.token, early_access(id, None)).await;
     assert!(answered["errors"].is_null(), "{answered}");
 }
 

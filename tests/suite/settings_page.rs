@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use askloop_tests::answers::sign_in;
 use askloop_tests::browser::{Browser, button, labelled, link_in, role};
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::operator;
@@ -14,7 +15,6 @@ use askloop_tests::socket::{GqlSocket, Received};
 use askloop_tests::{Backend, TestApp, error_code};
 use serde_json::json;
 
-use crate::access_settings::sign_in;
 use crate::dashboard_pages::signed_in;
 use crate::review_pages::{assert_accessible, assert_no_sideways_scroll, tab_through};
 

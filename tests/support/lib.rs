@@ -6,6 +6,7 @@
 //! - [`database`]: the backends and a fresh database per test.
 //! - [`app`]: the running askloop, its config, pausing, resuming and second instances.
 //! - [`signed`]: requests signed as the agent signs them, and asking a question.
+//! - [`answers`]: signing in, answering and verifying as a person does, through GraphQL.
 //! - [`graphql`]: GraphQL over HTTP and reading error codes.
 //! - [`fixtures`], [`people`]: builder functions for niches, questions, people and memberships.
 //! - [`socket`]: a `graphql-transport-ws` client for subscriptions.
@@ -18,6 +19,7 @@
 //! - [`wait`]: waiting for a fact (a row, a request, a gauge) with a deadline, never for time.
 //! - [`on_both_backends!`]: one storage test per backend.
 
+pub mod answers;
 pub mod app;
 pub mod axe;
 pub mod browser;
