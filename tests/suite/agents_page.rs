@@ -68,14 +68,7 @@ impl AgentsPage<'_> {
 
     /// Choose the option whose value is `value` in the select `locator` finds, as picking it does.
     async fn choose(&mut self, locator: &str, value: &str) {
-        self.0.wait_for(locator, locator).await;
-        let value = serde_json::to_string(value).unwrap_or_default();
-        self.0
-            .eval(&format!(
-                "(() => {{ const s = ({locator}); s.value = {value}; \
-                 s.dispatchEvent(new Event('change', {{ bubbles: true }})); return true; }})()"
-            ))
-            .await;
+        self.0.choose(locator, value).await;
     }
 
     /// Press the button named `name` on agent `slug`'s card.
@@ -85,37 +78,19 @@ impl AgentsPage<'_> {
 
     /// Wait for the page's status message to say `words`.
     async fn wait_for_notice(&mut self, words: &str) {
-        self.0
-            .wait_for(&role("status", words), &format!("the notice \"{words}\""))
-            .await;
+        self.0.wait_for_notice(words).await;
     }
 
     /// The secret shown once for agent `slug`, read from its labelled field.
     async fn shown_secret(&mut self, slug: &str) -> String {
-        let field = labelled(&format!("Signing secret of {slug}"));
         self.0
-            .wait_for(&format!("{field}.value"), "the secret shown once")
-            .await;
-        self.0
-            .eval(&format!("{field}.value"))
+            .shown_once(&format!("Signing secret of {slug}"))
             .await
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()
     }
 
     /// Whether `secret` is anywhere in the page: its markup, its text or a field's value.
     async fn shows(&mut self, secret: &str) -> bool {
-        let secret = serde_json::to_string(secret).unwrap_or_default();
-        self.0
-            .eval(&format!(
-                "document.documentElement.outerHTML.includes({secret}) \
-                 || document.body.innerText.includes({secret}) \
-                 || [...document.querySelectorAll('input, textarea')].some(e => e.value.includes({secret}))"
-            ))
-            .await
-            .as_bool()
-            .expect("the page answers whether it shows the secret")
+        self.0.shows(secret).await
     }
 
     /// The text of agent `slug`'s fact `fact` (`niches`, `url`, `scheme`, `events`,
@@ -131,9 +106,7 @@ impl AgentsPage<'_> {
 
     /// The page's refusal or error, once it shows.
     async fn error(&mut self) -> String {
-        let alert = "document.querySelector('main [role=alert]')";
-        self.0.wait_for(alert, "the page's error").await;
-        self.0.text(alert).await
+        self.0.page_error().await
     }
 }
 

@@ -15,6 +15,7 @@
 //! - [`standard_webhooks`]: the Standard Webhooks npm library's verdict on a delivery.
 //! - [`mcp`]: MCP over HTTP by hand, agents with tokens, and where the TypeScript SDK lives.
 //! - [`browser`]: headless Chromium over the DevTools protocol.
+//! - [`pages`]: what every dashboard page object does alike (notices, errors, secrets shown once).
 //! - [`axe`]: axe-core's accessibility checks on the page a browser shows.
 //! - [`wait`]: waiting for a fact (a row, a request, a gauge) with a deadline, never for time.
 //! - [`on_both_backends!`]: one storage test per backend.
@@ -29,6 +30,7 @@ pub mod graphql;
 pub mod mcp;
 mod on_both_backends;
 pub mod outbox;
+pub mod pages;
 pub mod people;
 pub mod receiver;
 pub mod resolver;
