@@ -823,9 +823,11 @@ async fn admins_follow_new_anomaly_signals_live() {
             json!({}),
         )
         .await;
-    // The subscription starts from the signals already logged: once it is served, the next one
-    // is new to it.
-    app.until_subscriptions_served(1).await;
+    // The subscription starts from the signals already logged: give it time to start, so the
+    // next one is new to it. Time stands in for a fact askloop does not expose yet: the
+    // served-subscriptions gauge counts only queue subscriptions today; once it counts every
+    // subscription, this becomes `app.until_subscriptions_served(1)`.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     let next = json!({"signalId": "sig-2", "subjectType": "agent", "subjectId": "agent-7",
         "kind": "spend_spike", "severity": "medium", "finding": "ten questions a second"})
     .to_string();
