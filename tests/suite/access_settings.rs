@@ -3,6 +3,7 @@
 //! everywhere else), and open subscriptions ending as soon as the key or session they were
 //! opened with is revoked or ended.
 
+use askloop_tests::answers::{LOGIN, sign_in};
 use std::time::Duration;
 
 use askloop_tests::fixtures::open_niche;
@@ -15,8 +16,6 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 
-const LOGIN: &str =
-    "mutation($h: String!, $p: String!) { login(handle: $h, password: $p) { token } }";
 const VIEWER: &str = "{ viewer { user { handle } } }";
 const CREATE_KEY: &str = "mutation($name: String!, $at: DateTime) { createApiKey(name: $name, expiresAt: $at) { token key { id name prefix createdAt lastUsedAt expiresAt } } }";
 const MY_KEYS: &str = "{ myApiKeys { id name prefix createdAt lastUsedAt expiresAt } }";
@@ -43,24 +42,6 @@ async fn a_key(app: &TestApp, owner: &Person, name: &str, at: Option<String>) ->
         created["token"].as_str().expect("a token").to_owned(),
         created["key"]["id"].as_str().expect("an id").to_owned(),
     )
-}
-
-/// Sign `handle` in through GraphQL with `user_agent`; the session token.
-pub(crate) async fn sign_in(app: &TestApp, handle: &str, user_agent: &str) -> String {
-    let body: Value = reqwest::Client::new()
-        .post(app.url("/graphql"))
-        .header("user-agent", user_agent)
-        .json(&json!({"query": LOGIN, "variables": {"h": handle, "p": PASSWORD}}))
-        .send()
-        .await
-        .expect("sent")
-        .json()
-        .await
-        .expect("JSON");
-    body["data"]["login"]["token"]
-        .as_str()
-        .unwrap_or_else(|| panic!("signed in: {body}"))
-        .to_owned()
 }
 
 /// Whether `token` still works: its viewer's handle, or the error code.
@@ -399,7 +380,7 @@ async fn subscribed(app: &TestApp, ana_token: &str, bo: &Person) -> (GqlSocket, 
     anas.subscribe("q", QUEUE, json!({"slug": "games"})).await;
     let mut bos = GqlSocket::connect(&app.base, Some(&bo.token)).await;
     bos.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.until_subscriptions_served(2).await;
     (anas, bos)
 }
 
@@ -465,7 +446,8 @@ async fn a_subscription_ends_as_soon_as_its_session_is_ended_or_signed_out_elsew
     on_laptop
         .subscribe("q", QUEUE, json!({"slug": "games"}))
         .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Only bo's and the laptop's are left: the phone's and the tablet's were closed.
+    app.until_exactly_subscriptions_served(2).await;
     let out = app
         .graphql(Some(&laptop), "mutation { logout }", json!({}))
         .await;

@@ -4,6 +4,7 @@
 //! endpoint (chovy or Standard Webhooks); rotation keeps the previous secret until it retires;
 //! a disabled agent is refused and its events wait; bad input to the registry changes nothing.
 
+use askloop_tests::answers::early_access;
 use std::time::Duration;
 
 use askloop::config::Config;
@@ -29,7 +30,6 @@ pub(crate) const WAIT: Duration = Duration::from_secs(20);
 const INTAKE: &str = "/api/v1/internal/expert-questions";
 const LOOKUP: &str = "/api/v1/internal/expert-questions/lookup";
 const RESEARCH: &str = "/api/v1/internal/research-results";
-pub(crate) const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\", body: \"The 1.0 date.\"}) { notice } }";
 
 /// Deliveries sent at once and retried quickly.
 pub(crate) fn quick(config: &mut Config) {
@@ -273,15 +273,27 @@ async fn each_agent_receives_only_its_own_events_at_its_own_endpoint(app: TestAp
     for asked in [&asked_a, &asked_b] {
         let id = asked["question"]["id"].as_i64().expect("an id");
         let answered = app
-            .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+            .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
             .await;
         assert!(answered["errors"].is_null(), "{answered}");
     }
-    for (receiver, asked) in [(&at_a, &asked_a), (&at_b, &asked_b)] {
+    // Each endpoint has an event and every delivery is recorded as delivered, so nothing is left
+    // in flight to either endpoint.
+    for receiver in [&at_a, &at_b] {
         receiver
             .wait_until(WAIT, "its answer", |r| !r.is_empty())
             .await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    askloop_tests::wait::until("every delivery recorded as delivered", || async {
+        deliveries::Entity::find()
+            .filter(deliveries::Column::Status.ne(DeliveryStatus::Delivered))
+            .count(&app.db)
+            .await
+            .expect("count")
+            == 0
+    })
+    .await;
+    for (receiver, asked) in [(&at_a, &asked_a), (&at_b, &asked_b)] {
         let got = receiver.received();
         assert_eq!(got.len(), 1, "only its own event");
         assert!(got[0].verified, "signed with its own secret");
@@ -341,7 +353,7 @@ async fn the_previous_secret_works_until_it_retires_without_a_failed_delivery_or
     assert_eq!(status, 201);
     let id = asked["question"]["id"].as_i64().expect("an id");
     let answered = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     receiver
@@ -442,10 +454,11 @@ async fn a_disabled_agent_is_refused_and_its_deliveries_wait_until_it_is_enabled
     );
 
     let answered = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
-    // Many polls later nothing was attempted: the delivery waits, neither failed nor lost.
+    // Many polls later nothing was attempted: the delivery waits, neither failed nor lost. Time
+    // is the fact: an absence, watched over many worker polls.
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert!(receiver.received().is_empty());
     let waiting = deliveries::Entity::find()
@@ -503,7 +516,7 @@ async fn a_standard_endpoint_receives_a_delivery_its_library_verifies(app: TestA
     let (_, asked) = ask_as(&app, "agent-std", &secret, "games", "q-1").await;
     let id = asked["question"]["id"].as_i64().expect("an id");
     let answered = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     receiver
@@ -559,7 +572,7 @@ async fn an_endpoint_receives_only_the_events_it_wants(app: TestApp) {
     let (_, asked) = ask_as(&app, "agent-a", &a, "games", "q-1").await;
     let id = asked["question"]["id"].as_i64().expect("an id");
     let answered = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     assert_eq!(
@@ -778,7 +791,7 @@ async fn admins_manage_agents_and_see_their_niches_endpoint_and_deliveries(app: 
         .expect("query")
         .expect("q")
         .id;
-    app.graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+    app.answer(&ana.token, early_access(id, Some("The 1.0 date.")))
         .await;
     let listed = app
         .graphql(

@@ -5,15 +5,17 @@
 //! page passes axe-core at desktop and phone widths, does not scroll sideways, and shows where
 //! the keyboard's focus is.
 
+use askloop_tests::answers::early_access;
 use askloop_tests::browser::{Browser, button, button_in, labelled, labelled_in, link_in, role};
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{operator, person};
 use askloop_tests::receiver::{Receiver, reserve_port};
 use askloop_tests::{Backend, TestApp};
 use entity::agents::WebhookScheme;
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 
-use crate::agents::{ANSWER, WAIT, ask_as, quick, register};
+use crate::agents::{WAIT, ask_as, quick, register};
 use crate::dashboard_pages::signed_in;
 use crate::review_pages::{assert_accessible, assert_no_sideways_scroll, tab_through};
 
@@ -66,14 +68,7 @@ impl AgentsPage<'_> {
 
     /// Choose the option whose value is `value` in the select `locator` finds, as picking it does.
     async fn choose(&mut self, locator: &str, value: &str) {
-        self.0.wait_for(locator, locator).await;
-        let value = serde_json::to_string(value).unwrap_or_default();
-        self.0
-            .eval(&format!(
-                "(() => {{ const s = ({locator}); s.value = {value}; \
-                 s.dispatchEvent(new Event('change', {{ bubbles: true }})); return true; }})()"
-            ))
-            .await;
+        self.0.choose(locator, value).await;
     }
 
     /// Press the button named `name` on agent `slug`'s card.
@@ -83,37 +78,19 @@ impl AgentsPage<'_> {
 
     /// Wait for the page's status message to say `words`.
     async fn wait_for_notice(&mut self, words: &str) {
-        self.0
-            .wait_for(&role("status", words), &format!("the notice \"{words}\""))
-            .await;
+        self.0.wait_for_notice(words).await;
     }
 
     /// The secret shown once for agent `slug`, read from its labelled field.
     async fn shown_secret(&mut self, slug: &str) -> String {
-        let field = labelled(&format!("Signing secret of {slug}"));
         self.0
-            .wait_for(&format!("{field}.value"), "the secret shown once")
-            .await;
-        self.0
-            .eval(&format!("{field}.value"))
+            .shown_once(&format!("Signing secret of {slug}"))
             .await
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()
     }
 
     /// Whether `secret` is anywhere in the page: its markup, its text or a field's value.
     async fn shows(&mut self, secret: &str) -> bool {
-        let secret = serde_json::to_string(secret).unwrap_or_default();
-        self.0
-            .eval(&format!(
-                "document.documentElement.outerHTML.includes({secret}) \
-                 || document.body.innerText.includes({secret}) \
-                 || [...document.querySelectorAll('input, textarea')].some(e => e.value.includes({secret}))"
-            ))
-            .await
-            .as_bool()
-            .expect("the page answers whether it shows the secret")
+        self.0.shows(secret).await
     }
 
     /// The text of agent `slug`'s fact `fact` (`niches`, `url`, `scheme`, `events`,
@@ -129,9 +106,7 @@ impl AgentsPage<'_> {
 
     /// The page's refusal or error, once it shows.
     async fn error(&mut self) -> String {
-        let alert = "document.querySelector('main [role=alert]')";
-        self.0.wait_for(alert, "the page's error").await;
-        self.0.text(alert).await
+        self.0.page_error().await
     }
 }
 
@@ -273,11 +248,7 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
     // takes the event, and the card lists it.
     let receiver = Receiver::start_verifying(endpoint, &first, Vec::new()).await;
     let answered = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
-            json!({"id": question.to_string()}),
-        )
+        .answer(&ana.token, early_access(question, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     receiver
@@ -290,20 +261,24 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
         "{}.querySelector('tr.delivery-delivered')",
         AgentsPage::card("research-bot")
     );
-    // The worker marks the delivery delivered just after the endpoint has it: read the registry
-    // again until the page lists it so.
-    let started = std::time::Instant::now();
-    loop {
-        browser.click(&button("Read the registry again")).await;
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        if browser.eval(&format!("!!{delivered}")).await == json!(true) {
-            break;
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "the delivery is never listed as delivered"
-        );
-    }
+    // The worker marks the delivery delivered just after the endpoint has it: once it has, the
+    // registry read again lists it so.
+    askloop_tests::wait::until("the delivery recorded as delivered", || async {
+        entity::deliveries::Entity::find()
+            .filter(
+                entity::deliveries::Column::Status
+                    .eq(entity::deliveries::DeliveryStatus::Delivered),
+            )
+            .count(&app.db)
+            .await
+            .expect("count")
+            > 0
+    })
+    .await;
+    browser.click(&button("Read the registry again")).await;
+    browser
+        .wait_for(&delivered, "the delivery listed as delivered")
+        .await;
     let row = browser.text(&delivered).await;
     assert!(row.contains("expert_answer.created"), "{row}");
     assert!(row.contains("delivered"), "{row}");

@@ -1,6 +1,7 @@
 //! Answering without races, declining for free, scoring and review (docs/contract.md#answering, #scoring-and-review), through the
 //! public API on SQLite and PostgreSQL.
 
+use askloop_tests::answers::answer_input;
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::{TestApp, error_code, on_both_backends};
@@ -10,18 +11,6 @@ use entity::contribution_events::{self, ContributionStatus};
 use entity::{contribution_scores, tier_history};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
-
-const ANSWER: &str = r#"mutation($input: AnswerInput!) {
-  answerQuestion(input: $input) {
-    points contributionStatus notice
-    answer { kind optionId body answeredBy }
-    question { status }
-  }
-}"#;
-
-fn answer_input(question: i64, kind: &str, option: Option<&str>, body: Option<&str>) -> Value {
-    json!({"input": {"questionId": question.to_string(), "kind": kind, "optionId": option, "body": body}})
-}
 
 async fn contributions(app: &TestApp) -> Vec<contribution_events::Model> {
     contribution_events::Entity::find()
@@ -38,9 +27,8 @@ async fn fifty_operators_answering_at_once_produce_one_winner(app: TestApp) {
         operators.push(operator(&app.db, "games", &format!("op{i}")).await);
     }
     let sends = operators.iter().map(|op| {
-        app.graphql(
-            Some(&op.token),
-            ANSWER,
+        app.answer(
+            &op.token,
             answer_input(
                 question,
                 "ANSWERED",
@@ -83,8 +71,8 @@ async fn the_same_person_double_submitting_stores_one_row(app: TestApp) {
     let op = operator(&app.db, "games", "ana").await;
     let input = answer_input(question, "ANSWERED", Some("full"), None);
     let (a, b) = futures::join!(
-        app.graphql(Some(&op.token), ANSWER, input.clone()),
-        app.graphql(Some(&op.token), ANSWER, input.clone())
+        app.answer(&op.token, input.clone()),
+        app.answer(&op.token, input.clone())
     );
     let oks = [&a, &b].iter().filter(|r| r["errors"].is_null()).count();
     assert_eq!(oks, 1, "{a} {b}");
@@ -103,9 +91,8 @@ async fn a_new_operators_answer_waits_for_review(app: TestApp) {
     let question = app.ask("games", "q-1").await;
     let op = operator(&app.db, "games", "ana").await;
     let body = app
-        .graphql(
-            Some(&op.token),
-            ANSWER,
+        .answer(
+            &op.token,
             answer_input(question, "ANSWERED", Some("ea"), None),
         )
         .await;
@@ -132,9 +119,8 @@ async fn the_twenty_sixth_answer_is_verified_on_arrival(app: TestApp) {
     for i in 0..25 {
         let question = app.ask("games", &format!("trust-{i}")).await;
         let body = app
-            .graphql(
-                Some(&op.token),
-                ANSWER,
+            .answer(
+                &op.token,
                 answer_input(question, "ANSWERED", Some("ea"), None),
             )
             .await;
@@ -148,13 +134,7 @@ async fn the_twenty_sixth_answer_is_verified_on_arrival(app: TestApp) {
             .find(|c| c.status == ContributionStatus::Pending)
             .expect("a pending contribution")
             .id;
-        let verified = app
-            .graphql(
-                Some(&admin.token),
-                "mutation($id: ID!) { verifyContribution(id: $id) { status } }",
-                json!({"id": id.to_string()}),
-            )
-            .await;
+        let verified = app.verify(&admin.token, &id.to_string()).await;
         assert_eq!(
             verified["data"]["verifyContribution"]["status"], "VERIFIED",
             "{verified}"
@@ -162,9 +142,8 @@ async fn the_twenty_sixth_answer_is_verified_on_arrival(app: TestApp) {
     }
     let question = app.ask("games", "trust-25").await;
     let body = app
-        .graphql(
-            Some(&op.token),
-            ANSWER,
+        .answer(
+            &op.token,
             answer_input(question, "ANSWERED", Some("ea"), None),
         )
         .await;
@@ -188,9 +167,8 @@ async fn declined_for_lack_of_context(app: &TestApp) -> (i64, Value, Person) {
     let question = app.ask("games", "q-1").await;
     let op = operator(&app.db, "games", "ana").await;
     let body = app
-        .graphql(
-            Some(&op.token),
-            ANSWER,
+        .answer(
+            &op.token,
             answer_input(question, "INSUFFICIENT_CONTEXT", None, None),
         )
         .await;
@@ -210,9 +188,8 @@ async fn a_decline_is_free_and_keeps_the_question_open(app: TestApp) {
 async fn a_decline_is_replaced_not_doubled_when_the_same_person_answers(app: TestApp) {
     let (question, _, op) = declined_for_lack_of_context(&app).await;
     let body = app
-        .graphql(
-            Some(&op.token),
-            ANSWER,
+        .answer(
+            &op.token,
             answer_input(question, "ANSWERED", None, Some("It is 1.0")),
         )
         .await;
@@ -252,9 +229,8 @@ async fn sent_back_for_research(app: &TestApp) -> (i64, Person, Value) {
         "{before}"
     );
     let body = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
+        .answer(
+            &ana.token,
             answer_input(question, "NEEDS_RESEARCH", None, None),
         )
         .await;
@@ -311,9 +287,8 @@ async fn research_coming_back_reopens_the_question_with_its_new_context(app: Tes
 async fn research_for_a_settled_question_is_a_conflict(app: TestApp) {
     let (question, ana) = research_came_back(&app).await;
     let answered = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
+        .answer(
+            &ana.token,
             answer_input(question, "ANSWERED", Some("ea"), None),
         )
         .await;
@@ -372,13 +347,12 @@ async fn answering_refuses_an_unknown_question_a_bad_option_or_a_bad_body(app: T
         ),
     ];
     for (input, code) in cases {
-        let body = app.graphql(Some(&ana.token), ANSWER, input.clone()).await;
+        let body = app.answer(&ana.token, input.clone()).await;
         assert_eq!(error_code(&body), Some(code), "{input} → {body}");
     }
     let unknown_kind = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
+        .answer(
+            &ana.token,
             answer_input(question, "MAYBE", Some("ea"), None),
         )
         .await;
@@ -405,9 +379,8 @@ async fn a_dismissed_question_cannot_be_answered(app: TestApp) {
         "{dismissed}"
     );
     let late = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
+        .answer(
+            &ana.token,
             answer_input(question, "ANSWERED", Some("ea"), None),
         )
         .await;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::operator;
 use askloop_tests::socket::{GqlSocket, Received, connect_from};
+use askloop_tests::wait;
 use askloop_tests::{Backend, TestApp, on_both_backends};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -52,29 +53,15 @@ async fn closed_by_the_server(
 
 /// Wait until the app holds `count` connections open (the accept loop has taken them).
 async fn until_open(app: &TestApp, count: usize) {
-    let deadline = Instant::now() + PATIENCE;
-    while app.connections.open() != count {
-        assert!(
-            Instant::now() < deadline,
-            "{} connections open, not {count}",
-            app.connections.open()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// The value of the gauge `name` on `/metrics`.
-async fn gauge(app: &TestApp, name: &str) -> u64 {
-    let text = reqwest::get(app.url("/metrics"))
-        .await
-        .expect("metrics answer")
-        .text()
-        .await
-        .expect("metrics text");
-    text.lines()
-        .find_map(|line| line.strip_prefix(&format!("{name} ")))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+    wait::until_ok(PATIENCE, || async {
+        let open = app.connections.open();
+        if open == count {
+            Ok(())
+        } else {
+            Err(format!("{open} connections open, not {count}"))
+        }
+    })
+    .await;
 }
 
 /// A plain `GET path` on `stream`, kept alive; the response's head and body.
@@ -170,14 +157,7 @@ async fn a_per_address_socket_cap_leaves_a_signed_in_operator_connected_while_20
     )
     .await;
     bos.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    let deadline = Instant::now() + PATIENCE;
-    while gauge(&app, "askloop_live_subscriptions_served").await < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "the two subscriptions never started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    app.until_subscriptions_served(2).await;
 
     // And both still hear the queue.
     let id = app.ask("games", "through-the-flood").await;
@@ -285,6 +265,8 @@ async fn a_connection_that_trickles_its_headers_is_closed_within_the_header_time
                 break;
             }
             sent += 1;
+            // Time is the fact under test: a client that sends a byte every 50 ms is never idle
+            // yet never done, and the header deadline must end it anyway.
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         sent

@@ -272,16 +272,12 @@ impl AdminPage<'_> {
 
     /// Wait for the page's status message to say `words`.
     pub async fn wait_for_notice(&mut self, words: &str) {
-        self.0
-            .wait_for(&role("status", words), &format!("the notice \"{words}\""))
-            .await;
+        self.0.wait_for_notice(words).await;
     }
 
     /// Wait for an error on the page and return it.
     pub async fn error(&mut self) -> String {
-        let alert = "document.querySelector('main [role=alert]')";
-        self.0.wait_for(alert, "the refusal").await;
-        self.0.text(alert).await
+        self.0.page_error().await
     }
 }
 

@@ -3,6 +3,7 @@
 //! `expert_question.needs_context`; research sent for a question that is still open is appended
 //! to its context and brings it back to those who had declined.
 
+use askloop_tests::answers::answer_input;
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{Person, operator};
 use askloop_tests::{TestApp, on_both_backends};
@@ -10,17 +11,14 @@ use entity::agent_questions;
 use sea_orm::EntityTrait;
 use serde_json::{Value, json};
 
-const ANSWER: &str =
-    r#"mutation($input: AnswerInput!) { answerQuestion(input: $input) { notice } }"#;
 const AWAITING: &str = "{ awaitingMe { edges { node { id } } } }";
 const RESEARCH: &str = "/api/v1/internal/research-results";
 
 async fn decline(app: &TestApp, who: &Person, question: i64) {
     let body = app
-        .graphql(
-            Some(&who.token),
-            ANSWER,
-            json!({"input": {"questionId": question.to_string(), "kind": "INSUFFICIENT_CONTEXT"}}),
+        .answer(
+            &who.token,
+            answer_input(question, "INSUFFICIENT_CONTEXT", None, None),
         )
         .await;
     assert!(body["errors"].is_null(), "{body}");

@@ -2,6 +2,7 @@
 //! hanging or fine; a worker killed mid-send; two instances sharing 1,000 deliveries; expiry end
 //! to end; the agent's lookup (with its long wait); and the admin's view and redelivery.
 
+use askloop_tests::answers::early_access;
 use std::time::Duration;
 
 use askloop::config::Config;
@@ -9,6 +10,7 @@ use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::receiver::{Receiver, Reply, reserve_port};
 use askloop_tests::socket::GqlSocket;
+use askloop_tests::wait;
 use askloop_tests::{Backend, SECRET, TestApp, error_code, on_both_backends};
 use entity::deliveries::{self, DeliveryStatus};
 use entity::delivery_attempts;
@@ -16,7 +18,6 @@ use entity::{agent_questions, audit_log};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Value, json};
 
-const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\", body: \"The 1.0 date.\"}) { notice } }";
 const WAIT: Duration = Duration::from_secs(20);
 
 /// Fast retry timings, so a test sees several attempts in well under a second.
@@ -39,7 +40,7 @@ async fn answered_question(app: &TestApp) -> i64 {
     let ana = operator(&app.db, "games", "ana").await;
     let id = app.ask("games", "q-1").await;
     let answered = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     id
@@ -63,19 +64,16 @@ async fn attempts(app: &TestApp, delivery_id: i64) -> Vec<delivery_attempts::Mod
 }
 
 pub(crate) async fn wait_for_status(app: &TestApp, status: DeliveryStatus) -> deliveries::Model {
-    let started = std::time::Instant::now();
-    loop {
-        let delivery = the_delivery(app).await;
-        if delivery.status == status {
-            return delivery;
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "the delivery stayed {:?}: {delivery:?}",
-            delivery.status
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let wanted = &status;
+    wait::until_some(
+        &format!("the delivery to be {status:?}"),
+        WAIT,
+        || async move {
+            let delivery = the_delivery(app).await;
+            (delivery.status == *wanted).then_some(delivery)
+        },
+    )
+    .await
 }
 
 fn timestamp_of(signature: &str) -> &str {
@@ -95,11 +93,10 @@ fn delivering_to_an_agent_not_yet_up(config: &mut Config) {
 /// then went through once the agent came up: its question id, the agent, and the delivery.
 async fn delivered_after_the_agent_came_up(app: &TestApp) -> (i64, Receiver, deliveries::Model) {
     let question = answered_question(app).await;
-    let started = std::time::Instant::now();
-    while attempts(app, the_delivery(app).await.id).await.len() < 3 {
-        assert!(started.elapsed() < WAIT, "no attempts recorded");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    wait::until("three attempts recorded", || async move {
+        attempts(app, the_delivery(app).await.id).await.len() >= 3
+    })
+    .await;
     let receiver = Receiver::start_for(app, Vec::new()).await;
     let delivery = wait_for_status(app, DeliveryStatus::Delivered).await;
     (question, receiver, delivery)
@@ -141,6 +138,8 @@ async fn every_attempt_while_the_agent_is_down_is_recorded_as_a_retry(app: TestA
 
 async fn a_delivered_envelope_is_not_sent_again(app: TestApp) {
     let (_, receiver, _) = delivered_after_the_agent_came_up(&app).await;
+    // Time is the fact: an envelope not sent again is an absence, watched over many worker polls
+    // (the retry base is 50 ms); askloop has no event to wait for instead.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(receiver.received().len(), 1);
 }
@@ -336,8 +335,16 @@ async fn two_instances_share_a_thousand_deliveries_without_sending_any_twice() {
             r.len() >= 1000
         })
         .await;
-    // Let anything still in flight land before counting.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Count once nothing is left in flight: every delivery is recorded as delivered.
+    wait::until("every delivery recorded as delivered", || async {
+        deliveries::Entity::find()
+            .filter(deliveries::Column::Status.ne(DeliveryStatus::Delivered))
+            .count(&app.db)
+            .await
+            .expect("count")
+            == 0
+    })
+    .await;
     let counts = receiver.counts();
     assert_eq!(counts.len(), 1000);
     assert!(
@@ -404,11 +411,10 @@ async fn an_expired_question(app: &TestApp) -> (i64, Person) {
     let ana = operator(&app.db, "games", "ana").await;
     let (id, _) = a_short_question(app).await;
     move_past_its_time(app, id).await;
-    let started = std::time::Instant::now();
-    while expiries_audited(app).await == 0 {
-        assert!(started.elapsed() < WAIT, "the question was not expired");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    wait::until("the question to be expired", || async move {
+        expiries_audited(app).await > 0
+    })
+    .await;
     (id, ana)
 }
 
@@ -437,7 +443,7 @@ async fn a_question_past_its_time_leaves_the_queue_as_expired(app: TestApp) {
             json!({}),
         )
         .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.until_subscriptions_served(1).await;
     move_past_its_time(&app, id).await;
     // The question's own arrival may still be on its way to the subscriber: skip past it.
     let mut removed = socket.next_data("q").await;
@@ -465,7 +471,8 @@ async fn a_question_past_its_time_is_expired_and_audited_once(app: TestApp) {
         question.status,
         entity::agent_questions::QuestionStatus::Expired
     );
-    // Several sweeps later, still once.
+    // Several sweeps later, still once. Time is the fact: an absence, watched over several
+    // sweeps; askloop exposes no count of sweeps to wait for instead.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(expiries_audited(&app).await, 1);
 }
@@ -480,15 +487,23 @@ async fn the_agent_is_told_once_that_its_question_expired(app: TestApp) {
     assert_eq!(envelope["type"], "expert_question.expired");
     assert_eq!(envelope["payload"]["externalId"], "short");
     assert_eq!(envelope["payload"]["questionId"], json!(id));
-    // Expired once, told once.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Expired once, told once: every delivery is recorded as delivered, so none is in flight.
+    wait::until("every delivery recorded as delivered", || async {
+        deliveries::Entity::find()
+            .filter(deliveries::Column::Status.ne(DeliveryStatus::Delivered))
+            .count(&app.db)
+            .await
+            .expect("count")
+            == 0
+    })
+    .await;
     assert_eq!(receiver.received().len(), 1);
 }
 
 async fn an_expired_question_cannot_be_answered(app: TestApp) {
     let (id, ana) = an_expired_question(&app).await;
     let late = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
         .await;
     assert_eq!(error_code(&late), Some("CONFLICT"), "{late}");
     assert!(late.to_string().contains("expired"), "{late}");
@@ -548,6 +563,7 @@ async fn the_agent_reads_its_questions_in_the_order_it_asked(app: TestApp) {
 
 async fn a_waiting_lookup_is_held_until_the_question_is_answered(app: TestApp) {
     let (id, ana) = a_question_and_its_answerer(&app).await;
+    let listening = app.live.listeners();
     let waiting = {
         let (base, body) = (
             app.base.clone(),
@@ -568,13 +584,17 @@ async fn a_waiting_lookup_is_held_until_the_question_is_answered(app: TestApp) {
                 .expect("JSON")
         })
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The lookup listens for a change before the question changes.
+    wait::until("the lookup to wait for a change", || async {
+        app.live.listeners() > listening
+    })
+    .await;
     assert!(
         !waiting.is_finished(),
         "the lookup returned before anything changed"
     );
     let answered = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     let read = tokio::time::timeout(Duration::from_secs(10), waiting)
@@ -590,7 +610,7 @@ async fn a_waiting_lookup_is_held_until_the_question_is_answered(app: TestApp) {
 async fn a_waiting_lookup_of_a_settled_question_answers_at_once(app: TestApp) {
     let (id, ana) = a_question_and_its_answerer(&app).await;
     let answered = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     let (_, at_once) = lookup(
@@ -853,8 +873,13 @@ async fn shutting_down_answers_a_waiting_lookup_instead_of_dropping_it() {
             app.signature(&body),
         )
         .body(body);
+    let listening = app.live.listeners();
     let waiting = tokio::spawn(async move { request.send().await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The lookup is waiting inside askloop before it pauses.
+    wait::until("the lookup to wait for a change", || async {
+        app.live.listeners() > listening
+    })
+    .await;
     assert!(!waiting.is_finished());
     app.pause().await;
     let response = waiting

@@ -8,6 +8,7 @@
 //! (an admin's webhook may reach a private address; a member's may not). Names resolve through
 //! a map the test sets (`askloop_tests::resolver`), never through real DNS.
 
+use askloop_tests::answers::early_access;
 use std::time::{Duration, Instant};
 
 use askloop::config::Config;
@@ -17,6 +18,7 @@ use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::receiver::{Receiver, Reply, reserve_port};
 use askloop_tests::resolver::fixed_names;
+use askloop_tests::wait;
 use askloop_tests::{TestApp, error_code, on_both_backends};
 use entity::agents::WebhookScheme;
 use entity::deliveries::{self, DeliveryStatus};
@@ -27,7 +29,7 @@ use sea_orm::{
 };
 use serde_json::{Value, json};
 
-use crate::agents::{ANSWER, ask_as, register};
+use crate::agents::{ask_as, register};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -108,15 +110,16 @@ async fn wait_for_deliveries(
     what: &str,
     check: impl Fn(&[deliveries::Model]) -> bool,
 ) -> Vec<deliveries::Model> {
-    let started = Instant::now();
-    loop {
+    let check = &check;
+    wait::until_ok(WAIT, || async move {
         let found = deliveries_of(app, hook).await;
         if check(&found) {
-            return found;
+            Ok(found)
+        } else {
+            Err(format!("{what}: {found:?}"))
         }
-        assert!(started.elapsed() < WAIT, "{what}: {found:?}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    })
+    .await
 }
 
 fn expert_answers(received: &[askloop_tests::receiver::Received]) -> usize {
@@ -154,11 +157,7 @@ async fn forty_test_sends_to_a_hanging_hook_leave_an_agents_answer_delivered_wit
 
     let answered_at = Instant::now();
     let answered = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
-            json!({"id": question.to_string()}),
-        )
+        .answer(&ana.token, early_access(question, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     // The bound the finding asks for. The agent's lane is idle, so the answer goes out at the
@@ -246,7 +245,7 @@ async fn a_slow_agent_endpoint_does_not_delay_another_agents_deliveries(app: Tes
     }
     for id in questions {
         let answered = app
-            .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+            .answer(&ana.token, early_access(id, Some("The 1.0 date.")))
             .await;
         assert!(answered["errors"].is_null(), "{answered}");
     }
@@ -271,18 +270,14 @@ async fn a_slow_agent_endpoint_does_not_delay_another_agents_deliveries(app: Tes
                 .expect("query")
         }
     };
-    let started = Instant::now();
-    while of_agent("fast-agent")
-        .await
-        .iter()
-        .any(|d| d.status != DeliveryStatus::Delivered)
-    {
-        assert!(
-            started.elapsed() < WAIT,
-            "the fast agent's deliveries are recorded"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    wait::until_some("the fast agent's deliveries are recorded", WAIT, || async {
+        of_agent("fast-agent")
+            .await
+            .iter()
+            .all(|d| d.status == DeliveryStatus::Delivered)
+            .then_some(())
+    })
+    .await;
     // All five delivered while the slow agent's first attempts still wait for their 15 s
     // timeout: none of the fast agent's waited behind them.
     let slow_rows = of_agent("slow-agent").await;

@@ -2,6 +2,7 @@
 //! reviewed by another admin, and a payout to an admin is verified and settled by another
 //! (`FORBIDDEN`, reason `SELF_REVIEW`); nothing changes when it is refused.
 
+use askloop_tests::answers::answer_input;
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{Person, member, person};
 use askloop_tests::{TestApp, error_code, on_both_backends};
@@ -9,10 +10,6 @@ use entity::contribution_events::{self, ContributionStatus};
 use entity::niche_members::{MemberRole, MemberStatus};
 use sea_orm::EntityTrait;
 use serde_json::{Value, json};
-
-const ANSWER: &str = r#"mutation($input: AnswerInput!) {
-  answerQuestion(input: $input) { contributionStatus }
-}"#;
 
 /// Two admins, `root` also an operator of `games`.
 async fn two_admins_one_answering(app: &TestApp) -> (Person, Person) {
@@ -51,10 +48,9 @@ async fn an_admin_reviews_nobody_elses_work_but_their_own_waits_for_another(app:
     let (root, other) = two_admins_one_answering(&app).await;
     let question = app.ask("games", "q-1").await;
     let answered = app
-        .graphql(
-            Some(&root.token),
-            ANSWER,
-            json!({"input": {"questionId": question.to_string(), "kind": "ANSWERED", "optionId": "ea"}}),
+        .answer(
+            &root.token,
+            answer_input(question, "ANSWERED", Some("ea"), None),
         )
         .await;
     assert_eq!(
@@ -71,11 +67,7 @@ async fn an_admin_reviews_nobody_elses_work_but_their_own_waits_for_another(app:
         assert_eq!(contribution(&app).await.status, ContributionStatus::Pending);
     }
     let verified = app
-        .graphql(
-            Some(&other.token),
-            "mutation($id: ID!) { verifyContribution(id: $id) { status } }",
-            id.clone(),
-        )
+        .verify(&other.token, id["id"].as_str().expect("an id"))
         .await;
     assert_eq!(
         verified["data"]["verifyContribution"]["status"], "VERIFIED",

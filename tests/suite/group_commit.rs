@@ -135,9 +135,10 @@ async fn every_intake_acknowledged_before_a_kill_9_is_in_the_database(backend: B
             })
         })
         .collect();
-    while acknowledged.lock().await.len() < 300 {
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    askloop_tests::wait::until("300 intakes acknowledged", || async {
+        acknowledged.lock().await.len() >= 300
+    })
+    .await;
     let killed = Command::new("kill")
         .args(["-KILL", &served.child.id().to_string()])
         .status()

@@ -103,7 +103,8 @@ async fn a_socket_flooding_subscribes_is_cut_off_while_others_are_answered(app: 
     // The pool is not exhausted: a new socket still subscribes and hears a new question.
     let mut fresh = GqlSocket::connect(&app.base, Some(&ana.token)).await;
     fresh.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The flooding socket's subscriptions are gone with it; the fresh one is registered.
+    app.until_exactly_subscriptions_served(1).await;
     let id = app.ask("games", "after-the-flood").await;
     // The feed reads in rounds (`live::feed::ROUND_SPACING` apart), so the probe's last question,
     // committed a moment before this subscription began, may still arrive first.

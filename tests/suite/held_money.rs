@@ -4,6 +4,7 @@
 //! rejected answerer) with its bounty reserved again; reversing an answer already paid out books
 //! a clawback that the next payout nets.
 
+use askloop_tests::answers::early_access;
 use askloop_tests::graphql::error_code;
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::{TestApp, on_both_backends};
@@ -46,13 +47,10 @@ async fn setting(app: &TestApp) -> Setting {
     }
 }
 
-const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\", body: \"The early-access date.\"}) { points } }";
-
 async fn answer(app: &TestApp, who: &Person, question: i64) -> Value {
-    app.graphql(
-        Some(&who.token),
-        ANSWER,
-        json!({"id": question.to_string()}),
+    app.answer(
+        &who.token,
+        early_access(question, Some("The early-access date.")),
     )
     .await
 }

@@ -2,29 +2,30 @@
 //! as queries, members cut off when suspended, the protocol's timeouts and refusals, and changes
 //! crossing from one askloop instance to another through PostgreSQL.
 
+use askloop_tests::answers::answer_input;
 use std::time::Duration;
 
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::served::Served;
 use askloop_tests::socket::{GqlSocket, Received};
+use askloop_tests::wait::until_subscriptions_served_at;
 use askloop_tests::{Backend, TestApp, on_both_backends};
 use sea_orm::EntityTrait;
 use serde_json::json;
 
 const QUEUE: &str = "subscription($slug: String!) { questionQueue(nicheSlug: $slug) { change question { id title status } } }";
 const AWAITING: &str = "subscription { awaitingMe { change question { id title } } }";
-const ANSWER: &str = "mutation($id: ID!, $kind: AnswerKind!) { answerQuestion(input: {questionId: $id, kind: $kind, optionId: \"ea\"}) { notice } }";
 
-/// Two operators of `games`; ana subscribed to its queue (and given time to register).
+/// Two operators of `games`; ana subscribed to its queue, registered with the live hub.
 async fn a_subscribed_operator(app: &TestApp) -> (GqlSocket, Person, Person) {
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let bo = operator(&app.db, "games", "bo").await;
     let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
     socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    // Let the subscription register before the intake.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The queue change of the intake below reaches only a registered subscription.
+    app.until_subscriptions_served(1).await;
     (socket, ana, bo)
 }
 
@@ -57,11 +58,7 @@ async fn a_subscriber_sees_a_question_leave_once_someone_answers_it(app: TestApp
     let (mut socket, _, bo) = a_subscribed_operator(&app).await;
     let id = ask_and_see_it_added(&app, &mut socket, "live-1").await;
     let answered = app
-        .graphql(
-            Some(&bo.token),
-            ANSWER,
-            json!({"id": id.to_string(), "kind": "ANSWERED"}),
-        )
+        .answer(&bo.token, answer_input(id, "ANSWERED", Some("ea"), None))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     let removed = socket.next_data("q").await;
@@ -80,15 +77,14 @@ async fn awaiting_me_drops_what_i_declined(app: TestApp) {
     let ana = operator(&app.db, "games", "ana").await;
     let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
     socket.subscribe("a", AWAITING, json!({})).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.until_subscriptions_served(1).await;
     let id = app.ask("games", "mine").await;
     let added = socket.next_data("a").await;
     assert_eq!(added["data"]["awaitingMe"]["change"], "ADDED", "{added}");
     let declined = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
-            json!({"id": id.to_string(), "kind": "INSUFFICIENT_CONTEXT"}),
+        .answer(
+            &ana.token,
+            answer_input(id, "INSUFFICIENT_CONTEXT", Some("ea"), None),
         )
         .await;
     assert!(declined["errors"].is_null(), "{declined}");
@@ -134,7 +130,7 @@ async fn a_member_suspended_mid_subscription_stops_receiving(app: TestApp) {
     let admin = person(&app.db, "root", true).await;
     let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
     socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.until_subscriptions_served(1).await;
     app.ask("games", "before").await;
     assert_eq!(
         socket.next_data("q").await["data"]["questionQueue"]["change"],
@@ -170,10 +166,9 @@ async fn a_question_sent_back_for_research(app: &TestApp) -> GqlSocket {
     let (mut socket, ana, _) = a_subscribed_operator(app).await;
     let id = ask_and_see_it_added(app, &mut socket, "research").await;
     let sent = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
-            json!({"id": id.to_string(), "kind": "NEEDS_RESEARCH"}),
+        .answer(
+            &ana.token,
+            answer_input(id, "NEEDS_RESEARCH", Some("ea"), None),
         )
         .await;
     assert!(sent["errors"].is_null(), "{sent}");
@@ -226,7 +221,7 @@ async fn a_reopened_question_comes_back_live_for_everyone_but_its_rejected_answe
     his.subscribe("a", AWAITING, json!({})).await;
     let mut queue = GqlSocket::connect(&app.base, Some(&root.token)).await;
     queue.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.until_subscriptions_served(3).await;
     let id = app.ask("games", "reopened").await;
     for socket in [&mut hers, &mut his] {
         assert_eq!(
@@ -239,11 +234,7 @@ async fn a_reopened_question_comes_back_live_for_everyone_but_its_rejected_answe
         "ADDED"
     );
     let answered = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
-            json!({"id": id.to_string(), "kind": "ANSWERED"}),
-        )
+        .answer(&ana.token, answer_input(id, "ANSWERED", Some("ea"), None))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     for socket in [&mut hers, &mut his] {
@@ -350,7 +341,7 @@ async fn subscribed_on_a_second_instance() -> Option<(TestApp, Served, GqlSocket
         .expect("started");
     let mut socket = GqlSocket::connect(&second.base, Some(&ana.token)).await;
     socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until_subscriptions_served_at(&second.base, 1).await;
     Some((app, second, socket))
 }
 
@@ -511,7 +502,7 @@ async fn a_peer_that_stops_answering_pings_is_dropped_and_one_that_answers_stays
         other => panic!("the live peer got {other:?}"),
     }
     alive.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.until_subscriptions_served(1).await;
     app.ask("games", "still-here").await;
     assert_eq!(
         alive.next_data("q").await["data"]["questionQueue"]["change"],
@@ -533,7 +524,7 @@ async fn shutting_down_closes_subscribers_with_going_away_so_they_reconnect() {
     let ana = operator(&app.db, "games", "ana").await;
     let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
     socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.until_subscriptions_served(1).await;
     app.pause().await;
     match socket.receive(Duration::from_secs(5)).await {
         Received::Closed(code) => assert_eq!(code, Some(1001)),

@@ -8,6 +8,7 @@
 //! answer. (`askloop agent token` and `revoke-token` are tested with the rest of the command
 //! line, in `cli.rs`.)
 
+use askloop_tests::answers::early_access;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -27,7 +28,6 @@ use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\", body: \"Ship early access.\"}) { notice } }";
 const SEND_BACK: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: NEEDS_RESEARCH}) { notice } }";
 
 fn question(niche: &str, external_id: Option<&str>) -> Value {
@@ -557,6 +557,7 @@ async fn get_answer_waits_for_the_answer_an_operator_gives_meanwhile(app: TestAp
     assert_eq!(now["status"], "open");
     assert!(now.get("answer").is_none(), "{now}");
 
+    let listening = app.live.listeners();
     let waiting = tokio::spawn(async move {
         client
             .ok(
@@ -566,13 +567,16 @@ async fn get_answer_waits_for_the_answer_an_operator_gives_meanwhile(app: TestAp
             .await
     });
     // The call is held while the question is open...
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    askloop_tests::wait::until("get_answer to wait for a change", || async {
+        app.live.listeners() > listening
+    })
+    .await;
     assert!(
         !waiting.is_finished(),
         "get_answer waits while the question is open"
     );
     let answered = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .answer(&ana.token, early_access(id, Some("Ship early access.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     // ...and returns the answer given meanwhile.
@@ -756,7 +760,7 @@ async fn add_research_appends_findings_and_opens_the_question_again(app: TestApp
 
     // Answered, it takes no more research.
     let answered = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+        .answer(&ana.token, early_access(id, Some("Ship early access.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     let settled = client
@@ -782,7 +786,7 @@ async fn list_questions_pages_through_the_agents_own_questions(app: TestApp) {
         ids.push(asked["questionId"].as_i64().expect("an id"));
     }
     let answered = app
-        .graphql(Some(&ana.token), ANSWER, json!({"id": ids[0].to_string()}))
+        .answer(&ana.token, early_access(ids[0], Some("Ship early access.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
 
@@ -939,10 +943,9 @@ async fn ask_expert_is_awaited_as_a_task_by_a_client_that_declares_tasks(app: Te
 
     // Answered by a person: completed, with what get_answer returns.
     let answered = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
-            json!({"id": stored.id.to_string()}),
+        .answer(
+            &ana.token,
+            early_access(stored.id, Some("Ship early access.")),
         )
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
@@ -1040,7 +1043,7 @@ async fn the_official_typescript_sdk_asks_and_hears_the_answer() {
                 .as_i64()
                 .expect("a question id");
             let answered = app
-                .graphql(Some(&ana.token), ANSWER, json!({"id": id.to_string()}))
+                .answer(&ana.token, early_access(id, Some("Ship early access.")))
                 .await;
             assert!(answered["errors"].is_null(), "{answered}");
         }

@@ -290,13 +290,7 @@ async fn the_answerer_is_owed_their_share_of_a_bounty_once_it_is_verified(app: T
         .await
         .expect("query")
         .expect("her contribution");
-    let verified = app
-        .graphql(
-            Some(&root.token),
-            "mutation($id: ID!) { verifyContribution(id: $id) { status } }",
-            json!({"id": pending.id.to_string()}),
-        )
-        .await;
+    let verified = app.verify(&root.token, &pending.id.to_string()).await;
     assert!(verified["errors"].is_null(), "{verified}");
     let mine = app.graphql(Some(&ana.token), query, json!({})).await;
     assert_eq!(
@@ -830,7 +824,9 @@ async fn admins_follow_new_anomaly_signals_live() {
         )
         .await;
     // The subscription starts from the signals already logged: give it time to start, so the
-    // next one is new to it.
+    // next one is new to it. Time stands in for a fact askloop does not expose yet: the
+    // served-subscriptions gauge counts only queue subscriptions today; once it counts every
+    // subscription, this becomes `app.until_subscriptions_served(1)`.
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     let next = json!({"signalId": "sig-2", "subjectType": "agent", "subjectId": "agent-7",
         "kind": "spend_spike", "severity": "medium", "finding": "ten questions a second"})

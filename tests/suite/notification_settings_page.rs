@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use askloop_tests::browser::{Browser, button, button_in, labelled, labelled_in, role};
 use askloop_tests::fixtures::open_niche;
+use askloop_tests::pages::button_starting;
 use askloop_tests::people::{member, operator, person};
 use askloop_tests::receiver::{Receiver, reserve_port};
 use askloop_tests::smtp::SmtpServer;
@@ -57,9 +58,7 @@ impl NotificationSettings<'_> {
 
     /// Wait for a status message saying `words`.
     async fn wait_for_notice(&mut self, words: &str) {
-        self.0
-            .wait_for(&role("status", words), &format!("the notice \"{words}\""))
-            .await;
+        self.0.wait_for_notice(words).await;
     }
 
     /// The refusal shown as `id` (next to its control), once it shows.
@@ -82,39 +81,18 @@ impl NotificationSettings<'_> {
 
     /// The value of the control `locator`.
     async fn value(&mut self, locator: &str) -> Value {
-        self.0.eval(&format!("({locator}).value")).await
+        self.0.value(locator).await
     }
 
     /// Whether the checkbox or radio `locator` is ticked.
     async fn ticked(&mut self, locator: &str) -> bool {
-        self.0
-            .eval(&format!("({locator}).checked"))
-            .await
-            .as_bool()
-            .unwrap_or(false)
+        self.0.ticked(locator).await
     }
 
     /// Whether `secret` is anywhere in the page: its markup, its text or a field's value.
     async fn shows(&mut self, secret: &str) -> bool {
-        let secret = serde_json::to_string(secret).unwrap_or_default();
-        self.0
-            .eval(&format!(
-                "document.documentElement.outerHTML.includes({secret}) \
-                 || document.body.innerText.includes({secret}) \
-                 || [...document.querySelectorAll('input, textarea')].some(e => e.value.includes({secret}))"
-            ))
-            .await
-            .as_bool()
-            .expect("the page answers whether it shows the secret")
+        self.0.shows(secret).await
     }
-}
-
-/// The first button in `scope` whose name starts with `words`.
-fn button_starting(scope: &str, words: &str) -> String {
-    let words = serde_json::to_string(words).unwrap_or_default();
-    format!(
-        "[...({scope}).querySelectorAll('button')].find(b => b.textContent.replace(/\\s+/g, ' ').trim().startsWith({words}))"
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

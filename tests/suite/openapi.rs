@@ -202,7 +202,7 @@ const RESEARCH: &str = "/api/v1/internal/research-results";
 const REVENUE: &str = "/api/v1/internal/revenue-events";
 const SIGNALS: &str = "/api/v1/internal/anomaly-signals";
 const QUEUE: &str = "/api/v1/niches/{slug}/questions";
-const ANSWER: &str = "/api/v1/niches/{slug}/questions/{id}/answer";
+const REST_ANSWER: &str = "/api/v1/niches/{slug}/questions/{id}/answer";
 
 async fn every_route_answers_as_documented(app: TestApp) {
     let doc = Documented::load();
@@ -270,7 +270,7 @@ async fn every_route_answers_as_documented(app: TestApp) {
     let (status, answered) = exchange(
         &doc,
         "post",
-        ANSWER,
+        REST_ANSWER,
         app.client
             .post(app.url(&answer_path))
             .bearer_auth(&ana.token)
@@ -284,7 +284,7 @@ async fn every_route_answers_as_documented(app: TestApp) {
     let (status, _) = exchange(
         &doc,
         "post",
-        ANSWER,
+        REST_ANSWER,
         app.client
             .post(app.url(&answer_path))
             .bearer_auth(&bo.token)

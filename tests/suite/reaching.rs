@@ -3,6 +3,7 @@
 //! hours, a mail server that is down for a while, escalation on an injected clock, and operator
 //! webhooks against a real receiver.
 
+use askloop_tests::answers::early_access;
 use std::time::Duration;
 
 use askloop::config::{Config, MailSettings};
@@ -12,6 +13,7 @@ use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::receiver::{Receiver, Reply, reserve_port};
 use askloop_tests::smtp::{Mail, SmtpServer};
+use askloop_tests::wait;
 use askloop_tests::{TestApp, error_code, on_both_backends};
 use chrono::Utc;
 use entity::{deliveries, escalations, notification_settings, notifications};
@@ -96,23 +98,48 @@ async fn notification_rows(app: &TestApp, question_id: i64) -> Vec<notifications
         .expect("query")
 }
 
-/// The status of question `question_id`'s first notification once it is `want`, or what it
-/// still is after `WAIT`. A mail reaches the test's server a moment before its sender marks the
-/// row sent, so a test that has just received it polls rather than reads once.
+/// The status of question `question_id`'s first notification once it is `want`; fails if it is
+/// not within `WAIT`. A mail reaches the test's server a moment before its sender marks the row
+/// sent, so a test that has just received it polls rather than reads once.
 async fn status_once(app: &TestApp, question_id: i64, want: &str) -> String {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let status = notification_rows(app, question_id).await[0].status.clone();
-        if status == want || tokio::time::Instant::now() >= deadline {
-            return status;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait::until_some(
+        &format!("question {question_id}'s notification to be {want}"),
+        WAIT,
+        || async move {
+            let status = notification_rows(app, question_id).await[0].status.clone();
+            (status == want).then_some(status)
+        },
+    )
+    .await
+}
+
+/// Wait until no notification is pending: the mailer has nothing left to send.
+async fn until_no_notification_pending(app: &TestApp) {
+    wait::until("no notification pending", || async move {
+        notifications::Entity::find()
+            .filter(notifications::Column::Status.eq("pending"))
+            .count(&app.db)
+            .await
+            .expect("count")
+            == 0
+    })
+    .await;
+}
+
+/// Wait until every delivery is recorded as delivered: nothing is left in flight to a receiver.
+async fn until_every_delivery_delivered(app: &TestApp) {
+    wait::until("every delivery recorded as delivered", || async move {
+        deliveries::Entity::find()
+            .filter(deliveries::Column::Status.ne(deliveries::DeliveryStatus::Delivered))
+            .count(&app.db)
+            .await
+            .expect("count")
+            == 0
+    })
+    .await;
 }
 
 const PREFERENCES: &str = "{ myNotificationPreferences { nicheSlug enabled immediate digest } }";
-
-const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"ea\"}) { notice } }";
 
 /// `person`'s mail settings as GraphQL gives them.
 async fn mail_settings(app: &TestApp, person: &Person) -> Value {
@@ -128,9 +155,7 @@ async fn mail_settings(app: &TestApp, person: &Person) -> Value {
 
 /// `person` answers question `id` (its first option).
 async fn answer(app: &TestApp, person: &Person, id: i64) {
-    let answered = app
-        .graphql(Some(&person.token), ANSWER, json!({"id": id.to_string()}))
-        .await;
+    let answered = app.answer(&person.token, early_access(id, None)).await;
     assert!(answered["errors"].is_null(), "{answered}");
 }
 
@@ -277,7 +302,7 @@ async fn verify_then_an_immediate_mail_escaped_then_one_click_unsubscribe() {
     // Nothing more about games: no row is even written.
     let later = ask(&app, "q-2", "high", "Another one").await;
     assert!(notification_rows(&app, later).await.is_empty());
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    until_no_notification_pending(&app).await;
     assert_eq!(smtp.mails().len(), 2);
 }
 
@@ -298,12 +323,15 @@ async fn a_digest_gathers_what_still_waits_and_quiet_hours_hold_the_rest() {
     let settled = ask(&app, "d-3", "normal", "Answered before the hour").await;
     let placed =
         |rows: Vec<notifications::Model>| rows.first().map(|r| (r.status.clone(), r.digest));
-    let started = std::time::Instant::now();
+    let shared = &app;
     for id in [first, second, settled] {
-        while placed(notification_rows(&app, id).await) != Some(("pending".into(), true)) {
-            assert!(started.elapsed() < WAIT, "never placed in a digest");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        wait::until(
+            &format!("question {id} placed in a digest"),
+            || async move {
+                placed(notification_rows(shared, id).await) == Some(("pending".into(), true))
+            },
+        )
+        .await;
     }
     let due = notification_rows(&app, first).await[0].due_at;
     assert!(due > Utc::now(), "a digest waits for the next hour: {due}");
@@ -336,7 +364,10 @@ async fn a_digest_gathers_what_still_waits_and_quiet_hours_hold_the_rest() {
     );
     assert!(!text.contains("Answered before the hour"), "{text}");
     assert_eq!(notification_rows(&app, settled).await[0].status, "dropped");
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Both rows are marked sent, so the mailer has nothing left of them to send one by one.
+    for id in [first, second] {
+        assert_eq!(status_once(&app, id, "sent").await, "sent");
+    }
     assert_eq!(smtp.mails().len(), 1, "one digest, not one mail each");
 
     // Quiet hours around now (UTC): normal mailed at once is held to their end; high is not.
@@ -399,21 +430,14 @@ async fn mail_sent_while_the_server_is_down_arrives_once_it_is_back() {
     let ana = operator(&app.db, "games", "ana").await;
     verified(&app, &ana).await;
     let id = ask(&app, "down-1", "high", "Asked while mail is down").await;
-    let started = std::time::Instant::now();
-    loop {
-        let rows = notification_rows(&app, id).await;
-        if rows
+    let shared = &app;
+    wait::until("two failed attempts recorded", || async move {
+        notification_rows(shared, id)
+            .await
             .first()
             .is_some_and(|r| r.attempts >= 2 && r.last_error.is_some())
-        {
-            break;
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "no failed attempts recorded: {rows:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     assert_eq!(notification_rows(&app, id).await[0].status, "pending");
     smtp.up().await;
     let mails = smtp.wait_for(1, WAIT).await;
@@ -422,7 +446,8 @@ async fn mail_sent_while_the_server_is_down_arrives_once_it_is_back() {
             .header("subject")
             .is_some_and(|s| s.contains("Asked while mail is down"))
     );
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Marked sent, the row is not taken again.
+    assert_eq!(status_once(&app, id, "sent").await, "sent");
     assert_eq!(smtp.mails().len(), 1, "sent once");
     let row = &notification_rows(&app, id).await[0];
     assert_eq!(row.status, "sent");
@@ -477,7 +502,7 @@ async fn escalation_timeline(backend: askloop_tests::Backend) {
                 >= 2
         })
         .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until_every_delivery_delivered(&app).await;
     let received = receiver.received();
     let escalated: Vec<&Value> = received
         .iter()
@@ -773,11 +798,11 @@ async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: Test
     roofing["payload"]["title"] = json!("Not for games");
     app.post_signed("/api/v1/internal/expert-questions", &roofing.to_string())
         .await;
-    let started = std::time::Instant::now();
-    while receiver.received().len() < 2 {
-        assert!(started.elapsed() < WAIT, "{:?}", receiver.received());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    receiver
+        .wait_until(WAIT, "the retried event and the other niche's", |r| {
+            r.len() >= 2
+        })
+        .await;
     let received = receiver.received();
     assert!(
         received.iter().all(|r| r.verified),
@@ -818,11 +843,9 @@ async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: Test
         )
         .await;
     assert!(test["errors"].is_null(), "{test}");
-    let started = std::time::Instant::now();
-    while receiver.received().len() < 3 {
-        assert!(started.elapsed() < WAIT, "the test event never came");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    receiver
+        .wait_until(WAIT, "the test event", |r| r.len() >= 3)
+        .await;
     assert_eq!(receiver.received()[2].envelope["test"], true);
     // Removed: nothing more.
     let removed = app
@@ -834,6 +857,7 @@ async fn operator_webhooks_are_signed_retried_and_only_for_their_niche(app: Test
         .await;
     assert_eq!(removed["data"]["removeOperatorWebhook"], true, "{removed}");
     ask(&app, "w-3", "high", "After removal").await;
+    // Time is the fact: nothing sent to a removed hook is an absence, watched for a while.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(receiver.received().len(), 3);
     assert!(

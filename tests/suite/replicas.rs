@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use askloop_tests::wait;
 use askloop_tests::{Backend, TestDatabase, askloop_binary};
 use migration::{Migrator, MigratorTrait};
 use sea_orm::{
@@ -202,7 +203,7 @@ async fn a_command_holds_at_most_two_database_connections() {
         .expect("a pid");
     let watcher = one_connection(&admin_url).await;
 
-    let mut children = Children(vec![
+    let children = Children(vec![
         askloop(
             &database.url,
             &[
@@ -222,23 +223,27 @@ async fn a_command_holds_at_most_two_database_connections() {
         .spawn()
         .expect("askloop runs"),
     ]);
-    let mut most = 0;
-    let blocked = tokio::time::timeout(PATIENCE, async {
-        loop {
-            let seen = connections(&watcher, &name, ours).await;
-            most = most.max(seen.len());
-            if seen.iter().any(|(_, waiting)| *waiting) {
-                return seen;
-            }
-            assert!(
-                children.0[0].try_wait().expect("a status").is_none(),
-                "the command ended before it reached the locked table"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
+    // The most connections the command held at once, sampled at every look.
+    let most = std::cell::Cell::new(0);
+    let children = std::cell::RefCell::new(children);
+    let blocked = wait::until_ok(PATIENCE, || async {
+        let seen = connections(&watcher, &name, ours).await;
+        most.set(most.get().max(seen.len()));
+        if seen.iter().any(|(_, waiting)| *waiting) {
+            return Ok(seen);
         }
+        assert!(
+            children.borrow_mut().0[0]
+                .try_wait()
+                .expect("a status")
+                .is_none(),
+            "the command ended before it reached the locked table"
+        );
+        Err(format!(
+            "the command has not blocked on the locked table: {seen:?}"
+        ))
     })
-    .await
-    .expect("the command blocks on the locked table");
+    .await;
     assert!(
         (1..=2).contains(&blocked.len()),
         "the command holds {} connections: {blocked:?}",
@@ -250,18 +255,17 @@ async fn a_command_holds_at_most_two_database_connections() {
     );
 
     lock.commit().await.expect("unlocked");
-    let status = tokio::time::timeout(PATIENCE, async {
-        loop {
-            most = most.max(connections(&watcher, &name, ours).await.len());
-            if let Some(status) = children.0[0].try_wait().expect("a status") {
-                return status;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    let status = wait::until_ok(PATIENCE, || async {
+        let seen = connections(&watcher, &name, ours).await;
+        most.set(most.get().max(seen.len()));
+        children.borrow_mut().0[0]
+            .try_wait()
+            .expect("a status")
+            .ok_or_else(|| "the command has not finished".to_owned())
     })
-    .await
-    .expect("the command finishes");
+    .await;
     assert!(status.success(), "user create failed");
+    let most = most.get();
     assert!(most <= 2, "the command held {most} connections at once");
     let created = locker
         .query_one_raw(Statement::from_string(

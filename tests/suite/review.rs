@@ -12,10 +12,6 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
-const ANSWER: &str = r#"mutation($input: AnswerInput!) {
-  answerQuestion(input: $input) { contributionStatus }
-}"#;
-
 /// How long before its answer the question under review arrived.
 pub const ARRIVED_BEFORE: Duration = Duration::minutes(90);
 
@@ -38,9 +34,7 @@ pub struct ReviewScene {
 pub async fn act(app: &TestApp, person: &Person, id: i64, input: Value) -> Value {
     let mut input = input;
     input["questionId"] = json!(id.to_string());
-    let body = app
-        .graphql(Some(&person.token), ANSWER, json!({ "input": input }))
-        .await;
+    let body = app.answer(&person.token, input).await;
     assert!(body["errors"].is_null(), "{body}");
     body
 }

@@ -4,6 +4,7 @@
 //! Webhooks) verify and parse with its webhook module and a redelivery is a duplicate; and
 //! askloop's refusals reach the caller as the SDK's typed errors (docs/contract.md#errors).
 
+use askloop_tests::answers::early_access;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ use entity::niches::NicheStatus;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::agents::{ANSWER, quick, register};
+use crate::agents::{quick, register};
 use crate::delivery::{REDELIVER, wait_for_status};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -71,7 +72,10 @@ async fn the_example_asks_and_prints_the_answer_an_operator_gives_while_it_waits
                 .find_map(|field| field.strip_prefix("id="))
                 .expect("the question's id");
             let answered = app
-                .graphql(Some(&ana.token), ANSWER, json!({"id": id}))
+                .answer(
+                    &ana.token,
+                    early_access(id.parse().expect("a numeric id"), Some("The 1.0 date.")),
+                )
                 .await;
             assert!(answered["errors"].is_null(), "{answered}");
         }
@@ -128,11 +132,7 @@ async fn a_delivery_verifies_with_the_sdk_and_its_redelivery_is_a_duplicate(
     let askloop = Client::new(&app.base, &secret).agent("sdk-agent");
     let asked = askloop.ask(&which_date("q-1")).await.expect("asked");
     let answered = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
-            json!({"id": asked.id.to_string()}),
-        )
+        .answer(&ana.token, early_access(asked.id, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     receiver
@@ -328,11 +328,7 @@ async fn askloops_refusals_reach_the_caller_as_typed_errors(app: TestApp) {
         "{not_yours:?}"
     );
     let answered = app
-        .graphql(
-            Some(&ana.token),
-            ANSWER,
-            json!({"id": asked.id.to_string()}),
-        )
+        .answer(&ana.token, early_access(asked.id, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     let settled = askloop.add_research("games", "q-1", "late findings").await;

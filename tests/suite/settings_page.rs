@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use askloop_tests::answers::sign_in;
 use askloop_tests::browser::{Browser, button, labelled, link_in, role};
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::operator;
@@ -14,7 +15,6 @@ use askloop_tests::socket::{GqlSocket, Received};
 use askloop_tests::{Backend, TestApp, error_code};
 use serde_json::json;
 
-use crate::access_settings::sign_in;
 use crate::dashboard_pages::signed_in;
 use crate::review_pages::{assert_accessible, assert_no_sideways_scroll, tab_through};
 
@@ -59,44 +59,22 @@ impl SettingsPage<'_> {
 
     /// Wait for a status message saying `words`.
     async fn wait_for_notice(&mut self, words: &str) {
-        self.0
-            .wait_for(&role("status", words), &format!("the notice \"{words}\""))
-            .await;
+        self.0.wait_for_notice(words).await;
     }
 
     /// The key shown once under `name`, read from its labelled field.
     async fn shown_key(&mut self, name: &str) -> String {
-        let field = labelled(&format!("API key “{name}”"));
-        self.0
-            .wait_for(&format!("{field}.value"), "the key shown once")
-            .await;
-        self.0
-            .eval(&format!("{field}.value"))
-            .await
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()
+        self.0.shown_once(&format!("API key “{name}”")).await
     }
 
     /// Whether `secret` is anywhere in the page: its markup, its text or a field's value.
     async fn shows(&mut self, secret: &str) -> bool {
-        let secret = serde_json::to_string(secret).unwrap_or_default();
-        self.0
-            .eval(&format!(
-                "document.documentElement.outerHTML.includes({secret}) \
-                 || document.body.innerText.includes({secret}) \
-                 || [...document.querySelectorAll('input, textarea')].some(e => e.value.includes({secret}))"
-            ))
-            .await
-            .as_bool()
-            .expect("the page answers whether it shows the key")
+        self.0.shows(secret).await
     }
 
     /// The page's refusal, once it shows.
     async fn error(&mut self) -> String {
-        let alert = "document.querySelector('main [role=alert]')";
-        self.0.wait_for(alert, "the page's error").await;
-        self.0.text(alert).await
+        self.0.page_error().await
     }
 }
 

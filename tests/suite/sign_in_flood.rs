@@ -65,11 +65,7 @@ fn checks_in_flight(ip: Ipv4Addr) -> usize {
 
 /// Wait until `fact` holds, looking every few milliseconds; fails after `patience`.
 async fn until(what: &str, patience: Duration, fact: impl Fn() -> bool) {
-    let deadline = Instant::now() + patience;
-    while !fact() {
-        assert!(Instant::now() < deadline, "never happened: {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    askloop_tests::wait::until_some(what, patience, || async { fact().then_some(()) }).await;
 }
 
 async fn sessions_of(app: &TestApp, user_id: i64) -> u64 {

@@ -323,22 +323,17 @@ async fn a_completed_task_reaches_the_agent_signed_with_its_cost(app: TestApp) {
     let (ana, id) = a_task(&app).await;
     let done = complete(&app, &ana, id, Some("£12, £15 and £19."), json!(120)).await;
     assert!(done["errors"].is_null(), "{done}");
-    let started = std::time::Instant::now();
-    let envelope = loop {
-        if let Some(got) = receiver
+    let envelope = askloop_tests::wait::until_ok(Duration::from_secs(20), || async {
+        receiver
             .received()
             .into_iter()
             .find(|r| r.envelope["type"] == "task.completed")
-        {
-            break got;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "no task.completed: {:?}",
-            deliveries::Entity::find().all(&app.db).await
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    };
+            .ok_or(format!(
+                "no task.completed: {:?}",
+                deliveries::Entity::find().all(&app.db).await
+            ))
+    })
+    .await;
     assert!(envelope.verified, "signed: {}", envelope.signature);
     let payload = &envelope.envelope["payload"];
     assert_eq!(payload["questionId"], json!(id));

@@ -30,10 +30,12 @@ async fn an_operator_completes_a_task_from_its_card_and_the_revenue_page_shows_i
     let (status, asked) = ask_with_bounty(&app, "games", "q-1", 200).await;
     assert_eq!(status, 201, "{asked}");
     let answered = app
-        .graphql(
-            Some(&ana.token),
-            crate::agents::ANSWER,
-            json!({"id": asked["question"]["id"].to_string()}),
+        .answer(
+            &ana.token,
+            askloop_tests::answers::early_access(
+                asked["question"]["id"].as_i64().expect("an id"),
+                Some("The 1.0 date."),
+            ),
         )
         .await;
     assert!(answered["errors"].is_null(), "{answered}");

@@ -7,11 +7,12 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::mcp::{McpClient, PROTOCOL_VERSION, agent_with_token};
 use askloop_tests::people::operator;
+use askloop_tests::wait;
 use askloop_tests::{Backend, TestApp, on_both_backends};
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
@@ -203,22 +204,21 @@ impl Load {
 
     /// Wait until every surface has had at least `at_least` answers that read as `outcome`.
     async fn until_each(&self, outcome: Outcome, at_least: usize, patience: Duration) {
-        let deadline = Instant::now() + patience;
-        loop {
+        wait::until_ok(patience, || async move {
             let counts = self.count(outcome);
             if SURFACES
                 .iter()
                 .all(|s| counts.get(s).copied().unwrap_or(0) >= at_least)
             {
-                return;
+                Ok(())
+            } else {
+                Err(format!(
+                    "not every surface answered {outcome:?} {at_least} times: {counts:?}; {:?}",
+                    self.unreadable()
+                ))
             }
-            assert!(
-                Instant::now() < deadline,
-                "not every surface answered {outcome:?} {at_least} times: {counts:?}; {:?}",
-                self.unreadable()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        })
+        .await;
     }
 
     /// Every answer a client could not act on.
@@ -296,14 +296,12 @@ async fn an_mcp_call_whose_database_goes_away_while_it_waits_is_a_temporary_503(
         })
     };
     // The call is past its token and waiting for the question to change.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while app.live.listeners() <= listening {
-        assert!(
-            Instant::now() < deadline,
-            "get_answer never started waiting"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait::until_some(
+        "get_answer to start waiting",
+        Duration::from_secs(30),
+        || async { (app.live.listeners() > listening).then_some(()) },
+    )
+    .await;
     app.close_the_apps_database().await;
     // Stopping the hub ends the wait at once; the call then reads the question again.
     app.live.stop();
@@ -519,20 +517,19 @@ async fn postgresql_stopped_under_load_answers_503_with_retry_after_and_recovers
     let served_while_down = load.count(Outcome::Served);
 
     relay.resume().await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    wait::until_ok(Duration::from_secs(60), || async {
         let served = load.count(Outcome::Served);
         if SURFACES.iter().all(|s| {
             served.get(s).copied().unwrap_or(0) > served_while_down.get(s).copied().unwrap_or(0)
         }) {
-            break;
+            Ok(())
+        } else {
+            Err(format!(
+                "askloop did not serve again once PostgreSQL was back: {served:?}"
+            ))
         }
-        assert!(
-            Instant::now() < deadline,
-            "askloop did not serve again once PostgreSQL was back: {served:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     stop.store(true, Ordering::Relaxed);
     clients.join_all().await;
     assert_eq!(

@@ -6,6 +6,7 @@
 //! - [`database`]: the backends and a fresh database per test.
 //! - [`app`]: the running askloop, its config, pausing, resuming and second instances.
 //! - [`signed`]: requests signed as the agent signs them, and asking a question.
+//! - [`answers`]: signing in, answering and verifying as a person does, through GraphQL.
 //! - [`graphql`]: GraphQL over HTTP and reading error codes.
 //! - [`fixtures`], [`people`]: builder functions for niches, questions, people and memberships.
 //! - [`socket`]: a `graphql-transport-ws` client for subscriptions.
@@ -14,9 +15,12 @@
 //! - [`standard_webhooks`]: the Standard Webhooks npm library's verdict on a delivery.
 //! - [`mcp`]: MCP over HTTP by hand, agents with tokens, and where the TypeScript SDK lives.
 //! - [`browser`]: headless Chromium over the DevTools protocol.
+//! - [`pages`]: what every dashboard page object does alike (notices, errors, secrets shown once).
 //! - [`axe`]: axe-core's accessibility checks on the page a browser shows.
+//! - [`wait`]: waiting for a fact (a row, a request, a gauge) with a deadline, never for time.
 //! - [`on_both_backends!`]: one storage test per backend.
 
+pub mod answers;
 pub mod app;
 pub mod axe;
 pub mod browser;
@@ -26,6 +30,7 @@ pub mod graphql;
 pub mod mcp;
 mod on_both_backends;
 pub mod outbox;
+pub mod pages;
 pub mod people;
 pub mod receiver;
 pub mod resolver;
@@ -34,6 +39,7 @@ pub mod signed;
 pub mod smtp;
 pub mod socket;
 pub mod standard_webhooks;
+pub mod wait;
 
 pub use app::{SECRET, TestApp, askloop_binary, example_binary, test_config, web_dist};
 pub use database::{Backend, TestDatabase};
