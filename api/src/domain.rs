@@ -12,3 +12,4 @@ pub mod sealing;
 pub mod signing;
 pub mod slug;
 pub mod text;
+pub mod tokens;

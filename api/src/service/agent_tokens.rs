@@ -14,8 +14,8 @@ use sea_orm::{
 use serde_json::json;
 
 use crate::db::begin_write;
+use crate::domain::tokens::{new_token, token_hash};
 use crate::error::ServiceError;
-use crate::service::accounts::{new_token, token_hash};
 use crate::service::agents::{Asker, find};
 use crate::service::audit::{self, Actor, AuditEntry};
 
