@@ -13,10 +13,11 @@ use serde_json::json;
 use crate::db::begin_write;
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
-use crate::service::answering::{WAITING, budget_audit};
+use crate::service::answering::budget_audit;
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::budget;
 use crate::service::outbox::{self, EventType, NewEvent};
+use entity::agent_questions::WAITING;
 
 /// Expire up to `limit` waiting questions whose time passed by `now`; how many this call
 /// expired (another instance may have taken some).
