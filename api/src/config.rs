@@ -16,6 +16,8 @@ use crate::domain::signing::SigningKeys;
 use crate::live::LiveSettings;
 use crate::outbound::NameResolver;
 
+/// How many nodes a GraphQL query may return when `ASKLOOP_GRAPHQL_MAX_NODES` is unset.
+pub const DEFAULT_MAX_NODES: usize = 10_000;
 /// The SQLite file used when `DATABASE_URL` is unset.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://askloop.db?mode=rwc";
 /// Where askloop listens when `ASKLOOP_BIND` is unset.
@@ -667,7 +669,7 @@ impl Config {
             max_body_bytes: 256 * 1024,
             graphql_max_body_bytes: 1024 * 1024,
             graphiql: false,
-            graphql_max_nodes: crate::graphql::limits::DEFAULT_MAX_NODES,
+            graphql_max_nodes: DEFAULT_MAX_NODES,
             shutdown_grace: Duration::from_secs(20),
             log_format: LogFormat::Pretty,
             public_origin: None,

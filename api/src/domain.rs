@@ -13,3 +13,4 @@ pub mod sealing;
 pub mod signing;
 pub mod slug;
 pub mod text;
+pub mod tokens;

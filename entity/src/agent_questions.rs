@@ -122,6 +122,10 @@ pub enum QuestionStatus {
     Expired,
 }
 
+/// The statuses in which a question still waits for an answer (open, or back with its agent
+/// for research); the live feed, expiry and the answer path all read this one list.
+pub const WAITING: [QuestionStatus; 2] = [QuestionStatus::Open, QuestionStatus::Researching];
+
 /// What an agent hands to people.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum, Serialize, Deserialize,

@@ -7,6 +7,7 @@
 //!   `--install-deps` (what CI passes) it installs them with apt-get instead.
 //!   After the tests it fuzzes the API from outside (`fuzz-api`); `--no-fuzz` skips that.
 //! - `cargo xtask build-web`: only the dashboard, into `web/dist`.
+//! - `cargo xtask layers`: the layer check of `api/src` (see `layers.rs`); `test` runs it first.
 //! - `cargo xtask fuzz-api [--max-time SECONDS]`: schemathesis against `/graphql` of a freshly
 //!   seeded askloop, as a member and as an admin (see `fuzz_api.rs`).
 //! - `cargo xtask bench [--quick]`: every performance figure in one table (see `bench.rs`).
@@ -33,6 +34,7 @@ use anyhow::{Context, bail};
 
 mod bench;
 mod fuzz_api;
+mod layers;
 mod smtpd;
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
@@ -55,9 +57,13 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("build-web") => build_web().map(|_| ()),
         Some("run") => build_web().and_then(|_| run(&args[1..])),
+        Some("layers") => layers::run(&workspace_root()),
         Some("test") => {
             let options = test_options(&args[1..]);
-            ensure_test_packages(options.install_deps, Needs::tests(options.fuzz))
+            layers::run(&workspace_root())
+                .and_then(|()| {
+                    ensure_test_packages(options.install_deps, Needs::tests(options.fuzz))
+                })
                 .and_then(|()| build_web())
                 .and_then(|_| AXE_CORE.install(&target_dir()).map(|_| ()))
                 .and_then(|()| STANDARD_WEBHOOKS.install(&target_dir()).map(|_| ()))
@@ -74,7 +80,7 @@ fn main() -> ExitCode {
         }),
         _ => {
             eprintln!(
-                "usage: cargo xtask <build-web | run [-- serve args] | test [--install-deps] \
+                "usage: cargo xtask <build-web | layers | run [-- serve args] | test [--install-deps] \
                  [--no-fuzz] [-- cargo test args] | fuzz-api [--max-time SECONDS] | bench [--quick]>"
             );
             return ExitCode::from(2);

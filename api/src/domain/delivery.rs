@@ -205,6 +205,64 @@ pub fn next_test_send(
     Some(Duration::from_secs(whole_seconds.max(1)))
 }
 
+/// The four events askloop sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// An answer settled a question.
+    AnswerCreated,
+    /// An operator sent a question back for more research.
+    ResearchRequested,
+    /// A question's time ran out.
+    QuestionExpired,
+    /// A question was dismissed.
+    QuestionDismissed,
+    /// Enough people said a question lacks the context to answer it (once per round).
+    NeedsContext,
+    /// An admin verified a pending answer.
+    AnswerVerified,
+    /// An admin rejected a pending answer or reversed a verified one.
+    AnswerRejected,
+    /// A question nobody answered in time escalated a step.
+    QuestionEscalated,
+    /// Someone completed a task, at an actual cost.
+    TaskCompleted,
+}
+
+impl EventType {
+    /// The event's wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::AnswerCreated => "expert_answer.created",
+            EventType::ResearchRequested => "agent.research_requested",
+            EventType::QuestionExpired => "expert_question.expired",
+            EventType::QuestionDismissed => "expert_question.dismissed",
+            EventType::NeedsContext => "expert_question.needs_context",
+            EventType::AnswerVerified => "expert_answer.verified",
+            EventType::AnswerRejected => "expert_answer.rejected",
+            EventType::QuestionEscalated => "expert_question.escalated",
+            EventType::TaskCompleted => "task.completed",
+        }
+    }
+
+    /// Every event askloop sends.
+    pub const ALL: [EventType; 9] = [
+        EventType::AnswerCreated,
+        EventType::ResearchRequested,
+        EventType::QuestionExpired,
+        EventType::QuestionDismissed,
+        EventType::NeedsContext,
+        EventType::AnswerVerified,
+        EventType::AnswerRejected,
+        EventType::QuestionEscalated,
+        EventType::TaskCompleted,
+    ];
+
+    /// The event named `name`, if askloop sends one by that name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.as_str() == name)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

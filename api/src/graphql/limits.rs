@@ -44,8 +44,9 @@ pub const MAX_INTROSPECTION_LISTS: usize = 3;
 /// How many fields and fragment spreads a query may select, each fragment counted wherever it is
 /// spread.
 pub const MAX_SELECTIONS: usize = 2_000;
-/// How many nodes a query may return when `ASKLOOP_GRAPHQL_MAX_NODES` is unset.
-pub const DEFAULT_MAX_NODES: usize = 10_000;
+/// How many nodes a query may return when `ASKLOOP_GRAPHQL_MAX_NODES` is unset (a setting, so
+/// it lives in `config`).
+pub use crate::config::DEFAULT_MAX_NODES;
 /// How many items a list without a page argument is counted as (`niches`, `members`,
 /// `answers`, `timeline`, `attempts`, …).
 pub const ASSUMED_LIST_LEN: usize = DEFAULT_PAGE as usize;

@@ -16,7 +16,7 @@ use entity::{agent_questions, anomaly_signals, audit_log, niche_members};
 use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use super::{LiveEvent, LiveHub, QuestionChange};
-use crate::service::answering::WAITING;
+use entity::agent_questions::WAITING;
 
 /// Rows read per round.
 const BATCH: u64 = 500;

@@ -5,15 +5,15 @@ use chrono::{DateTime, Duration, Utc};
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::users::{self, UserRole};
 use entity::{api_keys, niches};
-use rand::RngCore;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, EntityTrait, NotSet, QueryFilter, QueryOrder, SqlErr,
 };
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use crate::domain::handle::{self, Handle};
+/// Tokens are made in `domain::tokens`; named here too for the callers that know them by accounts.
+pub use crate::domain::tokens::{new_token, token_hash};
 use crate::error::{Conflict, ServiceError};
 use crate::live::{ChangeHint, CredentialsEnded};
 use crate::service::access::{self, Viewer};
@@ -320,16 +320,4 @@ pub async fn account_of(db: &Db, viewer: &Viewer) -> Result<users::Model, Servic
         .one(db)
         .await?
         .ok_or_else(|| ServiceError::Unauthenticated("that account no longer exists".into()))
-}
-
-/// A fresh random token: `prefix` and 32 random bytes as hex.
-pub fn new_token(prefix: &str) -> String {
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    format!("{prefix}{}", hex::encode(bytes))
-}
-
-/// What is stored for a token: its SHA-256, hex. Tokens are random, so no salt is needed.
-pub fn token_hash(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
 }

@@ -12,8 +12,8 @@ use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, NotSet, QueryFilter};
 use serde_json::json;
 
+use crate::domain::tokens::{new_token, token_hash};
 use crate::error::ServiceError;
-use crate::service::accounts::{new_token, token_hash};
 use crate::service::agents::{Asker, find};
 use crate::service::audit::{self, Actor, AuditEntry};
 

@@ -21,13 +21,13 @@ use sea_orm::{
 use serde_json::json;
 
 use crate::domain::agents::{AgentSlug, new_secret};
+use crate::domain::delivery::EventType;
 use crate::domain::sealing::{self, DataKey};
 use crate::domain::signing::SigningKeys;
 use crate::domain::text;
 use crate::error::{Conflict, ServiceError};
 use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
-use crate::service::outbox::EventType;
 
 /// How long a rotated-out secret stays accepted when nobody says otherwise: one day.
 pub const DEFAULT_RETIRE_PREVIOUS_SECS: i64 = 24 * 3600;

@@ -64,8 +64,8 @@ pub struct AnswerOutcome {
     pub notice: String,
 }
 
-/// The waiting statuses.
-pub const WAITING: [QuestionStatus; 2] = [QuestionStatus::Open, QuestionStatus::Researching];
+/// The waiting statuses (the vocabulary lives with the entity).
+pub use entity::agent_questions::WAITING;
 
 /// The question's options as stored.
 pub fn options_of(question: &agent_questions::Model) -> Vec<QuestionOption> {

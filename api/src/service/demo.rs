@@ -9,9 +9,10 @@ use entity::{niches, users};
 use sea_orm::{EntityTrait, PaginatorTrait};
 
 use crate::domain::slug::Slug;
+use crate::domain::tokens::new_token;
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
-use crate::service::accounts::{self, NewUser, new_token};
+use crate::service::accounts::{self, NewUser};
 use crate::service::audit::Actor;
 use crate::service::niches::{NewNiche, create_niche};
 

@@ -12,10 +12,11 @@ use serde_json::json;
 
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
-use crate::service::answering::{Closing, WAITING, budget_audit, close_if_waiting};
+use crate::service::answering::{Closing, budget_audit, close_if_waiting};
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::budget;
 use crate::service::outbox::{self, EventType, NewEvent};
+use entity::agent_questions::WAITING;
 
 /// Expire up to `limit` waiting questions whose time passed by `now`; how many this call
 /// expired (another instance may have taken some).

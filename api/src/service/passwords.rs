@@ -276,7 +276,7 @@ impl Permits {
 /// The hash a sign-in for an unknown handle is checked against: a random password nobody
 /// knows, hashed once with the parameters every real hash has.
 static DUMMY: LazyLock<Result<String, String>> =
-    LazyLock::new(|| hash_now(&crate::service::accounts::new_token("")).map_err(|e| e.to_string()));
+    LazyLock::new(|| hash_now(&crate::domain::tokens::new_token("")).map_err(|e| e.to_string()));
 
 #[cfg(test)]
 tokio::task_local! {

@@ -12,10 +12,10 @@ use sea_orm::{
 use serde_json::json;
 
 use crate::domain::handle::Handle;
+use crate::domain::tokens::{new_token, token_hash};
 use crate::error::ServiceError;
 use crate::live::CredentialsEnded;
 use crate::service::access::{self, Viewer};
-use crate::service::accounts::{new_token, token_hash};
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::passwords;
 
