@@ -279,27 +279,7 @@ impl<S: Send + Sync> FromRequestParts<S> for UserAgent {
     }
 }
 
-/// How sign-ins are throttled per address (`ASKLOOP_LOGIN_ADDRESS_BURST`,
-/// `ASKLOOP_LOGIN_ADDRESS_REFILL_MS`, `ASKLOOP_LOGIN_CHECKS_PER_ADDRESS`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SignInSettings {
-    /// Failed sign-ins one address may make in a burst, whatever the handles (20).
-    pub address_burst: u32,
-    /// How often an address earns back one failed sign-in (every 3 s: 20 a minute).
-    pub address_refill: Duration,
-    /// How many of one address's passwords are checked at once (1).
-    pub checks_per_address: usize,
-}
-
-impl Default for SignInSettings {
-    fn default() -> Self {
-        Self {
-            address_burst: 20,
-            address_refill: Duration::from_secs(3),
-            checks_per_address: 1,
-        }
-    }
-}
+pub use crate::config::SignInSettings;
 
 /// Why a sign-in attempt was not let through, and how long until it would be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -427,7 +407,7 @@ impl LoginThrottle {
     /// The most counts kept at once.
     pub const CAPACITY: usize = 20_000;
     /// The longest an address may be made to wait for one failed sign-in back.
-    pub const LONGEST_REFILL: Duration = Duration::from_secs(3600);
+    pub const LONGEST_REFILL: Duration = SignInSettings::LONGEST_REFILL;
     /// How often forgotten counts are swept out even when nothing is full.
     const SWEEP_EVERY: Duration = Duration::from_secs(60);
 

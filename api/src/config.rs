@@ -7,14 +7,14 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::auth::SignInSettings;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
 use crate::domain::delivery::{BreakerPolicy, TestSendLimits};
 use crate::domain::sealing::DataKey;
 use crate::domain::signing::SigningKeys;
-use crate::live::LiveSettings;
-use crate::outbound::NameResolver;
 
 /// How many nodes a GraphQL query may return when `ASKLOOP_GRAPHQL_MAX_NODES` is unset.
 pub const DEFAULT_MAX_NODES: usize = 10_000;
@@ -785,7 +785,7 @@ impl Config {
             })?;
         }
         if let Some(refill) = read_millis(&env::ASKLOOP_LOGIN_ADDRESS_REFILL_MS)? {
-            if refill > crate::auth::LoginThrottle::LONGEST_REFILL {
+            if refill > SignInSettings::LONGEST_REFILL {
                 return Err(ConfigError {
                     name: env::ASKLOOP_LOGIN_ADDRESS_REFILL_MS.name,
                     problem: format!("'{}' is more than an hour (3600000 ms)", refill.as_millis()),
@@ -942,6 +942,135 @@ impl Config {
             });
         }
         Ok(config)
+    }
+}
+
+/// How sign-ins are throttled per address (`ASKLOOP_LOGIN_ADDRESS_BURST`,
+/// `ASKLOOP_LOGIN_ADDRESS_REFILL_MS`, `ASKLOOP_LOGIN_CHECKS_PER_ADDRESS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignInSettings {
+    /// Failed sign-ins one address may make in a burst, whatever the handles (20).
+    pub address_burst: u32,
+    /// How often an address earns back one failed sign-in (every 3 s: 20 a minute).
+    pub address_refill: Duration,
+    /// How many of one address's passwords are checked at once (1).
+    pub checks_per_address: usize,
+}
+
+impl SignInSettings {
+    /// The longest an address may be made to wait for one failed sign-in back (an hour).
+    pub const LONGEST_REFILL: Duration = Duration::from_secs(3600);
+}
+
+impl Default for SignInSettings {
+    fn default() -> Self {
+        Self {
+            address_burst: 20,
+            address_refill: Duration::from_secs(3),
+            checks_per_address: 1,
+        }
+    }
+}
+
+/// How the hub runs.
+#[derive(Debug, Clone, Copy)]
+pub struct LiveSettings {
+    /// How many events a subscriber may fall behind before it is cut off (and re-syncs).
+    pub buffer: usize,
+    /// The floor under the hints: the feed reads at least this often.
+    pub poll: Duration,
+    /// How long a websocket may stay uninitialised before it is closed with 4408.
+    pub init_timeout: Duration,
+    /// How often the server pings each websocket.
+    pub ping_every: Duration,
+    /// How long a websocket may stay silent (no pong, no message) before it is dropped.
+    pub dead_after: Duration,
+    /// How often a websocket's session or key is looked up again (one query per socket each
+    /// time), so a socket ends soon after its credential does.
+    pub recheck_every: Duration,
+    /// How many websockets one instance holds at once.
+    pub max_sockets: usize,
+    /// How many of them may be waiting for `connection_init` at once.
+    pub max_uninitialised: usize,
+    /// How many websockets one address may hold before they sign in
+    /// (`ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS`).
+    pub max_anonymous_per_address: usize,
+    /// How many upgrades without a credential one address may make per second, as a burst
+    /// refilled at that rate (`ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND`).
+    pub handshakes_per_second: usize,
+    /// How many operations one websocket may run at once.
+    pub max_subscriptions: usize,
+    /// The largest message (and frame) a websocket peer may send, in bytes.
+    pub max_message_bytes: usize,
+    /// How many messages from one peer may wait for the protocol to take them.
+    pub inbox: usize,
+}
+
+impl Default for LiveSettings {
+    fn default() -> Self {
+        Self {
+            buffer: 1024,
+            poll: Duration::from_secs(2),
+            init_timeout: Duration::from_secs(10),
+            ping_every: Duration::from_secs(15),
+            dead_after: Duration::from_secs(45),
+            recheck_every: Duration::from_secs(60),
+            max_sockets: 10_000,
+            max_uninitialised: 1_000,
+            max_anonymous_per_address: 8,
+            handshakes_per_second: 10,
+            max_subscriptions: 32,
+            max_message_bytes: 64 * 1024,
+            inbox: 16,
+        }
+    }
+}
+
+/// Turns the host names of outbound webhooks into addresses: the system's resolver
+/// (`getaddrinfo`, as the standard library uses) unless a test puts its own in the config.
+#[derive(Clone)]
+pub struct NameResolver(Arc<dyn Resolve>);
+
+impl NameResolver {
+    /// The system's resolver.
+    pub fn system() -> Self {
+        Self(Arc::new(SystemResolver))
+    }
+
+    /// Resolve with `resolver` instead (a test's fixed map, a custom DNS client).
+    pub fn new(resolver: Arc<dyn Resolve>) -> Self {
+        Self(resolver)
+    }
+
+    /// This resolver as reqwest takes it.
+    pub fn resolver(&self) -> Arc<dyn Resolve> {
+        self.0.clone()
+    }
+}
+
+impl Default for NameResolver {
+    fn default() -> Self {
+        Self::system()
+    }
+}
+
+impl std::fmt::Debug for NameResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NameResolver(..)")
+    }
+}
+
+/// `getaddrinfo` on a blocking thread (tokio's `lookup_host`).
+struct SystemResolver;
+
+impl Resolve for SystemResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            Ok(Box::new(found.into_iter()) as Addrs)
+        })
     }
 }
 

@@ -5,6 +5,7 @@ pub mod agents;
 pub mod answer;
 pub mod delivery;
 pub mod handle;
+pub mod html;
 pub mod intake;
 pub mod ledger;
 pub mod placement;

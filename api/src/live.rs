@@ -10,7 +10,6 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
 
 use entity::{agent_questions, anomaly_signals};
 use sea_orm::{DatabaseConnection, DbBackend};
@@ -179,59 +178,7 @@ impl std::fmt::Debug for LiveHub {
     }
 }
 
-/// How the hub runs.
-#[derive(Debug, Clone, Copy)]
-pub struct LiveSettings {
-    /// How many events a subscriber may fall behind before it is cut off (and re-syncs).
-    pub buffer: usize,
-    /// The floor under the hints: the feed reads at least this often.
-    pub poll: Duration,
-    /// How long a websocket may stay uninitialised before it is closed with 4408.
-    pub init_timeout: Duration,
-    /// How often the server pings each websocket.
-    pub ping_every: Duration,
-    /// How long a websocket may stay silent (no pong, no message) before it is dropped.
-    pub dead_after: Duration,
-    /// How often a websocket's session or key is looked up again (one query per socket each
-    /// time), so a socket ends soon after its credential does.
-    pub recheck_every: Duration,
-    /// How many websockets one instance holds at once.
-    pub max_sockets: usize,
-    /// How many of them may be waiting for `connection_init` at once.
-    pub max_uninitialised: usize,
-    /// How many websockets one address may hold before they sign in
-    /// (`ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS`).
-    pub max_anonymous_per_address: usize,
-    /// How many upgrades without a credential one address may make per second, as a burst
-    /// refilled at that rate (`ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND`).
-    pub handshakes_per_second: usize,
-    /// How many operations one websocket may run at once.
-    pub max_subscriptions: usize,
-    /// The largest message (and frame) a websocket peer may send, in bytes.
-    pub max_message_bytes: usize,
-    /// How many messages from one peer may wait for the protocol to take them.
-    pub inbox: usize,
-}
-
-impl Default for LiveSettings {
-    fn default() -> Self {
-        Self {
-            buffer: 1024,
-            poll: Duration::from_secs(2),
-            init_timeout: Duration::from_secs(10),
-            ping_every: Duration::from_secs(15),
-            dead_after: Duration::from_secs(45),
-            recheck_every: Duration::from_secs(60),
-            max_sockets: 10_000,
-            max_uninitialised: 1_000,
-            max_anonymous_per_address: 8,
-            handshakes_per_second: 10,
-            max_subscriptions: 32,
-            max_message_bytes: 64 * 1024,
-            inbox: 16,
-        }
-    }
-}
+pub use crate::config::LiveSettings;
 
 impl LiveHub {
     /// Start the feed (and, on PostgreSQL, the listener) for `db`.

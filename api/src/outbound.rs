@@ -15,56 +15,12 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 use crate::domain::addresses::{NOT_PUBLIC, is_public};
 
-/// Turns the host names of outbound webhooks into addresses: the system's resolver
-/// (`getaddrinfo`, as the standard library uses) unless a test puts its own in the config.
-#[derive(Clone)]
-pub struct NameResolver(Arc<dyn Resolve>);
+pub use crate::config::NameResolver;
 
 impl NameResolver {
-    /// The system's resolver.
-    pub fn system() -> Self {
-        Self(Arc::new(SystemResolver))
-    }
-
-    /// Resolve with `resolver` instead (a test's fixed map, a custom DNS client).
-    pub fn new(resolver: Arc<dyn Resolve>) -> Self {
-        Self(resolver)
-    }
-
-    /// This resolver as reqwest takes it.
-    pub fn resolver(&self) -> Arc<dyn Resolve> {
-        self.0.clone()
-    }
-
     /// This resolver, keeping only public addresses (for members' webhooks).
     pub fn public_only(&self) -> Arc<dyn Resolve> {
-        Arc::new(PublicOnly(self.0.clone()))
-    }
-}
-
-impl Default for NameResolver {
-    fn default() -> Self {
-        Self::system()
-    }
-}
-
-impl std::fmt::Debug for NameResolver {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("NameResolver(..)")
-    }
-}
-
-/// `getaddrinfo` on a blocking thread (tokio's `lookup_host`).
-struct SystemResolver;
-
-impl Resolve for SystemResolver {
-    fn resolve(&self, name: Name) -> Resolving {
-        let host = name.as_str().to_owned();
-        Box::pin(async move {
-            let found: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            Ok(Box::new(found.into_iter()) as Addrs)
-        })
+        Arc::new(PublicOnly(self.resolver()))
     }
 }
 

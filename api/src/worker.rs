@@ -16,8 +16,6 @@ mod expiry;
 mod lanes;
 mod mail;
 
-pub use mail::escape;
-
 /// What the loops need: the pool, the configuration and the live hint for what they change.
 #[derive(Clone)]
 pub struct WorkerContext {

@@ -12,10 +12,10 @@ use chrono::Utc;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use crate::domain::html::escape;
 use crate::error::ServiceError;
 use crate::service::reach;
 use crate::state::AppState;
-use crate::worker::escape;
 
 /// The query of a signed link.
 #[derive(Debug, Deserialize, IntoParams)]

@@ -17,6 +17,7 @@ use rand::Rng;
 use super::WorkerContext;
 use crate::config::MailSettings;
 use crate::domain::delivery::RetryPolicy;
+use crate::domain::html::escape;
 use crate::domain::text::cap;
 use crate::service::mail::{self, Facts};
 use crate::service::operator_hooks::{plain, question_path};
@@ -188,22 +189,6 @@ impl Header for ListUnsubscribePost {
     fn display(&self) -> HeaderValue {
         HeaderValue::new(Self::name(), "List-Unsubscribe=One-Click".to_owned())
     }
-}
-
-/// HTML-escaped `text`.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A mail's two parts: plain text first, then the same as simple HTML.
