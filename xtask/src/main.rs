@@ -33,6 +33,8 @@ use anyhow::{Context, bail};
 
 mod bench;
 mod fuzz_api;
+#[cfg(test)]
+mod links;
 mod smtpd;
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
