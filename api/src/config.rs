@@ -3,7 +3,8 @@
 //!
 //! [`ENVIRONMENT`] is the one list of the variables askloop reads: [`Config::from_lookup`] reads
 //! each of them through it, `askloop --help` prints it ([`environment_help`]), and a test fails
-//! when the README's configuration table or `.env.example` names a different set.
+//! when the configuration table in `docs/configuration.md` or `.env.example` names a different
+//! set.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -318,7 +319,7 @@ pub mod env {
     };
 }
 
-/// Every variable askloop reads, in the order the README lists them.
+/// Every variable askloop reads, in the order `docs/configuration.md` lists them.
 pub const ENVIRONMENT: &[EnvVar] = &[
     env::DATABASE_URL,
     env::ASKLOOP_DB_MAX_CONNECTIONS,
@@ -1242,22 +1243,22 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_and_env_example_list_exactly_the_variables_of_the_table() {
-        let readme = include_str!("../../README.md");
+    fn the_configuration_page_and_env_example_list_exactly_the_variables_of_the_table() {
+        let page = include_str!("../../docs/configuration.md");
         let env_example = include_str!("../../.env.example");
 
-        // The README's table: the rows of its "Configuration" section whose first cell is a
-        // variable in backticks.
-        let section = readme
+        // The configuration page's table: the rows of its "Configuration" section whose first
+        // cell is a variable in backticks.
+        let section = page
             .split("\n## ")
             .find(|part| part.starts_with("Configuration"))
-            .expect("the README has a Configuration section");
-        let in_readme = names(section, |line| {
+            .expect("docs/configuration.md has a Configuration section");
+        let in_page = names(section, |line| {
             let cell = line.strip_prefix("| `")?;
             let name = &cell[..cell.find('`')?];
             is_variable(name).then_some(name)
         });
-        assert_lists_the_table("README.md's configuration table", &in_readme);
+        assert_lists_the_table("docs/configuration.md's configuration table", &in_page);
 
         // `.env.example`: every `NAME=` line, commented-out alternatives included.
         let in_example = names(env_example, |line| {

@@ -192,7 +192,7 @@ impl Conflict {
         }
     }
 
-    /// Every reason, for the documentation test that keeps the README's table whole.
+    /// Every reason, for the documentation test that keeps `docs/contract.md`'s table whole.
     pub const REASONS: &'static [&'static str] = &[
         "NICHE_CLOSED",
         "NICHE_SLUG_TAKEN",

@@ -6,4 +6,5 @@ pub mod loaded;
 pub mod money;
 pub mod notice;
 pub mod question_card;
+pub mod secret_once;
 pub mod time_ago;

@@ -35,6 +35,8 @@ use anyhow::{Context, bail};
 mod bench;
 mod fuzz_api;
 mod layers;
+#[cfg(test)]
+mod links;
 mod smtpd;
 
 const WASM_TARGET: &str = "wasm32-unknown-unknown";

@@ -1,4 +1,4 @@
-//! Copying a secret shown once (an agent's signing secret, a new API key) to the clipboard.
+//! Copying a secret shown once (see `secret_once`) to the clipboard.
 
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;

@@ -10,15 +10,14 @@
 //! on the server; this page only decides what to show. What an agent's endpoint answered (a
 //! delivery's last error) comes from a remote server: shown as isolated text only.
 
-use leptos::html;
 use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::{LazyRoute, lazy_route};
 
 use crate::api::{self, ApiError};
-use crate::components::clipboard::copy_to_clipboard;
 use crate::components::loaded::Loaded;
 use crate::components::question_card::visible_controls;
+use crate::components::secret_once::{HeadingLevel, SecretIds, SecretOnce};
 use crate::components::time_ago::{TimeAgo, exact};
 use crate::operations::{
     AgentRegistry, CreateAgent, DisableAgent, EnableAgent, RotateAgentSecret, SetAgentEndpoint,
@@ -300,7 +299,7 @@ fn AgentsPage() -> impl IntoView {
                     Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
                 })}
             </div>
-            {move || revealed.get().map(|r| view! { <SecretOnce revealed=r/> })}
+            {move || revealed.get().map(|r| view! { <AgentSecret revealed=r/> })}
             <Loaded forbidden="This page is for askloop's admins">
                 {move || registry.get().map(|result| result.map(|data| view! {
                     <Registry agents=data.agents niches=data.all_niches act=act draft=draft/>
@@ -315,68 +314,34 @@ fn AgentsPage() -> impl IntoView {
     }
 }
 
-/// A secret just made: read-only, labelled, copyable, with the warning that it will not be
-/// shown again. It takes the focus when it appears, so the keyboard and the screen reader land
-/// on it.
+/// An agent's signing secret just made, shown once, with how the agent uses it.
 #[component]
-fn SecretOnce(revealed: Revealed) -> impl IntoView {
-    let field = NodeRef::<html::Input>::new();
-    let copied = RwSignal::new(None::<&'static str>);
-    Effect::new(move |_| {
-        if let Some(input) = field.get() {
-            let _ = input.focus();
-            input.select();
-        }
-    });
-    let secret = revealed.secret.clone();
-    let copy = move |_| {
-        if let Some(input) = field.get_untracked() {
-            input.select();
-        }
-        let secret = secret.clone();
-        leptos::task::spawn_local(async move {
-            copied.set(Some(if copy_to_clipboard(&secret).await {
-                "Copied to the clipboard."
-            } else {
-                "The browser did not let the page copy it: the secret is selected, copy it yourself."
-            }));
-        });
+fn AgentSecret(revealed: Revealed) -> impl IntoView {
+    let ids = SecretIds {
+        title: "secret-title",
+        warning: "secret-warning",
+        field: "new-secret",
     };
     let slug = revealed.slug;
     view! {
-        <section class="secret-once" aria-labelledby="secret-title" data-secret-for=slug.clone()>
-            <h2 id="secret-title">"New signing secret of "<code>{slug.clone()}</code></h2>
-            <p class="warning" id="secret-warning">
-                <strong>"It will not be shown again."</strong>
+        <SecretOnce
+            secret=revealed.secret
+            ids=ids
+            level=HeadingLevel::Two
+            title=view! { "New signing secret of "<code>{slug.clone()}</code> }.into_any()
+            warning=view! {
                 " Copy it now into the agent's configuration: askloop keeps it sealed and cannot show it later. "
                 "Leaving or reloading this page, or doing anything else on it, hides it for good; if it is lost, rotate the secret."
-            </p>
-            <label for="new-secret">"Signing secret of "{slug.clone()}</label>
-            <div class="secret-field">
-                <input
-                    id="new-secret"
-                    type="text"
-                    readonly
-                    class="secret"
-                    autocomplete="off"
-                    spellcheck="false"
-                    aria-describedby="secret-warning"
-                    node_ref=field
-                    prop:value=revealed.secret
-                    on:focus=move |_| {
-                        if let Some(input) = field.get_untracked() {
-                            input.select();
-                        }
-                    }
-                />
-                <button type="button" class="small" on:click=copy>"Copy secret"</button>
-            </div>
-            <p class="muted" role="status">{move || copied.get()}</p>
+            }.into_any()
+            label=view! { "Signing secret of "{slug.clone()} }.into_any()
+            noun="secret"
+            secret_for=slug.clone()
+        >
             <p class="muted">
                 "The agent signs with it in "<code>"X-Chovy-Signature"</code>" and sends "
                 <code>"X-Askloop-Agent: "{slug.clone()}</code>"."
             </p>
-        </section>
+        </SecretOnce>
     }
 }
 

@@ -24,9 +24,9 @@ use leptos::prelude::*;
 use leptos_router::{LazyRoute, lazy_route};
 
 use crate::api::{self, ApiError};
-use crate::components::clipboard::copy_to_clipboard;
 use crate::components::loaded::Loaded;
 use crate::components::question_card::visible_controls;
+use crate::components::secret_once::{HeadingLevel, SecretIds, SecretOnce};
 use crate::components::time_ago::{TimeAgo, exact};
 use crate::operations::{
     CreateApiKey, EndSession, MyApiKeys, MySessions, RevokeApiKey, SignOutOtherSessions,
@@ -241,63 +241,28 @@ fn ApiKeys() -> impl IntoView {
     }
 }
 
-/// A key just made: read-only, labelled, copyable, with the warning that it will not be shown
-/// again. It takes the focus when it appears, so the keyboard and the screen reader land on it.
+/// A key just made, shown once.
 #[component]
 fn KeyOnce(key: NewKey) -> impl IntoView {
-    let field = NodeRef::<html::Input>::new();
-    let copied = RwSignal::new(None::<&'static str>);
-    Effect::new(move |_| {
-        if let Some(input) = field.get() {
-            let _ = input.focus();
-            input.select();
-        }
-    });
-    let token = key.token.clone();
-    let copy = move |_| {
-        if let Some(input) = field.get_untracked() {
-            input.select();
-        }
-        let token = token.clone();
-        leptos::task::spawn_local(async move {
-            copied.set(Some(if copy_to_clipboard(&token).await {
-                "Copied to the clipboard."
-            } else {
-                "The browser did not let the page copy it: the key is selected, copy it yourself."
-            }));
-        });
+    let ids = SecretIds {
+        title: "new-key-title",
+        warning: "new-key-warning",
+        field: "new-key",
     };
     let name = visible_controls(&key.name);
     view! {
-        <section class="secret-once" aria-labelledby="new-key-title">
-            <h3 id="new-key-title">"New API key “"<bdi>{name.clone()}</bdi>"”"</h3>
-            <p class="warning" id="new-key-warning">
-                <strong>"It will not be shown again."</strong>
+        <SecretOnce
+            secret=key.token
+            ids=ids
+            level=HeadingLevel::Three
+            title=view! { "New API key “"<bdi>{name.clone()}</bdi>"”" }.into_any()
+            warning=view! {
                 " Copy it now: askloop keeps only a hash of it and cannot show it later. "
                 "Leaving or reloading this page, or doing anything else here, hides it for good; if it is lost, revoke it and make another."
-            </p>
-            <label for="new-key">"API key “"{name}"”"</label>
-            <div class="secret-field">
-                <input
-                    id="new-key"
-                    type="text"
-                    readonly
-                    class="secret"
-                    autocomplete="off"
-                    spellcheck="false"
-                    aria-describedby="new-key-warning"
-                    node_ref=field
-                    prop:value=key.token
-                    on:focus=move |_| {
-                        if let Some(input) = field.get_untracked() {
-                            input.select();
-                        }
-                    }
-                />
-                <button type="button" class="small" on:click=copy>"Copy key"</button>
-            </div>
-            <p class="muted" role="status">{move || copied.get()}</p>
-        </section>
+            }.into_any()
+            label=view! { "API key “"{name}"”" }.into_any()
+            noun="key"
+        />
     }
 }
 

@@ -11,9 +11,9 @@ use leptos::prelude::*;
 
 use super::{FieldError, Outcome, described_by, refusal};
 use crate::api::{self, ApiError};
-use crate::components::clipboard::copy_to_clipboard;
 use crate::components::loaded::Loaded;
 use crate::components::question_card::visible_controls;
+use crate::components::secret_once::{HeadingLevel, SecretIds, SecretOnce};
 use crate::components::time_ago::TimeAgo;
 use crate::operations::{
     DeliveryStatus, MyOperatorWebhooks, OperatorWebhookDeliveries, RegisterOperatorWebhook,
@@ -128,7 +128,7 @@ pub(super) fn OperatorWebhooks() -> impl IntoView {
                 <code>"X-Chovy-Signature"</code>")."
             </p>
             <Outcome said=removal_said/>
-            {move || revealed.get().map(|hook| view! { <SecretOnce hook=hook/> })}
+            {move || revealed.get().map(|hook| view! { <HookSecret hook=hook/> })}
             <Loaded>
                 {move || hooks.get().map(|result| result.map(|data| {
                     let niches = data.my_notification_preferences;
@@ -195,63 +195,28 @@ fn RegisterForm(
     .into_any()
 }
 
-/// A new webhook's secret: read-only, labelled, copyable, with the warning that it will not be
-/// shown again. It takes the focus when it appears.
+/// A new webhook's secret, shown once.
 #[component]
-fn SecretOnce(hook: NewHook) -> impl IntoView {
-    let field = NodeRef::<html::Input>::new();
-    let copied = RwSignal::new(None::<&'static str>);
-    Effect::new(move |_| {
-        if let Some(input) = field.get() {
-            let _ = input.focus();
-            input.select();
-        }
-    });
-    let secret = hook.secret.clone();
-    let copy = move |_| {
-        if let Some(input) = field.get_untracked() {
-            input.select();
-        }
-        let secret = secret.clone();
-        leptos::task::spawn_local(async move {
-            copied.set(Some(if copy_to_clipboard(&secret).await {
-                "Copied to the clipboard."
-            } else {
-                "The browser did not let the page copy it: the secret is selected, copy it yourself."
-            }));
-        });
+fn HookSecret(hook: NewHook) -> impl IntoView {
+    let ids = SecretIds {
+        title: "new-hook-title",
+        warning: "new-hook-warning",
+        field: "new-hook-secret",
     };
     let label = format!("Secret of the new webhook for {}", hook.niche);
     view! {
-        <section class="secret-once" aria-labelledby="new-hook-title">
-            <h3 id="new-hook-title">"New webhook for "{hook.niche.clone()}</h3>
-            <p class="warning" id="new-hook-warning">
-                <strong>"It will not be shown again."</strong>
+        <SecretOnce
+            secret=hook.secret
+            ids=ids
+            level=HeadingLevel::Three
+            title=view! { "New webhook for "{hook.niche} }.into_any()
+            warning=view! {
                 " Copy the secret now and give it to what receives the webhook, to check each request's "
                 <code>"X-Chovy-Signature"</code>". Leaving or reloading this page, or doing anything else here, hides it for good; if it is lost, remove the webhook and register it again."
-            </p>
-            <label for="new-hook-secret">{label}</label>
-            <div class="secret-field">
-                <input
-                    id="new-hook-secret"
-                    type="text"
-                    readonly
-                    class="secret"
-                    autocomplete="off"
-                    spellcheck="false"
-                    aria-describedby="new-hook-warning"
-                    node_ref=field
-                    prop:value=hook.secret
-                    on:focus=move |_| {
-                        if let Some(input) = field.get_untracked() {
-                            input.select();
-                        }
-                    }
-                />
-                <button type="button" class="small" on:click=copy>"Copy secret"</button>
-            </div>
-            <p class="muted" role="status">{move || copied.get()}</p>
-        </section>
+            }.into_any()
+            label=label.into_any()
+            noun="secret"
+        />
     }
 }
 
