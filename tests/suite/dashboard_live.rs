@@ -647,13 +647,12 @@ async fn the_revenue_and_budget_pages_show_real_money_and_admins_settle_payouts(
 
     // The admin verifies the address, schedules the payout and marks it paid; a signal from
     // the monitor shows up live meanwhile.
+    let served = app.gauge(askloop_tests::wait::SUBSCRIPTIONS_SERVED).await;
     let mut root = signed_in(&app, "root", "/admin").await;
     root.wait_for(&labelled("Person"), "the payout desk").await;
-    // The page's signal subscription starts from the signals already logged: give it time to
-    // start, so the next one is new to it. Time stands in for a fact askloop does not expose
-    // yet: the served-subscriptions gauge counts only queue subscriptions today; once it counts
-    // every subscription, this becomes a wait for the gauge to rise by one.
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    // The page's signal subscription starts from the signals already logged: wait until it is
+    // registered, so the next one is new to it.
+    app.until_subscriptions_served(served + 1).await;
     let signal = json!({"signalId": "sig-1", "subjectType": "operator", "subjectId": "ana",
         "kind": "fast_answers", "severity": "high", "finding": "<b>twelve</b> answers in a minute"})
     .to_string();

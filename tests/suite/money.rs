@@ -815,6 +815,7 @@ async fn admins_follow_new_anomaly_signals_live() {
         post_signal(&app, &a_signal_about(question)).await.status(),
         201
     );
+    let served = app.gauge(askloop_tests::wait::SUBSCRIPTIONS_SERVED).await;
     let mut socket = askloop_tests::socket::GqlSocket::connect(&app.base, Some(&root.token)).await;
     socket
         .subscribe(
@@ -823,11 +824,9 @@ async fn admins_follow_new_anomaly_signals_live() {
             json!({}),
         )
         .await;
-    // The subscription starts from the signals already logged: give it time to start, so the
-    // next one is new to it. Time stands in for a fact askloop does not expose yet: the
-    // served-subscriptions gauge counts only queue subscriptions today; once it counts every
-    // subscription, this becomes `app.until_subscriptions_served(1)`.
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    // The subscription starts from the signals already logged: wait until it is registered, so
+    // the next one is new to it.
+    app.until_subscriptions_served(served + 1).await;
     let next = json!({"signalId": "sig-2", "subjectType": "agent", "subjectId": "agent-7",
         "kind": "spend_spike", "severity": "medium", "finding": "ten questions a second"})
     .to_string();

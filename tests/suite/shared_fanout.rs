@@ -65,7 +65,7 @@ async fn a_shared_payload_reaches_only_subscribers_who_may_see_it(app: TestApp) 
     bos.subscribe("a", &awaiting(), json!({})).await;
     let mut strangers = GqlSocket::connect(&app.base, Some(&stranger.token)).await;
     strangers.subscribe("a", &awaiting(), json!({})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    app.until_subscriptions_served(6).await;
 
     let games_question = app.ask("games", "shared-1").await;
     for socket in &mut sockets {
@@ -120,7 +120,7 @@ async fn admins_and_members_never_share_a_payload(app: TestApp) {
     member.subscribe("q", query, json!({})).await;
     let mut admin = GqlSocket::connect(&app.base, Some(&root.token)).await;
     admin.subscribe("q", query, json!({})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    app.until_subscriptions_served(2).await;
 
     let id = app.ask("games", "classes-1").await;
     let seen_by_admin: Value = admin.next_data("q").await;
@@ -170,7 +170,7 @@ async fn a_served_subscription_stops_on_complete_and_its_id_starts_again(app: Te
     let ana = operator(&app.db, "games", "ana").await;
     let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
     socket.subscribe("q", &queue("games"), json!({})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    app.until_subscriptions_served(1).await;
     assert_eq!(
         served(&app).await,
         1,
@@ -193,7 +193,7 @@ async fn a_served_subscription_stops_on_complete_and_its_id_starts_again(app: Te
     hears_nothing(&mut socket, "a completed subscription").await;
 
     socket.subscribe("q", &queue("games"), json!({})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    app.until_subscriptions_served(1).await;
     let third = app.ask("games", "served-3").await;
     let heard = expect(&mut socket, "next", "q").await;
     assert_eq!(
@@ -204,15 +204,8 @@ async fn a_served_subscription_stops_on_complete_and_its_id_starts_again(app: Te
     assert_eq!(served(&app).await, 1);
 
     drop(socket);
-    let mut left = served(&app).await;
-    for _ in 0..50 {
-        if left == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        left = served(&app).await;
-    }
-    assert_eq!(left, 0, "a closed socket serves nothing");
+    // A closed socket serves nothing.
+    app.until_exactly_subscriptions_served(0).await;
 }
 
 /// What stays with the library: a selection that is not shareable, and an operation with more
@@ -228,7 +221,7 @@ async fn unshareable_and_multi_root_subscriptions_stay_with_the_library(app: Tes
         "subscription {{ q: questionQueue(nicheSlug: \"games\") {{ {CARD} }} a: awaitingMe {{ {CARD} }} }}"
     );
     socket.subscribe("b", &both, json!({})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    app.until_subscriptions_served(3).await;
     // Served by the library, and counted all the same: one for `p`, one per root field of `b`.
     assert_eq!(served(&app).await, 3, "every live stream is counted");
 
@@ -284,7 +277,7 @@ async fn a_forged_hand_over_tag_changes_nothing(app: TestApp) {
                 "query": queue("games"), "variables": {}, "extensions": extensions}}))
             .await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    app.until_subscriptions_served(3).await;
     assert_eq!(served(&app).await, 3, "each is served under its own id");
     let question = app.ask("games", "forged-1").await;
     let mut ids = Vec::new();
