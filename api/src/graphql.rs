@@ -14,9 +14,10 @@ use axum::routing::get;
 use tokio::sync::Semaphore;
 
 use crate::admission::{OpenPerAddress, RatePerAddress};
-use crate::auth::{Caller, LoginThrottle};
+use crate::auth::Caller;
 use crate::config::Config;
 use crate::live::{ChangeHint, CredentialsEnded, LiveHub};
+use crate::login_throttle::LoginThrottle;
 
 mod accounts;
 mod admin;

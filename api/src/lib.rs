@@ -13,6 +13,7 @@ pub mod domain;
 pub mod error;
 pub mod graphql;
 pub mod live;
+pub mod login_throttle;
 pub mod mcp;
 pub mod metrics;
 pub mod outbound;

@@ -94,7 +94,7 @@ impl Metrics {
         let subscriptions_served = Gauge::default();
         registry.register(
             "live_subscriptions_served",
-            "Queue subscriptions a websocket serves itself, handed over by the GraphQL library once started",
+            "Live subscription streams (one per root field) registered with the hub and still held",
             subscriptions_served.clone(),
         );
         Self {

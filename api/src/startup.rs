@@ -16,10 +16,10 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::services::{ServeDir, ServeFile};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
-use crate::auth::LoginThrottle;
 use crate::config::Config;
 use crate::graphql::{self, GraphqlEndpoint, shared::SharedPayloads};
 use crate::live::LiveHub;
+use crate::login_throttle::LoginThrottle;
 use crate::metrics::{self, Metrics};
 use crate::security_headers;
 use crate::serve::{self, Connections};

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use crate::db::Db;
 use axum::extract::FromRef;
 
-use crate::auth::LoginThrottle;
 use crate::config::Config;
 use crate::live::{ChangeHint, LiveHub};
+use crate::login_throttle::LoginThrottle;
 use crate::metrics::Metrics;
 
 /// What every REST handler can reach.

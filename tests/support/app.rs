@@ -6,11 +6,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use askloop::auth::LoginThrottle;
 use askloop::config::Config;
 use askloop::db::Db;
 use askloop::domain::signing::SigningKeys;
 use askloop::live::LiveHub;
+use askloop::login_throttle::LoginThrottle;
 use askloop::serve::Connections;
 use askloop::startup::Application;
 use tokio::sync::oneshot;

@@ -257,10 +257,7 @@ impl Drop for Browser {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    crate::receiver::reserve_port().port()
 }
 
 /// The websocket URL of the first page target, once Chromium is listening.

@@ -73,9 +73,25 @@ pub struct Receiver {
 }
 
 /// A free local port, for a receiver that is "down" until it starts on it.
+///
+/// The port is not held between this call and the receiver's start, so it comes from below the
+/// kernel's ephemeral range (32768 and up here), where no outgoing connection or port-0 bind of
+/// another test can take it meanwhile, and never twice from this process.
 pub fn reserve_port() -> SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("an address")
+    use std::sync::atomic::{AtomicU16, Ordering};
+    const FIRST: u16 = 20_000;
+    const SPAN: u16 = 12_000;
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    // Processes started together begin at different places of the span.
+    let start = (std::process::id() % u32::from(SPAN)) as u16;
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = FIRST + (start + n % SPAN) % SPAN;
+        if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            return listener.local_addr().expect("an address");
+        }
+    }
+    panic!("no free port between {FIRST} and {}", FIRST + SPAN);
 }
 
 impl Receiver {

@@ -71,6 +71,7 @@ pub const LAYERS: &[(&str, Layer)] = &[
     ("security_headers", Layer::Transports),
     ("state", Layer::RequestContext),
     ("auth", Layer::RequestContext),
+    ("login_throttle", Layer::RequestContext),
     ("admission", Layer::RequestContext),
     ("service", Layer::Services),
     ("error", Layer::Services),

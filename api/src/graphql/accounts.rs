@@ -10,10 +10,11 @@ use chrono::{DateTime, Utc};
 
 use super::types::{Membership, User};
 use super::{caller_of, credentials_ended, writer};
-use crate::auth::{self, ClientAddress, LoginThrottle, Refused, ThrottleKey, UserAgent};
+use crate::auth::{self, ClientAddress, UserAgent};
 use crate::config::Config;
 use crate::domain::handle::Handle;
 use crate::error::{GqlResultExt, ServiceError};
+use crate::login_throttle::{LoginThrottle, Refused, ThrottleKey};
 use crate::service::access;
 use crate::service::accounts;
 use crate::service::audit::Actor;

@@ -530,9 +530,9 @@ pub fn complete_message(id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::LoginThrottle;
     use crate::config::Config;
     use crate::graphql::shared::{Serving, SharedPayloads};
+    use crate::login_throttle::LoginThrottle;
 
     /// The hand-overs of a `graphql-transport-ws` connection, and the gauge they count in.
     fn adoptions() -> (Adoptions, Arc<SharedPayloads>) {

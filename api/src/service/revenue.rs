@@ -17,111 +17,19 @@ use serde_json::{Value, json};
 
 use crate::domain::intake::NicheRef;
 use crate::domain::ledger::{self, Costs, WHOLE_BPS};
-use crate::domain::text::{IDENTIFIER_MAX, char_len};
 use crate::error::ServiceError;
 use crate::service::agents::Asker;
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::niches::find_niche;
 use crate::service::{scores, standing};
 
-/// Where revenue may come from through the signed route.
-pub const SOURCE_TYPES: [&str; 4] = ["subscription", "usage", "sponsorship", "one_time"];
-/// The source of bounties askloop books itself when an answer settles a question.
-pub const BOUNTY_SOURCE: &str = "agent_bounty";
-/// The source of what completed tasks cost, booked like bounties but counted apart.
-pub const TASK_SOURCE: &str = "agent_task";
-/// The currency bounties are counted in.
-pub const BOUNTY_CURRENCY: &str = "USD";
+pub use crate::domain::revenue::{
+    BOUNTY_CURRENCY, BOUNTY_SOURCE, NewRevenue, SOURCE_TYPES, TASK_SOURCE,
+};
 
-/// A revenue event as the route received it, checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewRevenue {
-    /// The niche.
-    pub niche_slug: String,
-    /// The source's id.
-    pub external_id: String,
-    /// One of [`SOURCE_TYPES`].
-    pub source_type: String,
-    /// Gross, minor units.
-    pub gross: i64,
-    /// The costs.
-    pub costs: Costs,
-    /// ISO 4217, upper case.
-    pub currency: String,
-}
-
-/// Parse and check a revenue event (also inside `payload`).
+/// Parse and check a revenue event (also inside `payload`): 400 with what is wrong.
 pub fn parse(body: &Value) -> Result<NewRevenue, ServiceError> {
-    let fields = body
-        .get("payload")
-        .filter(|p| p.is_object())
-        .unwrap_or(body);
-    let bad = |m: String| ServiceError::BadInput(m);
-    let text = |key: &str| {
-        fields
-            .get(key)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-    };
-    let amount = |key: &str, required: bool| -> Result<i64, ServiceError> {
-        match fields.get(key) {
-            None | Some(Value::Null) if !required => Ok(0),
-            None | Some(Value::Null) => Err(bad(format!("{key} is required"))),
-            Some(v) => {
-                let n = v.as_i64().filter(|n| *n >= 0).ok_or_else(|| {
-                    bad(format!(
-                        "{key} must be a whole number of minor units, 0 or more"
-                    ))
-                })?;
-                match ledger::amount_problem(key, n) {
-                    Some(problem) => Err(bad(problem)),
-                    None => Ok(n),
-                }
-            }
-        }
-    };
-    let niche_slug = text("nicheSlug")
-        .ok_or_else(|| bad("nicheSlug is required".into()))?
-        .to_lowercase();
-    let external_id = text("externalId").ok_or_else(|| bad("externalId is required".into()))?;
-    // Counted in characters, as every limit is: bytes would refuse a short id in another script.
-    if char_len(external_id) > IDENTIFIER_MAX {
-        return Err(bad(format!(
-            "externalId is longer than {IDENTIFIER_MAX} characters"
-        )));
-    }
-    if external_id.starts_with(BOUNTY_SOURCE) {
-        return Err(bad(format!(
-            "externalIds starting with '{BOUNTY_SOURCE}' are askloop's own (charged bounties)"
-        )));
-    }
-    let source_type = text("sourceType").ok_or_else(|| bad("sourceType is required".into()))?;
-    if !SOURCE_TYPES.contains(&source_type) {
-        return Err(bad(format!(
-            "sourceType '{source_type}' is not one of: {}",
-            SOURCE_TYPES.join(", ")
-        )));
-    }
-    let currency = text("currency").ok_or_else(|| bad("currency is required".into()))?;
-    if currency.len() != 3 || !currency.chars().all(|c| c.is_ascii_alphabetic()) {
-        return Err(bad(format!(
-            "currency '{currency}' is not a three-letter code"
-        )));
-    }
-    Ok(NewRevenue {
-        niche_slug,
-        external_id: external_id.to_owned(),
-        source_type: source_type.to_owned(),
-        gross: amount("grossMinor", true)?,
-        costs: Costs {
-            processing: amount("processingMinor", false)?,
-            network: amount("networkMinor", false)?,
-            infra: amount("infraMinor", false)?,
-            refund: amount("refundMinor", false)?,
-        },
-        currency: currency.to_ascii_uppercase(),
-    })
+    crate::domain::revenue::parse(body).map_err(ServiceError::BadInput)
 }
 
 /// A booked event with its allocations.
