@@ -284,15 +284,7 @@ async fn each_agent_receives_only_its_own_events_at_its_own_endpoint(app: TestAp
             .wait_until(WAIT, "its answer", |r| !r.is_empty())
             .await;
     }
-    askloop_tests::wait::until("every delivery recorded as delivered", || async {
-        deliveries::Entity::find()
-            .filter(deliveries::Column::Status.ne(DeliveryStatus::Delivered))
-            .count(&app.db)
-            .await
-            .expect("count")
-            == 0
-    })
-    .await;
+    app.until_every_delivery_delivered().await;
     for (receiver, asked) in [(&at_a, &asked_a), (&at_b, &asked_b)] {
         let got = receiver.received();
         assert_eq!(got.len(), 1, "only its own event");

@@ -336,15 +336,7 @@ async fn two_instances_share_a_thousand_deliveries_without_sending_any_twice() {
         })
         .await;
     // Count once nothing is left in flight: every delivery is recorded as delivered.
-    wait::until("every delivery recorded as delivered", || async {
-        deliveries::Entity::find()
-            .filter(deliveries::Column::Status.ne(DeliveryStatus::Delivered))
-            .count(&app.db)
-            .await
-            .expect("count")
-            == 0
-    })
-    .await;
+    app.until_every_delivery_delivered().await;
     let counts = receiver.counts();
     assert_eq!(counts.len(), 1000);
     assert!(
@@ -488,15 +480,7 @@ async fn the_agent_is_told_once_that_its_question_expired(app: TestApp) {
     assert_eq!(envelope["payload"]["externalId"], "short");
     assert_eq!(envelope["payload"]["questionId"], json!(id));
     // Expired once, told once: every delivery is recorded as delivered, so none is in flight.
-    wait::until("every delivery recorded as delivered", || async {
-        deliveries::Entity::find()
-            .filter(deliveries::Column::Status.ne(DeliveryStatus::Delivered))
-            .count(&app.db)
-            .await
-            .expect("count")
-            == 0
-    })
-    .await;
+    app.until_every_delivery_delivered().await;
     assert_eq!(receiver.received().len(), 1);
 }
 

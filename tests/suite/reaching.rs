@@ -126,19 +126,6 @@ async fn until_no_notification_pending(app: &TestApp) {
     .await;
 }
 
-/// Wait until every delivery is recorded as delivered: nothing is left in flight to a receiver.
-async fn until_every_delivery_delivered(app: &TestApp) {
-    wait::until("every delivery recorded as delivered", || async move {
-        deliveries::Entity::find()
-            .filter(deliveries::Column::Status.ne(deliveries::DeliveryStatus::Delivered))
-            .count(&app.db)
-            .await
-            .expect("count")
-            == 0
-    })
-    .await;
-}
-
 const PREFERENCES: &str = "{ myNotificationPreferences { nicheSlug enabled immediate digest } }";
 
 /// `person`'s mail settings as GraphQL gives them.
@@ -502,7 +489,7 @@ async fn escalation_timeline(backend: askloop_tests::Backend) {
                 >= 2
         })
         .await;
-    until_every_delivery_delivered(&app).await;
+    app.until_every_delivery_delivered().await;
     let received = receiver.received();
     let escalated: Vec<&Value> = received
         .iter()

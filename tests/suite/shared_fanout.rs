@@ -22,20 +22,6 @@ fn awaiting() -> String {
     format!("subscription {{ awaitingMe {{ {CARD} }} }}")
 }
 
-/// A counter from `/metrics`.
-async fn counter(app: &TestApp, name: &str) -> u64 {
-    let text = reqwest::get(app.url("/metrics"))
-        .await
-        .expect("metrics answer")
-        .text()
-        .await
-        .expect("metrics text");
-    text.lines()
-        .find_map(|line| line.strip_prefix(&format!("{name} ")))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
-}
-
 /// Nothing more arrives on `socket` for a moment.
 async fn hears_nothing(socket: &mut GqlSocket, who: &str) {
     match socket.receive(Duration::from_millis(700)).await {
@@ -103,11 +89,8 @@ async fn a_shared_payload_reaches_only_subscribers_who_may_see_it(app: TestApp) 
 
     // Two events, one resolution each: the games one went to four subscriptions, the roofing
     // one to one.
-    assert_eq!(
-        counter(&app, "askloop_live_payloads_resolved_total").await,
-        2
-    );
-    assert_eq!(counter(&app, "askloop_live_payloads_shared_total").await, 5);
+    assert_eq!(app.gauge("askloop_live_payloads_resolved_total").await, 2);
+    assert_eq!(app.gauge("askloop_live_payloads_shared_total").await, 5);
 }
 
 async fn admins_and_members_never_share_a_payload(app: TestApp) {
@@ -143,15 +126,12 @@ async fn admins_and_members_never_share_a_payload(app: TestApp) {
         "{seen_by_member}"
     );
     // The member's resolution raised an error, so it was not kept for sharing; the admin's was.
-    assert_eq!(
-        counter(&app, "askloop_live_payloads_resolved_total").await,
-        1
-    );
+    assert_eq!(app.gauge("askloop_live_payloads_resolved_total").await, 1);
 }
 
 /// A gauge from `/metrics`.
 async fn served(app: &TestApp) -> u64 {
-    counter(app, "askloop_live_subscriptions_served").await
+    app.gauge("askloop_live_subscriptions_served").await
 }
 
 /// The next message on `socket`, which must be of `kind` for operation `id`.

@@ -74,6 +74,21 @@ impl TestApp {
         until_subscriptions_served_at(&self.base, count).await;
     }
 
+    /// Wait until every delivery is recorded as delivered: none is left in flight.
+    pub async fn until_every_delivery_delivered(&self) {
+        use entity::deliveries::{self, DeliveryStatus};
+        use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+        until("every delivery recorded as delivered", || async {
+            deliveries::Entity::find()
+                .filter(deliveries::Column::Status.ne(DeliveryStatus::Delivered))
+                .count(&self.db)
+                .await
+                .expect("count")
+                == 0
+        })
+        .await;
+    }
+
     /// Wait until askloop serves exactly `count` subscriptions: the ones of sockets it closed
     /// are gone and the new ones are registered.
     pub async fn until_exactly_subscriptions_served(&self, count: u64) {
