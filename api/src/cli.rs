@@ -19,12 +19,7 @@ use crate::startup::{self, Application};
 use crate::{graphql, telemetry};
 
 mod agent;
-mod bench_queue;
-mod contention;
-mod flood;
-mod loadgen;
 mod registry;
-mod seed;
 
 /// askloop: agents ask the questions they cannot settle; the people who have done the job answer.
 ///
@@ -86,18 +81,6 @@ enum Command {
     Schema,
     /// Print the REST routes' OpenAPI 3.1 document, as committed in openapi.json.
     Openapi,
-    /// Post N signed questions with concurrency C and report throughput and latency, next to
-    /// the same number of plain inserts through the database driver.
-    Loadgen(loadgen::LoadgenArgs),
-    /// Fill a niche with N waiting questions and time the waiting-queue page (first and deep),
-    /// printing the database's plan for it.
-    BenchQueue(bench_queue::BenchQueueArgs),
-    /// Flood one websocket with N subscribes while probing intake, GraphQL and /readyz from
-    /// another client, then time the exit after SIGTERM (askloop runs as a child process).
-    Flood(flood::FloodArgs),
-    /// N operators answer one question at the same instant, for R questions: one must win,
-    /// the rest get CONFLICT; prints the latencies of all responses.
-    Contention(contention::ContentionArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -372,10 +355,6 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             print!("{}", crate::rest::openapi::json());
             Ok(())
         }
-        Command::Loadgen(args) => loadgen::run(config, args).await,
-        Command::BenchQueue(args) => bench_queue::run(config, args).await,
-        Command::Flood(args) => flood::run(config, args).await,
-        Command::Contention(args) => contention::run(config, args).await,
     }
 }
 

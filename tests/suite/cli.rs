@@ -6,7 +6,7 @@ use std::process::{Command, Output, Stdio};
 use askloop::domain::signing::SigningKeys;
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::mcp::{McpClient, agent_with_token, token_for};
-use askloop_tests::{Backend, SECRET, TestApp, TestDatabase, askloop_binary};
+use askloop_tests::{Backend, SECRET, TestApp, TestDatabase, askloop_binary, load_binary};
 use entity::{api_keys, audit_log, niche_members, users};
 use sea_orm::{ColumnTrait, Database, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::json;
@@ -15,6 +15,19 @@ fn askloop(database_url: &str, args: &[&str]) -> Command {
     let mut command = Command::new(askloop_binary());
     command
         .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", database_url)
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null());
+    command
+}
+
+/// A measuring tool of `askloop-load`, named by the first argument, as the CLI tests run askloop.
+fn measuring(database_url: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(load_binary(args[0]));
+    command
+        .args(&args[1..])
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("DATABASE_URL", database_url)
@@ -443,7 +456,7 @@ async fn cli_ask_refuses_a_file_that_is_not_json() {
     );
 }
 
-/// `askloop flood` against a fresh askloop of its own: the flooding socket is closed at the
+/// The `flood` tool (askloop-load) against a fresh askloop of its own: the flooding socket is closed at the
 /// operation cap, the floods from the other address are refused past its bounds, every probe is
 /// answered, and the server exits on SIGTERM. Bad arguments are refused before anything starts.
 #[tokio::test]
@@ -451,7 +464,7 @@ async fn the_flood_tool_reports_the_cap_the_probes_and_the_exit() {
     let database = TestDatabase::create(Backend::Sqlite)
         .await
         .expect("a database");
-    let output = run(askloop(
+    let output = run(measuring(
         &database.url,
         &[
             "flood",
@@ -523,7 +536,7 @@ async fn the_flood_tool_reports_the_cap_the_probes_and_the_exit() {
             "--target must be an http:// or https:// address",
         ),
     ] {
-        let output = run(askloop(&database.url, args));
+        let output = run(measuring(&database.url, args));
         assert!(!output.status.success(), "{args:?}");
         assert!(
             stderr(&output).contains(says),
@@ -543,14 +556,14 @@ fn bench_line(stdout: &str, run: &str) -> serde_json::Value {
         .unwrap_or_else(|| panic!("no '{run}' bench line in {stdout}"))
 }
 
-/// `askloop contention` has N operators answer one question at once: exactly one wins each
+/// The `contention` tool has N operators answer one question at once: exactly one wins each
 /// round, and the figures reach `cargo xtask bench` as a bench line; bad sizes are refused.
 #[tokio::test]
 async fn the_contention_tool_finds_one_winner_per_round() {
     let database = TestDatabase::create(Backend::Sqlite)
         .await
         .expect("a database");
-    let output = run(askloop(
+    let output = run(measuring(
         &database.url,
         &["contention", "--operators", "5", "--rounds", "2"],
     ));
@@ -572,7 +585,7 @@ async fn the_contention_tool_finds_one_winner_per_round() {
             "--rounds must be at least 1",
         ),
     ] {
-        let output = run(askloop(&database.url, args));
+        let output = run(measuring(&database.url, args));
         assert!(!output.status.success(), "{args:?}");
         assert!(
             stderr(&output).contains(says),
@@ -582,14 +595,14 @@ async fn the_contention_tool_finds_one_winner_per_round() {
     }
 }
 
-/// `askloop loadgen --rate` offers requests on a schedule (open loop) and stores every one; a
+/// `loadgen --rate` offers requests on a schedule (open loop) and stores every one; a
 /// rate of 0 is refused.
 #[tokio::test]
 async fn the_load_generator_runs_open_loop_at_a_rate() {
     let database = TestDatabase::create(Backend::Sqlite)
         .await
         .expect("a database");
-    let output = run(askloop(
+    let output = run(measuring(
         &database.url,
         &["loadgen", "--rate", "200", "-n", "100", "--no-baseline"],
     ));
@@ -602,7 +615,7 @@ async fn the_load_generator_runs_open_loop_at_a_rate() {
         (&json!(100), &json!(0)),
         "{figures}"
     );
-    let refused = run(askloop(
+    let refused = run(measuring(
         &database.url,
         &["loadgen", "--rate", "0", "-n", "10"],
     ));

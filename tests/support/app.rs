@@ -90,6 +90,12 @@ pub fn askloop_binary() -> PathBuf {
     built("askloop")
 }
 
+/// The measuring tool `name` of `askloop-load` (`loadgen`, `flood`, `contention`, …), built with
+/// the other binaries.
+pub fn load_binary(name: &str) -> PathBuf {
+    built(name)
+}
+
 /// The agent SDK's example program `name` (`cargo xtask test` builds the examples with the
 /// binaries, into `target/<profile>/examples`).
 pub fn example_binary(name: &str) -> PathBuf {

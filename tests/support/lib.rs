@@ -41,6 +41,8 @@ pub mod socket;
 pub mod standard_webhooks;
 pub mod wait;
 
-pub use app::{SECRET, TestApp, askloop_binary, example_binary, test_config, web_dist};
+pub use app::{
+    SECRET, TestApp, askloop_binary, example_binary, load_binary, test_config, web_dist,
+};
 pub use database::{Backend, TestDatabase};
 pub use graphql::error_code;

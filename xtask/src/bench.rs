@@ -1,14 +1,15 @@
 //! `cargo xtask bench`: every performance figure askloop promises, measured in one run and
 //! printed as one table (figure, store, goal, measured, ratio).
 //!
-//! It builds the release binaries once, then for SQLite (a fresh file) and PostgreSQL (a fresh
+//! It builds the release binaries once (`askloop` and the tools of `askloop-load`, `tests/load`),
+//! then for SQLite (a fresh file) and PostgreSQL (a fresh
 //! database, when one answers at `ASKLOOP_BENCH_POSTGRES`, default
 //! `postgres://postgres@127.0.0.1:5432`) runs:
 //!
-//! - `askloop loadgen -n N -c 32`: intake throughput next to plain driver inserts (the floor);
-//! - `askloop loadgen --rate 1000`: open loop, latency from each request's scheduled time;
-//! - `askloop contention`: 50 operators answering one question at once, 10 times;
-//! - `askloop bench-queue`: the waiting-queue page, first and deep;
+//! - `loadgen -n N -c 32`: intake throughput next to plain driver inserts (the floor);
+//! - `loadgen --rate 1000`: open loop, latency from each request's scheduled time;
+//! - `contention`: 50 operators answering one question at once, 10 times;
+//! - `bench-queue`: the waiting-queue page, first and deep;
 //! - `fanout`: websocket subscribers (1,000 on both stores, and 10,000 on SQLite).
 //!
 //! Each tool prints a `bench: {json}` line; this reads those lines and judges them against the
@@ -77,11 +78,8 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         "-p",
         "askloop",
         "-p",
-        "askloop-tests",
-        "--bin",
-        "askloop",
-        "--bin",
-        "fanout",
+        "askloop-load",
+        "--bins",
     ]);
     crate::status(build, "the release build")?;
     let release = std::env::var_os("CARGO_TARGET_DIR")
@@ -109,14 +107,15 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
                 Some(base) => fresh_postgres(base, &format!("askloop_bench_{name}_{run_number}")),
             }
         };
-        let askloop = |url: &str, args: &[String]| -> anyhow::Result<Vec<Value>> {
-            let mut command = Command::new(release.join("askloop"));
-            command.args(args).env("DATABASE_URL", url);
+        // A tool of askloop-load, named by the first argument, on database `url`.
+        let tool = |url: &str, args: &[String]| -> anyhow::Result<Vec<Value>> {
+            let mut command = Command::new(release.join(&args[0]));
+            command.args(&args[1..]).env("DATABASE_URL", url);
             figures(command, &args[0])
         };
         let n = |v: u32| v.to_string();
 
-        let closed = askloop(
+        let closed = tool(
             &fresh("intake")?,
             &[
                 "loadgen".into(),
@@ -150,7 +149,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             met: None,
         });
 
-        let open = askloop(
+        let open = tool(
             &fresh("open")?,
             &[
                 "loadgen".into(),
@@ -176,7 +175,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             met: Some(p99 <= 20.0 && number(open, "failures") == 0.0),
         });
 
-        let contention = askloop(
+        let contention = tool(
             &fresh("contention")?,
             &[
                 "contention".into(),
@@ -201,7 +200,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             met: Some(p99 <= 50.0 && number(contention, "badRounds") == 0.0),
         });
 
-        let queue = askloop(
+        let queue = tool(
             &fresh("queue")?,
             &[
                 "bench-queue".into(),

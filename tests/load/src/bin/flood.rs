@@ -1,4 +1,4 @@
-//! `askloop flood`: floods, measured from outside. It starts askloop as a child process
+//! `flood`: floods, measured from outside. It starts askloop as a child process
 //! (`askloop serve`) against DATABASE_URL, then, while probes from 127.0.0.1 ask a question (a
 //! signed intake), run a GraphQL query, read `/readyz`, ping a member's websocket and open a new
 //! signed-in one in turn as other clients would, it floods from one other address (`--from`,
@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use clap::Args;
+use clap::Parser;
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -30,14 +30,23 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 
-use crate::config::Config;
-use crate::domain::signing::{SIGNATURE_HEADER, sign};
-use crate::service::accounts::new_token;
-use crate::startup;
+use askloop::config::Config;
+use askloop::domain::signing::{SIGNATURE_HEADER, sign};
+use askloop::service::accounts::new_token;
+use askloop::startup;
 
-/// Arguments of `askloop flood`.
-#[derive(Debug, Args)]
-pub struct FloodArgs {
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> std::process::ExitCode {
+    askloop_load::main("flood", run)
+}
+
+/// Flood one websocket with N subscribes while probing intake, GraphQL and /readyz from
+/// another client, then time the exit after SIGTERM (askloop runs as a child process).
+#[derive(Debug, Parser)]
+#[command(name = "flood", version)]
+struct FloodArgs {
     /// How many `subscribe` messages the flooding socket sends in one burst.
     #[arg(long, default_value_t = 1_000)]
     subscribes: usize,
@@ -163,10 +172,10 @@ struct FloodOutcome {
 }
 
 /// Run the flood.
-pub async fn run(config: Config, args: FloodArgs) -> anyhow::Result<()> {
+async fn run(config: Config, args: FloodArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.subscribes > 0, "--subscribes must be at least 1");
     // Thousands of connections on this side too (and the child inherits the raised limit).
-    crate::serve::raise_file_limit();
+    askloop::serve::raise_file_limit();
     anyhow::ensure!(args.seconds >= 2, "--seconds must be at least 2");
     anyhow::ensure!(
         args.flood_after < args.seconds,
@@ -312,7 +321,7 @@ fn given_target(url: &str, args: &FloodArgs) -> anyhow::Result<Target> {
 /// SIGTERM reaches it as it would in production.
 async fn start_target(config: &Config) -> anyhow::Result<Target> {
     let db = startup::connect_and_migrate(config).await?;
-    let seeded = super::seed::niche_with_operator(&db, "flood", "Flood").await?;
+    let seeded = askloop_load::seed::niche_with_operator(&db, "flood", "Flood").await?;
     let (slug, token) = (seeded.niche.slug, seeded.token);
     db.close().await.ok();
 
@@ -320,7 +329,7 @@ async fn start_target(config: &Config) -> anyhow::Result<Target> {
         .local_addr()?
         .port();
     let secret = new_token("");
-    let child = tokio::process::Command::new(std::env::current_exe()?)
+    let child = tokio::process::Command::new(askloop_load::askloop_binary()?)
         .arg("serve")
         .env("DATABASE_URL", &config.database_url)
         .env("ASKLOOP_BIND", format!("127.0.0.1:{port}"))

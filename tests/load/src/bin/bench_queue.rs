@@ -1,22 +1,31 @@
-//! `askloop bench-queue`: how fast the waiting-queue page is served as the queue grows. It fills
+//! `bench-queue`: how fast the waiting-queue page is served as the queue grows. It fills
 //! a niche with N waiting questions, then times GraphQL requests for the first page and for a
 //! page deep in the queue, and prints the database's plan for the page query.
 
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use clap::Args;
+use clap::Parser;
 use entity::agent_questions::{self, QuestionStatus, Urgency};
 use sea_orm::{ActiveValue::Set, DbBackend, EntityTrait, NotSet};
 use serde_json::json;
 
-use crate::config::Config;
-use crate::service::queue::{self, Cursor};
-use crate::startup::{self, Application};
+use askloop::config::Config;
+use askloop::service::queue::{self, Cursor};
+use askloop::startup::{self, Application};
 
-/// Arguments of `askloop bench-queue`.
-#[derive(Debug, Args)]
-pub struct BenchQueueArgs {
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> std::process::ExitCode {
+    askloop_load::main("bench-queue", run)
+}
+
+/// Fill a niche with N waiting questions and time the waiting-queue page (first and deep),
+/// printing the database's plan for it.
+#[derive(Debug, Parser)]
+#[command(name = "bench-queue", version)]
+struct BenchQueueArgs {
     /// How many waiting questions the niche holds.
     #[arg(long, short = 'q', default_value_t = 1_000)]
     questions: usize,
@@ -28,7 +37,7 @@ pub struct BenchQueueArgs {
 const PAGE: &str = "query($after: String) { niche(slug: $slug) { questions(first: 20, after: $after) { edges { cursor node { id title urgency status createdAt } } pageInfo { hasNextPage endCursor } } } }";
 
 /// Run the queue benchmark.
-pub async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()> {
+async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.questions >= 40, "--questions must be at least 40");
     anyhow::ensure!(args.requests > 0, "--requests must be at least 1");
     config.bind = "127.0.0.1:0".parse()?;
@@ -37,7 +46,7 @@ pub async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()>
         DbBackend::Postgres => "postgres",
         _ => "sqlite",
     };
-    let seeded = super::seed::niche_with_operator(&db, "bench", "Queue benchmark").await?;
+    let seeded = askloop_load::seed::niche_with_operator(&db, "bench", "Queue benchmark").await?;
     let (niche, token) = (seeded.niche, seeded.token);
     let slug = niche.slug.clone();
     let now = Utc::now();
@@ -167,7 +176,7 @@ pub async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()>
     Ok(())
 }
 
-async fn niche_first_id(db: &crate::db::Db, niche_id: i64) -> anyhow::Result<i64> {
+async fn niche_first_id(db: &askloop::db::Db, niche_id: i64) -> anyhow::Result<i64> {
     use sea_orm::{ColumnTrait, QueryFilter, QueryOrder};
     Ok(agent_questions::Entity::find()
         .filter(agent_questions::Column::NicheId.eq(niche_id))

@@ -1,4 +1,4 @@
-//! `askloop contention`: N operators answer one question at the same instant. Each operator has
+//! `contention`: N operators answer one question at the same instant. Each operator has
 //! its own HTTP connection, opened and used once before the round; then all N wait on a barrier
 //! and send `answerQuestion` together. Exactly one must win and the others get `CONFLICT`; the
 //! figures are the latencies of all N responses over every round after a first, uncounted
@@ -10,19 +10,28 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use clap::Args;
+use clap::Parser;
 use sea_orm::DbBackend;
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
 
-use crate::config::Config;
-use crate::domain::signing::{SIGNATURE_HEADER, SigningKeys, sign};
-use crate::service::accounts::new_token;
-use crate::startup;
+use askloop::config::Config;
+use askloop::domain::signing::{SIGNATURE_HEADER, SigningKeys, sign};
+use askloop::service::accounts::new_token;
+use askloop::startup;
 
-/// Arguments of `askloop contention`.
-#[derive(Debug, Args)]
-pub struct ContentionArgs {
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> std::process::ExitCode {
+    askloop_load::main("contention", run)
+}
+
+/// N operators answer one question at the same instant, for R questions: one must win,
+/// the rest get CONFLICT; prints the latencies of all responses.
+#[derive(Debug, Parser)]
+#[command(name = "contention", version)]
+struct ContentionArgs {
     /// How many operators answer each question at once.
     #[arg(long, default_value_t = 50)]
     operators: usize,
@@ -42,7 +51,7 @@ enum Outcome {
 }
 
 /// Run the contention benchmark.
-pub async fn run(mut config: Config, args: ContentionArgs) -> anyhow::Result<()> {
+async fn run(mut config: Config, args: ContentionArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.operators >= 2, "--operators must be at least 2");
     anyhow::ensure!(args.rounds >= 1, "--rounds must be at least 1");
     let secret = new_token("");
@@ -53,11 +62,13 @@ pub async fn run(mut config: Config, args: ContentionArgs) -> anyhow::Result<()>
         DbBackend::Postgres => "postgres",
         _ => "sqlite",
     };
-    let seeded = super::seed::niche_with_operator(&db, "contend", "Contention").await?;
+    let seeded = askloop_load::seed::niche_with_operator(&db, "contend", "Contention").await?;
     let slug = seeded.niche.slug.clone();
     let mut tokens = vec![seeded.token];
     for n in 1..args.operators {
-        tokens.push(super::seed::signed_in_operator(&db, &slug, &format!("{slug}-{n}")).await?);
+        tokens.push(
+            askloop_load::seed::signed_in_operator(&db, &slug, &format!("{slug}-{n}")).await?,
+        );
     }
 
     // The server runs as its own process, as it does in production: in this one, the load
@@ -181,7 +192,7 @@ impl Drop for Apart {
 
 fn serve_apart(config: &Config, secret: &str) -> anyhow::Result<Apart> {
     use std::io::{BufRead, BufReader};
-    let mut child = std::process::Command::new(std::env::current_exe()?)
+    let mut child = std::process::Command::new(askloop_load::askloop_binary()?)
         .arg("serve")
         .env("DATABASE_URL", &config.database_url)
         .env("CHOVY_SIGNING_SECRET", secret)

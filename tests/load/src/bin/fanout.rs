@@ -7,16 +7,18 @@
 //! /proc), on a fresh SQLite file unless DATABASE_URL says otherwise:
 //!
 //! ```sh
-//! cargo build --release -p askloop -p askloop-tests
+//! cargo build --release -p askloop -p askloop-load
 //! target/release/fanout --subscribers 1000 --questions 20
 //! ```
 
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use askloop::domain::signing::{SIGNATURE_HEADER, sign};
+use clap::Parser;
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
@@ -29,13 +31,17 @@ const SECRET: &str = "fanout-bench-secret";
 /// external id added so a receipt can be matched to its question.
 const CARD_SUBSCRIPTION: &str = "subscription QueueChanges($slug: String!) { questionQueue(nicheSlug: $slug) { change question { ...QuestionCard externalId } } } fragment QuestionCard on Question { id title question context urgency status createdAt expiresAt bountyMinor kind budgetLimitMinor deliverable researchRound escalationStep options { id label } }";
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+/// S websocket subscribers on one askloop, R signed questions: the time from each intake's 201 to
+/// each subscriber's receipt (p50/p99), and the server's memory per subscriber.
+#[derive(Debug, Parser)]
+#[command(name = "fanout", version)]
+struct FanoutArgs {
+    /// How many websocket subscribers.
+    #[arg(long, default_value_t = 1000)]
+    subscribers: usize,
+    /// How many signed questions are posted once they all subscribed.
+    #[arg(long, default_value_t = 20)]
+    questions: usize,
 }
 
 fn rss_kib(pid: u32) -> u64 {
@@ -51,9 +57,7 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-fn askloop(database_url: &str, args: &[&str], extra: &[(&str, &str)]) -> Command {
-    let exe = std::env::current_exe().expect("this binary's path");
-    let binary = exe.parent().expect("target/release").join("askloop");
+fn askloop(binary: &Path, database_url: &str, args: &[&str], extra: &[(&str, &str)]) -> Command {
     let mut command = Command::new(binary);
     command
         .args(args)
@@ -72,8 +76,11 @@ fn askloop(database_url: &str, args: &[&str], extra: &[(&str, &str)]) -> Command
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let subscribers = arg("--subscribers", 1000);
-    let questions = arg("--questions", 20);
+    let FanoutArgs {
+        subscribers,
+        questions,
+    } = FanoutArgs::parse();
+    let binary = askloop_load::askloop_binary()?;
     let dir = std::env::temp_dir().join(format!("askloop-fanout-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let database_url = std::env::var("DATABASE_URL")
@@ -94,6 +101,7 @@ async fn main() -> anyhow::Result<()> {
     ];
     for args in setup {
         let status = askloop(
+            &binary,
             &database_url,
             args,
             &[("ASKLOOP_PASSWORD", "fan-out bench password")],
@@ -104,6 +112,7 @@ async fn main() -> anyhow::Result<()> {
     }
     // Every subscriber connects from 127.0.0.1: one address, however many there are.
     let mut server = askloop(
+        &binary,
         &database_url,
         &["serve"],
         &[

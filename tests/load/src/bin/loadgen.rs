@@ -1,4 +1,4 @@
-//! `askloop loadgen`: post N signed questions with concurrency C, report throughput and p50/p99,
+//! `loadgen`: post N signed questions with concurrency C, report throughput and p50/p99,
 //! and the same number of plain inserts through the database driver (the floor under any web
 //! layer). With `--rate R` it runs open loop instead: request i is sent at start + i/R whatever
 //! the earlier ones are doing, and its latency counts from that scheduled time, so a stall shows
@@ -10,22 +10,31 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use clap::Args;
+use clap::Parser;
 use entity::niches::NicheStatus;
 use sea_orm::{DatabaseConnection, DbBackend};
 use serde_json::json;
 
-use crate::config::Config;
-use crate::domain::signing::{SIGNATURE_HEADER, SigningKeys};
-use crate::domain::slug::Slug;
-use crate::service::accounts::new_token;
-use crate::service::audit::Actor;
-use crate::service::niches::{NewNiche, create_niche};
-use crate::startup::{self, Application};
+use askloop::config::Config;
+use askloop::domain::signing::{SIGNATURE_HEADER, SigningKeys};
+use askloop::domain::slug::Slug;
+use askloop::service::accounts::new_token;
+use askloop::service::audit::Actor;
+use askloop::service::niches::{NewNiche, create_niche};
+use askloop::startup::{self, Application};
 
-/// Arguments of `askloop loadgen`.
-#[derive(Debug, Args)]
-pub struct LoadgenArgs {
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> std::process::ExitCode {
+    askloop_load::main("loadgen", run)
+}
+
+/// Post N signed questions with concurrency C and report throughput and latency, next to
+/// the same number of plain inserts through the database driver.
+#[derive(Debug, Parser)]
+#[command(name = "loadgen", version)]
+struct LoadgenArgs {
     /// How many questions to post.
     #[arg(long, short = 'n', default_value_t = 2_000)]
     requests: usize,
@@ -89,7 +98,7 @@ impl Report {
 }
 
 /// Run the load generator.
-pub async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
+async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.requests > 0, "--requests must be at least 1");
     anyhow::ensure!(args.concurrency > 0, "--concurrency must be at least 1");
     let secret = new_token("");
@@ -104,13 +113,13 @@ pub async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
         config
             .db_max_connections
             .unwrap_or(if config.database_url.starts_with("sqlite:") {
-                crate::db::SQLITE_CONNECTIONS
+                askloop::db::SQLITE_CONNECTIONS
             } else {
-                crate::db::POSTGRES_CONNECTIONS
+                askloop::db::POSTGRES_CONNECTIONS
             });
     let driver_db = sea_orm::Database::connect(
         sea_orm::ConnectOptions::new(config.database_url.clone())
-            .max_connections(driver_pool.max(crate::db::MIN_POOL))
+            .max_connections(driver_pool.max(askloop::db::MIN_POOL))
             .sqlx_logging(false)
             .to_owned(),
     )
@@ -236,7 +245,7 @@ async fn post_one(
         "options": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}],
     }}))
     .unwrap_or_default();
-    let header = crate::domain::signing::sign(secret, &body, Utc::now().timestamp());
+    let header = askloop::domain::signing::sign(secret, &body, Utc::now().timestamp());
     let response = client
         .post(url)
         .header("content-type", "application/json")

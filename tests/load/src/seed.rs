@@ -1,18 +1,18 @@
-//! What the measuring commands (`bench-queue`, `flood`, `contention`) start from: a fresh open
+//! What the measuring tools (`bench-queue`, `flood`, `contention`) start from: a fresh open
 //! niche and operators of it, signed in.
 
-use crate::db::Db;
 use chrono::Utc;
 use entity::niche_members::MemberRole;
 use entity::niches::{self, NicheStatus};
 
-use crate::domain::handle::Handle;
-use crate::domain::slug::Slug;
-use crate::live::ChangeHint;
-use crate::service::accounts::{self, NewUser, new_token};
-use crate::service::audit::Actor;
-use crate::service::niches::{NewNiche, create_niche};
-use crate::service::sessions;
+use askloop::db::Db;
+use askloop::domain::handle::Handle;
+use askloop::domain::slug::Slug;
+use askloop::live::ChangeHint;
+use askloop::service::accounts::{self, NewUser, new_token};
+use askloop::service::audit::Actor;
+use askloop::service::niches::{NewNiche, create_niche};
+use askloop::service::sessions;
 
 /// A fresh niche and its operator.
 pub struct Seeded {
@@ -75,7 +75,7 @@ pub async fn signed_in_operator(db: &Db, slug: &str, handle: &str) -> anyhow::Re
         &Handle::parse(&handle)?,
         &password,
         sessions::SignInPlace::default(),
-        crate::service::passwords::Share::local(),
+        askloop::service::passwords::Share::local(),
         now,
     )
     .await?
