@@ -14,15 +14,18 @@ use askloop_tests::{Backend, TestApp};
 use entity::agents::WebhookScheme;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
+use std::net::SocketAddr;
 
 use crate::agents::{WAIT, ask_as, quick, register};
-use crate::dashboard_pages::signed_in;
 use crate::review_pages::{assert_accessible, assert_no_sideways_scroll, tab_through};
+use askloop_tests::pages::signed_in;
 
 const PATH: &str = "/admin/agents";
 
 /// `/admin/agents`, as an admin uses it.
 struct AgentsPage<'a>(&'a mut Browser);
+
+askloop_tests::page_object!(AgentsPage);
 
 impl AgentsPage<'_> {
     /// The registration form.
@@ -66,19 +69,9 @@ impl AgentsPage<'_> {
             .await;
     }
 
-    /// Choose the option whose value is `value` in the select `locator` finds, as picking it does.
-    async fn choose(&mut self, locator: &str, value: &str) {
-        self.0.choose(locator, value).await;
-    }
-
     /// Press the button named `name` on agent `slug`'s card.
     async fn press(&mut self, slug: &str, name: &str) {
         self.0.click(&button_in(&Self::card(slug), name)).await;
-    }
-
-    /// Wait for the page's status message to say `words`.
-    async fn wait_for_notice(&mut self, words: &str) {
-        self.0.wait_for_notice(words).await;
     }
 
     /// The secret shown once for agent `slug`, read from its labelled field.
@@ -86,11 +79,6 @@ impl AgentsPage<'_> {
         self.0
             .shown_once(&format!("Signing secret of {slug}"))
             .await
-    }
-
-    /// Whether `secret` is anywhere in the page: its markup, its text or a field's value.
-    async fn shows(&mut self, secret: &str) -> bool {
-        self.0.shows(secret).await
     }
 
     /// The text of agent `slug`'s fact `fact` (`niches`, `url`, `scheme`, `events`,
@@ -103,11 +91,6 @@ impl AgentsPage<'_> {
             ))
             .await
     }
-
-    /// The page's refusal or error, once it shows.
-    async fn error(&mut self) -> String {
-        self.0.page_error().await
-    }
 }
 
 /// The status of a signed intake request as `slug` with `secret`, asking `external_id` in games.
@@ -115,6 +98,9 @@ async fn intake_status(app: &TestApp, slug: &str, secret: &str, external_id: &st
     ask_as(app, slug, secret, "games", external_id).await.0
 }
 
+/// One admin's session on the agents page, as named steps: each step acts on what the one
+/// before left (the agent, its secret, its delivery), and a browser start is the costly part,
+/// so the steps share one app and one browser rather than each replaying the ones before it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_enables_it() {
     let app = TestApp::spawn_with(Backend::Sqlite, quick)
@@ -125,16 +111,35 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
     let ana = operator(&app.db, "games", "ana").await;
     person(&app.db, "root", true).await;
     let endpoint = reserve_port();
-
-    // From the admin page to the agents page, by its link.
     let mut browser = signed_in(&app, "root", "/admin").await;
+    let browser = &mut browser;
+
+    the_agents_page_is_reached_from_the_admin_page(browser).await;
+    let first = registering_shows_the_secret_once(browser, endpoint).await;
+    let question = the_secret_signs_in_the_agents_niche_only(&app, &first).await;
+    a_reload_hides_the_secret_and_lists_the_agent(browser, &first, endpoint).await;
+    a_refused_registration_keeps_what_was_typed(browser).await;
+    the_card_lists_its_endpoints_deliveries(&app, browser, &ana.token, &first, question, endpoint)
+        .await;
+    let second = rotating_shows_a_new_secret_once_and_keeps_the_old_one_for_its_window(
+        &app, browser, &first,
+    )
+    .await;
+    disabling_hides_the_secret_and_refuses_the_agent(&app, browser, &second).await;
+    enabling_accepts_the_agent_again(&app, browser, &second).await;
+    niches_and_endpoint_are_edited_in_place(&app, browser, &second).await;
+    the_page_passes_axe_at_both_widths_and_by_keyboard(browser).await;
+}
+
+/// From the admin page to the agents page, by its link.
+async fn the_agents_page_is_reached_from_the_admin_page(browser: &mut Browser) {
     browser
         .click(&link_in("document.querySelector('main')", "Agents"))
         .await;
     browser
         .wait_for(&format!("location.pathname === {PATH:?}"), PATH)
         .await;
-    let mut page = AgentsPage(&mut browser);
+    let mut page = AgentsPage(browser);
     page.wait_until_loaded().await;
     browser
         .wait_for(
@@ -142,9 +147,11 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
             "no agent registered yet",
         )
         .await;
+}
 
-    // Register: the secret is shown once, in a labelled read-only field that takes the focus.
-    let mut page = AgentsPage(&mut browser);
+/// Register: the secret is shown once, in a labelled read-only field that takes the focus.
+async fn registering_shows_the_secret_once(browser: &mut Browser, endpoint: SocketAddr) -> String {
+    let mut page = AgentsPage(browser);
     page.register(
         "research-bot",
         "Research bot",
@@ -156,7 +163,7 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
         .await;
     let first = page.shown_secret("research-bot").await;
     assert!(first.starts_with("whsec_"), "{first}");
-    assert!(AgentsPage(&mut browser).shows(&first).await);
+    assert!(AgentsPage(browser).shows(&first).await);
     let field = labelled("Signing secret of research-bot");
     assert_eq!(
         browser
@@ -184,17 +191,27 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
             "what copying did",
         )
         .await;
-    assert!(AgentsPage(&mut browser).shows(&first).await);
-    assert_accessible(&mut browser, "the agents page showing a new secret").await;
+    assert!(AgentsPage(browser).shows(&first).await);
+    assert_accessible(browser, "the agents page showing a new secret").await;
+    first
+}
 
-    // It really signs: an intake as the agent is accepted, in its niche only.
-    let (status, asked) = ask_as(&app, "research-bot", &first, "games", "q-1").await;
+/// It really signs: an intake as the agent is accepted, in its niche only.
+async fn the_secret_signs_in_the_agents_niche_only(app: &TestApp, first: &str) -> i64 {
+    let (status, asked) = ask_as(app, "research-bot", &first, "games", "q-1").await;
     assert_eq!(status, 201, "{asked}");
     let question = asked["question"]["id"].as_i64().expect("a question id");
-    let (status, body) = ask_as(&app, "research-bot", &first, "roofing", "q-2").await;
+    let (status, body) = ask_as(app, "research-bot", &first, "roofing", "q-2").await;
     assert_eq!(status, 403, "{body}");
+    question
+}
 
-    // After a reload the secret is nowhere in the page; the agent is listed as registered.
+/// After a reload the secret is nowhere in the page; the agent is listed as registered.
+async fn a_reload_hides_the_secret_and_lists_the_agent(
+    browser: &mut Browser,
+    first: &str,
+    endpoint: SocketAddr,
+) {
     browser.eval("window.__reloaded = false; true").await;
     browser.reload().await;
     browser
@@ -206,7 +223,7 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
             "research-bot's card on the reloaded page",
         )
         .await;
-    let mut page = AgentsPage(&mut browser);
+    let mut page = AgentsPage(browser);
     assert!(!page.shows(&first).await, "the secret is still in the page");
     assert_eq!(page.fact("research-bot", "niches").await, "games");
     assert_eq!(
@@ -223,8 +240,11 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
             .await
             .starts_with("none"),
     );
+}
 
-    // A refused registration is shown as an alert, and what was typed stays.
+/// A refused registration is shown as an alert, and what was typed stays.
+async fn a_refused_registration_keeps_what_was_typed(browser: &mut Browser) {
+    let mut page = AgentsPage(browser);
     page.register(
         "research-bot",
         "Again",
@@ -232,7 +252,7 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
         "https://bot.example/hooks",
     )
     .await;
-    let refusal = page.error().await;
+    let refusal = page.page_error().await;
     assert!(
         refusal.contains("an agent with slug 'research-bot' already exists"),
         "{refusal}"
@@ -243,12 +263,21 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
             .await,
         json!("Again")
     );
+}
 
-    // Its endpoint's deliveries: an operator answers the agent's question, the agent's receiver
-    // takes the event, and the card lists it.
+/// Its endpoint's deliveries: an operator answers the agent's question, the agent's receiver takes
+/// the event, and the card lists it.
+async fn the_card_lists_its_endpoints_deliveries(
+    app: &TestApp,
+    browser: &mut Browser,
+    ana: &str,
+    first: &str,
+    question: i64,
+    endpoint: SocketAddr,
+) {
     let receiver = Receiver::start_verifying(endpoint, &first, Vec::new()).await;
     let answered = app
-        .answer(&ana.token, early_access(question, Some("The 1.0 date.")))
+        .answer(ana, early_access(question, Some("The 1.0 date.")))
         .await;
     assert!(answered["errors"].is_null(), "{answered}");
     receiver
@@ -282,9 +311,15 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
     let row = browser.text(&delivered).await;
     assert!(row.contains("expert_answer.created"), "{row}");
     assert!(row.contains("delivered"), "{row}");
+}
 
-    // Rotate with an hour's window: a new secret, once; the old one is still accepted.
-    let mut page = AgentsPage(&mut browser);
+/// Rotate with an hour's window: a new secret, once; the old one is still accepted.
+async fn rotating_shows_a_new_secret_once_and_keeps_the_old_one_for_its_window(
+    app: &TestApp,
+    browser: &mut Browser,
+    first: &str,
+) -> String {
+    let mut page = AgentsPage(browser);
     page.open("research-bot", "Rotate the secret of research-bot")
         .await;
     page.choose(
@@ -304,25 +339,33 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
     let second = page.shown_secret("research-bot").await;
     assert!(second.starts_with("whsec_"), "{second}");
     assert_ne!(second, first);
-    assert!(AgentsPage(&mut browser).shows(&second).await);
+    assert!(AgentsPage(browser).shows(&second).await);
     browser
         .wait_for(&AgentsPage::card("research-bot"), "research-bot's card")
         .await;
-    let mut page = AgentsPage(&mut browser);
+    let mut page = AgentsPage(browser);
     assert!(!page.shows(&first).await, "the first secret is shown again");
     let previous = page.fact("research-bot", "previous-secret").await;
     assert!(previous.starts_with("still accepted until"), "{previous}");
     assert_eq!(
-        intake_status(&app, "research-bot", &first, "q-3").await,
+        intake_status(app, "research-bot", &first, "q-3").await,
         201,
         "the previous secret within its window"
     );
     assert_eq!(
-        intake_status(&app, "research-bot", &second, "q-4").await,
+        intake_status(app, "research-bot", &second, "q-4").await,
         201
     );
+    second
+}
 
-    // Disable: the next action hides the secret, and the agent's signed requests get 403.
+/// Disable: the next action hides the secret, and the agent's signed requests get 403.
+async fn disabling_hides_the_secret_and_refuses_the_agent(
+    app: &TestApp,
+    browser: &mut Browser,
+    second: &str,
+) {
+    let mut page = AgentsPage(browser);
     page.press("research-bot", "Disable research-bot").await;
     page.wait_for_notice("research-bot is disabled").await;
     assert!(
@@ -335,7 +378,7 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
             .await,
         json!(false)
     );
-    let (status, body) = ask_as(&app, "research-bot", &second, "games", "q-5").await;
+    let (status, body) = ask_as(app, "research-bot", &second, "games", "q-5").await;
     assert_eq!(status, 403, "{body}");
     assert_eq!(body["code"], "FORBIDDEN");
     browser
@@ -347,25 +390,33 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
             "research-bot shown disabled",
         )
         .await;
+}
 
-    // Enable: accepted again.
-    let mut page = AgentsPage(&mut browser);
+/// Enable: accepted again.
+async fn enabling_accepts_the_agent_again(app: &TestApp, browser: &mut Browser, second: &str) {
+    let mut page = AgentsPage(browser);
     page.press("research-bot", "Enable research-bot").await;
     page.wait_for_notice("research-bot is active again").await;
     assert_eq!(
-        intake_status(&app, "research-bot", &second, "q-5").await,
+        intake_status(app, "research-bot", &second, "q-5").await,
         201
     );
+}
 
-    // Its niches and endpoint are edited in place.
+/// Its niches and endpoint are edited in place.
+async fn niches_and_endpoint_are_edited_in_place(
+    app: &TestApp,
+    browser: &mut Browser,
+    second: &str,
+) {
     let card = AgentsPage::card("research-bot");
-    let mut page = AgentsPage(&mut browser);
+    let mut page = AgentsPage(browser);
     page.open("research-bot", "Edit niches of research-bot")
         .await;
     browser
         .click(&labelled_in(&card, "Niche roofing (roofing)"))
         .await;
-    let mut page = AgentsPage(&mut browser);
+    let mut page = AgentsPage(browser);
     page.press("research-bot", "Save niches of research-bot")
         .await;
     page.wait_for_notice("The niches of research-bot are saved.")
@@ -377,12 +428,12 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
         )
         .await;
     assert_eq!(
-        ask_as(&app, "research-bot", &second, "roofing", "q-6")
+        ask_as(app, "research-bot", &second, "roofing", "q-6")
             .await
             .0,
         201
     );
-    let mut page = AgentsPage(&mut browser);
+    let mut page = AgentsPage(browser);
     page.open("research-bot", "Edit endpoint of research-bot")
         .await;
     page.choose(&labelled_in(&card, "Signature scheme"), "standard")
@@ -390,7 +441,7 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
     browser
         .click(&labelled_in(&card, "expert_answer.created"))
         .await;
-    let mut page = AgentsPage(&mut browser);
+    let mut page = AgentsPage(browser);
     page.press("research-bot", "Save endpoint of research-bot")
         .await;
     page.wait_for_notice("The endpoint of research-bot is saved.")
@@ -403,14 +454,16 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
             "the events it wants",
         )
         .await;
-    let mut page = AgentsPage(&mut browser);
+    let mut page = AgentsPage(browser);
     assert_eq!(
         page.fact("research-bot", "scheme").await,
         "standard (Standard Webhooks)"
     );
+}
 
-    // Desktop and phone: no serious axe-core finding, nothing scrolls sideways, and the
-    // keyboard reaches the card's controls with its focus drawn.
+/// Desktop and phone: no serious axe-core finding, nothing scrolls sideways, and the keyboard
+/// reaches the card's controls with its focus drawn.
+async fn the_page_passes_axe_at_both_widths_and_by_keyboard(browser: &mut Browser) {
     browser
         .wait_for(
             &format!(
@@ -422,11 +475,11 @@ async fn an_admin_registers_an_agent_sees_its_secret_once_rotates_disables_and_e
         .await;
     for (width, height, mobile) in [(1280, 900, false), (390, 844, true)] {
         browser.viewport(width, height, mobile).await;
-        assert_no_sideways_scroll(&mut browser, &format!("the agents page at {width} px")).await;
-        assert_accessible(&mut browser, &format!("the agents page at {width} px")).await;
+        assert_no_sideways_scroll(browser, &format!("the agents page at {width} px")).await;
+        assert_accessible(browser, &format!("the agents page at {width} px")).await;
     }
     browser.viewport(1280, 900, false).await;
-    let focused = tab_through(&mut browser, 40).await;
+    let focused = tab_through(browser, 40).await;
     let names: Vec<&str> = focused.iter().map(|(name, _)| name.as_str()).collect();
     for wanted in [
         "a: ← Admin",
@@ -452,7 +505,7 @@ async fn a_member_who_is_not_an_admin_is_refused_the_agents_page() {
     register(&app, "agent-a", &["games"], None, WebhookScheme::Chovy).await;
 
     let mut browser = signed_in(&app, "ana", PATH).await;
-    let refusal = AgentsPage(&mut browser).error().await;
+    let refusal = AgentsPage(&mut browser).page_error().await;
     assert!(
         refusal.starts_with("This page is for askloop's admins"),
         "{refusal}"

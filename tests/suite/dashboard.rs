@@ -4,16 +4,9 @@
 use askloop_tests::browser::Browser;
 use askloop_tests::fixtures::niche;
 
-use crate::dashboard_pages::{self as pages, LoginPage, NichesPage, QueuePage};
-use askloop_tests::{Backend, TestApp, web_dist};
+use askloop_tests::pages::{self, LoginPage, NichesPage, QueuePage, require_built_dashboard};
+use askloop_tests::{Backend, TestApp};
 use entity::niches::NicheStatus;
-
-fn require_built_dashboard() {
-    assert!(
-        web_dist().join("index.html").is_file() && web_dist().join("pkg/web_bg.wasm").is_file(),
-        "the dashboard is not built: run the tests with `cargo xtask test`"
-    );
-}
 
 #[tokio::test]
 async fn the_dashboard_is_served_for_its_routes_and_deep_links() {

@@ -7,18 +7,13 @@ use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::people::{PASSWORD, operator, person};
 use askloop_tests::wait;
 
-use crate::dashboard_pages::{AdminPage, Header, LoginPage, NichesPage, QueuePage, signed_in};
-use askloop_tests::{Backend, TestApp, web_dist};
+use askloop_tests::pages::{
+    AdminPage, Header, LoginPage, NichesPage, QueuePage, require_built_dashboard, signed_in,
+};
+use askloop_tests::{Backend, TestApp};
 use entity::agent_questions::{self, QuestionStatus};
 use sea_orm::{EntityTrait, PaginatorTrait};
 use serde_json::{Value, json};
-
-fn require_built_dashboard() {
-    assert!(
-        web_dist().join("pkg/web_bg.wasm").is_file(),
-        "the dashboard is not built: run the tests with `cargo xtask test`"
-    );
-}
 
 /// Ask a question titled `title` in `slug` through the signed intake route; its id.
 async fn ask(app: &TestApp, slug: &str, external_id: &str, title: &str) -> i64 {
@@ -350,7 +345,7 @@ async fn admins_review_contributions_and_manage_members_in_the_browser() {
 
     // A non-admin is told the page is not theirs.
     let mut ben = signed_in(&app, "ben", "/admin").await;
-    let refusal = AdminPage(&mut ben).error().await;
+    let refusal = AdminPage(&mut ben).page_error().await;
     assert!(refusal.contains("admins"), "{refusal}");
     assert_eq!(
         ben.eval("document.querySelectorAll('.review').length")
@@ -411,7 +406,7 @@ async fn admins_review_contributions_and_manage_members_in_the_browser() {
     // Adding someone who does not exist is refused, visibly, and changes nothing.
     let mut admin = AdminPage(&mut root);
     admin.add_member("games", "nobody").await;
-    admin.error().await;
+    admin.page_error().await;
     assert_eq!(admin.member_count("games").await, 2);
     assert_eq!(root.eval("typeof window.__pwned").await, json!("undefined"));
 }
@@ -772,7 +767,7 @@ async fn admins_set_a_niche_budget_in_the_browser() {
     AdminPage(&mut root)
         .set_budget("games", "5000", "600", "500")
         .await;
-    let refusal = AdminPage(&mut root).error().await;
+    let refusal = AdminPage(&mut root).page_error().await;
     assert!(
         refusal.contains("the default bounty cannot be above the largest bounty"),
         "{refusal}"

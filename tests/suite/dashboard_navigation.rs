@@ -2,36 +2,20 @@
 //! reload, the one live connection carries on across them, and a deep link or a reload still
 //! lands on the page it names.
 
-use askloop_tests::fixtures::{open_niche, question_body};
+use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::operator;
-use askloop_tests::{Backend, TestApp, web_dist};
-use serde_json::{Value, json};
+use askloop_tests::{Backend, TestApp};
+use serde_json::json;
 
-use crate::dashboard_pages::{self as pages, COUNT_SOCKETS, NichesPage, QueuePage};
-
-/// Ask a question in `slug` through the signed intake route; its id.
-async fn ask(app: &TestApp, slug: &str, external_id: &str) -> i64 {
-    let response = app
-        .post_signed(
-            "/api/v1/internal/expert-questions",
-            &question_body(slug, external_id).to_string(),
-        )
-        .await;
-    assert_eq!(response.status(), 201);
-    let body: Value = response.json().await.expect("JSON");
-    body["question"]["id"].as_i64().expect("an id")
-}
+use askloop_tests::pages::{self, COUNT_SOCKETS, NichesPage, QueuePage};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn moving_between_the_niches_page_and_a_queue_keeps_the_document_and_its_one_websocket() {
-    assert!(
-        web_dist().join("pkg/web_bg.wasm").is_file(),
-        "the dashboard is not built: run the tests with `cargo xtask test`"
-    );
+    pages::require_built_dashboard();
     let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
     open_niche(&app.db, "games").await;
     operator(&app.db, "games", "ana").await;
-    let first = ask(&app, "games", "nav-1").await;
+    let first = app.ask("games", "nav-1").await;
 
     // Every document the browser loads counts the websockets it opens.
     let mut browser = signed_in_counting(&app).await;
@@ -57,7 +41,7 @@ async fn moving_between_the_niches_page_and_a_queue_keeps_the_document_and_its_o
     );
     assert_eq!(browser.eval("window.__sameDocument").await, json!(true));
     // The queue's subscription rides on the same socket, and it is live.
-    let second = ask(&app, "games", "nav-2").await;
+    let second = app.ask("games", "nav-2").await;
     QueuePage(&mut browser)
         .wait_for_card(second, "a live arrival on the queue")
         .await;
@@ -68,7 +52,7 @@ async fn moving_between_the_niches_page_and_a_queue_keeps_the_document_and_its_o
         browser.eval("location.pathname").await,
         json!("/dashboard/niches")
     );
-    let third = ask(&app, "games", "nav-3").await;
+    let third = app.ask("games", "nav-3").await;
     browser
         .wait_for(
             &NichesPage::awaiting(third),
@@ -118,17 +102,6 @@ async fn moving_between_the_niches_page_and_a_queue_keeps_the_document_and_its_o
 async fn signed_in_counting(app: &TestApp) -> askloop_tests::browser::Browser {
     let mut browser = pages::browser().await;
     browser.add_init_script(COUNT_SOCKETS).await;
-    browser
-        .goto(&app.url("/login?next=/dashboard/niches"))
-        .await;
-    pages::LoginPage(&mut browser)
-        .sign_in("ana", askloop_tests::people::PASSWORD)
-        .await;
-    browser
-        .wait_for(
-            "location.pathname === '/dashboard/niches'",
-            "the niches page",
-        )
-        .await;
+    pages::sign_in_to(&mut browser, app, "ana", "/dashboard/niches").await;
     browser
 }

@@ -11,7 +11,6 @@ mod connection_limits;
 mod dashboard;
 mod dashboard_live;
 mod dashboard_navigation;
-mod dashboard_pages;
 mod declines;
 mod delivery;
 mod delivery_lanes;

@@ -18,11 +18,12 @@ use askloop_tests::receiver::{Receiver, reserve_port};
 use askloop_tests::smtp::SmtpServer;
 use askloop_tests::{Backend, TestApp};
 use entity::niche_members::{MemberRole, MemberStatus};
-use serde_json::{Value, json};
+use serde_json::json;
+use std::net::SocketAddr;
 
-use crate::dashboard_pages::signed_in;
 use crate::reaching::{link, mail_through};
 use crate::review_pages::{assert_accessible, assert_no_sideways_scroll, tab_through};
+use askloop_tests::pages::signed_in;
 
 const PATH: &str = "/dashboard/settings";
 const WAIT: Duration = Duration::from_secs(20);
@@ -36,6 +37,8 @@ const HOOK: &str = "document.querySelector('li[data-hook]')";
 
 /// `/dashboard/settings`'s notification sections, as their owner uses them.
 struct NotificationSettings<'a>(&'a mut Browser);
+
+askloop_tests::page_object!(NotificationSettings);
 
 impl NotificationSettings<'_> {
     /// Wait until every notification section has been read.
@@ -56,11 +59,6 @@ impl NotificationSettings<'_> {
             .await
     }
 
-    /// Wait for a status message saying `words`.
-    async fn wait_for_notice(&mut self, words: &str) {
-        self.0.wait_for_notice(words).await;
-    }
-
     /// The refusal shown as `id` (next to its control), once it shows.
     async fn refusal(&mut self, id: &str) -> String {
         let alert = format!("document.querySelector('#{id}[role=alert]')");
@@ -78,23 +76,11 @@ impl NotificationSettings<'_> {
             .as_bool()
             .unwrap_or(false)
     }
-
-    /// The value of the control `locator`.
-    async fn value(&mut self, locator: &str) -> Value {
-        self.0.value(locator).await
-    }
-
-    /// Whether the checkbox or radio `locator` is ticked.
-    async fn ticked(&mut self, locator: &str) -> bool {
-        self.0.ticked(locator).await
-    }
-
-    /// Whether `secret` is anywhere in the page: its markup, its text or a field's value.
-    async fn shows(&mut self, secret: &str) -> bool {
-        self.0.shows(secret).await
-    }
 }
 
+/// One operator's session on the notification settings, as named steps: each acts on what the
+/// one before saved (the verified address, the time zone, the webhook and its secret), and a
+/// browser start is the costly part, so the steps share one app, mail server and browser.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_webhook() {
     let smtp = SmtpServer::start().await;
@@ -118,21 +104,47 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
     open_niche(&app.db, "roofing").await;
 
     let mut browser = signed_in(&app, "ana", PATH).await;
-    let mut page = NotificationSettings(&mut browser);
+    let browser = &mut browser;
+
+    the_address_shows_as_not_verified(browser).await;
+    the_verification_link_is_mailed_and_verifies_the_address(&app, browser, &smtp).await;
+    an_unknown_time_zone_is_refused_next_to_its_field(browser).await;
+    quiet_hours_without_an_end_are_refused(browser).await;
+    a_time_zone_and_quiet_hours_across_midnight_are_saved(browser).await;
+    a_niches_urgencies_and_digest_are_chosen(browser).await;
+    the_choices_persist_after_a_reload_and_over_graphql(&app, browser, &ana.token).await;
+    the_webhook_niches_are_hers(browser).await;
+    a_url_askloop_will_not_call_is_refused_and_stays_typed(browser).await;
+    let (addr, hook_url, secret) = registering_a_webhook_shows_its_secret_once(browser).await;
+    a_test_delivery_verifies_and_is_listed(browser, addr, &secret).await;
+    a_reload_hides_the_secret_and_lists_the_webhook(browser, &hook_url, &secret).await;
+    removing_asks_twice_and_stops_the_webhook(&app, browser, &ana.token).await;
+    the_keyboard_reaches_every_new_control(browser).await;
+}
+
+/// The page shows her address, not verified yet.
+async fn the_address_shows_as_not_verified(browser: &mut Browser) {
+    let mut page = NotificationSettings(browser);
     page.wait_until_loaded().await;
     browser
         .wait_for(&role("heading", "Email"), "the Email section")
         .await;
-    let mut page = NotificationSettings(&mut browser);
+    let mut page = NotificationSettings(browser);
     assert_eq!(page.verified_badge().await, "not verified");
     let address = browser
         .text("document.querySelector('[data-fact=email]')")
         .await;
     assert_eq!(address, "ana@example.com");
+}
 
-    // The verification link: mailed, followed, and the page says the address is verified.
+/// The verification link: mailed, followed, and the page says the address is verified.
+async fn the_verification_link_is_mailed_and_verifies_the_address(
+    app: &TestApp,
+    browser: &mut Browser,
+    smtp: &SmtpServer,
+) {
     browser.click(&button("Send verification link")).await;
-    NotificationSettings(&mut browser)
+    NotificationSettings(browser)
         .wait_for_notice("A verification link is on its way.")
         .await;
     let mails = smtp.wait_for(1, WAIT).await;
@@ -146,7 +158,7 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
         )
         .await;
     browser.goto(&app.url(PATH)).await;
-    let mut page = NotificationSettings(&mut browser);
+    let mut page = NotificationSettings(browser);
     page.wait_until_loaded().await;
     assert_eq!(page.verified_badge().await, "verified");
     assert!(
@@ -157,9 +169,11 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
             .unwrap_or(false),
         "no verification link is offered for a verified address"
     );
+}
 
-    // A time zone askloop does not know is refused next to its field; nothing typed is lost.
-    let mut page = NotificationSettings(&mut browser);
+/// A time zone askloop does not know is refused next to its field; nothing typed is lost.
+async fn an_unknown_time_zone_is_refused_next_to_its_field(browser: &mut Browser) {
+    let mut page = NotificationSettings(browser);
     page.0
         .fill(&labelled("Time zone"), "Mars/Olympus_Mons")
         .await;
@@ -177,7 +191,11 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
         json!("Mars/Olympus_Mons")
     );
     assert_eq!(page.value(&labelled("Quiet from")).await, json!("22:00"));
-    // Quiet hours with a start and no end are refused before anything is sent.
+}
+
+/// Quiet hours with a start and no end are refused before anything is sent.
+async fn quiet_hours_without_an_end_are_refused(browser: &mut Browser) {
+    let mut page = NotificationSettings(browser);
     page.0.fill(&labelled("Quiet until"), "").await;
     page.0.click(&button("Save quiet hours")).await;
     let refused = page.refusal("quiet-error").await;
@@ -186,8 +204,11 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
         page.described_by(&labelled("Quiet until"), "quiet-error")
             .await
     );
+}
 
-    // A good time zone and quiet hours that cross midnight, holding back high urgency too.
+/// A good time zone and quiet hours that cross midnight, holding back high urgency too.
+async fn a_time_zone_and_quiet_hours_across_midnight_are_saved(browser: &mut Browser) {
+    let mut page = NotificationSettings(browser);
     page.0.fill(&labelled("Time zone"), "Europe/Paris").await;
     page.0.fill(&labelled("Quiet until"), "07:30").await;
     page.0.click(&labelled("Hold back high urgency too")).await;
@@ -200,8 +221,10 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
             "the stored time zone shown",
         )
         .await;
+}
 
-    // Games: high and normal mailed at once, a daily digest for the rest.
+/// Games: high and normal mailed at once, a daily digest for the rest.
+async fn a_niches_urgencies_and_digest_are_chosen(browser: &mut Browser) {
     browser.click(&labelled_in(GAMES, "Normal")).await;
     browser
         .click(&labelled_in(GAMES, "Daily digest, at 08:00 your time"))
@@ -209,13 +232,19 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
     browser
         .click(&button_in(GAMES, "Save notifications for Niche games"))
         .await;
-    NotificationSettings(&mut browser)
+    NotificationSettings(browser)
         .wait_for_notice("Saved what askloop mails you about Niche games.")
         .await;
+}
 
-    // All of it persists: after a reload, and over GraphQL.
+/// All of it persists: after a reload, and over GraphQL.
+async fn the_choices_persist_after_a_reload_and_over_graphql(
+    app: &TestApp,
+    browser: &mut Browser,
+    ana: &str,
+) {
     browser.reload().await;
-    let mut page = NotificationSettings(&mut browser);
+    let mut page = NotificationSettings(browser);
     page.wait_until_loaded().await;
     assert_eq!(
         page.value(&labelled("Time zone")).await,
@@ -231,7 +260,7 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
         page.ticked(&labelled_in(GAMES, "Daily digest, at 08:00 your time"))
             .await
     );
-    let stored = app.graphql(Some(&ana.token), SETTINGS, json!({})).await;
+    let stored = app.graphql(Some(ana), SETTINGS, json!({})).await;
     assert_eq!(
         stored["data"]["myMailSettings"],
         json!({"emailVerified": true, "timeZone": "Europe/Paris",
@@ -243,8 +272,10 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
         json!([{"nicheSlug": "games", "enabled": true, "immediate": ["HIGH", "NORMAL"], "digest": "DAILY"}]),
         "{stored}"
     );
+}
 
-    // The niches offered for a webhook are the ones she belongs to.
+/// The niches offered for a webhook are the ones she belongs to.
+async fn the_webhook_niches_are_hers(browser: &mut Browser) {
     assert_eq!(
         browser
             .eval(&format!(
@@ -254,9 +285,11 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
             .await,
         json!(["games"])
     );
+}
 
-    // A URL askloop will not call is refused next to its field, and stays typed.
-    let mut page = NotificationSettings(&mut browser);
+/// A URL askloop will not call is refused next to its field, and stays typed.
+async fn a_url_askloop_will_not_call_is_refused_and_stays_typed(browser: &mut Browser) {
+    let mut page = NotificationSettings(browser);
     page.0
         .fill(&labelled("Webhook URL"), "ftp://example.com/hook")
         .await;
@@ -271,8 +304,13 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
         page.value(&labelled("Webhook URL")).await,
         json!("ftp://example.com/hook")
     );
+}
 
-    // Register one: its secret is shown once, read-only and focused.
+/// Register one: its secret is shown once, read-only and focused.
+async fn registering_a_webhook_shows_its_secret_once(
+    browser: &mut Browser,
+) -> (SocketAddr, String, String) {
+    let mut page = NotificationSettings(browser);
     let addr = reserve_port();
     let hook_url = Receiver::url_for(addr);
     page.0.fill(&labelled("Webhook URL"), &hook_url).await;
@@ -314,12 +352,19 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
             "what copying did",
         )
         .await;
-    assert_accessible(&mut browser, "the settings page showing a webhook's secret").await;
+    assert_accessible(browser, "the settings page showing a webhook's secret").await;
+    (addr, hook_url, secret)
+}
 
-    // A test: the receiver verifies it with the secret the page showed; the delivery is listed.
+/// A test: the receiver verifies it with the secret the page showed; the delivery is listed.
+async fn a_test_delivery_verifies_and_is_listed(
+    browser: &mut Browser,
+    addr: SocketAddr,
+    secret: &str,
+) {
     let receiver = Receiver::start_verifying(addr, &secret, vec![]).await;
     browser.click(&button_starting(HOOK, "Send a test")).await;
-    NotificationSettings(&mut browser)
+    NotificationSettings(browser)
         .wait_for_notice("A test event is on its way")
         .await;
     receiver
@@ -342,13 +387,19 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
         .text("document.querySelector('li[data-hook] tr[data-status=delivered]')")
         .await;
     assert!(row.contains("HTTP 200"), "{row}");
+}
 
-    // After a reload the secret is nowhere in the page; the webhook is listed.
+/// After a reload the secret is nowhere in the page; the webhook is listed.
+async fn a_reload_hides_the_secret_and_lists_the_webhook(
+    browser: &mut Browser,
+    hook_url: &str,
+    secret: &str,
+) {
     browser.reload().await;
-    let mut page = NotificationSettings(&mut browser);
+    let mut page = NotificationSettings(browser);
     page.wait_until_loaded().await;
     browser.wait_for(HOOK, "the webhook listed").await;
-    let mut page = NotificationSettings(&mut browser);
+    let mut page = NotificationSettings(browser);
     assert!(
         !page.shows(&secret).await,
         "the secret is still in the page"
@@ -356,8 +407,14 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
     let item = browser.text(HOOK).await;
     assert!(item.contains(&hook_url), "{item}");
     assert!(item.contains("Webhook for Niche games"), "{item}");
+}
 
-    // Remove, asked twice: the confirmation takes the focus.
+/// Remove, asked twice: the confirmation takes the focus.
+async fn removing_asks_twice_and_stops_the_webhook(
+    app: &TestApp,
+    browser: &mut Browser,
+    ana: &str,
+) {
     browser.click(&button_starting(HOOK, "Remove")).await;
     let yes = button_starting(HOOK, "Yes, remove");
     browser
@@ -368,12 +425,12 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
         .await;
     for (width, height, mobile) in [(1280, 900, false), (390, 844, true)] {
         browser.viewport(width, height, mobile).await;
-        assert_no_sideways_scroll(&mut browser, &format!("the settings page at {width} px")).await;
-        assert_accessible(&mut browser, &format!("the settings page at {width} px")).await;
+        assert_no_sideways_scroll(browser, &format!("the settings page at {width} px")).await;
+        assert_accessible(browser, &format!("the settings page at {width} px")).await;
     }
     browser.viewport(1280, 900, false).await;
     browser.click(&yes).await;
-    NotificationSettings(&mut browser)
+    NotificationSettings(browser)
         .wait_for_notice("is removed: nothing more is sent to it.")
         .await;
     browser
@@ -382,13 +439,15 @@ async fn an_operator_verifies_their_address_chooses_what_is_mailed_and_tests_a_w
             "no webhook listed",
         )
         .await;
-    let stored = app.graphql(Some(&ana.token), SETTINGS, json!({})).await;
+    let stored = app.graphql(Some(ana), SETTINGS, json!({})).await;
     assert_eq!(stored["data"]["myOperatorWebhooks"], json!([]), "{stored}");
+}
 
-    // The keyboard reaches every control of the new sections, its focus drawn.
+/// The keyboard reaches every control of the new sections, its focus drawn.
+async fn the_keyboard_reaches_every_new_control(browser: &mut Browser) {
     browser.reload().await;
-    NotificationSettings(&mut browser).wait_until_loaded().await;
-    let focused = tab_through(&mut browser, 70).await;
+    NotificationSettings(browser).wait_until_loaded().await;
+    let focused = tab_through(browser, 70).await;
     let names: Vec<&str> = focused.iter().map(|(name, _)| name.as_str()).collect();
     for wanted in [
         "button: Save address",

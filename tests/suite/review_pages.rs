@@ -16,8 +16,8 @@ use askloop_tests::people::operator;
 use askloop_tests::{Backend, TestApp};
 use serde_json::{Value, json};
 
-use crate::dashboard_pages::{AdminPage, QuestionPage, QueuePage, signed_in};
 use crate::review::{act, review_scene};
+use askloop_tests::pages::{AdminPage, QuestionPage, QueuePage, signed_in};
 
 /// The folder `ASKLOOP_SCREENSHOTS` names, if any.
 fn screenshot_folder() -> Option<PathBuf> {
@@ -320,7 +320,7 @@ async fn the_question_page_refuses_strangers_and_explains_a_wrong_address() {
 
     let path = QuestionPage::path("games", scene.question);
     let mut browser = signed_in(&app, "cara", &path).await;
-    let refusal = QuestionPage(&mut browser).error().await;
+    let refusal = QuestionPage(&mut browser).page_error().await;
     assert!(
         refusal.starts_with("Only the niche's active members and admins see its questions"),
         "{refusal}"
@@ -336,14 +336,14 @@ async fn the_question_page_refuses_strangers_and_explains_a_wrong_address() {
     browser
         .goto(&app.url("/dashboard/niches/games/questions/not-a-number"))
         .await;
-    let bad = QuestionPage(&mut browser).error().await;
+    let bad = QuestionPage(&mut browser).page_error().await;
     assert!(bad.contains("'not-a-number' is not a question id"), "{bad}");
 
     // An admin opening it under the wrong niche is told where it is.
     drop(browser);
     let wrong = QuestionPage::path("roofing", scene.question);
     let mut browser = signed_in(&app, "root", &wrong).await;
-    let said = QuestionPage(&mut browser).error().await;
+    let said = QuestionPage(&mut browser).page_error().await;
     assert!(said.contains("is not in “roofing”"), "{said}");
     browser
         .click(&askloop_tests::browser::link("Open it in Niche games"))

@@ -15,8 +15,8 @@ use askloop_tests::socket::{GqlSocket, Received};
 use askloop_tests::{Backend, TestApp, error_code};
 use serde_json::json;
 
-use crate::dashboard_pages::signed_in;
 use crate::review_pages::{assert_accessible, assert_no_sideways_scroll, tab_through};
+use askloop_tests::pages::signed_in;
 
 const PATH: &str = "/dashboard/settings";
 const VIEWER: &str = "{ viewer { user { handle } } }";
@@ -25,6 +25,8 @@ const QUEUE: &str =
 
 /// `/dashboard/settings`, as its owner uses it.
 struct SettingsPage<'a>(&'a mut Browser);
+
+askloop_tests::page_object!(SettingsPage);
 
 impl SettingsPage<'_> {
     /// The form that makes a key.
@@ -57,24 +59,9 @@ impl SettingsPage<'_> {
         self.0.click(&button("Make key")).await;
     }
 
-    /// Wait for a status message saying `words`.
-    async fn wait_for_notice(&mut self, words: &str) {
-        self.0.wait_for_notice(words).await;
-    }
-
     /// The key shown once under `name`, read from its labelled field.
     async fn shown_key(&mut self, name: &str) -> String {
         self.0.shown_once(&format!("API key “{name}”")).await
-    }
-
-    /// Whether `secret` is anywhere in the page: its markup, its text or a field's value.
-    async fn shows(&mut self, secret: &str) -> bool {
-        self.0.shows(secret).await
-    }
-
-    /// The page's refusal, once it shows.
-    async fn error(&mut self) -> String {
-        self.0.page_error().await
     }
 }
 
@@ -115,7 +102,7 @@ async fn a_person_makes_a_key_sees_it_once_revokes_it_and_manages_their_sessions
     // A name of spaces only is refused, shown as an alert; nothing is made.
     let mut page = SettingsPage(&mut browser);
     page.make_key("   ").await;
-    let refusal = page.error().await;
+    let refusal = page.page_error().await;
     assert!(
         refusal.contains("a key name is 1 to 80 characters"),
         "{refusal}"

@@ -3,26 +3,19 @@
 //! the niche's revenue page shows the task's limit, actual cost and release, and task spend
 //! apart from question bounties.
 
-use askloop_tests::browser::{Browser, labelled_in};
-use askloop_tests::{Backend, TestApp, web_dist};
+use askloop_tests::browser::labelled_in;
+use askloop_tests::{Backend, TestApp};
 use entity::budget_entries::BudgetEntryKind::{Charge, Release, Reserve};
 use serde_json::json;
 
-use crate::dashboard_pages::{QueuePage, signed_in};
 use crate::money::{ask_with_bounty, entries};
 use crate::review_pages::{assert_accessible, assert_no_sideways_scroll};
 use crate::tasks::a_task;
-
-async fn text(browser: &mut Browser, expression: &str) -> String {
-    browser.text(expression).await
-}
+use askloop_tests::pages::{self, QueuePage, signed_in};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_completes_a_task_from_its_card_and_the_revenue_page_shows_its_cost() {
-    assert!(
-        web_dist().join("pkg/web_bg.wasm").is_file(),
-        "the dashboard is not built: run the tests with `cargo xtask test`"
-    );
+    pages::require_built_dashboard();
     let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
     // A task limited to 5.00, and a question with a bounty of 2.00 that ana answers, so the
     // revenue page has both kinds of spending to tell apart.
@@ -46,19 +39,15 @@ async fn an_operator_completes_a_task_from_its_card_and_the_revenue_page_shows_i
         .await;
     let card = QueuePage::card(task);
     assert_eq!(
-        text(
-            &mut browser,
-            &format!("{card}.querySelector('.badge.task')")
-        )
-        .await,
+        browser
+            .text(&format!("{card}.querySelector('.badge.task')"))
+            .await,
         "Task · up to 5.00 USD"
     );
     assert_eq!(
-        text(
-            &mut browser,
-            &format!("{card}.querySelector('.deliverable')")
-        )
-        .await,
+        browser
+            .text(&format!("{card}.querySelector('.deliverable')"))
+            .await,
         "To deliver: The three prices, each with its link."
     );
     assert_accessible(&mut browser, "the queue showing a task").await;
@@ -102,11 +91,8 @@ async fn an_operator_completes_a_task_from_its_card_and_the_revenue_page_shows_i
         )
         .await;
     let figure = |name: &str| format!("document.querySelector('[data-{name}]')");
-    assert_eq!(text(&mut browser, &figure("spend=tasks")).await, "0.75 USD");
-    assert_eq!(
-        text(&mut browser, &figure("spend=questions")).await,
-        "2.00 USD"
-    );
+    assert_eq!(browser.text(&figure("spend=tasks")).await, "0.75 USD");
+    assert_eq!(browser.text(&figure("spend=questions")).await, "2.00 USD");
     let row = format!("document.querySelector('tr[data-exchange-id=\"{task}\"]')");
     let cell = |name: &str| format!("{row}.querySelector('[data-exchange={name}]')");
     for (name, shown) in [
@@ -115,7 +101,7 @@ async fn an_operator_completes_a_task_from_its_card_and_the_revenue_page_shows_i
         ("released", "4.25 USD"),
         ("outstanding", "0.00 USD"),
     ] {
-        assert_eq!(text(&mut browser, &cell(name)).await, shown, "{name}");
+        assert_eq!(browser.text(&cell(name)).await, shown, "{name}");
     }
     assert_eq!(
         browser
