@@ -198,10 +198,10 @@ async fn registering_shows_the_secret_once(browser: &mut Browser, endpoint: Sock
 
 /// It really signs: an intake as the agent is accepted, in its niche only.
 async fn the_secret_signs_in_the_agents_niche_only(app: &TestApp, first: &str) -> i64 {
-    let (status, asked) = ask_as(app, "research-bot", &first, "games", "q-1").await;
+    let (status, asked) = ask_as(app, "research-bot", first, "games", "q-1").await;
     assert_eq!(status, 201, "{asked}");
     let question = asked["question"]["id"].as_i64().expect("a question id");
-    let (status, body) = ask_as(app, "research-bot", &first, "roofing", "q-2").await;
+    let (status, body) = ask_as(app, "research-bot", first, "roofing", "q-2").await;
     assert_eq!(status, 403, "{body}");
     question
 }
@@ -224,7 +224,7 @@ async fn a_reload_hides_the_secret_and_lists_the_agent(
         )
         .await;
     let mut page = AgentsPage(browser);
-    assert!(!page.shows(&first).await, "the secret is still in the page");
+    assert!(!page.shows(first).await, "the secret is still in the page");
     assert_eq!(page.fact("research-bot", "niches").await, "games");
     assert_eq!(
         page.fact("research-bot", "url").await,
@@ -275,7 +275,7 @@ async fn the_card_lists_its_endpoints_deliveries(
     question: i64,
     endpoint: SocketAddr,
 ) {
-    let receiver = Receiver::start_verifying(endpoint, &first, Vec::new()).await;
+    let receiver = Receiver::start_verifying(endpoint, first, Vec::new()).await;
     let answered = app
         .answer(ana, early_access(question, Some("The 1.0 date.")))
         .await;
@@ -344,11 +344,11 @@ async fn rotating_shows_a_new_secret_once_and_keeps_the_old_one_for_its_window(
         .wait_for(&AgentsPage::card("research-bot"), "research-bot's card")
         .await;
     let mut page = AgentsPage(browser);
-    assert!(!page.shows(&first).await, "the first secret is shown again");
+    assert!(!page.shows(first).await, "the first secret is shown again");
     let previous = page.fact("research-bot", "previous-secret").await;
     assert!(previous.starts_with("still accepted until"), "{previous}");
     assert_eq!(
-        intake_status(app, "research-bot", &first, "q-3").await,
+        intake_status(app, "research-bot", first, "q-3").await,
         201,
         "the previous secret within its window"
     );
@@ -369,7 +369,7 @@ async fn disabling_hides_the_secret_and_refuses_the_agent(
     page.press("research-bot", "Disable research-bot").await;
     page.wait_for_notice("research-bot is disabled").await;
     assert!(
-        !page.shows(&second).await,
+        !page.shows(second).await,
         "the secret outlives the next action"
     );
     assert_eq!(
@@ -378,7 +378,7 @@ async fn disabling_hides_the_secret_and_refuses_the_agent(
             .await,
         json!(false)
     );
-    let (status, body) = ask_as(app, "research-bot", &second, "games", "q-5").await;
+    let (status, body) = ask_as(app, "research-bot", second, "games", "q-5").await;
     assert_eq!(status, 403, "{body}");
     assert_eq!(body["code"], "FORBIDDEN");
     browser
@@ -397,10 +397,7 @@ async fn enabling_accepts_the_agent_again(app: &TestApp, browser: &mut Browser, 
     let mut page = AgentsPage(browser);
     page.press("research-bot", "Enable research-bot").await;
     page.wait_for_notice("research-bot is active again").await;
-    assert_eq!(
-        intake_status(app, "research-bot", &second, "q-5").await,
-        201
-    );
+    assert_eq!(intake_status(app, "research-bot", second, "q-5").await, 201);
 }
 
 /// Its niches and endpoint are edited in place.
@@ -428,7 +425,7 @@ async fn niches_and_endpoint_are_edited_in_place(
         )
         .await;
     assert_eq!(
-        ask_as(app, "research-bot", &second, "roofing", "q-6")
+        ask_as(app, "research-bot", second, "roofing", "q-6")
             .await
             .0,
         201

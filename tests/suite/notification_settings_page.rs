@@ -362,7 +362,7 @@ async fn a_test_delivery_verifies_and_is_listed(
     addr: SocketAddr,
     secret: &str,
 ) {
-    let receiver = Receiver::start_verifying(addr, &secret, vec![]).await;
+    let receiver = Receiver::start_verifying(addr, secret, vec![]).await;
     browser.click(&button_starting(HOOK, "Send a test")).await;
     NotificationSettings(browser)
         .wait_for_notice("A test event is on its way")
@@ -400,12 +400,9 @@ async fn a_reload_hides_the_secret_and_lists_the_webhook(
     page.wait_until_loaded().await;
     browser.wait_for(HOOK, "the webhook listed").await;
     let mut page = NotificationSettings(browser);
-    assert!(
-        !page.shows(&secret).await,
-        "the secret is still in the page"
-    );
+    assert!(!page.shows(secret).await, "the secret is still in the page");
     let item = browser.text(HOOK).await;
-    assert!(item.contains(&hook_url), "{item}");
+    assert!(item.contains(hook_url), "{item}");
     assert!(item.contains("Webhook for Niche games"), "{item}");
 }
 
