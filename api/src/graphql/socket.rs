@@ -294,6 +294,11 @@ impl Operations {
         self.running.get(id).copied()
     }
 
+    /// Operation `id`, served by the socket, has ended: it is no longer running.
+    fn ended(&mut self, id: &str) {
+        self.running.remove(id);
+    }
+
     /// A message to the peer: an operation that completed or failed is no longer running.
     fn said(&mut self, text: &str) {
         if let Ok(envelope) = serde_json::from_str::<Envelope<'_>>(text)
@@ -600,8 +605,15 @@ where
                 None => break,
             },
             (id, message) = adopted.next(), if !adopted.is_empty() => {
-                let text = message.unwrap_or_else(|| adopt::complete_message(&id));
-                operations.said(&text);
+                // A served stream's messages are `next`s; only its end completes the operation.
+                // Nothing here is parsed: this branch carries every shared fan-out message.
+                let text = match message {
+                    Some(text) => text,
+                    None => {
+                        operations.ended(&id);
+                        adopt::complete_message(&id)
+                    }
+                };
                 if !send(&mut sink, Message::Text(text.into())).await {
                     tracing::info!("dropping a websocket peer that does not keep up");
                     break;
