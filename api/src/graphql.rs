@@ -170,7 +170,7 @@ pub fn build_schema(
     // Before anything runs, so no resolver (and no database) sees a refused character.
     .extension(text_rule::TextRule)
     .extension(limits::QueryLimits::new(max_nodes))
-    .extension(adopt::Tagging::default())
+    .extension(adopt::Adoptable::default())
     .data(DataLoader::new(
         types::NicheLoader { db: db.clone() },
         tokio::spawn,

@@ -18,8 +18,8 @@
 //!   resolution that raised any error (a field refused, a query failed) is not shared: each
 //!   subscriber then resolves its own, with its own errors.
 //! - **Serialised once.** Sharing is done by the socket that serves a subscription itself
-//!   (`adopt`): it sends the shared JSON text as it is. A subscription the library serves (the
-//!   legacy protocol, an operation with several root fields, an unshareable selection) resolves
+//!   (`adopt`): it sends the shared JSON text as it is. A subscription the library serves (an
+//!   operation with several root fields, an unshareable selection) resolves
 //!   its own payload, errors and all; no marker is ever written into a message to be replaced.
 //! - **Counted.** [`Serving`] is held by every subscription stream registered with the live hub,
 //!   and `askloop_live_subscriptions_served` is how many are held (`docs/architecture.md`).
@@ -146,7 +146,7 @@ impl Drop for Serving {
 
 /// The root fields of a subscription request, read once from its parsed document when the
 /// request is prepared: each one's response key and, when its selection is shareable, its
-/// fingerprint. Resolvers find it in the request's data (`adopt::Tagging` puts it there).
+/// fingerprint. Resolvers find it in the request's data (`adopt::Adoptable` puts it there).
 #[derive(Debug)]
 pub struct Roots {
     fields: Vec<(Name, Option<Fingerprint>)>,

@@ -1,4 +1,8 @@
-//! `GET /graphql/ws`: the `graphql-transport-ws` protocol (what the `graphql-ws` client speaks).
+//! `GET /graphql/ws`: the `graphql-transport-ws` protocol (what the `graphql-ws` client speaks),
+//! spoken here: [`protocol`] is the protocol's state machine, this module the connection that
+//! feeds it frames and events and carries out what it says. The schema is used through its
+//! public API only: each `subscribe` runs as `Schema::execute_stream_with_session_data` with the
+//! connection's data from `connection_init` (docs/architecture.md#over-the-websocket).
 //!
 //! Every socket must sign in: with the session cookie or an `Authorization: Bearer` header on
 //! the upgrade (the cookie only when the upgrade came from askloop's own origin, so another site
@@ -12,37 +16,47 @@
 //! (`ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS`) and instance-wide — after passing its
 //! address's rate of anonymous upgrades (`ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND`); past either
 //! per-address bound the upgrade is answered 429 with `Retry-After`. A connection that does not
-//! initialise within the configured time (10 s) is closed with 4408. A socket ends (4403) as soon as its
-//! session or key is ended or revoked through this instance, and within a minute when that
-//! happens on another instance or the credential expires. The server pings (every 15 s by
-//! default) and drops a peer that has not answered for three times as long. A peer that does not
-//! take a message within [`SEND_TIMEOUT`] is dropped: its subscriptions would otherwise fall
-//! behind forever.
+//! initialise within the configured time (10 s) is closed with 4408. A socket ends (4403) as
+//! soon as its session or key is ended or revoked through this instance, and within a minute
+//! when that happens on another instance or the credential expires. The server pings (every
+//! 15 s by default) and drops a peer that has not answered for three times as long (4000). A
+//! peer that does not take a message within [`SEND_TIMEOUT`] is dropped: its subscriptions would
+//! otherwise fall behind forever. askloop stopping closes every socket with 1001.
+//!
+//! A subscription handed over by its resolver (`adopt`) is served here from the moment the
+//! library's stream for exactly that subscribe (its id and serial) ends; a client `complete`
+//! removes the operation from the state machine at once, so a hand-over that comes later is
+//! dropped and never served.
+
+pub mod protocol;
 
 use std::collections::HashMap;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use crate::db::Db;
-use async_graphql::Data;
-use async_graphql::http::{WebSocket as GraphqlSocket, WebSocketProtocols, WsMessage};
+use async_graphql::{Data, Response};
 use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use futures::future::BoxFuture;
+use axum::response::{IntoResponse, Response as HttpResponse};
+use futures::future::{BoxFuture, OptionFuture};
+use futures::stream::BoxStream;
 use futures::{FutureExt, SinkExt, StreamExt};
 use tokio::sync::OwnedSemaphorePermit;
-use tokio::sync::mpsc::error::TrySendError;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::GraphqlEndpoint;
-use super::adopt::{self, Adopted, Adoptions, Claim};
+use super::adopt::{Adoptions, Served, Ticket};
+use super::live::SubscriptionStarts;
 use crate::admission::OpenSlot;
 use crate::auth::{Caller, ClientAddress, OriginCheck, bearer_token, resolve_caller};
 use crate::service::sessions::{self, Lookup};
+use protocol::{AT_CAPACITY, InitRefusal, Input, Protocol, Step};
+
+/// The subprotocol askloop speaks.
+pub const SUBPROTOCOL: &str = "graphql-transport-ws";
 
 /// How long one message may take to send.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -50,28 +64,28 @@ pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a closing socket waits for its peer's close.
 const LINGER: Duration = Duration::from_secs(2);
 
-/// Upgrade to a websocket speaking the negotiated GraphQL protocol.
+/// Upgrade to a websocket speaking `graphql-transport-ws`.
 pub async fn upgrade(
     State(state): State<GraphqlEndpoint>,
     client: ClientAddress,
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
-) -> Response {
-    // The first subprotocol the client offers that we speak; `graphql-transport-ws` is what
-    // current clients send.
-    let protocol = headers
+) -> HttpResponse {
+    // The one subprotocol askloop speaks (the legacy `graphql-ws` of subscriptions-transport-ws
+    // is not offered: see docs/architecture.md#over-the-websocket).
+    let offered = headers
         .get_all("sec-websocket-protocol")
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .find_map(|p| p.trim().parse::<WebSocketProtocols>().ok());
-    let Some(protocol) = protocol else {
+        .any(|p| p.trim().eq_ignore_ascii_case(SUBPROTOCOL));
+    if !offered {
         return (
-            axum::http::StatusCode::BAD_REQUEST,
+            StatusCode::BAD_REQUEST,
             "offer the graphql-transport-ws subprotocol",
         )
             .into_response();
-    };
+    }
     let limits = state.config.live;
     let upgrade_caller =
         match resolve_caller(&headers, &state.db, &state.config, chrono::Utc::now()).await {
@@ -111,7 +125,7 @@ pub async fn upgrade(
             .clone()
             .try_acquire_owned()
             .map(|socket| Permits {
-                socket: Arc::new(Mutex::new(Some(socket))),
+                socket: Some(socket),
                 waiting: None,
             })
     } else {
@@ -120,7 +134,7 @@ pub async fn upgrade(
             .clone()
             .try_acquire_owned()
             .map(|waiting| Permits {
-                socket: Arc::new(Mutex::new(None)),
+                socket: None,
                 waiting: Some(Waiting {
                     _instance: waiting,
                     _address: address_slot,
@@ -143,13 +157,12 @@ pub async fn upgrade(
         .max_write_buffer_size(256 * 1024)
         .max_message_size(limits.max_message_bytes)
         .max_frame_size(limits.max_message_bytes)
-        .protocols(async_graphql::http::ALL_WEBSOCKET_PROTOCOLS);
+        .protocols([SUBPROTOCOL]);
     match permits {
         Ok(permits) => upgrade.on_upgrade(move |socket| {
             serve(
                 socket,
                 state,
-                protocol,
                 Opened {
                     caller: upgrade_caller,
                     token: upgrade_token,
@@ -165,11 +178,8 @@ pub async fn upgrade(
     }
 }
 
-/// Why a socket past the instance-wide cap is closed (1013).
-const AT_CAPACITY: &str = "askloop is at its websocket limit; try again later";
-
 /// 429 with `Retry-After` (whole seconds, at least one), before any upgrade.
-fn too_many(wait: Duration, why: &'static str) -> Response {
+fn too_many(wait: Duration, why: &'static str) -> HttpResponse {
     let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
     let retry_after = HeaderValue::from(seconds.max(1));
     (
@@ -211,8 +221,8 @@ fn send(sink: &mut Sink, message: Message) -> BoxFuture<'_, bool> {
 /// What a socket holds of the caps while it is open.
 struct Permits {
     /// Its place under ASKLOOP_MAX_WEBSOCKETS: taken at the upgrade when it came signed in, at
-    /// `connection_init` otherwise (shared with the protocol's init callback, which takes it).
-    socket: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
+    /// `connection_init` otherwise.
+    socket: Option<OwnedSemaphorePermit>,
     /// An anonymous socket's places among those waiting to sign in, given back once it has.
     waiting: Option<Waiting>,
 }
@@ -223,240 +233,63 @@ struct Waiting {
     _address: Option<OpenSlot>,
 }
 
-/// Why `connection_init` was refused, for the close code the protocol prescribes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum InitRefusal {
-    /// No credential, or one that is not valid: 4403.
-    Forbidden,
-    /// Signed in, but the instance holds as many signed-in sockets as it may: 1013.
-    AtCapacity,
-}
-
-/// The operations a peer has running, by id, so one socket cannot start without bound; each
-/// with the serial number of the subscribe that started it, so a hand-over from an earlier
-/// subscribe under the same id is never taken for it.
-#[derive(Default)]
-struct Operations {
-    running: HashMap<String, u64>,
-    subscribes: u64,
-}
-
-/// What a message from the peer asks of its operations.
-#[derive(Debug, PartialEq, Eq)]
-enum Heard {
-    /// Start operation `id`, as the subscribe numbered `serial`.
-    Start(String, u64),
-    /// Stop operation `id`.
-    Stop(String),
-    /// Start one more than a connection may run.
-    TooMany,
-    /// Nothing the socket itself looks at.
-    Other,
-}
-
-/// The parts of a `graphql-transport-ws` message the socket itself looks at.
-#[derive(serde::Deserialize)]
-struct Envelope<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    id: Option<std::borrow::Cow<'a, str>>,
-}
-
-impl Operations {
-    /// A message from the peer: what it asks of the operations.
-    fn heard(&mut self, text: &str, max: usize) -> Heard {
-        let Ok(envelope) = serde_json::from_str::<Envelope<'_>>(text) else {
-            // Not ours to judge: the protocol answers a malformed message itself.
-            return Heard::Other;
-        };
-        match (envelope.kind.as_ref(), envelope.id) {
-            ("subscribe" | "start", Some(id)) => {
-                let id = id.into_owned();
-                self.subscribes += 1;
-                self.running.insert(id.clone(), self.subscribes);
-                if self.running.len() <= max {
-                    Heard::Start(id, self.subscribes)
-                } else {
-                    Heard::TooMany
-                }
-            }
-            ("complete" | "stop", Some(id)) => {
-                self.running.remove(id.as_ref());
-                Heard::Stop(id.into_owned())
-            }
-            _ => Heard::Other,
-        }
-    }
-
-    /// The serial of the subscribe running as operation `id`, if one is.
-    fn serial(&self, id: &str) -> Option<u64> {
-        self.running.get(id).copied()
-    }
-
-    /// A message to the peer: an operation that completed or failed is no longer running.
-    fn said(&mut self, text: &str) {
-        if let Ok(envelope) = serde_json::from_str::<Envelope<'_>>(text)
-            && matches!(envelope.kind.as_ref(), "complete" | "error")
-            && let Some(id) = envelope.id
-        {
-            self.running.remove(id.as_ref());
-        }
-    }
-}
-
-/// Set a socket up, then run it. The setup is not part of the future that runs it: an async
-/// function keeps its arguments for as long as it runs, and every idle socket would carry what
-/// setting it up took (the websocket itself, before it was split; the caller, the client).
-fn serve(
-    socket: WebSocket,
-    state: GraphqlEndpoint,
-    protocol: WebSocketProtocols,
-    opened: Opened,
-    client: ClientAddress,
-    permits: Permits,
-) -> impl std::future::Future<Output = ()> + Send + 'static {
-    let limits = state.config.live;
-    let (sink, incoming) = socket.split();
-    let (to_graphql, from_client) = tokio::sync::mpsc::channel::<Inbound>(limits.inbox.max(1));
-    let operations = Operations::default();
-    // The token the connection was opened with, and whose it is, checked again now and then
-    // and whenever one of its owner's credentials ends here: a socket ends with its session or
-    // key.
-    let Opened {
-        caller: upgrade_caller,
-        token: upgrade_token,
-    } = opened;
-    let from_upgrade = upgrade_token
-        .zip(upgrade_caller.viewer.as_ref().map(|viewer| viewer.user_id))
-        .map(|(token, user_id)| Held { token, user_id });
-    let credential = Arc::new(std::sync::Mutex::new(from_upgrade));
-    let initialised = Arc::new(AtomicBool::new(false));
-
-    let refusal = Arc::new(OnceLock::new());
-    let init_state = state.clone();
-    let init_flag = initialised.clone();
-    let refused = refusal.clone();
-    let init_credential = credential.clone();
-    let init_place = permits.socket.clone();
-    // The subscriptions this connection's queue resolvers hand over to be served here.
-    let adoptions = Adoptions::new(state.schema.clone(), protocol);
-    let claims = adoptions.clone();
-    let on_init = move |payload: serde_json::Value| async move {
-        let token = payload
-            .get("token")
-            .and_then(|t| t.as_str())
-            .map(str::to_owned);
-        let caller = match token {
-            Some(token) => {
-                let resolved =
-                    sessions::resolve(&init_state.db, &token, chrono::Utc::now(), Lookup::Use)
-                        .await
-                        .ok()
-                        .flatten();
-                let Some(resolved) = resolved else {
-                    let _ = refused.set(InitRefusal::Forbidden);
-                    return Err(async_graphql::Error::new("that token is not valid"));
-                };
-                if let Ok(mut held) = init_credential.lock() {
-                    *held = Some(Held {
-                        token: token.clone(),
-                        user_id: resolved.0.user_id,
-                    });
-                }
-                Caller {
-                    viewer: Some(resolved.0),
-                    credential: Some(resolved.1),
-                    session_token: None,
-                    via_cookie: false,
-                    origin: OriginCheck::Unknown,
-                }
-            }
-            None => upgrade_caller,
-        };
-        if caller.viewer.is_none() {
-            let _ = refused.set(InitRefusal::Forbidden);
-            return Err(async_graphql::Error::new("sign in first"));
-        }
-        // An anonymous upgrade takes its place under ASKLOOP_MAX_WEBSOCKETS now it has signed in.
-        if let Ok(mut place) = init_place.lock()
-            && place.is_none()
-        {
-            match init_state.sockets.clone().try_acquire_owned() {
-                Ok(permit) => *place = Some(permit),
-                Err(_) => {
-                    let _ = refused.set(InitRefusal::AtCapacity);
-                    return Err(async_graphql::Error::new(AT_CAPACITY));
-                }
-            }
-        }
-        init_flag.store(true, Ordering::SeqCst);
-        let mut data = Data::default();
-        let starts = super::live::SubscriptionStarts::default();
-        if let Some(adoptions) = adoptions {
-            // The same data for the one-shot runs of what this connection serves itself.
-            let mut session = Data::default();
-            session.insert(caller.clone());
-            session.insert(client);
-            session.insert(starts.clone());
-            adoptions.initialised(session);
-            data.insert(adoptions);
-        }
-        data.insert(caller);
-        data.insert(client);
-        data.insert(starts);
-        Ok(data)
-    };
-    // Boxed rather than pinned on the stack, so it can be dropped the moment the loop ends.
-    let graphql = Box::pin(
-        GraphqlSocket::new(state.schema.clone(), tokio_stream_of(from_client), protocol)
-            .on_connection_init(on_init),
-    );
-    run(Socket {
-        sink,
-        incoming,
-        graphql,
-        to_graphql,
-        operations,
-        credential,
-        initialised,
-        refusal,
-        claims,
-        permits,
-        state,
-    })
-}
-
-/// A message from the peer, on its way to the protocol. One pointer wide: the queue's block of
-/// slots (32 of them) is allocated for every socket, idle or not, and messages are rare, so
-/// the second allocation per message is the cheaper side.
-#[allow(clippy::box_collection)]
-struct Inbound(Box<Vec<u8>>);
-
-impl From<&[u8]> for Inbound {
-    fn from(bytes: &[u8]) -> Self {
-        Self(Box::new(bytes.to_vec()))
-    }
-}
-
-impl AsRef<[u8]> for Inbound {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
 /// The credential a socket was opened with.
 struct Held {
     token: String,
     user_id: i64,
 }
 
-/// The credential held in `credential`, if any: its token and owner.
-fn held(credential: &std::sync::Mutex<Option<Held>>) -> Option<(String, i64)> {
-    credential
-        .lock()
-        .ok()
-        .and_then(|held| held.as_ref().map(|h| (h.token.clone(), h.user_id)))
+/// A `connection_init` accepted: who the connection is, and the credential to look up again
+/// when it came in the payload.
+struct Accepted {
+    caller: Caller,
+    held: Option<Held>,
+}
+
+/// Decide a `connection_init` with `payload`, for a socket whose upgrade came signed in as
+/// `upgrade_caller`: the payload's `token` when it has one, the upgrade's caller otherwise.
+/// Boxed: it is kept beside the socket only while it is being decided.
+fn decide_init(
+    db: Db,
+    payload: serde_json::Value,
+    upgrade_caller: Caller,
+) -> BoxFuture<'static, Result<Accepted, &'static str>> {
+    async move {
+        let token = payload
+            .get("token")
+            .and_then(|t| t.as_str())
+            .map(str::to_owned);
+        let Some(token) = token else {
+            return match upgrade_caller.viewer {
+                Some(_) => Ok(Accepted {
+                    caller: upgrade_caller,
+                    held: None,
+                }),
+                None => Err("sign in first"),
+            };
+        };
+        let resolved = sessions::resolve(&db, &token, chrono::Utc::now(), Lookup::Use)
+            .await
+            .ok()
+            .flatten();
+        let Some((viewer, credential)) = resolved else {
+            return Err("that token is not valid");
+        };
+        Ok(Accepted {
+            held: Some(Held {
+                token,
+                user_id: viewer.user_id,
+            }),
+            caller: Caller {
+                viewer: Some(viewer),
+                credential: Some(credential),
+                session_token: None,
+                via_cookie: false,
+                origin: OriginCheck::Unknown,
+            },
+        })
+    }
+    .boxed()
 }
 
 /// Whether `token` no longer resolves (looked up without recording a use). Boxed: inline, this
@@ -472,44 +305,288 @@ fn has_ended(db: &Db, token: String) -> BoxFuture<'static, bool> {
     .boxed()
 }
 
+/// Where a running operation's messages come from.
+enum Source {
+    /// The library's execution of the request: its responses become `next` messages.
+    Library(BoxStream<'static, Response>),
+    /// A subscription handed over to the socket (`adopt`): its messages, ready to send.
+    Served(Served),
+}
+
+/// An operation the socket runs.
+struct Running {
+    /// The serial of the subscribe that started it.
+    serial: u64,
+    source: Source,
+}
+
+/// What one of the running operations has to say.
+enum Event {
+    /// A message to send.
+    Message(String),
+    /// The stream of operation `id` (subscribe `serial`) ended; `library` when it was the
+    /// library's (and a hand-over may wait for it).
+    Ended {
+        id: String,
+        serial: u64,
+        library: bool,
+    },
+}
+
+/// The operations a socket runs, by id: exactly those its [`Protocol`] counts as running.
+#[derive(Default)]
+struct Operations(HashMap<String, Running>);
+
+impl Operations {
+    /// The next event of any running operation. An ended stream is removed at once.
+    async fn next(&mut self) -> Event {
+        futures::future::poll_fn(|cx| {
+            let mut ended = None;
+            for (id, running) in &mut self.0 {
+                let polled = match &mut running.source {
+                    Source::Library(stream) => stream.poll_next_unpin(cx).map(|response| {
+                        response.map(|response| {
+                            let payload = serde_json::to_string(&response)
+                                .unwrap_or_else(|_| "{}".to_owned());
+                            protocol::next_message(id, &payload)
+                        })
+                    }),
+                    Source::Served(stream) => stream.poll_next_unpin(cx),
+                };
+                match polled {
+                    Poll::Ready(Some(message)) => return Poll::Ready(Event::Message(message)),
+                    Poll::Ready(None) => {
+                        ended = Some(id.clone());
+                        break;
+                    }
+                    Poll::Pending => {}
+                }
+            }
+            match ended.and_then(|id| self.0.remove_entry(&id)) {
+                Some((id, running)) => Poll::Ready(Event::Ended {
+                    id,
+                    serial: running.serial,
+                    library: matches!(running.source, Source::Library(_)),
+                }),
+                None => Poll::Pending,
+            }
+        })
+        .await
+    }
+}
+
 /// A socket, set up.
-struct Socket<G> {
+struct Socket {
     sink: Sink,
     incoming: futures::stream::SplitStream<WebSocket>,
-    /// The protocol's side: messages from the peer go in through `to_graphql`, and come out
-    /// as the messages to send.
-    graphql: Pin<Box<G>>,
-    to_graphql: tokio::sync::mpsc::Sender<Inbound>,
-    operations: Operations,
-    credential: Arc<std::sync::Mutex<Option<Held>>>,
-    initialised: Arc<AtomicBool>,
-    refusal: Arc<OnceLock<InitRefusal>>,
-    claims: Option<Adoptions>,
+    /// The upgrade's caller, until `connection_init` decides who the connection is.
+    upgrade_caller: Option<Caller>,
+    credential: Option<Held>,
+    client: ClientAddress,
     permits: Permits,
     state: GraphqlEndpoint,
 }
 
-async fn run<G>(socket: Socket<G>)
-where
-    G: futures::Stream<Item = WsMessage> + Send,
-{
+/// Set a socket up, then run it. The setup is not part of the future that runs it: an async
+/// function keeps its arguments for as long as it runs, and every idle socket would carry what
+/// setting it up took (the websocket itself, before it was split).
+fn serve(
+    socket: WebSocket,
+    state: GraphqlEndpoint,
+    opened: Opened,
+    client: ClientAddress,
+    permits: Permits,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let (sink, incoming) = socket.split();
+    // The token the connection was opened with, and whose it is, checked again now and then
+    // and whenever one of its owner's credentials ends here: a socket ends with its session or
+    // key.
+    let Opened { caller, token } = opened;
+    let credential = token
+        .zip(caller.viewer.as_ref().map(|viewer| viewer.user_id))
+        .map(|(token, user_id)| Held { token, user_id });
+    run(Socket {
+        sink,
+        incoming,
+        upgrade_caller: Some(caller),
+        credential,
+        client,
+        permits,
+        state,
+    })
+}
+
+/// What carrying out a step leaves the socket to do.
+enum Then {
+    /// Go on.
+    Go,
+    /// Send this frame, then go on.
+    Send(String),
+    /// Close with this code and reason, and end.
+    Close(u16, String),
+}
+
+/// A connection's state beside the protocol's: what it runs, and the data its operations run
+/// with once `connection_init` is accepted.
+struct Connection {
+    protocol: Protocol,
+    operations: Operations,
+    /// The connection's data for every operation (its caller and the rest), once initialised.
+    data: Option<Arc<Data>>,
+    /// The subscriptions its resolvers hand over, once initialised.
+    adoptions: Option<Adoptions>,
+    /// The `connection_init` being decided.
+    init: Option<BoxFuture<'static, Result<Accepted, &'static str>>>,
+}
+
+impl Connection {
+    /// Carry out `step`, for a socket on `state`.
+    fn carry_out(&mut self, step: Step, socket: &mut SocketSide<'_>) -> Then {
+        match step {
+            Step::Nothing | Step::Drop(_) => Then::Go,
+            Step::Send(text) => Then::Send(text),
+            Step::Close(code, reason) => Then::Close(code, reason),
+            Step::Init(payload) => {
+                let caller = socket.upgrade_caller.take().unwrap_or_default();
+                self.init = Some(decide_init(socket.state.db.clone(), payload, caller));
+                Then::Go
+            }
+            Step::Start {
+                id,
+                serial,
+                mut request,
+            } => {
+                let Some(data) = &self.data else {
+                    // The protocol starts nothing before the acknowledgement.
+                    return Then::Close(4401, "Unauthorized".to_owned());
+                };
+                // Only this socket writes a ticket: the resolver hands over only a subscription
+                // that carries one, for exactly this subscribe.
+                request.data.insert(Ticket {
+                    id: id.clone(),
+                    serial,
+                });
+                let stream = socket
+                    .state
+                    .schema
+                    .execute_stream_with_session_data(*request, data.clone());
+                self.operations.0.insert(
+                    id,
+                    Running {
+                        serial,
+                        source: Source::Library(stream),
+                    },
+                );
+                Then::Go
+            }
+            Step::Stop { id, serial } => {
+                self.operations.0.remove(&id);
+                if let Some(adoptions) = &self.adoptions {
+                    adoptions.forget(&id, serial);
+                }
+                Then::Send(protocol::complete_message(&id))
+            }
+            Step::Serve(_) => Then::Go,
+            Step::Complete(id) => Then::Send(protocol::complete_message(&id)),
+        }
+    }
+
+    /// The `connection_init` was accepted as `accepted`: take the socket's place under the
+    /// instance's cap if it has none yet, and keep the data its operations will run with.
+    fn accepted(&mut self, accepted: Accepted, socket: &mut SocketSide<'_>) -> Step {
+        // An anonymous upgrade takes its place under ASKLOOP_MAX_WEBSOCKETS now it has signed in.
+        if socket.permits.socket.is_none() {
+            match socket.state.sockets.clone().try_acquire_owned() {
+                Ok(permit) => socket.permits.socket = Some(permit),
+                Err(_) => {
+                    return self
+                        .protocol
+                        .step(Input::InitRefused(InitRefusal::AtCapacity, AT_CAPACITY));
+                }
+            }
+        }
+        socket.permits.waiting = None;
+        if let Some(held) = accepted.held {
+            *socket.credential = Some(held);
+        }
+        let starts = SubscriptionStarts::default();
+        // The data of one-shot runs (`adopt`) is the same, less the hand-overs: they hold it.
+        let mut session = Data::default();
+        session.insert(accepted.caller.clone());
+        session.insert(socket.client);
+        session.insert(starts.clone());
+        let adoptions = Adoptions::new(socket.state.schema.clone(), session);
+        let mut data = Data::default();
+        data.insert(accepted.caller);
+        data.insert(socket.client);
+        data.insert(starts);
+        data.insert(adoptions.clone());
+        self.data = Some(Arc::new(data));
+        self.adoptions = Some(adoptions);
+        self.protocol.step(Input::InitAccepted)
+    }
+
+    /// An operation's stream ended: serve its hand-over if that very subscribe is still
+    /// running, complete it otherwise.
+    fn ended(&mut self, id: String, serial: u64, library: bool) -> Step {
+        let handed = match (&self.adoptions, library) {
+            (Some(adoptions), true) => adoptions.take(&id, serial),
+            _ => None,
+        };
+        let step = self.protocol.step(Input::Ended {
+            id: &id,
+            serial,
+            handed_over: handed.is_some(),
+        });
+        if let (Step::Serve(_), Some(served)) = (&step, handed) {
+            self.operations.0.insert(
+                id,
+                Running {
+                    serial,
+                    source: Source::Served(served),
+                },
+            );
+        }
+        step
+    }
+}
+
+impl Drop for Connection {
+    /// A hand-over not taken holds the connection's data; dropping it here lets both go.
+    fn drop(&mut self) {
+        if let Some(adoptions) = &self.adoptions {
+            adoptions.clear();
+        }
+    }
+}
+
+/// What carrying out a step may touch of the socket itself.
+struct SocketSide<'a> {
+    state: &'a GraphqlEndpoint,
+    upgrade_caller: &'a mut Option<Caller>,
+    credential: &'a mut Option<Held>,
+    permits: &'a mut Permits,
+    client: ClientAddress,
+}
+
+async fn run(socket: Socket) {
     let Socket {
         mut sink,
         mut incoming,
-        mut graphql,
-        to_graphql,
-        mut operations,
-        credential,
-        initialised,
-        refusal,
-        claims,
+        mut upgrade_caller,
+        mut credential,
+        client,
         mut permits,
         state,
     } = socket;
-    // The operations handed over by the library, served here.
-    let mut adopted = Adopted::default();
     let live = &state.config.live;
-    let limits = live;
+    let mut connection = Connection {
+        protocol: Protocol::new(live.max_subscriptions, live.inbox),
+        operations: Operations::default(),
+        data: None,
+        adoptions: None,
+        init: None,
+    };
     let mut ping = tokio::time::interval(live.ping_every);
     ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
     ping.tick().await;
@@ -524,89 +601,49 @@ where
     let mut seen = notices.borrow_and_update().ended;
     notices.mark_changed();
 
-    loop {
-        tokio::select! {
+    'socket: loop {
+        let mut side = SocketSide {
+            state: &state,
+            upgrade_caller: &mut upgrade_caller,
+            credential: &mut credential,
+            permits: &mut permits,
+            client,
+        };
+        let step = tokio::select! {
             message = incoming.next() => {
                 last_heard = Instant::now();
-                let bytes = match message {
-                    Some(Ok(Message::Text(text))) => match operations.heard(text.as_str(), limits.max_subscriptions) {
-                        Heard::TooMany => {
-                            let reason = format!("at most {} operations at once on one connection", limits.max_subscriptions);
-                            close(&mut sink, 4429, &reason).await;
-                            break;
-                        }
-                        Heard::Start(id, serial) => {
-                            // A new operation under a served id replaces it, as the library
-                            // replaces its own.
-                            adopted.remove(&id);
-                            match claims.as_ref().and_then(|_| adopt::tagged(text.as_str(), serial)) {
-                                Some(tagged) => Inbound::from(tagged.as_bytes()),
-                                None => Inbound::from(text.as_str().as_bytes()),
-                            }
-                        }
-                        Heard::Stop(id) if adopted.remove(&id) => {
-                            if !send(&mut sink, Message::Text(adopt::complete_message(&id).into())).await {
-                                break;
-                            }
-                            continue;
-                        }
-                        Heard::Stop(_) => {
-                            // A hand-over of it that came before will never be served.
-                            Adoptions::forget_stopped(claims.as_ref(), |id| operations.serial(id));
-                            Inbound::from(text.as_str().as_bytes())
-                        }
-                        Heard::Other => Inbound::from(text.as_str().as_bytes()),
+                match message {
+                    Some(Ok(Message::Text(text))) => {
+                        connection.protocol.step(Input::Frame(text.as_str()))
+                    }
+                    Some(Ok(Message::Binary(bytes))) => match std::str::from_utf8(&bytes) {
+                        Ok(text) => connection.protocol.step(Input::Frame(text)),
+                        Err(_) => Step::Close(4400, "Invalid message received: not UTF-8".to_owned()),
                     },
-                    Some(Ok(Message::Binary(bytes))) => Inbound::from(bytes.as_ref()),
                     Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
                     Some(Ok(Message::Close(_)) | Err(_)) | None => break,
-                };
-                // Never wait here: the protocol that drains this queue is polled by this same
-                // loop, so waiting for room would stall the socket (and the database
-                // connections its operations hold). A peer that outruns it is flooding.
-                match to_graphql.try_send(bytes) {
-                    Ok(()) => {}
-                    Err(TrySendError::Full(_)) => {
-                        close(&mut sink, 1008, "too many messages at once").await;
-                        break;
-                    }
-                    Err(TrySendError::Closed(_)) => break,
                 }
             }
-            outgoing = graphql.next() => match outgoing {
-                Some(WsMessage::Text(text)) => {
-                    match Adoptions::claim(claims.as_ref(), &text, |id| operations.serial(id)) {
-                        Claim::Adopt(id, served) => {
-                            adopted.insert(id, served);
-                            continue;
-                        }
-                        Claim::Drop => continue,
-                        Claim::Send => {}
-                    }
-                    operations.said(&text);
-                    if permits.waiting.is_some() && initialised.load(Ordering::SeqCst) {
-                        permits.waiting = None;
-                    }
+            Some(decided) = OptionFuture::from(connection.init.as_mut()), if connection.init.is_some() => {
+                connection.init = None;
+                match decided {
+                    Ok(accepted) => connection.accepted(accepted, &mut side),
+                    Err(why) => connection
+                        .protocol
+                        .step(Input::InitRefused(InitRefusal::Forbidden, why)),
+                }
+            }
+            event = connection.operations.next(), if !connection.operations.0.is_empty() => match event {
+                // Every shared fan-out message passes here: it is sent as it is, unparsed.
+                Event::Message(text) => {
                     if !send(&mut sink, Message::Text(text.into())).await {
                         tracing::info!("dropping a websocket peer that does not keep up");
                         break;
                     }
+                    continue;
                 }
-                Some(WsMessage::Close(code, reason)) => {
-                    let (code, reason) = protocol_close(code, reason, refusal.get().copied());
-                    close(&mut sink, code, &reason).await;
-                    break;
-                }
-                None => break,
+                Event::Ended { id, serial, library } => connection.ended(id, serial, library),
             },
-            (id, message) = adopted.next(), if !adopted.is_empty() => {
-                let text = message.unwrap_or_else(|| adopt::complete_message(&id));
-                operations.said(&text);
-                if !send(&mut sink, Message::Text(text.into())).await {
-                    tracing::info!("dropping a websocket peer that does not keep up");
-                    break;
-                }
-            }
             _ = ping.tick() => {
                 if last_heard.elapsed() > live.dead_after {
                     close(&mut sink, 4000, "no answer to pings").await;
@@ -620,7 +657,7 @@ where
                     last_checked = Instant::now();
                 }
                 if let Some((token, _)) = token
-                    && initialised.load(Ordering::SeqCst)
+                    && connection.protocol.is_ready()
                     && has_ended(&state.db, token).await
                 {
                     close(&mut sink, 4403, "the session or key has ended").await;
@@ -629,9 +666,10 @@ where
                 if !send(&mut sink, Message::Ping(Vec::new().into())).await {
                     break;
                 }
+                continue;
             }
             changed = notices.changed() => {
-                let owner = held(&credential).filter(|_| initialised.load(Ordering::SeqCst));
+                let owner = held(&credential).filter(|_| connection.protocol.is_ready());
                 let (stopping, concerned) = match changed {
                     // The hub is gone: nothing will be served any more.
                     Err(_) => (true, false),
@@ -655,22 +693,45 @@ where
                     close(&mut sink, 4403, "the session or key has ended").await;
                     break;
                 }
+                continue;
             }
-            () = &mut init_deadline, if !initialised.load(Ordering::SeqCst) => {
-                close(&mut sink, 4408, "Connection initialisation timeout").await;
-                break;
+            () = &mut init_deadline, if !connection.protocol.is_ready() => {
+                connection.protocol.step(Input::InitTimedOut)
             }
+        };
+        // The step, then any frames held while `connection_init` was decided (once it is).
+        let mut step = Some(step);
+        while let Some(next) = step.take() {
+            let mut side = SocketSide {
+                state: &state,
+                upgrade_caller: &mut upgrade_caller,
+                credential: &mut credential,
+                permits: &mut permits,
+                client,
+            };
+            match connection.carry_out(next, &mut side) {
+                Then::Go => {}
+                Then::Send(text) => {
+                    if !send(&mut sink, Message::Text(text.into())).await {
+                        tracing::info!("dropping a websocket peer that does not keep up");
+                        break 'socket;
+                    }
+                }
+                Then::Close(code, reason) => {
+                    close(&mut sink, code, &reason).await;
+                    break 'socket;
+                }
+            }
+            step = connection
+                .protocol
+                .held_frame()
+                .map(|frame| connection.protocol.step(Input::Frame(&frame)));
         }
     }
     // Its operations go first: one still starting may hold a pooled database connection, and
     // not polled while the socket lingers, it would keep it from everyone else until the peer
-    // answers the close.
-    drop(adopted);
-    if let Some(claims) = &claims {
-        claims.clear();
-    }
-    drop(graphql);
-    drop(to_graphql);
+    // answers the close. A hand-over holds the connection's data, which holds the hand-overs.
+    drop(connection);
     // The closing handshake: read (and drop) what the peer still sends until it answers our
     // close, for a moment at most. Closing a TCP connection with unread data resets it, and a
     // reset can destroy our close frame before the peer reads it, leaving it no reason why.
@@ -684,126 +745,7 @@ where
     .await;
 }
 
-/// The close codes `graphql-transport-ws` prescribes, where the library uses generic ones:
-/// 4401 for a subscribe before the acknowledgement, 4403 for a refused `connection_init`, 4400
-/// for a message that is not the protocol's; and 1013 (try again later) for a `connection_init`
-/// refused only because the instance is at its websocket limit.
-fn protocol_close(code: u16, reason: String, refusal: Option<InitRefusal>) -> (u16, String) {
-    match (code, refusal) {
-        (1011, _) => (4401, "Unauthorized".to_owned()),
-        (1002, Some(InitRefusal::Forbidden)) => (
-            4403,
-            format!("Forbidden: {reason}; send a session token or API key as payload.token"),
-        ),
-        (1002, Some(InitRefusal::AtCapacity)) => (1013, reason),
-        (1002, None) => (4400, reason),
-        _ => (code, reason),
-    }
-}
-
-fn tokio_stream_of(
-    mut rx: tokio::sync::mpsc::Receiver<Inbound>,
-) -> impl futures::Stream<Item = Inbound> + Send + 'static {
-    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn subscribe(id: &str) -> String {
-        format!(
-            r#"{{"type":"subscribe","id":"{id}","payload":{{"query":"subscription {{ awaitingMe {{ change }} }}"}}}}"#
-        )
-    }
-
-    fn complete(id: &str) -> String {
-        format!(r#"{{"type":"complete","id":"{id}"}}"#)
-    }
-
-    #[test]
-    fn every_subscribe_gets_its_own_serial_and_the_id_runs_under_the_latest() {
-        let mut operations = Operations::default();
-        assert_eq!(
-            operations.heard(&subscribe("q"), 5),
-            Heard::Start("q".into(), 1)
-        );
-        assert_eq!(
-            operations.heard(&subscribe("q"), 5),
-            Heard::Start("q".into(), 2)
-        );
-        assert_eq!(operations.serial("q"), Some(2));
-        assert_eq!(operations.heard(&complete("q"), 5), Heard::Stop("q".into()));
-        assert_eq!(operations.serial("q"), None);
-    }
-
-    #[test]
-    fn a_served_operation_counts_under_the_cap_until_its_complete_is_sent() {
-        let mut operations = Operations::default();
-        assert_eq!(
-            operations.heard(&subscribe("a"), 1),
-            Heard::Start("a".into(), 1)
-        );
-        // Adopted: the library's `complete` is claimed, never `said`, so "a" still counts.
-        assert_eq!(operations.heard(&subscribe("b"), 1), Heard::TooMany);
-        let mut operations = Operations::default();
-        operations.heard(&subscribe("a"), 1);
-        operations.said(&complete("a"));
-        assert_eq!(
-            operations.heard(&subscribe("b"), 1),
-            Heard::Start("b".into(), 2)
-        );
-    }
-
-    /// The race, message by message: subscribe, the resolver hands over, the client completes,
-    /// then the library completes its empty stream. Nothing is served, and the cap counts
-    /// nothing for it.
-    #[test]
-    fn a_complete_racing_the_hand_over_leaves_nothing_counted() {
-        let mut operations = Operations::default();
-        let Heard::Start(id, serial) = operations.heard(&subscribe("q"), 1) else {
-            panic!("a start");
-        };
-        assert_eq!((id.as_str(), serial), ("q", 1));
-        assert_eq!(operations.heard(&complete("q"), 1), Heard::Stop("q".into()));
-        // What `Adoptions::claim` is told about "q" when the library's `complete` comes out.
-        assert_eq!(operations.serial("q"), None);
-        assert_eq!(
-            operations.heard(&subscribe("r"), 1),
-            Heard::Start("r".into(), 2)
-        );
-    }
-
-    #[test]
-    fn an_error_sent_ends_an_operation_and_a_next_does_not() {
-        let mut operations = Operations::default();
-        operations.heard(&subscribe("a"), 2);
-        operations.said(r#"{"type":"next","id":"a","payload":{"data":{"t":"\"complete\""}}}"#);
-        assert_eq!(operations.serial("a"), Some(1));
-        operations.said(r#"{"type":"error","id":"a","payload":[]}"#);
-        assert_eq!(operations.serial("a"), None);
-    }
-
-    #[test]
-    fn malformed_and_other_messages_are_left_to_the_protocol() {
-        let mut operations = Operations::default();
-        assert_eq!(operations.heard("not json", 1), Heard::Other);
-        assert_eq!(operations.heard(r#"{"type":"ping"}"#, 1), Heard::Other);
-        assert_eq!(operations.heard(r#"{"type":"subscribe"}"#, 1), Heard::Other);
-    }
-
-    #[test]
-    fn the_library_close_codes_become_the_protocols() {
-        assert_eq!(protocol_close(1011, "x".into(), None).0, 4401);
-        assert_eq!(
-            protocol_close(1002, "x".into(), Some(InitRefusal::Forbidden)).0,
-            4403
-        );
-        assert_eq!(
-            protocol_close(1002, "x".into(), Some(InitRefusal::AtCapacity)).0,
-            1013
-        );
-        assert_eq!(protocol_close(1002, "x".into(), None).0, 4400);
-        assert_eq!(protocol_close(4409, "x".into(), None).0, 4409);
-    }
+/// The credential held in `credential`, if any: its token and owner.
+fn held(credential: &Option<Held>) -> Option<(String, i64)> {
+    credential.as_ref().map(|h| (h.token.clone(), h.user_id))
 }
