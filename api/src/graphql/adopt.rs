@@ -24,11 +24,11 @@ use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
+use async_graphql::Variables;
 use async_graphql::extensions::{
     Extension, ExtensionContext, ExtensionFactory, NextPrepareRequest,
 };
 use async_graphql::{Context, Data, Name, Request, Response, ServerError, ServerResult, Value};
-use async_graphql::Variables;
 use futures::future::BoxFuture;
 use futures::{FutureExt, Stream, StreamExt};
 
@@ -257,10 +257,10 @@ where
         .then(move |change| plan.clone().message(change))
         .boxed();
     adoptions.handed().push(Handed {
-            id: tag.id.clone(),
-            serial: tag.serial,
-            served,
-        });
+        id: tag.id.clone(),
+        serial: tag.serial,
+        served,
+    });
     Ok(())
 }
 

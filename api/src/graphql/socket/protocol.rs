@@ -303,7 +303,10 @@ fn reason(text: &str) -> String {
 
 /// The `next` message carrying `payload` (a serialised response) for operation `id`.
 pub fn next_message(id: &str, payload: &str) -> String {
-    format!(r#"{{"type":"next","id":{},"payload":{payload}}}"#, quoted(id))
+    format!(
+        r#"{{"type":"next","id":{},"payload":{payload}}}"#,
+        quoted(id)
+    )
 }
 
 /// The `complete` message for operation `id`.
@@ -373,7 +376,10 @@ mod tests {
     fn connection_init_without_a_payload_is_decided_with_null() {
         let mut protocol = Protocol::new(4, 4);
         let step = protocol.step(Input::Frame(r#"{"type":"connection_init"}"#));
-        assert!(matches!(step, Step::Init(serde_json::Value::Null)), "{step:?}");
+        assert!(
+            matches!(step, Step::Init(serde_json::Value::Null)),
+            "{step:?}"
+        );
     }
 
     #[test]
@@ -393,7 +399,10 @@ mod tests {
             "that token is not valid",
         )));
         assert_eq!(code, 4403);
-        assert!(reason.starts_with("Forbidden: that token is not valid"), "{reason}");
+        assert!(
+            reason.starts_with("Forbidden: that token is not valid"),
+            "{reason}"
+        );
     }
 
     #[test]
@@ -418,8 +427,14 @@ mod tests {
     fn frames_heard_while_init_is_decided_are_answered_after_it_in_order() {
         let mut protocol = Protocol::new(4, 4);
         protocol.step(Input::Frame(INIT));
-        assert!(matches!(protocol.step(Input::Frame(&subscribe("a"))), Step::Nothing));
-        assert!(matches!(protocol.step(Input::Frame(&subscribe("b"))), Step::Nothing));
+        assert!(matches!(
+            protocol.step(Input::Frame(&subscribe("a"))),
+            Step::Nothing
+        ));
+        assert!(matches!(
+            protocol.step(Input::Frame(&subscribe("b"))),
+            Step::Nothing
+        ));
         assert!(protocol.held_frame().is_none(), "not before the decision");
         protocol.step(Input::InitAccepted);
         let first = protocol.held_frame().expect("a held frame");
@@ -449,7 +464,10 @@ mod tests {
             panic!("a pong");
         };
         let pong: serde_json::Value = serde_json::from_str(&pong).expect("JSON");
-        assert_eq!(pong, serde_json::json!({"type": "pong", "payload": {"n": 1}}));
+        assert_eq!(
+            pong,
+            serde_json::json!({"type": "pong", "payload": {"n": 1}})
+        );
         let Step::Send(bare) = ready(4).step(Input::Frame(r#"{"type":"ping"}"#)) else {
             panic!("a pong");
         };
@@ -489,7 +507,10 @@ mod tests {
         let mut protocol = ready(4);
         protocol.step(Input::Frame(&subscribe("q")));
         let (code, reason) = closed(protocol.step(Input::Frame(&subscribe("q"))));
-        assert_eq!((code, reason.as_str()), (4409, "Subscriber for q already exists"));
+        assert_eq!(
+            (code, reason.as_str()),
+            (4409, "Subscriber for q already exists")
+        );
     }
 
     #[test]
@@ -511,7 +532,10 @@ mod tests {
         };
         assert_eq!((id.as_str(), serial), ("q", 1));
         assert_eq!(protocol.running(), 0);
-        assert_eq!(started(protocol.step(Input::Frame(&subscribe("q")))), ("q".into(), 2));
+        assert_eq!(
+            started(protocol.step(Input::Frame(&subscribe("q")))),
+            ("q".into(), 2)
+        );
     }
 
     #[test]
@@ -539,7 +563,10 @@ mod tests {
     fn a_subscribe_or_complete_without_an_id_is_closed_with_4400() {
         let without = r#"{"type":"subscribe","payload":{"query":"{ viewer { id } }"}}"#;
         assert_eq!(closed(ready(4).step(Input::Frame(without))).0, 4400);
-        assert_eq!(closed(ready(4).step(Input::Frame(r#"{"type":"complete"}"#))).0, 4400);
+        assert_eq!(
+            closed(ready(4).step(Input::Frame(r#"{"type":"complete"}"#))).0,
+            4400
+        );
         let numeric = r#"{"type":"complete","id":1}"#;
         assert_eq!(closed(ready(4).step(Input::Frame(numeric))).0, 4400);
     }
@@ -563,7 +590,10 @@ mod tests {
             serial,
             handed_over: false,
         });
-        assert!(matches!(step, Step::Complete(ref done) if done == "q"), "{step:?}");
+        assert!(
+            matches!(step, Step::Complete(ref done) if done == "q"),
+            "{step:?}"
+        );
         assert_eq!(protocol.running(), 0);
     }
 
@@ -576,7 +606,10 @@ mod tests {
             serial,
             handed_over: true,
         });
-        assert!(matches!(step, Step::Serve(ref served) if served == "q"), "{step:?}");
+        assert!(
+            matches!(step, Step::Serve(ref served) if served == "q"),
+            "{step:?}"
+        );
         assert_eq!(protocol.running(), 1);
         assert_eq!(closed(protocol.step(Input::Frame(&subscribe("r")))).0, 4429);
     }
@@ -599,7 +632,10 @@ mod tests {
         });
         assert!(matches!(step, Step::Drop(1)), "{step:?}");
         assert_eq!(protocol.running(), 0);
-        assert_eq!(started(protocol.step(Input::Frame(&subscribe("r")))), ("r".into(), 2));
+        assert_eq!(
+            started(protocol.step(Input::Frame(&subscribe("r")))),
+            ("r".into(), 2)
+        );
     }
 
     /// The same id subscribed again after a complete: the earlier subscribe's hand-over is never
@@ -615,7 +651,10 @@ mod tests {
             serial: first,
             handed_over: true,
         });
-        assert!(matches!(stale, Step::Drop(serial) if serial == first), "{stale:?}");
+        assert!(
+            matches!(stale, Step::Drop(serial) if serial == first),
+            "{stale:?}"
+        );
         let current = protocol.step(Input::Ended {
             id: "q",
             serial: second,
