@@ -12,8 +12,8 @@ use std::time::Duration;
 use migration::{Migrator, MigratorTrait};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
-    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
-    DbErr, ExecResult, QueryResult, RuntimeErr, SqliteTransactionMode, Statement,
+    AccessMode, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction,
+    DbBackend, DbErr, ExecResult, QueryResult, RuntimeErr, SqliteTransactionMode, Statement,
     TransactionOptions, TransactionTrait,
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
@@ -51,7 +51,10 @@ pub enum PoolSize {
 /// (`PRAGMA query_only = ON`, so a write that slips past the types fails loudly instead of
 /// racing the writer), and one connection for the writer, since the process writes one
 /// transaction at a time anyway (see [`Db::begin_write`]). On PostgreSQL it holds one pool,
-/// which does both.
+/// which does both: its connections start every transaction read-only
+/// (`default_transaction_read_only = on`), and only [`Db::begin_write`] and the migration begin
+/// one `READ WRITE`, so there too a write that slips past the types fails instead of running
+/// outside a write transaction.
 #[derive(Debug, Clone)]
 pub struct Db {
     reads: DatabaseConnection,
@@ -86,7 +89,8 @@ pub async fn connect(url: &str, size: PoolSize) -> Result<Db, DbErr> {
         // A command runs a few statements and exits: nothing to keep warm.
         PoolSize::OneShot => (ONE_SHOT_CONNECTIONS, 0, "askloop-command"),
     };
-    let pool = Database::connect(postgres_options(url, max, min, name)).await?;
+    let pool =
+        Database::connect(postgres_options(url, max, min, name, ReadOnly::ByDefault)).await?;
     Ok(Db {
         reads: pool.clone(),
         writes: pool,
@@ -102,7 +106,7 @@ pub async fn connect_for_tests(url: &str) -> Result<Db, DbErr> {
     let pool = if is_sqlite(url) {
         Database::connect(sqlite_options(url, 2, 0, false)).await?
     } else {
-        Database::connect(postgres_options(url, 2, 0, "askloop-tests")).await?
+        Database::connect(postgres_options(url, 2, 0, "askloop-tests", ReadOnly::No)).await?
     };
     Ok(Db {
         reads: pool.clone(),
@@ -140,7 +144,23 @@ fn sqlite_options(url: &str, max: u32, min: u32, query_only: bool) -> ConnectOpt
     options
 }
 
-fn postgres_options(url: &str, max: u32, min: u32, name: &'static str) -> ConnectOptions {
+/// Whether a PostgreSQL pool's transactions are read-only unless begun `READ WRITE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadOnly {
+    /// The server's and the commands' pools: only [`Db::begin_write`] and the migration write.
+    ByDefault,
+    /// The test harness's pool, which sets rows up directly.
+    #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
+    No,
+}
+
+fn postgres_options(
+    url: &str,
+    max: u32,
+    min: u32,
+    name: &'static str,
+    read_only: ReadOnly,
+) -> ConnectOptions {
     let mut options = ConnectOptions::new(url.to_owned());
     // A connection is pinged before use only after it sat idle for a while (a server restart,
     // a dropped link): on a busy pool the ping would be one more round trip in front of every
@@ -151,7 +171,14 @@ fn postgres_options(url: &str, max: u32, min: u32, name: &'static str) -> Connec
         .max_connections(max)
         .min_connections(min)
         .test_before_acquire_if_idle_for(Duration::from_secs(30))
-        .map_sqlx_postgres_opts(move |opts| opts.application_name(name));
+        .map_sqlx_postgres_opts(move |opts| {
+            let opts = opts.application_name(name);
+            match read_only {
+                // Sent with the connection's start-up packet: no statement per connection.
+                ReadOnly::ByDefault => opts.options([("default_transaction_read_only", "on")]),
+                ReadOnly::No => opts,
+            }
+        });
     options
 }
 
@@ -205,7 +232,8 @@ impl Db {
     /// long as the one before them takes, where writers left to SQLite's busy handler poll with
     /// sleeps of up to 100 ms (the tail latency of every write under load). Writers in other
     /// processes (the command line) still meet the busy timeout. PostgreSQL ignores the mode
-    /// and has no turn.
+    /// and has no turn; there the transaction is begun `READ WRITE`, the one way past the pool's
+    /// read-only default.
     pub async fn begin_write(&self) -> Result<WriteTxn, DbErr> {
         self.begin_write_checked(|| async { Ok::<(), DbErr>(()) })
             .await
@@ -250,13 +278,9 @@ impl Db {
         reason = "the one place a write transaction begins"
     )]
     async fn begin_in_turn(&self, turn: Option<OwnedMutexGuard<()>>) -> Result<WriteTxn, DbErr> {
-        let mode = turn.as_ref().map(|_| SqliteTransactionMode::Immediate);
         let txn = self
             .writes
-            .begin_with_options(TransactionOptions {
-                sqlite_transaction_mode: mode,
-                ..Default::default()
-            })
+            .begin_with_options(write_options(turn.is_some()))
             .await?;
         Ok(WriteTxn { txn, _turn: turn })
     }
@@ -310,7 +334,7 @@ const MIGRATION_LOCK: i64 = 0x61_73_6b_6c_6f_6f_70;
 pub async fn migrate(db: &Db) -> Result<(), DbErr> {
     let txn = match db.get_database_backend() {
         DbBackend::Postgres => {
-            let txn = db.writes.begin().await?;
+            let txn = db.writes.begin_with_options(write_options(false)).await?;
             txn.execute_unprepared(&format!("SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
                 .await?;
             txn
@@ -318,13 +342,7 @@ pub async fn migrate(db: &Db) -> Result<(), DbErr> {
         DbBackend::Sqlite => {
             let _turn = writer_gate(&db.writes).lock_owned().await;
             let txn = loop {
-                let begun = db
-                    .writes
-                    .begin_with_options(TransactionOptions {
-                        sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
-                        ..Default::default()
-                    })
-                    .await;
+                let begun = db.writes.begin_with_options(write_options(true)).await;
                 match begun {
                     Ok(txn) => break txn,
                     Err(err) if is_busy(&err) => {
@@ -340,6 +358,23 @@ pub async fn migrate(db: &Db) -> Result<(), DbErr> {
     };
     Migrator::up(&txn, None).await?;
     txn.commit().await
+}
+
+/// How a write transaction begins: `IMMEDIATE` on SQLite (where `sqlite` says this is SQLite
+/// and the process's turn is held), `READ WRITE` on PostgreSQL, past the pool's read-only
+/// default.
+fn write_options(sqlite: bool) -> TransactionOptions {
+    if sqlite {
+        TransactionOptions {
+            sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+            ..Default::default()
+        }
+    } else {
+        TransactionOptions {
+            access_mode: Some(AccessMode::ReadWrite),
+            ..Default::default()
+        }
+    }
 }
 
 /// Whether `err` is SQLite's "database is locked" (`SQLITE_BUSY` and its extended codes): the
@@ -547,12 +582,13 @@ impl<N> Drop for Turn<'_, N> {
     }
 }
 
+/// A fresh, migrated SQLite database in a file of its own, for unit tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod scratch {
+    use super::{Db, PoolSize, connect, migrate};
 
-    /// A fresh SQLite file in the temporary folder, removed (with its WAL) when dropped.
-    struct Scratch(std::path::PathBuf);
+    /// The database's file, removed (with its WAL) when dropped.
+    pub(crate) struct Scratch(std::path::PathBuf);
 
     impl Drop for Scratch {
         fn drop(&mut self) {
@@ -564,51 +600,24 @@ mod tests {
         }
     }
 
-    async fn scratch_database() -> (Scratch, Db) {
-        let path = std::env::temp_dir().join(format!("askloop-db-{}.db", uuid::Uuid::new_v4()));
-        let db = connect(
-            &format!("sqlite://{}?mode=rwc", path.display()),
-            PoolSize::OneShot,
-        )
-        .await
-        .expect("a database");
+    /// A new database, migrated, opened with `size`; keep the [`Scratch`] as long as it is used.
+    pub(crate) async fn database(size: PoolSize) -> (Scratch, Db) {
+        let path = std::env::temp_dir().join(format!("askloop-unit-{}.db", uuid::Uuid::new_v4()));
+        let db = connect(&format!("sqlite://{}?mode=rwc", path.display()), size)
+            .await
+            .expect("a database");
         migrate(&db).await.expect("migrated");
         (Scratch(path), db)
     }
+}
 
-    fn a_link_key() -> Statement {
-        Statement::from_string(
-            DbBackend::Sqlite,
-            "INSERT INTO link_keys (purpose, secret, created_at) \
-             VALUES ('links', '00', '2026-12-01T00:00:00Z')",
-        )
-    }
-
-    #[tokio::test]
-    async fn on_sqlite_a_write_outside_begin_write_is_refused_and_one_inside_lands() {
-        let (_file, db) = scratch_database().await;
-        let stray = db.execute_raw(a_link_key()).await;
-        let refused = stray.expect_err("a read connection refuses to write");
-        assert!(
-            refused.to_string().contains("readonly"),
-            "refused as read-only: {refused}"
-        );
-        let txn = db.begin_write().await.expect("begun");
-        txn.execute_raw(a_link_key()).await.expect("written");
-        txn.commit().await.expect("committed");
-        let kept = db
-            .query_all_raw(Statement::from_string(
-                DbBackend::Sqlite,
-                "SELECT purpose FROM link_keys",
-            ))
-            .await
-            .expect("read");
-        assert_eq!(kept.len(), 1);
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[tokio::test]
     async fn a_write_that_may_be_skipped_is_skipped_while_another_writes() {
-        let (_file, db) = scratch_database().await;
+        let (_file, db) = scratch::database(PoolSize::OneShot).await;
         let writing = db.begin_write().await.expect("begun");
         assert!(
             db.try_begin_write().await.expect("no error").is_none(),

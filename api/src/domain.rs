@@ -9,6 +9,7 @@ pub mod html;
 pub mod intake;
 pub mod ledger;
 pub mod placement;
+pub mod research;
 pub mod revenue;
 pub mod scoring;
 pub mod sealing;

@@ -1,5 +1,7 @@
-//! The service error enum and its one mapping per transport: a status and JSON body for REST, a
-//! code in `extensions.code` for GraphQL. Internal errors are logged once, here, and never shown.
+//! The service error enum and the one list of error codes ([`ErrorCode`]). This module speaks no
+//! transport: each maps a [`ServiceError`] itself — REST and MCP to a status, the JSON body and
+//! `Retry-After` (`rest::errors`), GraphQL to `extensions.code` (`graphql::error_door`). Internal
+//! errors are logged once, by that mapping, and never shown.
 //!
 //! A database error is sorted here, once, as it becomes a [`ServiceError`]: one that says the
 //! database is out of reach for now (unreachable, restarting, shutting down, out of connections)
@@ -8,9 +10,6 @@
 
 use std::time::Duration;
 
-use axum::http::header::RETRY_AFTER as RETRY_AFTER_HEADER;
-use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
 use sea_orm::{DbErr, RuntimeErr};
 use serde_json::json;
 
@@ -72,6 +71,113 @@ pub enum ServiceError {
     /// A fault inside askloop or its database.
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
+}
+
+/// Every stable error code askloop answers with, on every surface: the codes a [`ServiceError`]
+/// carries ([`ErrorCode::SERVICE`]) and the ones only GraphQL's error door gives the library's
+/// own refusals. Clients match on the text ([`ErrorCode::as_str`]); OpenAPI's `ErrorCode` schema
+/// and the error door's constants are made from this list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// The input is wrong; the message names the field.
+    BadUserInput,
+    /// No or a bad credential or signature.
+    Unauthenticated,
+    /// The caller may not do this.
+    Forbidden,
+    /// No such thing (or not the caller's).
+    NotFound,
+    /// The thing is not in a state that allows this.
+    Conflict,
+    /// askloop cannot serve this now (not configured, or its database out of reach).
+    Unavailable,
+    /// The niche's budget cannot take the bounty.
+    OverBudget,
+    /// Done too often.
+    RateLimited,
+    /// askloop's fault; logged.
+    Internal,
+    /// GraphQL: the query text is not GraphQL.
+    GraphqlParseFailed,
+    /// GraphQL: the query does not fit the schema.
+    GraphqlValidationFailed,
+    /// GraphQL: the query nests deeper than askloop answers.
+    QueryTooDeep,
+    /// GraphQL: the query would cost more than askloop answers.
+    QueryTooComplex,
+    /// GraphQL over HTTP: the body is not a single GraphQL request.
+    BadRequest,
+}
+
+impl ErrorCode {
+    /// The codes a [`ServiceError`] carries: what REST and MCP answer with.
+    pub const SERVICE: &'static [ErrorCode] = &[
+        ErrorCode::BadUserInput,
+        ErrorCode::Unauthenticated,
+        ErrorCode::Forbidden,
+        ErrorCode::NotFound,
+        ErrorCode::Conflict,
+        ErrorCode::Unavailable,
+        ErrorCode::OverBudget,
+        ErrorCode::RateLimited,
+        ErrorCode::Internal,
+    ];
+
+    /// Every code, the error door's included.
+    pub const ALL: &'static [ErrorCode] = &[
+        ErrorCode::BadUserInput,
+        ErrorCode::Unauthenticated,
+        ErrorCode::Forbidden,
+        ErrorCode::NotFound,
+        ErrorCode::Conflict,
+        ErrorCode::Unavailable,
+        ErrorCode::OverBudget,
+        ErrorCode::RateLimited,
+        ErrorCode::Internal,
+        ErrorCode::GraphqlParseFailed,
+        ErrorCode::GraphqlValidationFailed,
+        ErrorCode::QueryTooDeep,
+        ErrorCode::QueryTooComplex,
+        ErrorCode::BadRequest,
+    ];
+
+    /// The code as clients see it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::BadUserInput => "BAD_USER_INPUT",
+            ErrorCode::Unauthenticated => "UNAUTHENTICATED",
+            ErrorCode::Forbidden => "FORBIDDEN",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::Conflict => "CONFLICT",
+            ErrorCode::Unavailable => "UNAVAILABLE",
+            ErrorCode::OverBudget => "OVER_BUDGET",
+            ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::Internal => "INTERNAL",
+            ErrorCode::GraphqlParseFailed => "GRAPHQL_PARSE_FAILED",
+            ErrorCode::GraphqlValidationFailed => "GRAPHQL_VALIDATION_FAILED",
+            ErrorCode::QueryTooDeep => "QUERY_TOO_DEEP",
+            ErrorCode::QueryTooComplex => "QUERY_TOO_COMPLEX",
+            ErrorCode::BadRequest => "BAD_REQUEST",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl serde::Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
 /// The reasons a [`ServiceError::RateLimited`] carries, for the documentation test.
@@ -277,35 +383,19 @@ fn temporary_code(code: &str) -> bool {
 
 impl ServiceError {
     /// The stable code clients match on.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            ServiceError::BadInput(_) | ServiceError::TooLarge(_) => "BAD_USER_INPUT",
-            ServiceError::Unauthenticated(_) => "UNAUTHENTICATED",
-            ServiceError::Forbidden(_) | ServiceError::SelfReview(_) => "FORBIDDEN",
-            ServiceError::NotFound(_) => "NOT_FOUND",
-            ServiceError::Conflict(_) => "CONFLICT",
-            ServiceError::Unavailable(_) | ServiceError::TemporarilyUnavailable(_) => "UNAVAILABLE",
-            ServiceError::OverBudget { .. } => "OVER_BUDGET",
-            ServiceError::RateLimited { .. } => "RATE_LIMITED",
-            ServiceError::Internal(_) => "INTERNAL",
-        }
-    }
-
-    /// The HTTP status for the REST shim.
-    pub fn status(&self) -> StatusCode {
-        match self {
-            ServiceError::BadInput(_) => StatusCode::BAD_REQUEST,
-            ServiceError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
-            ServiceError::Forbidden(_) | ServiceError::SelfReview(_) => StatusCode::FORBIDDEN,
-            ServiceError::NotFound(_) => StatusCode::NOT_FOUND,
-            ServiceError::Conflict(_) => StatusCode::CONFLICT,
-            ServiceError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ServiceError::BadInput(_) | ServiceError::TooLarge(_) => ErrorCode::BadUserInput,
+            ServiceError::Unauthenticated(_) => ErrorCode::Unauthenticated,
+            ServiceError::Forbidden(_) | ServiceError::SelfReview(_) => ErrorCode::Forbidden,
+            ServiceError::NotFound(_) => ErrorCode::NotFound,
+            ServiceError::Conflict(_) => ErrorCode::Conflict,
             ServiceError::Unavailable(_) | ServiceError::TemporarilyUnavailable(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
+                ErrorCode::Unavailable
             }
-            ServiceError::OverBudget { .. } => StatusCode::PAYMENT_REQUIRED,
-            ServiceError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ServiceError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ServiceError::OverBudget { .. } => ErrorCode::OverBudget,
+            ServiceError::RateLimited { .. } => ErrorCode::RateLimited,
+            ServiceError::Internal(_) => ErrorCode::Internal,
         }
     }
 
@@ -387,67 +477,10 @@ impl ServiceError {
             _ => {}
         }
     }
-
-    /// The `Retry-After` header value for this error, when it has one.
-    pub fn retry_after_header(&self) -> Option<HeaderValue> {
-        self.retry_after_seconds().map(HeaderValue::from)
-    }
-}
-
-/// The `Retry-After` header value of a temporary failure: [`RETRY_AFTER`] in whole seconds.
-pub fn retry_after_header() -> HeaderValue {
-    HeaderValue::from(RETRY_AFTER.as_secs().max(1))
 }
 
 /// The reason of [`ServiceError::TemporarilyUnavailable`]: the same request may succeed later.
 pub const TEMPORARILY_UNAVAILABLE: &str = "TEMPORARILY_UNAVAILABLE";
-
-impl IntoResponse for ServiceError {
-    fn into_response(self) -> Response {
-        self.log_if_internal();
-        let retry_after = self.retry_after_header();
-        let mut response = (self.status(), axum::Json(self.body())).into_response();
-        if let Some(value) = retry_after {
-            response.headers_mut().insert(RETRY_AFTER_HEADER, value);
-        }
-        response
-    }
-}
-
-impl async_graphql::ErrorExtensions for ServiceError {
-    fn extend(&self) -> async_graphql::Error {
-        self.log_if_internal();
-        let (code, reason, retry_after) = (self.code(), self.reason(), self.retry_after_seconds());
-        let message = match self {
-            // The cause is logged above; the client learns only that it was ours.
-            ServiceError::Internal(_) => "internal error".to_owned(),
-            _ => self.to_string(),
-        };
-        async_graphql::Error::new(message).extend_with(|_, e| {
-            e.set("code", code);
-            if let Some(reason) = reason {
-                e.set("reason", reason);
-            }
-            if let Some(seconds) = retry_after {
-                e.set("retryAfterSeconds", seconds);
-            }
-        })
-    }
-}
-
-/// `?` in a resolver would convert through async-graphql's blanket `From<Display>` and drop the
-/// code; `.gql()?` keeps it.
-pub trait GqlResultExt<T> {
-    /// Map the error to a GraphQL error carrying `extensions.code`.
-    fn gql(self) -> async_graphql::Result<T>;
-}
-
-impl<T> GqlResultExt<T> for Result<T, ServiceError> {
-    fn gql(self) -> async_graphql::Result<T> {
-        use async_graphql::ErrorExtensions;
-        self.map_err(|err| err.extend())
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -529,8 +562,7 @@ mod tests {
             coded("6"),
         ];
         for err in &temporary {
-            assert_eq!(err.status(), StatusCode::SERVICE_UNAVAILABLE, "{err:?}");
-            assert_eq!(err.code(), "UNAVAILABLE");
+            assert_eq!(err.code(), ErrorCode::Unavailable, "{err:?}");
             assert_eq!(err.reason(), Some(TEMPORARILY_UNAVAILABLE));
             assert_eq!(err.retry_after(), Some(RETRY_AFTER));
             let body = err.body();
@@ -538,15 +570,7 @@ mod tests {
             // The driver's words stay in the log.
             assert!(!body.to_string().contains("57P"), "{body}");
         }
-        let response = coded("57P03").into_response();
-        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(
-            response
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok()),
-            Some("2")
-        );
+        assert_eq!(coded("57P03").retry_after_seconds(), Some(2));
     }
 
     #[test]
@@ -562,20 +586,37 @@ mod tests {
             ServiceError::from(DbErr::Custom("x".into())),
             ServiceError::from(DbErr::Query(RuntimeErr::Internal("x".into()))),
         ] {
-            assert_eq!(err.code(), "INTERNAL", "{err:?}");
+            assert_eq!(err.code(), ErrorCode::Internal, "{err:?}");
             assert_eq!(err.retry_after(), None);
-            assert!(err.into_response().headers().get("retry-after").is_none());
+            assert_eq!(err.body()["error"], "internal error");
         }
         // Not configured is unavailable too, but waiting does not help: no Retry-After.
         let unconfigured = ServiceError::Unavailable("no signing secret is configured".into());
-        assert_eq!(unconfigured.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(unconfigured.code(), ErrorCode::Unavailable);
         assert_eq!(unconfigured.reason(), None);
-        assert!(
-            unconfigured
-                .into_response()
-                .headers()
-                .get("retry-after")
-                .is_none()
+        assert_eq!(unconfigured.retry_after_seconds(), None);
+    }
+
+    #[test]
+    fn every_code_is_listed_once_and_the_service_codes_come_first() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            assert!(seen.insert(code.as_str()), "{code} is listed twice");
+            assert!(
+                code.as_str()
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c == '_'),
+                "{code}"
+            );
+        }
+        assert_eq!(
+            &ErrorCode::ALL[..ErrorCode::SERVICE.len()],
+            ErrorCode::SERVICE
         );
+        assert_eq!(
+            serde_json::to_value(ErrorCode::OverBudget).unwrap(),
+            "OVER_BUDGET"
+        );
+        assert!(ErrorCode::Conflict == "CONFLICT");
     }
 }

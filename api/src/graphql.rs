@@ -216,7 +216,7 @@ pub fn credentials_ended(ctx: &Context<'_>) -> CredentialsEnded {
 /// session cookie must come from askloop's own pages. Who may make the write is the service's
 /// to decide.
 pub(crate) fn writer<'a>(ctx: &Context<'a>) -> async_graphql::Result<(&'a Db, &'a Caller)> {
-    use crate::error::GqlResultExt;
+    use crate::graphql::error_door::GqlResultExt;
     let db = ctx.data::<Db>()?;
     let caller = caller_of(ctx)?;
     caller.check_write().gql()?;

@@ -196,9 +196,10 @@ pub async fn authenticate(
             let mut response = next.run(request).await;
             if out_of_reach.0.load(Ordering::Relaxed) {
                 *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, crate::error::retry_after_header());
+                response.headers_mut().insert(
+                    header::RETRY_AFTER,
+                    crate::rest::errors::temporary_retry_after(),
+                );
             }
             response
         }

@@ -7,6 +7,7 @@ use axum::routing::{get, post};
 use crate::state::AppState;
 
 mod edge;
+pub mod errors;
 mod forms;
 mod health;
 mod intake;

@@ -48,3 +48,4 @@ mod tasks_page;
 mod text_inputs;
 mod unavailable;
 mod verdicts;
+mod writes;

@@ -13,7 +13,8 @@ use super::deliveries::Delivery;
 use super::{caller_of, writer};
 use crate::config::Config;
 use crate::domain::agents::AgentSlug;
-use crate::error::{GqlResultExt, ServiceError};
+use crate::error::ServiceError;
+use crate::graphql::error_door::GqlResultExt;
 use crate::service::agents::{
     self, AgentSummary, DEFAULT_RETIRE_PREVIOUS_SECS, Endpoint, NewAgent, WithSecret, parse_events,
     wanted_events,

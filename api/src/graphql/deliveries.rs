@@ -9,7 +9,8 @@ use entity::delivery_attempts;
 use super::caller_of;
 use super::enums::AttemptOutcome;
 use super::writer;
-use crate::error::{GqlResultExt, ServiceError};
+use crate::error::ServiceError;
+use crate::graphql::error_door::GqlResultExt;
 use crate::service::outbox::{self, EventType};
 use crate::service::queue::page_size;
 

@@ -13,24 +13,65 @@ use async_graphql::extensions::{
     NextValidation,
 };
 use async_graphql::parser::types::ExecutableDocument;
-use async_graphql::{Response, ServerError, ServerResult, ValidationResult, Value, Variables};
+use async_graphql::{
+    ErrorExtensions, Response, ServerError, ServerResult, ValidationResult, Value, Variables,
+};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
+use crate::error::{ErrorCode, ServiceError};
+
 /// The query text is not GraphQL.
-pub const PARSE_FAILED: &str = "GRAPHQL_PARSE_FAILED";
+pub const PARSE_FAILED: &str = ErrorCode::GraphqlParseFailed.as_str();
 /// The query does not fit the schema.
-pub const VALIDATION_FAILED: &str = "GRAPHQL_VALIDATION_FAILED";
+pub const VALIDATION_FAILED: &str = ErrorCode::GraphqlValidationFailed.as_str();
 /// The query nests deeper than askloop answers.
-pub const TOO_DEEP: &str = "QUERY_TOO_DEEP";
+pub const TOO_DEEP: &str = ErrorCode::QueryTooDeep.as_str();
 /// The query would cost more than askloop answers.
-pub const TOO_COMPLEX: &str = "QUERY_TOO_COMPLEX";
+pub const TOO_COMPLEX: &str = ErrorCode::QueryTooComplex.as_str();
 /// An argument or variable has the wrong shape.
-pub const BAD_USER_INPUT: &str = "BAD_USER_INPUT";
+pub const BAD_USER_INPUT: &str = ErrorCode::BadUserInput.as_str();
 /// The HTTP body is not a single GraphQL request.
-pub const BAD_REQUEST: &str = "BAD_REQUEST";
+pub const BAD_REQUEST: &str = ErrorCode::BadRequest.as_str();
 /// A fault inside askloop.
-pub const INTERNAL: &str = "INTERNAL";
+pub const INTERNAL: &str = ErrorCode::Internal.as_str();
+
+/// A service error as GraphQL says it: its text (only `internal error` for an internal fault,
+/// whose cause is logged here, once) with `extensions.code`, and `reason` and
+/// `retryAfterSeconds` where it has them.
+impl ErrorExtensions for ServiceError {
+    fn extend(&self) -> async_graphql::Error {
+        self.log_if_internal();
+        let (code, reason, retry_after) = (self.code(), self.reason(), self.retry_after_seconds());
+        let message = match self {
+            // The cause is logged above; the client learns only that it was ours.
+            ServiceError::Internal(_) => "internal error".to_owned(),
+            _ => self.to_string(),
+        };
+        async_graphql::Error::new(message).extend_with(|_, e| {
+            e.set("code", code.as_str());
+            if let Some(reason) = reason {
+                e.set("reason", reason);
+            }
+            if let Some(seconds) = retry_after {
+                e.set("retryAfterSeconds", seconds);
+            }
+        })
+    }
+}
+
+/// `?` in a resolver would convert through async-graphql's blanket `From<Display>` and drop the
+/// code; `.gql()?` keeps it.
+pub trait GqlResultExt<T> {
+    /// Map the error to a GraphQL error carrying `extensions.code`.
+    fn gql(self) -> async_graphql::Result<T>;
+}
+
+impl<T> GqlResultExt<T> for Result<T, ServiceError> {
+    fn gql(self) -> async_graphql::Result<T> {
+        self.map_err(|err| err.extend())
+    }
+}
 
 /// The extension that installs the door on a schema.
 pub struct ErrorDoor;

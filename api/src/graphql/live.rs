@@ -12,7 +12,7 @@ use super::adopt;
 use super::caller_of;
 use super::queue_change::QueueChange;
 use super::shared::{Serving, Sharing};
-use crate::error::GqlResultExt;
+use crate::graphql::error_door::GqlResultExt;
 use crate::live::LiveHub;
 use crate::service::subscriptions::{self, Change};
 

@@ -4,7 +4,7 @@ use crate::db::Db;
 use async_graphql::{Context, Object, Result};
 
 use super::types::Niche;
-use crate::error::GqlResultExt;
+use crate::graphql::error_door::GqlResultExt;
 use crate::service;
 
 /// Niche queries.

@@ -10,7 +10,8 @@ use chrono::{DateTime, Utc};
 use super::caller_of;
 use super::enums::Urgency;
 use crate::config::Config;
-use crate::error::{GqlResultExt, ServiceError};
+use crate::error::ServiceError;
+use crate::graphql::error_door::GqlResultExt;
 use crate::service::access::{self, Viewer};
 use crate::service::{operator_hooks, reach};
 

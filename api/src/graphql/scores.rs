@@ -5,7 +5,7 @@ use async_graphql::{Context, Object, Result};
 
 use super::caller_of;
 use super::types::{Contribution, Tier};
-use crate::error::GqlResultExt;
+use crate::graphql::error_door::GqlResultExt;
 use crate::service::queue::page_size;
 use crate::service::{access, scores, standing};
 

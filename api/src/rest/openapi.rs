@@ -248,7 +248,10 @@ mod tests {
             ServiceError::Internal(anyhow::anyhow!("x")),
             ServiceError::TemporarilyUnavailable(anyhow::anyhow!("x")),
         ];
-        let mut actual: Vec<String> = errors.iter().map(|e| e.code().to_owned()).collect();
+        let mut actual: Vec<String> = errors
+            .iter()
+            .map(|e| e.code().as_str().to_owned())
+            .collect();
         actual.sort();
         actual.dedup();
         assert_eq!(documented, actual);

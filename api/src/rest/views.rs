@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 
 use crate::domain::intake::QuestionOption;
 use crate::domain::ledger::{Budget, BudgetState, resets_at};
+use crate::error::ErrorCode;
 
 /// Where a question is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
@@ -88,30 +89,19 @@ pub struct ErrorBody {
     pub retry_after_seconds: Option<u64>,
 }
 
-/// The stable error codes.
-#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ErrorCode {
-    /// 400 (and 413): the request is wrong; the message names the field.
-    BadUserInput,
-    /// 401: no or a bad credential or signature.
-    Unauthenticated,
-    /// 403: the caller may not do this.
-    Forbidden,
-    /// 404: no such thing (or not the caller's).
-    NotFound,
-    /// 409: the thing is not in a state that allows this.
-    Conflict,
-    /// 503: askloop cannot serve this now: a secret is not configured, or (reason
-    /// `TEMPORARILY_UNAVAILABLE`, with `Retry-After`) its database is out of reach for now.
-    Unavailable,
-    /// 402: the niche's budget cannot take the bounty.
-    OverBudget,
-    /// 429: done too often; `Retry-After` says when it may be done again.
-    RateLimited,
-    /// 500: askloop's fault; logged.
-    Internal,
+/// The stable error codes REST answers with: [`ErrorCode::SERVICE`], the one list in
+/// `crate::error`, so the document cannot name a code the services do not have.
+impl utoipa::PartialSchema for ErrorCode {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .description(Some("The stable error codes."))
+            .enum_values(Some(ErrorCode::SERVICE.iter().map(|code| code.as_str())))
+            .into()
+    }
 }
+
+impl ToSchema for ErrorCode {}
 
 /// The 402 body: the bounty does not fit the niche's budget this month.
 #[derive(Debug, Serialize, ToSchema)]

@@ -429,30 +429,8 @@ mod tests {
 
     const PASSWORD: &str = "correct horse battery staple";
 
-    /// A fresh, migrated SQLite database in a file of its own (removed when the test ends).
-    struct Scratch(std::path::PathBuf);
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            for suffix in ["", "-wal", "-shm"] {
-                let mut path = self.0.clone().into_os_string();
-                path.push(suffix);
-                let _ = std::fs::remove_file(path);
-            }
-        }
-    }
-
-    async fn database() -> (Scratch, Db) {
-        let path =
-            std::env::temp_dir().join(format!("askloop-sessions-{}.db", uuid::Uuid::new_v4()));
-        let db = crate::db::connect(
-            &format!("sqlite://{}?mode=rwc", path.display()),
-            crate::db::PoolSize::Serving(None),
-        )
-        .await
-        .expect("a database");
-        crate::db::migrate(&db).await.expect("migrated");
-        (Scratch(path), db)
+    async fn database() -> (crate::db::scratch::Scratch, Db) {
+        crate::db::scratch::database(crate::db::PoolSize::Serving(None)).await
     }
 
     /// Sign in as `handle` and count the passwords checked meanwhile.

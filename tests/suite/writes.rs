@@ -1,0 +1,70 @@
+//! Writes cannot start outside a write transaction (docs/architecture.md#writes): the `Db` the
+//! server runs on refuses a statement that writes through its reading side — SQLite's readers
+//! are `query_only`, PostgreSQL's pool begins every transaction read-only — so a write that
+//! slips past the types fails the suite instead of racing the writer. `Db::begin_write` is the
+//! one way to write, on both stores.
+
+use askloop::db::{self, Db, PoolSize};
+use askloop_tests::{Backend, TestDatabase};
+use sea_orm::{ConnectionTrait, DbBackend, Statement};
+
+fn statement(backend: DbBackend, sql: &str) -> Statement {
+    Statement::from_string(backend, sql.to_owned())
+}
+
+const A_LINK_KEY: &str = "INSERT INTO link_keys (purpose, secret, created_at) \
+                          VALUES ('links', '00', '2026-12-01T00:00:00Z')";
+
+async fn stray_writes_are_refused_and_begin_write_lands(backend: Backend) {
+    let Some(database) = TestDatabase::create(backend).await else {
+        eprintln!("skipped: TEST_DATABASE_URL is not set");
+        return;
+    };
+    for size in [PoolSize::Serving(Some(4)), PoolSize::OneShot] {
+        let db: Db = db::connect(&database.url, size).await.expect("connected");
+        db::migrate(&db).await.expect("migrated");
+        let kind = db.get_database_backend();
+
+        let refused = db
+            .execute_raw(statement(kind, A_LINK_KEY))
+            .await
+            .expect_err("a write on the reading side is refused");
+        let words = refused.to_string();
+        assert!(
+            words.contains("readonly") || words.contains("read-only transaction"),
+            "{size:?}: refused as a read-only write: {words}"
+        );
+        // Unprepared text is refused alike.
+        assert!(db.execute_unprepared(A_LINK_KEY).await.is_err(), "{size:?}");
+
+        let txn = db.begin_write().await.expect("begun");
+        txn.execute_raw(statement(kind, A_LINK_KEY))
+            .await
+            .expect("written inside begin_write");
+        txn.commit().await.expect("committed");
+        let kept = db
+            .query_all_raw(statement(kind, "SELECT purpose FROM link_keys"))
+            .await
+            .expect("read");
+        assert!(!kept.is_empty(), "{size:?}: the write landed");
+        db.execute_unprepared("DELETE FROM link_keys")
+            .await
+            .expect_err("a delete on the reading side is refused too");
+        let txn = db.begin_write().await.expect("begun");
+        txn.execute_unprepared("DELETE FROM link_keys")
+            .await
+            .expect("deleted inside begin_write");
+        txn.commit().await.expect("committed");
+        db.close().await.expect("closed");
+    }
+}
+
+#[tokio::test]
+async fn on_sqlite_only_begin_write_writes() {
+    stray_writes_are_refused_and_begin_write_lands(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn on_postgres_only_begin_write_writes() {
+    stray_writes_are_refused_and_begin_write_lands(Backend::Postgres).await;
+}
