@@ -7,6 +7,7 @@ pub mod delivery;
 pub mod handle;
 pub mod html;
 pub mod intake;
+pub mod knowledge;
 pub mod ledger;
 pub mod placement;
 pub mod research;

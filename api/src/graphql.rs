@@ -27,6 +27,7 @@ mod deliveries;
 pub mod enums;
 pub mod error_door;
 pub mod http;
+mod knowledge;
 pub mod limits;
 mod live;
 mod money;
@@ -54,6 +55,7 @@ pub struct QueryRoot(
     money::MoneyQuery,
     agents::AgentQuery,
     reach::ReachQuery,
+    knowledge::KnowledgeQuery,
 );
 
 /// Every mutation, merged from the areas.

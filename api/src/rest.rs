@@ -11,6 +11,7 @@ pub mod errors;
 mod forms;
 mod health;
 mod intake;
+mod knowledge;
 mod links;
 mod lookup;
 mod money;
@@ -31,6 +32,7 @@ pub fn router() -> Router<AppState> {
             "/api/v1/internal/expert-questions/lookup",
             post(lookup::lookup),
         )
+        .route("/api/v1/internal/knowledge/search", post(knowledge::search))
         .route(
             "/api/v1/internal/revenue-events",
             post(money::revenue_event),

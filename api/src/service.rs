@@ -13,6 +13,7 @@ pub mod demo;
 pub mod escalation;
 pub mod expiry;
 pub mod intake;
+pub mod knowledge;
 pub mod ledger_views;
 pub mod lookup;
 pub mod mail;

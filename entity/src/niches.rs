@@ -45,6 +45,9 @@ pub struct Model {
     pub escalate_normal_secs: Option<i64>,
     /// The same for low urgency.
     pub escalate_low_secs: Option<i64>,
+    /// How alike a current knowledge entry must be to a new question to be offered as similar
+    /// (docs/contract.md#knowledge), in basis points of the question's content words it holds.
+    pub similarity_threshold_bps: i32,
     /// When it was made.
     pub created_at: DateTimeUtc,
     /// When it last changed.

@@ -25,6 +25,7 @@ mod m20261201_000015_reaching_operators;
 mod m20261201_000016_access_settings;
 mod m20261201_000017_delegated_tasks;
 mod m20261202_000018_delivery_lanes;
+mod m20261203_000019_knowledge;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -51,6 +52,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000016_access_settings::Migration),
             Box::new(m20261201_000017_delegated_tasks::Migration),
             Box::new(m20261202_000018_delivery_lanes::Migration),
+            Box::new(m20261203_000019_knowledge::Migration),
         ]
     }
 }

@@ -69,7 +69,7 @@ pub(crate) async fn register(
 }
 
 /// POST `body` to `path` as agent `slug`, signed with `secret`.
-async fn post_as(
+pub(crate) async fn post_as(
     app: &TestApp,
     slug: &str,
     secret: &str,

@@ -22,6 +22,7 @@ mod hardening;
 mod health;
 mod held_money;
 mod intake;
+mod knowledge;
 mod ledger_properties;
 mod live;
 mod mcp;

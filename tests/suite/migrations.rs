@@ -3,7 +3,8 @@
 //! (`m20261130_000013`), agent tokens (`m20261130_000014`), the access settings
 //! (`m20261201_000016`: key expiry, where sessions came from), delegated tasks
 //! (`m20261201_000017`, refused while a task is stored) and delivery lanes (`m20261202_000018`,
-//! refused while a delivery is dropped) go down and up again on a live
+//! refused while a delivery is dropped) and knowledge (`m20261203_000019`, writing the verified
+//! answers already stored as entries) go down and up again on a live
 //! askloop's populated database, on both backends; each direction leaves the checks it
 //! promises (on SQLite, the edited table definition is what every pooled connection then
 //! enforces), and the balance starts from what the ledger sums to.
@@ -437,3 +438,73 @@ async fn the_delivery_lanes_migration_goes_down_only_without_dropped_deliveries_
 on_both_backends!(
     the_delivery_lanes_migration_goes_down_only_without_dropped_deliveries_and_up_again
 );
+
+async fn the_knowledge_migration_goes_down_and_up_writing_todays_verified_answers(app: TestApp) {
+    use askloop_tests::answers::early_access;
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let root = askloop_tests::people::person(&app.db, "root", true).await;
+    let question = app.ask("games", "q-before").await;
+    let answered = app
+        .answer(
+            &ana.token,
+            early_access(question, Some("Storefronts show it first.")),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    app.decide_newest_contribution(&root.token, "verifyContribution", None)
+        .await;
+    // A pending answer to another question is not knowledge, before or after.
+    let pending = app.ask("games", "q-pending").await;
+    let bob = operator(&app.db, "games", "bob").await;
+    let answered = app
+        .answer(
+            &bob.token,
+            early_access(pending, Some("Storefronts, pending.")),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+
+    down_to_before(&app, "m20261203_000019_knowledge").await;
+    assert!(!accepts(&app, "SELECT id FROM knowledge_entries").await);
+    assert!(!accepts(&app, "SELECT similarity_threshold_bps FROM niches").await);
+    Migrator::up(app.db.reads(), None).await.expect("up again");
+
+    let entries = entity::knowledge_entries::Entity::find()
+        .all(&app.db)
+        .await
+        .expect("read");
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let entry = &entries[0];
+    assert_eq!(entry.question_id, question);
+    assert_eq!(entry.version, 1);
+    assert_eq!(
+        entry.status,
+        entity::knowledge_entries::KnowledgeStatus::Current
+    );
+    assert_eq!(entry.option_label.as_deref(), Some("Early access"));
+    assert_eq!(
+        entry.verification,
+        entity::knowledge_entries::Verification::Review
+    );
+    assert_eq!(entry.verified_by, Some(root.id));
+    // Written into the index too: the running app finds it by a word of its answer.
+    let found = app
+        .graphql(
+            Some(&ana.token),
+            "{ knowledge(nicheSlug: \"games\", search: \"storefronts\") { edges { node { id } } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        found["data"]["knowledge"]["edges"].as_array().map(Vec::len),
+        Some(1),
+        "{found}"
+    );
+    assert!(
+        !accepts(&app, "UPDATE knowledge_entries SET status = 'forgotten'").await,
+        "the status check holds"
+    );
+}
+
+on_both_backends!(the_knowledge_migration_goes_down_and_up_writing_todays_verified_answers);

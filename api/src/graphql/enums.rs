@@ -193,3 +193,25 @@ mod tests {
         assert_eq!(Severity::from_stored("urgent"), None);
     }
 }
+
+/// Where a knowledge entry is in its life (docs/contract.md#knowledge).
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "entity::knowledge_entries::KnowledgeStatus")]
+pub enum KnowledgeStatus {
+    /// The version to rely on.
+    Current,
+    /// A newer version replaced it.
+    Superseded,
+    /// The answer it was made from was rejected or reversed.
+    Retracted,
+}
+
+/// How a knowledge entry's answer was verified.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+#[graphql(remote = "entity::knowledge_entries::Verification")]
+pub enum Verification {
+    /// On arrival: the niche trusts its answerer.
+    Trust,
+    /// By a second person's review.
+    Review,
+}

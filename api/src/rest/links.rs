@@ -83,7 +83,7 @@ fn refused(err: &ServiceError) -> Response {
                 "askloop could not do this just now; try the link again in a moment.",
                 None,
             );
-            if let Some(wait) = super::errors::retry_after(&other) {
+            if let Some(wait) = super::errors::retry_after(other) {
                 response
                     .headers_mut()
                     .insert(axum::http::header::RETRY_AFTER, wait);

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{forms, health, intake, links, lookup, money, queue, research};
+use super::{forms, health, intake, knowledge, links, lookup, money, queue, research};
 
 /// The document's root: every REST route and the security schemes they use.
 #[derive(OpenApi)]
@@ -26,6 +26,7 @@ use super::{forms, health, intake, links, lookup, money, queue, research};
     paths(
         intake::receive_question,
         lookup::lookup,
+        knowledge::search,
         research::research_returned,
         money::revenue_event,
         money::anomaly_signal,
@@ -174,6 +175,7 @@ mod tests {
         for (path, method) in [
             ("/api/v1/internal/expert-questions", "post"),
             ("/api/v1/internal/expert-questions/lookup", "post"),
+            ("/api/v1/internal/knowledge/search", "post"),
             ("/api/v1/internal/research-results", "post"),
             ("/api/v1/internal/revenue-events", "post"),
             ("/api/v1/internal/anomaly-signals", "post"),
@@ -196,7 +198,7 @@ mod tests {
         }
         assert_eq!(
             paths.len(),
-            15,
+            16,
             "a documented route the router does not have"
         );
     }

@@ -664,3 +664,45 @@ impl From<AnswerKind> for AnswerKindWord {
         }
     }
 }
+
+/// `POST /api/v1/internal/knowledge/search`: an agent searches a niche's knowledge.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KnowledgeSearchBody {
+    /// The niche, one the agent may ask in.
+    pub niche_slug: String,
+    /// What to look for (at most 1000 characters): entries holding any of its words, best first.
+    pub query: String,
+    /// How many results, 1 to 20 (default 5).
+    #[schema(minimum = 1, maximum = 20)]
+    pub first: Option<u64>,
+}
+
+/// The search's answer: the niche's current entries, best first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KnowledgeSearchResponse {
+    /// The entries found.
+    pub results: Vec<KnowledgeResult>,
+}
+
+/// One current knowledge entry found by an agent's search.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KnowledgeResult {
+    /// The entry's id.
+    pub entry_id: i64,
+    /// Its version (1 for its question's first entry).
+    pub version: i64,
+    /// The question's title.
+    pub title: String,
+    /// The answer's words.
+    pub answer: Option<String>,
+    /// The chosen option's id.
+    pub option_id: Option<String>,
+    /// The chosen option's label.
+    pub option_label: Option<String>,
+    /// When it was verified.
+    pub verified_at: DateTime<Utc>,
+    /// How well it matched (higher is better; comparable only within one response).
+    pub score: f64,
+}

@@ -20,7 +20,7 @@ use crate::service::niches::NewNiche;
 use crate::service::outbox::{self, EventType, NewEvent};
 use crate::service::queue::niche_by_slug;
 use crate::service::{
-    accounts, answering, budget, niches as niche_service, revenue, scores, standing,
+    accounts, answering, budget, knowledge, niches as niche_service, revenue, scores, standing,
 };
 
 /// Changes to a niche; `None` leaves a field as it is.
@@ -320,6 +320,22 @@ pub async fn review(
     let reopened = match answer_of(&txn, &event).await? {
         Some((answer, question)) => {
             let actor = Actor::User(admin.user_id);
+            match decision {
+                Decision::Verify => {
+                    knowledge::record_verified_answer(
+                        &txn,
+                        &question,
+                        &answer,
+                        event.id,
+                        Some(admin.user_id),
+                        now,
+                    )
+                    .await?;
+                }
+                Decision::Reject | Decision::Reverse => {
+                    knowledge::retract_for(&txn, event.id, note.as_deref(), &actor, now).await?;
+                }
+            }
             let reopened =
                 money_follows_the_verdict(&txn, &actor, &answer, &question, decision, now).await?;
             tell_the_agent_the_verdict(&txn, &answer, &question, decision, note.as_deref(), now)

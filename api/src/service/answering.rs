@@ -32,7 +32,7 @@ use crate::live::ChangeHint;
 use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::outbox::{self, EventType, NewEvent};
-use crate::service::{budget, revenue, scores, standing};
+use crate::service::{budget, knowledge, revenue, scores, standing};
 
 /// An answer as a surface received it; checked here, after the caller's rights.
 #[derive(Debug, Clone)]
@@ -334,7 +334,7 @@ pub async fn answer_question(
 
 /// The winning answer, step by step in one transaction: close the question, book the
 /// contribution, store the answer and the score, audit both, charge the agent, pay the answerer
-/// their share, and tell the agent.
+/// their share, write the knowledge entry when it is verified on arrival, and tell the agent.
 async fn settle(
     txn: &WriteTxn,
     viewer: &Viewer,
@@ -355,6 +355,11 @@ async fn settle(
     if let Some(amount) = charge_the_agent(txn, &actor, question, valid, now).await? {
         pay_the_answerer(txn, viewer, question, &answer, amount, &contribution, now).await?;
         budget_audit(txn, &actor, question, "budget.charged", amount, now).await?;
+    }
+    if contribution.verified() {
+        // Verified on arrival: it is the niche's knowledge from this transaction on.
+        knowledge::record_verified_answer(txn, question, &answer, contribution.id, None, now)
+            .await?;
     }
     tell_the_agent(txn, viewer, question, &answer, valid, &contribution, now).await?;
     let notice = if contribution.verified() {

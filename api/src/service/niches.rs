@@ -60,6 +60,7 @@ pub async fn create_niche(
         escalate_high_secs: NotSet,
         escalate_normal_secs: NotSet,
         escalate_low_secs: NotSet,
+        similarity_threshold_bps: NotSet,
         created_at: Set(now),
         updated_at: Set(now),
     })

@@ -1,0 +1,308 @@
+//! Knowledge search queries (docs/contract.md#knowledge), written for each store's full-text
+//! engine from what a person or a question says: pure, so every odd input is tested here.
+//!
+//! Two kinds of query:
+//! - **Search** — what a person types in a search box, in web-search syntax on both stores:
+//!   `"a phrase"`, `-word` (without it), `or` between two terms, every other word required.
+//! - **Likes** — a question looking for entries like it: *any* of its content words, ranked by
+//!   relevance. Requiring every word finds almost no paraphrase.
+//!
+//! Nothing a user types reaches an engine's syntax: every term is quoted (FTS5) or reduced to
+//! letters and digits (PostgreSQL's `tsquery`), so no query is refused by an engine — one with
+//! no term left searches nothing.
+
+use std::collections::BTreeSet;
+
+/// The longest search text, in characters; a longer one is refused.
+pub const QUERY_MAX: usize = 1000;
+
+/// The most terms a query keeps; words after these are ignored.
+pub const TERMS_MAX: usize = 32;
+
+/// Common English words that say nothing about what a question is about: a likes query leaves
+/// them out (an entry holding only "the" and "how" is not like anything).
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+    "been", "before", "but", "by", "can", "could", "did", "do", "does", "for", "from", "get",
+    "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no",
+    "not", "of", "on", "or", "our", "should", "so", "than", "that", "the", "their", "them", "then",
+    "there", "these", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which",
+    "who", "why", "will", "with", "would", "you", "your",
+];
+
+/// One term of a search: a word or a phrase, wanted or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Term {
+    /// Every word of it, in this order.
+    Phrase(Vec<String>),
+    /// Entries without it (`-word`, `-"a phrase"`).
+    Not(Vec<String>),
+    /// `or` between the terms either side of it.
+    Or,
+}
+
+/// A person's search, parsed from web-search syntax; `None` when it holds no wanted term.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Search {
+    /// The terms in order.
+    pub terms: Vec<Term>,
+}
+
+/// The words of `text`: runs of letters and digits, lower-cased. Everything else (punctuation,
+/// quotes, operators, control characters) separates words.
+pub fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The content words of `text` for a likes query: its words without the stop words and
+/// one-letter words, each once, at most [`TERMS_MAX`].
+pub fn content_words(text: &str) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    words(text)
+        .into_iter()
+        .filter(|w| w.chars().count() > 1 && !STOP_WORDS.contains(&w.as_str()))
+        .filter(|w| seen.insert(w.clone()))
+        .take(TERMS_MAX)
+        .collect()
+}
+
+/// Parse web-search syntax. Quotes that never close run to the end; a `-` before nothing, an
+/// `or` at either end or beside another is dropped; a search of only exclusions has no wanted
+/// term and is `None`.
+pub fn parse_search(text: &str) -> Option<Search> {
+    let mut terms = Vec::new();
+    let mut rest = text;
+    let mut count = 0usize;
+    while count < TERMS_MAX {
+        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || is_separator(c));
+        if rest.is_empty() {
+            break;
+        }
+        let negated = rest.starts_with('-');
+        if negated {
+            rest = &rest[1..];
+        }
+        let (raw, after) = if let Some(inside) = rest.strip_prefix('"') {
+            match inside.find('"') {
+                Some(end) => (&inside[..end], &inside[end + 1..]),
+                None => (inside, ""),
+            }
+        } else {
+            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            (&rest[..end], &rest[end..])
+        };
+        rest = after;
+        let phrase = words(raw);
+        if phrase.is_empty() {
+            continue;
+        }
+        count += 1;
+        if !negated && phrase.len() == 1 && phrase[0] == "or" && !raw.contains('"') {
+            terms.push(Term::Or);
+        } else if negated {
+            terms.push(Term::Not(phrase));
+        } else {
+            terms.push(Term::Phrase(phrase));
+        }
+    }
+    // An `or` needs a wanted term before it (an exclusion may sit between) and a term after.
+    let mut tidy: Vec<Term> = Vec::with_capacity(terms.len());
+    for term in terms {
+        let wanted_before = tidy.iter().any(|t| matches!(t, Term::Phrase(_)));
+        if term == Term::Or && (!wanted_before || tidy.last() == Some(&Term::Or)) {
+            continue;
+        }
+        tidy.push(term);
+    }
+    while tidy.last() == Some(&Term::Or) {
+        tidy.pop();
+    }
+    tidy.iter()
+        .any(|t| matches!(t, Term::Phrase(_)))
+        .then_some(Search { terms: tidy })
+}
+
+/// Characters that begin no term: FTS5 and tsquery operators a person did not mean.
+fn is_separator(c: char) -> bool {
+    matches!(
+        c,
+        '(' | ')' | '*' | '^' | ':' | '&' | '|' | '!' | '<' | '>' | '+' | '{' | '}' | '[' | ']'
+    )
+}
+
+/// A phrase as an FTS5 string: the words inside double quotes (a word holds no quote).
+fn fts5_phrase(words: &[String]) -> String {
+    format!("\"{}\"", words.join(" "))
+}
+
+impl Search {
+    /// The search as an FTS5 query: wanted terms joined by AND (or OR where the person wrote
+    /// `or`), then `NOT` each excluded term.
+    pub fn fts5(&self) -> String {
+        let mut wanted = String::new();
+        let mut excluded = Vec::new();
+        let mut or_next = false;
+        for term in &self.terms {
+            match term {
+                Term::Or => or_next = true,
+                Term::Phrase(words) => {
+                    if !wanted.is_empty() {
+                        wanted.push_str(if or_next { " OR " } else { " AND " });
+                    }
+                    or_next = false;
+                    wanted.push_str(&fts5_phrase(words));
+                }
+                Term::Not(words) => excluded.push(fts5_phrase(words)),
+            }
+        }
+        let mut query = format!("({wanted})");
+        for not in excluded {
+            query.push_str(" NOT ");
+            query.push_str(&not);
+        }
+        query
+    }
+
+    /// The search as text for PostgreSQL's `websearch_to_tsquery`, rebuilt from the parsed terms
+    /// so both stores read the same thing.
+    pub fn websearch(&self) -> String {
+        self.terms
+            .iter()
+            .map(|term| match term {
+                Term::Or => "or".to_owned(),
+                Term::Phrase(words) if words.len() == 1 => words[0].clone(),
+                Term::Phrase(words) => format!("\"{}\"", words.join(" ")),
+                Term::Not(words) if words.len() == 1 => format!("-{}", words[0]),
+                Term::Not(words) => format!("-\"{}\"", words.join(" ")),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// A likes query for FTS5: any of `words`, each quoted.
+pub fn fts5_any(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| fts5_phrase(std::slice::from_ref(w)))
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
+/// A likes query for PostgreSQL's `to_tsquery`: any of `words` (letters and digits only, so no
+/// operator of tsquery's can be among them).
+pub fn tsquery_any(words: &[String]) -> String {
+    words.join(" | ")
+}
+
+/// How much of a question's content `text` holds, in basis points: the share of `question`'s
+/// content words that appear in `text`, compared by their stems. The engines rank; this says
+/// whether a candidate is alike enough to offer (a niche's similarity threshold), in the same
+/// terms on both stores.
+pub fn likeness_bps(question: &[String], text: &str) -> i32 {
+    if question.is_empty() {
+        return 0;
+    }
+    let held: BTreeSet<String> = words(text).iter().map(|w| stem(w)).collect();
+    let found = question.iter().filter(|w| held.contains(&stem(w))).count();
+    i32::try_from(found * 10_000 / question.len()).unwrap_or(10_000)
+}
+
+/// A rough English stem: common inflections removed, so "roofs", "roofing" and "roofed" meet.
+/// Only for [`likeness_bps`]; the engines stem with their own rules.
+fn stem(word: &str) -> String {
+    for suffix in ["ing", "ed", "es", "s"] {
+        if let Some(base) = word.strip_suffix(suffix)
+            && base.chars().count() >= 3
+        {
+            return base.to_owned();
+        }
+    }
+    word.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phrase(words: &[&str]) -> Term {
+        Term::Phrase(words.iter().map(|w| (*w).to_owned()).collect())
+    }
+
+    #[test]
+    fn web_syntax_parses_phrases_exclusions_and_or() {
+        let search = parse_search(r#"flat "roof membrane" -tar or felt"#).expect("terms");
+        assert_eq!(
+            search.terms,
+            vec![
+                phrase(&["flat"]),
+                phrase(&["roof", "membrane"]),
+                Term::Not(vec!["tar".into()]),
+                Term::Or,
+                phrase(&["felt"]),
+            ]
+        );
+        assert_eq!(
+            search.fts5(),
+            r#"("flat" AND "roof membrane" OR "felt") NOT "tar""#
+        );
+        assert_eq!(search.websearch(), r#"flat "roof membrane" -tar or felt"#);
+    }
+
+    #[test]
+    fn what_an_engine_would_refuse_becomes_plain_words_or_nothing() {
+        for nothing in [
+            "", "\"", "-", "(", ")", "-word", "or", "- - -", "\"\"", "*", "\0",
+        ] {
+            assert_eq!(parse_search(nothing), None, "{nothing:?}");
+        }
+        let odd = parse_search("roof) AND (\"tar NEAR/2 felt*").expect("terms");
+        let fts = odd.fts5();
+        // Every user word sits inside quotes; the only operators are askloop's.
+        assert_eq!(fts, r#"("roof" AND "and" AND "tar near 2 felt")"#);
+        assert_eq!(
+            parse_search("a\0b").map(|s| s.terms),
+            Some(vec![phrase(&["a", "b"])])
+        );
+        // An `or` with nothing wanted before it is dropped.
+        assert_eq!(
+            parse_search("or roof or").map(|s| s.terms),
+            Some(vec![phrase(&["roof"])])
+        );
+        let long = "word ".repeat(5000);
+        assert_eq!(parse_search(&long).map(|s| s.terms.len()), Some(TERMS_MAX));
+    }
+
+    #[test]
+    fn a_likes_query_wants_any_content_word_once() {
+        let words = content_words("How do I fix a leaking flat roof? The roof is flat.");
+        assert_eq!(words, ["fix", "leaking", "flat", "roof"]);
+        assert_eq!(
+            fts5_any(&words),
+            r#""fix" OR "leaking" OR "flat" OR "roof""#
+        );
+        assert_eq!(tsquery_any(&words), "fix | leaking | flat | roof");
+        assert!(content_words("how is it? the & | ! :*").is_empty());
+        assert!(
+            tsquery_any(&content_words("x'); DROP TABLE users; --"))
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == ' ' || c == '|')
+        );
+    }
+
+    #[test]
+    fn likeness_is_the_share_of_content_words_held_by_stem() {
+        let question = content_words("leaking flat roofs after rain");
+        assert_eq!(question, ["leaking", "flat", "roofs", "rain"]);
+        assert_eq!(
+            likeness_bps(&question, "Flat roof leaks in the rain"),
+            10_000
+        );
+        assert_eq!(likeness_bps(&question, "A flat roof in the rain"), 7500);
+        assert_eq!(likeness_bps(&question, "nothing alike"), 0);
+        assert_eq!(likeness_bps(&[], "anything"), 0);
+    }
+}

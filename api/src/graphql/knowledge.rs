@@ -1,0 +1,212 @@
+//! A niche's knowledge (docs/contract.md#knowledge): `knowledge` searches or lists a niche's
+//! entries and `knowledgeEntry` reads one with its versions, for the niche's members and admins.
+
+use std::collections::HashMap;
+
+use async_graphql::connection::{Connection, Edge};
+use async_graphql::{Context, ID, Object, Result, SimpleObject};
+use chrono::{DateTime, Utc};
+use entity::knowledge_entries;
+
+use super::caller_of;
+use super::enums::{KnowledgeStatus, Verification};
+use crate::db::Db;
+use crate::error::ServiceError;
+use crate::graphql::error_door::GqlResultExt;
+use crate::service::knowledge::{self, MAX_PAGE};
+use crate::service::names;
+
+/// The default page of a knowledge search.
+const DEFAULT_PAGE: u64 = 20;
+
+/// One version of a piece of a niche's knowledge: a verified answer to a question.
+#[derive(SimpleObject, Clone)]
+pub struct KnowledgeEntry {
+    /// Its id.
+    pub id: ID,
+    /// The question it answers.
+    pub question_id: ID,
+    /// 1 for the question's first entry, one more for each after it.
+    pub version: i64,
+    /// The version it replaces.
+    pub replaces: Option<ID>,
+    /// Current, superseded or retracted.
+    pub status: KnowledgeStatus,
+    /// The question's title.
+    pub title: String,
+    /// The question's text.
+    pub question: String,
+    /// The chosen option's id.
+    pub option_id: Option<String>,
+    /// The chosen option's label.
+    pub option_label: Option<String>,
+    /// The answer's words.
+    pub answer: Option<String>,
+    /// Who answered, by handle.
+    pub answered_by: String,
+    /// Who verified it on review; none when the niche trusted the answerer.
+    pub verified_by: Option<String>,
+    /// How it was verified.
+    pub verification: Verification,
+    /// When it was verified.
+    pub verified_at: DateTime<Utc>,
+    /// When it stopped being current.
+    pub ended_at: Option<DateTime<Utc>>,
+    /// Why it was retracted: the reviewer's note.
+    pub ended_reason: Option<String>,
+    /// How well it matched the search (higher is better; 0 without one).
+    pub score: f64,
+}
+
+impl KnowledgeEntry {
+    fn from_model(
+        entry: knowledge_entries::Model,
+        handles: &HashMap<i64, String>,
+        score: f64,
+    ) -> Self {
+        let handle = |id: i64| handles.get(&id).cloned().unwrap_or_default();
+        Self {
+            id: ID(entry.id.to_string()),
+            question_id: ID(entry.question_id.to_string()),
+            version: entry.version,
+            replaces: entry.replaces.map(|id| ID(id.to_string())),
+            status: entry.status.into(),
+            title: entry.title,
+            question: entry.question,
+            option_id: entry.option_id,
+            option_label: entry.option_label,
+            answer: entry.answer,
+            answered_by: handle(entry.answered_by),
+            verified_by: entry.verified_by.map(handle),
+            verification: entry.verification.into(),
+            verified_at: entry.verified_at,
+            ended_at: entry.ended_at,
+            ended_reason: entry.ended_reason,
+            score,
+        }
+    }
+}
+
+/// An entry with every version of its question's line.
+#[derive(SimpleObject)]
+pub struct KnowledgeEntryWithVersions {
+    /// The entry asked for.
+    pub entry: KnowledgeEntry,
+    /// Every version of its line, oldest first (the entry among them).
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
+    pub versions: Vec<KnowledgeEntry>,
+}
+
+async fn handles_of(
+    db: &Db,
+    entries: &[&knowledge_entries::Model],
+) -> Result<HashMap<i64, String>> {
+    names::handles(
+        db,
+        entries
+            .iter()
+            .flat_map(|e| std::iter::once(e.answered_by).chain(e.verified_by)),
+    )
+    .await
+    .gql()
+}
+
+/// A page's cursor: how many entries come before the next one.
+fn cursor(position: u64) -> String {
+    format!("k{position}")
+}
+
+fn skip_after(after: Option<&str>) -> Result<u64, ServiceError> {
+    match after {
+        None => Ok(0),
+        Some(cursor) => cursor
+            .strip_prefix('k')
+            .and_then(|n| n.parse::<u64>().ok())
+            .filter(|n| *n <= 10_000)
+            .ok_or_else(|| {
+                ServiceError::BadInput(format!("'{cursor}' is not a cursor of this list"))
+            }),
+    }
+}
+
+fn page_size(first: Option<i32>) -> Result<u64, ServiceError> {
+    match first {
+        None => Ok(DEFAULT_PAGE),
+        Some(n) if n >= 1 && u64::try_from(n).is_ok_and(|n| n <= MAX_PAGE) => Ok(n as u64),
+        Some(_) => Err(ServiceError::BadInput(format!(
+            "first must be between 1 and {MAX_PAGE}"
+        ))),
+    }
+}
+
+/// Knowledge queries.
+#[derive(Default)]
+pub struct KnowledgeQuery;
+
+#[Object]
+impl KnowledgeQuery {
+    /// A niche's knowledge, for its members and admins: with `search` (web-search syntax:
+    /// `"a phrase"`, `-word`, `or`) the best matches first, without it the newest verified first;
+    /// of one `status` (current unless asked).
+    #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
+    async fn knowledge(
+        &self,
+        ctx: &Context<'_>,
+        niche_slug: String,
+        search: Option<String>,
+        status: Option<KnowledgeStatus>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> Result<Connection<String, KnowledgeEntry>> {
+        let db = ctx.data::<Db>()?;
+        let first = page_size(first).gql()?;
+        let skip = skip_after(after.as_deref()).gql()?;
+        let page = knowledge::for_members(
+            db,
+            caller_of(ctx)?.viewer(),
+            &niche_slug,
+            search.as_deref(),
+            status.map(Into::into),
+            first,
+            skip,
+        )
+        .await
+        .gql()?;
+        let handles =
+            handles_of(db, &page.items.iter().map(|f| &f.entry).collect::<Vec<_>>()).await?;
+        let mut connection = Connection::new(skip > 0, page.has_next);
+        connection
+            .edges
+            .extend(page.items.into_iter().enumerate().map(|(i, found)| {
+                Edge::new(
+                    cursor(skip + i as u64 + 1),
+                    KnowledgeEntry::from_model(found.entry, &handles, found.score),
+                )
+            }));
+        Ok(connection)
+    }
+
+    /// One knowledge entry with its versions, for members of its niche and admins.
+    async fn knowledge_entry(
+        &self,
+        ctx: &Context<'_>,
+        id: ID,
+    ) -> Result<KnowledgeEntryWithVersions> {
+        let db = ctx.data::<Db>()?;
+        let id: i64 = id
+            .parse()
+            .map_err(|_| ServiceError::BadInput(format!("'{}' is not an entry id", id.as_str())))
+            .gql()?;
+        let (entry, versions) = knowledge::entry(db, caller_of(ctx)?.viewer(), id)
+            .await
+            .gql()?;
+        let handles = handles_of(db, &versions.iter().collect::<Vec<_>>()).await?;
+        Ok(KnowledgeEntryWithVersions {
+            entry: KnowledgeEntry::from_model(entry, &handles, 0.0),
+            versions: versions
+                .into_iter()
+                .map(|v| KnowledgeEntry::from_model(v, &handles, 0.0))
+                .collect(),
+        })
+    }
+}

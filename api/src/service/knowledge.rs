@@ -1,0 +1,542 @@
+//! Niche knowledge (docs/contract.md#knowledge): verified answers become entries of their
+//! niche's knowledge, in the transaction that verifies them, and are searched with each store's
+//! own full-text index.
+//!
+//! - **Written** where an answer becomes verified: on arrival for an answerer the niche trusts
+//!   (`answering`), or by review (`admin::review`). Tasks are not knowledge. A question's entries
+//!   are versions: the first is 1, a later verified answer to the reopened question is the next,
+//!   naming the one it replaces.
+//! - **Retracted** in the transaction that rejects or reverses the answer: gone from every search
+//!   that asks for current entries, still there by id with its status.
+//! - **Searched** by title, question and answer words — never the agent's context, which is
+//!   untrusted and is not copied into an entry at all. The index (SQLite FTS5, PostgreSQL's
+//!   `tsvector` column) changes in the entry's transaction, so an entry is found the moment it
+//!   is committed.
+
+use chrono::{DateTime, Utc};
+use entity::agent_answers::{self, AnswerKind};
+use entity::agent_questions::{self, ExchangeKind};
+use entity::knowledge_entries::{self, KnowledgeStatus, Verification};
+use entity::niches;
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult,
+    Iterable, NotSet, QueryFilter, QueryOrder, Statement, Value,
+};
+use serde_json::json;
+
+use crate::db::{Db, WriteTxn};
+use crate::domain::intake::QuestionOption;
+use crate::domain::knowledge::{self, QUERY_MAX};
+use crate::domain::text::char_len;
+use crate::error::ServiceError;
+use crate::service::access::{self, Viewer};
+use crate::service::agents::Asker;
+use crate::service::audit::{self, Actor, AuditEntry};
+
+/// The most results one page of a search holds.
+pub const MAX_PAGE: u64 = 50;
+/// An agent's search returns at most this many.
+pub const MAX_AGENT_RESULTS: u64 = 20;
+
+/// An entry found, with how well it matched (higher is better; 0 without a search).
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The entry.
+    pub entry: knowledge_entries::Model,
+    /// The engine's relevance: bm25 (negated) on SQLite, `ts_rank_cd` on PostgreSQL.
+    pub score: f64,
+}
+
+/// What a search looks for.
+#[derive(Debug, Clone)]
+pub enum Looking {
+    /// Every entry, newest verified first.
+    All,
+    /// What a person typed, in web-search syntax.
+    Typed(knowledge::Search),
+    /// Entries like a question: any of its content words.
+    Like(Vec<String>),
+}
+
+impl Looking {
+    /// A person's search text: refused over [`QUERY_MAX`] characters; one with no word to look
+    /// for finds nothing (never an error).
+    pub fn typed(text: &str) -> Result<Option<Self>, ServiceError> {
+        check_length(text)?;
+        Ok(knowledge::parse_search(text).map(Looking::Typed))
+    }
+
+    /// Entries like `text` (a question's title and words): `None` when it has no content word.
+    pub fn like(text: &str) -> Option<Self> {
+        let words = knowledge::content_words(text);
+        (!words.is_empty()).then_some(Looking::Like(words))
+    }
+}
+
+fn check_length(text: &str) -> Result<(), ServiceError> {
+    if char_len(text) > QUERY_MAX {
+        return Err(ServiceError::BadInput(format!(
+            "a search is at most {QUERY_MAX} characters"
+        )));
+    }
+    Ok(())
+}
+
+/// One page of entries.
+#[derive(Debug, Clone)]
+pub struct FoundPage {
+    /// The entries, best first (newest first without a search).
+    pub items: Vec<Found>,
+    /// Whether there are more after these.
+    pub has_next: bool,
+}
+
+/// Write the knowledge entry of a verified answer, in the transaction that verifies it:
+/// `verified_by` is the reviewer, or `None` when the niche trusted the answerer on arrival. Only
+/// an answer (not a decline) to a question (not a task) is knowledge; anything else writes
+/// nothing. Written once per contribution: a second call returns the entry the first wrote. The
+/// question's last entry, if any, is the one this replaces (and stops being current).
+pub async fn record_verified_answer(
+    txn: &WriteTxn,
+    question: &agent_questions::Model,
+    answer: &agent_answers::Model,
+    contribution_id: i64,
+    verified_by: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<Option<knowledge_entries::Model>, ServiceError> {
+    if question.kind != ExchangeKind::Question || answer.kind != AnswerKind::Answered {
+        return Ok(None);
+    }
+    if let Some(written) = knowledge_entries::Entity::find()
+        .filter(knowledge_entries::Column::ContributionEventId.eq(contribution_id))
+        .one(txn)
+        .await?
+    {
+        return Ok(Some(written));
+    }
+    let last = knowledge_entries::Entity::find()
+        .filter(knowledge_entries::Column::QuestionId.eq(question.id))
+        .order_by_desc(knowledge_entries::Column::Version)
+        .one(txn)
+        .await?;
+    if let Some(last) = last
+        .as_ref()
+        .filter(|e| e.status == KnowledgeStatus::Current)
+    {
+        end(txn, last.id, KnowledgeStatus::Superseded, None, now).await?;
+    }
+    let label = answer.option_id.as_deref().and_then(|chosen| {
+        serde_json::from_value::<Vec<QuestionOption>>(question.options.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .find(|option| option.id == chosen)
+            .map(|option| option.label)
+    });
+    let entry = knowledge_entries::Entity::insert(knowledge_entries::ActiveModel {
+        id: NotSet,
+        niche_id: Set(question.niche_id),
+        question_id: Set(question.id),
+        answer_id: Set(Some(answer.id)),
+        contribution_event_id: Set(contribution_id),
+        version: Set(last.as_ref().map_or(1, |e| e.version + 1)),
+        replaces: Set(last.as_ref().map(|e| e.id)),
+        status: Set(KnowledgeStatus::Current),
+        title: Set(question.title.clone()),
+        question: Set(question.question.clone()),
+        option_id: Set(answer.option_id.clone()),
+        option_label: Set(label),
+        answer: Set(answer.body.clone()),
+        answered_by: Set(answer.user_id),
+        verified_by: Set(verified_by),
+        verification: Set(if verified_by.is_some() {
+            Verification::Review
+        } else {
+            Verification::Trust
+        }),
+        verified_at: Set(now),
+        ended_at: Set(None),
+        ended_reason: Set(None),
+        created_at: Set(now),
+    })
+    .exec_with_returning(txn)
+    .await?;
+    index(txn, &entry).await?;
+    audit::record(
+        txn,
+        AuditEntry {
+            actor: &Actor::User(verified_by.unwrap_or(answer.user_id)),
+            action: "knowledge.written",
+            subject_type: "knowledge_entry",
+            subject_id: entry.id,
+            niche_id: Some(entry.niche_id),
+            detail: json!({
+                "questionId": question.id,
+                "answerId": answer.id,
+                "version": entry.version,
+                "replaces": entry.replaces,
+            }),
+        },
+        now,
+    )
+    .await?;
+    Ok(Some(entry))
+}
+
+/// Retract the current entry written from `contribution_id`, in the transaction that rejects or
+/// reverses it; `reason` is the reviewer's note. The entry retracted, or `None` when it had none
+/// (a pending answer has no entry) or it was no longer current.
+pub async fn retract_for(
+    txn: &WriteTxn,
+    contribution_id: i64,
+    reason: Option<&str>,
+    actor: &Actor,
+    now: DateTime<Utc>,
+) -> Result<Option<knowledge_entries::Model>, ServiceError> {
+    let Some(entry) = knowledge_entries::Entity::find()
+        .filter(knowledge_entries::Column::ContributionEventId.eq(contribution_id))
+        .filter(knowledge_entries::Column::Status.eq(KnowledgeStatus::Current))
+        .one(txn)
+        .await?
+    else {
+        return Ok(None);
+    };
+    if !end(txn, entry.id, KnowledgeStatus::Retracted, reason, now).await? {
+        return Ok(None);
+    }
+    audit::record(
+        txn,
+        AuditEntry {
+            actor,
+            action: "knowledge.retracted",
+            subject_type: "knowledge_entry",
+            subject_id: entry.id,
+            niche_id: Some(entry.niche_id),
+            detail: json!({ "questionId": entry.question_id, "reason": reason }),
+        },
+        now,
+    )
+    .await?;
+    Ok(knowledge_entries::Entity::find_by_id(entry.id)
+        .one(txn)
+        .await?)
+}
+
+/// A current entry stops being current: superseded or retracted. Whether it was current.
+async fn end(
+    txn: &WriteTxn,
+    id: i64,
+    status: KnowledgeStatus,
+    reason: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<bool, ServiceError> {
+    let ended = knowledge_entries::Entity::update_many()
+        .col_expr(knowledge_entries::Column::Status, Expr::value(status))
+        .col_expr(knowledge_entries::Column::EndedAt, Expr::value(Some(now)))
+        .col_expr(
+            knowledge_entries::Column::EndedReason,
+            Expr::value(reason.map(str::to_owned)),
+        )
+        .filter(knowledge_entries::Column::Id.eq(id))
+        .filter(knowledge_entries::Column::Status.eq(KnowledgeStatus::Current))
+        .exec(txn)
+        .await?;
+    Ok(ended.rows_affected == 1)
+}
+
+/// Put `entry` into the full-text index. PostgreSQL's vector is a generated column, written
+/// with the row; SQLite's FTS5 table takes the same words here, in the same transaction.
+async fn index(txn: &WriteTxn, entry: &knowledge_entries::Model) -> Result<(), ServiceError> {
+    if txn.get_database_backend() != DbBackend::Sqlite {
+        return Ok(());
+    }
+    txn.execute_raw(Statement::from_sql_and_values(
+        DbBackend::Sqlite,
+        "INSERT INTO knowledge_search (rowid, title, question, answer) VALUES (?, ?, ?, ?)",
+        [
+            entry.id.into(),
+            entry.title.clone().into(),
+            entry.question.clone().into(),
+            answer_words(entry).into(),
+        ],
+    ))
+    .await?;
+    Ok(())
+}
+
+/// The words an entry's answer is searched by: the chosen option's label, then the words.
+fn answer_words(entry: &knowledge_entries::Model) -> String {
+    [entry.option_label.as_deref(), entry.answer.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `entry`'s columns, qualified by the alias `e`.
+fn entry_columns() -> String {
+    use sea_orm::IdenStatic;
+    knowledge_entries::Column::iter()
+        .map(|c| format!("e.{}", c.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `sql` with its `?` placeholders numbered for PostgreSQL (`$1`, `$2`, …); unchanged for SQLite.
+fn placeholders(backend: DbBackend, sql: &str) -> String {
+    if backend != DbBackend::Postgres {
+        return sql.to_owned();
+    }
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut n = 0;
+    for c in sql.chars() {
+        if c == '?' {
+            n += 1;
+            out.push_str(&format!("${n}"));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Search `niche_id`'s entries of the given statuses: one page of `first` after skipping `skip`.
+pub async fn search<C: ConnectionTrait>(
+    conn: &C,
+    niche_id: i64,
+    looking: &Looking,
+    statuses: &[KnowledgeStatus],
+    first: u64,
+    skip: u64,
+) -> Result<FoundPage, ServiceError> {
+    let backend = conn.get_database_backend();
+    let in_statuses = vec!["?"; statuses.len().max(1)].join(", ");
+    let mut values: Vec<Value> = Vec::new();
+    let columns = entry_columns();
+    let (from, score, order) = match (looking, backend) {
+        (Looking::All, _) => (
+            "knowledge_entries e".to_owned(),
+            "CAST(0 AS DOUBLE PRECISION)".to_owned(),
+            "e.verified_at DESC, e.id DESC".to_owned(),
+        ),
+        (Looking::Typed(_) | Looking::Like(_), DbBackend::Sqlite) => {
+            values.push(
+                match looking {
+                    Looking::Typed(search) => search.fts5(),
+                    Looking::Like(words) => knowledge::fts5_any(words),
+                    Looking::All => unreachable!("matched above"),
+                }
+                .into(),
+            );
+            (
+                "knowledge_search JOIN knowledge_entries e ON e.id = knowledge_search.rowid"
+                    .to_owned(),
+                "-bm25(knowledge_search, 10.0, 4.0, 10.0)".to_owned(),
+                "bm25(knowledge_search, 10.0, 4.0, 10.0), e.id DESC".to_owned(),
+            )
+        }
+        (Looking::Typed(_) | Looking::Like(_), _) => {
+            let (function, text) = match looking {
+                Looking::Typed(search) => ("websearch_to_tsquery", search.websearch()),
+                Looking::Like(words) => ("to_tsquery", knowledge::tsquery_any(words)),
+                Looking::All => unreachable!("matched above"),
+            };
+            values.push(text.into());
+            (
+                format!("knowledge_entries e, {function}('askloop_search'::regconfig, ?) AS q"),
+                "ts_rank_cd(e.search, q)::float8".to_owned(),
+                "ts_rank_cd(e.search, q) DESC, e.id DESC".to_owned(),
+            )
+        }
+    };
+    let matches = match (looking, backend) {
+        (Looking::All, _) => "",
+        (_, DbBackend::Sqlite) => "knowledge_search MATCH ? AND ",
+        _ => "e.search @@ q AND ",
+    };
+    // The FTS5 text is bound first (its placeholder is in the WHERE clause), PostgreSQL's in
+    // the FROM clause: either way the query's text is the first value.
+    values.push(niche_id.into());
+    for status in statuses {
+        values.push(status_word(*status).into());
+    }
+    if statuses.is_empty() {
+        values.push("current".into());
+    }
+    values.push(i64::try_from(first + 1).unwrap_or(i64::MAX).into());
+    values.push(i64::try_from(skip).unwrap_or(i64::MAX).into());
+    let sql = format!(
+        "SELECT {columns}, {score} AS score FROM {from} \
+         WHERE {matches}e.niche_id = ? AND e.status IN ({in_statuses}) \
+         ORDER BY {order} LIMIT ? OFFSET ?"
+    );
+    let rows = conn
+        .query_all_raw(Statement::from_sql_and_values(
+            backend,
+            placeholders(backend, &sql),
+            values,
+        ))
+        .await?;
+    let mut items = Vec::with_capacity(rows.len());
+    for row in &rows {
+        items.push(Found {
+            entry: knowledge_entries::Model::from_query_result(row, "")?,
+            score: row.try_get("", "score")?,
+        });
+    }
+    let has_next = items.len() as u64 > first;
+    items.truncate(usize::try_from(first).unwrap_or(usize::MAX));
+    Ok(FoundPage { items, has_next })
+}
+
+fn status_word(status: KnowledgeStatus) -> &'static str {
+    match status {
+        KnowledgeStatus::Current => "current",
+        KnowledgeStatus::Superseded => "superseded",
+        KnowledgeStatus::Retracted => "retracted",
+    }
+}
+
+/// The niche `slug` for a member's or an admin's reading of its knowledge, or why not.
+async fn readable_niche(
+    db: &Db,
+    viewer: Option<&Viewer>,
+    slug: &str,
+) -> Result<niches::Model, ServiceError> {
+    let niche = crate::service::queue::niche_by_slug(db, slug).await?;
+    access::can_read_questions(db, viewer, &niche).await?;
+    Ok(niche)
+}
+
+/// A niche's knowledge for its members and admins: `search` in web-search syntax (none lists
+/// the newest first), of one status (none: current), a page of `first` after `skip`.
+pub async fn for_members(
+    db: &Db,
+    viewer: Option<&Viewer>,
+    slug: &str,
+    search_text: Option<&str>,
+    status: Option<KnowledgeStatus>,
+    first: u64,
+    skip: u64,
+) -> Result<FoundPage, ServiceError> {
+    let niche = readable_niche(db, viewer, slug).await?;
+    let looking = match search_text.map(str::trim).filter(|t| !t.is_empty()) {
+        None => Looking::All,
+        Some(text) => match Looking::typed(text)? {
+            Some(looking) => looking,
+            None => {
+                return Ok(FoundPage {
+                    items: Vec::new(),
+                    has_next: false,
+                });
+            }
+        },
+    };
+    let statuses = [status.unwrap_or(KnowledgeStatus::Current)];
+    search(db, niche.id, &looking, &statuses, first, skip).await
+}
+
+/// One entry and every version of its question's line, oldest first, for members of its niche
+/// and admins; another niche's entry is not found.
+pub async fn entry(
+    db: &Db,
+    viewer: Option<&Viewer>,
+    id: i64,
+) -> Result<(knowledge_entries::Model, Vec<knowledge_entries::Model>), ServiceError> {
+    let viewer = access::signed_in(viewer)?;
+    let not_found = || ServiceError::NotFound("no such knowledge entry".into());
+    let entry = knowledge_entries::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .ok_or_else(not_found)?;
+    let niche = niches::Entity::find_by_id(entry.niche_id)
+        .one(db)
+        .await?
+        .ok_or_else(not_found)?;
+    if access::can_read_questions(db, Some(viewer), &niche)
+        .await
+        .is_err()
+    {
+        return Err(not_found());
+    }
+    let versions = knowledge_entries::Entity::find()
+        .filter(knowledge_entries::Column::QuestionId.eq(entry.question_id))
+        .order_by_asc(knowledge_entries::Column::Version)
+        .all(db)
+        .await?;
+    Ok((entry, versions))
+}
+
+/// An agent's search, as the signed route and MCP receive it.
+#[derive(Debug, Clone)]
+pub struct AgentSearch {
+    /// The niche, by slug.
+    pub niche_slug: String,
+    /// What to look for: any of its words, ranked.
+    pub query: String,
+    /// How many, 1 to [`MAX_AGENT_RESULTS`] (default 5).
+    pub first: u64,
+}
+
+/// Parse `{nicheSlug, query, first?}` (or inside `payload`): 400 with what is wrong.
+pub fn parse_agent_search(body: &serde_json::Value) -> Result<AgentSearch, ServiceError> {
+    let fields = body
+        .get("payload")
+        .filter(|p| p.is_object())
+        .unwrap_or(body);
+    let bad = |m: String| ServiceError::BadInput(m);
+    let text = |key: &str| {
+        fields
+            .get(key)
+            .and_then(serde_json::Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    };
+    let niche_slug = text("nicheSlug")
+        .ok_or_else(|| bad("nicheSlug is required".into()))?
+        .to_lowercase();
+    let query = text("query").ok_or_else(|| bad("query is required".into()))?;
+    check_length(query)?;
+    let first = match fields.get("first") {
+        None | Some(serde_json::Value::Null) => 5,
+        Some(value) => match value.as_u64() {
+            Some(n) if (1..=MAX_AGENT_RESULTS).contains(&n) => n,
+            _ => {
+                return Err(bad(format!(
+                    "first must be a whole number from 1 to {MAX_AGENT_RESULTS}"
+                )));
+            }
+        },
+    };
+    Ok(AgentSearch {
+        niche_slug,
+        query: query.to_owned(),
+        first,
+    })
+}
+
+/// An agent searches a niche it may ask in (403 otherwise; 404 for no such niche): the current
+/// entries holding any of the query's content words, best first.
+pub async fn for_agent(
+    db: &Db,
+    asker: &Asker,
+    request: &AgentSearch,
+) -> Result<Vec<Found>, ServiceError> {
+    let niche = crate::service::queue::niche_by_slug(db, &request.niche_slug).await?;
+    if !asker.may_use_niche(niche.id) {
+        return Err(Asker::not_your_niche(&niche.slug));
+    }
+    let Some(looking) = Looking::like(&request.query) else {
+        return Ok(Vec::new());
+    };
+    Ok(search(
+        db,
+        niche.id,
+        &looking,
+        &[KnowledgeStatus::Current],
+        request.first,
+        0,
+    )
+    .await?
+    .items)
+}
