@@ -19,6 +19,7 @@ use crate::startup::{self, Application};
 use crate::{graphql, telemetry};
 
 mod agent;
+mod knowledge;
 mod registry;
 
 /// askloop: agents ask the questions they cannot settle; the people who have done the job answer.
@@ -72,6 +73,11 @@ enum Command {
     Agent {
         #[command(subcommand)]
         action: registry::AgentCommand,
+    },
+    /// A niche's knowledge: export it with its provenance and hash chain, or check an export.
+    Knowledge {
+        #[command(subcommand)]
+        action: knowledge::KnowledgeCommand,
     },
     /// Agent side: print the X-Chovy-Signature header for the body on stdin.
     Sign(agent::SignArgs),
@@ -345,6 +351,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Agent { action } => registry::run(config, action).await,
+        Command::Knowledge { action } => knowledge::run(config, action).await,
         Command::Sign(args) => agent::sign(&config, args),
         Command::Ask(args) => agent::ask(&config, *args).await,
         Command::Schema => {

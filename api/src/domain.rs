@@ -3,6 +3,7 @@
 pub mod addresses;
 pub mod agents;
 pub mod answer;
+pub mod chain;
 pub mod delivery;
 pub mod handle;
 pub mod html;

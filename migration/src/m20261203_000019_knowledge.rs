@@ -12,9 +12,28 @@ use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectionTrait, DbBackend, Statement};
 use sea_orm_migration::sea_query::ExprTrait;
 
+use crate::checks::{one_of as check_one_of, replace_check};
 use crate::columns::{foreign_key, id, one_of, reference, timestamp, timestamp_null};
 
 pub struct Migration;
+
+/// The event types before this migration.
+const EVENTS_BEFORE: &[&str] = &[
+    "expert_answer.created",
+    "agent.research_requested",
+    "expert_question.expired",
+    "expert_question.dismissed",
+    "expert_question.needs_context",
+    "expert_answer.verified",
+    "expert_answer.rejected",
+    "expert_question.escalated",
+    "question.waiting",
+    "question.escalated",
+    "task.completed",
+];
+
+/// The event types added: a knowledge entry an agent received was replaced or retracted.
+const EVENTS_ADDED: &[&str] = &["knowledge.superseded", "knowledge.retracted"];
 
 impl MigrationName for Migration {
     fn name(&self) -> &str {
@@ -159,7 +178,7 @@ impl MigrationTrait for Migration {
                         ColumnDef::new(Niches::SimilarityThresholdBps)
                             .integer()
                             .not_null()
-                            .default(5000)
+                            .default(3000)
                             .check(
                                 Expr::col(Niches::SimilarityThresholdBps)
                                     .gte(0)
@@ -217,11 +236,46 @@ impl MigrationTrait for Migration {
             }
             other => return Err(DbErr::Migration(format!("{other:?} is not supported"))),
         }
+        let after: Vec<&str> = EVENTS_BEFORE.iter().chain(EVENTS_ADDED).copied().collect();
+        replace_check(
+            manager,
+            "deliveries",
+            "event_type",
+            &check_one_of("event_type", EVENTS_BEFORE),
+            &check_one_of("event_type", &after),
+        )
+        .await?;
         backfill(manager).await
     }
 
+    /// Refused while a knowledge event is stored: below this migration no delivery may carry
+    /// one, and an agent's notice that an entry was withdrawn is not thrown away.
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let db = manager.get_connection();
+        let events: i64 = db
+            .query_one_raw(Statement::from_string(
+                manager.get_database_backend(),
+                "SELECT COUNT(*) FROM deliveries WHERE event_type LIKE 'knowledge.%'",
+            ))
+            .await?
+            .map(|row| row.try_get_by_index(0))
+            .transpose()?
+            .unwrap_or(0);
+        if events > 0 {
+            return Err(DbErr::Migration(format!(
+                "{events} knowledge event(s) are stored; askloop before this migration cannot \
+                 keep them, so it is not undone while they exist"
+            )));
+        }
+        let after: Vec<&str> = EVENTS_BEFORE.iter().chain(EVENTS_ADDED).copied().collect();
+        replace_check(
+            manager,
+            "deliveries",
+            "event_type",
+            &check_one_of("event_type", &after),
+            &check_one_of("event_type", EVENTS_BEFORE),
+        )
+        .await?;
         match manager.get_database_backend() {
             DbBackend::Sqlite => {
                 db.execute_unprepared("DROP TABLE knowledge_search").await?;

@@ -7,9 +7,11 @@
 
 use askloop_tests::answers::answer_input;
 use askloop_tests::fixtures::{open_niche, question_body};
+use askloop_tests::mcp::{McpClient, agent_with_token};
 use askloop_tests::people::{operator, person};
 use askloop_tests::{TestApp, error_code, on_both_backends};
 use entity::agents::WebhookScheme;
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 
 use crate::agents::{post_as, register};
@@ -73,6 +75,9 @@ async fn found(
 on_both_backends!(
     a_verified_answer_is_knowledge_at_once_a_reversal_retracts_it_and_the_next_answer_is_the_next_version,
     odd_searches_answer_or_refuse_and_agents_search_only_their_niches,
+    a_question_asked_with_similar_is_stored_and_offered_the_entries_like_it,
+    an_export_verifies_and_a_changed_byte_names_its_line,
+    paraphrases_find_their_originals_entry_in_the_first_three,
 );
 
 async fn a_verified_answer_is_knowledge_at_once_a_reversal_retracts_it_and_the_next_answer_is_the_next_version(
@@ -169,6 +174,17 @@ async fn a_verified_answer_is_knowledge_at_once_a_reversal_retracts_it_and_the_n
     .await;
     assert_eq!(retracted.len(), 1, "{retracted:?}");
     assert_eq!(retracted[0]["endedReason"], "the 1.0 date counts");
+    // The agent that received it hears so once, through the outbox.
+    let told = entity::deliveries::Entity::find()
+        .filter(entity::deliveries::Column::EventType.eq("knowledge.retracted"))
+        .all(&app.db)
+        .await
+        .expect("read");
+    assert_eq!(told.len(), 1, "{told:?}");
+    let body: Value = serde_json::from_str(&told[0].body).expect("JSON");
+    assert_eq!(body["payload"]["entryId"].to_string(), first_id, "{body}");
+    assert_eq!(body["payload"]["externalId"], "q-1");
+    assert_eq!(body["payload"]["reason"], "the 1.0 date counts");
     let by_id = app
         .graphql(Some(&bob.token), ENTRY, json!({"id": first_id}))
         .await;
@@ -360,4 +376,337 @@ async fn odd_searches_answer_or_refuse_and_agents_search_only_their_niches(app: 
         let response = post_as(&app, "scout", &secret, SEARCH_PATH, &body).await;
         assert_eq!(response.status().as_u16(), status, "{body}");
     }
+}
+
+/// Ask in `slug` with `title` and `question` (context holding [`CONTEXT_ONLY`]) and `similar`;
+/// the status and body.
+async fn ask_similar(
+    app: &TestApp,
+    slug: &str,
+    id: &str,
+    title: &str,
+    question: &str,
+    similar: Value,
+) -> (u16, Value) {
+    let mut body = question_body(slug, id);
+    body["payload"]["title"] = json!(title);
+    body["payload"]["question"] = json!(question);
+    body["payload"]["context"] = json!(format!("Only the context says {CONTEXT_ONLY}."));
+    body["payload"]["similar"] = similar;
+    let response = app
+        .post_signed("/api/v1/internal/expert-questions", &body.to_string())
+        .await;
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("JSON"))
+}
+
+async fn a_question_asked_with_similar_is_stored_and_offered_the_entries_like_it(app: TestApp) {
+    open_niche(&app.db, "roofing").await;
+    let rita = operator(&app.db, "roofing", "rita").await;
+    let root = person(&app.db, "root", true).await;
+    let (status, first) = ask_similar(
+        &app,
+        "roofing",
+        "r-1",
+        "Flat roof leaking after heavy rain",
+        "Water comes through the ceiling of a flat roof after heavy rain. What fixes it?",
+        json!(true),
+    )
+    .await;
+    assert_eq!(status, 201, "{first}");
+    assert_eq!(first["similar"], json!([]), "nothing is known yet: {first}");
+    let question = first["question"]["id"].as_i64().expect("an id");
+    let answered = app
+        .answer(
+            &rita.token,
+            answer_input(
+                question,
+                "ANSWERED",
+                Some("ea"),
+                Some("Reseal the membrane seams."),
+            ),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    app.decide_newest_contribution(&root.token, "verifyContribution", None)
+        .await;
+
+    // A paraphrase finds it, with how much of the question the entry holds.
+    let (status, asked) = ask_similar(
+        &app,
+        "roofing",
+        "r-2",
+        "Leaks in a flat roof when it rains",
+        "My flat roof leaks whenever the rain is heavy.",
+        json!(true),
+    )
+    .await;
+    assert_eq!(status, 201, "{asked}");
+    let similar = asked["similar"].as_array().expect("similar");
+    assert_eq!(similar.len(), 1, "{asked}");
+    assert_eq!(similar[0]["title"], "Flat roof leaking after heavy rain");
+    assert_eq!(similar[0]["answer"], "Reseal the membrane seams.");
+    let likeness = similar[0]["likeness"].as_f64().expect("a likeness");
+    assert!((0.3..=1.0).contains(&likeness), "{likeness}");
+    // Without asking, nothing is looked up; unlike questions and the context's words find
+    // nothing.
+    let (_, plain) = ask_similar(
+        &app,
+        "roofing",
+        "r-3",
+        "Flat roof leaks",
+        "Heavy rain.",
+        json!(false),
+    )
+    .await;
+    assert!(plain.get("similar").is_none(), "{plain}");
+    let (_, unlike) = ask_similar(
+        &app,
+        "roofing",
+        "r-4",
+        "Chimney flashing",
+        "Which lead code?",
+        json!(true),
+    )
+    .await;
+    assert_eq!(unlike["similar"], json!([]), "{unlike}");
+    let (_, context) = ask_similar(
+        &app,
+        "roofing",
+        "r-5",
+        CONTEXT_ONLY,
+        CONTEXT_ONLY,
+        json!(true),
+    )
+    .await;
+    assert_eq!(context["similar"], json!([]), "{context}");
+    // A `similar` that is not a boolean is refused, and nothing is stored.
+    let (status, refused) =
+        ask_similar(&app, "roofing", "r-6", "Flat roof", "Rain.", json!("yes")).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["code"], "BAD_USER_INPUT");
+    let stored = entity::agent_questions::Entity::find()
+        .filter(entity::agent_questions::Column::ExternalId.eq("r-6"))
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(stored, 0);
+
+    // The same through MCP: search_knowledge, and ask_expert with checkSimilar.
+    let token = agent_with_token(&app, "roofer-bot", &["roofing"]).await;
+    let client = McpClient::new(&app, Some(&token));
+    client.initialize().await;
+    let found = client
+        .ok(
+            "search_knowledge",
+            json!({"niche": "roofing", "query": "membrane seams leaking"}),
+        )
+        .await;
+    assert_eq!(
+        found["results"][0]["entryId"].as_i64(),
+        similar[0]["entryId"].as_i64(),
+        "{found}"
+    );
+    let asked = client
+        .ok(
+            "ask_expert",
+            json!({"niche": "roofing", "title": "Flat roof leaking in heavy rain",
+                   "question": "The flat roof leaks after rain.", "checkSimilar": true}),
+        )
+        .await;
+    assert_eq!(
+        asked["similar"][0]["entryId"], similar[0]["entryId"],
+        "{asked}"
+    );
+    let again = client
+        .ok(
+            "ask_expert",
+            json!({"niche": "roofing", "title": "Flat roof leaking in heavy rain",
+                   "question": "The flat roof leaks after rain."}),
+        )
+        .await;
+    assert_eq!(
+        again["questionId"], asked["questionId"],
+        "checkSimilar names no other question"
+    );
+    assert_eq!(again["duplicate"], true);
+    let refused = client
+        .refused("search_knowledge", json!({"niche": "games", "query": "x"}))
+        .await;
+    assert_eq!(refused["code"], "NOT_FOUND", "{refused}");
+}
+
+/// `askloop` with `args` on the app's database.
+fn askloop(app: &TestApp, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(askloop_tests::askloop_binary())
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", &app.database_url)
+        .env("RUST_LOG", "error")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("askloop runs")
+}
+
+async fn an_export_verifies_and_a_changed_byte_names_its_line(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let root = person(&app.db, "root", true).await;
+    for (id, words) in [
+        ("q-1", "The early-access date."),
+        ("q-2", "The store page says so."),
+    ] {
+        let question = ask(&app, "games", id, "Which release date counts?").await;
+        let answered = app
+            .answer(
+                &ana.token,
+                answer_input(question, "ANSWERED", Some("ea"), Some(words)),
+            )
+            .await;
+        assert!(answered["errors"].is_null(), "{answered}");
+        app.decide_newest_contribution(&root.token, "verifyContribution", None)
+            .await;
+    }
+    let dir = std::env::temp_dir().join(format!("askloop-export-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let file = dir.join("games.jsonl");
+    let path = file.to_str().expect("a path");
+    let exported = askloop(
+        &app,
+        &["knowledge", "export", "--niche", "games", "--out", path],
+    );
+    assert!(exported.status.success(), "{exported:?}");
+    let text = std::fs::read_to_string(&file).expect("the export");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON lines"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines[0]["answer"], "The early-access date.");
+    assert_eq!(lines[0]["answeredBy"], "ana");
+    assert_eq!(lines[0]["verifiedBy"], "root");
+    assert_eq!(lines[0]["optionLabel"], "Early access");
+    assert_eq!(lines[0]["versions"][0]["status"], "current");
+    assert!(
+        lines[0].get("context").is_none(),
+        "the context is not exported"
+    );
+    assert_eq!(lines[1]["prevHash"], lines[0]["hash"]);
+    let head = lines[1]["hash"].as_str().expect("a hash").to_owned();
+    let summary = String::from_utf8_lossy(&exported.stdout).to_string();
+    assert!(summary.contains(&head), "{summary}");
+
+    let verified = askloop(&app, &["knowledge", "verify", path]);
+    assert!(verified.status.success(), "{verified:?}");
+    assert!(String::from_utf8_lossy(&verified.stdout).contains(&head));
+
+    // One byte changed in the first line: verify names it and fails.
+    let changed = text.replacen("early-access", "early-accesS", 1);
+    std::fs::write(&file, changed).expect("written");
+    let refused = askloop(&app, &["knowledge", "verify", path]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let said = String::from_utf8_lossy(&refused.stderr).to_string();
+    assert!(said.contains("line 1"), "{said}");
+    // An unknown niche is an error, and leaves no file behind.
+    let nowhere = dir.join("nowhere.jsonl");
+    let missing = askloop(
+        &app,
+        &[
+            "knowledge",
+            "export",
+            "--niche",
+            "nowhere",
+            "--out",
+            nowhere.to_str().expect("a path"),
+        ],
+    );
+    assert_eq!(missing.status.code(), Some(1), "{missing:?}");
+    assert!(!nowhere.exists());
+    assert!(!dir.join("nowhere.jsonl.partial").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The retrieval fixture: questions of two niches with their answers, and how another agent
+/// might ask each again.
+const RECALL: &str = include_str!("../fixtures/knowledge_recall.json");
+
+/// The share of the fixture's paraphrases whose agent search (any content word, best first)
+/// puts their original's entry among the first three; printed for docs/benchmarks.md, and held
+/// to the goal of 0.8.
+async fn paraphrases_find_their_originals_entry_in_the_first_three(app: TestApp) {
+    let fixture: Value = serde_json::from_str(RECALL).expect("the fixture is JSON");
+    let root = person(&app.db, "root", true).await;
+    let niches = fixture["niches"].as_object().expect("niches");
+    let (mut asked, mut found) = (0_u32, 0_u32);
+    for (slug, items) in niches {
+        open_niche(&app.db, slug).await;
+        let expert = operator(&app.db, slug, &format!("expert-{slug}")).await;
+        let items = items.as_array().expect("items");
+        for (i, item) in items.iter().enumerate() {
+            let mut body = question_body(slug, &format!("recall-{i}"));
+            body["payload"]["title"] = item["title"].clone();
+            body["payload"]["question"] = item["question"].clone();
+            body["payload"]
+                .as_object_mut()
+                .expect("a payload")
+                .remove("options");
+            let response = app
+                .post_signed("/api/v1/internal/expert-questions", &body.to_string())
+                .await;
+            assert_eq!(response.status(), 201);
+            let stored: Value = response.json().await.expect("JSON");
+            let question = stored["question"]["id"].as_i64().expect("an id");
+            let words = item["answer"].as_str().expect("an answer");
+            let answered = app
+                .answer(
+                    &expert.token,
+                    answer_input(question, "ANSWERED", None, Some(words)),
+                )
+                .await;
+            assert!(answered["errors"].is_null(), "{answered}");
+            // From the 26th on, the niche trusts its expert: verified on arrival, knowledge at
+            // once, with nobody to review it.
+            if answered["data"]["answerQuestion"]["contributionStatus"] == "PENDING" {
+                app.decide_newest_contribution(&root.token, "verifyContribution", None)
+                    .await;
+            }
+        }
+        for item in items {
+            let query = json!({"nicheSlug": slug, "query": item["paraphrase"], "first": 3});
+            let response = app.post_signed(SEARCH_PATH, &query.to_string()).await;
+            assert_eq!(response.status(), 200);
+            let results: Value = response.json().await.expect("JSON");
+            asked += 1;
+            let hit = results["results"]
+                .as_array()
+                .expect("results")
+                .iter()
+                .any(|r| r["title"] == item["title"]);
+            if hit {
+                found += 1;
+            } else {
+                eprintln!("missed in {slug}: {}", item["paraphrase"]);
+            }
+        }
+    }
+    let trusted = entity::knowledge_entries::Entity::find()
+        .filter(
+            entity::knowledge_entries::Column::Verification
+                .eq(entity::knowledge_entries::Verification::Trust),
+        )
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert!(trusted > 0, "answers verified on arrival are knowledge too");
+    let recall = f64::from(found) / f64::from(asked);
+    eprintln!(
+        "recall@3 on {:?}: {found} of {asked} = {recall:.3}",
+        app.db.get_database_backend()
+    );
+    assert!(asked >= 50, "the fixture holds at least 50 pairs");
+    assert!(
+        recall >= 0.8,
+        "recall@3 {recall:.3} is under the goal of 0.8"
+    );
 }

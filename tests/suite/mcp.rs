@@ -246,7 +246,8 @@ async fn the_five_tools_are_listed_with_their_schemas(app: TestApp) {
             "delegate_task",
             "get_answer",
             "add_research",
-            "list_questions"
+            "list_questions",
+            "search_knowledge"
         ]
     );
     let schema = |name: &str| {
@@ -1072,7 +1073,8 @@ async fn the_official_typescript_sdk_asks_and_hears_the_answer() {
             "delegate_task",
             "get_answer",
             "add_research",
-            "list_questions"
+            "list_questions",
+            "search_knowledge"
         ])
     );
     assert_eq!(step("server")["name"], "askloop");

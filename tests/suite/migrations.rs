@@ -505,6 +505,24 @@ async fn the_knowledge_migration_goes_down_and_up_writing_todays_verified_answer
         !accepts(&app, "UPDATE knowledge_entries SET status = 'forgotten'").await,
         "the status check holds"
     );
+    // A retraction's notice to the agent keeps the migration in place: Bob's answer, verified
+    // (an entry) and then reversed (retracted, and the agent told).
+    app.decide_newest_contribution(&root.token, "verifyContribution", None)
+        .await;
+    app.decide_newest_contribution(&root.token, "reverseContribution", Some("wrong"))
+        .await;
+    let refused = try_down_to_before(&app, "m20261203_000019_knowledge")
+        .await
+        .expect_err("refused while a knowledge event is stored")
+        .to_string();
+    assert!(
+        refused.contains("1 knowledge event(s) are stored"),
+        "{refused}"
+    );
+    assert!(
+        accepts(&app, "SELECT id FROM knowledge_entries").await,
+        "nothing undone"
+    );
 }
 
 on_both_backends!(the_knowledge_migration_goes_down_and_up_writing_todays_verified_answers);

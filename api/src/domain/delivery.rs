@@ -226,6 +226,10 @@ pub enum EventType {
     QuestionEscalated,
     /// Someone completed a task, at an actual cost.
     TaskCompleted,
+    /// A knowledge entry the agent received was replaced by a newer version.
+    KnowledgeSuperseded,
+    /// A knowledge entry the agent received was retracted: its answer was rejected or reversed.
+    KnowledgeRetracted,
 }
 
 impl EventType {
@@ -241,11 +245,13 @@ impl EventType {
             EventType::AnswerRejected => "expert_answer.rejected",
             EventType::QuestionEscalated => "expert_question.escalated",
             EventType::TaskCompleted => "task.completed",
+            EventType::KnowledgeSuperseded => "knowledge.superseded",
+            EventType::KnowledgeRetracted => "knowledge.retracted",
         }
     }
 
     /// Every event askloop sends.
-    pub const ALL: [EventType; 9] = [
+    pub const ALL: [EventType; 11] = [
         EventType::AnswerCreated,
         EventType::ResearchRequested,
         EventType::QuestionExpired,
@@ -255,6 +261,8 @@ impl EventType {
         EventType::AnswerRejected,
         EventType::QuestionEscalated,
         EventType::TaskCompleted,
+        EventType::KnowledgeSuperseded,
+        EventType::KnowledgeRetracted,
     ];
 
     /// The event named `name`, if askloop sends one by that name.

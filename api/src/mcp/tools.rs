@@ -1,4 +1,4 @@
-//! The four MCP tools (docs/contract.md#mcp): their inputs, JSON-schema'd for the client, and
+//! The MCP tools (docs/contract.md#mcp): their inputs, JSON-schema'd for the client, and
 //! what each does — parse, call the same service the signed REST route calls, shape the result.
 //! Nothing here knows the MCP SDK: a tool takes the calling agent and its arguments and returns
 //! a JSON result or the [`ServiceError`] the REST route would have answered with.
@@ -8,6 +8,7 @@ use std::time::Duration;
 use chrono::Utc;
 use entity::agent_questions::{self, QuestionStatus};
 use schemars::JsonSchema;
+use sea_orm::EntityTrait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -15,9 +16,10 @@ use sha2::{Digest, Sha256};
 use crate::domain::intake::parse_new_question;
 use crate::domain::text::{CONTEXT_MAX, IDENTIFIER_MAX, cap, char_len, first_control_character};
 use crate::error::ServiceError;
-use crate::rest::views::{ReviewWord, StatusWord, seconds};
+use crate::rest::views::{KnowledgeResult, ReviewWord, StatusWord, seconds};
 use crate::service::agents::Asker;
 use crate::service::intake::{receive_question, refusal_reason};
+use crate::service::knowledge;
 use crate::service::lookup::{
     self, FoundAnswer, MAX_WAIT_SECS, OwnCursor, OwnQuestion, QuestionRef,
 };
@@ -26,12 +28,13 @@ use crate::service::research::add_findings;
 use crate::state::AppState;
 
 /// The tools' names, in the order they are listed.
-pub const TOOL_NAMES: [&str; 5] = [
+pub const TOOL_NAMES: [&str; 6] = [
     "ask_expert",
     "delegate_task",
     "get_answer",
     "add_research",
     "list_questions",
+    "search_knowledge",
 ];
 
 /// How urgent a question is.
@@ -87,6 +90,25 @@ pub struct AskExpert {
     /// so the same arguments again are the same question too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_id: Option<String>,
+    /// Also return up to three current entries of the niche's knowledge like the question, as
+    /// `similar` (the question is stored either way; this does not change which question the
+    /// same arguments name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_similar: Option<bool>,
+}
+
+/// `search_knowledge`'s arguments.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SearchKnowledge {
+    /// The niche's slug; one of the niches this agent may ask in.
+    pub niche: String,
+    /// What to look for (at most 1000 characters): entries holding any of its words, best first.
+    pub query: String,
+    /// How many results, 1 to 20 (5 by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 20))]
+    pub first: Option<u64>,
 }
 
 /// `delegate_task`'s arguments.
@@ -226,7 +248,7 @@ fn schema_of<T: JsonSchema>() -> Map<String, Value> {
     }
 }
 
-/// The four tools, with their schemas.
+/// The tools, with their schemas.
 pub fn specs() -> Vec<ToolSpec> {
     vec![
         ToolSpec {
@@ -277,6 +299,15 @@ pub fn specs() -> Vec<ToolSpec> {
             input_schema: schema_of::<ListQuestions>(),
             read_only: true,
         },
+        ToolSpec {
+            name: "search_knowledge",
+            description: "Search the knowledge of one of this agent's niches: verified answers \
+                          to earlier questions, best first, each with its entryId, version, \
+                          title, answer words, the option chosen and when it was verified. Look \
+                          here before asking: a question asked twice should cost a person once.",
+            input_schema: schema_of::<SearchKnowledge>(),
+            read_only: true,
+        },
     ]
 }
 
@@ -300,6 +331,7 @@ pub async fn call(
         "get_answer" => get_answer(state, asker, parse(name, arguments)?).await,
         "add_research" => add_research(state, asker, parse(name, arguments)?).await,
         "list_questions" => list_questions(state, asker, parse(name, arguments)?).await,
+        "search_knowledge" => search_knowledge(state, asker, parse(name, arguments)?).await,
         _ => Err(ServiceError::NotFound(format!(
             "askloop has no tool '{}' (it has {})",
             name.chars().take(60).collect::<String>(),
@@ -356,13 +388,59 @@ fn with_external_id<T: Serialize>(
 async fn ask_expert(
     state: &AppState,
     asker: &Asker,
-    input: AskExpert,
+    mut input: AskExpert,
 ) -> Result<Value, ServiceError> {
+    // Whether to look for similar entries is not part of what the question is.
+    let check_similar = input.check_similar.take().unwrap_or(false);
     let input = with_external_id(asker, input, |i| &mut i.external_id);
     // The REST body's own field names: the same parser, so the same validation and caps.
     let body = serde_json::to_value(&input)
         .map_err(|err| ServiceError::Internal(anyhow::anyhow!("ask_expert body: {err}")))?;
-    intake(state, asker, body).await
+    let mut asked = intake(state, asker, body).await?;
+    if check_similar {
+        let stored = asked["questionId"]
+            .as_i64()
+            .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("intake gave no question id")))?;
+        let question = agent_questions::Entity::find_by_id(stored)
+            .one(&state.db)
+            .await?
+            .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("question {stored} vanished")))?;
+        let similar = knowledge::similar(
+            &state.db,
+            question.niche_id,
+            &question.title,
+            &question.question,
+            knowledge::SIMILAR_MAX,
+        )
+        .await?;
+        asked["similar"] = json!(
+            similar
+                .into_iter()
+                .map(|s| KnowledgeResult::of(s.found, Some(s.likeness_bps)))
+                .collect::<Vec<_>>()
+        );
+    }
+    Ok(asked)
+}
+
+async fn search_knowledge(
+    state: &AppState,
+    asker: &Asker,
+    input: SearchKnowledge,
+) -> Result<Value, ServiceError> {
+    // The signed route's own parser: the same checks and the same defaults.
+    let request = knowledge::parse_agent_search(&json!({
+        "nicheSlug": input.niche,
+        "query": input.query,
+        "first": input.first,
+    }))?;
+    let found = knowledge::for_agent(&state.db, asker, &request).await?;
+    Ok(json!({
+        "results": found
+            .into_iter()
+            .map(|found| KnowledgeResult::of(found, None))
+            .collect::<Vec<_>>()
+    }))
 }
 
 async fn delegate_task(

@@ -10,11 +10,13 @@ use chrono::Utc;
 
 use super::signed::verified_agent_json;
 use super::views::{
-    AskBody, AskResponse, BudgetView, ErrorBody, OverBudgetBody, StoredQuestion, seconds,
+    AskBody, AskResponse, BudgetView, ErrorBody, KnowledgeResult, OverBudgetBody, StoredQuestion,
+    seconds,
 };
 use crate::domain::intake::parse_new_question;
 use crate::error::ServiceError;
 use crate::service::intake::{IntakeOutcome, receive_question as receive, refusal_reason};
+use crate::service::knowledge;
 use crate::state::AppState;
 
 /// Verify, parse and store an agent's question.
@@ -63,6 +65,13 @@ pub async fn receive_question(
             return ServiceError::BadInput(err.0).into_response();
         }
     };
+    let similar = match wants_similar(&signed.value) {
+        Ok(wanted) => wanted.then(|| (new.title.clone(), new.question.clone())),
+        Err(err) => {
+            state.metrics.intake_outcome("bad_input");
+            return err.into_response();
+        }
+    };
     // Without an id of its own, a question is named by its signed request, so the same bytes
     // under the same signature time (an agent's retry, or a replay) are the same question.
     if new.external_id.is_none() {
@@ -75,7 +84,30 @@ pub async fn receive_question(
             } else {
                 "created"
             });
-            intake_response(&outcome)
+            let similar = match similar {
+                None => None,
+                Some((title, question)) => {
+                    match knowledge::similar(
+                        &state.db,
+                        outcome.niche_id,
+                        &title,
+                        &question,
+                        knowledge::SIMILAR_MAX,
+                    )
+                    .await
+                    {
+                        Ok(found) => Some(
+                            found
+                                .into_iter()
+                                .map(|s| KnowledgeResult::of(s.found, Some(s.likeness_bps)))
+                                .collect(),
+                        ),
+                        // Stored already: asking again (the same external id) is safe.
+                        Err(err) => return err.into_response(),
+                    }
+                }
+            };
+            intake_response(&outcome, similar)
         }
         Err(err) => {
             state.metrics.intake_outcome(refusal_reason(&err));
@@ -89,7 +121,23 @@ pub fn signed_request_id(digest: &str) -> String {
     format!("signed:{digest}")
 }
 
-fn intake_response(outcome: &IntakeOutcome) -> Response {
+/// Whether the body asks for similar entries: `similar` (beside the fields or inside `payload`)
+/// is `true`, or absent or `false`; anything else is refused.
+fn wants_similar(body: &serde_json::Value) -> Result<bool, ServiceError> {
+    let fields = body
+        .get("payload")
+        .filter(|p| p.is_object())
+        .unwrap_or(body);
+    match fields.get("similar") {
+        None | Some(serde_json::Value::Null) => Ok(false),
+        Some(serde_json::Value::Bool(wanted)) => Ok(*wanted),
+        Some(_) => Err(ServiceError::BadInput(
+            "similar must be true or false".into(),
+        )),
+    }
+}
+
+fn intake_response(outcome: &IntakeOutcome, similar: Option<Vec<KnowledgeResult>>) -> Response {
     let status = if outcome.duplicate {
         StatusCode::OK
     } else {
@@ -104,6 +152,7 @@ fn intake_response(outcome: &IntakeOutcome) -> Response {
             expires_at: seconds(outcome.expires_at),
         },
         budget: BudgetView::of(&outcome.budget, Utc::now()),
+        similar,
     };
     (status, Json(body)).into_response()
 }

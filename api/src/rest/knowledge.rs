@@ -55,16 +55,7 @@ pub async fn search(
         Ok(found) => Json(KnowledgeSearchResponse {
             results: found
                 .into_iter()
-                .map(|found| KnowledgeResult {
-                    entry_id: found.entry.id,
-                    version: found.entry.version,
-                    title: found.entry.title,
-                    answer: found.entry.answer,
-                    option_id: found.entry.option_id,
-                    option_label: found.entry.option_label,
-                    verified_at: found.entry.verified_at,
-                    score: found.score,
-                })
+                .map(|found| KnowledgeResult::of(found, None))
                 .collect(),
         })
         .into_response(),

@@ -299,6 +299,8 @@ mod tests {
             "options",
             "question",
             "relatedResourceIds",
+            // Read by the route beside the parser: whether to answer with similar entries.
+            "similar",
             "title",
             "urgency",
         ];

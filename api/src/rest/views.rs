@@ -231,6 +231,9 @@ pub struct AskBody {
     pub budget_limit_minor: Option<i64>,
     /// What a task should deliver (at most 500 characters); tasks only.
     pub deliverable: Option<String>,
+    /// Also answer with up to three current knowledge entries like the question
+    /// (docs/contract.md#knowledge); the question is stored either way.
+    pub similar: Option<bool>,
 }
 
 /// A question, briefly: which one and where it is.
@@ -267,6 +270,10 @@ pub struct AskResponse {
     pub question: StoredQuestion,
     /// The niche's budget after the intake.
     pub budget: BudgetView,
+    /// Asked with `"similar": true`: up to three current knowledge entries like the question,
+    /// best first (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similar: Option<Vec<KnowledgeResult>>,
 }
 
 /// `POST /api/v1/internal/research-results`: research comes back for a waiting question.
@@ -705,4 +712,24 @@ pub struct KnowledgeResult {
     pub verified_at: DateTime<Utc>,
     /// How well it matched (higher is better; comparable only within one response).
     pub score: f64,
+    /// For a similar entry: the share of the question's content words it holds, 0 to 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub likeness: Option<f64>,
+}
+
+impl KnowledgeResult {
+    /// A found entry as a result.
+    pub fn of(found: crate::service::knowledge::Found, likeness_bps: Option<i32>) -> Self {
+        Self {
+            entry_id: found.entry.id,
+            version: found.entry.version,
+            title: found.entry.title,
+            answer: found.entry.answer,
+            option_id: found.entry.option_id,
+            option_label: found.entry.option_label,
+            verified_at: found.entry.verified_at,
+            score: found.score,
+            likeness: likeness_bps.map(|bps| f64::from(bps) / 10_000.0),
+        }
+    }
 }

@@ -21,7 +21,7 @@ use entity::niches;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult,
-    Iterable, NotSet, QueryFilter, QueryOrder, Statement, Value,
+    Iterable, NotSet, QueryFilter, QueryOrder, QuerySelect, Statement, Value,
 };
 use serde_json::json;
 
@@ -33,6 +33,7 @@ use crate::error::ServiceError;
 use crate::service::access::{self, Viewer};
 use crate::service::agents::Asker;
 use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::outbox::{self, EventType, NewEvent};
 
 /// The most results one page of a search holds.
 pub const MAX_PAGE: u64 = 50;
@@ -120,12 +121,15 @@ pub async fn record_verified_answer(
         .order_by_desc(knowledge_entries::Column::Version)
         .one(txn)
         .await?;
-    if let Some(last) = last
+    let superseded = match last
         .as_ref()
         .filter(|e| e.status == KnowledgeStatus::Current)
     {
-        end(txn, last.id, KnowledgeStatus::Superseded, None, now).await?;
-    }
+        Some(last) => end(txn, last.id, KnowledgeStatus::Superseded, None, now)
+            .await?
+            .then_some(last.id),
+        None => None,
+    };
     let label = answer.option_id.as_deref().and_then(|chosen| {
         serde_json::from_value::<Vec<QuestionOption>>(question.options.clone())
             .unwrap_or_default()
@@ -162,6 +166,21 @@ pub async fn record_verified_answer(
     .exec_with_returning(txn)
     .await?;
     index(txn, &entry).await?;
+    if let Some(old) = superseded {
+        tell_who_relied_on_it(
+            txn,
+            question,
+            EventType::KnowledgeSuperseded,
+            json!({
+                "entryId": old,
+                "newEntryId": entry.id,
+                "questionId": question.id,
+                "externalId": question.external_id,
+            }),
+            now,
+        )
+        .await?;
+    }
     audit::record(
         txn,
         AuditEntry {
@@ -204,6 +223,24 @@ pub async fn retract_for(
     if !end(txn, entry.id, KnowledgeStatus::Retracted, reason, now).await? {
         return Ok(None);
     }
+    if let Some(question) = agent_questions::Entity::find_by_id(entry.question_id)
+        .one(txn)
+        .await?
+    {
+        tell_who_relied_on_it(
+            txn,
+            &question,
+            EventType::KnowledgeRetracted,
+            json!({
+                "entryId": entry.id,
+                "questionId": question.id,
+                "externalId": question.external_id,
+                "reason": reason,
+            }),
+            now,
+        )
+        .await?;
+    }
     audit::record(
         txn,
         AuditEntry {
@@ -220,6 +257,31 @@ pub async fn retract_for(
     Ok(knowledge_entries::Entity::find_by_id(entry.id)
         .one(txn)
         .await?)
+}
+
+/// Tell the agents that received an entry that it changed, once each, through the outbox in the
+/// transaction that changed it: the agent that asked its question, which received its answer.
+async fn tell_who_relied_on_it(
+    txn: &WriteTxn,
+    question: &agent_questions::Model,
+    event: EventType,
+    payload: serde_json::Value,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    outbox::enqueue_to(
+        txn,
+        NewEvent {
+            event,
+            niche_id: question.niche_id,
+            question_id: Some(question.id),
+            user_id: None,
+            payload,
+        },
+        question.registered_agent_id,
+        now,
+    )
+    .await?;
+    Ok(())
 }
 
 /// A current entry stops being current: superseded or retracted. Whether it was current.
@@ -539,4 +601,148 @@ pub async fn for_agent(
     )
     .await?
     .items)
+}
+
+/// The most similar entries intake returns.
+pub const SIMILAR_MAX: usize = 3;
+/// How many of the engine's best candidates are weighed against the threshold.
+const SIMILAR_CANDIDATES: u64 = 10;
+
+/// A current entry like a new question.
+#[derive(Debug, Clone)]
+pub struct Similar {
+    /// The entry, with the engine's score.
+    pub found: Found,
+    /// The share of the question's content words the entry holds, in basis points.
+    pub likeness_bps: i32,
+}
+
+/// Up to `limit` current entries of `niche_id` like a question of `title` and `question` (its
+/// context is never looked at): the engine's best candidates holding at least the niche's
+/// similarity threshold of the question's content words, best first.
+pub async fn similar<C: ConnectionTrait>(
+    conn: &C,
+    niche_id: i64,
+    title: &str,
+    question: &str,
+    limit: usize,
+) -> Result<Vec<Similar>, ServiceError> {
+    let words = knowledge::content_words(&format!("{title} {question}"));
+    if words.is_empty() || limit == 0 {
+        return Ok(Vec::new());
+    }
+    let threshold = niches::Entity::find_by_id(niche_id)
+        .one(conn)
+        .await?
+        .map_or(10_000, |niche| niche.similarity_threshold_bps);
+    let looking = Looking::Like(words.clone());
+    let candidates = search(
+        conn,
+        niche_id,
+        &looking,
+        &[KnowledgeStatus::Current],
+        SIMILAR_CANDIDATES,
+        0,
+    )
+    .await?;
+    Ok(candidates
+        .items
+        .into_iter()
+        .filter_map(|found| {
+            let text = format!(
+                "{} {} {}",
+                found.entry.title,
+                found.entry.question,
+                answer_words(&found.entry)
+            );
+            let likeness_bps = knowledge::likeness_bps(&words, &text);
+            (likeness_bps >= threshold).then_some(Similar {
+                found,
+                likeness_bps,
+            })
+        })
+        .take(limit)
+        .collect())
+}
+
+/// How many entries an export reads at a time.
+const EXPORT_BATCH: u64 = 500;
+
+/// Export niche `slug`'s current entries, oldest first, one record at a time to `write`: each
+/// with its provenance — the question, the answer and the option chosen, who answered and who
+/// verified (handles) and when, and the line of versions it ends. The records are not yet
+/// chained; the caller seals them (`domain::chain`). How many were written.
+pub async fn export<C, F>(conn: &C, slug: &str, mut write: F) -> Result<u64, ServiceError>
+where
+    C: ConnectionTrait,
+    F: FnMut(serde_json::Map<String, serde_json::Value>) -> Result<(), ServiceError>,
+{
+    let niche = niches::Entity::find()
+        .filter(niches::Column::Slug.eq(slug.to_lowercase()))
+        .one(conn)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound(format!("no niche '{slug}'")))?;
+    let mut after = 0_i64;
+    let mut written = 0_u64;
+    loop {
+        let batch = knowledge_entries::Entity::find()
+            .filter(knowledge_entries::Column::NicheId.eq(niche.id))
+            .filter(knowledge_entries::Column::Status.eq(KnowledgeStatus::Current))
+            .filter(knowledge_entries::Column::Id.gt(after))
+            .order_by_asc(knowledge_entries::Column::Id)
+            .limit(EXPORT_BATCH)
+            .all(conn)
+            .await?;
+        let Some(last) = batch.last() else {
+            return Ok(written);
+        };
+        after = last.id;
+        let handles = crate::service::names::handles(
+            conn,
+            batch
+                .iter()
+                .flat_map(|e| std::iter::once(e.answered_by).chain(e.verified_by)),
+        )
+        .await?;
+        let lines = knowledge_entries::Entity::find()
+            .filter(
+                knowledge_entries::Column::QuestionId
+                    .is_in(batch.iter().map(|e| e.question_id).collect::<Vec<_>>()),
+            )
+            .order_by_asc(knowledge_entries::Column::Version)
+            .all(conn)
+            .await?;
+        for entry in batch {
+            let versions: Vec<serde_json::Value> = lines
+                .iter()
+                .filter(|v| v.question_id == entry.question_id)
+                .map(|v| json!({"entryId": v.id, "version": v.version, "status": status_word(v.status)}))
+                .collect();
+            let handle = |id: i64| handles.get(&id).cloned();
+            let record = json!({
+                "entryId": entry.id,
+                "niche": niche.slug,
+                "version": entry.version,
+                "replaces": entry.replaces,
+                "versions": versions,
+                "questionId": entry.question_id,
+                "title": entry.title,
+                "question": entry.question,
+                "optionId": entry.option_id,
+                "optionLabel": entry.option_label,
+                "answer": entry.answer,
+                "answeredBy": handle(entry.answered_by),
+                "verifiedBy": entry.verified_by.and_then(handle),
+                "verification": match entry.verification {
+                    Verification::Trust => "trust",
+                    Verification::Review => "review",
+                },
+                "verifiedAt": entry.verified_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            });
+            if let serde_json::Value::Object(record) = record {
+                write(record)?;
+                written += 1;
+            }
+        }
+    }
 }
