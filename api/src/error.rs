@@ -270,6 +270,9 @@ pub enum Conflict {
     /// A live subscription could not keep up and was closed.
     #[error("this subscription fell behind and was closed; re-read the queue and subscribe again")]
     SubscriptionFellBehind,
+    /// A knowledge entry was superseded or retracted: only the current version may be corrected.
+    #[error("that knowledge entry is no longer current; correct its current version")]
+    KnowledgeNotCurrent,
 }
 
 impl Conflict {
@@ -295,6 +298,7 @@ impl Conflict {
             Conflict::PayoutReferenceTaken(_) => "PAYOUT_REFERENCE_TAKEN",
             Conflict::DeliveryInFlight => "DELIVERY_IN_FLIGHT",
             Conflict::SubscriptionFellBehind => "SUBSCRIPTION_FELL_BEHIND",
+            Conflict::KnowledgeNotCurrent => "KNOWLEDGE_NOT_CURRENT",
         }
     }
 
@@ -319,6 +323,7 @@ impl Conflict {
         "PAYOUT_REFERENCE_TAKEN",
         "DELIVERY_IN_FLIGHT",
         "SUBSCRIPTION_FELL_BEHIND",
+        "KNOWLEDGE_NOT_CURRENT",
     ];
 }
 

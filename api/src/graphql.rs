@@ -70,6 +70,7 @@ pub struct MutationRoot(
     money::PayoutMutation,
     agents::AgentMutation,
     reach::ReachMutation,
+    knowledge::KnowledgeMutation,
 );
 
 /// Every subscription.

@@ -17,6 +17,7 @@ pub mod contribution_types;
 pub mod deliveries;
 pub mod delivery_attempts;
 pub mod escalations;
+pub mod knowledge_corrections;
 pub mod knowledge_entries;
 pub mod link_keys;
 pub mod niche_members;
@@ -51,6 +52,7 @@ pub mod prelude {
     pub use super::deliveries::Entity as Deliveries;
     pub use super::delivery_attempts::Entity as DeliveryAttempts;
     pub use super::escalations::Entity as Escalations;
+    pub use super::knowledge_corrections::Entity as KnowledgeCorrections;
     pub use super::knowledge_entries::Entity as KnowledgeEntries;
     pub use super::link_keys::Entity as LinkKeys;
     pub use super::niche_members::Entity as NicheMembers;

@@ -67,6 +67,38 @@ enum KnowledgeEntries {
 }
 
 #[derive(DeriveIden, Clone)]
+enum KnowledgeCorrections {
+    Table,
+    Id,
+    EntryId,
+    NicheId,
+    ProposedBy,
+    OptionId,
+    Answer,
+    Note,
+    ContributionEventId,
+    Status,
+    CreatedAt,
+    DecidedAt,
+}
+
+#[derive(DeriveIden, Clone)]
+enum ContributionTypes {
+    Table,
+    Key,
+    Name,
+    DefaultPoints,
+    MinPoints,
+    MaxPoints,
+    DiminishAfter,
+    DiminishWindowDays,
+    AdminOnly,
+}
+
+/// The contribution a proposed correction is: reviewed by someone other than its author.
+const CORRECTION_TYPE: &str = "knowledge_correction";
+
+#[derive(DeriveIden, Clone)]
 enum Niches {
     Table,
     SimilarityThresholdBps,
@@ -245,6 +277,7 @@ impl MigrationTrait for Migration {
             &check_one_of("event_type", &after),
         )
         .await?;
+        corrections(manager).await?;
         backfill(manager).await
     }
 
@@ -267,6 +300,32 @@ impl MigrationTrait for Migration {
                  keep them, so it is not undone while they exist"
             )));
         }
+        let proposed: i64 = db
+            .query_one_raw(Statement::from_string(
+                manager.get_database_backend(),
+                "SELECT COUNT(*) FROM knowledge_corrections",
+            ))
+            .await?
+            .map(|row| row.try_get_by_index(0))
+            .transpose()?
+            .unwrap_or(0);
+        if proposed > 0 {
+            return Err(DbErr::Migration(format!(
+                "{proposed} knowledge correction(s) are stored, and their contributions count in \
+                 scores; askloop before this migration has neither, so it is not undone"
+            )));
+        }
+        manager
+            .drop_table(Table::drop().table(KnowledgeCorrections::Table).to_owned())
+            .await?;
+        manager
+            .exec_stmt(
+                Query::delete()
+                    .from_table(ContributionTypes::Table)
+                    .and_where(Expr::col(ContributionTypes::Key).eq(CORRECTION_TYPE))
+                    .to_owned(),
+            )
+            .await?;
         let after: Vec<&str> = EVENTS_BEFORE.iter().chain(EVENTS_ADDED).copied().collect();
         replace_check(
             manager,
@@ -301,6 +360,82 @@ impl MigrationTrait for Migration {
             )
             .await
     }
+}
+
+/// Proposed corrections of entries, each a contribution of its own type, reviewed like an answer.
+async fn corrections(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
+    use KnowledgeCorrections as C;
+    manager
+        .exec_stmt(
+            Query::insert()
+                .into_table(ContributionTypes::Table)
+                .columns([
+                    ContributionTypes::Key,
+                    ContributionTypes::Name,
+                    ContributionTypes::DefaultPoints,
+                    ContributionTypes::MinPoints,
+                    ContributionTypes::MaxPoints,
+                    ContributionTypes::DiminishAfter,
+                    ContributionTypes::DiminishWindowDays,
+                    ContributionTypes::AdminOnly,
+                ])
+                .values_panic([
+                    CORRECTION_TYPE.into(),
+                    "Corrected a knowledge entry".into(),
+                    2.into(),
+                    0.into(),
+                    2.into(),
+                    Option::<i32>::None.into(),
+                    Option::<i32>::None.into(),
+                    false.into(),
+                ])
+                .to_owned(),
+        )
+        .await?;
+    manager
+        .create_table(
+            Table::create()
+                .table(C::Table)
+                .col(id(C::Id))
+                .col(reference(C::EntryId))
+                .col(reference(C::NicheId))
+                .col(reference(C::ProposedBy))
+                .col(ColumnDef::new(C::OptionId).text().null())
+                .col(ColumnDef::new(C::Answer).text().null())
+                .col(ColumnDef::new(C::Note).text().null())
+                .col(reference(C::ContributionEventId).unique_key())
+                .col(one_of(C::Status, &["pending", "verified", "rejected"]))
+                .col(timestamp(C::CreatedAt))
+                .col(timestamp_null(C::DecidedAt))
+                .foreign_key(&mut foreign_key(
+                    C::Table,
+                    C::EntryId,
+                    Alias::new("knowledge_entries"),
+                ))
+                .foreign_key(&mut foreign_key(C::Table, C::NicheId, Alias::new("niches")))
+                .foreign_key(&mut foreign_key(
+                    C::Table,
+                    C::ProposedBy,
+                    Alias::new("users"),
+                ))
+                .foreign_key(&mut foreign_key(
+                    C::Table,
+                    C::ContributionEventId,
+                    Alias::new("contribution_events"),
+                ))
+                .to_owned(),
+        )
+        .await?;
+    manager
+        .create_index(
+            Index::create()
+                .name("knowledge_corrections_by_entry")
+                .table(C::Table)
+                .col(C::EntryId)
+                .col(C::Status)
+                .to_owned(),
+        )
+        .await
 }
 
 /// Today's verified answers to questions become their questions' first entries, as verifying

@@ -78,6 +78,7 @@ on_both_backends!(
     a_question_asked_with_similar_is_stored_and_offered_the_entries_like_it,
     an_export_verifies_and_a_changed_byte_names_its_line,
     paraphrases_find_their_originals_entry_in_the_first_three,
+    a_correction_one_member_proposes_and_another_verifies_becomes_the_current_version,
 );
 
 async fn a_verified_answer_is_knowledge_at_once_a_reversal_retracts_it_and_the_next_answer_is_the_next_version(
@@ -708,5 +709,169 @@ async fn paraphrases_find_their_originals_entry_in_the_first_three(app: TestApp)
     assert!(
         recall >= 0.8,
         "recall@3 {recall:.3} is under the goal of 0.8"
+    );
+}
+
+const PROPOSE: &str = r#"mutation($input: KnowledgeCorrectionInput!) {
+  proposeKnowledgeCorrection(input: $input) { id entryId contributionId status optionId answer note }
+}"#;
+
+async fn a_correction_one_member_proposes_and_another_verifies_becomes_the_current_version(
+    app: TestApp,
+) {
+    use askloop_tests::people::member;
+    use entity::niche_members::{MemberRole, MemberStatus};
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let root = person(&app.db, "root", true).await;
+    let rex = person(&app.db, "rex", true).await;
+    let olga = person(&app.db, "olga", false).await;
+    member(
+        &app.db,
+        "games",
+        &olga,
+        MemberRole::Observer,
+        MemberStatus::Active,
+    )
+    .await;
+    let eve = person(&app.db, "eve", false).await;
+    let question = ask(&app, "games", "q-1", "Which release date counts?").await;
+    let answered = app
+        .answer(
+            &ana.token,
+            answer_input(
+                question,
+                "ANSWERED",
+                Some("ea"),
+                Some("Storefronts show the early-access date."),
+            ),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    app.decide_newest_contribution(&root.token, "verifyContribution", None)
+        .await;
+    let v1 = found(&app, &ana.token, "games", None, None).await[0]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let propose = |token: &str, input: Value| {
+        let token = token.to_owned();
+        let app = &app;
+        async move {
+            app.graphql(Some(&token), PROPOSE, json!({ "input": input }))
+                .await
+        }
+    };
+
+    // What is refused changes nothing.
+    for (token, input, code) in [
+        (&ana.token, json!({"entryId": v1}), "BAD_USER_INPUT"),
+        (
+            &ana.token,
+            json!({"entryId": v1, "optionId": "nope"}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            &ana.token,
+            json!({"entryId": v1, "answer": "x".repeat(8001)}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            &ana.token,
+            json!({"entryId": v1, "optionId": "ea", "answer": "Storefronts show the early-access date."}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            &olga.token,
+            json!({"entryId": v1, "answer": "Observers only read."}),
+            "FORBIDDEN",
+        ),
+        (
+            &eve.token,
+            json!({"entryId": v1, "answer": "Not a member."}),
+            "NOT_FOUND",
+        ),
+        (
+            &ana.token,
+            json!({"entryId": "999999", "answer": "No such entry."}),
+            "NOT_FOUND",
+        ),
+    ] {
+        let refused = propose(token, input.clone()).await;
+        assert_eq!(error_code(&refused), Some(code), "{input}: {refused}");
+    }
+    let corrections = entity::knowledge_corrections::Entity::find()
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(corrections, 0);
+
+    // Root proposes; Root may not verify it, Rex does; it becomes version 2.
+    let proposed = propose(
+        &root.token,
+        json!({"entryId": v1, "optionId": "full", "answer": "The 1.0 date is the launch.",
+               "note": "Steam counts the 1.0 date"}),
+    )
+    .await;
+    assert!(proposed["errors"].is_null(), "{proposed}");
+    let correction = &proposed["data"]["proposeKnowledgeCorrection"];
+    assert_eq!(correction["status"], "pending");
+    let contribution = correction["contributionId"].as_str().expect("an id");
+    // Nothing changed yet.
+    assert!(
+        found(&app, &ana.token, "games", Some("launch"), None)
+            .await
+            .is_empty()
+    );
+    let own = app.verify(&root.token, contribution).await;
+    assert_eq!(error_code(&own), Some("FORBIDDEN"), "{own}");
+    assert_eq!(
+        own["errors"][0]["extensions"]["reason"], "SELF_REVIEW",
+        "{own}"
+    );
+    let verified = app.verify(&rex.token, contribution).await;
+    assert!(verified["errors"].is_null(), "{verified}");
+
+    let now = found(&app, &ana.token, "games", Some("launch"), None).await;
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_eq!(now[0]["version"], 2);
+    assert_eq!(now[0]["replaces"], v1.as_str());
+    assert_eq!(now[0]["optionLabel"], "1.0");
+    assert_eq!(now[0]["answeredBy"], "root");
+    assert_eq!(now[0]["verifiedBy"], "rex");
+    assert!(
+        found(&app, &ana.token, "games", Some("storefronts"), None)
+            .await
+            .is_empty()
+    );
+    let old = found(
+        &app,
+        &ana.token,
+        "games",
+        Some("storefronts"),
+        Some("SUPERSEDED"),
+    )
+    .await;
+    assert_eq!(old.len(), 1, "{old:?}");
+    assert_eq!(old[0]["id"], v1.as_str());
+    // The agent that received version 1 hears it was superseded, once.
+    let told = entity::deliveries::Entity::find()
+        .filter(entity::deliveries::Column::EventType.eq("knowledge.superseded"))
+        .all(&app.db)
+        .await
+        .expect("read");
+    assert_eq!(told.len(), 1, "{told:?}");
+    let body: Value = serde_json::from_str(&told[0].body).expect("JSON");
+    assert_eq!(body["payload"]["entryId"].to_string(), v1);
+    assert_eq!(
+        body["payload"]["newEntryId"].to_string(),
+        now[0]["id"].as_str().expect("an id")
+    );
+    // A correction of the superseded version is refused: only the current one is corrected.
+    let stale = propose(&ana.token, json!({"entryId": v1, "answer": "Late."})).await;
+    assert_eq!(error_code(&stale), Some("CONFLICT"), "{stale}");
+    assert_eq!(
+        stale["errors"][0]["extensions"]["reason"],
+        "KNOWLEDGE_NOT_CURRENT"
     );
 }

@@ -4,8 +4,9 @@
 use std::collections::HashMap;
 
 use async_graphql::connection::{Connection, Edge};
-use async_graphql::{Context, ID, Object, Result, SimpleObject};
+use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
+use entity::knowledge_corrections::{self, CorrectionStatus};
 use entity::knowledge_entries;
 
 use super::caller_of;
@@ -208,5 +209,99 @@ impl KnowledgeQuery {
                 .map(|v| KnowledgeEntry::from_model(v, &handles, 0.0))
                 .collect(),
         })
+    }
+}
+
+/// A correction to propose: another of the question's options, new words, or both.
+#[derive(InputObject)]
+pub struct KnowledgeCorrectionInput {
+    /// The entry to correct (its current version).
+    pub entry_id: ID,
+    /// Another of the question's options.
+    pub option_id: Option<String>,
+    /// New words (at most 8000 characters).
+    pub answer: Option<String>,
+    /// Why, for the reviewer (at most 2000 characters).
+    pub note: Option<String>,
+}
+
+/// A proposed correction of a knowledge entry: a contribution, pending until someone other than
+/// its author verifies it.
+#[derive(SimpleObject)]
+pub struct KnowledgeCorrection {
+    /// Its id.
+    pub id: ID,
+    /// The entry it corrects.
+    pub entry_id: ID,
+    /// The contribution it is (verify or reject it like an answer's).
+    pub contribution_id: ID,
+    /// Pending, verified or rejected.
+    pub status: String,
+    /// The option it chooses instead.
+    pub option_id: Option<String>,
+    /// The words it gives instead.
+    pub answer: Option<String>,
+    /// Why.
+    pub note: Option<String>,
+}
+
+impl From<knowledge_corrections::Model> for KnowledgeCorrection {
+    fn from(c: knowledge_corrections::Model) -> Self {
+        Self {
+            id: ID(c.id.to_string()),
+            entry_id: ID(c.entry_id.to_string()),
+            contribution_id: ID(c.contribution_event_id.to_string()),
+            status: match c.status {
+                CorrectionStatus::Pending => "pending",
+                CorrectionStatus::Verified => "verified",
+                CorrectionStatus::Rejected => "rejected",
+            }
+            .to_owned(),
+            option_id: c.option_id,
+            answer: c.answer,
+            note: c.note,
+        }
+    }
+}
+
+/// Knowledge mutations.
+#[derive(Default)]
+pub struct KnowledgeMutation;
+
+#[Object]
+impl KnowledgeMutation {
+    /// Propose a correction to a current knowledge entry, as an active member of its niche (or
+    /// an admin). It waits for review by someone else; verified, it becomes the entry's next
+    /// version.
+    async fn propose_knowledge_correction(
+        &self,
+        ctx: &Context<'_>,
+        input: KnowledgeCorrectionInput,
+    ) -> Result<KnowledgeCorrection> {
+        let db = ctx.data::<Db>()?;
+        let caller = caller_of(ctx)?;
+        crate::service::access::signed_in(caller.viewer()).gql()?;
+        caller.check_write().gql()?;
+        let entry_id: i64 = input
+            .entry_id
+            .parse()
+            .map_err(|_| {
+                ServiceError::BadInput(format!("'{}' is not an entry id", input.entry_id.as_str()))
+            })
+            .gql()?;
+        let (correction, _) = knowledge::propose_correction(
+            db,
+            caller.viewer(),
+            knowledge::NewCorrection {
+                entry_id,
+                option_id: input.option_id,
+                answer: input.answer,
+                note: input.note,
+            },
+            Utc::now(),
+        )
+        .await
+        .gql()?;
+        Ok(correction.into())
     }
 }

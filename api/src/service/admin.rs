@@ -317,24 +317,37 @@ pub async fn review(
         now,
     )
     .await?;
+    // Knowledge follows the verdict: a verified answer is written as an entry, a verified
+    // correction as the entry's next version; a rejected or reversed one's entry is retracted.
+    let actor = Actor::User(admin.user_id);
+    match decision {
+        Decision::Verify | Decision::Reject => {
+            knowledge::review_correction(
+                &txn,
+                event.id,
+                decision == Decision::Verify,
+                admin.user_id,
+                now,
+            )
+            .await?;
+        }
+        Decision::Reverse => {}
+    }
+    if decision != Decision::Verify {
+        knowledge::retract_for(&txn, event.id, note.as_deref(), &actor, now).await?;
+    }
     let reopened = match answer_of(&txn, &event).await? {
         Some((answer, question)) => {
-            let actor = Actor::User(admin.user_id);
-            match decision {
-                Decision::Verify => {
-                    knowledge::record_verified_answer(
-                        &txn,
-                        &question,
-                        &answer,
-                        event.id,
-                        Some(admin.user_id),
-                        now,
-                    )
-                    .await?;
-                }
-                Decision::Reject | Decision::Reverse => {
-                    knowledge::retract_for(&txn, event.id, note.as_deref(), &actor, now).await?;
-                }
+            if decision == Decision::Verify {
+                knowledge::record_verified_answer(
+                    &txn,
+                    &question,
+                    &answer,
+                    event.id,
+                    Some(admin.user_id),
+                    now,
+                )
+                .await?;
             }
             let reopened =
                 money_follows_the_verdict(&txn, &actor, &answer, &question, decision, now).await?;

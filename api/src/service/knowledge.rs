@@ -16,6 +16,8 @@
 use chrono::{DateTime, Utc};
 use entity::agent_answers::{self, AnswerKind};
 use entity::agent_questions::{self, ExchangeKind};
+use entity::contribution_events::{self, ContributionStatus};
+use entity::knowledge_corrections::{self, CorrectionStatus};
 use entity::knowledge_entries::{self, KnowledgeStatus, Verification};
 use entity::niches;
 use sea_orm::sea_query::Expr;
@@ -29,7 +31,7 @@ use crate::db::{Db, WriteTxn};
 use crate::domain::intake::QuestionOption;
 use crate::domain::knowledge::{self, QUERY_MAX};
 use crate::domain::text::char_len;
-use crate::error::ServiceError;
+use crate::error::{Conflict, ServiceError};
 use crate::service::access::{self, Viewer};
 use crate::service::agents::Asker;
 use crate::service::audit::{self, Actor, AuditEntry};
@@ -745,4 +747,286 @@ where
             }
         }
     }
+}
+
+/// A correction as a member proposes it.
+#[derive(Debug, Clone)]
+pub struct NewCorrection {
+    /// The entry to correct: its current version.
+    pub entry_id: i64,
+    /// Another of the question's options, if the option changes.
+    pub option_id: Option<String>,
+    /// New words, if the words change (at most the answer's cap).
+    pub answer: Option<String>,
+    /// Why, for the reviewer (at most 2000 characters).
+    pub note: Option<String>,
+}
+
+/// The longest note a correction carries.
+pub const NOTE_MAX: usize = 2000;
+
+/// Propose a correction to a current entry (docs/contract.md#knowledge): any active member of
+/// its niche who acts on questions, or an admin. It is a contribution of its own, pending until
+/// someone other than its author verifies it (`admin::review`); nothing of the entry changes
+/// until then. Refused: not signed in (401), not a member (403, and another niche's entry is not
+/// found), an entry no longer current (409 `KNOWLEDGE_NOT_CURRENT`), a correction that changes
+/// nothing or names an option the question does not have, or words or a note over their caps
+/// (400).
+pub async fn propose_correction(
+    db: &Db,
+    viewer: Option<&Viewer>,
+    new: NewCorrection,
+    now: DateTime<Utc>,
+) -> Result<(knowledge_corrections::Model, knowledge_entries::Model), ServiceError> {
+    let viewer = access::signed_in(viewer)?;
+    let not_found = || ServiceError::NotFound("no such knowledge entry".into());
+    let entry = knowledge_entries::Entity::find_by_id(new.entry_id)
+        .one(db)
+        .await?
+        .ok_or_else(not_found)?;
+    let niche = niches::Entity::find_by_id(entry.niche_id)
+        .one(db)
+        .await?
+        .ok_or_else(not_found)?;
+    let member = access::membership(db, viewer, niche.id).await?;
+    if !viewer.is_admin && !access::reads_questions(member.as_ref()) {
+        return Err(not_found());
+    }
+    if !viewer.is_admin && !access::acts_on_questions(member.as_ref()) {
+        return Err(access::not_a_member(&niche));
+    }
+    let trimmed =
+        |text: Option<String>| text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+    let (option_id, answer, note) = (
+        trimmed(new.option_id),
+        trimmed(new.answer),
+        trimmed(new.note),
+    );
+    if option_id.is_none() && answer.is_none() {
+        return Err(ServiceError::BadInput(
+            "a correction gives another option, new words, or both".into(),
+        ));
+    }
+    if let Some(words) = &answer
+        && char_len(words) > crate::domain::text::ANSWER_BODY_MAX
+    {
+        return Err(ServiceError::BadInput(format!(
+            "answer is longer than {} characters",
+            crate::domain::text::ANSWER_BODY_MAX
+        )));
+    }
+    if let Some(note) = &note
+        && char_len(note) > NOTE_MAX
+    {
+        return Err(ServiceError::BadInput(format!(
+            "note is longer than {NOTE_MAX} characters"
+        )));
+    }
+    let question = agent_questions::Entity::find_by_id(entry.question_id)
+        .one(db)
+        .await?
+        .ok_or_else(not_found)?;
+    if let Some(chosen) = &option_id {
+        let known = serde_json::from_value::<Vec<QuestionOption>>(question.options.clone())
+            .unwrap_or_default()
+            .iter()
+            .any(|o| &o.id == chosen);
+        if !known {
+            return Err(ServiceError::BadInput(format!(
+                "optionId '{}' is not one of the question's options",
+                chosen.chars().take(60).collect::<String>()
+            )));
+        }
+    }
+    if option_id == entry.option_id && answer.is_some() && answer == entry.answer {
+        return Err(ServiceError::BadInput(
+            "the correction gives the entry's own option and words".into(),
+        ));
+    }
+    let txn = db.begin_write().await?;
+    // Still current now that this writer holds the turn (a review may have just ended it).
+    let current = knowledge_entries::Entity::find_by_id(entry.id)
+        .one(&txn)
+        .await?
+        .is_some_and(|e| e.status == KnowledgeStatus::Current);
+    if !current {
+        txn.rollback().await?;
+        return Err(Conflict::KnowledgeNotCurrent.into());
+    }
+    let kind = crate::service::scores::contribution_type(&txn, CORRECTION_TYPE).await?;
+    let contribution = contribution_events::Entity::insert(contribution_events::ActiveModel {
+        id: NotSet,
+        niche_id: Set(niche.id),
+        user_id: Set(viewer.user_id),
+        type_id: Set(kind.id),
+        points: Set(kind.default_points),
+        status: Set(ContributionStatus::Pending),
+        source: Set("correction".into()),
+        evidence: Set(json!({ "entryId": entry.id, "questionId": entry.question_id })),
+        dedupe_key: Set(None),
+        verified_at: Set(None),
+        verified_by: Set(None),
+        reverses: Set(None),
+        created_at: Set(now),
+    })
+    .exec_with_returning(&txn)
+    .await?;
+    let correction = knowledge_corrections::Entity::insert(knowledge_corrections::ActiveModel {
+        id: NotSet,
+        entry_id: Set(entry.id),
+        niche_id: Set(niche.id),
+        proposed_by: Set(viewer.user_id),
+        option_id: Set(option_id),
+        answer: Set(answer),
+        note: Set(note),
+        contribution_event_id: Set(contribution.id),
+        status: Set(CorrectionStatus::Pending),
+        created_at: Set(now),
+        decided_at: Set(None),
+    })
+    .exec_with_returning(&txn)
+    .await?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor: &Actor::User(viewer.user_id),
+            action: "knowledge.correction_proposed",
+            subject_type: "knowledge_entry",
+            subject_id: entry.id,
+            niche_id: Some(niche.id),
+            detail: json!({ "correctionId": correction.id, "contributionId": contribution.id }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok((correction, entry))
+}
+
+/// The contribution type of a correction.
+pub const CORRECTION_TYPE: &str = "knowledge_correction";
+
+/// What a review decided of a correction, in the review's transaction: verified, the correction
+/// is written as the entry's next version (the corrected one superseded, and the agents that
+/// received it told); rejected, it is marked so; a reversed correction retracts the version it
+/// wrote (`retract_for`, as for an answer). `Ok(false)` when the contribution is no correction.
+/// Verifying a correction of an entry that is no longer current is 409 `KNOWLEDGE_NOT_CURRENT`.
+pub async fn review_correction(
+    txn: &WriteTxn,
+    contribution_id: i64,
+    verified: bool,
+    reviewer: i64,
+    now: DateTime<Utc>,
+) -> Result<bool, ServiceError> {
+    let Some(correction) = knowledge_corrections::Entity::find()
+        .filter(knowledge_corrections::Column::ContributionEventId.eq(contribution_id))
+        .filter(knowledge_corrections::Column::Status.eq(CorrectionStatus::Pending))
+        .one(txn)
+        .await?
+    else {
+        return Ok(false);
+    };
+    knowledge_corrections::Entity::update_many()
+        .col_expr(
+            knowledge_corrections::Column::Status,
+            Expr::value(if verified {
+                CorrectionStatus::Verified
+            } else {
+                CorrectionStatus::Rejected
+            }),
+        )
+        .col_expr(
+            knowledge_corrections::Column::DecidedAt,
+            Expr::value(Some(now)),
+        )
+        .filter(knowledge_corrections::Column::Id.eq(correction.id))
+        .exec(txn)
+        .await?;
+    if !verified {
+        return Ok(true);
+    }
+    let entry = knowledge_entries::Entity::find_by_id(correction.entry_id)
+        .one(txn)
+        .await?
+        .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("correction of no entry")))?;
+    if entry.status != KnowledgeStatus::Current
+        || !end(txn, entry.id, KnowledgeStatus::Superseded, None, now).await?
+    {
+        return Err(Conflict::KnowledgeNotCurrent.into());
+    }
+    let question = agent_questions::Entity::find_by_id(entry.question_id)
+        .one(txn)
+        .await?
+        .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("entry of no question")))?;
+    let option_id = correction.option_id.clone().or(entry.option_id.clone());
+    let option_label = match &correction.option_id {
+        Some(chosen) => serde_json::from_value::<Vec<QuestionOption>>(question.options.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .find(|o| &o.id == chosen)
+            .map(|o| o.label),
+        None => entry.option_label.clone(),
+    };
+    let next = knowledge_entries::Entity::insert(knowledge_entries::ActiveModel {
+        id: NotSet,
+        niche_id: Set(entry.niche_id),
+        question_id: Set(entry.question_id),
+        answer_id: Set(None),
+        contribution_event_id: Set(contribution_id),
+        version: Set(latest_version(txn, entry.question_id).await? + 1),
+        replaces: Set(Some(entry.id)),
+        status: Set(KnowledgeStatus::Current),
+        title: Set(entry.title.clone()),
+        question: Set(entry.question.clone()),
+        option_id: Set(option_id),
+        option_label: Set(option_label),
+        answer: Set(correction.answer.clone().or(entry.answer.clone())),
+        answered_by: Set(correction.proposed_by),
+        verified_by: Set(Some(reviewer)),
+        verification: Set(Verification::Review),
+        verified_at: Set(now),
+        ended_at: Set(None),
+        ended_reason: Set(None),
+        created_at: Set(now),
+    })
+    .exec_with_returning(txn)
+    .await?;
+    index(txn, &next).await?;
+    tell_who_relied_on_it(
+        txn,
+        &question,
+        EventType::KnowledgeSuperseded,
+        json!({
+            "entryId": entry.id,
+            "newEntryId": next.id,
+            "questionId": question.id,
+            "externalId": question.external_id,
+        }),
+        now,
+    )
+    .await?;
+    audit::record(
+        txn,
+        AuditEntry {
+            actor: &Actor::User(reviewer),
+            action: "knowledge.corrected",
+            subject_type: "knowledge_entry",
+            subject_id: next.id,
+            niche_id: Some(next.niche_id),
+            detail: json!({ "replaces": entry.id, "correctionId": correction.id, "version": next.version }),
+        },
+        now,
+    )
+    .await?;
+    Ok(true)
+}
+
+/// The highest version of a question's entries (0 when it has none).
+async fn latest_version(txn: &WriteTxn, question_id: i64) -> Result<i64, ServiceError> {
+    Ok(knowledge_entries::Entity::find()
+        .filter(knowledge_entries::Column::QuestionId.eq(question_id))
+        .order_by_desc(knowledge_entries::Column::Version)
+        .one(txn)
+        .await?
+        .map_or(0, |e| e.version))
 }
