@@ -27,7 +27,7 @@ mod deliveries;
 pub mod enums;
 pub mod error_door;
 pub mod http;
-mod knowledge;
+pub(crate) mod knowledge;
 pub mod limits;
 mod live;
 mod money;

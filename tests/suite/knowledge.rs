@@ -449,6 +449,32 @@ async fn a_question_asked_with_similar_is_stored_and_offered_the_entries_like_it
     assert_eq!(similar[0]["answer"], "Reseal the membrane seams.");
     let likeness = similar[0]["likeness"].as_f64().expect("a likeness");
     assert!((0.3..=1.0).contains(&likeness), "{likeness}");
+    // The question pages: the paraphrase is offered its original ("Already answered?"); the
+    // original links to its own entry and is never offered itself.
+    let pages = |id: i64| {
+        app.graphql(
+            Some(&rita.token),
+            "query($id: ID!) { question(id: $id) { knowledgeEntry { id version status } \
+             similarKnowledge { id title } } }",
+            json!({"id": id.to_string()}),
+        )
+    };
+    let paraphrase = pages(asked["question"]["id"].as_i64().expect("an id")).await;
+    let offered = &paraphrase["data"]["question"]["similarKnowledge"];
+    assert_eq!(offered.as_array().map(Vec::len), Some(1), "{paraphrase}");
+    assert_eq!(offered[0]["id"], similar[0]["entryId"].to_string());
+    assert!(paraphrase["data"]["question"]["knowledgeEntry"].is_null());
+    let original = pages(question).await;
+    assert_eq!(
+        original["data"]["question"]["knowledgeEntry"]["id"].to_string(),
+        format!("\"{}\"", similar[0]["entryId"]),
+        "{original}"
+    );
+    assert_eq!(
+        original["data"]["question"]["similarKnowledge"],
+        json!([]),
+        "{original}"
+    );
     // Without asking, nothing is looked up; unlike questions and the context's words find
     // nothing.
     let (_, plain) = ask_similar(

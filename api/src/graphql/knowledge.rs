@@ -60,7 +60,7 @@ pub struct KnowledgeEntry {
 }
 
 impl KnowledgeEntry {
-    fn from_model(
+    pub(crate) fn from_model(
         entry: knowledge_entries::Model,
         handles: &HashMap<i64, String>,
         score: f64,
@@ -98,7 +98,7 @@ pub struct KnowledgeEntryWithVersions {
     pub versions: Vec<KnowledgeEntry>,
 }
 
-async fn handles_of(
+pub(crate) async fn handles_of(
     db: &Db,
     entries: &[&knowledge_entries::Model],
 ) -> Result<HashMap<i64, String>> {

@@ -22,9 +22,10 @@ use super::money::BudgetEntry;
 use crate::domain::scoring;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
-use crate::service::names;
+use crate::graphql::knowledge::{KnowledgeEntry, handles_of};
 use crate::service::queue::{self, Cursor, Page, QueueFilter as ServiceFilter};
 use crate::service::standing::{self, ContributionView, ContributorRecord, MembershipStanding};
+use crate::service::{knowledge, names};
 
 /// The three kinds of answer.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
@@ -356,6 +357,55 @@ impl From<agent_questions::Model> for Question {
 
 #[ComplexObject]
 impl Question {
+    /// The newest version of the knowledge this question's answer became (any status), once an
+    /// answer to it was verified.
+    async fn knowledge_entry(&self, ctx: &Context<'_>) -> Result<Option<KnowledgeEntry>> {
+        let db = ctx.data::<Db>()?;
+        let id: i64 = self.id.parse()?;
+        let Some(entry) = knowledge::of_question(db, id).await.gql()? else {
+            return Ok(None);
+        };
+        let handles = handles_of(db, &[&entry]).await?;
+        Ok(Some(KnowledgeEntry::from_model(entry, &handles, 0.0)))
+    }
+
+    /// "Already answered?": up to `first` (at most 3; 2 by default) current entries of the
+    /// niche like this question, best first (never its own).
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
+    async fn similar_knowledge(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(default = 2)] first: i32,
+    ) -> Result<Vec<KnowledgeEntry>> {
+        let db = ctx.data::<Db>()?;
+        let id: i64 = self.id.parse()?;
+        let limit = usize::try_from(first)
+            .ok()
+            .filter(|n| (1..=knowledge::SIMILAR_MAX).contains(n))
+            .ok_or_else(|| {
+                ServiceError::BadInput(format!(
+                    "first must be between 1 and {}",
+                    knowledge::SIMILAR_MAX
+                ))
+            })
+            .gql()?;
+        let similar = knowledge::similar(
+            db,
+            self.niche_id,
+            (&self.title, &self.question),
+            Some(id),
+            limit,
+        )
+        .await
+        .gql()?;
+        let entries: Vec<_> = similar.iter().map(|s| &s.found.entry).collect();
+        let handles = handles_of(db, &entries).await?;
+        Ok(similar
+            .into_iter()
+            .map(|s| KnowledgeEntry::from_model(s.found.entry, &handles, s.found.score))
+            .collect())
+    }
+
     /// The niche it was asked in.
     async fn niche(&self, ctx: &Context<'_>) -> Result<Niche> {
         let niche = ctx

@@ -408,8 +408,8 @@ async fn ask_expert(
         let similar = knowledge::similar(
             &state.db,
             question.niche_id,
-            &question.title,
-            &question.question,
+            (&question.title, &question.question),
+            None,
             knowledge::SIMILAR_MAX,
         )
         .await?;

@@ -90,8 +90,8 @@ pub async fn receive_question(
                     match knowledge::similar(
                         &state.db,
                         outcome.niche_id,
-                        &title,
-                        &question,
+                        (&title, &question),
+                        None,
                         knowledge::SIMILAR_MAX,
                     )
                     .await

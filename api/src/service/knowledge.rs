@@ -605,6 +605,19 @@ pub async fn for_agent(
     .items)
 }
 
+/// The newest version of `question_id`'s knowledge, whatever its status: what the question
+/// page links to.
+pub async fn of_question<C: ConnectionTrait>(
+    conn: &C,
+    question_id: i64,
+) -> Result<Option<knowledge_entries::Model>, ServiceError> {
+    Ok(knowledge_entries::Entity::find()
+        .filter(knowledge_entries::Column::QuestionId.eq(question_id))
+        .order_by_desc(knowledge_entries::Column::Version)
+        .one(conn)
+        .await?)
+}
+
 /// The most similar entries intake returns.
 pub const SIMILAR_MAX: usize = 3;
 /// How many of the engine's best candidates are weighed against the threshold.
@@ -621,12 +634,13 @@ pub struct Similar {
 
 /// Up to `limit` current entries of `niche_id` like a question of `title` and `question` (its
 /// context is never looked at): the engine's best candidates holding at least the niche's
-/// similarity threshold of the question's content words, best first.
+/// similarity threshold of the question's content words, best first; never an entry of the
+/// question `except` (a question is not like itself).
 pub async fn similar<C: ConnectionTrait>(
     conn: &C,
     niche_id: i64,
-    title: &str,
-    question: &str,
+    (title, question): (&str, &str),
+    except: Option<i64>,
     limit: usize,
 ) -> Result<Vec<Similar>, ServiceError> {
     let words = knowledge::content_words(&format!("{title} {question}"));
@@ -650,6 +664,7 @@ pub async fn similar<C: ConnectionTrait>(
     Ok(candidates
         .items
         .into_iter()
+        .filter(|found| Some(found.entry.question_id) != except)
         .filter_map(|found| {
             let text = format!(
                 "{} {} {}",
