@@ -17,6 +17,7 @@ mod delivery_lanes;
 mod error_door;
 mod four_eyes;
 mod graphql;
+mod graphql_ws;
 mod group_commit;
 mod hardening;
 mod health;

@@ -179,6 +179,17 @@ impl GqlSocket {
         }
     }
 
+    /// The next `error` message's payload (the list of errors) for operation `id`: the operation
+    /// failed as a whole, and no `complete` follows (panics on anything else).
+    pub async fn error_payload(&mut self, id: &str) -> Value {
+        match self.receive(Duration::from_secs(10)).await {
+            Received::Json(message) if message["type"] == "error" && message["id"] == id => {
+                message["payload"].clone()
+            }
+            other => panic!("expected error for {id}, got {other:?}"),
+        }
+    }
+
     /// The next `next` payload's data for operation `id` (panics on anything else).
     pub async fn next_data(&mut self, id: &str) -> Value {
         match self.receive(Duration::from_secs(10)).await {

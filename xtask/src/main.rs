@@ -24,6 +24,9 @@
 //! askloop's MCP server is driven by a client other than its own code, the official TypeScript
 //! SDK `@modelcontextprotocol/sdk` (pinned, installed the same way; the tests run
 //! `tests/mcp-client/check.mjs` with node against it, from `target/tools` or `ASKLOOP_MCP_SDK`).
+//! Its websocket is driven the same way by the official `graphql-ws` client (pinned, with the
+//! `graphql` it needs; `tests/graphql-ws-client/check.mjs`, from `target/tools` or
+//! `ASKLOOP_GRAPHQL_WS`).
 //! The committed `openapi.json` is validated as OpenAPI 3.1 by `@apidevtools/swagger-parser`
 //! (pinned, installed the same way; from `target/tools` or `ASKLOOP_SWAGGER_PARSER`).
 
@@ -50,6 +53,11 @@ const STANDARD_WEBHOOKS_PACKAGE: &str = "standardwebhooks@1.1.1";
 /// The official MCP TypeScript SDK, the client of askloop's MCP server in the suite's
 /// interoperability test; `tests/support/mcp.rs` names the same version.
 const MCP_SDK_PACKAGE: &str = "@modelcontextprotocol/sdk@1.32.2";
+/// The official graphql-transport-ws client, which the suite's `tests/suite/graphql_ws.rs` drives
+/// askloop's websocket with (and names the same version); installed with the `graphql` it needs.
+const GRAPHQL_WS_PACKAGE: &str = "graphql-ws@6.4.2";
+/// The `graphql` release installed beside graphql-ws (its peer dependency), pinned too.
+const GRAPHQL_PACKAGE: &str = "graphql@16.15.0";
 /// An OpenAPI validator independent of the code that writes askloop's document; the suite's
 /// `tests/suite/openapi.rs` names the same version.
 const SWAGGER_PARSER_PACKAGE: &str = "@apidevtools/swagger-parser@13.1.0";
@@ -70,6 +78,7 @@ fn main() -> ExitCode {
                 .and_then(|_| AXE_CORE.install(&target_dir()).map(|_| ()))
                 .and_then(|()| STANDARD_WEBHOOKS.install(&target_dir()).map(|_| ()))
                 .and_then(|()| MCP_SDK.install(&target_dir()).map(|_| ()))
+                .and_then(|()| GRAPHQL_WS.install(&target_dir()).map(|_| ()))
                 .and_then(|()| SWAGGER_PARSER.install(&target_dir()).map(|_| ()))
                 .and_then(|()| smtpd::install(&target_dir()))
                 .and_then(|()| test(&options))
@@ -294,36 +303,50 @@ struct NpmTool {
     file: &'static [&'static str],
     /// What needs it, for the error when npm is missing.
     needed_by: &'static str,
+    /// Other packages (`name@version`) installed beside it, into the same folder.
+    with: &'static [&'static str],
 }
 
 const WASM_OPT: NpmTool = NpmTool {
     package: BINARYEN,
     file: &[".bin", "wasm-opt"],
     needed_by: "the dashboard's size optimiser",
+    with: &[],
 };
 
 const AXE_CORE: NpmTool = NpmTool {
     package: AXE,
     file: &["axe-core", "axe.min.js"],
     needed_by: "the browser tests' accessibility checks",
+    with: &[],
 };
 
 const STANDARD_WEBHOOKS: NpmTool = NpmTool {
     package: STANDARD_WEBHOOKS_PACKAGE,
     file: &["standardwebhooks", "package.json"],
     needed_by: "the test that verifies a delivery with the Standard Webhooks library",
+    with: &[],
 };
 
 const MCP_SDK: NpmTool = NpmTool {
     package: MCP_SDK_PACKAGE,
     file: &["@modelcontextprotocol", "sdk", "package.json"],
     needed_by: "the test that drives askloop's MCP server with the official TypeScript SDK",
+    with: &[],
+};
+
+const GRAPHQL_WS: NpmTool = NpmTool {
+    package: GRAPHQL_WS_PACKAGE,
+    file: &["graphql-ws", "package.json"],
+    needed_by: "the test that drives askloop's websocket with the official graphql-ws client",
+    with: &[GRAPHQL_PACKAGE],
 };
 
 const SWAGGER_PARSER: NpmTool = NpmTool {
     package: SWAGGER_PARSER_PACKAGE,
     file: &["@apidevtools", "swagger-parser", "package.json"],
     needed_by: "the test that validates openapi.json as OpenAPI 3.1",
+    with: &[],
 };
 
 impl NpmTool {
@@ -363,7 +386,8 @@ impl NpmTool {
         install
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(&tools)
-            .arg(self.package);
+            .arg(self.package)
+            .args(self.with);
         status(install, &format!("`npm install {}`", self.package))
             .with_context(|| format!("{} needs npm (Debian package `npm`)", self.needed_by))?;
         Ok(file)
@@ -483,6 +507,7 @@ fn missing_test_packages(needs: Needs) -> Vec<Package> {
         AXE_CORE,
         STANDARD_WEBHOOKS,
         MCP_SDK,
+        GRAPHQL_WS,
         SWAGGER_PARSER,
     ]
     .iter()
@@ -493,7 +518,8 @@ fn missing_test_packages(needs: Needs) -> Vec<Package> {
             why: "it installs the dashboard's size optimiser, wasm-opt, the browser tests' \
                   accessibility checker, axe-core, the Standard Webhooks library the \
                   delivery tests verify with, the MCP TypeScript SDK the MCP test \
-                  drives askloop with, and the OpenAPI validator",
+                  drives askloop with, the graphql-ws client the websocket test drives \
+                  askloop with, and the OpenAPI validator",
         });
     }
     missing

@@ -331,6 +331,22 @@ enum Event {
         serial: u64,
         library: bool,
     },
+    /// The library answered operation `id` (subscribe `serial`) with errors and no data: it
+    /// failed as a whole (it did not validate, or its subscription could not start). `errors`
+    /// is the serialised list. It has been removed.
+    Failed {
+        id: String,
+        serial: u64,
+        errors: String,
+    },
+}
+
+/// What polling one running operation gave.
+enum Polled {
+    /// A message to send.
+    Message(String),
+    /// A failure as a whole: these errors, serialised.
+    Failed(String),
 }
 
 /// The operations a socket runs, by id: exactly those its [`Protocol`] counts as running.
@@ -342,25 +358,50 @@ impl Operations {
     async fn next(&mut self) -> Event {
         futures::future::poll_fn(|cx| {
             let mut ended = None;
+            let mut failed = None;
             for (id, running) in &mut self.0 {
                 let polled = match &mut running.source {
                     Source::Library(stream) => stream.poll_next_unpin(cx).map(|response| {
                         response.map(|response| {
+                            if response.data == async_graphql::Value::Null
+                                && !response.errors.is_empty()
+                            {
+                                let errors = serde_json::to_string(&response.errors)
+                                    .unwrap_or_else(|_| "[]".to_owned());
+                                return Polled::Failed(errors);
+                            }
                             let payload = serde_json::to_string(&response)
                                 .unwrap_or_else(|_| "{}".to_owned());
-                            protocol::next_message(id, &payload)
+                            Polled::Message(protocol::next_message(id, &payload))
                         })
                     }),
-                    Source::Served(stream) => stream.poll_next_unpin(cx),
+                    Source::Served(stream) => {
+                        stream.poll_next_unpin(cx).map(|m| m.map(Polled::Message))
+                    }
                 };
                 match polled {
-                    Poll::Ready(Some(message)) => return Poll::Ready(Event::Message(message)),
+                    Poll::Ready(Some(Polled::Message(message))) => {
+                        return Poll::Ready(Event::Message(message));
+                    }
+                    Poll::Ready(Some(Polled::Failed(errors))) => {
+                        failed = Some((id.clone(), errors));
+                        break;
+                    }
                     Poll::Ready(None) => {
                         ended = Some(id.clone());
                         break;
                     }
                     Poll::Pending => {}
                 }
+            }
+            if let Some((id, errors)) = failed
+                && let Some((id, running)) = self.0.remove_entry(&id)
+            {
+                return Poll::Ready(Event::Failed {
+                    id,
+                    serial: running.serial,
+                    errors,
+                });
             }
             match ended.and_then(|id| self.0.remove_entry(&id)) {
                 Some((id, running)) => Poll::Ready(Event::Ended {
@@ -526,6 +567,15 @@ impl Connection {
         self.protocol.step(Input::InitAccepted)
     }
 
+    /// An operation failed as a whole: its `error` message, if the client still runs it; a
+    /// hand-over it may have left is forgotten.
+    fn failed(&mut self, id: &str, serial: u64, errors: &str) -> Step {
+        if let Some(adoptions) = &self.adoptions {
+            adoptions.forget(id, serial);
+        }
+        self.protocol.step(Input::Failed { id, serial, errors })
+    }
+
     /// An operation's stream ended: serve its hand-over if that very subscribe is still
     /// running, complete it otherwise.
     fn ended(&mut self, id: String, serial: u64, library: bool) -> Step {
@@ -643,6 +693,7 @@ async fn run(socket: Socket) {
                     continue;
                 }
                 Event::Ended { id, serial, library } => connection.ended(id, serial, library),
+                Event::Failed { id, serial, errors } => connection.failed(&id, serial, &errors),
             },
             _ = ping.tick() => {
                 if last_heard.elapsed() > live.dead_after {

@@ -50,6 +50,17 @@ pub enum Input<'a> {
         /// Whether a hand-over of that subscribe waits to be served.
         handed_over: bool,
     },
+    /// Operation `id` (subscribe `serial`) failed as a whole — it did not validate, or its
+    /// subscription could not start — with `errors`, a serialised list of GraphQL errors; it
+    /// runs no more.
+    Failed {
+        /// The operation's id.
+        id: &'a str,
+        /// The serial of the subscribe that started it.
+        serial: u64,
+        /// The errors, serialised (a JSON list).
+        errors: &'a str,
+    },
 }
 
 /// What the socket is to do next.
@@ -205,6 +216,15 @@ impl Protocol {
                 serial,
                 handed_over,
             } => self.ended(id, serial, handed_over),
+            // graphql-transport-ws: an `error` message ends the operation, and no `complete`
+            // follows it. One the client already stopped hears nothing.
+            Input::Failed { id, serial, errors } => {
+                if self.running.get(id) != Some(&serial) {
+                    return Step::Nothing;
+                }
+                self.running.remove(id);
+                Step::Send(error_message(id, errors))
+            }
         }
     }
 
@@ -305,6 +325,14 @@ fn reason(text: &str) -> String {
 pub fn next_message(id: &str, payload: &str) -> String {
     format!(
         r#"{{"type":"next","id":{},"payload":{payload}}}"#,
+        quoted(id)
+    )
+}
+
+/// The `error` message carrying `errors` (a serialised list of GraphQL errors) for operation `id`.
+pub fn error_message(id: &str, errors: &str) -> String {
+    format!(
+        r#"{{"type":"error","id":{},"payload":{errors}}}"#,
         quoted(id)
     )
 }
@@ -594,6 +622,56 @@ mod tests {
             matches!(step, Step::Complete(ref done) if done == "q"),
             "{step:?}"
         );
+        assert_eq!(protocol.running(), 0);
+    }
+
+    #[test]
+    fn an_operation_that_fails_as_a_whole_is_an_error_and_no_longer_counted() {
+        let mut protocol = ready(1);
+        let (id, serial) = started(protocol.step(Input::Frame(&subscribe("q"))));
+        let errors =
+            r#"[{"message":"Unknown field","extensions":{"code":"GRAPHQL_VALIDATION_FAILED"}}]"#;
+        let step = protocol.step(Input::Failed {
+            id: &id,
+            serial,
+            errors,
+        });
+        let Step::Send(sent) = step else {
+            panic!("an error message: {step:?}");
+        };
+        let sent: serde_json::Value = serde_json::from_str(&sent).expect("JSON");
+        assert_eq!(sent["type"], "error");
+        assert_eq!(sent["id"], "q");
+        assert_eq!(
+            sent["payload"][0]["extensions"]["code"],
+            "GRAPHQL_VALIDATION_FAILED"
+        );
+        assert_eq!(protocol.running(), 0);
+        // Its stream's end is no second message, and the id is free again.
+        assert!(matches!(
+            protocol.step(Input::Ended {
+                id: &id,
+                serial,
+                handed_over: false,
+            }),
+            Step::Nothing
+        ));
+        started(protocol.step(Input::Frame(&subscribe("q"))));
+    }
+
+    #[test]
+    fn a_failure_of_an_operation_the_client_stopped_is_not_sent() {
+        let mut protocol = ready(1);
+        let (id, serial) = started(protocol.step(Input::Frame(&subscribe("q"))));
+        protocol.step(Input::Frame(&complete("q")));
+        assert!(matches!(
+            protocol.step(Input::Failed {
+                id: &id,
+                serial,
+                errors: "[]",
+            }),
+            Step::Nothing
+        ));
         assert_eq!(protocol.running(), 0);
     }
 
