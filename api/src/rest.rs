@@ -34,6 +34,10 @@ pub fn router() -> Router<AppState> {
         )
         .route("/api/v1/internal/knowledge/search", post(knowledge::search))
         .route(
+            "/api/v1/niches/{slug}/knowledge/export",
+            get(knowledge::export),
+        )
+        .route(
             "/api/v1/internal/revenue-events",
             post(money::revenue_event),
         )

@@ -628,6 +628,27 @@ async fn an_export_verifies_and_a_changed_byte_names_its_line(app: TestApp) {
     assert!(verified.status.success(), "{verified:?}");
     assert!(String::from_utf8_lossy(&verified.stdout).contains(&head));
 
+    // The admin download is the same file; only admins may have it.
+    let download = |token: Option<&str>| {
+        let mut request = app
+            .client
+            .get(app.url("/api/v1/niches/games/knowledge/export"));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    let downloaded = download(Some(&root.token)).await.expect("sent");
+    assert_eq!(downloaded.status(), 200);
+    assert_eq!(downloaded.headers()["content-type"], "application/x-ndjson");
+    assert_eq!(downloaded.headers()["x-askloop-chain-head"], head.as_str());
+    assert_eq!(downloaded.text().await.expect("a body"), text);
+    assert_eq!(
+        download(Some(&ana.token)).await.expect("sent").status(),
+        403
+    );
+    assert_eq!(download(None).await.expect("sent").status(), 401);
+
     // One byte changed in the first line: verify names it and fails.
     let changed = text.replacen("early-access", "early-accesS", 1);
     std::fs::write(&file, changed).expect("written");

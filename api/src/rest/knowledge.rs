@@ -3,15 +3,75 @@
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::Path;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 use super::signed::agent_signed_and_parsed;
 use super::views::{ErrorBody, KnowledgeResult, KnowledgeSearchBody, KnowledgeSearchResponse};
+use crate::auth::Caller;
+use crate::domain::chain::Sealer;
+use crate::error::ServiceError;
 use crate::service::knowledge;
 use crate::state::AppState;
+
+/// The header naming an export's head: the last line's hash.
+pub const CHAIN_HEAD_HEADER: &str = "x-askloop-chain-head";
+
+/// An admin downloads a niche's knowledge export.
+#[utoipa::path(
+    get,
+    path = "/api/v1/niches/{slug}/knowledge/export",
+    tag = "members",
+    operation_id = "exportKnowledge",
+    summary = "Download a niche's knowledge as chained JSON lines",
+    description = "Admins only. The niche's current knowledge entries, oldest first, one JSON \
+        object a line with its provenance, each carrying prevHash and hash (SHA-256); the last \
+        line's hash is the head, also sent as X-Askloop-Chain-Head. The same file `askloop \
+        knowledge export` writes; `askloop knowledge verify` checks it. See \
+        docs/contract.md#knowledge.",
+    params(("slug" = String, Path, description = "The niche's slug.")),
+    security(("bearer" = []), ("sessionCookie" = [])),
+    responses(
+        (status = 200, description = "The export (application/x-ndjson).", body = String, content_type = "application/x-ndjson"),
+        (status = 401, description = "Not signed in, or a bearer token that does not resolve.", body = ErrorBody),
+        (status = 403, description = "Not an admin.", body = ErrorBody),
+        (status = 404, description = "No such niche.", body = ErrorBody),
+    )
+)]
+pub async fn export(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(slug): Path<String>,
+) -> Result<Response, ServiceError> {
+    let mut sealer = Sealer::default();
+    let mut body = String::new();
+    knowledge::export_for(&state.db, caller.viewer(), &slug, |record| {
+        body.push_str(&sealer.line(record));
+        body.push('\n');
+        Ok(())
+    })
+    .await?;
+    let mut response = body.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/x-ndjson"),
+    );
+    if let Ok(head) = HeaderValue::from_str(sealer.head()) {
+        headers.insert(CHAIN_HEAD_HEADER, head);
+    }
+    let name = format!(
+        "attachment; filename=\"{}-knowledge.jsonl\"",
+        slug.to_lowercase()
+    );
+    if let Ok(disposition) = HeaderValue::from_str(&name) {
+        headers.insert(header::CONTENT_DISPOSITION, disposition);
+    }
+    Ok(response)
+}
 
 /// Verify, parse and answer a knowledge search.
 #[utoipa::path(

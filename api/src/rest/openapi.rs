@@ -27,6 +27,7 @@ use super::{forms, health, intake, knowledge, links, lookup, money, queue, resea
         intake::receive_question,
         lookup::lookup,
         knowledge::search,
+        knowledge::export,
         research::research_returned,
         money::revenue_event,
         money::anomaly_signal,
@@ -176,6 +177,7 @@ mod tests {
             ("/api/v1/internal/expert-questions", "post"),
             ("/api/v1/internal/expert-questions/lookup", "post"),
             ("/api/v1/internal/knowledge/search", "post"),
+            ("/api/v1/niches/{slug}/knowledge/export", "get"),
             ("/api/v1/internal/research-results", "post"),
             ("/api/v1/internal/revenue-events", "post"),
             ("/api/v1/internal/anomaly-signals", "post"),
@@ -198,7 +200,7 @@ mod tests {
         }
         assert_eq!(
             paths.len(),
-            16,
+            17,
             "a documented route the router does not have"
         );
     }

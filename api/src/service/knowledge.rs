@@ -682,6 +682,21 @@ pub async fn similar<C: ConnectionTrait>(
         .collect())
 }
 
+/// [`export`] for a person: admins only (the download of the admin pages).
+pub async fn export_for<C, F>(
+    conn: &C,
+    viewer: Option<&Viewer>,
+    slug: &str,
+    write: F,
+) -> Result<u64, ServiceError>
+where
+    C: ConnectionTrait,
+    F: FnMut(serde_json::Map<String, serde_json::Value>) -> Result<(), ServiceError>,
+{
+    access::admin(viewer)?;
+    export(conn, slug, write).await
+}
+
 /// How many entries an export reads at a time.
 const EXPORT_BATCH: u64 = 500;
 
