@@ -80,3 +80,14 @@ pub fn one_of(column: &str, values: &[&str]) -> String {
         .join(", ");
     format!("\"{column}\" IN ({listed})")
 }
+
+/// The number `sql` (a `SELECT COUNT(*) …`) counts: how many rows stand in a down migration's way.
+pub async fn count(manager: &SchemaManager<'_>, sql: &str) -> Result<i64, DbErr> {
+    Ok(manager
+        .get_connection()
+        .query_one_raw(Statement::from_string(manager.get_database_backend(), sql))
+        .await?
+        .map(|row| row.try_get_by_index(0))
+        .transpose()?
+        .unwrap_or(0))
+}

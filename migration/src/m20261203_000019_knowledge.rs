@@ -12,7 +12,7 @@ use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectionTrait, DbBackend, Statement};
 use sea_orm_migration::sea_query::ExprTrait;
 
-use crate::checks::{one_of as check_one_of, replace_check};
+use crate::checks::{count, one_of as check_one_of, replace_check};
 use crate::columns::{foreign_key, id, one_of, reference, timestamp, timestamp_null};
 
 pub struct Migration;
@@ -285,30 +285,18 @@ impl MigrationTrait for Migration {
     /// one, and an agent's notice that an entry was withdrawn is not thrown away.
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let db = manager.get_connection();
-        let events: i64 = db
-            .query_one_raw(Statement::from_string(
-                manager.get_database_backend(),
-                "SELECT COUNT(*) FROM deliveries WHERE event_type LIKE 'knowledge.%'",
-            ))
-            .await?
-            .map(|row| row.try_get_by_index(0))
-            .transpose()?
-            .unwrap_or(0);
+        let events = count(
+            manager,
+            "SELECT COUNT(*) FROM deliveries WHERE event_type LIKE 'knowledge.%'",
+        )
+        .await?;
         if events > 0 {
             return Err(DbErr::Migration(format!(
                 "{events} knowledge event(s) are stored; askloop before this migration cannot \
                  keep them, so it is not undone while they exist"
             )));
         }
-        let proposed: i64 = db
-            .query_one_raw(Statement::from_string(
-                manager.get_database_backend(),
-                "SELECT COUNT(*) FROM knowledge_corrections",
-            ))
-            .await?
-            .map(|row| row.try_get_by_index(0))
-            .transpose()?
-            .unwrap_or(0);
+        let proposed = count(manager, "SELECT COUNT(*) FROM knowledge_corrections").await?;
         if proposed > 0 {
             return Err(DbErr::Migration(format!(
                 "{proposed} knowledge correction(s) are stored, and their contributions count in \

@@ -8,7 +8,7 @@
 use askloop_tests::answers::answer_input;
 use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::mcp::{McpClient, agent_with_token};
-use askloop_tests::people::{operator, person};
+use askloop_tests::people::{Person, operator, person};
 use askloop_tests::{TestApp, error_code, on_both_backends};
 use entity::agents::WebhookScheme;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
@@ -46,6 +46,28 @@ async fn ask(app: &TestApp, slug: &str, external_id: &str, title: &str) -> i64 {
     assert!(response.status().is_success(), "{}", response.status());
     let body: Value = response.json().await.expect("JSON");
     body["question"]["id"].as_i64().expect("an id")
+}
+
+/// Ask `external_id` in `slug` titled `title`, have `expert` answer it with `option` and `words`
+/// and `admin` verify it: the question's id, now known.
+async fn known(
+    app: &TestApp,
+    (expert, admin): (&Person, &Person),
+    (slug, external_id, title): (&str, &str, &str),
+    option: Option<&str>,
+    words: &str,
+) -> i64 {
+    let question = ask(app, slug, external_id, title).await;
+    let answered = app
+        .answer(
+            &expert.token,
+            answer_input(question, "ANSWERED", option, Some(words)),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    app.decide_newest_contribution(&admin.token, "verifyContribution", None)
+        .await;
+    question
 }
 
 /// The entries `token` finds in `slug` for `search` of `status` (current when `None`).
@@ -250,36 +272,22 @@ async fn odd_searches_answer_or_refuse_and_agents_search_only_their_niches(app: 
     let ana = operator(&app.db, "games", "ana").await;
     let root = person(&app.db, "root", true).await;
     let roofer = operator(&app.db, "roofing", "rita").await;
-    let question = ask(&app, "games", "q-1", "Which release date counts?").await;
-    let answered = app
-        .answer(
-            &ana.token,
-            answer_input(
-                question,
-                "ANSWERED",
-                Some("ea"),
-                Some("Storefronts show early access."),
-            ),
-        )
-        .await;
-    assert!(answered["errors"].is_null(), "{answered}");
-    app.decide_newest_contribution(&root.token, "verifyContribution", None)
-        .await;
-    let roof = ask(&app, "roofing", "r-1", "Flashing for a chimney?").await;
-    let answered = app
-        .answer(
-            &roofer.token,
-            answer_input(
-                roof,
-                "ANSWERED",
-                Some("ea"),
-                Some("Step flashing, storefronts aside."),
-            ),
-        )
-        .await;
-    assert!(answered["errors"].is_null(), "{answered}");
-    app.decide_newest_contribution(&root.token, "verifyContribution", None)
-        .await;
+    known(
+        &app,
+        (&ana, &root),
+        ("games", "q-1", "Which release date counts?"),
+        Some("ea"),
+        "Storefronts show early access.",
+    )
+    .await;
+    known(
+        &app,
+        (&roofer, &root),
+        ("roofing", "r-1", "Flashing for a chimney?"),
+        Some("ea"),
+        "Step flashing, storefronts aside.",
+    )
+    .await;
 
     let long = "storefronts ".repeat(500);
     for odd in [
@@ -584,16 +592,14 @@ async fn an_export_verifies_and_a_changed_byte_names_its_line(app: TestApp) {
         ("q-1", "The early-access date."),
         ("q-2", "The store page says so."),
     ] {
-        let question = ask(&app, "games", id, "Which release date counts?").await;
-        let answered = app
-            .answer(
-                &ana.token,
-                answer_input(question, "ANSWERED", Some("ea"), Some(words)),
-            )
-            .await;
-        assert!(answered["errors"].is_null(), "{answered}");
-        app.decide_newest_contribution(&root.token, "verifyContribution", None)
-            .await;
+        known(
+            &app,
+            (&ana, &root),
+            ("games", id, "Which release date counts?"),
+            Some("ea"),
+            words,
+        )
+        .await;
     }
     let dir = std::env::temp_dir().join(format!("askloop-export-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).expect("a folder");
@@ -782,21 +788,14 @@ async fn a_correction_one_member_proposes_and_another_verifies_becomes_the_curre
     )
     .await;
     let eve = person(&app.db, "eve", false).await;
-    let question = ask(&app, "games", "q-1", "Which release date counts?").await;
-    let answered = app
-        .answer(
-            &ana.token,
-            answer_input(
-                question,
-                "ANSWERED",
-                Some("ea"),
-                Some("Storefronts show the early-access date."),
-            ),
-        )
-        .await;
-    assert!(answered["errors"].is_null(), "{answered}");
-    app.decide_newest_contribution(&root.token, "verifyContribution", None)
-        .await;
+    known(
+        &app,
+        (&ana, &root),
+        ("games", "q-1", "Which release date counts?"),
+        Some("ea"),
+        "Storefronts show the early-access date.",
+    )
+    .await;
     let v1 = found(&app, &ana.token, "games", None, None).await[0]["id"]
         .as_str()
         .expect("an id")

@@ -169,19 +169,7 @@ pub async fn record_verified_answer(
     .await?;
     index(txn, &entry).await?;
     if let Some(old) = superseded {
-        tell_who_relied_on_it(
-            txn,
-            question,
-            EventType::KnowledgeSuperseded,
-            json!({
-                "entryId": old,
-                "newEntryId": entry.id,
-                "questionId": question.id,
-                "externalId": question.external_id,
-            }),
-            now,
-        )
-        .await?;
+        tell_superseded(txn, question, old, entry.id, now).await?;
     }
     audit::record(
         txn,
@@ -284,6 +272,29 @@ async fn tell_who_relied_on_it(
     )
     .await?;
     Ok(())
+}
+
+/// Tell the agents that received entry `old` of `question` that `new` replaced it.
+async fn tell_superseded(
+    txn: &WriteTxn,
+    question: &agent_questions::Model,
+    old: i64,
+    new: i64,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    tell_who_relied_on_it(
+        txn,
+        question,
+        EventType::KnowledgeSuperseded,
+        json!({
+            "entryId": old,
+            "newEntryId": new,
+            "questionId": question.id,
+            "externalId": question.external_id,
+        }),
+        now,
+    )
+    .await
 }
 
 /// A current entry stops being current: superseded or retracted. Whether it was current.
@@ -1022,19 +1033,7 @@ pub async fn review_correction(
     .exec_with_returning(txn)
     .await?;
     index(txn, &next).await?;
-    tell_who_relied_on_it(
-        txn,
-        &question,
-        EventType::KnowledgeSuperseded,
-        json!({
-            "entryId": entry.id,
-            "newEntryId": next.id,
-            "questionId": question.id,
-            "externalId": question.external_id,
-        }),
-        now,
-    )
-    .await?;
+    tell_superseded(txn, &question, entry.id, next.id, now).await?;
     audit::record(
         txn,
         AuditEntry {
