@@ -131,6 +131,7 @@ async fn an_operator_searches_the_knowledge_as_they_type_and_opens_an_entry() {
 
     the_knowledge_is_reached_from_the_queue(browser).await;
     typing_a_word_of_the_answer_finds_its_entry_alone(browser).await;
+    a_late_reply_to_an_older_keystroke_never_overwrites_a_newer_one(browser).await;
     a_word_of_no_answer_and_another_status_find_nothing(browser).await;
     let entry = the_entry_shows_its_answer_as_text_and_version_1(browser).await;
     the_entry_page_passes_axe_at_both_widths(browser, &entry).await;
@@ -160,6 +161,59 @@ async fn typing_a_word_of_the_answer_finds_its_entry_alone(browser: &mut Browser
     page.search("storefronts").await;
     page.wait_for_count("1 entry found").await;
     assert_eq!(page.titles().await, json!([TITLE]));
+}
+
+/// Holds the reply to any search for `storefronts` until `window.__release()`: `__held` counts
+/// the requests held, and `__heldRead` turns true once the app has read the released reply
+/// (a task after the one that read it, so every reaction to it has run).
+const HOLD_STOREFRONTS: &str = "(() => { const native = window.fetch; window.__nativeFetch = native; \
+    window.__held = 0; window.__heldRead = false; \
+    const released = new Promise(ok => { window.__release = ok; }); \
+    window.fetch = async (input, init) => { \
+      const request = input instanceof Request ? input : new Request(input, init); \
+      const body = await request.clone().text().catch(() => ''); \
+      if (!body.includes('storefronts')) return native(request); \
+      window.__held += 1; \
+      const response = await native(request); \
+      await released; \
+      const text = response.text.bind(response); \
+      response.text = async () => { const value = await text(); \
+        setTimeout(() => { window.__heldRead = true; }, 0); return value; }; \
+      return response; }; \
+    return true; })()";
+
+/// The reply to an older search that arrives after a newer one's is not shown: the results stay
+/// the newer search's.
+async fn a_late_reply_to_an_older_keystroke_never_overwrites_a_newer_one(browser: &mut Browser) {
+    let mut page = KnowledgePage(browser);
+    page.search("").await;
+    page.wait_for_count("2 entries found").await;
+    page.eval(HOLD_STOREFRONTS).await;
+    page.search("storefronts").await;
+    page.wait_for(
+        "window.__held === 1",
+        "the search for storefronts to be sent",
+    )
+    .await;
+    page.search("reviewers").await;
+    page.wait_for_count("1 entry found").await;
+    assert_eq!(
+        page.titles().await,
+        json!(["Which price do reviewers quote?"])
+    );
+    page.eval("window.__release(); true").await;
+    page.wait_for("window.__heldRead", "the late reply to be read")
+        .await;
+    assert_eq!(
+        page.titles().await,
+        json!(["Which price do reviewers quote?"]),
+        "the late reply for the older keystroke replaced the newer results"
+    );
+    assert_eq!(
+        page.text("document.querySelector('.result-count')").await,
+        "1 entry found"
+    );
+    page.eval("window.fetch = window.__nativeFetch; true").await;
 }
 
 /// A word no entry holds says so in the list and the live region; so does a status none has.

@@ -2,10 +2,10 @@
 //! knowledge (docs/contract.md#knowledge) as its active members and admins read it.
 //!
 //! The search page searches as the person types: the text is sent once typing pauses (250 ms),
-//! each search replaces the results in place, and the number found is announced. The read is a
-//! resource keyed on the settled text and the status filter, so a reply to an older keystroke
-//! never overwrites a newer one's results (the resource keeps only its latest run's value).
-//! "Load more" follows the server's cursor for the search the results show.
+//! each search replaces the results in place, and the number found is announced. Every search
+//! is numbered and only the newest one's reply is shown, so a reply to an older keystroke never
+//! overwrites a newer one's results. "Load more" follows the server's cursor for the search the
+//! results show.
 //!
 //! The entry page shows one version with who answered and verified it, and every version of its
 //! question's line. Everything the API returns is shown as text, never as markup. Both pages are
@@ -171,10 +171,23 @@ fn KnowledgePage(slug: String) -> impl IntoView {
         status: status.get(),
     });
 
+    // Each search is read as soon as it is asked, while older ones may still be on their way,
+    // and only the newest one's reply is kept: a reply to an older keystroke that arrives late
+    // is dropped. (A resource would not do here: it runs one read at a time, so a slow reply to
+    // an old keystroke would hold back every newer search until it came.)
+    let first_page = RwSignal::new(None::<Result<Page, ApiError>>);
+    let reads = StoredValue::new(0_u64);
     let read_slug = slug.clone();
-    let first_page = LocalResource::new(move || {
+    Effect::new(move |_| {
         let (slug, asked) = (read_slug.clone(), asked.get());
-        read_page(slug, asked, None)
+        reads.update_value(|n| *n += 1);
+        let this = reads.get_value();
+        leptos::task::spawn_local(async move {
+            let page = read_page(slug, asked, None).await;
+            if reads.try_get_value() == Some(this) {
+                first_page.try_set(Some(page));
+            }
+        });
     });
     // Pages loaded with "Load more", for the search they continue.
     let loaded_more = RwSignal::new(None::<Page>);
@@ -219,7 +232,8 @@ fn KnowledgePage(slug: String) -> impl IntoView {
     };
     let announced = move || match shown() {
         Some(Ok((hits, next))) => count_words(hits.len(), next.is_some()),
-        _ => String::new(),
+        Some(Err(_)) => String::new(),
+        None => "Searching…".to_owned(),
     };
 
     let on_input = move |ev| {
@@ -362,7 +376,7 @@ fn EntryView(entry: Entry, versions: Vec<Version>, slug: String) -> impl IntoVie
     let status = KnowledgeStatus::of(&e.status);
     let ended = match (&status, e.ended_at.clone()) {
         (KnowledgeStatus::Retracted, at) => Some(view! {
-            <p class="notice retracted" data-fact="ended">
+            <p class="ended retracted" data-fact="ended">
                 "Retracted"
                 {at.map(|at| view! { " "<TimeAgo at=at/> })}
                 {match e.ended_reason.clone() {
@@ -372,7 +386,7 @@ fn EntryView(entry: Entry, versions: Vec<Version>, slug: String) -> impl IntoVie
             </p>
         }.into_any()),
         (KnowledgeStatus::Superseded, at) => Some(view! {
-            <p class="notice" data-fact="ended">
+            <p class="ended" data-fact="ended">
                 "Superseded by a newer version"
                 {at.map(|at| view! { " "<TimeAgo at=at/> })}
                 "."
