@@ -1,12 +1,13 @@
 //! A niche's knowledge in a real Chromium (docs/contract.md#knowledge): an operator reaches it
-//! from the queue, searches as they type (a word of one answer finds that entry alone; a word of
-//! none says so; the status filter narrows it), opens the entry and sees its question, chosen
-//! option and words (as text, never markup), who answered and verified it, and version 1. Both
-//! pages pass axe-core at desktop and phone widths, do not scroll sideways, label the search box
-//! and the filter, and show where the keyboard's focus is.
+//! from the queue, searches as they type (a word of one answer finds that entry alone; a late
+//! reply to an older keystroke never replaces a newer one's results; a word of none says so; the
+//! status filter narrows it), opens the entry and sees its question, chosen option and words (as
+//! text, never markup), who answered and verified it, and version 1; "Load more" brings a
+//! search's next page. Both pages pass axe-core at desktop and phone widths, do not scroll
+//! sideways, label the search box and the filter, and show where the keyboard's focus is.
 
 use askloop_tests::answers::answer_input;
-use askloop_tests::browser::{Browser, labelled, link, link_in, role};
+use askloop_tests::browser::{Browser, button_in, labelled, link, link_in, role};
 use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::pages::{self, signed_in};
 use askloop_tests::people::{operator, person};
@@ -137,6 +138,7 @@ async fn an_operator_searches_the_knowledge_as_they_type_and_opens_an_entry() {
     the_entry_page_passes_axe_at_both_widths(browser, &entry).await;
     the_search_page_passes_axe_at_both_widths(browser).await;
     the_search_box_and_filter_are_labelled_and_reached_by_keyboard(browser).await;
+    load_more_brings_the_next_page_of_a_search(&app, browser, &ana.token, &root.token).await;
 }
 
 /// From the queue's header to the knowledge, by its link: the newest verified first.
@@ -364,4 +366,46 @@ async fn the_search_box_and_filter_are_labelled_and_reached_by_keyboard(browser:
     for (name, drawn) in &focused {
         assert!(drawn, "{name} has no visible focus");
     }
+}
+
+/// More entries than a page holds: the first 20 are shown and say more can be loaded; "Load
+/// more" brings the rest under them.
+async fn load_more_brings_the_next_page_of_a_search(
+    app: &TestApp,
+    browser: &mut Browser,
+    token: &str,
+    admin: &str,
+) {
+    for n in 1..=21 {
+        let question = ask(app, &format!("filler-{n}"), &format!("Filler question {n}")).await;
+        answer_and_verify(
+            app,
+            token,
+            admin,
+            question,
+            "ea",
+            "Filler words, nothing more.",
+        )
+        .await;
+    }
+    let mut page = KnowledgePage(browser);
+    page.search("filler").await;
+    page.wait_for_count("20 entries shown; more can be loaded")
+        .await;
+    page.click(&button_in(KnowledgePage::RESULTS, "Load more"))
+        .await;
+    page.wait_for_count("21 entries found").await;
+    let titles = page.titles().await;
+    let titles = titles.as_array().expect("titles");
+    assert_eq!(titles.len(), 21, "{titles:?}");
+    assert!(
+        page.eval(&format!(
+            "!{}",
+            button_in(KnowledgePage::RESULTS, "Load more")
+        ))
+        .await
+        .as_bool()
+        .unwrap_or(false),
+        "no Load more once every entry is shown"
+    );
 }
