@@ -3,13 +3,14 @@
 //! reply to an older keystroke never replaces a newer one's results; a word of none says so; the
 //! status filter narrows it), opens the entry and sees its question, chosen option and words (as
 //! text, never markup), who answered and verified it, and version 1; "Load more" brings a
-//! search's next page. Both pages pass axe-core at desktop and phone widths, do not scroll
-//! sideways, label the search box and the filter, and show where the keyboard's focus is.
+//! search's next page; a member of another niche is refused in an alert. Both pages pass axe-core
+//! at desktop and phone widths, do not scroll sideways, label the search box and the filter, and
+//! show where the keyboard's focus is.
 
 use askloop_tests::answers::answer_input;
 use askloop_tests::browser::{Browser, button_in, labelled, link, link_in, role};
 use askloop_tests::fixtures::{open_niche, question_body};
-use askloop_tests::pages::{self, signed_in};
+use askloop_tests::pages::{self, Header, sign_in_to, signed_in};
 use askloop_tests::people::{operator, person};
 use askloop_tests::{Backend, TestApp};
 use serde_json::{Value, json};
@@ -139,6 +140,7 @@ async fn an_operator_searches_the_knowledge_as_they_type_and_opens_an_entry() {
     the_search_page_passes_axe_at_both_widths(browser).await;
     the_search_box_and_filter_are_labelled_and_reached_by_keyboard(browser).await;
     load_more_brings_the_next_page_of_a_search(&app, browser, &ana.token, &root.token).await;
+    a_member_of_another_niche_is_refused_in_an_alert(&app, browser).await;
 }
 
 /// From the queue's header to the knowledge, by its link: the newest verified first.
@@ -407,5 +409,26 @@ async fn load_more_brings_the_next_page_of_a_search(
         .as_bool()
         .unwrap_or(false),
         "no Load more once every entry is shown"
+    );
+}
+
+/// Someone who is not a member of the niche is refused in words, in the page's alert, and shown
+/// no entry.
+async fn a_member_of_another_niche_is_refused_in_an_alert(app: &TestApp, browser: &mut Browser) {
+    open_niche(&app.db, "roofing").await;
+    operator(&app.db, "roofing", "cara").await;
+    Header(browser).sign_out().await;
+    browser
+        .wait_for("location.pathname === '/login'", "the login page")
+        .await;
+    sign_in_to(browser, app, "cara", KNOWLEDGE).await;
+    let refusal = browser.page_error().await;
+    assert!(
+        refusal.starts_with("Only the niche's active members and admins read its knowledge"),
+        "{refusal}"
+    );
+    assert!(
+        !browser.shows(TITLE).await,
+        "an entry is shown to a stranger"
     );
 }
