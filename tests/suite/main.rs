@@ -24,6 +24,7 @@ mod health;
 mod held_money;
 mod intake;
 mod knowledge;
+mod knowledge_page;
 mod ledger_properties;
 mod live;
 mod mcp;

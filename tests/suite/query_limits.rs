@@ -253,8 +253,8 @@ async fn a_fragment_bomb_is_refused_at_once() {
 }
 
 /// Every query the dashboard sends, from its `.graphql` files, fits every limit (as an admin,
-/// who may read them all, on a database with one question), with the largest variables the
-/// dashboard passes (a re-read of the queue asks for up to 100).
+/// who may read them all, on a database with one waiting question and one knowledge entry), with
+/// the largest variables the dashboard passes (a re-read of the queue asks for up to 100).
 #[tokio::test]
 async fn every_dashboard_query_fits_the_limits() {
     let app = sqlite_app().await;
@@ -270,6 +270,27 @@ async fn every_dashboard_query_fits_the_limits() {
         .await;
     let webhook_id = hook["data"]["registerOperatorWebhook"]["webhook"]["id"].clone();
     assert!(webhook_id.is_string(), "{hook}");
+    // A second question, answered and verified, so the knowledge has an entry to read.
+    let ana = operator(&app.db, "games", "ana").await;
+    let known = app.ask("games", "q-2").await;
+    let answered = app
+        .answer(
+            &ana.token,
+            askloop_tests::answers::early_access(known, Some("Count the early-access date.")),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    app.decide_newest_contribution(&root.token, "verifyContribution", None)
+        .await;
+    let knowledge = app
+        .graphql(
+            Some(&root.token),
+            "{ knowledge(nicheSlug: \"games\") { nodes { id } } }",
+            json!({}),
+        )
+        .await;
+    let entry_id = knowledge["data"]["knowledge"]["nodes"][0]["id"].clone();
+    assert!(entry_id.is_string(), "{knowledge}");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../web/graphql");
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).expect("web/graphql") {
@@ -297,6 +318,7 @@ async fn every_dashboard_query_fits_the_limits() {
                         "after": "q0.0",
                         "id": question.to_string(),
                         "webhookId": webhook_id,
+                        "entryId": entry_id,
                     },
                 }))
                 .send()

@@ -64,6 +64,8 @@ fn AppRoutes(session: Session) -> impl IntoView {
                 <ProtectedParentRoute path=path!("") view=Outlet condition=signed_in redirect_path=to_login fallback=checking>
                     <Route path=path!("niches/:slug/questions") view=pages::queue::QueueRoute/>
                     <Route path=path!("niches/:slug/questions/:id") view={Lazy::<pages::question::QuestionRoute>::new()}/>
+                    <Route path=path!("niches/:slug/knowledge") view={Lazy::<pages::knowledge::KnowledgeRoute>::new()}/>
+                    <Route path=path!("niches/:slug/knowledge/:id") view={Lazy::<pages::knowledge::KnowledgeEntryRoute>::new()}/>
                     <Route path=path!("niches/:slug/revenue") view={Lazy::<pages::revenue::NicheMoneyRoute>::new()}/>
                     <Route path=path!("revenue") view={Lazy::<pages::revenue::MyRevenueRoute>::new()}/>
                     <Route path=path!("payouts") view={Lazy::<pages::revenue::MyRevenueRoute>::new()}/>

@@ -11,9 +11,9 @@ use graphql_client::GraphQLQuery;
 // The schema's enums, one type per concept for every operation (named in `extern_enums`).
 pub use crate::vocab::{
     AgentStatus, AllocationStatus, AnswerKind, AttemptOutcome, BudgetEntryKind, BudgetState,
-    ContributionStatus, DeliveryStatus, DigestFrequency, ExchangeKind, MemberRole, MemberStatus,
-    NicheStatus, PayoutStatus, QuestionStatus, QueueChangeKind, Severity, SignalSubject, Urgency,
-    WebhookScheme,
+    ContributionStatus, DeliveryStatus, DigestFrequency, ExchangeKind, KnowledgeStatus, MemberRole,
+    MemberStatus, NicheStatus, PayoutStatus, QuestionStatus, QueueChangeKind, Severity,
+    SignalSubject, Urgency, Verification, WebhookScheme,
 };
 
 /// The `DateTime` scalar: RFC 3339 text, shown through `components::time_ago`.
@@ -37,7 +37,8 @@ macro_rules! operations {
                     "QuestionStatus", "QueueChangeKind", "AnswerKind", "BudgetState", "DeliveryStatus",
                     "MemberRole", "MemberStatus", "Urgency", "NicheStatus", "ContributionStatus",
                     "AllocationStatus", "PayoutStatus", "AttemptOutcome", "BudgetEntryKind", "Severity",
-                    "SignalSubject", "AgentStatus", "WebhookScheme", "DigestFrequency", "ExchangeKind"
+                    "SignalSubject", "AgentStatus", "WebhookScheme", "DigestFrequency", "ExchangeKind",
+                    "KnowledgeStatus", "Verification"
                 )
             )]
             pub struct $name;
@@ -196,6 +197,13 @@ operations!("graphql/notifications.graphql":
     TestOperatorWebhook,
     /// The most recent deliveries to one of my operator webhooks.
     OperatorWebhookDeliveries,
+);
+
+operations!("graphql/knowledge.graphql":
+    /// A page of a niche's knowledge: a search, or the newest verified first, of one status.
+    KnowledgeSearch,
+    /// One knowledge entry with every version of its question's line.
+    KnowledgeEntryPage,
 );
 
 /// A card from another operation, as the queue's first read shapes it: the same `QuestionCard`

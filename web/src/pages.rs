@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod agents;
+pub mod knowledge;
 pub mod login;
 pub mod niches;
 pub mod question;

@@ -185,6 +185,16 @@ vocabulary! {
     WebhookScheme { Chovy = "chovy", Standard = "standard" }
 }
 
+vocabulary! {
+    /// Where a knowledge entry is in its life (schema enum `KnowledgeStatus`).
+    KnowledgeStatus { Current = "current", Superseded = "superseded", Retracted = "retracted" }
+}
+
+vocabulary! {
+    /// How a knowledge entry's answer was verified (schema enum `Verification`).
+    Verification { Trust = "trust", Review = "review" }
+}
+
 impl Urgency {
     /// Most urgent first: the queue's order.
     pub fn rank(&self) -> u8 {

@@ -203,6 +203,7 @@ fn Ladder(tiers: Vec<Tier>) -> impl IntoView {
 fn MembershipCard(membership: Membership) -> impl IntoView {
     let href = format!("/dashboard/niches/{}/questions", membership.niche.slug);
     let money_href = format!("/dashboard/niches/{}/revenue", membership.niche.slug);
+    let knowledge_href = crate::pages::knowledge::knowledge_path(&membership.niche.slug);
     let share = percent(membership.share_bps);
     let (progress, next_line) = match (&membership.next_tier, membership.points_to_next_tier) {
         (Some(next), Some(left)) => {
@@ -229,6 +230,8 @@ fn MembershipCard(membership: Membership) -> impl IntoView {
                 <A href=href>"Open the queue"</A>
                 " · "
                 <A href=money_href>"Revenue and budget"</A>
+                " · "
+                <A href=knowledge_href>"Knowledge"</A>
             </p>
         </article>
     }

@@ -304,6 +304,9 @@ pub fn QueuePage(slug: String) -> impl IntoView {
                     Some(name) => view! {
                         <LinkBanner link=link message=link_message/>
                         <h1>{name}</h1>
+                        <p class="links">
+                            <A href=page_slug.with_value(|slug| crate::pages::knowledge::knowledge_path(slug))>"Knowledge"</A>
+                        </p>
                         <section class="waiting" aria-label="Waiting questions">
                             <Show
                                 when=move || !cards.with(Vec::is_empty)
