@@ -4,9 +4,9 @@
 //! status filter narrows it), opens the entry and sees its question, chosen option and words (as
 //! text, never markup), who answered and verified it, and version 1; "Load more" brings a
 //! search's next page; a reversed answer's entry says it was retracted and why, and the next
-//! version's page lists both; a member of another niche is refused in an alert. Both pages pass axe-core
-//! at desktop and phone widths, do not scroll sideways, label the search box and the filter, and
-//! show where the keyboard's focus is.
+//! version's page lists both; a member of another niche is refused in an alert. Both pages pass
+//! axe-core at desktop and phone widths, do not scroll sideways, label the search box and the
+//! filter, and show where the keyboard's focus is.
 
 use askloop_tests::answers::answer_input;
 use askloop_tests::browser::{Browser, button_in, labelled, link, link_in, role};
