@@ -3,9 +3,10 @@
 //! reply to an older keystroke never replaces a newer one's results; a word of none says so; the
 //! status filter narrows it), opens the entry and sees its question, chosen option and words (as
 //! text, never markup), who answered and verified it, and version 1; "Load more" brings a
-//! search's next page; a member of another niche is refused in an alert. Both pages pass axe-core
-//! at desktop and phone widths, do not scroll sideways, label the search box and the filter, and
-//! show where the keyboard's focus is.
+//! search's next page; a reversed answer's entry says it was retracted and why, and the next
+//! version's page lists both; a member of another niche is refused in an alert. Both pages pass
+//! axe-core at desktop and phone widths, do not scroll sideways, label the search box and the
+//! filter, and show where the keyboard's focus is.
 
 use askloop_tests::answers::answer_input;
 use askloop_tests::browser::{Browser, button_in, labelled, link, link_in, role};
@@ -115,6 +116,8 @@ async fn an_operator_searches_the_knowledge_as_they_type_and_opens_an_entry() {
     let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
+    // Who answers again once an answer is reversed (a member when the question arrives).
+    let bob = operator(&app.db, "games", "bob").await;
     let root = person(&app.db, "root", true).await;
     let wanted = ask(&app, "q-1", TITLE).await;
     answer_and_verify(&app, &ana.token, &root.token, wanted, "ea", ANSWER).await;
@@ -139,7 +142,16 @@ async fn an_operator_searches_the_knowledge_as_they_type_and_opens_an_entry() {
     the_entry_page_passes_axe_at_both_widths(browser, &entry).await;
     the_search_page_passes_axe_at_both_widths(browser).await;
     the_search_box_and_filter_are_labelled_and_reached_by_keyboard(browser).await;
-    load_more_brings_the_next_page_of_a_search(&app, browser, &ana.token, &root.token).await;
+    let last =
+        load_more_brings_the_next_page_of_a_search(&app, browser, &ana.token, &root.token).await;
+    a_retracted_version_says_why_and_the_next_version_lists_both(
+        &app,
+        browser,
+        &bob.token,
+        &root.token,
+        last,
+    )
+    .await;
     a_member_of_another_niche_is_refused_in_an_alert(&app, browser).await;
 }
 
@@ -371,13 +383,14 @@ async fn the_search_box_and_filter_are_labelled_and_reached_by_keyboard(browser:
 }
 
 /// More entries than a page holds: the first 20 are shown and say more can be loaded; "Load
-/// more" brings the rest under them.
+/// more" brings the rest under them. Returns the last question asked.
 async fn load_more_brings_the_next_page_of_a_search(
     app: &TestApp,
     browser: &mut Browser,
     token: &str,
     admin: &str,
-) {
+) -> i64 {
+    let mut last = 0;
     for n in 1..=21 {
         let question = ask(app, &format!("filler-{n}"), &format!("Filler question {n}")).await;
         answer_and_verify(
@@ -389,6 +402,7 @@ async fn load_more_brings_the_next_page_of_a_search(
             "Filler words, nothing more.",
         )
         .await;
+        last = question;
     }
     let mut page = KnowledgePage(browser);
     page.search("filler").await;
@@ -410,6 +424,72 @@ async fn load_more_brings_the_next_page_of_a_search(
         .unwrap_or(false),
         "no Load more once every entry is shown"
     );
+    last
+}
+
+/// The last answer reversed retracts its entry; another operator's verified answer to the reopened
+/// question is version 2. Its page lists both versions; version 1's says it was retracted, and
+/// why.
+async fn a_retracted_version_says_why_and_the_next_version_lists_both(
+    app: &TestApp,
+    browser: &mut Browser,
+    token: &str,
+    admin: &str,
+    question: i64,
+) {
+    app.decide_newest_contribution(
+        admin,
+        "reverseContribution",
+        Some("Not the filler we meant"),
+    )
+    .await;
+    answer_and_verify(app, token, admin, question, "full", "Second thoughts.").await;
+    let mut page = KnowledgePage(browser);
+    page.search("\"second thoughts\"").await;
+    page.wait_for_count("1 entry found").await;
+    page.click(&link_in(KnowledgePage::RESULTS, "Filler question 21"))
+        .await;
+    page.wait_for(
+        &format!(
+            "{} && document.querySelectorAll('ol.versions li').length === 2",
+            KnowledgePage::ENTRY
+        ),
+        "version 2's page",
+    )
+    .await;
+    assert_eq!(page.fact("version").await, "version 2");
+    let versions = "[...document.querySelectorAll('ol.versions li')].map(li => \
+         [li.querySelector('a').textContent.trim(), li.querySelector('a').getAttribute('aria-current'), \
+          li.querySelector('.badge').textContent.trim()])";
+    assert_eq!(
+        page.eval(versions).await,
+        json!([
+            ["Version 1", null, "retracted"],
+            ["Version 2", "page", "current"]
+        ])
+    );
+    page.click(&link_in(
+        "document.querySelector('ol.versions')",
+        "Version 1",
+    ))
+    .await;
+    page.wait_for(
+        "document.querySelector('article.knowledge-entry [data-fact=ended]')",
+        "version 1's page",
+    )
+    .await;
+    assert_eq!(page.fact("status").await, "retracted");
+    let ended = page.fact("ended").await;
+    assert!(ended.starts_with("Retracted"), "{ended}");
+    assert!(ended.ends_with(": Not the filler we meant"), "{ended}");
+    assert_eq!(
+        page.eval(versions).await,
+        json!([
+            ["Version 1", "page", "retracted"],
+            ["Version 2", null, "current"]
+        ])
+    );
+    assert_accessible(&mut page, "a retracted entry").await;
 }
 
 /// Someone who is not a member of the niche is refused in words, in the page's alert, and shown
