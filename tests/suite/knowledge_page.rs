@@ -152,6 +152,12 @@ async fn an_operator_searches_the_knowledge_as_they_type_and_opens_an_entry() {
         last,
     )
     .await;
+    a_correction_proposed_here_and_verified_by_another_is_the_next_version(
+        &app,
+        browser,
+        &root.token,
+    )
+    .await;
     a_member_of_another_niche_is_refused_in_an_alert(&app, browser).await;
 }
 
@@ -490,6 +496,74 @@ async fn a_retracted_version_says_why_and_the_next_version_lists_both(
         ])
     );
     assert_accessible(&mut page, "a retracted entry").await;
+}
+
+/// On the current version's page the operator proposes a correction; it changes nothing until
+/// someone else (an admin) verifies it, and then the entry's line has a third version, current,
+/// and the one corrected says it was superseded. The form passes axe-core.
+async fn a_correction_proposed_here_and_verified_by_another_is_the_next_version(
+    app: &TestApp,
+    browser: &mut Browser,
+    admin: &str,
+) {
+    let mut page = KnowledgePage(browser);
+    page.click(&link_in(
+        "document.querySelector('ol.versions')",
+        "Version 2",
+    ))
+    .await;
+    let form = "document.querySelector('section.correction form')";
+    page.wait_for(form, "the correction form on the current version")
+        .await;
+    assert_accessible(&mut page, "an entry with its correction form").await;
+    page.fill(
+        "document.querySelector('#correction-answer')",
+        "Second thoughts, corrected: the filler counts twice.",
+    )
+    .await;
+    page.fill(
+        "document.querySelector('#correction-note')",
+        "The store counts it twice",
+    )
+    .await;
+    page.click("document.querySelector('section.correction button[type=submit]')")
+        .await;
+    page.wait_for(
+        "document.querySelector('section.correction [role=status]')?.textContent.startsWith('Proposed.')",
+        "the correction proposed",
+    )
+    .await;
+    app.decide_newest_contribution(admin, "verifyContribution", None)
+        .await;
+    page.reload().await;
+    page.wait_for(
+        &format!(
+            "{} && document.querySelectorAll('ol.versions li').length === 3",
+            KnowledgePage::ENTRY
+        ),
+        "the entry's three versions",
+    )
+    .await;
+    assert_eq!(page.fact("status").await, "superseded");
+    assert!(page.fact("ended").await.starts_with("Superseded"));
+    assert_eq!(
+        page.eval("!!document.querySelector('section.correction')")
+            .await,
+        json!(false),
+        "only the current version takes a correction"
+    );
+    page.click(&link_in(
+        "document.querySelector('ol.versions')",
+        "Version 3",
+    ))
+    .await;
+    page.wait_for(
+        "document.querySelector('article.knowledge-entry [data-fact=answer]')?.textContent.includes('counts twice')",
+        "version 3's page",
+    )
+    .await;
+    assert_eq!(page.fact("status").await, "current");
+    assert_eq!(page.fact("who").await, "Answered by ana, verified by root");
 }
 
 /// Someone who is not a member of the niche is refused in words, in the page's alert, and shown

@@ -204,6 +204,8 @@ operations!("graphql/knowledge.graphql":
     KnowledgeSearch,
     /// One knowledge entry with every version of its question's line.
     KnowledgeEntryPage,
+    /// Propose a correction to a current knowledge entry; it waits for someone else's review.
+    ProposeKnowledgeCorrection,
 );
 
 /// A card from another operation, as the queue's first read shapes it: the same `QuestionCard`

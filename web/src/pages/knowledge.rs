@@ -8,7 +8,8 @@
 //! results show.
 //!
 //! The entry page shows one version with who answered and verified it, and every version of its
-//! question's line. Everything the API returns is shown as text, never as markup. Both pages are
+//! question's line; a current one has a form to propose a correction (new words and a note),
+//! which waits for review by someone other than its author. Everything the API returns is shown as text, never as markup. Both pages are
 //! one lazily loaded route chunk.
 
 use std::time::Duration;
@@ -25,7 +26,8 @@ use crate::components::loaded::Loaded;
 use crate::components::question_card::{LongText, visible_controls};
 use crate::components::time_ago::TimeAgo;
 use crate::operations::{
-    KnowledgeEntryPage as EntryRead, KnowledgeSearch, knowledge_entry_page, knowledge_search,
+    KnowledgeEntryPage as EntryRead, KnowledgeSearch, ProposeKnowledgeCorrection,
+    knowledge_entry_page, knowledge_search, propose_knowledge_correction,
 };
 use crate::pages::queue::question_path;
 use crate::vocab::{KnowledgeStatus, Verification};
@@ -400,6 +402,8 @@ fn EntryView(entry: Entry, versions: Vec<Version>, slug: String) -> impl IntoVie
     };
     let question_href = question_path(&slug, &e.question_id);
     let this_id = e.id.clone();
+    let correct = (status == KnowledgeStatus::Current)
+        .then(|| view! { <CorrectionForm entry=e.id.clone()/> });
     view! {
         <article class="knowledge-entry" data-entry-id=e.id.clone()>
             <p class="meta">
@@ -427,6 +431,7 @@ fn EntryView(entry: Entry, versions: Vec<Version>, slug: String) -> impl IntoVie
             </dl>
             <p><A href=question_href>"Open the question"</A></p>
         </article>
+        {correct}
         <section aria-labelledby="versions-title">
             <h2 id="versions-title">"Versions"</h2>
             <ol class="versions">
@@ -443,6 +448,51 @@ fn EntryView(entry: Entry, versions: Vec<Version>, slug: String) -> impl IntoVie
                     }
                 }).collect_view()}
             </ol>
+        </section>
+    }
+}
+
+/// "Propose a correction" for a current entry: new words and a note for the reviewer. What the
+/// server says — proposed, or why not — is shown beside the form.
+#[component]
+fn CorrectionForm(entry: String) -> impl IntoView {
+    let answer = RwSignal::new(String::new());
+    let note = RwSignal::new(String::new());
+    let propose = Action::new_local(move |(entry_id, answer, note): &(String, String, String)| {
+        let variables = propose_knowledge_correction::Variables {
+            input: propose_knowledge_correction::KnowledgeCorrectionInput {
+                entry_id: entry_id.clone(),
+                option_id: None,
+                answer: Some(answer.clone()),
+                note: Some(note.clone()).filter(|n| !n.trim().is_empty()),
+            },
+        };
+        async move { api::send::<ProposeKnowledgeCorrection>(variables).await }
+    });
+    let busy = propose.pending();
+    view! {
+        <section aria-labelledby="correct-title" class="correction">
+            <h2 id="correct-title">"Propose a correction"</h2>
+            <form on:submit=move |ev| {
+                ev.prevent_default();
+                propose.dispatch((entry.clone(), answer.get_untracked(), note.get_untracked()));
+            }>
+                <label for="correction-answer">"The corrected answer"</label>
+                <textarea id="correction-answer" required maxlength="8000" rows="4"
+                    prop:value=answer on:input=move |ev| answer.set(event_target_value(&ev))></textarea>
+                <label for="correction-note">"Why (for the reviewer; optional)"</label>
+                <input id="correction-note" type="text" maxlength="2000"
+                    prop:value=note on:input=move |ev| note.set(event_target_value(&ev))/>
+                <button type="submit" disabled=busy>"Propose the correction"</button>
+            </form>
+            <div aria-live="polite">
+                {move || propose.value().get().map(|result| match result {
+                    Ok(()) => view! {
+                        <p class="notice" role="status">"Proposed. It becomes the next version once someone other than you verifies it."</p>
+                    }.into_any(),
+                    Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
+                })}
+            </div>
         </section>
     }
 }
