@@ -100,10 +100,17 @@ async fn awaiting_me_drops_what_i_declined(app: TestApp) {
 async fn refused_then_a_question_asked(app: &TestApp, token: &str, code: &str) {
     let mut socket = GqlSocket::connect(&app.base, Some(token)).await;
     socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
-    // Refused as a whole: an `error` message, which ends the operation (no `complete`).
-    let refused = socket.error_payload("q").await;
-    assert_eq!(refused[0]["extensions"]["code"], code, "{refused}");
-    // Nothing more — neither a `complete` nor anything of a later question — reaches them.
+    let refused = socket.next_data("q").await;
+    assert_eq!(
+        refused["errors"][0]["extensions"]["code"], code,
+        "{refused}"
+    );
+    assert!(refused["data"].is_null());
+    match socket.receive(Duration::from_secs(5)).await {
+        Received::Json(message) => assert_eq!(message["type"], "complete", "{message}"),
+        other => panic!("expected complete, got {other:?}"),
+    }
+    // Nothing of a later question reaches them.
     app.ask("games", "secret").await;
     match socket.receive(Duration::from_millis(700)).await {
         Received::Nothing => {}
@@ -280,6 +287,37 @@ on_both_backends!(
     a_non_member_is_refused_the_queue_and_hears_nothing_of_it,
     a_member_suspended_mid_subscription_stops_receiving,
 );
+
+/// A subscription refused before it runs (it does not validate; too deep or costly alike) is one
+/// `error` message with the code, and no `complete` after it; the socket stays open for the
+/// next operation, and the id may be used again.
+#[tokio::test]
+async fn a_subscription_that_does_not_validate_is_an_error_message_and_nothing_after() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    socket
+        .subscribe(
+            "q",
+            "subscription { questionQueue(nicheSlug: \"games\") { noSuchField } }",
+            json!({}),
+        )
+        .await;
+    let refused = socket.error_payload("q").await;
+    assert_eq!(
+        refused[0]["extensions"]["code"], "GRAPHQL_VALIDATION_FAILED",
+        "{refused}"
+    );
+    socket.subscribe("q", QUEUE, json!({"slug": "games"})).await;
+    app.until_subscriptions_served(1).await;
+    app.ask("games", "after").await;
+    // The next message is the new subscription's change: no `complete` came for the refusal.
+    assert_eq!(
+        socket.next_data("q").await["data"]["questionQueue"]["change"],
+        "ADDED"
+    );
+}
 
 #[tokio::test]
 async fn a_connection_that_never_initialises_is_closed_with_4408() {

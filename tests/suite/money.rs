@@ -850,9 +850,11 @@ async fn operators_cannot_follow_anomaly_signals() {
             json!({}),
         )
         .await;
-    // Refused as a whole: the protocol's `error` message, with the code.
-    let refusal = refused_socket.error_payload("s").await;
-    assert_eq!(refusal[0]["extensions"]["code"], "FORBIDDEN", "{refusal}");
+    let refusal = refused_socket.next_data("s").await;
+    assert_eq!(
+        refusal["errors"][0]["extensions"]["code"], "FORBIDDEN",
+        "{refusal}"
+    );
 }
 
 #[tokio::test]

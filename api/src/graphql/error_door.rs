@@ -73,6 +73,24 @@ impl<T> GqlResultExt<T> for Result<T, ServiceError> {
     }
 }
 
+/// Whether `errors` refuse a request before it runs: it does not parse, does not validate, or
+/// costs more than askloop answers (graphql-transport-ws's `error` message, where an error of
+/// execution is a `next` that carries it).
+pub fn refused_before_running(errors: &[ServerError]) -> bool {
+    !errors.is_empty()
+        && errors.iter().all(|error| {
+            error
+                .extensions
+                .as_ref()
+                .and_then(|e| e.get("code"))
+                .is_some_and(|code| {
+                    [PARSE_FAILED, VALIDATION_FAILED, TOO_DEEP, TOO_COMPLEX]
+                        .iter()
+                        .any(|before| *code == Value::from(*before))
+                })
+        })
+}
+
 /// The extension that installs the door on a schema.
 pub struct ErrorDoor;
 

@@ -331,9 +331,9 @@ enum Event {
         serial: u64,
         library: bool,
     },
-    /// The library answered operation `id` (subscribe `serial`) with errors and no data: it
-    /// failed as a whole (it did not validate, or its subscription could not start). `errors`
-    /// is the serialised list. It has been removed.
+    /// The library refused operation `id` (subscribe `serial`) before running it: it did not
+    /// parse or validate, or costs too much. `errors` is the serialised list. It has been
+    /// removed.
     Failed {
         id: String,
         serial: u64,
@@ -364,7 +364,7 @@ impl Operations {
                     Source::Library(stream) => stream.poll_next_unpin(cx).map(|response| {
                         response.map(|response| {
                             if response.data == async_graphql::Value::Null
-                                && !response.errors.is_empty()
+                                && super::error_door::refused_before_running(&response.errors)
                             {
                                 let errors = serde_json::to_string(&response.errors)
                                     .unwrap_or_else(|_| "[]".to_owned());

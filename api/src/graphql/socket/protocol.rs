@@ -50,9 +50,9 @@ pub enum Input<'a> {
         /// Whether a hand-over of that subscribe waits to be served.
         handed_over: bool,
     },
-    /// Operation `id` (subscribe `serial`) failed as a whole — it did not validate, or its
-    /// subscription could not start — with `errors`, a serialised list of GraphQL errors; it
-    /// runs no more.
+    /// Operation `id` (subscribe `serial`) was refused before it ran — it did not parse or
+    /// validate, or costs too much — with `errors`, a serialised list of GraphQL errors; it runs
+    /// no more.
     Failed {
         /// The operation's id.
         id: &'a str,
