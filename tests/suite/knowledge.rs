@@ -329,6 +329,33 @@ async fn odd_searches_answer_or_refuse_and_agents_search_only_their_niches(app: 
         assert_eq!(error_code(&body), Some("BAD_USER_INPUT"), "{body}");
     }
 
+    // Bad paging and ids are the caller's input, never a fault.
+    let page = |tail: &str| {
+        format!("{{ knowledge(nicheSlug: \"games\"{tail}) {{ edges {{ cursor }} }} }}")
+    };
+    let first_question = question_id_of_games(&app).await;
+    for query in [
+        page(", after: \"nope\""),
+        page(", after: \"k99999999\""),
+        page(", first: 0"),
+        page(", first: 51"),
+        "{ knowledgeEntry(id: \"abc\") { entry { id } } }".to_owned(),
+        format!(
+            "{{ question(id: \"{first_question}\") {{ similarKnowledge(first: 4) {{ id }} }} }}"
+        ),
+    ] {
+        let body = app.graphql(Some(&ana.token), &query, json!({})).await;
+        assert_eq!(error_code(&body), Some("BAD_USER_INPUT"), "{query}: {body}");
+    }
+    let missing = app
+        .graphql(
+            Some(&ana.token),
+            "{ knowledge(nicheSlug: \"nowhere\") { edges { cursor } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&missing), Some("NOT_FOUND"), "{missing}");
+
     // A registered agent of games only: it finds games' entry by any word, never roofing's.
     let secret = register(&app, "scout", &["games"], None, WebhookScheme::Chovy).await;
     let search = |niche: &str, query: &str| json!({"nicheSlug": niche, "query": query});
@@ -842,6 +869,16 @@ async fn a_correction_one_member_proposes_and_another_verifies_becomes_the_curre
             json!({"entryId": "999999", "answer": "No such entry."}),
             "NOT_FOUND",
         ),
+        (
+            &ana.token,
+            json!({"entryId": "abc", "answer": "Not an id."}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            &ana.token,
+            json!({"entryId": v1, "answer": "Fine.", "note": "n".repeat(2001)}),
+            "BAD_USER_INPUT",
+        ),
     ] {
         let refused = propose(token, input.clone()).await;
         assert_eq!(error_code(&refused), Some(code), "{input}: {refused}");
@@ -920,4 +957,16 @@ async fn a_correction_one_member_proposes_and_another_verifies_becomes_the_curre
         stale["errors"][0]["extensions"]["reason"],
         "KNOWLEDGE_NOT_CURRENT"
     );
+}
+
+/// The id of the first question asked in the test's database.
+async fn question_id_of_games(app: &TestApp) -> i64 {
+    use sea_orm::QueryOrder;
+    entity::agent_questions::Entity::find()
+        .order_by_asc(entity::agent_questions::Column::Id)
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("a question")
+        .id
 }

@@ -94,6 +94,19 @@ pub struct QuestionOption {
     pub label: String,
 }
 
+/// The options of a stored question (its `options` JSON); none when it holds no list of them.
+pub fn stored_options(options: &Value) -> Vec<QuestionOption> {
+    serde_json::from_value(options.clone()).unwrap_or_default()
+}
+
+/// The label of option `id` among a stored question's `options`, if it offers that option.
+pub fn option_label(options: &Value, id: &str) -> Option<String> {
+    stored_options(options)
+        .into_iter()
+        .find(|option| option.id == id)
+        .map(|option| option.label)
+}
+
 /// A question as the service receives it: every field checked and capped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewQuestion {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use async_graphql::connection::{Connection, Edge};
 use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::{DateTime, Utc};
-use entity::knowledge_corrections::{self, CorrectionStatus};
+use entity::knowledge_corrections;
 use entity::knowledge_entries;
 
 use super::caller_of;
@@ -251,12 +251,7 @@ impl From<knowledge_corrections::Model> for KnowledgeCorrection {
             id: ID(c.id.to_string()),
             entry_id: ID(c.entry_id.to_string()),
             contribution_id: ID(c.contribution_event_id.to_string()),
-            status: match c.status {
-                CorrectionStatus::Pending => "pending",
-                CorrectionStatus::Verified => "verified",
-                CorrectionStatus::Rejected => "rejected",
-            }
-            .to_owned(),
+            status: sea_orm::ActiveEnum::to_value(&c.status),
             option_id: c.option_id,
             answer: c.answer,
             note: c.note,

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::domain::intake::parse_new_question;
+use crate::domain::intake::{option_label, parse_new_question};
 use crate::domain::text::{CONTEXT_MAX, IDENTIFIER_MAX, cap, char_len, first_control_character};
 use crate::error::ServiceError;
 use crate::rest::views::{KnowledgeResult, ReviewWord, StatusWord, seconds};
@@ -532,14 +532,6 @@ fn question_ref(
     }
 }
 
-fn option_label(question: &agent_questions::Model, option_id: &str) -> Option<String> {
-    question.options.as_array()?.iter().find_map(|option| {
-        (option.get("id")?.as_str()? == option_id)
-            .then(|| option.get("label")?.as_str().map(str::to_owned))
-            .flatten()
-    })
-}
-
 /// A question as `get_answer` returns it: status, expiry and, once answered, the answer with
 /// its review state.
 pub fn answer_json(own: &OwnQuestion) -> Value {
@@ -570,7 +562,7 @@ pub fn answer_json(own: &OwnQuestion) -> Value {
                     answer
                         .option_id
                         .as_deref()
-                        .and_then(|id| option_label(question, id))
+                        .and_then(|id| option_label(&question.options, id))
                 ),
             ),
             ("review", json!(ReviewWord::from(*review))),

@@ -25,7 +25,7 @@ use serde_json::json;
 
 use crate::db::{Db, Turns, WriteTxn};
 use crate::domain::answer::{self, Kind, ValidAnswer};
-use crate::domain::intake::QuestionOption;
+use crate::domain::intake::{QuestionOption, option_label};
 use crate::domain::scoring;
 use crate::error::{Conflict, ServiceError};
 use crate::live::ChangeHint;
@@ -69,7 +69,7 @@ pub use entity::agent_questions::WAITING;
 
 /// The question's options as stored.
 pub fn options_of(question: &agent_questions::Model) -> Vec<QuestionOption> {
-    serde_json::from_value(question.options.clone()).unwrap_or_default()
+    crate::domain::intake::stored_options(&question.options)
 }
 
 /// What `question` is, for checking what is said of it: a question with `options`, or a task and
@@ -645,12 +645,10 @@ async fn tell_the_agent(
                 "answerId": answer.id,
                 "answer": valid.body,
                 "optionId": valid.option_id,
-                "optionLabel": valid.option_id.as_deref().and_then(|chosen| {
-                    options_of(question)
-                        .into_iter()
-                        .find(|o| o.id == chosen)
-                        .map(|o| o.label)
-                }),
+                "optionLabel": valid
+                    .option_id
+                    .as_deref()
+                    .and_then(|chosen| option_label(&question.options, chosen)),
                 "answeredBy": viewer.handle,
                 "review": review,
             }),

@@ -22,13 +22,13 @@ use entity::knowledge_entries::{self, KnowledgeStatus, Verification};
 use entity::niches;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, FromQueryResult,
-    Iterable, NotSet, QueryFilter, QueryOrder, QuerySelect, Statement, Value,
+    ActiveEnum, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, EntityTrait,
+    FromQueryResult, Iterable, NotSet, QueryFilter, QueryOrder, QuerySelect, Statement, Value,
 };
 use serde_json::json;
 
 use crate::db::{Db, WriteTxn};
-use crate::domain::intake::QuestionOption;
+use crate::domain::intake::option_label;
 use crate::domain::knowledge::{self, QUERY_MAX};
 use crate::domain::text::char_len;
 use crate::error::{Conflict, ServiceError};
@@ -132,42 +132,22 @@ pub async fn record_verified_answer(
             .then_some(last.id),
         None => None,
     };
-    let label = answer.option_id.as_deref().and_then(|chosen| {
-        serde_json::from_value::<Vec<QuestionOption>>(question.options.clone())
-            .unwrap_or_default()
-            .into_iter()
-            .find(|option| option.id == chosen)
-            .map(|option| option.label)
-    });
-    let entry = knowledge_entries::Entity::insert(knowledge_entries::ActiveModel {
-        id: NotSet,
-        niche_id: Set(question.niche_id),
-        question_id: Set(question.id),
-        answer_id: Set(Some(answer.id)),
-        contribution_event_id: Set(contribution_id),
-        version: Set(last.as_ref().map_or(1, |e| e.version + 1)),
-        replaces: Set(last.as_ref().map(|e| e.id)),
-        status: Set(KnowledgeStatus::Current),
-        title: Set(question.title.clone()),
-        question: Set(question.question.clone()),
-        option_id: Set(answer.option_id.clone()),
-        option_label: Set(label),
-        answer: Set(answer.body.clone()),
-        answered_by: Set(answer.user_id),
-        verified_by: Set(verified_by),
-        verification: Set(if verified_by.is_some() {
-            Verification::Review
-        } else {
-            Verification::Trust
-        }),
-        verified_at: Set(now),
-        ended_at: Set(None),
-        ended_reason: Set(None),
-        created_at: Set(now),
-    })
-    .exec_with_returning(txn)
+    let entry = insert_version(
+        txn,
+        question,
+        Version {
+            answer_id: Some(answer.id),
+            contribution_id,
+            version: last.as_ref().map_or(1, |e| e.version + 1),
+            replaces: last.as_ref().map(|e| e.id),
+            option_id: answer.option_id.clone(),
+            answer: answer.body.clone(),
+            answered_by: answer.user_id,
+            verified_by,
+        },
+        now,
+    )
     .await?;
-    index(txn, &entry).await?;
     if let Some(old) = superseded {
         tell_superseded(txn, question, old, entry.id, now).await?;
     }
@@ -319,6 +299,69 @@ async fn end(
     Ok(ended.rows_affected == 1)
 }
 
+/// A version to append to a question's line of knowledge.
+struct Version {
+    /// The answer it is made from (none for a correction).
+    answer_id: Option<i64>,
+    /// The contribution whose verification writes it.
+    contribution_id: i64,
+    /// Its number in the line.
+    version: i64,
+    /// The version it replaces.
+    replaces: Option<i64>,
+    /// The chosen option's id (its label is looked up in the question's options).
+    option_id: Option<String>,
+    /// The answer's words.
+    answer: Option<String>,
+    /// Its author.
+    answered_by: i64,
+    /// Its reviewer; none when the niche trusted the author on arrival.
+    verified_by: Option<i64>,
+}
+
+/// Append `version` to `question`'s line as its current entry, and index it.
+async fn insert_version(
+    txn: &WriteTxn,
+    question: &agent_questions::Model,
+    version: Version,
+    now: DateTime<Utc>,
+) -> Result<knowledge_entries::Model, ServiceError> {
+    let option_label = version
+        .option_id
+        .as_deref()
+        .and_then(|chosen| option_label(&question.options, chosen));
+    let entry = knowledge_entries::Entity::insert(knowledge_entries::ActiveModel {
+        id: NotSet,
+        niche_id: Set(question.niche_id),
+        question_id: Set(question.id),
+        answer_id: Set(version.answer_id),
+        contribution_event_id: Set(version.contribution_id),
+        version: Set(version.version),
+        replaces: Set(version.replaces),
+        status: Set(KnowledgeStatus::Current),
+        title: Set(question.title.clone()),
+        question: Set(question.question.clone()),
+        option_id: Set(version.option_id),
+        option_label: Set(option_label),
+        answer: Set(version.answer),
+        answered_by: Set(version.answered_by),
+        verified_by: Set(version.verified_by),
+        verification: Set(if version.verified_by.is_some() {
+            Verification::Review
+        } else {
+            Verification::Trust
+        }),
+        verified_at: Set(now),
+        ended_at: Set(None),
+        ended_reason: Set(None),
+        created_at: Set(now),
+    })
+    .exec_with_returning(txn)
+    .await?;
+    index(txn, &entry).await?;
+    Ok(entry)
+}
+
 /// Put `entry` into the full-text index. PostgreSQL's vector is a generated column, written
 /// with the row; SQLite's FTS5 table takes the same words here, in the same transaction.
 async fn index(txn: &WriteTxn, entry: &knowledge_entries::Model) -> Result<(), ServiceError> {
@@ -464,12 +507,9 @@ pub async fn search<C: ConnectionTrait>(
     Ok(FoundPage { items, has_next })
 }
 
-fn status_word(status: KnowledgeStatus) -> &'static str {
-    match status {
-        KnowledgeStatus::Current => "current",
-        KnowledgeStatus::Superseded => "superseded",
-        KnowledgeStatus::Retracted => "retracted",
-    }
+/// The word a status is stored as.
+fn status_word(status: KnowledgeStatus) -> String {
+    status.to_value()
 }
 
 /// The niche `slug` for a member's or an admin's reading of its knowledge, or why not.
@@ -776,10 +816,7 @@ where
                 "answer": entry.answer,
                 "answeredBy": handle(entry.answered_by),
                 "verifiedBy": entry.verified_by.and_then(handle),
-                "verification": match entry.verification {
-                    Verification::Trust => "trust",
-                    Verification::Review => "review",
-                },
+                "verification": entry.verification.to_value(),
                 "verifiedAt": entry.verified_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             });
             if let serde_json::Value::Object(record) = record {
@@ -868,11 +905,7 @@ pub async fn propose_correction(
         .await?
         .ok_or_else(not_found)?;
     if let Some(chosen) = &option_id {
-        let known = serde_json::from_value::<Vec<QuestionOption>>(question.options.clone())
-            .unwrap_or_default()
-            .iter()
-            .any(|o| &o.id == chosen);
-        if !known {
+        if option_label(&question.options, chosen).is_none() {
             return Err(ServiceError::BadInput(format!(
                 "optionId '{}' is not one of the question's options",
                 chosen.chars().take(60).collect::<String>()
@@ -999,40 +1032,23 @@ pub async fn review_correction(
         .one(txn)
         .await?
         .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("entry of no question")))?;
-    let option_id = correction.option_id.clone().or(entry.option_id.clone());
-    let option_label = match &correction.option_id {
-        Some(chosen) => serde_json::from_value::<Vec<QuestionOption>>(question.options.clone())
-            .unwrap_or_default()
-            .into_iter()
-            .find(|o| &o.id == chosen)
-            .map(|o| o.label),
-        None => entry.option_label.clone(),
-    };
-    let next = knowledge_entries::Entity::insert(knowledge_entries::ActiveModel {
-        id: NotSet,
-        niche_id: Set(entry.niche_id),
-        question_id: Set(entry.question_id),
-        answer_id: Set(None),
-        contribution_event_id: Set(contribution_id),
-        version: Set(latest_version(txn, entry.question_id).await? + 1),
-        replaces: Set(Some(entry.id)),
-        status: Set(KnowledgeStatus::Current),
-        title: Set(entry.title.clone()),
-        question: Set(entry.question.clone()),
-        option_id: Set(option_id),
-        option_label: Set(option_label),
-        answer: Set(correction.answer.clone().or(entry.answer.clone())),
-        answered_by: Set(correction.proposed_by),
-        verified_by: Set(Some(reviewer)),
-        verification: Set(Verification::Review),
-        verified_at: Set(now),
-        ended_at: Set(None),
-        ended_reason: Set(None),
-        created_at: Set(now),
-    })
-    .exec_with_returning(txn)
+    // What the correction does not change is kept.
+    let next = insert_version(
+        txn,
+        &question,
+        Version {
+            answer_id: None,
+            contribution_id,
+            version: latest_version(txn, entry.question_id).await? + 1,
+            replaces: Some(entry.id),
+            option_id: correction.option_id.clone().or(entry.option_id.clone()),
+            answer: correction.answer.clone().or(entry.answer.clone()),
+            answered_by: correction.proposed_by,
+            verified_by: Some(reviewer),
+        },
+        now,
+    )
     .await?;
-    index(txn, &next).await?;
     tell_superseded(txn, &question, entry.id, next.id, now).await?;
     audit::record(
         txn,
