@@ -904,13 +904,13 @@ pub async fn propose_correction(
         .one(db)
         .await?
         .ok_or_else(not_found)?;
-    if let Some(chosen) = &option_id {
-        if option_label(&question.options, chosen).is_none() {
-            return Err(ServiceError::BadInput(format!(
-                "optionId '{}' is not one of the question's options",
-                chosen.chars().take(60).collect::<String>()
-            )));
-        }
+    if let Some(chosen) = &option_id
+        && option_label(&question.options, chosen).is_none()
+    {
+        return Err(ServiceError::BadInput(format!(
+            "optionId '{}' is not one of the question's options",
+            chosen.chars().take(60).collect::<String>()
+        )));
     }
     if option_id == entry.option_id && answer.is_some() && answer == entry.answer {
         return Err(ServiceError::BadInput(
