@@ -121,6 +121,9 @@ enum NicheCommand {
         /// The largest bounty an agent may offer.
         #[arg(long)]
         max_bounty: Option<i64>,
+        /// What one reuse of the niche's knowledge costs an agent (0: free).
+        #[arg(long)]
+        reuse_price: Option<i64>,
     },
 }
 
@@ -254,6 +257,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
                     unlimited,
                     bounty,
                     max_bounty,
+                    reuse_price,
                 },
         } => {
             let db = startup::connect_for_a_command(&config).await?;
@@ -266,6 +270,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
                 },
                 bounty_minor: bounty.unwrap_or(niche.bounty_minor),
                 max_bounty_minor: max_bounty.unwrap_or(niche.max_bounty_minor),
+                reuse_price_minor: reuse_price,
             };
             let view = crate::service::ledger_views::apply_niche_budget(
                 &db,
@@ -284,10 +289,11 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
                 .remaining()
                 .map_or_else(|| "no limit".to_owned(), |r| r.to_string());
             println!(
-                "niche '{}': {limit}, bounty {}, largest bounty {}; this month spent {}, reserved {}, left {left}",
+                "niche '{}': {limit}, bounty {}, largest bounty {}, reuse price {}; this month spent {}, reserved {}, left {left}",
                 view.niche.slug,
                 view.niche.bounty_minor,
                 view.niche.max_bounty_minor,
+                view.niche.reuse_price_minor,
                 view.budget.spent,
                 view.budget.reserved,
             );

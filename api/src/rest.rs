@@ -33,6 +33,7 @@ pub fn router() -> Router<AppState> {
             post(lookup::lookup),
         )
         .route("/api/v1/internal/knowledge/search", post(knowledge::search))
+        .route("/api/v1/internal/knowledge/reuse", post(knowledge::reuse))
         .route(
             "/api/v1/niches/{slug}/knowledge/export",
             get(knowledge::export),

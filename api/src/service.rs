@@ -26,6 +26,7 @@ pub mod payouts;
 pub mod queue;
 pub mod reach;
 pub mod research;
+pub mod reuse;
 pub mod revenue;
 pub mod scores;
 pub mod sessions;

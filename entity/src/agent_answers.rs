@@ -27,6 +27,8 @@ pub struct Model {
     pub contribution_event_id: Option<i64>,
     /// The question's research round when this answer was given.
     pub research_round: i64,
+    /// The knowledge entry the answer pointed to, when it settled the question from knowledge.
+    pub knowledge_entry_id: Option<i64>,
     /// When it was given.
     pub created_at: DateTimeUtc,
     /// When it last changed (a decline may be replaced while the question waits).

@@ -19,6 +19,7 @@ pub mod delivery_attempts;
 pub mod escalations;
 pub mod knowledge_corrections;
 pub mod knowledge_entries;
+pub mod knowledge_reuses;
 pub mod link_keys;
 pub mod niche_members;
 pub mod niches;
@@ -54,6 +55,7 @@ pub mod prelude {
     pub use super::escalations::Entity as Escalations;
     pub use super::knowledge_corrections::Entity as KnowledgeCorrections;
     pub use super::knowledge_entries::Entity as KnowledgeEntries;
+    pub use super::knowledge_reuses::Entity as KnowledgeReuses;
     pub use super::link_keys::Entity as LinkKeys;
     pub use super::niche_members::Entity as NicheMembers;
     pub use super::niches::Entity as Niches;

@@ -48,6 +48,8 @@ pub struct Model {
     /// How alike a current knowledge entry must be to a new question to be offered as similar
     /// (docs/contract.md#knowledge), in basis points of the question's content words it holds.
     pub similarity_threshold_bps: i32,
+    /// What one reuse of the niche's knowledge costs an agent, minor units (0: free).
+    pub reuse_price_minor: i64,
     /// When it was made.
     pub created_at: DateTimeUtc,
     /// When it last changed.

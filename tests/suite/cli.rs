@@ -673,7 +673,7 @@ async fn the_cli_sets_a_niche_budget_and_refuses_bad_amounts() {
     assert!(set.status.success(), "{}", stderr(&set));
     assert_eq!(
         String::from_utf8_lossy(&set.stdout).trim(),
-        "niche 'games': monthly limit 5000, bounty 100, largest bounty 500; this month spent 0, reserved 0, left 5000"
+        "niche 'games': monthly limit 5000, bounty 100, largest bounty 500, reuse price 0; this month spent 0, reserved 0, left 5000"
     );
     assert_eq!(stored(url.clone()).await, (Some(5000), 100, 500));
 

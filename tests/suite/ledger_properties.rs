@@ -1,7 +1,8 @@
 //! Property tests of the ledger: random sequences of intakes, answers, verdicts (verify, reject,
-//! reverse), dismissals, expiries, revenue events and payouts (seeded, so a failure names the
-//! seed that reproduces it), run against a real askloop, with the ledger's rules
-//! (docs/contract.md#held-money) checked after every step:
+//! reverse), dismissals, expiries, revenue events, payouts, knowledge reuses, questions settled
+//! from knowledge and corrections (seeded, so a failure names the seed that reproduces it), run
+//! against a real askloop, with the ledger's rules (docs/contract.md#held-money,
+//! docs/contract.md#knowledge) checked after every step:
 //!
 //! - for every question and task, reserved = charged + released + still reserved, a charge is
 //!   given back at most once, and what the agent spent on it is one bounty at most (none while it
@@ -15,10 +16,15 @@
 //! - a bounty's part is held exactly while its answer is pending, and nothing of an answer that
 //!   is not verified is in a payout unless it was clawed back;
 //! - no allocation is in two payouts, and a payout's amount is the sum of its allocations and
-//!   positive.
+//!   positive;
+//! - a reuse is given back at most once, for its whole amount, and exactly when the entry it
+//!   relied on was retracted or the answer that pointed to it was rejected or reversed; what it
+//!   paid the author is owed while it stands, and reversed (or clawed back once paid out) once it
+//!   is given back; the niche's balance counts reuses as spending.
 
 use std::collections::HashMap;
 
+use askloop::error::{Conflict, ServiceError};
 use askloop::service::admin::{self, Decision};
 use askloop::service::{expiry, payouts};
 use askloop_tests::fixtures::{open_niche, question_body};
@@ -28,12 +34,14 @@ use entity::agent_questions::{self, QuestionStatus};
 use entity::allocations;
 use entity::budget_entries::{self, BudgetEntryKind};
 use entity::contribution_events::{self, ContributionStatus};
+use entity::knowledge_entries::{self, KnowledgeStatus};
+use entity::knowledge_reuses::{self, ReuseKind};
 use entity::payouts::{self as payout_rows, PayoutStatus};
 use entity::{agent_answers, niches, revenue_events};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::json;
 
 const LIMIT: i64 = 2_000;
@@ -57,12 +65,17 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
         models.iter().map(|(id, q)| (*id, q.status)).collect();
     // The newest completion of each task: what it said it cost.
     let mut completions: HashMap<i64, (i64, Option<i64>)> = HashMap::new();
+    // Questions once settled from knowledge: that settlement released their bounty.
+    let mut pointed: std::collections::HashSet<i64> = std::collections::HashSet::new();
     for answer in agent_answers::Entity::find()
         .filter(agent_answers::Column::Kind.eq(agent_answers::AnswerKind::Answered))
         .all(&app.db)
         .await
         .expect("answers")
     {
+        if answer.knowledge_entry_id.is_some() {
+            pointed.insert(answer.question_id);
+        }
         let newest = completions
             .get(&answer.question_id)
             .is_none_or(|(id, _)| *id < answer.id);
@@ -107,10 +120,13 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
             .get(question)
             .filter(|q| q.kind == agent_questions::ExchangeKind::Task);
         match questions.get(question) {
-            // A reopened task keeps what its earlier completion released; a question never
-            // releases before it settles.
-            Some(QuestionStatus::Open | QuestionStatus::Researching) if task.is_some() => {
-                assert_eq!(spent, 0, "{at}: task {question} waits: {list:?}")
+            // A reopened task keeps what its earlier completion released, and a question
+            // reopened after an answer from knowledge what that settlement released; any other
+            // question never releases before it settles.
+            Some(QuestionStatus::Open | QuestionStatus::Researching)
+                if task.is_some() || pointed.contains(question) =>
+            {
+                assert_eq!(spent, 0, "{at}: q{question} waits: {list:?}")
             }
             Some(QuestionStatus::Open | QuestionStatus::Researching) => {
                 assert_eq!(
@@ -149,6 +165,18 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
             BudgetEntryKind::Charge => 0,
         })
         .sum();
+    let reuses = knowledge_reuses::Entity::find()
+        .all(&app.db)
+        .await
+        .expect("reuses");
+    let reused: i64 = reuses
+        .iter()
+        .map(|r| match r.kind {
+            ReuseKind::Reuse => r.amount_minor,
+            ReuseKind::Refund => -r.amount_minor,
+        })
+        .sum();
+    let committed = committed + reused;
     assert!(committed <= LIMIT, "{at}: {committed} committed of {LIMIT}");
     // The niche's balance is what its ledger sums to.
     let month = askloop::domain::ledger::month_of(chrono::Utc::now());
@@ -171,10 +199,18 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
             &[BudgetEntryKind::Charge, BudgetEntryKind::ChargeReversal],
             true,
         );
+        let reused: i64 = reuses
+            .iter()
+            .filter(|r| r.niche_id == niche.id && r.month == month)
+            .map(|r| match r.kind {
+                ReuseKind::Reuse => r.amount_minor,
+                ReuseKind::Refund => -r.amount_minor,
+            })
+            .sum();
         let balance = askloop::service::budget::balance_of(&niche, chrono::Utc::now());
         assert_eq!(
             (balance.reserved, balance.spent),
-            (reserved, spent),
+            (reserved, spent + reused),
             "{at}: the balance of niche {} is not its ledger",
             niche.slug
         );
@@ -249,6 +285,7 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
             taken.status
         );
     }
+    check_reuses(app, &at, &reuses, &all).await;
     for payout in payout_rows::Entity::find()
         .all(&app.db)
         .await
@@ -279,6 +316,90 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
             "{at}: payout {}",
             payout.id
         );
+    }
+}
+
+/// The reuse rules: each reuse given back at most once, wholly, exactly when its entry was
+/// retracted or its pointing answer rejected or reversed; its author's money owed while it
+/// stands, reversed or clawed back once it is given back.
+async fn check_reuses(
+    app: &TestApp,
+    at: &str,
+    reuses: &[knowledge_reuses::Model],
+    all: &[allocations::Model],
+) {
+    let entries: HashMap<i64, KnowledgeStatus> = knowledge_entries::Entity::find()
+        .all(&app.db)
+        .await
+        .expect("entries")
+        .into_iter()
+        .map(|e| (e.id, e.status))
+        .collect();
+    for reuse in reuses.iter().filter(|r| r.kind == ReuseKind::Reuse) {
+        let refunds: Vec<&knowledge_reuses::Model> = reuses
+            .iter()
+            .filter(|r| r.refunds == Some(reuse.id))
+            .collect();
+        assert!(
+            refunds.len() <= 1,
+            "{at}: reuse {} refunded twice",
+            reuse.id
+        );
+        if let Some(refund) = refunds.first() {
+            assert_eq!(
+                refund.amount_minor, reuse.amount_minor,
+                "{at}: refund {}",
+                refund.id
+            );
+        }
+        let pointer_undone = match reuse.answer_id {
+            Some(answer) => matches!(
+                review_of_answer(app, answer).await,
+                ContributionStatus::Rejected | ContributionStatus::Reversed
+            ),
+            None => false,
+        };
+        let withdrawn = entries.get(&reuse.entry_id) == Some(&KnowledgeStatus::Retracted);
+        assert_eq!(
+            !refunds.is_empty(),
+            withdrawn || pointer_undone,
+            "{at}: reuse {} of entry {} ({:?}), pointer undone {pointer_undone}",
+            reuse.id,
+            reuse.entry_id,
+            entries.get(&reuse.entry_id)
+        );
+        assert_eq!(
+            reuse.revenue_event_id.is_some(),
+            reuse.amount_minor > 0,
+            "{at}: reuse {} and its revenue",
+            reuse.id
+        );
+        let Some(event) = reuse.revenue_event_id else {
+            continue;
+        };
+        for part in all.iter().filter(|a| {
+            a.revenue_event_id == event && a.user_id.is_some() && a.claws_back.is_none()
+        }) {
+            let clawed_back = all.iter().any(|c| c.claws_back == Some(part.id));
+            let fine = if refunds.is_empty() {
+                matches!(
+                    part.status,
+                    allocations::AllocationStatus::Accrued
+                        | allocations::AllocationStatus::Scheduled
+                        | allocations::AllocationStatus::Paid
+                ) && !clawed_back
+            } else {
+                part.status == allocations::AllocationStatus::Reversed || clawed_back
+            };
+            assert!(
+                fine,
+                "{at}: allocation {} ({:?}, clawed back {clawed_back}) of reuse {}, refunded {}",
+                part.id,
+                part.status,
+                reuse.id,
+                !refunds.is_empty()
+            );
+        }
     }
 }
 
@@ -320,7 +441,7 @@ async fn a_verdict(app: &TestApp, admin: &Person, rng: &mut StdRng) -> Option<&'
         ContributionStatus::Pending => (Decision::Reject, "rejected"),
         _ => (Decision::Reverse, "reversed"),
     };
-    admin::review(
+    match admin::review(
         &app.db,
         &askloop::live::ChangeHint::none(),
         Some(&admin.viewer()),
@@ -330,8 +451,95 @@ async fn a_verdict(app: &TestApp, admin: &Person, rng: &mut StdRng) -> Option<&'
         chrono::Utc::now(),
     )
     .await
-    .expect("a verdict");
-    Some(name)
+    {
+        Ok(_) => Some(name),
+        // A correction of an entry replaced since it was proposed cannot be verified: a clean
+        // refusal that changes nothing.
+        Err(ServiceError::Conflict(Conflict::KnowledgeNotCurrent)) => {
+            Some("stale correction refused")
+        }
+        Err(other) => panic!("a verdict: {other:?}"),
+    }
+}
+
+/// A step on the niche's knowledge, as `who` or the agent: reuse an entry (now and then one
+/// no longer current, or an external id used before), settle a waiting question from an entry,
+/// or propose a correction (which a later verdict decides). Its name, for the tally.
+async fn a_knowledge_step(
+    app: &TestApp,
+    who: &Person,
+    waiting: &[i64],
+    rng: &mut StdRng,
+) -> Option<&'static str> {
+    let entries = knowledge_entries::Entity::find()
+        .all(&app.db)
+        .await
+        .expect("entries");
+    let current: Vec<&knowledge_entries::Model> = entries
+        .iter()
+        .filter(|e| e.status == KnowledgeStatus::Current)
+        .collect();
+    match rng.random_range(0..4) {
+        0 | 1 => {
+            let withdrawn = entries
+                .iter()
+                .find(|e| e.status != KnowledgeStatus::Current);
+            let entry = match (rng.random_bool(0.2), withdrawn, current.is_empty()) {
+                (true, Some(old), _) => old,
+                (_, _, true) => return None,
+                _ => current[rng.random_range(0..current.len())],
+            };
+            let body =
+                json!({"entryId": entry.id, "externalId": format!("r-{}", rng.random_range(0..6))});
+            let response = app
+                .post_signed("/api/v1/internal/knowledge/reuse", &body.to_string())
+                .await;
+            Some(match response.status().as_u16() {
+                201 => "reused",
+                200 => "reuse replayed",
+                402 => "reuse over budget",
+                409 => "reuse of an entry not current",
+                other => panic!("a reuse answered {other}: {:?}", response.text().await),
+            })
+        }
+        2 => {
+            let questions = agent_questions::Entity::find()
+                .filter(agent_questions::Column::Id.is_in(waiting.iter().copied()))
+                .filter(agent_questions::Column::Kind.eq(agent_questions::ExchangeKind::Question))
+                .all(&app.db)
+                .await
+                .expect("questions");
+            if questions.is_empty() || current.is_empty() {
+                return None;
+            }
+            let question = &questions[rng.random_range(0..questions.len())];
+            let entry = current[rng.random_range(0..current.len())];
+            let done = app
+                .graphql(
+                    Some(&who.token),
+                    "mutation($q: ID!, $e: ID!) { answerQuestion(input: {questionId: $q, kind: FROM_KNOWLEDGE, entryId: $e}) { points } }",
+                    json!({"q": question.id.to_string(), "e": entry.id.to_string()}),
+                )
+                .await;
+            done["errors"].is_null().then_some("settled from knowledge")
+        }
+        _ => {
+            if current.is_empty() {
+                return None;
+            }
+            let entry = current[rng.random_range(0..current.len())];
+            let proposed = app
+                .graphql(
+                    Some(&who.token),
+                    "mutation($e: ID!) { proposeKnowledgeCorrection(input: {entryId: $e, optionId: \"full\", answer: \"corrected\"}) { id } }",
+                    json!({"e": entry.id.to_string()}),
+                )
+                .await;
+            proposed["errors"]
+                .is_null()
+                .then_some("correction proposed")
+        }
+    }
 }
 
 async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
@@ -341,6 +549,7 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
     niches::Entity::update_many()
         .col_expr(niches::Column::MonthlyBudgetMinor, Expr::value(Some(LIMIT)))
         .col_expr(niches::Column::MaxBountyMinor, Expr::value(500_i64))
+        .col_expr(niches::Column::ReusePriceMinor, Expr::value(120_i64))
         .filter(niches::Column::Id.eq(niche.id))
         .exec(&app.db)
         .await
@@ -385,7 +594,7 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
             .collect();
         let pick = |rng: &mut StdRng| waiting[rng.random_range(0..waiting.len())];
         let who = &people[rng.random_range(0..people.len())];
-        match rng.random_range(0..12) {
+        match rng.random_range(0..16) {
             0..=3 => {
                 asked += 1;
                 let mut body = question_body("games", &format!("q-{asked}"));
@@ -493,7 +702,12 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
                 .await
                 .expect("swept");
             }
-            9 | 10 => {
+            12 | 13 | 15 => {
+                if let Some(name) = a_knowledge_step(&app, who, &waiting, &mut rng).await {
+                    *seen.entry(name).or_default() += 1;
+                }
+            }
+            9 | 10 | 14 => {
                 if let Some(name) = a_verdict(&app, &admin, &mut rng).await {
                     *seen.entry(name).or_default() += 1;
                 }
@@ -567,6 +781,12 @@ async fn run(seed: u64, seen: &mut HashMap<&'static str, usize>) {
             })
             .or_default() += 1;
     }
+    let given_back = knowledge_reuses::Entity::find()
+        .filter(knowledge_reuses::Column::Kind.eq(ReuseKind::Refund))
+        .count(&app.db)
+        .await
+        .expect("refunds");
+    *seen.entry("reuse given back").or_default() += usize::try_from(given_back).unwrap_or(0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -590,6 +810,11 @@ async fn random_sequences_keep_the_ledger_rules() {
         "charge given back",
         "task completed",
         "task cost refused",
+        "reused",
+        "reuse replayed",
+        "settled from knowledge",
+        "correction proposed",
+        "reuse given back",
     ] {
         assert!(
             seen.get(kind).copied().unwrap_or(0) > 0,

@@ -25,6 +25,7 @@ mod held_money;
 mod intake;
 mod knowledge;
 mod knowledge_page;
+mod knowledge_reuse;
 mod ledger_properties;
 mod live;
 mod mcp;

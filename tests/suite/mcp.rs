@@ -247,7 +247,8 @@ async fn the_five_tools_are_listed_with_their_schemas(app: TestApp) {
             "get_answer",
             "add_research",
             "list_questions",
-            "search_knowledge"
+            "search_knowledge",
+            "use_knowledge"
         ]
     );
     let schema = |name: &str| {
@@ -1074,7 +1075,8 @@ async fn the_official_typescript_sdk_asks_and_hears_the_answer() {
             "get_answer",
             "add_research",
             "list_questions",
-            "search_knowledge"
+            "search_knowledge",
+            "use_knowledge"
         ])
     );
     assert_eq!(step("server")["name"], "askloop");

@@ -23,7 +23,7 @@ impl Kind {
             "insufficient_context" => Ok(Kind::InsufficientContext),
             "needs_research" => Ok(Kind::NeedsResearch),
             _ => Err(format!(
-                "'{raw}' is not an answer kind: use answered, insufficient_context or needs_research"
+                "'{raw}' is not an answer kind: use answered, insufficient_context, needs_research or from_knowledge"
             )),
         }
     }

@@ -15,7 +15,7 @@ use crate::db::Db;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
 use crate::service::knowledge::{self, MAX_PAGE};
-use crate::service::names;
+use crate::service::{names, reuse};
 
 /// The default page of a knowledge search.
 const DEFAULT_PAGE: u64 = 20;
@@ -57,16 +57,29 @@ pub struct KnowledgeEntry {
     pub ended_reason: Option<String>,
     /// How well it matched the search (higher is better; 0 without one).
     pub score: f64,
+    /// The niche it belongs to.
+    pub niche_slug: String,
+    /// How many times agents relied on it: reuses, and questions settled by pointing to it.
+    pub reuse_count: i64,
+}
+
+/// What entries are shown with: their people's handles, their niches' slugs, their reuse counts.
+pub(crate) struct Known {
+    handles: HashMap<i64, String>,
+    slugs: HashMap<i64, String>,
+    reuses: HashMap<i64, i64>,
 }
 
 impl KnowledgeEntry {
-    pub(crate) fn from_model(
-        entry: knowledge_entries::Model,
-        handles: &HashMap<i64, String>,
-        score: f64,
-    ) -> Self {
-        let handle = |id: i64| handles.get(&id).cloned().unwrap_or_default();
+    pub(crate) fn from_model(entry: knowledge_entries::Model, known: &Known, score: f64) -> Self {
+        let handle = |id: i64| known.handles.get(&id).cloned().unwrap_or_default();
         Self {
+            niche_slug: known
+                .slugs
+                .get(&entry.niche_id)
+                .cloned()
+                .unwrap_or_default(),
+            reuse_count: known.reuses.get(&entry.id).copied().unwrap_or(0),
             id: ID(entry.id.to_string()),
             question_id: ID(entry.question_id.to_string()),
             version: entry.version,
@@ -98,18 +111,29 @@ pub struct KnowledgeEntryWithVersions {
     pub versions: Vec<KnowledgeEntry>,
 }
 
-pub(crate) async fn handles_of(
-    db: &Db,
-    entries: &[&knowledge_entries::Model],
-) -> Result<HashMap<i64, String>> {
-    names::handles(
+/// What `entries` are shown with, in three reads.
+pub(crate) async fn known_of(db: &Db, entries: &[&knowledge_entries::Model]) -> Result<Known> {
+    let handles = names::handles(
         db,
         entries
             .iter()
             .flat_map(|e| std::iter::once(e.answered_by).chain(e.verified_by)),
     )
     .await
-    .gql()
+    .gql()?;
+    let ids: Vec<i64> = entries.iter().map(|e| e.id).collect();
+    let reuses = reuse::counts(db, &ids).await.gql()?;
+    let slugs = names::niches(db, entries.iter().map(|e| e.niche_id))
+        .await
+        .gql()?
+        .into_iter()
+        .map(|(id, niche)| (id, niche.slug))
+        .collect();
+    Ok(Known {
+        handles,
+        slugs,
+        reuses,
+    })
 }
 
 /// A page's cursor: how many entries come before the next one.
@@ -173,15 +197,14 @@ impl KnowledgeQuery {
         )
         .await
         .gql()?;
-        let handles =
-            handles_of(db, &page.items.iter().map(|f| &f.entry).collect::<Vec<_>>()).await?;
+        let known = known_of(db, &page.items.iter().map(|f| &f.entry).collect::<Vec<_>>()).await?;
         let mut connection = Connection::new(skip > 0, page.has_next);
         connection
             .edges
             .extend(page.items.into_iter().enumerate().map(|(i, found)| {
                 Edge::new(
                     cursor(skip + i as u64 + 1),
-                    KnowledgeEntry::from_model(found.entry, &handles, found.score),
+                    KnowledgeEntry::from_model(found.entry, &known, found.score),
                 )
             }));
         Ok(connection)
@@ -201,12 +224,12 @@ impl KnowledgeQuery {
         let (entry, versions) = knowledge::entry(db, caller_of(ctx)?.viewer(), id)
             .await
             .gql()?;
-        let handles = handles_of(db, &versions.iter().collect::<Vec<_>>()).await?;
+        let known = known_of(db, &versions.iter().collect::<Vec<_>>()).await?;
         Ok(KnowledgeEntryWithVersions {
-            entry: KnowledgeEntry::from_model(entry, &handles, 0.0),
+            entry: KnowledgeEntry::from_model(entry, &known, 0.0),
             versions: versions
                 .into_iter()
-                .map(|v| KnowledgeEntry::from_model(v, &handles, 0.0))
+                .map(|v| KnowledgeEntry::from_model(v, &known, 0.0))
                 .collect(),
         })
     }

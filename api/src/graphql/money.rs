@@ -122,6 +122,8 @@ pub struct Budget {
     pub bounty_minor: i64,
     /// The largest bounty a question may carry.
     pub max_bounty_minor: i64,
+    /// What one reuse of the niche's knowledge costs an agent (0: free).
+    pub reuse_price_minor: i64,
     /// This month's entries, newest first.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     pub entries: Vec<BudgetEntry>,
@@ -133,6 +135,8 @@ pub struct Budget {
     pub question_spend_minor: i64,
     /// Spent this month on tasks' actual costs (charges less charges given back).
     pub task_spend_minor: i64,
+    /// Spent this month on reuses of the niche's knowledge (less reuses given back).
+    pub reuse_spend_minor: i64,
 }
 
 /// An allocation of revenue.
@@ -421,10 +425,12 @@ fn budget_of(view: BudgetView) -> Budget {
         resets_at: view.resets_at,
         bounty_minor: view.niche.bounty_minor,
         max_bounty_minor: view.niche.max_bounty_minor,
+        reuse_price_minor: view.niche.reuse_price_minor,
         entries: view.entries.into_iter().map(BudgetEntry::from).collect(),
         exchanges: view.exchanges.into_iter().map(ExchangeCost::from).collect(),
         question_spend_minor: view.spend.questions,
         task_spend_minor: view.spend.tasks,
+        reuse_spend_minor: view.spend.reuses,
     }
 }
 
@@ -606,8 +612,9 @@ pub struct MoneyMutation;
 
 #[Object]
 impl MoneyMutation {
-    /// Set a niche's monthly agent budget (null: no limit), its default bounty and its largest
-    /// bounty (admins only; audited).
+    /// Set a niche's monthly agent budget (null: no limit), its default bounty, its largest
+    /// bounty and, when given, what one reuse of its knowledge costs an agent (admins only;
+    /// audited).
     async fn set_niche_budget(
         &self,
         ctx: &Context<'_>,
@@ -615,6 +622,7 @@ impl MoneyMutation {
         monthly_budget_minor: Option<i64>,
         bounty_minor: i64,
         max_bounty_minor: i64,
+        reuse_price_minor: Option<i64>,
     ) -> Result<Budget> {
         let (db, caller) = writer(ctx)?;
         let view = ledger_views::set_niche_budget(
@@ -625,6 +633,7 @@ impl MoneyMutation {
                 monthly_budget_minor,
                 bounty_minor,
                 max_bounty_minor,
+                reuse_price_minor,
             },
             Utc::now(),
         )

@@ -32,6 +32,9 @@ pub struct AnswerInput {
     /// Completing a task (`ANSWERED` on a task): what it cost in minor units, 0 up to the
     /// task's `budgetLimitMinor`. Refused on a question and on a decline.
     pub actual_cost_minor: Option<i64>,
+    /// `FROM_KNOWLEDGE`: the current knowledge entry of the question's niche that answers it
+    /// (then no option or words are sent: the entry's are).
+    pub entry_id: Option<ID>,
 }
 
 /// What answering did.
@@ -114,6 +117,19 @@ impl QuestionMutation {
                 option_id: input.option_id,
                 body: input.body,
                 actual_cost_minor: input.actual_cost_minor,
+                entry_id: input
+                    .entry_id
+                    .as_ref()
+                    .map(|id| {
+                        id.parse::<i64>().map_err(|_| {
+                            ServiceError::BadInput(format!(
+                                "'{}' is not a knowledge entry id",
+                                id.as_str()
+                            ))
+                        })
+                    })
+                    .transpose()
+                    .gql()?,
             },
             Utc::now(),
         )

@@ -22,7 +22,7 @@ use super::money::BudgetEntry;
 use crate::domain::scoring;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
-use crate::graphql::knowledge::{KnowledgeEntry, handles_of};
+use crate::graphql::knowledge::{KnowledgeEntry, known_of};
 use crate::service::queue::{self, Cursor, Page, QueueFilter as ServiceFilter};
 use crate::service::standing::{self, ContributionView, ContributorRecord, MembershipStanding};
 use crate::service::{knowledge, names};
@@ -36,6 +36,10 @@ pub enum AnswerKind {
     InsufficientContext,
     /// Sent back to the agent for more research: free.
     NeedsResearch,
+    /// Settles the question by pointing to a current knowledge entry of its niche (`entryId`):
+    /// the agent receives the entry's answer; 1 point, and the entry's author is credited as
+    /// for a reuse. Stored as `ANSWERED` naming the entry (`Answer.knowledgeEntryId`).
+    FromKnowledge,
 }
 
 impl AnswerKind {
@@ -45,6 +49,7 @@ impl AnswerKind {
             AnswerKind::Answered => "answered",
             AnswerKind::InsufficientContext => "insufficient_context",
             AnswerKind::NeedsResearch => "needs_research",
+            AnswerKind::FromKnowledge => crate::service::answering::FROM_KNOWLEDGE,
         }
     }
 }
@@ -365,8 +370,8 @@ impl Question {
         let Some(entry) = knowledge::of_question(db, id).await.gql()? else {
             return Ok(None);
         };
-        let handles = handles_of(db, &[&entry]).await?;
-        Ok(Some(KnowledgeEntry::from_model(entry, &handles, 0.0)))
+        let known = known_of(db, &[&entry]).await?;
+        Ok(Some(KnowledgeEntry::from_model(entry, &known, 0.0)))
     }
 
     /// "Already answered?": up to `first` (at most 3; 2 by default) current entries of the
@@ -399,10 +404,10 @@ impl Question {
         .await
         .gql()?;
         let entries: Vec<_> = similar.iter().map(|s| &s.found.entry).collect();
-        let handles = handles_of(db, &entries).await?;
+        let known = known_of(db, &entries).await?;
         Ok(similar
             .into_iter()
-            .map(|s| KnowledgeEntry::from_model(s.found.entry, &handles, s.found.score))
+            .map(|s| KnowledgeEntry::from_model(s.found.entry, &known, s.found.score))
             .collect())
     }
 
@@ -516,6 +521,8 @@ pub struct Answer {
     pub review: Option<ContributionStatus>,
     /// The contribution it earned (what admins verify, reject or reverse); none for a decline.
     pub contribution_id: Option<ID>,
+    /// The knowledge entry it pointed to, when it settled the question from knowledge.
+    pub knowledge_entry_id: Option<ID>,
     /// When.
     pub created_at: DateTime<Utc>,
     /// When it last changed.
@@ -547,6 +554,7 @@ impl Answer {
             answered_by: handle,
             review: review.map(Into::into),
             contribution_id: a.contribution_event_id.map(|c| ID(c.to_string())),
+            knowledge_entry_id: a.knowledge_entry_id.map(|e| ID(e.to_string())),
             created_at: a.created_at,
             updated_at: a.updated_at,
         }
@@ -628,6 +636,8 @@ pub struct Membership {
     pub share_bps: i32,
     /// The most this member's share may be, basis points.
     pub share_cap_bps: i32,
+    /// How many times agents relied on the knowledge entries they wrote in the niche.
+    pub reuse_count: i64,
 }
 
 impl From<MembershipStanding> for Membership {
@@ -643,6 +653,7 @@ impl From<MembershipStanding> for Membership {
             tier: s.tier.into(),
             share_bps: i32::try_from(s.share_bps).unwrap_or(0),
             share_cap_bps: s.member.share_cap_bps,
+            reuse_count: i64::try_from(s.reuse_count).unwrap_or(i64::MAX),
             niche: s.niche.into(),
         }
     }

@@ -16,25 +16,28 @@ use sha2::{Digest, Sha256};
 use crate::domain::intake::{option_label, parse_new_question};
 use crate::domain::text::{CONTEXT_MAX, IDENTIFIER_MAX, cap, char_len, first_control_character};
 use crate::error::ServiceError;
-use crate::rest::views::{KnowledgeResult, ReviewWord, StatusWord, seconds};
+use crate::rest::views::{
+    KnowledgeRef, KnowledgeResult, KnowledgeReuseResponse, ReviewWord, StatusWord, seconds,
+};
 use crate::service::agents::Asker;
 use crate::service::intake::{receive_question, refusal_reason};
-use crate::service::knowledge;
 use crate::service::lookup::{
     self, FoundAnswer, MAX_WAIT_SECS, OwnCursor, OwnQuestion, QuestionRef,
 };
 use crate::service::queue::page_size;
 use crate::service::research::add_findings;
+use crate::service::{knowledge, reuse};
 use crate::state::AppState;
 
 /// The tools' names, in the order they are listed.
-pub const TOOL_NAMES: [&str; 6] = [
+pub const TOOL_NAMES: [&str; 7] = [
     "ask_expert",
     "delegate_task",
     "get_answer",
     "add_research",
     "list_questions",
     "search_knowledge",
+    "use_knowledge",
 ];
 
 /// How urgent a question is.
@@ -109,6 +112,28 @@ pub struct SearchKnowledge {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 20))]
     pub first: Option<u64>,
+}
+
+/// An id, as a number or as a string of digits (GraphQL spells ids as strings).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum IdArg {
+    /// The id as a number.
+    Number(i64),
+    /// The id as a string of digits.
+    Text(String),
+}
+
+/// `use_knowledge`'s arguments.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UseKnowledge {
+    /// The entry relied on (`entryId` from search_knowledge or `similar`); current, and of one
+    /// of this agent's niches.
+    pub entry_id: IdArg,
+    /// The agent's own id for this reuse (at most 200 characters, unique in the niche): using
+    /// it again records nothing more and returns the first reuse.
+    pub external_id: String,
 }
 
 /// `delegate_task`'s arguments.
@@ -308,6 +333,16 @@ pub fn specs() -> Vec<ToolSpec> {
             input_schema: schema_of::<SearchKnowledge>(),
             read_only: true,
         },
+        ToolSpec {
+            name: "use_knowledge",
+            description: "Rely on a knowledge entry instead of asking a person again: records \
+                          the reuse (once per externalId), charges the niche's reuse price from \
+                          its budget and pays the entry's author. If the entry is later replaced \
+                          or withdrawn this agent receives knowledge.superseded or \
+                          knowledge.retracted, and a withdrawal gives the charge back.",
+            input_schema: schema_of::<UseKnowledge>(),
+            read_only: false,
+        },
     ]
 }
 
@@ -332,6 +367,7 @@ pub async fn call(
         "add_research" => add_research(state, asker, parse(name, arguments)?).await,
         "list_questions" => list_questions(state, asker, parse(name, arguments)?).await,
         "search_knowledge" => search_knowledge(state, asker, parse(name, arguments)?).await,
+        "use_knowledge" => use_knowledge(state, asker, parse(name, arguments)?).await,
         _ => Err(ServiceError::NotFound(format!(
             "askloop has no tool '{}' (it has {})",
             name.chars().take(60).collect::<String>(),
@@ -443,6 +479,21 @@ async fn search_knowledge(
     }))
 }
 
+async fn use_knowledge(
+    state: &AppState,
+    asker: &Asker,
+    input: UseKnowledge,
+) -> Result<Value, ServiceError> {
+    // The signed route's own parser and service: the same checks, the same reuse.
+    let request = reuse::parse(&json!({
+        "entryId": input.entry_id,
+        "externalId": input.external_id,
+    }))?;
+    let reused = reuse::reuse(&state.db, asker, &request, chrono::Utc::now()).await?;
+    serde_json::to_value(KnowledgeReuseResponse::of(reused))
+        .map_err(|err| ServiceError::Internal(anyhow::anyhow!("use_knowledge result: {err}")))
+}
+
 async fn delegate_task(
     state: &AppState,
     asker: &Asker,
@@ -551,8 +602,13 @@ pub fn answer_json(own: &OwnQuestion) -> Value {
         answer,
         handle,
         review,
+        knowledge,
     }) = &own.answer
     {
+        if let Some(entry) = knowledge {
+            result["knowledge"] =
+                json!(KnowledgeRef::of(entry, answer.knowledge_entry_id.is_some()));
+        }
         let fields = [
             ("answer", json!(answer.body)),
             ("optionId", json!(answer.option_id)),

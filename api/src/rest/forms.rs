@@ -23,8 +23,10 @@ const HOME: &str = "/dashboard/niches";
 /// Fields of the answer form.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct AnswerForm {
-    /// `answered`, `insufficient_context` or `needs_research`.
+    /// `answered`, `insufficient_context`, `needs_research` or `from_knowledge`.
     kind: Option<String>,
+    /// `from_knowledge`: the knowledge entry that answers the question.
+    entry_id: Option<String>,
     /// The chosen option (radio buttons).
     option_id: Option<String>,
     /// The words (text area); completing a task, its result.
@@ -157,6 +159,17 @@ pub async fn answer(
                 option_id: form.option_id,
                 body: form.body,
                 actual_cost_minor: whole_number(form.actual_cost_minor.as_deref())?,
+                entry_id: form
+                    .entry_id
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|e| !e.is_empty())
+                    .map(|e| {
+                        e.parse::<i64>().map_err(|_| {
+                            ServiceError::BadInput("entryId must be a whole number".into())
+                        })
+                    })
+                    .transpose()?,
             },
             Utc::now(),
         )

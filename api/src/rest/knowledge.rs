@@ -1,20 +1,24 @@
 //! `POST /api/v1/internal/knowledge/search`: an agent searches the knowledge of a niche it may
-//! ask in (signed), before asking a person (docs/contract.md#knowledge).
+//! ask in (signed), before asking a person; `POST /api/v1/internal/knowledge/reuse`: it relies on
+//! an entry found, which pays the entry's author (docs/contract.md#knowledge).
 
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::Path;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::signed::agent_signed_and_parsed;
-use super::views::{ErrorBody, KnowledgeResult, KnowledgeSearchBody, KnowledgeSearchResponse};
+use super::views::{
+    ErrorBody, KnowledgeResult, KnowledgeReuseBody, KnowledgeReuseResponse, KnowledgeSearchBody,
+    KnowledgeSearchResponse,
+};
 use crate::auth::Caller;
 use crate::domain::chain::Sealer;
 use crate::error::ServiceError;
-use crate::service::knowledge;
+use crate::service::{knowledge, reuse};
 use crate::state::AppState;
 
 /// The header naming an export's head: the last line's hash.
@@ -119,6 +123,56 @@ pub async fn search(
                 .collect(),
         })
         .into_response(),
+        Err(err) => err.into_response(),
+    }
+}
+
+/// Verify, parse and record a knowledge reuse.
+#[utoipa::path(
+    post,
+    path = "/api/v1/internal/knowledge/reuse",
+    tag = "agents",
+    operation_id = "reuseKnowledge",
+    summary = "Rely on a knowledge entry instead of asking again",
+    description = "Records that the agent relies on a current knowledge entry: charges the \
+        niche's reuse price from its budget and pays the entry's author. Idempotent by \
+        externalId (201 the first time, 200 with `duplicate` after). If the entry is later \
+        replaced or withdrawn the agent receives `knowledge.superseded` or `knowledge.retracted`, \
+        and a withdrawal gives the charge back. See docs/contract.md#knowledge.",
+    request_body = KnowledgeReuseBody,
+    security(("agentSignature" = [], "agentSlug" = []), ("agentSignature" = [])),
+    responses(
+        (status = 201, description = "Recorded.", body = KnowledgeReuseResponse),
+        (status = 200, description = "Recorded before under this externalId.", body = KnowledgeReuseResponse),
+        (status = 400, description = "A field is missing or wrong.", body = ErrorBody),
+        (status = 401, description = "No, a malformed, an expired or a wrong signature.", body = ErrorBody),
+        (status = 402, description = "The niche's budget cannot cover the reuse price; nothing is recorded.", body = ErrorBody),
+        (status = 403, description = "The agent is disabled, or may not ask in the entry's niche.", body = ErrorBody),
+        (status = 404, description = "No such entry.", body = ErrorBody),
+        (status = 409, description = "`KNOWLEDGE_NOT_CURRENT`: the entry was replaced or withdrawn; `EXTERNAL_ID_TAKEN`: another agent's reuse has this externalId.", body = ErrorBody),
+        (status = 413, description = "The body is larger than 256 KiB.", body = ErrorBody),
+        (status = 503, description = "No signing secret is configured; or, with reason `TEMPORARILY_UNAVAILABLE` and `Retry-After`, the database is out of reach for now (send the same request again).", body = ErrorBody),
+    )
+)]
+pub async fn reuse(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let (request, asker) = match agent_signed_and_parsed(&state, &headers, body, reuse::parse).await
+    {
+        Ok(parsed) => parsed,
+        Err(refused) => return refused.into_response(),
+    };
+    match reuse::reuse(&state.db, &asker, &request, chrono::Utc::now()).await {
+        Ok(reused) => {
+            let status = if reused.duplicate {
+                StatusCode::OK
+            } else {
+                StatusCode::CREATED
+            };
+            (status, Json(KnowledgeReuseResponse::of(reused))).into_response()
+        }
         Err(err) => err.into_response(),
     }
 }

@@ -11,7 +11,8 @@ use entity::agent_questions::ExchangeKind;
 
 use super::signed::agent_signed_and_parsed;
 use super::views::{
-    ErrorBody, FoundQuestion, LookedUp, LookedUpAnswer, LookupBody, LookupResponse, MissingQuestion,
+    ErrorBody, FoundQuestion, KnowledgeRef, LookedUp, LookedUpAnswer, LookupBody, LookupResponse,
+    MissingQuestion,
 };
 use crate::service::lookup::{self, Looked};
 use crate::state::AppState;
@@ -64,7 +65,7 @@ fn looked_up(looked: Looked) -> LookedUp {
             external_id: looked.external_id,
             found: false,
         }),
-        Some((q, answer)) => LookedUp::Found(FoundQuestion {
+        Some((q, answer)) => LookedUp::Found(Box::new(FoundQuestion {
             external_id: looked.external_id,
             found: true,
             id: q.id,
@@ -77,6 +78,9 @@ fn looked_up(looked: Looked) -> LookedUp {
             expires_at: q.expires_at,
             answered_at: q.answered_at,
             answer: answer.map(|found| LookedUpAnswer {
+                knowledge: found.knowledge.as_ref().map(|entry| {
+                    KnowledgeRef::of(entry, found.answer.knowledge_entry_id.is_some())
+                }),
                 answer_id: found.answer.id,
                 option_id: found.answer.option_id,
                 body: found.answer.body,
@@ -85,6 +89,6 @@ fn looked_up(looked: Looked) -> LookedUp {
                 created_at: found.answer.created_at,
                 review: found.review.into(),
             }),
-        }),
+        })),
     }
 }

@@ -150,6 +150,7 @@ pub async fn answer(
             option_id: body.option_id,
             body: body.body,
             actual_cost_minor: body.actual_cost_minor,
+            entry_id: body.entry_id,
         },
         Utc::now(),
     )

@@ -324,7 +324,7 @@ pub struct LookupResponse {
 #[serde(untagged)]
 pub enum LookedUp {
     /// The agent asked this question.
-    Found(FoundQuestion),
+    Found(Box<FoundQuestion>),
     /// No question of this agent has that id in the niche.
     Missing(MissingQuestion),
 }
@@ -386,6 +386,36 @@ pub struct LookedUpAnswer {
     pub created_at: DateTime<Utc>,
     /// Where it stands in review.
     pub review: ReviewWord,
+    /// The knowledge entry the answer was given from (an operator pointed to it) or became once
+    /// verified, as it is now: absent while it is neither.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub knowledge: Option<KnowledgeRef>,
+}
+
+/// A knowledge entry an answer relied on or became, as it is now.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KnowledgeRef {
+    /// The entry's id.
+    pub entry_id: i64,
+    /// Its version.
+    pub version: i64,
+    /// `current`, `superseded` (a newer version replaced it) or `retracted` (withdrawn).
+    pub status: KnowledgeStatusWord,
+    /// Whether the answer was given by pointing to the entry (an answer from knowledge).
+    pub from_knowledge: bool,
+}
+
+impl KnowledgeRef {
+    /// The entry `entry` as an answer `from_knowledge` or not refers to it.
+    pub fn of(entry: &entity::knowledge_entries::Model, from_knowledge: bool) -> Self {
+        Self {
+            entry_id: entry.id,
+            version: entry.version,
+            status: entry.status.into(),
+            from_knowledge,
+        }
+    }
 }
 
 /// Where an answer stands in review.
@@ -609,9 +639,11 @@ pub struct QueuePage {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AnswerBody {
-    /// `answered`, `insufficient_context` or `needs_research`.
+    /// `answered`, `insufficient_context`, `needs_research` or `from_knowledge` (with `entryId`).
     #[schema(example = "answered")]
     pub kind: Option<String>,
+    /// `from_knowledge`: the current knowledge entry of the question's niche that answers it.
+    pub entry_id: Option<i64>,
     /// The chosen option.
     pub option_id: Option<String>,
     /// The words; completing a task, its result (at most 20,000 characters).
@@ -730,6 +762,100 @@ impl KnowledgeResult {
             verified_at: found.entry.verified_at,
             score: found.score,
             likeness: likeness_bps.map(|bps| f64::from(bps) / 10_000.0),
+        }
+    }
+}
+
+/// `POST /api/v1/internal/knowledge/reuse`: an agent relies on a knowledge entry.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KnowledgeReuseBody {
+    /// The entry (a number, or a string of digits), current and of a niche the agent may ask in.
+    pub entry_id: i64,
+    /// The agent's id for this reuse, unique in the niche (at most 200 characters): the same id
+    /// again records nothing more and answers with the first reuse.
+    pub external_id: String,
+}
+
+/// Where an entry is in its life.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KnowledgeStatusWord {
+    /// The version to rely on.
+    Current,
+    /// A newer version replaced it.
+    Superseded,
+    /// Withdrawn: its answer was rejected or reversed.
+    Retracted,
+}
+
+impl From<entity::knowledge_entries::KnowledgeStatus> for KnowledgeStatusWord {
+    fn from(status: entity::knowledge_entries::KnowledgeStatus) -> Self {
+        use entity::knowledge_entries::KnowledgeStatus as S;
+        match status {
+            S::Current => Self::Current,
+            S::Superseded => Self::Superseded,
+            S::Retracted => Self::Retracted,
+        }
+    }
+}
+
+/// A reuse as recorded, with the entry relied on as it is now.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KnowledgeReuseResponse {
+    /// The reuse's id.
+    pub reuse_id: i64,
+    /// The agent's id for it.
+    pub external_id: String,
+    /// The entry relied on.
+    pub entry_id: i64,
+    /// Its version.
+    pub version: i64,
+    /// Its status now (a replayed reuse of an entry since replaced or withdrawn says so).
+    pub status: KnowledgeStatusWord,
+    /// The question's title.
+    pub title: String,
+    /// The answer's words.
+    pub answer: Option<String>,
+    /// The chosen option's id.
+    pub option_id: Option<String>,
+    /// The chosen option's label.
+    pub option_label: Option<String>,
+    /// How it was verified: `trust` (on arrival) or `review`.
+    pub verification: String,
+    /// When it was verified.
+    pub verified_at: DateTime<Utc>,
+    /// What the reuse cost from the niche's budget, minor units (0 when free).
+    pub charged_minor: i64,
+    /// Whether the cost was given back (the entry was retracted).
+    pub refunded: bool,
+    /// Whether this external id had been recorded before.
+    pub duplicate: bool,
+}
+
+impl KnowledgeReuseResponse {
+    /// A recorded reuse as the agent reads it.
+    pub fn of(reused: crate::service::reuse::Reused) -> Self {
+        let entry = reused.entry;
+        Self {
+            reuse_id: reused.reuse.id,
+            external_id: reused.reuse.external_id.unwrap_or_default(),
+            entry_id: entry.id,
+            version: entry.version,
+            status: entry.status.into(),
+            title: entry.title,
+            answer: entry.answer,
+            option_id: entry.option_id,
+            option_label: entry.option_label,
+            verification: match entry.verification {
+                entity::knowledge_entries::Verification::Trust => "trust".into(),
+                entity::knowledge_entries::Verification::Review => "review".into(),
+            },
+            verified_at: entry.verified_at,
+            charged_minor: reused.reuse.amount_minor,
+            refunded: reused.refunded,
+            duplicate: reused.duplicate,
         }
     }
 }

@@ -20,7 +20,8 @@ use crate::service::niches::NewNiche;
 use crate::service::outbox::{self, EventType, NewEvent};
 use crate::service::queue::niche_by_slug;
 use crate::service::{
-    accounts, answering, budget, knowledge, niches as niche_service, revenue, scores, standing,
+    accounts, answering, budget, knowledge, niches as niche_service, reuse, revenue, scores,
+    standing,
 };
 
 /// Changes to a niche; `None` leaves a field as it is.
@@ -455,6 +456,8 @@ async fn money_follows_the_verdict(
         answering::budget_audit(txn, actor, question, "budget.charge_reversed", amount, now)
             .await?;
     }
+    // An answer from knowledge pointed to the wrong entry: what its reuse cost is given back.
+    reuse::refund_for_answer(txn, answer.id, actor, now).await?;
     reopen(txn, actor, answer, question, now).await
 }
 

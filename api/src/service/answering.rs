@@ -13,6 +13,7 @@ use entity::agent_answers::{self, AnswerKind};
 use entity::agent_questions::{self, ExchangeKind, QuestionStatus};
 use entity::budget_entries::BudgetEntryKind;
 use entity::contribution_events::{self, ContributionStatus};
+use entity::knowledge_entries::{self, KnowledgeStatus};
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::niches;
 use sea_orm::sea_query::{Alias, Expr, JoinType, OnConflict};
@@ -32,7 +33,7 @@ use crate::live::ChangeHint;
 use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::outbox::{self, EventType, NewEvent};
-use crate::service::{budget, knowledge, revenue, scores, standing};
+use crate::service::{budget, knowledge, reuse, revenue, scores, standing};
 
 /// An answer as a surface received it; checked here, after the caller's rights.
 #[derive(Debug, Clone)]
@@ -47,7 +48,12 @@ pub struct AnswerRequest {
     pub body: Option<String>,
     /// Completing a task: what it cost, 0 up to the task's limit (docs/contract.md#delegated-tasks).
     pub actual_cost_minor: Option<i64>,
+    /// `from_knowledge`: the current knowledge entry of the question's niche that answers it.
+    pub entry_id: Option<i64>,
 }
+
+/// The answer kind that settles a question by pointing to a knowledge entry.
+pub const FROM_KNOWLEDGE: &str = "from_knowledge";
 
 /// What answering did.
 #[derive(Debug, Clone)]
@@ -290,6 +296,36 @@ pub async fn answer_question(
     if !access::acts_on_questions(member.as_ref()) {
         return Err(access::not_a_member(&niche));
     }
+    if request.kind.trim().eq_ignore_ascii_case(FROM_KNOWLEDGE) {
+        let entry = pointed_entry(db, &question, &request).await?;
+        let txn = db
+            .begin_write_checked(|| async {
+                let now_it_is = find_question(db, question.id).await?;
+                if !is_waiting(&now_it_is, now) {
+                    return Err(not_waiting(&now_it_is));
+                }
+                Ok(())
+            })
+            .await?;
+        let result = settle_from_knowledge(&txn, viewer, &question, &entry, now).await;
+        return match result {
+            Ok(outcome) => {
+                txn.commit().await?;
+                turn.leave(Conflict::QuestionSettled);
+                hint.changed();
+                Ok(outcome)
+            }
+            Err(err) => {
+                txn.rollback().await?;
+                Err(err)
+            }
+        };
+    }
+    if request.entry_id.is_some() {
+        return Err(ServiceError::BadInput(format!(
+            "entryId is only for an answer of kind {FROM_KNOWLEDGE}"
+        )));
+    }
     let options = options_of(&question);
     let valid = answer::validate_for(
         &request.kind,
@@ -348,7 +384,16 @@ async fn settle(
         return Err(not_waiting(&find_question(txn, question.id).await?));
     };
     let contribution = book_contribution(txn, viewer, question, valid, now).await?;
-    let answer = store_answer(txn, viewer, question, valid, Some(contribution.id), now).await?;
+    let answer = store_answer(
+        txn,
+        viewer,
+        question,
+        valid,
+        Some(contribution.id),
+        None,
+        now,
+    )
+    .await?;
     scores::recompute(txn, question.niche_id, viewer.user_id, now).await?;
     let actor = Actor::User(viewer.user_id);
     audit_the_answer(txn, &actor, question, &answer, valid, &contribution, now).await?;
@@ -373,6 +418,160 @@ async fn settle(
         points: contribution.points,
         contribution_status: Some(contribution.status),
         notice,
+    })
+}
+
+/// The entry an answer `from_knowledge` points to, checked: only `entryId` is sent (400
+/// otherwise), the question is a question (a task's result is not knowledge: 400), and the
+/// entry is one of the question's niche (404 otherwise, as for an entry that does not exist).
+/// Whether it is still current is checked in the writing transaction.
+async fn pointed_entry(
+    db: &Db,
+    question: &agent_questions::Model,
+    request: &AnswerRequest,
+) -> Result<knowledge_entries::Model, ServiceError> {
+    let bad = |m: &str| Err(ServiceError::BadInput(m.to_owned()));
+    let Some(entry_id) = request.entry_id else {
+        return bad("an answer from knowledge needs entryId, the entry that answers it");
+    };
+    let words = |t: &Option<String>| t.as_deref().is_some_and(|t| !t.trim().is_empty());
+    if words(&request.option_id) || words(&request.body) || request.actual_cost_minor.is_some() {
+        return bad(
+            "an answer from knowledge gives the entry's option and words: send only entryId",
+        );
+    }
+    if question.kind == ExchangeKind::Task {
+        return bad("a task cannot be settled from knowledge");
+    }
+    knowledge_entries::Entity::find_by_id(entry_id)
+        .one(db)
+        .await?
+        .filter(|e| e.niche_id == question.niche_id && e.question_id != question.id)
+        .ok_or_else(|| {
+            ServiceError::NotFound(format!("no knowledge entry {entry_id} in this niche"))
+        })
+}
+
+/// Settle a waiting question by pointing to a current knowledge entry of its niche, in one
+/// transaction (docs/contract.md#knowledge): close it, store the entry's option and words as the
+/// winning answer naming the entry, book the pointer's contribution (verified: the entry was),
+/// release the question's reservation and credit the entry's author as for a reuse, and tell
+/// the agent the entry's answer, version and verdict. 409 `KNOWLEDGE_NOT_CURRENT` when the entry
+/// stopped being current.
+async fn settle_from_knowledge(
+    txn: &WriteTxn,
+    viewer: &Viewer,
+    question: &agent_questions::Model,
+    entry: &knowledge_entries::Model,
+    now: DateTime<Utc>,
+) -> Result<AnswerOutcome, ServiceError> {
+    let entry = knowledge_entries::Entity::find_by_id(entry.id)
+        .one(txn)
+        .await?
+        .filter(|e| e.status == KnowledgeStatus::Current)
+        .ok_or(ServiceError::Conflict(Conflict::KnowledgeNotCurrent))?;
+    let Some(closed) = close_if_waiting(txn, question.id, Closing::Answered, now).await? else {
+        return Err(not_waiting(&find_question(txn, question.id).await?));
+    };
+    let pointer = scores::contribution_type(txn, knowledge::POINTER_TYPE).await?;
+    let contribution = contribution_events::Entity::insert(contribution_events::ActiveModel {
+        id: NotSet,
+        niche_id: Set(question.niche_id),
+        user_id: Set(viewer.user_id),
+        type_id: Set(pointer.id),
+        points: Set(pointer.default_points),
+        status: Set(ContributionStatus::Verified),
+        source: Set("answer".into()),
+        evidence: Set(json!({ "questionId": question.id, "entryId": entry.id })),
+        dedupe_key: Set(None),
+        verified_at: Set(Some(now)),
+        verified_by: Set(None),
+        reverses: Set(None),
+        created_at: Set(now),
+    })
+    .exec(txn)
+    .await?
+    .last_insert_id;
+    let valid = ValidAnswer {
+        kind: Kind::Answered,
+        option_id: entry.option_id.clone(),
+        body: entry.answer.clone(),
+        actual_cost_minor: None,
+    };
+    let answer = store_answer(
+        txn,
+        viewer,
+        question,
+        &valid,
+        Some(contribution),
+        Some(entry.id),
+        now,
+    )
+    .await?;
+    scores::recompute(txn, question.niche_id, viewer.user_id, now).await?;
+    let actor = Actor::User(viewer.user_id);
+    let booked = Contribution {
+        id: contribution,
+        points: pointer.default_points,
+        status: ContributionStatus::Verified,
+    };
+    audit_the_answer(txn, &actor, question, &answer, &valid, &booked, now).await?;
+    if let Some(released) = budget::settle(
+        txn,
+        question.niche_id,
+        question.id,
+        BudgetEntryKind::Release,
+        now,
+    )
+    .await?
+    {
+        budget_audit(txn, &actor, question, "budget.released", released, now).await?;
+    }
+    let niche = niche_of(txn, question).await?;
+    let reuse =
+        reuse::credit_pointer(txn, &niche, &entry, question, answer.id, &actor, now).await?;
+    if reuse.amount_minor > 0 {
+        budget_audit(
+            txn,
+            &actor,
+            question,
+            "budget.charged",
+            reuse.amount_minor,
+            now,
+        )
+        .await?;
+    }
+    let event = NewEvent {
+        event: EventType::AnswerCreated,
+        niche_id: question.niche_id,
+        question_id: Some(question.id),
+        user_id: Some(viewer.user_id),
+        payload: json!({
+            "questionId": question.id,
+            "externalId": question.external_id,
+            "answerId": answer.id,
+            "answer": entry.answer,
+            "optionId": entry.option_id,
+            "optionLabel": entry.option_label,
+            "answeredBy": viewer.handle,
+            "review": "verified",
+            "entryId": entry.id,
+            "version": entry.version,
+            "verdict": knowledge::verdict_word(&entry),
+            "verifiedAt": entry.verified_at,
+        }),
+    };
+    outbox::enqueue_to(txn, event, question.registered_agent_id, now).await?;
+    Ok(AnswerOutcome {
+        answer,
+        question: closed,
+        points: pointer.default_points,
+        contribution_status: Some(ContributionStatus::Verified),
+        notice: format!(
+            "Thanks. The agent has the answer from knowledge. That is {} point{}.",
+            pointer.default_points,
+            if pointer.default_points == 1 { "" } else { "s" }
+        ),
     })
 }
 
@@ -684,7 +883,7 @@ async fn decline(
     if touched.rows_affected == 0 {
         return Err(not_waiting(&find_question(txn, question.id).await?));
     }
-    let answer = store_answer(txn, viewer, question, valid, None, now).await?;
+    let answer = store_answer(txn, viewer, question, valid, None, None, now).await?;
     let (action, notice) = match valid.kind {
         Kind::NeedsResearch => (
             "question.research_requested",
@@ -850,6 +1049,7 @@ async fn store_answer(
     question: &agent_questions::Model,
     valid: &ValidAnswer,
     contribution_event_id: Option<i64>,
+    knowledge_entry_id: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<agent_answers::Model, ServiceError> {
     let kind = match valid.kind {
@@ -872,6 +1072,7 @@ async fn store_answer(
             row.contribution_event_id = Set(contribution_event_id);
             row.actual_cost_minor = Set(valid.actual_cost_minor);
             row.research_round = Set(question.research_round);
+            row.knowledge_entry_id = Set(knowledge_entry_id);
             row.updated_at = Set(now);
             Ok(row.update(txn).await?)
         }
@@ -885,6 +1086,7 @@ async fn store_answer(
             contribution_event_id: Set(contribution_event_id),
             actual_cost_minor: Set(valid.actual_cost_minor),
             research_round: Set(question.research_round),
+            knowledge_entry_id: Set(knowledge_entry_id),
             created_at: Set(now),
             updated_at: Set(now),
         }

@@ -359,3 +359,85 @@ pub async fn entries_of<C: ConnectionTrait>(
         .all(conn)
         .await?)
 }
+
+/// Charge a knowledge reuse of `amount` against the niche's budget if it covers it (what is
+/// reserved plus what was spent this month, plus this, within the limit): one conditional update
+/// of the niche's balance, as a reservation is made. Whether it was charged; 0 always is, and
+/// moves nothing. The reuse ledger (`knowledge_reuses`) holds the row.
+pub async fn charge_reuse(
+    conn: &WriteTxn,
+    niche_id: i64,
+    amount: i64,
+    now: DateTime<Utc>,
+) -> Result<bool, ServiceError> {
+    if amount <= 0 {
+        return Ok(true);
+    }
+    let month = month_of(now);
+    let fits = Condition::any()
+        .add(niches::Column::MonthlyBudgetMinor.is_null())
+        .add(
+            spent_in(&month)
+                .add(Expr::col(niches::Column::BudgetReservedMinor))
+                .add(amount)
+                .lte(Expr::col(niches::Column::MonthlyBudgetMinor)),
+        );
+    let charged = niches::Entity::update_many()
+        .col_expr(
+            niches::Column::BudgetSpentMinor,
+            spent_in(&month).add(amount),
+        )
+        .col_expr(niches::Column::BudgetMonth, Expr::val(month))
+        .filter(niches::Column::Id.eq(niche_id))
+        .filter(fits)
+        .exec(conn)
+        .await?;
+    Ok(charged.rows_affected == 1)
+}
+
+/// Charge a reuse the agent already set money aside for (a question settled from knowledge, its
+/// reservation released in the same transaction): the balance moves whatever the limit.
+pub async fn charge_reserved_reuse(
+    conn: &WriteTxn,
+    niche_id: i64,
+    amount: i64,
+    now: DateTime<Utc>,
+) -> Result<(), ServiceError> {
+    if amount <= 0 {
+        return Ok(());
+    }
+    let month = month_of(now);
+    niches::Entity::update_many()
+        .col_expr(
+            niches::Column::BudgetSpentMinor,
+            spent_in(&month).add(amount),
+        )
+        .col_expr(niches::Column::BudgetMonth, Expr::val(month))
+        .filter(niches::Column::Id.eq(niche_id))
+        .exec(conn)
+        .await?;
+    Ok(())
+}
+
+/// Give a reuse's `amount`, charged in `month`, back: this month's spending falls only when
+/// `month` is the balance's month (as for a charge reversal).
+pub async fn refund_reuse(
+    conn: &WriteTxn,
+    niche_id: i64,
+    amount: i64,
+    month: &str,
+) -> Result<(), ServiceError> {
+    if amount <= 0 {
+        return Ok(());
+    }
+    niches::Entity::update_many()
+        .col_expr(
+            niches::Column::BudgetSpentMinor,
+            Expr::col(niches::Column::BudgetSpentMinor).sub(amount),
+        )
+        .filter(niches::Column::Id.eq(niche_id))
+        .filter(niches::Column::BudgetMonth.eq(month))
+        .exec(conn)
+        .await?;
+    Ok(())
+}

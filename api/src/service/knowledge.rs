@@ -36,6 +36,8 @@ use crate::service::access::{self, Viewer};
 use crate::service::agents::Asker;
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::outbox::{self, EventType, NewEvent};
+use crate::service::reuse;
+use std::collections::{BTreeMap, HashMap};
 
 /// The most results one page of a search holds.
 pub const MAX_PAGE: u64 = 50;
@@ -193,6 +195,8 @@ pub async fn retract_for(
     if !end(txn, entry.id, KnowledgeStatus::Retracted, reason, now).await? {
         return Ok(None);
     }
+    // Nothing pays for a guess, even a reused one: every reuse of it is given back.
+    let refunded = reuse::refund_all(txn, &entry, actor, now).await?;
     if let Some(question) = agent_questions::Entity::find_by_id(entry.question_id)
         .one(txn)
         .await?
@@ -200,13 +204,9 @@ pub async fn retract_for(
         tell_who_relied_on_it(
             txn,
             &question,
+            entry.id,
             EventType::KnowledgeRetracted,
-            json!({
-                "entryId": entry.id,
-                "questionId": question.id,
-                "externalId": question.external_id,
-                "reason": reason,
-            }),
+            json!({ "entryId": entry.id, "reason": reason }),
             now,
         )
         .await?;
@@ -219,7 +219,11 @@ pub async fn retract_for(
             subject_type: "knowledge_entry",
             subject_id: entry.id,
             niche_id: Some(entry.niche_id),
-            detail: json!({ "questionId": entry.question_id, "reason": reason }),
+            detail: json!({
+                "questionId": entry.question_id,
+                "reason": reason,
+                "reusesRefunded": refunded.len(),
+            }),
         },
         now,
     )
@@ -229,28 +233,90 @@ pub async fn retract_for(
         .await?)
 }
 
-/// Tell the agents that received an entry that it changed, once each, through the outbox in the
-/// transaction that changed it: the agent that asked its question, which received its answer.
+/// Tell every agent that received entry `entry_id` of `question` that it changed, once each,
+/// through the outbox in the transaction that changed it: the agent that asked its question
+/// (which received its answer), the agents that reused it, and those whose questions were
+/// settled by pointing to it. One event per agent, naming what of theirs relied on it: `payload`
+/// plus, for the asker, the question's `questionId` and `externalId`; `reuses` (their external
+/// ids) and `questions` (`{questionId, externalId}`) for the rest.
 async fn tell_who_relied_on_it(
     txn: &WriteTxn,
     question: &agent_questions::Model,
+    entry_id: i64,
     event: EventType,
     payload: serde_json::Value,
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
-    outbox::enqueue_to(
-        txn,
-        NewEvent {
-            event,
-            niche_id: question.niche_id,
-            question_id: Some(question.id),
-            user_id: None,
-            payload,
-        },
-        question.registered_agent_id,
-        now,
-    )
-    .await?;
+    #[derive(Default)]
+    struct Relied {
+        asked: bool,
+        reuses: Vec<String>,
+        questions: Vec<(i64, Option<String>)>,
+    }
+    let mut agents: BTreeMap<Option<i64>, Relied> = BTreeMap::new();
+    agents
+        .entry(question.registered_agent_id)
+        .or_default()
+        .asked = true;
+    let reuses = reuse::reuses_of(txn, entry_id).await?;
+    let pointed: Vec<i64> = reuses.iter().filter_map(|r| r.question_id).collect();
+    let pointed: HashMap<i64, Option<String>> = if pointed.is_empty() {
+        HashMap::new()
+    } else {
+        agent_questions::Entity::find()
+            .filter(agent_questions::Column::Id.is_in(pointed))
+            .all(txn)
+            .await?
+            .into_iter()
+            .map(|q| (q.id, q.external_id))
+            .collect()
+    };
+    for reuse in reuses {
+        let relied = agents.entry(reuse.agent_id).or_default();
+        if let Some(external_id) = reuse.external_id {
+            relied.reuses.push(external_id);
+        }
+        if let Some(id) = reuse.question_id {
+            relied
+                .questions
+                .push((id, pointed.get(&id).cloned().flatten()));
+        }
+    }
+    for (agent_id, relied) in agents {
+        let mut body = payload.clone();
+        if relied.asked {
+            body["questionId"] = json!(question.id);
+            body["externalId"] = json!(question.external_id);
+        }
+        if !relied.reuses.is_empty() {
+            body["reuses"] = json!(relied.reuses);
+        }
+        if !relied.questions.is_empty() {
+            body["questions"] = relied
+                .questions
+                .iter()
+                .map(|(id, external_id)| json!({ "questionId": id, "externalId": external_id }))
+                .collect();
+        }
+        let delivered_for = if relied.asked {
+            Some(question.id)
+        } else {
+            relied.questions.first().map(|(id, _)| *id)
+        };
+        outbox::enqueue_to(
+            txn,
+            NewEvent {
+                event,
+                niche_id: question.niche_id,
+                question_id: delivered_for,
+                user_id: None,
+                payload: body,
+            },
+            agent_id,
+            now,
+        )
+        .await?;
+    }
     Ok(())
 }
 
@@ -265,13 +331,9 @@ async fn tell_superseded(
     tell_who_relied_on_it(
         txn,
         question,
+        old,
         EventType::KnowledgeSuperseded,
-        json!({
-            "entryId": old,
-            "newEntryId": new,
-            "questionId": question.id,
-            "externalId": question.external_id,
-        }),
+        json!({ "entryId": old, "newEntryId": new }),
         now,
     )
     .await
@@ -975,6 +1037,18 @@ pub async fn propose_correction(
     .await?;
     txn.commit().await?;
     Ok((correction, entry))
+}
+
+/// The contribution type of settling a question by pointing to an entry (1 point).
+pub const POINTER_TYPE: &str = "knowledge_pointer";
+
+/// How an entry was verified, as agents read it: `trust` (on arrival, its author trusted by the
+/// niche) or `review` (by a second person).
+pub fn verdict_word(entry: &knowledge_entries::Model) -> &'static str {
+    match entry.verification {
+        Verification::Trust => "trust",
+        Verification::Review => "review",
+    }
 }
 
 /// The contribution type of a correction.

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use crate::db::Db;
 use chrono::{DateTime, Utc};
 use entity::budget_entries::BudgetEntryKind;
+use entity::knowledge_reuses::{self, ReuseKind};
 use entity::{
     agent_questions, allocations, anomaly_signals, audit_log, budget_entries, niches,
     payout_accounts, payouts, revenue_events,
@@ -54,6 +55,8 @@ pub struct SpendByKind {
     pub questions: i64,
     /// On tasks' actual costs.
     pub tasks: i64,
+    /// On reuses of the niche's knowledge (less reuses given back).
+    pub reuses: i64,
 }
 
 /// A niche's budget this month, with its newest entries.
@@ -136,6 +139,8 @@ pub struct NicheBudget {
     pub bounty_minor: i64,
     /// The largest bounty, minor units.
     pub max_bounty_minor: i64,
+    /// What one reuse of the niche's knowledge costs an agent, minor units (none: unchanged).
+    pub reuse_price_minor: Option<i64>,
 }
 
 /// The niche named `slug` if `viewer` may see its money: its active members and admins.
@@ -276,6 +281,28 @@ async fn spend_by_kind(db: &Db, niche_id: i64, month: &str) -> Result<SpendByKin
             agent_questions::ExchangeKind::Question => spend.questions += signed,
             agent_questions::ExchangeKind::Task => spend.tasks += signed,
         }
+    }
+    let reuses: Vec<(ReuseKind, Option<i64>)> = knowledge_reuses::Entity::find()
+        .select_only()
+        .column(knowledge_reuses::Column::Kind)
+        .column_as(
+            Expr::expr(Func::cast_as(
+                Func::sum(Expr::col(knowledge_reuses::Column::AmountMinor)),
+                Alias::new("BIGINT"),
+            )),
+            "total",
+        )
+        .filter(knowledge_reuses::Column::NicheId.eq(niche_id))
+        .filter(knowledge_reuses::Column::Month.eq(month))
+        .group_by(knowledge_reuses::Column::Kind)
+        .into_tuple()
+        .all(db)
+        .await?;
+    for (kind, total) in reuses {
+        spend.reuses += match kind {
+            ReuseKind::Reuse => total.unwrap_or(0),
+            ReuseKind::Refund => -total.unwrap_or(0),
+        };
     }
     Ok(spend)
 }
@@ -482,11 +509,13 @@ pub async fn apply_niche_budget(
         monthly_budget_minor,
         bounty_minor,
         max_bounty_minor,
+        reuse_price_minor,
     } = settings;
     let problem = [
         ("monthlyBudgetMinor", monthly_budget_minor.unwrap_or(0)),
         ("bountyMinor", bounty_minor),
         ("maxBountyMinor", max_bounty_minor),
+        ("reusePriceMinor", reuse_price_minor.unwrap_or(0)),
     ]
     .into_iter()
     .find_map(|(field, amount)| crate::domain::ledger::amount_problem(field, amount));
@@ -499,6 +528,7 @@ pub async fn apply_niche_budget(
         ));
     }
     let niche = niche_by_slug(db, slug).await?;
+    let reuse_price_minor = reuse_price_minor.unwrap_or(niche.reuse_price_minor);
     let txn = db.begin_write().await?;
     niches::Entity::update_many()
         .col_expr(
@@ -509,6 +539,10 @@ pub async fn apply_niche_budget(
         .col_expr(
             niches::Column::MaxBountyMinor,
             Expr::value(max_bounty_minor),
+        )
+        .col_expr(
+            niches::Column::ReusePriceMinor,
+            Expr::value(reuse_price_minor),
         )
         .col_expr(niches::Column::UpdatedAt, Expr::value(now))
         .filter(niches::Column::Id.eq(niche.id))
@@ -526,6 +560,7 @@ pub async fn apply_niche_budget(
                 "monthlyBudgetMinor": monthly_budget_minor,
                 "bountyMinor": bounty_minor,
                 "maxBountyMinor": max_bounty_minor,
+                "reusePriceMinor": reuse_price_minor,
             }),
         },
         now,

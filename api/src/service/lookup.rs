@@ -10,8 +10,9 @@ use crate::db::Db;
 use entity::agent_answers::{self, AnswerKind};
 use entity::agent_questions::{self, QuestionStatus};
 use entity::contribution_events::ContributionStatus;
+use entity::knowledge_entries;
 use entity::niches;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{ColumnTrait, Condition, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use serde_json::Value;
 use tokio::sync::broadcast::{self, error::RecvError};
 
@@ -159,6 +160,8 @@ pub struct FoundAnswer {
     pub handle: String,
     /// Where it stands in review (an answer that never needed review counts as verified).
     pub review: ContributionStatus,
+    /// The knowledge entry the answer relied on (pointed to) or became, as it is now.
+    pub knowledge: Option<knowledge_entries::Model>,
 }
 
 /// What a lookup found for one external id: the question and its answer, or nothing.
@@ -220,9 +223,29 @@ async fn answers_of(
         answers.iter().filter_map(|a| a.contribution_event_id),
     )
     .await?;
+    // The entry each answer pointed to, or the one written from it.
+    let pointed: Vec<i64> = answers
+        .iter()
+        .filter_map(|a| a.knowledge_entry_id)
+        .collect();
+    let entries = knowledge_entries::Entity::find()
+        .filter(
+            Condition::any()
+                .add(knowledge_entries::Column::Id.is_in(pointed))
+                .add(knowledge_entries::Column::AnswerId.is_in(answers.iter().map(|a| a.id))),
+        )
+        .all(db)
+        .await?;
     Ok(answers
         .into_iter()
         .map(|answer| {
+            let knowledge = entries
+                .iter()
+                .find(|e| match answer.knowledge_entry_id {
+                    Some(pointed) => e.id == pointed,
+                    None => e.answer_id == Some(answer.id),
+                })
+                .cloned();
             let handle = handles.get(&answer.user_id).cloned().unwrap_or_default();
             let review = answer
                 .contribution_event_id
@@ -234,6 +257,7 @@ async fn answers_of(
                     answer,
                     handle,
                     review,
+                    knowledge,
                 },
             )
         })

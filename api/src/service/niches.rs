@@ -51,6 +51,7 @@ pub async fn create_niche(
         bounty_minor: Set(0),
         max_bounty_minor: Set(0),
         monthly_budget_minor: Set(None),
+        reuse_price_minor: Set(0),
         default_question_lifetime_secs: Set(7 * 24 * 3600),
         declines_to_notify: Set(3),
         budget_month: Set(None),

@@ -271,6 +271,45 @@ pub async fn book_bounty(
     Ok(())
 }
 
+/// The source type of what an agent paid to reuse a knowledge entry.
+pub const REUSE_SOURCE: &str = "knowledge_reuse";
+
+/// Book what a knowledge reuse cost (inside the reuse's transaction): a revenue event of source
+/// `knowledge_reuse` under askloop's own external id `external_id`, split as a bounty is — the
+/// entry's author (`author`, their share now) and the platform the rest — and owed at once (the
+/// entry is verified). The event's id; none when the reuse was free.
+pub async fn book_reuse(
+    conn: &WriteTxn,
+    niche: &niches::Model,
+    external_id: &str,
+    author: (i64, u32),
+    amount: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<i64>, ServiceError> {
+    if amount <= 0 {
+        return Ok(None);
+    }
+    let Some(event) = insert_event(
+        conn,
+        niche,
+        external_id,
+        REUSE_SOURCE,
+        amount,
+        Costs::default(),
+        BOUNTY_CURRENCY,
+        None,
+        now,
+    )
+    .await?
+    else {
+        return Err(ServiceError::Internal(anyhow::anyhow!(
+            "a reuse's revenue id {external_id} is taken"
+        )));
+    };
+    finalise(conn, &event, &[author], AllocationStatus::Accrued, now).await?;
+    Ok(Some(event.id))
+}
+
 /// What a verdict did to the money of an answer's bounty.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BountyVerdict {
@@ -365,6 +404,27 @@ pub async fn reverse_bounty(
     now: DateTime<Utc>,
 ) -> Result<BountyVerdict, ServiceError> {
     let parts = bounty_allocations(conn, niche_id, answer_id).await?;
+    reverse_parts(conn, parts, now).await
+}
+
+/// A retracted entry's reuse → every part of what the reuse paid is reversed, by the rules of
+/// [`reverse_bounty`] (a part already in a payout is clawed back).
+pub async fn reverse_event(
+    conn: &WriteTxn,
+    event_id: i64,
+    now: DateTime<Utc>,
+) -> Result<BountyVerdict, ServiceError> {
+    let parts = allocations_of(conn, event_id).await?;
+    reverse_parts(conn, parts, now).await
+}
+
+/// Reverse an event's `parts` (its allocations): those not yet in a payout are marked reversed;
+/// one in a payout gets a clawback of its negative amount, once.
+async fn reverse_parts(
+    conn: &WriteTxn,
+    parts: Vec<allocations::Model>,
+    now: DateTime<Utc>,
+) -> Result<BountyVerdict, ServiceError> {
     let originals: Vec<&allocations::Model> =
         parts.iter().filter(|a| a.claws_back.is_none()).collect();
     let ids: Vec<i64> = originals.iter().map(|a| a.id).collect();

@@ -4,8 +4,11 @@
 
 use crate::db::Db;
 use entity::contribution_events::{self, ContributionStatus};
+use entity::knowledge_reuses::{self, ReuseKind};
 use entity::niche_members::{self, MemberRole, MemberStatus};
-use entity::{contribution_scores, contribution_types, niches};
+use entity::{contribution_scores, contribution_types, knowledge_entries, niches};
+use sea_orm::PaginatorTrait;
+use sea_orm::sea_query::Query;
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use crate::domain::scoring::{self, Tier};
@@ -32,6 +35,8 @@ pub struct MembershipStanding {
     pub next_tier: Option<Tier>,
     /// The member's share of the niche's revenue, basis points, after the 80% split.
     pub share_bps: u32,
+    /// How many times agents relied on the knowledge entries they wrote in the niche.
+    pub reuse_count: u64,
 }
 
 /// Shares of every active operator/specialist of a niche, in membership order, after
@@ -105,7 +110,9 @@ pub async fn memberships(
         } else {
             0
         };
+        let reuse_count = reuses_of_author(db, niche.id, viewer.user_id).await?;
         out.push(MembershipStanding {
+            reuse_count,
             next_tier: scoring::next_tier(score, &ladder).cloned(),
             niche,
             member,
@@ -257,4 +264,23 @@ pub async fn contributor_record(
         score,
         tier,
     })
+}
+
+/// How many times the entries `user_id` wrote in niche `niche_id` were reused: their standing.
+async fn reuses_of_author<C: ConnectionTrait>(
+    conn: &C,
+    niche_id: i64,
+    user_id: i64,
+) -> Result<u64, ServiceError> {
+    let authored = Query::select()
+        .column(knowledge_entries::Column::Id)
+        .from(knowledge_entries::Entity)
+        .and_where(knowledge_entries::Column::NicheId.eq(niche_id))
+        .and_where(knowledge_entries::Column::AnsweredBy.eq(user_id))
+        .to_owned();
+    Ok(knowledge_reuses::Entity::find()
+        .filter(knowledge_reuses::Column::EntryId.in_subquery(authored))
+        .filter(knowledge_reuses::Column::Kind.eq(ReuseKind::Reuse))
+        .count(conn)
+        .await?)
 }

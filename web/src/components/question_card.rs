@@ -151,6 +151,7 @@ pub fn QuestionCard(
                 .filter(|_| *kind == AnswerKind::Answered),
             body: Some(body.get_untracked()).filter(|b| !b.trim().is_empty()),
             actual_cost_minor,
+            entry_id: None,
             kind: kind.clone(),
         });
         let id = id.clone();
