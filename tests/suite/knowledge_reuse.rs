@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use askloop::service::payouts;
 use askloop_tests::answers::answer_input;
 use askloop_tests::fixtures::{open_niche, question_body};
+use askloop_tests::mcp::{McpClient, agent_with_token};
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::receiver::{Receiver, reserve_port};
 use askloop_tests::standard_webhooks::verify_with_library;
@@ -323,6 +324,71 @@ async fn a_reuse_books_once_charges_the_budget_pays_the_author_and_refuses_what_
     .await;
     assert_eq!(search.status(), 403);
     assert_eq!(reuse_rows(&app, ReuseKind::Reuse).await.len(), rows);
+
+    // The same through MCP's use_knowledge, with the id as a string, as models send it.
+    let token = agent_with_token(&app, "games-bot", &["games"]).await;
+    let client = McpClient::new(&app, Some(&token));
+    client.initialize().await;
+    // The budget is spent: the tool refuses as the route does.
+    let over = client
+        .refused(
+            "use_knowledge",
+            json!({"entryId": entry.to_string(), "externalId": "m-1"}),
+        )
+        .await;
+    assert_eq!(over["code"], "OVER_BUDGET", "{over}");
+    let free = app
+        .graphql(
+            Some(&root.token),
+            BUDGET,
+            json!({"slug": "games", "price": 0}),
+        )
+        .await;
+    assert!(free["errors"].is_null(), "{free}");
+    let used = client
+        .ok(
+            "use_knowledge",
+            json!({"entryId": entry.to_string(), "externalId": "m-1"}),
+        )
+        .await;
+    assert_eq!(
+        (used["entryId"].as_i64(), used["chargedMinor"].as_i64()),
+        (Some(entry), Some(0)),
+        "{used}"
+    );
+    let again = client
+        .ok(
+            "use_knowledge",
+            json!({"entryId": entry, "externalId": "m-1"}),
+        )
+        .await;
+    assert_eq!(
+        (again["reuseId"].clone(), again["duplicate"].clone()),
+        (used["reuseId"].clone(), json!(true))
+    );
+    let zero = reuse_rows(&app, ReuseKind::Reuse)
+        .await
+        .into_iter()
+        .filter(|r| r.amount_minor == 0)
+        .count();
+    assert_eq!(zero, 1, "a free reuse is still a ledger row");
+    let unknown = client
+        .refused(
+            "use_knowledge",
+            json!({"entryId": entry, "externalId": "m-2", "extra": 1}),
+        )
+        .await;
+    assert_eq!(unknown["code"], "BAD_USER_INPUT", "{unknown}");
+    let roofer = agent_with_token(&app, "roof-bot", &["roofing"]).await;
+    let other = McpClient::new(&app, Some(&roofer));
+    other.initialize().await;
+    let forbidden = other
+        .refused(
+            "use_knowledge",
+            json!({"entryId": entry, "externalId": "m-3"}),
+        )
+        .await;
+    assert_eq!(forbidden["code"], "FORBIDDEN", "{forbidden}");
 }
 
 async fn a_question_settled_from_knowledge_is_settled_once_and_names_its_entry(app: TestApp) {

@@ -526,3 +526,49 @@ async fn the_knowledge_migration_goes_down_and_up_writing_todays_verified_answer
 }
 
 on_both_backends!(the_knowledge_migration_goes_down_and_up_writing_todays_verified_answers);
+
+async fn the_reuse_migration_goes_down_and_up_and_is_kept_while_a_reuse_is_stored(app: TestApp) {
+    use askloop_tests::answers::early_access;
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let root = askloop_tests::people::person(&app.db, "root", true).await;
+    let question = app.ask("games", "q-known").await;
+    let answered = app
+        .answer(
+            &ana.token,
+            early_access(question, Some("Storefronts first.")),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    app.decide_newest_contribution(&root.token, "verifyContribution", None)
+        .await;
+
+    down_to_before(&app, "m20261203_000020_knowledge_reuse").await;
+    assert!(!accepts(&app, "SELECT id FROM knowledge_reuses").await);
+    assert!(!accepts(&app, "SELECT reuse_price_minor FROM niches").await);
+    assert!(!accepts(&app, "SELECT knowledge_entry_id FROM agent_answers").await);
+    Migrator::up(app.db.reads(), None).await.expect("up again");
+    assert!(accepts(&app, "SELECT reuse_price_minor FROM niches").await);
+
+    let entry = entity::knowledge_entries::Entity::find()
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the entry");
+    let body = json!({"entryId": entry.id, "externalId": "r-1"}).to_string();
+    let reused = app
+        .post_signed("/api/v1/internal/knowledge/reuse", &body)
+        .await;
+    assert_eq!(reused.status(), 201);
+    let refused = try_down_to_before(&app, "m20261203_000020_knowledge_reuse")
+        .await
+        .expect_err("refused while a reuse is stored")
+        .to_string();
+    assert!(refused.contains("1 knowledge reuse(s)"), "{refused}");
+    assert!(
+        accepts(&app, "SELECT id FROM knowledge_reuses").await,
+        "nothing undone"
+    );
+}
+
+on_both_backends!(the_reuse_migration_goes_down_and_up_and_is_kept_while_a_reuse_is_stored);
