@@ -653,7 +653,7 @@ async fn a_retraction_reaches_everyone_who_relied_on_it_and_gives_the_money_back
     )
     .await
     .expect("verified");
-    payouts::schedule(
+    let payout = payouts::schedule(
         &app.db,
         Some(&root.viewer()),
         "ana",
@@ -662,6 +662,15 @@ async fn a_retraction_reaches_everyone_who_relied_on_it_and_gives_the_money_back
     )
     .await
     .expect("a payout of what ana is owed");
+    payouts::mark_paid(
+        &app.db,
+        Some(&root.viewer()),
+        payout.id,
+        "bank-ref-1",
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("paid");
 
     // Reversing ana's verified answer retracts the entry.
     let ana_answer = contribution_events::Entity::find()
@@ -737,7 +746,11 @@ async fn a_retraction_reaches_everyone_who_relied_on_it_and_gives_the_money_back
             other => panic!("a reuse part of a retracted entry is {other:?}"),
         }
     }
-    assert!(!clawbacks.is_empty(), "the paid-out part is clawed back");
+    assert_eq!(
+        clawbacks.len(),
+        3,
+        "every reuse part was paid out with ana's payout, so each is clawed back: {clawbacks:?}"
+    );
     // A replay of a reuse says what became of it; a new one is refused.
     let (replayed, body) = reuse(&app, ("agent-a", &secret("agent-a")), json!(entry), "a-1").await;
     assert_eq!(replayed, 200);
