@@ -230,22 +230,14 @@ pub async fn entries(
     Ok(started.elapsed())
 }
 
-/// The highest id of `table` in niche `niche_id` (0 for none).
-async fn last_id(txn: &WriteTxn, table: &str, niche_id: i64) -> anyhow::Result<i64> {
+/// The highest id of `table` (0 for none): read by the primary key alone, so it costs the same
+/// however many rows there are (seeding is the only writer, so the next rows come after it).
+async fn last_id(txn: &WriteTxn, table: &str) -> anyhow::Result<i64> {
     let backend = txn.get_database_backend();
-    let placeholder = if backend == DbBackend::Postgres {
-        "$1"
-    } else {
-        "?"
-    };
     let row = txn
-        .query_one_raw(Statement::from_sql_and_values(
+        .query_one_raw(Statement::from_string(
             backend,
-            format!(
-                "SELECT CAST(COALESCE(MAX(id), 0) AS BIGINT) AS id FROM {table} \
-                 WHERE niche_id = {placeholder}"
-            ),
-            [niche_id.into()],
+            format!("SELECT CAST(COALESCE(MAX(id), 0) AS BIGINT) AS id FROM {table}"),
         ))
         .await?;
     Ok(match row {
@@ -270,7 +262,7 @@ async fn write_batch(
             .map(|(id, label)| json!({"id": id, "label": label}))
             .collect::<Vec<_>>()
     );
-    let before = last_id(txn, "agent_questions", niche_id).await?;
+    let before = last_id(txn, "agent_questions").await?;
     agent_questions::Entity::insert_many(texts.iter().map(|(title, question, _, _)| {
         agent_questions::ActiveModel {
             id: NotSet,
@@ -304,7 +296,6 @@ async fn write_batch(
     let questions: Vec<i64> = agent_questions::Entity::find()
         .select_only()
         .column(agent_questions::Column::Id)
-        .filter(agent_questions::Column::NicheId.eq(niche_id))
         .filter(agent_questions::Column::Id.gt(before))
         .order_by_asc(agent_questions::Column::Id)
         .into_tuple()
@@ -317,7 +308,7 @@ async fn write_batch(
         questions.len()
     );
 
-    let before = last_id(txn, "contribution_events", niche_id).await?;
+    let before = last_id(txn, "contribution_events").await?;
     contribution_events::Entity::insert_many(questions.iter().zip(texts).map(
         |(question, (_, _, option, _))| contribution_events::ActiveModel {
             id: NotSet,
@@ -340,7 +331,6 @@ async fn write_batch(
     let contributions: Vec<i64> = contribution_events::Entity::find()
         .select_only()
         .column(contribution_events::Column::Id)
-        .filter(contribution_events::Column::NicheId.eq(niche_id))
         .filter(contribution_events::Column::Id.gt(before))
         .order_by_asc(contribution_events::Column::Id)
         .into_tuple()
@@ -353,7 +343,7 @@ async fn write_batch(
         contributions.len()
     );
 
-    let before = last_id(txn, "knowledge_entries", niche_id).await?;
+    let before = last_id(txn, "knowledge_entries").await?;
     knowledge_entries::Entity::insert_many(questions.iter().zip(&contributions).zip(texts).map(
         |((question, contribution), (title, text, option, answer))| {
             knowledge_entries::ActiveModel {
@@ -389,8 +379,8 @@ async fn write_batch(
             DbBackend::Sqlite,
             "INSERT INTO knowledge_search (rowid, title, question, answer) \
              SELECT id, title, question, option_label || ' ' || answer \
-             FROM knowledge_entries WHERE niche_id = ? AND id > ? ORDER BY id",
-            [niche_id.into(), before.into()],
+             FROM knowledge_entries WHERE id > ? ORDER BY id",
+            [before.into()],
         ))
         .await?;
     }
