@@ -10,6 +10,10 @@
 //! - `loadgen --rate 1000`: open loop, latency from each request's scheduled time;
 //! - `contention`: 50 operators answering one question at once, 10 times;
 //! - `bench-queue`: the waiting-queue page, first and deep;
+//! - `knowledge-search`: an agent's knowledge search over 1,000,000 entries of one niche, and
+//!   whether its plan uses the full-text index;
+//! - `loadgen --rate 1000 --similar`: open-loop intake asking for similar knowledge, over 10,000
+//!   entries;
 //! - `fanout`: websocket subscribers (1,000 on both stores, and 10,000 on SQLite).
 //!
 //! Each tool prints a `bench: {json}` line; this reads those lines and judges them against the
@@ -31,6 +35,10 @@ struct Sizes {
     queue_requests: u32,
     fanout: &'static [u32],
     fanout_questions: u32,
+    knowledge: u32,
+    knowledge_requests: u32,
+    similar_entries: u32,
+    similar_requests: u32,
 }
 
 const FULL: Sizes = Sizes {
@@ -41,6 +49,10 @@ const FULL: Sizes = Sizes {
     queue_requests: 200,
     fanout: &[1_000, 10_000],
     fanout_questions: 20,
+    knowledge: 1_000_000,
+    knowledge_requests: 2_000,
+    similar_entries: 10_000,
+    similar_requests: 10_000,
 };
 
 const QUICK: Sizes = Sizes {
@@ -51,6 +63,10 @@ const QUICK: Sizes = Sizes {
     queue_requests: 20,
     fanout: &[100],
     fanout_questions: 3,
+    knowledge: 20_000,
+    knowledge_requests: 50,
+    similar_entries: 2_000,
+    similar_requests: 1_000,
 };
 
 /// One line of the table.
@@ -227,6 +243,65 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             });
         }
 
+        let search = tool(
+            &fresh("knowledge")?,
+            &[
+                "knowledge-search".into(),
+                "-n".into(),
+                n(sizes.knowledge),
+                "-r".into(),
+                n(sizes.knowledge_requests),
+            ],
+        )?;
+        let search = find(&search, "knowledge-search")?;
+        let p99 = number(search, "p99Ms");
+        let uses_index = search["usesIndex"].as_bool().unwrap_or(false);
+        rows.push(Row {
+            figure: format!(
+                "knowledge search p99, {} entries",
+                thousands(sizes.knowledge)
+            ),
+            store: store.clone(),
+            goal: "≤ 20 ms, full-text index".into(),
+            measured: format!(
+                "{p99:.1} ms (max {:.1}), {}",
+                number(search, "maxMs"),
+                if uses_index { "index" } else { "NO INDEX" }
+            ),
+            ratio: None,
+            met: Some(p99 <= 20.0 && uses_index),
+        });
+
+        let similar = tool(
+            &fresh("similar")?,
+            &[
+                "loadgen".into(),
+                "--rate".into(),
+                "1000".into(),
+                "-n".into(),
+                n(sizes.similar_requests),
+                "--no-baseline".into(),
+                "--similar".into(),
+                "--entries".into(),
+                n(sizes.similar_entries),
+            ],
+        )?;
+        let similar = find(&similar, "open")?;
+        let p99 = number(similar, "p99Ms");
+        rows.push(Row {
+            figure: "intake with similar: true, open loop at 1,000/s".into(),
+            store: store.clone(),
+            goal: "≤ 25 ms".into(),
+            measured: format!(
+                "{p99:.1} ms (max {:.1}, {} failed; {} entries)",
+                number(similar, "maxMs"),
+                number(similar, "failures"),
+                number(similar, "entries")
+            ),
+            ratio: None,
+            met: Some(p99 <= 25.0 && number(similar, "failures") == 0.0),
+        });
+
         for &subscribers in sizes.fanout {
             if subscribers > 1_000 && store != "sqlite" {
                 continue;
@@ -342,6 +417,19 @@ fn fresh_postgres(base: &str, name: &str) -> anyhow::Result<String> {
         crate::status(psql, "psql")?;
     }
     Ok(format!("{base}/{name}"))
+}
+
+/// `n` with commas between its thousands: 1,000,000.
+fn thousands(n: u32) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn machine() -> String {

@@ -1,6 +1,6 @@
 //! askloop's measuring tools, outside the server: what the binaries under `src/bin` share — how a
 //! tool starts (its arguments, askloop's `Config` from the environment, a runtime), where the
-//! `askloop` binary it runs as a child process is, and the niche and operators it seeds.
+//! `askloop` binary it runs as a child process is, and the niche, operators and knowledge entries it seeds.
 //!
 //! Each tool prints its figures as one `bench: {json}` line per run for `cargo xtask bench`
 //! (docs/benchmarks.md).
@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use askloop::config::Config;
 
+pub mod knowledge_seed;
 pub mod seed;
 
 /// Parse the tool's arguments, build askloop's `Config` from the environment and run `tool` on a

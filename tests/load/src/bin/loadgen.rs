@@ -2,8 +2,11 @@
 //! and the same number of plain inserts through the database driver (the floor under any web
 //! layer). With `--rate R` it runs open loop instead: request i is sent at start + i/R whatever
 //! the earlier ones are doing, and its latency counts from that scheduled time, so a stall shows
-//! in every request that waited behind it. It starts its own askloop on a free port against
-//! DATABASE_URL.
+//! in every request that waited behind it. With `--similar` every question asks for similar
+//! knowledge (`"similar": true`), its title and text drawn from the vocabulary of
+//! `askloop_load::knowledge_seed`, and the niche first holds `--entries` verified entries of the
+//! same words, so each intake also searches them. It starts its own askloop on a free port
+//! against DATABASE_URL.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,6 +25,7 @@ use askloop::service::accounts::new_token;
 use askloop::service::audit::Actor;
 use askloop::service::niches::{NewNiche, create_niche};
 use askloop::startup::{self, Application};
+use askloop_load::knowledge_seed::{self, Rng, Vocabulary};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -48,6 +52,13 @@ struct LoadgenArgs {
     /// flight; latency counts from each request's scheduled time.
     #[arg(long)]
     rate: Option<u32>,
+    /// Ask for similar knowledge with every question (`"similar": true`), the niche first holding
+    /// `--entries` verified entries whose words the questions share.
+    #[arg(long)]
+    similar: bool,
+    /// With `--similar`: how many verified entries the niche holds before the run.
+    #[arg(long, default_value_t = 10_000)]
+    entries: usize,
 }
 
 /// Latency figures for one run.
@@ -57,12 +68,14 @@ struct Report {
     failures: usize,
     elapsed: Duration,
     latencies: Vec<Duration>,
+    /// With `--similar`: how many answers held at least one similar entry.
+    with_similar: usize,
 }
 
 impl Report {
     /// Print the figures; `concurrency` is the requests kept in flight, or for the open loop the
     /// rate offered per second.
-    fn print(&mut self, backend: &str, concurrency: usize) {
+    fn print(&mut self, backend: &str, concurrency: usize, similar: Option<usize>) {
         self.latencies.sort_unstable();
         let pick = |q: f64| {
             let index = ((self.latencies.len() as f64 - 1.0) * q).round() as usize;
@@ -86,14 +99,21 @@ impl Report {
             pick(0.99),
             self.failures,
         );
-        println!(
-            "bench: {}",
-            json!({"run": self.label, "store": backend, "count": self.count,
-                "concurrency": concurrency, "perSecond": self.count as f64 / self.elapsed.as_secs_f64(),
-                "p50Ms": pick(0.50), "p99Ms": pick(0.99),
-                "maxMs": self.latencies.last().map_or(0.0, |d| d.as_secs_f64() * 1_000.0),
-                "failures": self.failures})
-        );
+        let mut figures = json!({"run": self.label, "store": backend, "count": self.count,
+            "concurrency": concurrency, "perSecond": self.count as f64 / self.elapsed.as_secs_f64(),
+            "p50Ms": pick(0.50), "p99Ms": pick(0.99),
+            "maxMs": self.latencies.last().map_or(0.0, |d| d.as_secs_f64() * 1_000.0),
+            "failures": self.failures});
+        if let Some(entries) = similar {
+            println!(
+                "        similar: true over {entries} entries; {} of {} answers held a similar entry",
+                self.with_similar, self.count
+            );
+            figures["similar"] = json!(true);
+            figures["entries"] = json!(entries);
+            figures["withSimilar"] = json!(self.with_similar);
+        }
+        println!("bench: {figures}");
     }
 }
 
@@ -131,7 +151,7 @@ async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
     };
     let run_id = new_token("").chars().take(8).collect::<String>();
     let slug = Slug::parse(&format!("loadgen-{run_id}"))?;
-    create_niche(
+    let niche = create_niche(
         &db,
         NewNiche {
             slug: slug.clone(),
@@ -142,6 +162,28 @@ async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
         Utc::now(),
     )
     .await?;
+    let vocabulary = if args.similar {
+        let answerer = knowledge_seed::answerer(&db, slug.as_str()).await?;
+        let vocabulary = Vocabulary::default();
+        let took = knowledge_seed::entries(
+            &db,
+            niche.id,
+            answerer,
+            args.entries,
+            &vocabulary,
+            &mut Rng::new(1),
+        )
+        .await?;
+        println!(
+            "seeded {backend} with {} knowledge entries in {:.1} s",
+            args.entries,
+            took.as_secs_f64()
+        );
+        Some(Arc::new(vocabulary))
+    } else {
+        None
+    };
+    let similar = args.similar.then_some(args.entries);
 
     let app = Application::build_with(config, db.clone()).await?;
     let url = format!(
@@ -154,17 +196,34 @@ async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
     }));
 
     if let Some(rate) = args.rate {
-        let mut open = offer_questions(&url, &secret, slug.as_str(), &run_id, &args, rate).await?;
-        open.print(backend, rate as usize);
+        let mut open = offer_questions(
+            &url,
+            &secret,
+            slug.as_str(),
+            &run_id,
+            &args,
+            rate,
+            vocabulary.clone(),
+        )
+        .await?;
+        open.print(backend, rate as usize, similar);
         let _ = stop_tx.send(());
         server.await??;
         return Ok(());
     }
-    let mut intake = post_questions(&url, &secret, slug.as_str(), &run_id, &args).await?;
-    intake.print(backend, args.concurrency);
+    let mut intake = post_questions(
+        &url,
+        &secret,
+        slug.as_str(),
+        &run_id,
+        &args,
+        vocabulary.clone(),
+    )
+    .await?;
+    intake.print(backend, args.concurrency, similar);
     if !args.no_baseline {
         let mut driver = driver_inserts(&driver_db, &run_id, &args).await?;
-        driver.print(backend, args.concurrency);
+        driver.print(backend, args.concurrency, None);
     }
     let _ = stop_tx.send(());
     server.await??;
@@ -177,6 +236,7 @@ async fn post_questions(
     slug: &str,
     run_id: &str,
     args: &LoadgenArgs,
+    vocabulary: Option<Arc<Vocabulary>>,
 ) -> anyhow::Result<Report> {
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(args.concurrency)
@@ -186,28 +246,39 @@ async fn post_questions(
     let mut workers = Vec::new();
     for _ in 0..args.concurrency {
         let (client, next, url) = (client.clone(), next.clone(), url.to_owned());
-        let (secret, slug, run_id, total) = (
+        let (secret, slug, run_id, total, vocabulary) = (
             secret.to_owned(),
             slug.to_owned(),
             run_id.to_owned(),
             args.requests,
+            vocabulary.clone(),
         );
         workers.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             let mut failures = 0usize;
+            let mut with_similar = 0usize;
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= total {
                     break;
                 }
                 let sent = Instant::now();
-                let stored = post_one(&client, &url, &secret, &slug, &run_id, i).await;
+                let stored = post_one(
+                    &client,
+                    &url,
+                    &secret,
+                    (&slug, &run_id),
+                    i,
+                    vocabulary.as_deref(),
+                )
+                .await;
                 latencies.push(sent.elapsed());
-                if !stored {
-                    failures += 1;
+                match stored {
+                    None => failures += 1,
+                    Some(similar) => with_similar += usize::from(similar > 0),
                 }
             }
-            (latencies, failures)
+            (latencies, failures, with_similar)
         }));
     }
     let mut report = Report {
@@ -216,26 +287,30 @@ async fn post_questions(
         failures: 0,
         elapsed: Duration::ZERO,
         latencies: Vec::with_capacity(args.requests),
+        with_similar: 0,
     };
     for worker in workers {
-        let (latencies, failures) = worker.await?;
+        let (latencies, failures, with_similar) = worker.await?;
         report.latencies.extend(latencies);
         report.failures += failures;
+        report.with_similar += with_similar;
     }
     report.elapsed = started.elapsed();
     Ok(report)
 }
 
-/// Post question `i` of the run, signed; whether it was stored (201).
+/// Post question `i` of the run to niche `slug`, signed: `None` unless it was stored (201), else
+/// how many similar entries the answer held. With a vocabulary the question's title and text are
+/// drawn from it (the same for the same `i`) and it asks for similar entries.
 async fn post_one(
     client: &reqwest::Client,
     url: &str,
     secret: &str,
-    slug: &str,
-    run_id: &str,
+    (slug, run_id): (&str, &str),
     i: usize,
-) -> bool {
-    let body = serde_json::to_vec(&json!({"payload": {
+    vocabulary: Option<&Vocabulary>,
+) -> Option<usize> {
+    let mut payload = json!({
         "nicheSlug": slug,
         "externalId": format!("{run_id}-{i}"),
         "title": format!("Load question {i}"),
@@ -243,8 +318,14 @@ async fn post_one(
         "context": "Source A says 10%; source B says 15%.",
         "urgency": "normal",
         "options": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}],
-    }}))
-    .unwrap_or_default();
+    });
+    if let Some(vocabulary) = vocabulary {
+        let mut rng = Rng::new(0x5EED_0000 + i as u64);
+        payload["title"] = json!(vocabulary.title(&mut rng));
+        payload["question"] = json!(vocabulary.question(&mut rng));
+        payload["similar"] = json!(true);
+    }
+    let body = serde_json::to_vec(&json!({ "payload": payload })).unwrap_or_default();
     let header = askloop::domain::signing::sign(secret, &body, Utc::now().timestamp());
     let response = client
         .post(url)
@@ -253,7 +334,12 @@ async fn post_one(
         .body(body)
         .send()
         .await;
-    matches!(&response, Ok(r) if r.status().as_u16() == 201)
+    let response = response.ok().filter(|r| r.status().as_u16() == 201)?;
+    if vocabulary.is_none() {
+        return Some(0);
+    }
+    let answer: serde_json::Value = response.json().await.ok()?;
+    Some(answer["similar"].as_array().map_or(0, Vec::len))
 }
 
 /// Open loop: request i is sent at `start + i / rate`, each in its own task, and its latency
@@ -265,6 +351,7 @@ async fn offer_questions(
     run_id: &str,
     args: &LoadgenArgs,
     rate: u32,
+    vocabulary: Option<Arc<Vocabulary>>,
 ) -> anyhow::Result<Report> {
     anyhow::ensure!(rate > 0, "--rate must be at least 1");
     let client = reqwest::Client::builder()
@@ -276,15 +363,24 @@ async fn offer_questions(
     for i in 0..args.requests {
         let scheduled = started + period.mul_f64(i as f64);
         tokio::time::sleep_until(scheduled).await;
-        let (client, url, secret, slug, run_id) = (
+        let (client, url, secret, slug, run_id, vocabulary) = (
             client.clone(),
             url.to_owned(),
             secret.to_owned(),
             slug.to_owned(),
             run_id.to_owned(),
+            vocabulary.clone(),
         );
         sent.spawn(async move {
-            let stored = post_one(&client, &url, &secret, &slug, &run_id, i).await;
+            let stored = post_one(
+                &client,
+                &url,
+                &secret,
+                (&slug, &run_id),
+                i,
+                vocabulary.as_deref(),
+            )
+            .await;
             (scheduled.elapsed(), stored)
         });
     }
@@ -294,12 +390,14 @@ async fn offer_questions(
         failures: 0,
         elapsed: Duration::ZERO,
         latencies: Vec::with_capacity(args.requests),
+        with_similar: 0,
     };
     while let Some(done) = sent.join_next().await {
         let (latency, stored) = done?;
         report.latencies.push(latency);
-        if !stored {
-            report.failures += 1;
+        match stored {
+            None => report.failures += 1,
+            Some(similar) => report.with_similar += usize::from(similar > 0),
         }
     }
     report.elapsed = started.elapsed();
@@ -351,6 +449,7 @@ async fn driver_inserts(
         failures: 0,
         elapsed: Duration::ZERO,
         latencies: Vec::with_capacity(args.requests),
+        with_similar: 0,
     };
     for worker in workers {
         let (latencies, failures) = worker.await?;
