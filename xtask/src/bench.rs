@@ -50,9 +50,9 @@ const FULL: Sizes = Sizes {
     fanout: &[1_000, 10_000],
     fanout_questions: 20,
     knowledge: 1_000_000,
-    knowledge_requests: 2_000,
+    knowledge_requests: 100,
     similar_entries: 10_000,
-    similar_requests: 10_000,
+    similar_requests: 5_000,
 };
 
 const QUICK: Sizes = Sizes {

@@ -11,7 +11,7 @@ use chrono::Utc;
 use clap::Parser;
 use entity::knowledge_entries::KnowledgeStatus;
 use entity::niches::NicheStatus;
-use sea_orm::{ActiveEnum, ConnectionTrait, DbBackend, Iterable, Statement, Value};
+use sea_orm::{ActiveEnum, ConnectionTrait, DbBackend, Statement, Value};
 use serde_json::json;
 
 use askloop::config::Config;
@@ -191,33 +191,29 @@ async fn run(mut config: Config, args: KnowledgeSearchArgs) -> anyhow::Result<()
     Ok(())
 }
 
-/// The database's plan for an agent's search of `text`, and how many entries match it. The
-/// statement is the one `service::knowledge::search` builds for a likes query of current
-/// entries (the same FROM, WHERE, ORDER BY and LIMIT, written out here: the service does not
-/// expose its statement).
+/// The database's plan for an agent's search of `text`, and how many entries match it: the
+/// statement is the one `service::knowledge::search` runs (`search_statement`), explained.
 async fn explain_search(
     db: &Db,
     niche_id: i64,
     text: &str,
     first: u64,
 ) -> anyhow::Result<(String, i64)> {
-    use sea_orm::IdenStatic;
     let backend = db.get_database_backend();
     let words = knowledge::content_words(text);
-    let columns = entity::knowledge_entries::Column::iter()
-        .map(|c| format!("e.{}", c.as_str()))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let looking = askloop::service::knowledge::Looking::Like(words.clone());
+    let statement = askloop::service::knowledge::search_statement(
+        backend,
+        niche_id,
+        &looking,
+        &[KnowledgeStatus::Current],
+        first,
+        0,
+    );
     let current: Value = KnowledgeStatus::Current.to_value().into();
-    let limit = i64::try_from(first + 1).unwrap_or(i64::MAX);
     let (explain, count, values) = match backend {
         DbBackend::Postgres => (
-            format!(
-                "EXPLAIN SELECT {columns}, ts_rank_cd(e.search, q)::float8 AS score \
-                 FROM knowledge_entries e, to_tsquery('askloop_search'::regconfig, $1) AS q \
-                 WHERE e.search @@ q AND e.niche_id = $2 AND e.status IN ($3) \
-                 ORDER BY ts_rank_cd(e.search, q) DESC, e.id DESC LIMIT $4 OFFSET $5"
-            ),
+            format!("EXPLAIN {}", statement.sql),
             "SELECT COUNT(*) AS n \
              FROM knowledge_entries e, to_tsquery('askloop_search'::regconfig, $1) AS q \
              WHERE e.search @@ q AND e.niche_id = $2 AND e.status IN ($3)",
@@ -228,28 +224,18 @@ async fn explain_search(
             ],
         ),
         _ => (
-            format!(
-                "EXPLAIN QUERY PLAN SELECT {columns}, \
-                 -bm25(knowledge_search, 10.0, 4.0, 10.0) AS score \
-                 FROM knowledge_search JOIN knowledge_entries e ON e.id = knowledge_search.rowid \
-                 WHERE knowledge_search MATCH ? AND e.niche_id = ? AND e.status IN (?) \
-                 ORDER BY bm25(knowledge_search, 10.0, 4.0, 10.0), e.id DESC LIMIT ? OFFSET ?"
-            ),
-            // Every entry of the run is in its niche and current: the index alone counts them
-            // (joined, SQLite may probe the index once per entry).
+            format!("EXPLAIN QUERY PLAN {}", statement.sql),
+            // Every entry of the run is in its niche and current: the index alone counts them.
             "SELECT COUNT(*) AS n FROM knowledge_search WHERE knowledge_search MATCH ? \
              AND ? > 0 AND ? = 'current'",
             vec![knowledge::fts5_any(&words).into(), niche_id.into(), current],
         ),
     };
-    let mut explain_values = values.clone();
-    explain_values.push(limit.into());
-    explain_values.push(0_i64.into());
     let rows = db
         .query_all_raw(Statement::from_sql_and_values(
             backend,
             explain,
-            explain_values,
+            statement.values.map(|v| v.0).unwrap_or_default(),
         ))
         .await?;
     let mut plan = Vec::new();
