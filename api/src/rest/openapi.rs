@@ -202,7 +202,7 @@ mod tests {
         }
         assert_eq!(
             paths.len(),
-            17,
+            18,
             "a documented route the router does not have"
         );
     }
