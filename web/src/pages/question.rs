@@ -234,6 +234,7 @@ fn QuestionView(
         })
         .collect_view();
     let answers = q.answers.clone();
+    let slug = q.niche.slug.clone();
     view! {
         <article class="question" data-question-id=q.id.clone()>
             <p class="meta">
@@ -264,7 +265,7 @@ fn QuestionView(
             {offered.then(|| view! { <ul class="options-list">{options}</ul> })}
             {from_knowledge}
         </article>
-        <AnswerList answers=answers admin=admin reverse=reverse/>
+        <AnswerList answers=answers slug=slug admin=admin reverse=reverse/>
         <section aria-labelledby="timeline-title">
             <h2 id="timeline-title">"Timeline"</h2>
             {if q.timeline.is_empty() {
@@ -298,10 +299,11 @@ fn QuestionView(
     }
 }
 
-/// Every answer and decline, oldest first, with its review state; for an admin, "Reverse" on a
-/// verified answer.
+/// Every answer and decline, oldest first, with its review state; an answer given from knowledge
+/// says so, with a link to its entry (in niche `slug`); for an admin, "Reverse" on a verified
+/// answer.
 #[component]
-fn AnswerList(answers: Vec<Answer>, admin: bool, reverse: Reverse) -> impl IntoView {
+fn AnswerList(answers: Vec<Answer>, slug: String, admin: bool, reverse: Reverse) -> impl IntoView {
     view! {
         <section aria-labelledby="answers-title">
             <h2 id="answers-title">"Answers and declines"</h2>
@@ -316,6 +318,10 @@ fn AnswerList(answers: Vec<Answer>, admin: bool, reverse: Reverse) -> impl IntoV
                             let form = a.contribution_id.clone().filter(|_| reversible).map(|id| {
                                 view! { <ReverseForm contribution=id answer=a.id.clone() handle=a.answered_by.clone() reverse=reverse/> }
                             });
+                            let from_knowledge = a.knowledge_entry_id.clone().map(|entry| {
+                                let href = format!("/dashboard/niches/{slug}/knowledge/{entry}");
+                                view! { <p class="from-knowledge" data-entry-id=entry>"Answered from knowledge · "<A href=href>"See the entry"</A></p> }
+                            });
                             view! {
                                 <li data-answer-id=a.id.clone()>
                                     <strong>{a.answered_by}</strong>": "{a.kind.describe()}
@@ -324,6 +330,7 @@ fn AnswerList(answers: Vec<Answer>, admin: bool, reverse: Reverse) -> impl IntoV
                                     " · "<TimeAgo at=a.created_at/>
                                     {a.actual_cost_minor.map(|cost| view! { " · "<span data-actual-cost=cost.to_string()>"cost "{money(cost, "USD")}</span> })}
                                     {a.body.map(|b| view! { <p class="answer-words"><bdi>{visible_controls(&b)}</bdi></p> })}
+                                    {from_knowledge}
                                     {form}
                                 </li>
                             }
