@@ -738,7 +738,9 @@ async fn admins_set_a_niche_budget_in_the_browser() {
     root.wait_for(&month, "the budget of games").await;
     let before = text(&mut root, &format!("{month}.innerText")).await;
     assert!(before.contains("left no limit"), "{before}");
+    assert!(before.contains("on reuses 0"), "{before}");
 
+    AdminPage(&mut root).fill_reuse_price("games", "40").await;
     AdminPage(&mut root)
         .set_budget("games", "5000", "100", "500")
         .await;
@@ -759,9 +761,10 @@ async fn admins_set_a_niche_budget_in_the_browser() {
         (
             niche.monthly_budget_minor,
             niche.bounty_minor,
-            niche.max_bounty_minor
+            niche.max_bounty_minor,
+            niche.reuse_price_minor
         ),
-        (Some(5000), 100, 500)
+        (Some(5000), 100, 500, 40)
     );
 
     AdminPage(&mut root)

@@ -14,6 +14,8 @@ use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::pages::{self, Header, sign_in_to, signed_in};
 use askloop_tests::people::{operator, person};
 use askloop_tests::{Backend, TestApp};
+use entity::agent_answers;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
 use crate::review_pages::{assert_accessible, assert_no_sideways_scroll, tab_through};
@@ -584,5 +586,79 @@ async fn a_member_of_another_niche_is_refused_in_an_alert(app: &TestApp, browser
     assert!(
         !browser.shows(TITLE).await,
         "an entry is shown to a stranger"
+    );
+}
+
+/// A second question like a verified entry's: another operator sees "Already answered?" on its
+/// card in the queue with the entry (its title linked to its page, its option and words), the
+/// queue with it passes axe-core at both widths, and "Use this answer" settles the question from
+/// the entry: the card goes, and the answer stored names the entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_question_like_an_entry_is_settled_from_it_on_the_queue() {
+    pages::require_built_dashboard();
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    operator(&app.db, "games", "bob").await;
+    let root = person(&app.db, "root", true).await;
+    let first = ask(&app, "q-1", TITLE).await;
+    answer_and_verify(&app, &ana.token, &root.token, first, "ea", ANSWER).await;
+    let again = ask(&app, "q-2", TITLE).await;
+    let mut browser = signed_in(&app, "bob", QUEUE).await;
+    let card = format!("document.querySelector('article.question[data-question-id=\"{again}\"]')");
+    let block = format!("{card}?.querySelector('section.already-answered')");
+    browser
+        .wait_for(
+            &format!("{block}?.querySelector('li[data-entry-id]')"),
+            "\"Already answered?\" on the second question's card",
+        )
+        .await;
+    assert_eq!(
+        browser.text(&format!("{block}.querySelector('h3')")).await,
+        "Already answered?"
+    );
+    let link = browser
+        .eval(&format!(
+            "(() => {{ const a = {block}.querySelector('li a'); return [a.textContent.trim(), a.getAttribute('href')]; }})()"
+        ))
+        .await;
+    assert_eq!(link[0], TITLE, "{link}");
+    assert!(
+        link[1]
+            .as_str()
+            .is_some_and(|href| href.starts_with(&format!("{KNOWLEDGE}/"))),
+        "{link}"
+    );
+    let shown = browser.text(&block).await;
+    assert!(shown.contains("Early access"), "{shown}");
+    assert!(
+        shown.contains("storefronts show it <b>first</b>"),
+        "{shown}"
+    );
+    for (width, height, mobile) in [(1280, 900, false), (390, 844, true)] {
+        browser.viewport(width, height, mobile).await;
+        let what = format!("the queue with \"Already answered?\" at {width} px");
+        assert_no_sideways_scroll(&mut browser, &what).await;
+        assert_accessible(&mut browser, &what).await;
+        browser
+            .screenshot(&format!("queue-already-answered-{width}"))
+            .await;
+    }
+    browser.viewport(1280, 900, false).await;
+    browser
+        .click(&button_in(&block, &format!("Use this answer — {TITLE}")))
+        .await;
+    browser
+        .wait_for(&format!("!{card}"), "the settled question's card to go")
+        .await;
+    let answers = agent_answers::Entity::find()
+        .filter(agent_answers::Column::QuestionId.eq(again))
+        .all(&app.db)
+        .await
+        .expect("read");
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert!(
+        answers[0].knowledge_entry_id.is_some(),
+        "the answer does not name its entry: {answers:?}"
     );
 }

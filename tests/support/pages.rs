@@ -378,6 +378,20 @@ impl AdminPage<'_> {
         self.0.click(&button_in(&niche, "Save budget")).await;
     }
 
+    /// Type `price` into niche `slug`'s reuse price (saved with the rest of its budget form).
+    pub async fn fill_reuse_price(&mut self, slug: &str, price: &str) {
+        let niche = Self::niche(slug);
+        self.0
+            .fill(
+                &labelled_in(
+                    &niche,
+                    "Reuse price (what an agent pays to rely on an entry)",
+                ),
+                price,
+            )
+            .await;
+    }
+
     /// Where niche `slug`'s budget stands this month, as its card says.
     pub fn budget_month(slug: &str) -> String {
         format!("{}.querySelector('[data-budget-month]')", Self::niche(slug))

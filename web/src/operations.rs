@@ -78,6 +78,8 @@ operations!("graphql/queue.graphql":
     QueueMore,
     /// Live changes to a niche's waiting queue.
     QueueChanges,
+    /// Up to two current knowledge entries like a waiting question.
+    SimilarKnowledge,
     /// Answer, decline or send back a question.
     AnswerQuestion,
     /// Close a question nobody should answer, with an optional reason for the agent.

@@ -86,7 +86,7 @@ vocabulary! {
 
 vocabulary! {
     /// How an operator acts on a question (schema enum `AnswerKind`).
-    AnswerKind { Answered = "answered", InsufficientContext = "insufficient_context", NeedsResearch = "needs_research" }
+    AnswerKind { Answered = "answered", InsufficientContext = "insufficient_context", NeedsResearch = "needs_research", FromKnowledge = "from_knowledge" }
 }
 
 vocabulary! {
@@ -213,6 +213,7 @@ impl AnswerKind {
             Self::Answered => "Answered".to_owned(),
             Self::InsufficientContext => "Not enough context".to_owned(),
             Self::NeedsResearch => "Asked the agent to research more".to_owned(),
+            Self::FromKnowledge => "Answered from knowledge".to_owned(),
             Self::Other(word) => word.replace('_', " "),
         }
     }

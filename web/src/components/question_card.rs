@@ -6,12 +6,12 @@
 
 use leptos::prelude::*;
 
-use crate::api::{self, ErrorCode};
+use crate::api::{self, ApiError, ErrorCode};
 use crate::components::money::{money, parse_money};
 use crate::components::time_ago::{TimeAgo, exact};
 use crate::operations::{
-    AnswerQuestion, DismissQuestion, answer_question, dismiss_question,
-    queue_page::QuestionCard as Question,
+    AnswerQuestion, DismissQuestion, SimilarKnowledge, answer_question, dismiss_question,
+    queue_page::QuestionCard as Question, similar_knowledge,
 };
 use crate::vocab::{AnswerKind, ExchangeKind, QuestionStatus, Urgency};
 
@@ -91,6 +91,91 @@ pub fn Deliverable(text: String) -> impl IntoView {
     view! { <p class="deliverable"><strong>"To deliver: "</strong><bdi>{visible_controls(&text)}</bdi></p> }
 }
 
+/// `text` cut to about `max` characters at a word, with "…" when it was longer.
+pub fn shorten(text: &str, max: usize) -> String {
+    let text = text.trim();
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let cut: String = text.chars().take(max).collect();
+    let cut = cut
+        .rsplit_once(char::is_whitespace)
+        .map_or(cut.as_str(), |(head, _)| head);
+    format!("{}…", cut.trim_end())
+}
+
+/// What a refused answer means for the person who sent it, by the server's code and reason.
+pub fn refusal(err: &ApiError) -> String {
+    match (&err.code, err.reason.as_deref()) {
+        (ErrorCode::Unauthenticated, _) => {
+            "Your session has ended. Sign in again in another tab; what you typed is still here."
+                .to_owned()
+        }
+        (ErrorCode::Conflict, Some("KNOWLEDGE_NOT_CURRENT")) => {
+            format!("{err} That entry was replaced or withdrawn; answer in your own words.")
+        }
+        (ErrorCode::Conflict, _) => format!("{err} It may already be settled."),
+        _ => err.to_string(),
+    }
+}
+
+/// "Already answered?": up to two current knowledge entries of the niche like waiting question
+/// `question_id` (read once, when this is shown), each with a link to its page and "Use this
+/// answer", which hands the entry's id to `on_use`. Nothing is shown when there are none, or
+/// when they could not be read (it is a shortcut, not the way to answer).
+#[component]
+pub fn AlreadyAnswered(
+    question_id: String,
+    busy: Signal<bool>,
+    on_use: Callback<String>,
+) -> impl IntoView {
+    let heading_id = format!("already-answered-{question_id}");
+    let entries = LocalResource::new(move || {
+        let id = question_id.clone();
+        async move {
+            api::run::<SimilarKnowledge>(similar_knowledge::Variables { id })
+                .await
+                .map(|data| data.question.similar_knowledge)
+                .unwrap_or_default()
+        }
+    });
+    move || {
+        let heading_id = heading_id.clone();
+        entries.get().filter(|list| !list.is_empty()).map(|list| {
+            let items = list
+                .into_iter()
+                .map(|entry| {
+                    let href = format!("/dashboard/niches/{}/knowledge/{}", entry.niche_slug, entry.id);
+                    let title = visible_controls(&shorten(&entry.title, 120));
+                    let entry_id = entry.id.clone();
+                    view! {
+                        <li data-entry-id=entry.id.clone()>
+                            <a href=href><bdi>{title.clone()}</bdi></a>
+                            {entry.option_label.map(|label| view! {
+                                <p><strong>"Chosen: "</strong><bdi>{visible_controls(&shorten(&label, 120))}</bdi></p>
+                            })}
+                            {entry.answer.filter(|a| !a.trim().is_empty()).map(|answer| view! {
+                                <p class="answer-words"><bdi>{visible_controls(&shorten(&answer, 200))}</bdi></p>
+                            })}
+                            <button type="button" class="secondary small" data-kind="from_knowledge" disabled=busy on:click=move |_| on_use.run(entry_id.clone())>
+                                "Use this answer"<span class="visually-hidden">" — "{title}</span>
+                            </button>
+                        </li>
+                    }
+                })
+                .collect_view();
+            let labelled_by = heading_id.clone();
+            view! {
+                <section class="already-answered" aria-labelledby=labelled_by>
+                    <h3 id=heading_id>"Already answered?"</h3>
+                    <p class="muted">"Verified answers to similar questions. Using one settles this question with it."</p>
+                    <ul>{items}</ul>
+                </section>
+            }
+        })
+    }
+}
+
 /// What acting on a card did: the question, its research round, and the server's result.
 pub type Acted = (String, i64, answer_question::AnswerQuestionAnswerQuestion);
 
@@ -132,7 +217,7 @@ pub fn QuestionCard(
     let (error, set_error) = signal(None::<String>);
     let (cost, set_cost) = signal(String::new());
 
-    let act = Action::new_local(move |kind: &AnswerKind| {
+    let act = Action::new_local(move |(kind, entry): &(AnswerKind, Option<String>)| {
         // Completing a task says what it cost; the server checks it against the limit again.
         let actual_cost = match (task_limit, kind) {
             (Some(limit), AnswerKind::Answered) => match parse_money(&cost.get_untracked()) {
@@ -149,9 +234,9 @@ pub fn QuestionCard(
             option_id: choice
                 .get_untracked()
                 .filter(|_| *kind == AnswerKind::Answered),
-            body: Some(body.get_untracked()).filter(|b| !b.trim().is_empty()),
+            body: Some(body.get_untracked()).filter(|b| entry.is_none() && !b.trim().is_empty()),
             actual_cost_minor,
-            entry_id: None,
+            entry_id: entry.clone(),
             kind: kind.clone(),
         });
         let id = id.clone();
@@ -163,14 +248,7 @@ pub fn QuestionCard(
             };
             match api::run::<AnswerQuestion>(answer_question::Variables { input }).await {
                 Ok(data) => on_done.run((id, round, data.answer_question)),
-                Err(err) => {
-                    let message = match err.code {
-                        ErrorCode::Unauthenticated => "Your session has ended. Sign in again in another tab; what you typed is still here.".to_owned(),
-                        ErrorCode::Conflict => format!("{err} It may already be settled."),
-                        _ => err.to_string(),
-                    };
-                    set_error.set(Some(message));
-                }
+                Err(err) => set_error.set(Some(refusal(&err))),
             }
         }
     });
@@ -191,6 +269,12 @@ pub fn QuestionCard(
         }
     });
     let busy = Signal::derive(move || act.pending().get() || dismiss.pending().get());
+    let from_knowledge = (task_limit.is_none()).then(|| {
+        let on_use = Callback::new(move |entry: String| {
+            act.dispatch((AnswerKind::FromKnowledge, Some(entry)));
+        });
+        view! { <AlreadyAnswered question_id=question.id.clone() busy=busy on_use=on_use/> }
+    });
 
     let options = question
         .options
@@ -233,6 +317,7 @@ pub fn QuestionCard(
                     <LongText text=context class="" tag_quote=true/>
                 </details>
             })}
+            {from_knowledge}
             <form class="answer" on:submit=|ev| ev.prevent_default() aria-describedby=described_by aria-busy=move || busy.get().to_string()>
                 {has_options.then(|| view! {
                     <fieldset>
@@ -264,9 +349,9 @@ pub fn QuestionCard(
                 })}
                 <p class="error form-error" id=error_id role="alert">{move || error.get()}</p>
                 <div class="actions">
-                    <button type="button" data-kind="answered" disabled=busy on:click=move |_| { act.dispatch(AnswerKind::Answered); }>{if task_limit.is_some() { "Complete task" } else { "Answer" }}</button>
-                    <button type="button" data-kind="insufficient_context" class="secondary" disabled=busy on:click=move |_| { act.dispatch(AnswerKind::InsufficientContext); }>"Not enough context"</button>
-                    <button type="button" data-kind="needs_research" class="secondary" disabled=busy on:click=move |_| { act.dispatch(AnswerKind::NeedsResearch); }>"Ask the agent to research more"</button>
+                    <button type="button" data-kind="answered" disabled=busy on:click=move |_| { act.dispatch((AnswerKind::Answered, None)); }>{if task_limit.is_some() { "Complete task" } else { "Answer" }}</button>
+                    <button type="button" data-kind="insufficient_context" class="secondary" disabled=busy on:click=move |_| { act.dispatch((AnswerKind::InsufficientContext, None)); }>"Not enough context"</button>
+                    <button type="button" data-kind="needs_research" class="secondary" disabled=busy on:click=move |_| { act.dispatch((AnswerKind::NeedsResearch, None)); }>"Ask the agent to research more"</button>
                 </div>
                 <p class="muted">"Declining costs nothing: only answer what you know."</p>
                 <details class="dismiss">

@@ -77,6 +77,7 @@ enum Command {
         monthly: Option<i64>,
         bounty: i64,
         max_bounty: i64,
+        reuse_price: i64,
     },
 }
 
@@ -140,6 +141,7 @@ impl Command {
                 monthly,
                 bounty,
                 max_bounty,
+                reuse_price,
             } => {
                 let done = format!("The budget of {slug} is saved.");
                 api::send::<SetNicheBudget>(set_niche_budget::Variables {
@@ -147,6 +149,7 @@ impl Command {
                     monthly,
                     bounty,
                     max_bounty,
+                    reuse_price: Some(reuse_price),
                 })
                 .await?;
                 done
@@ -473,10 +476,12 @@ fn BudgetEditor(slug: String, act: Act) -> impl IntoView {
         let slug = read_slug.clone();
         async move { api::run::<NicheBudget>(niche_budget::Variables { slug }).await }
     });
-    let ids = ["monthly", "bounty", "max-bounty"].map(|field| format!("budget-{field}-{slug}"));
+    let ids = ["monthly", "bounty", "max-bounty", "reuse-price"]
+        .map(|field| format!("budget-{field}-{slug}"));
     let monthly = RwSignal::new(String::new());
     let bounty = RwSignal::new(String::new());
     let max_bounty = RwSignal::new(String::new());
+    let reuse_price = RwSignal::new(String::new());
     let problem = RwSignal::new(None::<String>);
     // The fields start from the stored settings once they are read.
     Effect::new(move |_| {
@@ -485,6 +490,7 @@ fn BudgetEditor(slug: String, act: Act) -> impl IntoView {
             monthly.set(b.limit_minor.map(|l| l.to_string()).unwrap_or_default());
             bounty.set(b.bounty_minor.to_string());
             max_bounty.set(b.max_bounty_minor.to_string());
+            reuse_price.set(b.reuse_price_minor.to_string());
         }
     });
     let save_slug = slug.clone();
@@ -501,6 +507,7 @@ fn BudgetEditor(slug: String, act: Act) -> impl IntoView {
                 monthly,
                 bounty: minor_units("The bounty", &bounty.get_untracked())?,
                 max_bounty: minor_units("The largest bounty", &max_bounty.get_untracked())?,
+                reuse_price: minor_units("The reuse price", &reuse_price.get_untracked())?,
             })
         })();
         match parsed {
@@ -520,7 +527,7 @@ fn BudgetEditor(slug: String, act: Act) -> impl IntoView {
                     .map_or_else(|| "no limit".to_owned(), |r| r.to_string());
                 view! {
                     <p class="budget-month" data-budget-month="">
-                        "This month: spent "{b.spent_minor}", reserved "{b.reserved_minor}", left "{left}
+                        "This month: spent "{b.spent_minor}" (on reuses "{b.reuse_spend_minor}"), reserved "{b.reserved_minor}", left "{left}
                     </p>
                 }
                 .into_any()
@@ -528,7 +535,7 @@ fn BudgetEditor(slug: String, act: Act) -> impl IntoView {
             Err(err) => view! { <p class="error">{err.to_string()}</p> }.into_any(),
         })
     };
-    let [monthly_id, bounty_id, max_id] = ids;
+    let [monthly_id, bounty_id, max_id, reuse_id] = ids;
     view! {
         <form class="budget-editor" on:submit=save aria-label=format!("Budget of {slug}")>
             <h4>"Agent budget"</h4>
@@ -539,6 +546,8 @@ fn BudgetEditor(slug: String, act: Act) -> impl IntoView {
             <input id=bounty_id type="number" min="0" step="1" required inputmode="numeric" prop:value=bounty on:input=move |ev| bounty.set(event_target_value(&ev))/>
             <label for=max_id.clone()>"Largest bounty"</label>
             <input id=max_id type="number" min="0" step="1" required inputmode="numeric" prop:value=max_bounty on:input=move |ev| max_bounty.set(event_target_value(&ev))/>
+            <label for=reuse_id.clone()>"Reuse price (what an agent pays to rely on an entry)"</label>
+            <input id=reuse_id type="number" min="0" step="1" required inputmode="numeric" prop:value=reuse_price on:input=move |ev| reuse_price.set(event_target_value(&ev))/>
             {move || problem.get().map(|why| view! { <p class="error form-error" role="alert">{why}</p> })}
             <button type="submit" disabled=busy>"Save budget"</button>
         </form>

@@ -53,6 +53,15 @@ pub fn knowledge_path(slug: &str) -> String {
     format!("/dashboard/niches/{slug}/knowledge")
 }
 
+/// How often agents relied on an entry (reuses, and questions settled from it), in words.
+fn relied_on(count: i64) -> String {
+    match count {
+        0 => "Not relied on yet".to_owned(),
+        1 => "Relied on once".to_owned(),
+        n => format!("Relied on {n} times"),
+    }
+}
+
 /// The path of entry `id` of niche `slug`'s knowledge.
 pub fn entry_path(slug: &str, id: &str) -> String {
     format!("/dashboard/niches/{slug}/knowledge/{id}")
@@ -428,6 +437,8 @@ fn EntryView(entry: Entry, versions: Vec<Version>, slug: String) -> impl IntoVie
                 <dd data-fact="who">"Answered by "<strong>{e.answered_by}</strong>", "{verified}</dd>
                 <dt>"When"</dt>
                 <dd data-fact="when">"Verified "<TimeAgo at=e.verified_at/></dd>
+                <dt>"Relied on"</dt>
+                <dd data-fact="reuses">{relied_on(e.reuse_count)}</dd>
             </dl>
             <p><A href=question_href>"Open the question"</A></p>
         </article>

@@ -20,14 +20,18 @@ use leptos_router::{LazyRoute, lazy_route};
 use crate::api::{self, ApiError};
 use crate::components::loaded::Loaded;
 use crate::components::money::money;
-use crate::components::question_card::{Deliverable, LongText, PriceBadge, visible_controls};
+use crate::components::question_card::{
+    AlreadyAnswered, Deliverable, LongText, PriceBadge, refusal, visible_controls,
+};
 use crate::components::time_ago::{TimeAgo, exact};
 use crate::operations::{
-    QuestionDeliveries, QuestionPage as QuestionRead, ReverseContribution, question_deliveries,
-    question_page, reverse_contribution,
+    AnswerQuestion, QuestionDeliveries, QuestionPage as QuestionRead, ReverseContribution,
+    answer_question, question_deliveries, question_page, reverse_contribution,
 };
 use crate::session::Session;
-use crate::vocab::{AnswerKind, AttemptOutcome, ContributionStatus, QuestionStatus, Urgency};
+use crate::vocab::{
+    AnswerKind, AttemptOutcome, ContributionStatus, ExchangeKind, QuestionStatus, Urgency,
+};
 
 type Question = question_page::QuestionPageQuestion;
 type Delivery = question_deliveries::QuestionDeliveriesQuestionDeliveries;
@@ -35,6 +39,9 @@ type Answer = question_page::QuestionPageQuestionAnswers;
 
 /// An admin reversing a verified answer: its contribution's id and the note for the agent.
 type Reverse = Action<(String, Option<String>), Result<(), ApiError>>;
+
+/// Settling the question from a knowledge entry (its id): the server's notice, or why not.
+type UseEntry = Action<String, Result<String, String>>;
 
 /// The route's typed parameters.
 #[derive(Params, Clone, PartialEq)]
@@ -114,6 +121,24 @@ fn QuestionPage(slug: String, id: String) -> impl IntoView {
             result
         }
     });
+    let use_id = id.clone();
+    let use_entry: UseEntry = Action::new_local(move |entry: &String| {
+        let input = answer_question::AnswerInput {
+            question_id: use_id.clone(),
+            kind: AnswerKind::FromKnowledge,
+            option_id: None,
+            body: None,
+            actual_cost_minor: None,
+            entry_id: Some(entry.clone()),
+        };
+        async move {
+            let result = api::run::<AnswerQuestion>(answer_question::Variables { input }).await;
+            question.refetch();
+            result
+                .map(|data| data.answer_question.notice)
+                .map_err(|err| refusal(&err))
+        }
+    });
     let queue_href = format!("/dashboard/niches/{slug}/questions");
     view! {
         <main class="question-page">
@@ -122,6 +147,10 @@ fn QuestionPage(slug: String, id: String) -> impl IntoView {
                 {move || reverse.value().get().map(|result| match result {
                     Ok(()) => view! { <p class="notice" role="status">"Reversed: it no longer counts, and the agent is told."</p> }.into_any(),
                     Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
+                })}
+                {move || use_entry.value().get().map(|result| match result {
+                    Ok(notice) => view! { <p class="notice" role="status">{notice}</p> }.into_any(),
+                    Err(message) => view! { <p class="error" role="alert">{message}</p> }.into_any(),
                 })}
             </div>
             <Loaded loading="Loading the question…" forbidden="Only the niche's active members and admins see its questions">
@@ -139,7 +168,7 @@ fn QuestionPage(slug: String, id: String) -> impl IntoView {
                                     <p><A href=href>"Open it in "{q.niche.name}</A></p>
                                 }.into_any();
                             }
-                            view! { <QuestionView question=q admin=is_admin.get() reverse=reverse/> }.into_any()
+                            view! { <QuestionView question=q admin=is_admin.get() reverse=reverse use_entry=use_entry/> }.into_any()
                         }))
                     }
                 }
@@ -158,10 +187,24 @@ fn QuestionPage(slug: String, id: String) -> impl IntoView {
 
 /// The question with its options, answers, timeline and budget entries.
 #[component]
-fn QuestionView(question: Question, admin: bool, reverse: Reverse) -> impl IntoView {
+fn QuestionView(
+    question: Question,
+    admin: bool,
+    reverse: Reverse,
+    use_entry: UseEntry,
+) -> impl IntoView {
     let q = question;
     let urgency = Urgency::of(&q.urgency);
     let status = QuestionStatus::of(&q.status);
+    // A waiting question (not a task) may be settled from a verified answer already given.
+    let waiting = matches!(status, QuestionStatus::Open | QuestionStatus::Researching);
+    let from_knowledge = (waiting && q.kind != ExchangeKind::Task).then(|| {
+        let busy = Signal::derive(move || use_entry.pending().get());
+        let on_use = Callback::new(move |entry: String| {
+            use_entry.dispatch(entry);
+        });
+        view! { <AlreadyAnswered question_id=q.id.clone() busy=busy on_use=on_use/> }
+    });
     // Which options were chosen, and by whom.
     let mut chosen: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for a in &q.answers {
@@ -191,6 +234,7 @@ fn QuestionView(question: Question, admin: bool, reverse: Reverse) -> impl IntoV
         })
         .collect_view();
     let answers = q.answers.clone();
+    let slug = q.niche.slug.clone();
     view! {
         <article class="question" data-question-id=q.id.clone()>
             <p class="meta">
@@ -219,8 +263,9 @@ fn QuestionView(question: Question, admin: bool, reverse: Reverse) -> impl IntoV
                 (true, false) => ().into_any(),
             }}
             {offered.then(|| view! { <ul class="options-list">{options}</ul> })}
+            {from_knowledge}
         </article>
-        <AnswerList answers=answers admin=admin reverse=reverse/>
+        <AnswerList answers=answers slug=slug admin=admin reverse=reverse/>
         <section aria-labelledby="timeline-title">
             <h2 id="timeline-title">"Timeline"</h2>
             {if q.timeline.is_empty() {
@@ -254,10 +299,11 @@ fn QuestionView(question: Question, admin: bool, reverse: Reverse) -> impl IntoV
     }
 }
 
-/// Every answer and decline, oldest first, with its review state; for an admin, "Reverse" on a
-/// verified answer.
+/// Every answer and decline, oldest first, with its review state; an answer given from knowledge
+/// says so, with a link to its entry (in niche `slug`); for an admin, "Reverse" on a verified
+/// answer.
 #[component]
-fn AnswerList(answers: Vec<Answer>, admin: bool, reverse: Reverse) -> impl IntoView {
+fn AnswerList(answers: Vec<Answer>, slug: String, admin: bool, reverse: Reverse) -> impl IntoView {
     view! {
         <section aria-labelledby="answers-title">
             <h2 id="answers-title">"Answers and declines"</h2>
@@ -272,6 +318,10 @@ fn AnswerList(answers: Vec<Answer>, admin: bool, reverse: Reverse) -> impl IntoV
                             let form = a.contribution_id.clone().filter(|_| reversible).map(|id| {
                                 view! { <ReverseForm contribution=id answer=a.id.clone() handle=a.answered_by.clone() reverse=reverse/> }
                             });
+                            let from_knowledge = a.knowledge_entry_id.clone().map(|entry| {
+                                let href = format!("/dashboard/niches/{slug}/knowledge/{entry}");
+                                view! { <p class="from-knowledge" data-entry-id=entry>"Answered from knowledge · "<A href=href>"See the entry"</A></p> }
+                            });
                             view! {
                                 <li data-answer-id=a.id.clone()>
                                     <strong>{a.answered_by}</strong>": "{a.kind.describe()}
@@ -280,6 +330,7 @@ fn AnswerList(answers: Vec<Answer>, admin: bool, reverse: Reverse) -> impl IntoV
                                     " · "<TimeAgo at=a.created_at/>
                                     {a.actual_cost_minor.map(|cost| view! { " · "<span data-actual-cost=cost.to_string()>"cost "{money(cost, "USD")}</span> })}
                                     {a.body.map(|b| view! { <p class="answer-words"><bdi>{visible_controls(&b)}</bdi></p> })}
+                                    {from_knowledge}
                                     {form}
                                 </li>
                             }
