@@ -6,6 +6,8 @@
 //! cost, the revenue event that paid the author) and, when the entry is retracted, one `refund`
 //! row naming it. A niche's `reuse_price_minor` is what one reuse costs its agents (0: free).
 //! An answer that settled a question from an entry names it in `knowledge_entry_id`.
+//! `knowledge_terms` counts, per niche, how many entries hold each word, as entries are written
+//! (entries written before this migration are not counted: their words count as rare).
 
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::ConnectionTrait;
@@ -38,6 +40,14 @@ enum KnowledgeReuses {
     RevenueEventId,
     Refunds,
     CreatedAt,
+}
+
+#[derive(DeriveIden, Clone)]
+enum KnowledgeTerms {
+    Table,
+    NicheId,
+    Term,
+    Entries,
 }
 
 #[derive(DeriveIden, Clone)]
@@ -185,6 +195,29 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
+        // How many of a niche's entries hold each word (its rough stem), and under the empty
+        // word how many entries the niche has: counted as entries are written, so a likes query
+        // can leave out the words a large share of the niche holds.
+        manager
+            .create_table(
+                Table::create()
+                    .table(KnowledgeTerms::Table)
+                    .col(reference(KnowledgeTerms::NicheId))
+                    .col(ColumnDef::new(KnowledgeTerms::Term).string().not_null())
+                    .col(non_negative(KnowledgeTerms::Entries))
+                    .primary_key(
+                        Index::create()
+                            .col(KnowledgeTerms::NicheId)
+                            .col(KnowledgeTerms::Term),
+                    )
+                    .foreign_key(&mut foreign_key(
+                        KnowledgeTerms::Table,
+                        KnowledgeTerms::NicheId,
+                        Alias::new("niches"),
+                    ))
+                    .to_owned(),
+            )
+            .await?;
         // Both stores add a nullable referencing column in the same words.
         manager
             .get_connection()
@@ -238,6 +271,9 @@ impl MigrationTrait for Migration {
                  askloop before this migration cannot keep them, so it is not undone"
             )));
         }
+        manager
+            .drop_table(Table::drop().table(KnowledgeTerms::Table).to_owned())
+            .await?;
         manager
             .alter_table(
                 Table::alter()

@@ -11,7 +11,7 @@ use askloop_tests::mcp::{McpClient, agent_with_token};
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::{TestApp, error_code, on_both_backends};
 use entity::agents::WebhookScheme;
-use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 
 use crate::agents::{post_as, register};
@@ -138,6 +138,28 @@ async fn a_verified_answer_is_knowledge_at_once_a_reversal_retracts_it_and_the_n
         .await;
     let hits = found(&app, &bob.token, "games", Some("storefronts"), None).await;
     assert_eq!(hits.len(), 1, "{hits:?}");
+    // The niche's word counts took the entry in the same transaction: once in the total, once
+    // under each of its words (by rough stem), never under a word of the context.
+    let counts: std::collections::HashMap<String, i64> = app
+        .db
+        .reads()
+        .query_all_raw(sea_orm::Statement::from_string(
+            app.db.reads().get_database_backend(),
+            "SELECT term, entries FROM knowledge_terms",
+        ))
+        .await
+        .expect("read")
+        .iter()
+        .map(|row| {
+            (
+                row.try_get::<String>("", "term").expect("term"),
+                row.try_get::<i64>("", "entries").expect("entries"),
+            )
+        })
+        .collect();
+    assert_eq!(counts.get(""), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("storefront"), Some(&1), "{counts:?}");
+    assert!(!counts.contains_key(CONTEXT_ONLY), "{counts:?}");
     let first = &hits[0];
     assert_eq!(first["status"], "CURRENT");
     assert_eq!(first["version"], 1);

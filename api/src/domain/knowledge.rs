@@ -11,7 +11,7 @@
 //! letters and digits (PostgreSQL's `tsquery`), so no query is refused by an engine — one with
 //! no term left searches nothing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 /// The longest search text, in characters; a longer one is refused.
 pub const QUERY_MAX: usize = 1000;
@@ -211,8 +211,52 @@ pub fn likeness_bps(question: &[String], text: &str) -> i32 {
     i32::try_from(found * 10_000 / question.len()).unwrap_or(10_000)
 }
 
+/// The most words one entry is counted under.
+pub const COUNTED_MAX: usize = 400;
+
+/// A word held by at most this many of a niche's entries is always worth asking for.
+pub const RARE_FLOOR: i64 = 200;
+
+/// The words an entry is counted under (`knowledge_terms`): the rough stems of the content words
+/// of `texts`, each once, at most [`COUNTED_MAX`].
+pub fn counted_terms(texts: &[&str]) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    for word in texts.iter().flat_map(|text| words(text)) {
+        if seen.len() >= COUNTED_MAX {
+            break;
+        }
+        if word.chars().count() > 1 && !STOP_WORDS.contains(&word.as_str()) {
+            seen.insert(stem(&word));
+        }
+    }
+    seen.into_iter().collect()
+}
+
+/// The rough stem a likes query's word is counted under.
+pub fn counted_term(word: &str) -> String {
+    stem(word)
+}
+
+/// The words of a likes query worth asking the engine for: those held by at most
+/// max([`RARE_FLOOR`], `total` / 1000) of the niche's `total` entries (`counts` by
+/// [`counted_term`]; a word with no count is rare). When none is, the two rarest. The query's
+/// order is kept. A word in a large share of a niche says little about what a question is
+/// about, and asking for it makes the engine rank a large share of the niche.
+pub fn rare_words(words: &[String], counts: &HashMap<String, i64>, total: i64) -> Vec<String> {
+    let cap = RARE_FLOOR.max(total / 1000);
+    let count = |w: &String| counts.get(&stem(w)).copied().unwrap_or(0);
+    let rare: Vec<String> = words.iter().filter(|w| count(w) <= cap).cloned().collect();
+    if !rare.is_empty() {
+        return rare;
+    }
+    let mut by_count: Vec<&String> = words.iter().collect();
+    by_count.sort_by_key(|w| count(w));
+    let keep: BTreeSet<&String> = by_count.into_iter().take(2).collect();
+    words.iter().filter(|w| keep.contains(w)).cloned().collect()
+}
+
 /// A rough English stem: common inflections removed, so "roofs", "roofing" and "roofed" meet.
-/// Only for [`likeness_bps`]; the engines stem with their own rules.
+/// For [`likeness_bps`] and the word counts; the engines stem with their own rules.
 fn stem(word: &str) -> String {
     for suffix in ["ing", "ed", "es", "s"] {
         if let Some(base) = word.strip_suffix(suffix)
@@ -230,6 +274,43 @@ mod tests {
 
     fn phrase(words: &[&str]) -> Term {
         Term::Phrase(words.iter().map(|w| (*w).to_owned()).collect())
+    }
+
+    #[test]
+    fn a_likes_query_keeps_its_rare_words_or_else_its_two_rarest() {
+        let words: Vec<String> = ["roof", "membrane", "leaking", "seams"]
+            .iter()
+            .map(|w| (*w).to_owned())
+            .collect();
+        let counts: HashMap<String, i64> = [("roof", 900_000), ("membrane", 300), ("leak", 5_000)]
+            .into_iter()
+            .map(|(w, n)| (w.to_owned(), n))
+            .collect();
+        // In a niche of a million, 1000 is rare: "membrane" and the uncounted "seams" are kept.
+        assert_eq!(
+            rare_words(&words, &counts, 1_000_000),
+            ["membrane", "seams"]
+        );
+        // In a small niche every word is rare.
+        assert_eq!(rare_words(&words, &HashMap::new(), 50), words);
+        // Only common words: the two rarest, in the query's order.
+        let common: HashMap<String, i64> = [
+            ("roof", 900_000),
+            ("membrane", 400_000),
+            ("leak", 5_000),
+            ("seam", 700_000),
+        ]
+        .into_iter()
+        .map(|(w, n)| (w.to_owned(), n))
+        .collect();
+        assert_eq!(
+            rare_words(&words, &common, 1_000_000),
+            ["membrane", "leaking"]
+        );
+        assert_eq!(
+            counted_terms(&["Roofs leaking", "the roof is leaking"]),
+            ["leak", "roof"]
+        );
     }
 
     #[test]

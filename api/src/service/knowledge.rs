@@ -427,6 +427,7 @@ async fn insert_version(
 /// Put `entry` into the full-text index. PostgreSQL's vector is a generated column, written
 /// with the row; SQLite's FTS5 table takes the same words here, in the same transaction.
 async fn index(txn: &WriteTxn, entry: &knowledge_entries::Model) -> Result<(), ServiceError> {
+    count_terms(txn, entry).await?;
     if txn.get_database_backend() != DbBackend::Sqlite {
         return Ok(());
     }
@@ -442,6 +443,72 @@ async fn index(txn: &WriteTxn, entry: &knowledge_entries::Model) -> Result<(), S
     ))
     .await?;
     Ok(())
+}
+
+/// Count `entry` under each of its words in its niche (`knowledge_terms`), and once under the
+/// empty word (the niche's total), in the entry's transaction: what a likes query reads to leave
+/// out the words a large share of the niche holds ([`knowledge::rare_words`]). One statement.
+async fn count_terms(txn: &WriteTxn, entry: &knowledge_entries::Model) -> Result<(), ServiceError> {
+    let answer = answer_words(entry);
+    let mut terms = knowledge::counted_terms(&[&entry.title, &entry.question, &answer]);
+    terms.push(String::new());
+    let backend = txn.get_database_backend();
+    let rows = vec!["(?, ?, 1)"; terms.len()].join(", ");
+    let mut values: Vec<Value> = Vec::with_capacity(terms.len() * 2);
+    for term in terms {
+        values.push(entry.niche_id.into());
+        values.push(term.into());
+    }
+    let sql = format!(
+        "INSERT INTO knowledge_terms (niche_id, term, entries) VALUES {rows} \
+         ON CONFLICT (niche_id, term) DO UPDATE SET entries = knowledge_terms.entries + 1"
+    );
+    txn.execute_raw(Statement::from_sql_and_values(
+        backend,
+        placeholders(backend, &sql),
+        values,
+    ))
+    .await?;
+    Ok(())
+}
+
+/// A likes query narrowed to its words worth asking for in niche `niche_id`
+/// ([`knowledge::rare_words`], from the niche's word counts: one indexed read); any other search
+/// as it is.
+pub async fn narrowed<C: ConnectionTrait>(
+    conn: &C,
+    niche_id: i64,
+    looking: Looking,
+) -> Result<Looking, ServiceError> {
+    let Looking::Like(words) = looking else {
+        return Ok(looking);
+    };
+    let backend = conn.get_database_backend();
+    let mut terms: Vec<String> = words.iter().map(|w| knowledge::counted_term(w)).collect();
+    terms.push(String::new());
+    terms.sort();
+    terms.dedup();
+    let listed = vec!["?"; terms.len()].join(", ");
+    let sql = format!(
+        "SELECT term, entries FROM knowledge_terms WHERE niche_id = ? AND term IN ({listed})"
+    );
+    let mut values: Vec<Value> = vec![niche_id.into()];
+    values.extend(terms.into_iter().map(Value::from));
+    let rows = conn
+        .query_all_raw(Statement::from_sql_and_values(
+            backend,
+            placeholders(backend, &sql),
+            values,
+        ))
+        .await?;
+    let mut counts = HashMap::with_capacity(rows.len());
+    for row in rows {
+        let term: String = row.try_get("", "term")?;
+        let entries: i64 = row.try_get("", "entries")?;
+        counts.insert(term, entries);
+    }
+    let total = counts.remove("").unwrap_or(0);
+    Ok(Looking::Like(knowledge::rare_words(&words, &counts, total)))
 }
 
 /// The words an entry's answer is searched by: the chosen option's label, then the words.
@@ -489,10 +556,11 @@ pub async fn search<C: ConnectionTrait>(
     first: u64,
     skip: u64,
 ) -> Result<FoundPage, ServiceError> {
+    let looking = narrowed(conn, niche_id, looking.clone()).await?;
     let statement = search_statement(
         conn.get_database_backend(),
         niche_id,
-        looking,
+        &looking,
         statuses,
         first,
         skip,

@@ -28,6 +28,7 @@ use sea_orm::{
 use serde_json::json;
 
 use askloop::db::{Db, WriteTxn};
+use askloop::domain::knowledge;
 use askloop::service::accounts::{self, NewUser, new_token};
 use askloop::service::audit::Actor;
 
@@ -199,6 +200,7 @@ pub async fn entries(
         .await?
         .ok_or_else(|| anyhow::anyhow!("the agent_answer contribution type is missing"))?;
     let mut written = 0;
+    let mut terms: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
     while written < count {
         let in_transaction = (count - written).min(ROWS_PER_TRANSACTION);
         let txn = db.begin_write().await?;
@@ -215,16 +217,53 @@ pub async fn entries(
                     )
                 })
                 .collect();
+            for (title, question, option, answer) in &texts {
+                let answer = format!("{} {answer}", OPTIONS[*option].1);
+                for term in knowledge::counted_terms(&[title, question, &answer]) {
+                    *terms.entry(term).or_insert(0) += 1;
+                }
+            }
             write_batch(&txn, niche_id, answerer, &answer_type, &texts).await?;
             done += batch;
         }
         txn.commit().await?;
         written += in_transaction;
     }
+    // The niche's word counts, as writing each entry would have left them.
+    *terms.entry(String::new()).or_insert(0) += i64::try_from(count).unwrap_or(i64::MAX);
+    let terms: Vec<(String, i64)> = terms.into_iter().collect();
+    let backend = db.get_database_backend();
+    let txn = db.begin_write().await?;
+    for chunk in terms.chunks(ROWS_PER_INSERT) {
+        let mut sql = String::from("INSERT INTO knowledge_terms (niche_id, term, entries) VALUES ");
+        let mut values: Vec<sea_orm::Value> = Vec::with_capacity(chunk.len() * 3);
+        for (i, (term, entries)) in chunk.iter().enumerate() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            match backend {
+                DbBackend::Postgres => {
+                    sql.push_str(&format!("(${}, ${}, ${})", i * 3 + 1, i * 3 + 2, i * 3 + 3))
+                }
+                _ => sql.push_str("(?, ?, ?)"),
+            }
+            values.push(niche_id.into());
+            values.push(term.clone().into());
+            values.push((*entries).into());
+        }
+        sql.push_str(
+            " ON CONFLICT (niche_id, term) DO UPDATE SET entries = knowledge_terms.entries + excluded.entries",
+        );
+        txn.execute_raw(Statement::from_sql_and_values(backend, sql, values))
+            .await?;
+    }
+    txn.commit().await?;
     if db.get_database_backend() == DbBackend::Postgres {
         let txn = db.begin_write().await?;
-        txn.execute_unprepared("ANALYZE agent_questions, contribution_events, knowledge_entries")
-            .await?;
+        txn.execute_unprepared(
+            "ANALYZE agent_questions, contribution_events, knowledge_entries, knowledge_terms",
+        )
+        .await?;
         txn.commit().await?;
     }
     Ok(started.elapsed())

@@ -200,8 +200,17 @@ async fn explain_search(
     first: u64,
 ) -> anyhow::Result<(String, i64)> {
     let backend = db.get_database_backend();
-    let words = knowledge::content_words(text);
-    let looking = askloop::service::knowledge::Looking::Like(words.clone());
+    // The likes query as the service narrows it to the niche's rarer words.
+    let looking = askloop::service::knowledge::narrowed(
+        db.reads(),
+        niche_id,
+        askloop::service::knowledge::Looking::Like(knowledge::content_words(text)),
+    )
+    .await?;
+    let askloop::service::knowledge::Looking::Like(words) = &looking else {
+        anyhow::bail!("a likes query stays one");
+    };
+    let words = words.clone();
     let statement = askloop::service::knowledge::search_statement(
         backend,
         niche_id,
