@@ -63,6 +63,19 @@ fn spent_in(month: &str) -> Expr {
     .into()
 }
 
+/// The niche's budget has room for `amount` more in `month`: no limit, or what was spent in the
+/// month and what is reserved, plus `amount`, within it.
+fn fits(month: &str, amount: i64) -> Condition {
+    Condition::any()
+        .add(niches::Column::MonthlyBudgetMinor.is_null())
+        .add(
+            spent_in(month)
+                .add(Expr::col(niches::Column::BudgetReservedMinor))
+                .add(amount)
+                .lte(Expr::col(niches::Column::MonthlyBudgetMinor)),
+        )
+}
+
 /// Reserve `amount` for question `question_id` if the niche's budget covers it: one conditional
 /// update of the niche's balance (concurrent reservations in one niche queue on its row and each
 /// sees the others' effect, so none overspends), then the ledger entry. Whether it was reserved;
@@ -78,21 +91,13 @@ pub async fn try_reserve(
         return Ok(true);
     }
     let month = month_of(now);
-    let fits = Condition::any()
-        .add(niches::Column::MonthlyBudgetMinor.is_null())
-        .add(
-            spent_in(&month)
-                .add(Expr::col(niches::Column::BudgetReservedMinor))
-                .add(amount)
-                .lte(Expr::col(niches::Column::MonthlyBudgetMinor)),
-        );
     let reserved = niches::Entity::update_many()
         .col_expr(
             niches::Column::BudgetReservedMinor,
             Expr::col(niches::Column::BudgetReservedMinor).add(amount),
         )
         .filter(niches::Column::Id.eq(niche_id))
-        .filter(fits)
+        .filter(fits(&month, amount))
         .exec(conn)
         .await?;
     if reserved.rows_affected == 0 {
@@ -374,22 +379,14 @@ pub async fn charge_reuse(
         return Ok(true);
     }
     let month = month_of(now);
-    let fits = Condition::any()
-        .add(niches::Column::MonthlyBudgetMinor.is_null())
-        .add(
-            spent_in(&month)
-                .add(Expr::col(niches::Column::BudgetReservedMinor))
-                .add(amount)
-                .lte(Expr::col(niches::Column::MonthlyBudgetMinor)),
-        );
     let charged = niches::Entity::update_many()
         .col_expr(
             niches::Column::BudgetSpentMinor,
             spent_in(&month).add(amount),
         )
-        .col_expr(niches::Column::BudgetMonth, Expr::val(month))
         .filter(niches::Column::Id.eq(niche_id))
-        .filter(fits)
+        .filter(fits(&month, amount))
+        .col_expr(niches::Column::BudgetMonth, Expr::val(month))
         .exec(conn)
         .await?;
     Ok(charged.rows_affected == 1)
