@@ -27,6 +27,7 @@ mod m20261201_000017_delegated_tasks;
 mod m20261202_000018_delivery_lanes;
 mod m20261203_000019_knowledge;
 mod m20261203_000020_knowledge_reuse;
+mod m20261203_000021_search_scope;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -55,6 +56,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000018_delivery_lanes::Migration),
             Box::new(m20261203_000019_knowledge::Migration),
             Box::new(m20261203_000020_knowledge_reuse::Migration),
+            Box::new(m20261203_000021_search_scope::Migration),
         ]
     }
 }

@@ -4,8 +4,8 @@
 //! (`m20261201_000016`: key expiry, where sessions came from), delegated tasks
 //! (`m20261201_000017`, refused while a task is stored) and delivery lanes (`m20261202_000018`,
 //! refused while a delivery is dropped) and knowledge (`m20261203_000019`, writing the verified
-//! answers already stored as entries) go down and up again on a live
-//! askloop's populated database, on both backends; each direction leaves the checks it
+//! answers already stored as entries) and the search scope (`m20261203_000021`, refilling the
+//! index) go down and up again on a live askloop's populated database, on both backends; each direction leaves the checks it
 //! promises (on SQLite, the edited table definition is what every pooled connection then
 //! enforces), and the balance starts from what the ledger sums to.
 
@@ -572,3 +572,65 @@ async fn the_reuse_migration_goes_down_and_up_and_is_kept_while_a_reuse_is_store
 }
 
 on_both_backends!(the_reuse_migration_goes_down_and_up_and_is_kept_while_a_reuse_is_stored);
+
+async fn the_search_scope_migration_rebuilds_the_index_with_each_entrys_niche_and_status(
+    app: TestApp,
+) {
+    use askloop_tests::answers::early_access;
+    open_niche(&app.db, "games").await;
+    open_niche(&app.db, "roofing").await;
+    let root = askloop_tests::people::person(&app.db, "root", true).await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let cy = operator(&app.db, "roofing", "cy").await;
+    // One entry in each niche holding "storefronts", and a retracted one in games.
+    for (token, niche, external, words) in [
+        (&ana.token, "games", "q-games", "Storefronts show it first."),
+        (
+            &cy.token,
+            "roofing",
+            "q-roofing",
+            "Storefronts of roofers too.",
+        ),
+        (&ana.token, "games", "q-gone", "Storefronts, said wrongly."),
+    ] {
+        let question = app.ask(niche, external).await;
+        let answered = app.answer(token, early_access(question, Some(words))).await;
+        assert!(answered["errors"].is_null(), "{answered}");
+        app.decide_newest_contribution(&root.token, "verifyContribution", None)
+            .await;
+    }
+    app.decide_newest_contribution(&root.token, "reverseContribution", Some("wrong"))
+        .await;
+
+    down_to_before(&app, "m20261203_000021_search_scope").await;
+    Migrator::up(app.db.reads(), None).await.expect("up again");
+
+    let search = |status: &'static str| {
+        let app = &app;
+        let token = ana.token.clone();
+        async move {
+            let found = app
+                .graphql(
+                    Some(&token),
+                    &format!(
+                        "{{ knowledge(nicheSlug: \"games\", search: \"storefronts\", \
+                         status: {status}) {{ edges {{ node {{ answer status }} }} }} }}"
+                    ),
+                    json!({}),
+                )
+                .await;
+            found["data"]["knowledge"]["edges"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{found}"))
+                .iter()
+                .map(|edge| edge["node"]["answer"].as_str().unwrap_or("").to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    // The refilled index finds games' current entry only (not roofing's), and its retracted one
+    // by status.
+    assert_eq!(search("CURRENT").await, ["Storefronts show it first."]);
+    assert_eq!(search("RETRACTED").await, ["Storefronts, said wrongly."]);
+}
+
+on_both_backends!(the_search_scope_migration_rebuilds_the_index_with_each_entrys_niche_and_status);

@@ -13,6 +13,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use entity::knowledge_entries::KnowledgeStatus;
+
 /// The longest search text, in characters; a longer one is refused.
 pub const QUERY_MAX: usize = 1000;
 
@@ -198,6 +200,40 @@ pub fn tsquery_any(words: &[String]) -> String {
     words.join(" | ")
 }
 
+/// The most entries one search ranks: the newest this many of its niche's entries (of the
+/// status asked for) that match it. A search whose words a large share of the niche holds
+/// ranks the newest of them, not all; its cost is bounded by this, not by the niche's size.
+pub const RANKED_MAX: u64 = 1000;
+
+/// How many low bits of a rowid in SQLite's index are the entry's id; the bits above them are
+/// its niche and status ([`search_rowid`]).
+pub const SEARCH_ID_BITS: u32 = 36;
+
+/// The largest entry id SQLite's index can hold.
+pub const SEARCH_ID_MAX: i64 = (1 << SEARCH_ID_BITS) - 1;
+
+/// The number a status is in SQLite's index's rowids.
+fn status_number(status: KnowledgeStatus) -> i64 {
+    match status {
+        KnowledgeStatus::Current => 0,
+        KnowledgeStatus::Superseded => 1,
+        KnowledgeStatus::Retracted => 2,
+    }
+}
+
+/// An entry's rowid in SQLite's index: its niche and status above [`SEARCH_ID_BITS`], its id
+/// below. Each niche's entries of one status are one range of rowids ([`search_rowids`]),
+/// which FTS5 reads alone and newest first; an entry that changes status changes rowid.
+pub fn search_rowid(niche_id: i64, status: KnowledgeStatus, entry_id: i64) -> i64 {
+    ((niche_id * 4 + status_number(status)) << SEARCH_ID_BITS) | (entry_id & SEARCH_ID_MAX)
+}
+
+/// The rowids of niche `niche_id`'s entries of `status` in SQLite's index, first and last.
+pub fn search_rowids(niche_id: i64, status: KnowledgeStatus) -> (i64, i64) {
+    let first = search_rowid(niche_id, status, 0);
+    (first, first | SEARCH_ID_MAX)
+}
+
 /// How much of a question's content `text` holds, in basis points: the share of `question`'s
 /// content words that appear in `text`, compared by their stems. The engines rank; this says
 /// whether a candidate is alike enough to offer (a niche's similarity threshold), in the same
@@ -239,7 +275,7 @@ pub fn counted_term(word: &str) -> String {
 
 /// The words of a likes query worth asking the engine for: those held by at most
 /// max([`RARE_FLOOR`], `total` / 1000) of the niche's `total` entries (`counts` by
-/// [`counted_term`]; a word with no count is rare). When none is, the two rarest. The query's
+/// [`counted_term`]; a word with no count is rare). When none is, the rarest alone. The query's
 /// order is kept. A word in a large share of a niche says little about what a question is
 /// about, and asking for it makes the engine rank a large share of the niche.
 pub fn rare_words(words: &[String], counts: &HashMap<String, i64>, total: i64) -> Vec<String> {
@@ -249,10 +285,12 @@ pub fn rare_words(words: &[String], counts: &HashMap<String, i64>, total: i64) -
     if !rare.is_empty() {
         return rare;
     }
-    let mut by_count: Vec<&String> = words.iter().collect();
-    by_count.sort_by_key(|w| count(w));
-    let keep: BTreeSet<&String> = by_count.into_iter().take(2).collect();
-    words.iter().filter(|w| keep.contains(w)).cloned().collect()
+    words
+        .iter()
+        .min_by_key(|w| count(w))
+        .cloned()
+        .into_iter()
+        .collect()
 }
 
 /// A rough English stem: common inflections removed, so "roofs", "roofing" and "roofed" meet.
@@ -277,7 +315,7 @@ mod tests {
     }
 
     #[test]
-    fn a_likes_query_keeps_its_rare_words_or_else_its_two_rarest() {
+    fn a_likes_query_keeps_its_rare_words_or_else_its_rarest() {
         let words: Vec<String> = ["roof", "membrane", "leaking", "seams"]
             .iter()
             .map(|w| (*w).to_owned())
@@ -293,7 +331,7 @@ mod tests {
         );
         // In a small niche every word is rare.
         assert_eq!(rare_words(&words, &HashMap::new(), 50), words);
-        // Only common words: the two rarest, in the query's order.
+        // Only common words: the rarest alone.
         let common: HashMap<String, i64> = [
             ("roof", 900_000),
             ("membrane", 400_000),
@@ -303,10 +341,7 @@ mod tests {
         .into_iter()
         .map(|(w, n)| (w.to_owned(), n))
         .collect();
-        assert_eq!(
-            rare_words(&words, &common, 1_000_000),
-            ["membrane", "leaking"]
-        );
+        assert_eq!(rare_words(&words, &common, 1_000_000), ["leaking"]);
         assert_eq!(
             counted_terms(&["Roofs leaking", "the roof is leaking"]),
             ["leak", "roof"]
@@ -385,5 +420,23 @@ mod tests {
         assert_eq!(likeness_bps(&question, "A flat roof in the rain"), 7500);
         assert_eq!(likeness_bps(&question, "nothing alike"), 0);
         assert_eq!(likeness_bps(&[], "anything"), 0);
+    }
+
+    #[test]
+    fn each_niche_and_status_is_one_range_of_the_sqlite_indexs_rowids() {
+        let (first, last) = search_rowids(42, KnowledgeStatus::Current);
+        let current = search_rowid(42, KnowledgeStatus::Current, 7);
+        assert!(first < current && current < last);
+        assert_eq!(current & SEARCH_ID_MAX, 7);
+        // The same entry superseded, or another niche's, is outside the range.
+        for other in [
+            search_rowid(42, KnowledgeStatus::Superseded, 7),
+            search_rowid(42, KnowledgeStatus::Retracted, 7),
+            search_rowid(41, KnowledgeStatus::Current, 7),
+            search_rowid(43, KnowledgeStatus::Current, 7),
+        ] {
+            assert!(other < first || other > last, "{other}");
+            assert_eq!(other & SEARCH_ID_MAX, 7);
+        }
     }
 }

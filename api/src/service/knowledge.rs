@@ -129,7 +129,7 @@ pub async fn record_verified_answer(
         .as_ref()
         .filter(|e| e.status == KnowledgeStatus::Current)
     {
-        Some(last) => end(txn, last.id, KnowledgeStatus::Superseded, None, now)
+        Some(last) => end(txn, last, KnowledgeStatus::Superseded, None, now)
             .await?
             .then_some(last.id),
         None => None,
@@ -192,7 +192,7 @@ pub async fn retract_for(
     else {
         return Ok(None);
     };
-    if !end(txn, entry.id, KnowledgeStatus::Retracted, reason, now).await? {
+    if !end(txn, &entry, KnowledgeStatus::Retracted, reason, now).await? {
         return Ok(None);
     }
     // Nothing pays for a guess, even a reused one: every reuse of it is given back.
@@ -339,10 +339,11 @@ async fn tell_superseded(
     .await
 }
 
-/// A current entry stops being current: superseded or retracted. Whether it was current.
+/// A current entry stops being current: superseded or retracted, in SQLite's index too (its
+/// rowid names the status). Whether it was current.
 async fn end(
     txn: &WriteTxn,
-    id: i64,
+    entry: &knowledge_entries::Model,
     status: KnowledgeStatus,
     reason: Option<&str>,
     now: DateTime<Utc>,
@@ -354,11 +355,25 @@ async fn end(
             knowledge_entries::Column::EndedReason,
             Expr::value(reason.map(str::to_owned)),
         )
-        .filter(knowledge_entries::Column::Id.eq(id))
+        .filter(knowledge_entries::Column::Id.eq(entry.id))
         .filter(knowledge_entries::Column::Status.eq(KnowledgeStatus::Current))
         .exec(txn)
         .await?;
-    Ok(ended.rows_affected == 1)
+    if ended.rows_affected != 1 {
+        return Ok(false);
+    }
+    if txn.get_database_backend() == DbBackend::Sqlite {
+        txn.execute_raw(Statement::from_sql_and_values(
+            DbBackend::Sqlite,
+            "UPDATE knowledge_search SET rowid = ? WHERE rowid = ?",
+            [
+                knowledge::search_rowid(entry.niche_id, status, entry.id).into(),
+                knowledge::search_rowid(entry.niche_id, KnowledgeStatus::Current, entry.id).into(),
+            ],
+        ))
+        .await?;
+    }
+    Ok(true)
 }
 
 /// A version to append to a question's line of knowledge.
@@ -435,7 +450,7 @@ async fn index(txn: &WriteTxn, entry: &knowledge_entries::Model) -> Result<(), S
         DbBackend::Sqlite,
         "INSERT INTO knowledge_search (rowid, title, question, answer) VALUES (?, ?, ?, ?)",
         [
-            entry.id.into(),
+            knowledge::search_rowid(entry.niche_id, entry.status, entry.id).into(),
             entry.title.clone().into(),
             entry.question.clone().into(),
             answer_words(entry).into(),
@@ -547,12 +562,12 @@ fn placeholders(backend: DbBackend, sql: &str) -> String {
     out
 }
 
-/// Search `niche_id`'s entries of the given statuses: one page of `first` after skipping `skip`.
+/// Search `niche_id`'s entries of `status`: one page of `first` after skipping `skip`.
 pub async fn search<C: ConnectionTrait>(
     conn: &C,
     niche_id: i64,
     looking: &Looking,
-    statuses: &[KnowledgeStatus],
+    status: KnowledgeStatus,
     first: u64,
     skip: u64,
 ) -> Result<FoundPage, ServiceError> {
@@ -561,7 +576,7 @@ pub async fn search<C: ConnectionTrait>(
         conn.get_database_backend(),
         niche_id,
         &looking,
-        statuses,
+        status,
         first,
         skip,
     );
@@ -580,40 +595,62 @@ pub async fn search<C: ConnectionTrait>(
 
 /// The statement [`search`] runs (one row more than `first`, to tell whether a next page
 /// exists): what the benchmark's plan check explains.
+///
+/// The niche's matching entries of `status` are found (on SQLite by the full-text index alone:
+/// they are one range of its rowids, [`knowledge::search_rowids`], read newest first); the
+/// newest [`knowledge::RANKED_MAX`] are ranked and only the page's rows are joined to their
+/// entries.
 pub fn search_statement(
     backend: DbBackend,
     niche_id: i64,
     looking: &Looking,
-    statuses: &[KnowledgeStatus],
+    status: KnowledgeStatus,
     first: u64,
     skip: u64,
 ) -> Statement {
-    let in_statuses = vec!["?"; statuses.len().max(1)].join(", ");
-    let mut values: Vec<Value> = Vec::new();
     let columns = entry_columns();
-    let (from, score, order) = match (looking, backend) {
-        (Looking::All, _) => (
-            "knowledge_entries e".to_owned(),
-            "CAST(0 AS DOUBLE PRECISION)".to_owned(),
-            "e.verified_at DESC, e.id DESC".to_owned(),
-        ),
+    let limit: Value = i64::try_from(first + 1).unwrap_or(i64::MAX).into();
+    let skip: Value = i64::try_from(skip).unwrap_or(i64::MAX).into();
+    let ranked = knowledge::RANKED_MAX;
+    let word = status_word(status);
+    let mut values: Vec<Value> = Vec::new();
+    let sql = match (looking, backend) {
+        (Looking::All, _) => {
+            values.extend([niche_id.into(), word.into(), limit, skip]);
+            format!(
+                "SELECT {columns}, CAST(0 AS DOUBLE PRECISION) AS score FROM knowledge_entries e \
+                 WHERE e.niche_id = ? AND e.status = ? \
+                 ORDER BY e.verified_at DESC, e.id DESC LIMIT ? OFFSET ?"
+            )
+        }
         (Looking::Typed(_) | Looking::Like(_), DbBackend::Sqlite) => {
-            values.push(
-                match looking {
-                    Looking::Typed(search) => search.fts5(),
-                    Looking::Like(words) => knowledge::fts5_any(words),
-                    Looking::All => unreachable!("matched above"),
-                }
-                .into(),
-            );
-            // A CROSS JOIN keeps this order in SQLite's planner: the full-text match drives and
-            // each match finds its entry by primary key. (Left to itself, with no statistics,
-            // SQLite walks the niche's entries and runs the match once per entry.)
-            (
-                "knowledge_search CROSS JOIN knowledge_entries e ON e.id = knowledge_search.rowid"
-                    .to_owned(),
-                "-bm25(knowledge_search, 10.0, 4.0, 10.0)".to_owned(),
-                "bm25(knowledge_search, 10.0, 4.0, 10.0), e.id DESC".to_owned(),
+            let words = match looking {
+                Looking::Typed(search) => search.fts5(),
+                Looking::Like(words) => knowledge::fts5_any(words),
+                Looking::All => unreachable!("matched above"),
+            };
+            let (low, high) = knowledge::search_rowids(niche_id, status);
+            values.extend([
+                words.into(),
+                low.into(),
+                high.into(),
+                limit,
+                skip,
+                niche_id.into(),
+                word.into(),
+            ]);
+            let id = knowledge::SEARCH_ID_MAX;
+            format!(
+                "SELECT {columns}, r.score AS score FROM (\
+                   SELECT id, score FROM (\
+                     SELECT rowid & {id} AS id, -bm25(knowledge_search, 10.0, 4.0, 10.0) AS score \
+                     FROM knowledge_search \
+                     WHERE knowledge_search MATCH ? AND rowid BETWEEN ? AND ? \
+                     ORDER BY rowid DESC LIMIT {ranked}) \
+                   ORDER BY score DESC, id DESC LIMIT ? OFFSET ?) r \
+                 CROSS JOIN knowledge_entries e ON e.id = r.id \
+                 WHERE e.niche_id = ? AND e.status = ? \
+                 ORDER BY r.score DESC, e.id DESC"
             )
         }
         (Looking::Typed(_) | Looking::Like(_), _) => {
@@ -622,35 +659,31 @@ pub fn search_statement(
                 Looking::Like(words) => ("to_tsquery", knowledge::tsquery_any(words)),
                 Looking::All => unreachable!("matched above"),
             };
-            values.push(text.into());
-            (
-                format!("knowledge_entries e, {function}('askloop_search'::regconfig, ?) AS q"),
-                "ts_rank_cd(e.search, q)::float8".to_owned(),
-                "ts_rank_cd(e.search, q) DESC, e.id DESC".to_owned(),
+            values.extend([
+                text.clone().into(),
+                text.into(),
+                niche_id.into(),
+                word.into(),
+                limit,
+                skip,
+            ]);
+            // The GIN index finds the matches and the rows' niche and status filter them; only
+            // the newest RANKED_MAX are ranked. (`id + 0`: ordered by the primary key, the
+            // planner would walk it from the newest entry testing every row's vector, thousands
+            // of rows for a rare word.)
+            let query = format!("{function}('askloop_search'::regconfig, ?)");
+            format!(
+                "SELECT {columns}, r.score AS score FROM (\
+                   SELECT m.id, ts_rank_cd(m.search, {query})::float8 AS score FROM (\
+                     SELECT id, search FROM knowledge_entries \
+                     WHERE search @@ {query} AND niche_id = ? AND status = ? \
+                     ORDER BY id + 0 DESC LIMIT {ranked}) m \
+                   ORDER BY score DESC, m.id DESC LIMIT ? OFFSET ?) r \
+                 JOIN knowledge_entries e ON e.id = r.id \
+                 ORDER BY r.score DESC, e.id DESC"
             )
         }
     };
-    let matches = match (looking, backend) {
-        (Looking::All, _) => "",
-        (_, DbBackend::Sqlite) => "knowledge_search MATCH ? AND ",
-        _ => "e.search @@ q AND ",
-    };
-    // The FTS5 text is bound first (its placeholder is in the WHERE clause), PostgreSQL's in
-    // the FROM clause: either way the query's text is the first value.
-    values.push(niche_id.into());
-    for status in statuses {
-        values.push(status_word(*status).into());
-    }
-    if statuses.is_empty() {
-        values.push("current".into());
-    }
-    values.push(i64::try_from(first + 1).unwrap_or(i64::MAX).into());
-    values.push(i64::try_from(skip).unwrap_or(i64::MAX).into());
-    let sql = format!(
-        "SELECT {columns}, {score} AS score FROM {from} \
-         WHERE {matches}e.niche_id = ? AND e.status IN ({in_statuses}) \
-         ORDER BY {order} LIMIT ? OFFSET ?"
-    );
     Statement::from_sql_and_values(backend, placeholders(backend, &sql), values)
 }
 
@@ -694,8 +727,8 @@ pub async fn for_members(
             }
         },
     };
-    let statuses = [status.unwrap_or(KnowledgeStatus::Current)];
-    search(db, niche.id, &looking, &statuses, first, skip).await
+    let status = status.unwrap_or(KnowledgeStatus::Current);
+    search(db, niche.id, &looking, status, first, skip).await
 }
 
 /// One entry and every version of its question's line, oldest first, for members of its niche
@@ -795,7 +828,7 @@ pub async fn for_agent(
         db,
         niche.id,
         &looking,
-        &[KnowledgeStatus::Current],
+        KnowledgeStatus::Current,
         request.first,
         0,
     )
@@ -854,7 +887,7 @@ pub async fn similar<C: ConnectionTrait>(
         conn,
         niche_id,
         &looking,
-        &[KnowledgeStatus::Current],
+        KnowledgeStatus::Current,
         SIMILAR_CANDIDATES,
         0,
     )
@@ -1183,7 +1216,7 @@ pub async fn review_correction(
         .await?
         .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("correction of no entry")))?;
     if entry.status != KnowledgeStatus::Current
-        || !end(txn, entry.id, KnowledgeStatus::Superseded, None, now).await?
+        || !end(txn, &entry, KnowledgeStatus::Superseded, None, now).await?
     {
         return Err(Conflict::KnowledgeNotCurrent.into());
     }

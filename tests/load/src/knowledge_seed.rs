@@ -11,7 +11,8 @@
 //! answered question, a verified `agent_answer` contribution and a current entry (version 1, the
 //! niche trusting the answerer), in multi-row INSERTs inside large transactions. On SQLite the
 //! same words go into the `knowledge_search` FTS5 table that `service::knowledge` indexes (title,
-//! question, and the option's label then the answer's words); on PostgreSQL the `search` vector is
+//! question, and the option's label then the answer's words, at the rowid that names the entry's
+//! niche and status); on PostgreSQL the `search` vector is
 //! the generated column, written with the row.
 
 use std::collections::HashSet;
@@ -417,9 +418,14 @@ async fn write_batch(
         txn.execute_raw(Statement::from_sql_and_values(
             DbBackend::Sqlite,
             "INSERT INTO knowledge_search (rowid, title, question, answer) \
-             SELECT id, title, question, option_label || ' ' || answer \
+             SELECT ? | id, title, question, option_label || ' ' || answer \
              FROM knowledge_entries WHERE id > ? ORDER BY id",
-            [before.into()],
+            [
+                knowledge::search_rowids(niche_id, KnowledgeStatus::Current)
+                    .0
+                    .into(),
+                before.into(),
+            ],
         ))
         .await?;
     }

@@ -11,7 +11,7 @@ use chrono::Utc;
 use clap::Parser;
 use entity::knowledge_entries::KnowledgeStatus;
 use entity::niches::NicheStatus;
-use sea_orm::{ActiveEnum, ConnectionTrait, DbBackend, Statement, Value};
+use sea_orm::{ConnectionTrait, DbBackend, Statement};
 use serde_json::json;
 
 use askloop::config::Config;
@@ -215,29 +215,25 @@ async fn explain_search(
         backend,
         niche_id,
         &looking,
-        &[KnowledgeStatus::Current],
+        KnowledgeStatus::Current,
         first,
         0,
     );
-    let current: Value = KnowledgeStatus::Current.to_value().into();
+    let (low, high) = knowledge::search_rowids(niche_id, KnowledgeStatus::Current);
+    // How many of the niche's current entries match, counted by the index alone.
     let (explain, count, values) = match backend {
         DbBackend::Postgres => (
             format!("EXPLAIN {}", statement.sql),
-            "SELECT COUNT(*) AS n \
-             FROM knowledge_entries e, to_tsquery('askloop_search'::regconfig, $1) AS q \
-             WHERE e.search @@ q AND e.niche_id = $2 AND e.status IN ($3)",
-            vec![
-                knowledge::tsquery_any(&words).into(),
-                niche_id.into(),
-                current,
-            ],
+            "SELECT COUNT(*) AS n FROM knowledge_entries \
+             WHERE search @@ to_tsquery('askloop_search'::regconfig, $1) \
+             AND niche_id = $2 AND status = 'current'",
+            vec![knowledge::tsquery_any(&words).into(), niche_id.into()],
         ),
         _ => (
             format!("EXPLAIN QUERY PLAN {}", statement.sql),
-            // Every entry of the run is in its niche and current: the index alone counts them.
-            "SELECT COUNT(*) AS n FROM knowledge_search WHERE knowledge_search MATCH ? \
-             AND ? > 0 AND ? = 'current'",
-            vec![knowledge::fts5_any(&words).into(), niche_id.into(), current],
+            "SELECT COUNT(*) AS n FROM knowledge_search \
+             WHERE knowledge_search MATCH ? AND rowid BETWEEN ? AND ?",
+            vec![knowledge::fts5_any(&words).into(), low.into(), high.into()],
         ),
     };
     let rows = db
