@@ -26,6 +26,15 @@ fn serve(url: &str, abort_before_commit: bool) -> Served {
     Served::start(url, env)
 }
 
+/// A client whose requests give up after 30 s: a request to an askloop that died under it
+/// gets no answer (`None`, never acknowledged) instead of waiting for ever.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .expect("a client")
+}
+
 /// Ask `external_id` in `games`: the status, or `None` when no answer came back.
 async fn ask(client: &reqwest::Client, base: &str, external_id: &str) -> Option<u16> {
     let body = question_body("games", external_id).to_string();
@@ -77,7 +86,7 @@ async fn a_batch_killed_before_its_commit_acknowledged_nothing(backend: Backend)
     };
     let mut aborting = serve(&database.url, true);
     let base = aborting.base.clone();
-    let client = reqwest::Client::new();
+    let client = client();
     let ids: Vec<String> = (0..40).map(|n| format!("gc-{n}")).collect();
     let answers = futures::future::join_all(ids.iter().map(|id| ask(&client, &base, id))).await;
     let acknowledged: Vec<_> = answers
@@ -115,7 +124,7 @@ async fn every_intake_acknowledged_before_a_kill_9_is_in_the_database(backend: B
     };
     let mut served = serve(&database.url, false);
     let base = served.base.clone();
-    let client = reqwest::Client::new();
+    let client = client();
     let acknowledged = Arc::new(Mutex::new(HashSet::new()));
     // 32 agents asking as fast as they are answered, until askloop is killed under them.
     let agents: Vec<_> = (0..32)
