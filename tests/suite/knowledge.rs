@@ -791,6 +791,8 @@ async fn paraphrases_find_their_originals_entry_in_the_first_three(app: TestApp)
             } else {
                 eprintln!("missed in {slug}: {}", item["paraphrase"]);
             }
+            same_whether_walked_or_fetched(&app, slug, item["paraphrase"].as_str().unwrap_or(""))
+                .await;
         }
     }
     let trusted = entity::knowledge_entries::Entity::find()
@@ -812,6 +814,46 @@ async fn paraphrases_find_their_originals_entry_in_the_first_three(app: TestApp)
         recall >= 0.8,
         "recall@3 {recall:.3} is under the goal of 0.8"
     );
+}
+
+/// The search statement finds the same entries in the same order whether PostgreSQL walks the
+/// niche's entries newest first or fetches what the GIN index finds (`walk`; on SQLite one
+/// statement either way).
+async fn same_whether_walked_or_fetched(app: &TestApp, slug: &str, text: &str) {
+    use askloop::service::knowledge::{Looking, search_statement};
+    use sea_orm::ConnectionTrait;
+    let niche = entity::niches::Entity::find()
+        .filter(entity::niches::Column::Slug.eq(slug))
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the niche");
+    let Some(looking) = Looking::like(text) else {
+        return;
+    };
+    let mut found = Vec::new();
+    for walk in [false, true] {
+        let statement = search_statement(
+            app.db.get_database_backend(),
+            niche.id,
+            &looking,
+            entity::knowledge_entries::KnowledgeStatus::Current,
+            walk,
+            (5, 0),
+        );
+        let rows = app
+            .db
+            .query_all_raw(statement)
+            .await
+            .expect("the search runs");
+        let ids: Vec<i64> = rows
+            .iter()
+            .map(|row| row.try_get::<i64>("", "id").expect("an id"))
+            .collect();
+        found.push(ids);
+    }
+    assert!(!found[0].is_empty(), "{text:?} finds entries");
+    assert_eq!(found[0], found[1], "{text:?}: fetched, then walked");
 }
 
 const PROPOSE: &str = r#"mutation($input: KnowledgeCorrectionInput!) {

@@ -293,6 +293,31 @@ pub fn rare_words(words: &[String], counts: &HashMap<String, i64>, total: i64) -
         .collect()
 }
 
+/// How many of a niche's `total` entries a likes query of `words` matches at most, by the word
+/// counts (`counts` as for [`rare_words`]): the sum of its words' counts, at most `total`.
+pub fn matches_at_most(words: &[String], counts: &HashMap<String, i64>, total: i64) -> i64 {
+    let mut stems: Vec<String> = words.iter().map(|w| stem(w)).collect();
+    stems.sort();
+    stems.dedup();
+    let sum = stems
+        .iter()
+        .map(|s| counts.get(s).copied().unwrap_or(0))
+        .fold(0_i64, i64::saturating_add);
+    sum.min(total.max(0))
+}
+
+/// From how many estimated matches ([`matches_at_most`]) PostgreSQL answers a search by walking
+/// the niche's entries newest first rather than fetching every match the GIN index finds. A walk
+/// reads about [`RANKED_MAX`] / share neighbouring rows, fetching the matches reads one scattered
+/// row each; at a million entries the two cost the same near ten thousand matches.
+pub const WALK_FROM: i64 = 10_000;
+
+/// Whether a search estimated to match `matches` entries walks them newest first
+/// ([`WALK_FROM`]); 0 is "not counted" and never walks.
+pub fn walks_newest_first(matches: i64) -> bool {
+    matches >= WALK_FROM
+}
+
 /// A rough English stem: common inflections removed, so "roofs", "roofing" and "roofed" meet.
 /// For [`likeness_bps`] and the word counts; the engines stem with their own rules.
 fn stem(word: &str) -> String {
@@ -312,6 +337,25 @@ mod tests {
 
     fn phrase(words: &[&str]) -> Term {
         Term::Phrase(words.iter().map(|w| (*w).to_owned()).collect())
+    }
+
+    #[test]
+    fn a_search_walks_newest_first_only_when_its_words_are_counted_in_many_entries() {
+        let words: Vec<String> = ["roofs", "roofing", "membrane", "unseen"]
+            .iter()
+            .map(|w| (*w).to_owned())
+            .collect();
+        let counts: HashMap<String, i64> =
+            [("roof".to_owned(), 9_000), ("membrane".to_owned(), 700)]
+                .into_iter()
+                .collect();
+        // "roofs" and "roofing" are one stem, counted once; "unseen" has no count.
+        assert_eq!(matches_at_most(&words, &counts, 1_000_000), 9_700);
+        assert_eq!(matches_at_most(&words, &counts, 5_000), 5_000);
+        assert_eq!(matches_at_most(&[], &counts, 1_000_000), 0);
+        assert!(!walks_newest_first(9_700));
+        assert!(walks_newest_first(WALK_FROM));
+        assert!(!walks_newest_first(0));
     }
 
     #[test]

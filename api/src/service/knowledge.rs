@@ -488,15 +488,15 @@ async fn count_terms(txn: &WriteTxn, entry: &knowledge_entries::Model) -> Result
 }
 
 /// A likes query narrowed to its words worth asking for in niche `niche_id`
-/// ([`knowledge::rare_words`], from the niche's word counts: one indexed read); any other search
-/// as it is.
+/// ([`knowledge::rare_words`], from the niche's word counts: one indexed read), with how many
+/// entries the counts say it matches at most; any other search as it is, with 0 (not counted).
 pub async fn narrowed<C: ConnectionTrait>(
     conn: &C,
     niche_id: i64,
     looking: Looking,
-) -> Result<Looking, ServiceError> {
+) -> Result<(Looking, i64), ServiceError> {
     let Looking::Like(words) = looking else {
-        return Ok(looking);
+        return Ok((looking, 0));
     };
     let backend = conn.get_database_backend();
     let mut terms: Vec<String> = words.iter().map(|w| knowledge::counted_term(w)).collect();
@@ -523,7 +523,9 @@ pub async fn narrowed<C: ConnectionTrait>(
         counts.insert(term, entries);
     }
     let total = counts.remove("").unwrap_or(0);
-    Ok(Looking::Like(knowledge::rare_words(&words, &counts, total)))
+    let kept = knowledge::rare_words(&words, &counts, total);
+    let matches = knowledge::matches_at_most(&kept, &counts, total);
+    Ok((Looking::Like(kept), matches))
 }
 
 /// The words an entry's answer is searched by: the chosen option's label, then the words.
@@ -571,14 +573,14 @@ pub async fn search<C: ConnectionTrait>(
     first: u64,
     skip: u64,
 ) -> Result<FoundPage, ServiceError> {
-    let looking = narrowed(conn, niche_id, looking.clone()).await?;
+    let (looking, matches) = narrowed(conn, niche_id, looking.clone()).await?;
     let statement = search_statement(
         conn.get_database_backend(),
         niche_id,
         &looking,
         status,
-        first,
-        skip,
+        knowledge::walks_newest_first(matches),
+        (first, skip),
     );
     let rows = conn.query_all_raw(statement).await?;
     let mut items = Vec::with_capacity(rows.len());
@@ -599,14 +601,16 @@ pub async fn search<C: ConnectionTrait>(
 /// The niche's matching entries of `status` are found (on SQLite by the full-text index alone:
 /// they are one range of its rowids, [`knowledge::search_rowids`], read newest first); the
 /// newest [`knowledge::RANKED_MAX`] are ranked and only the page's rows are joined to their
-/// entries.
+/// entries. `walk` (PostgreSQL only: [`knowledge::walks_newest_first`]) reads the niche's entries
+/// newest first for the matches instead of fetching every match the GIN index finds; the
+/// result is the same.
 pub fn search_statement(
     backend: DbBackend,
     niche_id: i64,
     looking: &Looking,
     status: KnowledgeStatus,
-    first: u64,
-    skip: u64,
+    walk: bool,
+    (first, skip): (u64, u64),
 ) -> Statement {
     let columns = entry_columns();
     let limit: Value = i64::try_from(first + 1).unwrap_or(i64::MAX).into();
@@ -667,17 +671,21 @@ pub fn search_statement(
                 limit,
                 skip,
             ]);
-            // The GIN index finds the matches and the rows' niche and status filter them; only
-            // the newest RANKED_MAX are ranked. (`id + 0`: ordered by the primary key, the
-            // planner would walk it from the newest entry testing every row's vector, thousands
-            // of rows for a rare word.)
+            // Only the newest RANKED_MAX matches are ranked. Unless `walk`, the GIN index finds
+            // the matches and the rows' niche and status filter them (`id + 0`: ordered by the
+            // primary key, the planner would walk it from the newest entry testing every row's
+            // vector, most of the niche for a rare word). Fetching each match from the heap is
+            // the cost, so a query the word counts say matches many walks the primary key from
+            // the newest entry instead and stops at the RANKED_MAX-th match: neighbouring rows,
+            // RANKED_MAX / share of them.
+            let order = if walk { "id" } else { "id + 0" };
             let query = format!("{function}('askloop_search'::regconfig, ?)");
             format!(
                 "SELECT {columns}, r.score AS score FROM (\
                    SELECT m.id, ts_rank_cd(m.search, {query})::float8 AS score FROM (\
                      SELECT id, search FROM knowledge_entries \
                      WHERE search @@ {query} AND niche_id = ? AND status = ? \
-                     ORDER BY id + 0 DESC LIMIT {ranked}) m \
+                     ORDER BY {order} DESC LIMIT {ranked}) m \
                    ORDER BY score DESC, m.id DESC LIMIT ? OFFSET ?) r \
                  JOIN knowledge_entries e ON e.id = r.id \
                  ORDER BY r.score DESC, e.id DESC"

@@ -201,7 +201,7 @@ async fn explain_search(
 ) -> anyhow::Result<(String, i64)> {
     let backend = db.get_database_backend();
     // The likes query as the service narrows it to the niche's rarer words.
-    let looking = askloop::service::knowledge::narrowed(
+    let (looking, matches) = askloop::service::knowledge::narrowed(
         db.reads(),
         niche_id,
         askloop::service::knowledge::Looking::Like(knowledge::content_words(text)),
@@ -216,8 +216,8 @@ async fn explain_search(
         niche_id,
         &looking,
         KnowledgeStatus::Current,
-        first,
-        0,
+        knowledge::walks_newest_first(matches),
+        (first, 0),
     );
     let (low, high) = knowledge::search_rowids(niche_id, KnowledgeStatus::Current);
     // How many of the niche's current entries match, counted by the index alone.
