@@ -29,6 +29,8 @@ pub const POSTGRES_CONNECTIONS: u32 = 20;
 /// The most connections a one-shot command (`askloop user create`, `niche …`, `agent …`) holds:
 /// one for its transaction and one for a read beside it.
 pub const ONE_SHOT_CONNECTIONS: u32 = 2;
+/// How much of an SQLite file each connection maps into memory to read (`PRAGMA mmap_size`).
+pub const SQLITE_MMAP_BYTES: u64 = 1 << 30;
 /// The fewest connections a pool may be given: a write transaction holds one while a read
 /// beside it takes another, so with one the read would wait for the transaction forever.
 pub const MIN_POOL: u32 = 2;
@@ -134,7 +136,14 @@ fn sqlite_options(url: &str, max: u32, min: u32, query_only: bool) -> ConnectOpt
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
                 .foreign_keys(true)
-                .busy_timeout(Duration::from_secs(10));
+                .busy_timeout(Duration::from_secs(10))
+                // Pages are read from the file's mapping (the OS's cache, shared by every
+                // connection) instead of being copied into each connection's own cache of 2 MiB
+                // with a system call per page: a search reads its index's pages over and over.
+                .pragma(
+                    "mmap_size",
+                    std::env::var("XMMAP").unwrap_or_else(|_| SQLITE_MMAP_BYTES.to_string()),
+                );
             if query_only {
                 opts.pragma("query_only", "ON")
             } else {
@@ -301,15 +310,80 @@ impl ConnectionTrait for Db {
     }
 
     async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
-        self.reads.query_one_raw(stmt).await
+        self.reads.query_one_raw(fixed_limits(stmt)).await
     }
 
     async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
-        self.reads.query_all_raw(stmt).await
+        self.reads.query_all_raw(fixed_limits(stmt)).await
     }
 
     fn support_returning(&self) -> bool {
         self.reads.support_returning()
+    }
+}
+
+/// `stmt` with a trailing `LIMIT ?` and `OFFSET ?` written as the integers bound to them, on
+/// SQLite; any other statement unchanged.
+///
+/// SQLite (3.47 on, the bundled one included) reads the value bound to a `LIMIT` or `OFFSET`
+/// while it plans, and so marks the statement to be planned again whenever that parameter is
+/// bound anew: every run of a cached statement with `LIMIT ?` (each `.one()` of the ORM, each
+/// page) was compiled from its text again, schema lookups and all. With the numbers in the text
+/// a cached statement runs as it was prepared; a statement's limit is one of a few values (1, a
+/// page size), so the statement cache holds a few texts instead of one. Only integers are
+/// written into the text.
+pub fn fixed_limits(mut stmt: Statement) -> Statement {
+    if stmt.db_backend != DbBackend::Sqlite {
+        return stmt;
+    }
+    let Some(values) = stmt.values.as_mut() else {
+        return stmt;
+    };
+    let Some(tail) = [" LIMIT ? OFFSET ?", " LIMIT ?", " OFFSET ?"]
+        .into_iter()
+        .find(|tail| stmt.sql.ends_with(tail))
+    else {
+        return stmt;
+    };
+    let bound = tail.matches('?').count();
+    let Some(first) = values.0.len().checked_sub(bound) else {
+        return stmt;
+    };
+    let Some(numbers) = values.0[first..]
+        .iter()
+        .map(integer)
+        .collect::<Option<Vec<i64>>>()
+    else {
+        return stmt;
+    };
+    values.0.truncate(first);
+    if values.0.is_empty() {
+        stmt.values = None;
+    }
+    stmt.sql.truncate(stmt.sql.len() - tail.len());
+    let mut numbers = numbers.into_iter();
+    for word in tail.split('?').filter(|w| !w.is_empty()) {
+        stmt.sql.push_str(word);
+        if let Some(n) = numbers.next() {
+            stmt.sql.push_str(&n.to_string());
+        }
+    }
+    stmt
+}
+
+/// The integer `value` holds, if it is one that fits an `i64`.
+fn integer(value: &sea_orm::Value) -> Option<i64> {
+    use sea_orm::Value as V;
+    match value {
+        V::TinyInt(Some(n)) => Some(i64::from(*n)),
+        V::SmallInt(Some(n)) => Some(i64::from(*n)),
+        V::Int(Some(n)) => Some(i64::from(*n)),
+        V::BigInt(Some(n)) => Some(*n),
+        V::TinyUnsigned(Some(n)) => Some(i64::from(*n)),
+        V::SmallUnsigned(Some(n)) => Some(i64::from(*n)),
+        V::Unsigned(Some(n)) => Some(i64::from(*n)),
+        V::BigUnsigned(Some(n)) => i64::try_from(*n).ok(),
+        _ => None,
     }
 }
 
@@ -436,11 +510,11 @@ impl ConnectionTrait for WriteTxn {
     }
 
     async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
-        self.txn.query_one_raw(stmt).await
+        self.txn.query_one_raw(fixed_limits(stmt)).await
     }
 
     async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
-        self.txn.query_all_raw(stmt).await
+        self.txn.query_all_raw(fixed_limits(stmt)).await
     }
 
     fn support_returning(&self) -> bool {
@@ -614,6 +688,80 @@ pub(crate) mod scratch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sqlite(sql: &str, values: Vec<sea_orm::Value>) -> Statement {
+        Statement::from_sql_and_values(DbBackend::Sqlite, sql, values)
+    }
+
+    #[test]
+    fn a_trailing_limit_and_offset_are_written_as_their_numbers_on_sqlite_only() {
+        let one = fixed_limits(sqlite(
+            "SELECT a FROM t WHERE b = ? LIMIT ?",
+            vec!["x".into(), 1_u64.into()],
+        ));
+        assert_eq!(one.sql, "SELECT a FROM t WHERE b = ? LIMIT 1");
+        assert_eq!(one.values.map(|v| v.0), Some(vec!["x".into()]));
+
+        let page = fixed_limits(sqlite(
+            "SELECT a FROM t LIMIT ? OFFSET ?",
+            vec![51_i64.into(), 100_i64.into()],
+        ));
+        assert_eq!(page.sql, "SELECT a FROM t LIMIT 51 OFFSET 100");
+        assert_eq!(page.values, None, "no value is left to bind");
+
+        let offset = fixed_limits(sqlite(
+            "SELECT a FROM t LIMIT -1 OFFSET ?",
+            vec![7_i32.into()],
+        ));
+        assert_eq!(offset.sql, "SELECT a FROM t LIMIT -1 OFFSET 7");
+
+        // Anything but an integer that fits stays bound, as does any other statement's text.
+        for (sql, values) in [
+            ("SELECT a FROM t LIMIT ?", vec!["1; DROP TABLE t".into()]),
+            ("SELECT a FROM t LIMIT ?", vec![u64::MAX.into()]),
+            (
+                "SELECT a FROM t LIMIT ?",
+                vec![sea_orm::Value::BigInt(None)],
+            ),
+            ("SELECT a FROM t LIMIT ? OFFSET ?", vec![2_i64.into()]),
+            ("SELECT a FROM t WHERE b = ?", vec![3_i64.into()]),
+        ] {
+            let stmt = sqlite(sql, values);
+            assert_eq!(fixed_limits(stmt.clone()), stmt, "{sql}");
+        }
+        let postgres = Statement::from_sql_and_values(
+            DbBackend::Postgres,
+            "SELECT a FROM t LIMIT $1",
+            [1_i64.into()],
+        );
+        assert_eq!(fixed_limits(postgres.clone()), postgres);
+    }
+
+    #[tokio::test]
+    async fn a_page_and_one_row_read_the_same_rows_with_their_limits_written_in() {
+        use sea_orm::{EntityTrait, QuerySelect};
+        let (_file, db) = scratch::database(PoolSize::OneShot).await;
+        let all = entity::contribution_types::Entity::find()
+            .all(&db)
+            .await
+            .expect("read");
+        assert!(all.len() >= 3, "the migration's contribution types");
+        let page = entity::contribution_types::Entity::find()
+            .limit(2)
+            .offset(1)
+            .all(&db)
+            .await
+            .expect("read");
+        let ids = |rows: &[entity::contribution_types::Model]| {
+            rows.iter().map(|r| r.id).collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&page), ids(&all)[1..3]);
+        let one = entity::contribution_types::Entity::find()
+            .one(&db)
+            .await
+            .expect("read");
+        assert_eq!(one.map(|r| r.id), all.first().map(|r| r.id));
+    }
 
     #[tokio::test]
     async fn a_write_that_may_be_skipped_is_skipped_while_another_writes() {

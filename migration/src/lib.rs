@@ -28,6 +28,7 @@ mod m20261202_000018_delivery_lanes;
 mod m20261203_000019_knowledge;
 mod m20261203_000020_knowledge_reuse;
 mod m20261203_000021_search_scope;
+mod m20261204_000022_search_without_pending_list;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -57,6 +58,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000019_knowledge::Migration),
             Box::new(m20261203_000020_knowledge_reuse::Migration),
             Box::new(m20261203_000021_search_scope::Migration),
+            Box::new(m20261204_000022_search_without_pending_list::Migration),
         ]
     }
 }

@@ -634,3 +634,66 @@ async fn the_search_scope_migration_rebuilds_the_index_with_each_entrys_niche_an
 }
 
 on_both_backends!(the_search_scope_migration_rebuilds_the_index_with_each_entrys_niche_and_status);
+
+/// The knowledge index's storage options on PostgreSQL (`pg_class.reloptions`), or none.
+async fn search_index_options(app: &TestApp) -> Vec<String> {
+    let db = &app.db;
+    let row = db
+        .query_one_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT coalesce(array_to_string(reloptions, ','), '') AS options FROM pg_class \
+             WHERE relname = 'knowledge_entries_search'",
+        ))
+        .await
+        .expect("read")
+        .expect("the index");
+    let options: String = row.try_get("", "options").expect("options");
+    options
+        .split(',')
+        .filter(|o| !o.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+async fn entries_written_before_the_pending_list_migration_are_found_after_it(app: TestApp) {
+    use askloop_tests::answers::early_access;
+    open_niche(&app.db, "games").await;
+    let root = askloop_tests::people::person(&app.db, "root", true).await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let postgres = app.db.get_database_backend() == sea_orm::DbBackend::Postgres;
+    if postgres {
+        assert_eq!(search_index_options(&app).await, ["fastupdate=off"]);
+    }
+    down_to_before(&app, "m20261204_000022_search_without_pending_list").await;
+    if postgres {
+        assert!(search_index_options(&app).await.is_empty(), "GIN's default");
+    }
+    // Written while the index keeps a pending list, so its words wait there on PostgreSQL.
+    let question = app.ask("games", "q-pending").await;
+    let answered = app
+        .answer(
+            &ana.token,
+            early_access(question, Some("Wishlists decide it.")),
+        )
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    app.decide_newest_contribution(&root.token, "verifyContribution", None)
+        .await;
+    Migrator::up(app.db.reads(), None).await.expect("up again");
+    if postgres {
+        assert_eq!(search_index_options(&app).await, ["fastupdate=off"]);
+    }
+    let found = app
+        .graphql(
+            Some(&ana.token),
+            "{ knowledge(nicheSlug: \"games\", search: \"wishlists\") { edges { node { answer } } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        found["data"]["knowledge"]["edges"][0]["node"]["answer"], "Wishlists decide it.",
+        "{found}"
+    );
+}
+
+on_both_backends!(entries_written_before_the_pending_list_migration_are_found_after_it);

@@ -273,24 +273,48 @@ pub fn counted_term(word: &str) -> String {
     stem(word)
 }
 
+/// The most words a likes query asks the engine for in a niche of [`LIKES_FROM`] entries or more.
+pub const LIKES_MAX: usize = 8;
+
+/// From how many entries a niche's likes queries ask for at most [`LIKES_MAX`] words. In a
+/// smaller niche a search ranks few entries whatever it asks for, and its word counts are too
+/// small to say which of a question's words are the telling ones.
+pub const LIKES_FROM: i64 = 1_000;
+
 /// The words of a likes query worth asking the engine for: those held by at most
 /// max([`RARE_FLOOR`], `total` / 1000) of the niche's `total` entries (`counts` by
-/// [`counted_term`]; a word with no count is rare). When none is, the rarest alone. The query's
-/// order is kept. A word in a large share of a niche says little about what a question is
-/// about, and asking for it makes the engine rank a large share of the niche.
+/// [`counted_term`]; a word with no count is rare), and of those, in a niche of [`LIKES_FROM`]
+/// entries or more, the [`LIKES_MAX`] rarest that some entry holds (a word no entry is counted
+/// under comes after them: it can match only through the engine's own stemming). When none is
+/// rare, the rarest alone. The query's order is
+/// kept. A word in a large share of a niche says little about what a question is about, and
+/// asking for it makes the engine rank a large share of the niche; each word asked for costs a
+/// read of its list in every search, and the rarest say most about which entry is meant.
 pub fn rare_words(words: &[String], counts: &HashMap<String, i64>, total: i64) -> Vec<String> {
     let cap = RARE_FLOOR.max(total / 1000);
     let count = |w: &String| counts.get(&stem(w)).copied().unwrap_or(0);
-    let rare: Vec<String> = words.iter().filter(|w| count(w) <= cap).cloned().collect();
-    if !rare.is_empty() {
-        return rare;
-    }
-    words
+    let mut rare: Vec<(usize, &String)> = words
         .iter()
-        .min_by_key(|w| count(w))
-        .cloned()
-        .into_iter()
-        .collect()
+        .enumerate()
+        .filter(|(_, w)| count(w) <= cap)
+        .collect();
+    if rare.is_empty() {
+        return words
+            .iter()
+            .min_by_key(|w| count(w))
+            .cloned()
+            .into_iter()
+            .collect();
+    }
+    if total >= LIKES_FROM && rare.len() > LIKES_MAX {
+        rare.sort_by_key(|&(at, w)| {
+            let n = count(w);
+            (n == 0, n, at)
+        });
+        rare.truncate(LIKES_MAX);
+        rare.sort_by_key(|&(at, _)| at);
+    }
+    rare.into_iter().map(|(_, w)| w.clone()).collect()
 }
 
 /// How many of a niche's `total` entries a likes query of `words` matches at most, by the word
@@ -386,6 +410,32 @@ mod tests {
         .map(|(w, n)| (w.to_owned(), n))
         .collect();
         assert_eq!(rare_words(&words, &common, 1_000_000), ["leaking"]);
+        // Of more rare words than a query asks for, the rarest that some entry holds, in the
+        // query's order; words no entry is counted under only fill what is left.
+        let many: Vec<String> = (0..12).map(|i| format!("w{i}x")).collect();
+        let mut counts: HashMap<String, i64> = [1, 2, 3, 5, 6, 7, 9]
+            .into_iter()
+            .map(|i| (format!("w{i}x"), 100 - i))
+            .collect();
+        counts.insert("w10x".into(), 5_000);
+        assert_eq!(
+            rare_words(&many, &counts, 10_000),
+            ["w0x", "w1x", "w2x", "w3x", "w5x", "w6x", "w7x", "w9x"]
+        );
+        counts.insert("w0x".into(), 99);
+        counts.insert("w4x".into(), 1);
+        assert_eq!(
+            rare_words(&many, &counts, 10_000),
+            ["w0x", "w2x", "w3x", "w4x", "w5x", "w6x", "w7x", "w9x"],
+            "of two words held as often, the earlier"
+        );
+        // A small niche asks for every word: its counts say too little to choose by.
+        let common_left_out: Vec<String> = many.iter().filter(|w| *w != "w10x").cloned().collect();
+        assert_eq!(rare_words(&many, &counts, LIKES_FROM - 1), common_left_out);
+        assert_eq!(
+            rare_words(&many, &HashMap::new(), LIKES_FROM).len(),
+            LIKES_MAX
+        );
         assert_eq!(
             counted_terms(&["Roofs leaking", "the roof is leaking"]),
             ["leak", "roof"]
