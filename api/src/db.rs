@@ -371,6 +371,17 @@ pub fn fixed_limits(mut stmt: Statement) -> Statement {
     stmt
 }
 
+/// Every row `select` reads through `conn`, a pool used directly rather than through a [`Db`]
+/// (the live feed's), with its limits written in as [`Db`] writes them ([`fixed_limits`]).
+pub async fn all_with_fixed_limits<E: sea_orm::EntityTrait>(
+    conn: &DatabaseConnection,
+    select: sea_orm::Select<E>,
+) -> Result<Vec<E::Model>, DbErr> {
+    use sea_orm::QueryTrait;
+    let stmt = fixed_limits(select.build(conn.get_database_backend()));
+    E::find().from_raw_sql(stmt).all(conn).await
+}
+
 /// The integer `value` holds, if it is one that fits an `i64`.
 fn integer(value: &sea_orm::Value) -> Option<i64> {
     use sea_orm::Value as V;
@@ -756,6 +767,15 @@ mod tests {
             rows.iter().map(|r| r.id).collect::<Vec<_>>()
         };
         assert_eq!(ids(&page), ids(&all)[1..3]);
+        let straight = all_with_fixed_limits(
+            db.reads(),
+            entity::contribution_types::Entity::find()
+                .limit(2)
+                .offset(1),
+        )
+        .await
+        .expect("read");
+        assert_eq!(ids(&straight), ids(&page), "the pool read directly");
         let one = entity::contribution_types::Entity::find()
             .one(&db)
             .await

@@ -115,11 +115,13 @@ impl SignalWindow {
 async fn newest_signals(
     db: &DatabaseConnection,
 ) -> Result<Vec<anomaly_signals::Model>, sea_orm::DbErr> {
-    anomaly_signals::Entity::find()
-        .order_by_desc(anomaly_signals::Column::Id)
-        .limit(SIGNAL_WINDOW)
-        .all(db)
-        .await
+    crate::db::all_with_fixed_limits(
+        db,
+        anomaly_signals::Entity::find()
+            .order_by_desc(anomaly_signals::Column::Id)
+            .limit(SIGNAL_WINDOW),
+    )
+    .await
 }
 
 /// The least time between the starts of two reading rounds. Under a stream of writes a hint
@@ -171,12 +173,14 @@ async fn read_after(hub: &LiveHub, cursor: &mut AuditCursor) -> Result<bool, sea
             .all(db)
             .await?
     };
-    let fresh = audit_log::Entity::find()
-        .filter(audit_log::Column::Id.gt(cursor.last))
-        .order_by_asc(audit_log::Column::Id)
-        .limit(BATCH)
-        .all(db)
-        .await?;
+    let fresh = crate::db::all_with_fixed_limits(
+        db,
+        audit_log::Entity::find()
+            .filter(audit_log::Column::Id.gt(cursor.last))
+            .order_by_asc(audit_log::Column::Id)
+            .limit(BATCH),
+    )
+    .await?;
     let full = fresh.len() as u64 == BATCH;
     let filled: Vec<i64> = late.iter().map(|r| r.id).collect();
     let found: Vec<i64> = fresh.iter().map(|r| r.id).collect();
