@@ -8,3 +8,4 @@ pub mod notice;
 pub mod question_card;
 pub mod secret_once;
 pub mod time_ago;
+pub mod title;
