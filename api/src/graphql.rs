@@ -40,6 +40,7 @@ mod scores;
 pub mod shared;
 pub mod socket;
 pub mod text_rule;
+pub mod triage;
 pub mod types;
 
 /// Every query, merged from the areas.
@@ -56,6 +57,7 @@ pub struct QueryRoot(
     agents::AgentQuery,
     reach::ReachQuery,
     knowledge::KnowledgeQuery,
+    triage::ActivityQuery,
 );
 
 /// Every mutation, merged from the areas.
@@ -71,12 +73,17 @@ pub struct MutationRoot(
     agents::AgentMutation,
     reach::ReachMutation,
     knowledge::KnowledgeMutation,
+    triage::PresenceMutation,
 );
 
 /// Every subscription.
 #[derive(MergedSubscription, Default)]
 #[graphql(name = "Subscription")]
-pub struct SubscriptionRoot(live::LiveSubscription, money::MoneySubscription);
+pub struct SubscriptionRoot(
+    live::LiveSubscription,
+    money::MoneySubscription,
+    triage::PresenceSubscription,
+);
 
 /// askloop's schema.
 pub type AskloopSchema = Schema<QueryRoot, MutationRoot, SubscriptionRoot>;
@@ -181,7 +188,8 @@ pub fn build_schema(
     .data(db)
     .data(config)
     .data(throttle)
-    .data(shared);
+    .data(shared)
+    .data(Arc::new(crate::service::presence::Presence::default()));
     if let Some(hub) = hub {
         builder = builder.data(hub);
     }

@@ -36,6 +36,16 @@ async fn text(browser: &mut Browser, expression: &str) -> String {
         .to_owned()
 }
 
+/// How many answers and declines question `id` has.
+async fn answers_to(app: &TestApp, id: i64) -> u64 {
+    use sea_orm::{ColumnTrait, QueryFilter};
+    entity::agent_answers::Entity::find()
+        .filter(entity::agent_answers::Column::QuestionId.eq(id))
+        .count(&app.db)
+        .await
+        .expect("count answers")
+}
+
 async fn status_of(app: &TestApp, id: i64) -> QuestionStatus {
     agent_questions::Entity::find_by_id(id)
         .one(&app.db)
@@ -149,6 +159,41 @@ async fn declining_and_sending_back_leave_the_question_with_the_agent_or_the_oth
     let mut page = QueuePage(&mut cara);
     page.wait_for_card(sent_back, "both questions").await;
 
+    // "Not enough context" is held for 10 s with Undo: undone, nothing happened anywhere.
+    page.press(declined, "Not enough context").await;
+    let held = format!(
+        "{}.querySelector('.held button.undo')",
+        QueuePage::card(declined)
+    );
+    cara.wait_for(&held, "the Undo button").await;
+    let undo_focused = cara
+        .eval(&format!("document.activeElement === {held}"))
+        .await;
+    assert_eq!(undo_focused, json!(true), "Undo takes the focus");
+    cara.click(&held).await;
+    cara.wait_for(
+        &format!(
+            "!{held} && {}.querySelector('form.answer button[data-kind=insufficient_context]')",
+            QueuePage::card(declined)
+        ),
+        "the card back after Undo",
+    )
+    .await;
+    // Past the window: still nothing was sent.
+    tokio::time::sleep(std::time::Duration::from_secs(11)).await;
+    assert_eq!(
+        answers_to(&app, declined).await,
+        0,
+        "an undone decline writes no row"
+    );
+    assert_eq!(status_of(&app, declined).await, QuestionStatus::Open);
+    assert!(
+        cara.eval(&QueuePage::card(declined)).await != Value::Null,
+        "the undone question stays in view"
+    );
+
+    // Declined for real: sent when the window closes.
+    let mut page = QueuePage(&mut cara);
     page.press(declined, "Not enough context").await;
     page.wait_for_card_to_leave(declined, "the declined card to go")
         .await;
@@ -156,24 +201,35 @@ async fn declining_and_sending_back_leave_the_question_with_the_agent_or_the_oth
         page.notice().await,
         "Noted. It stays open for someone else."
     );
-    assert_eq!(
-        cara.eval("document.querySelectorAll('.points').length")
-            .await,
-        json!(0),
-        "a decline earns nothing"
-    );
+    assert_eq!(answers_to(&app, declined).await, 1);
     assert_eq!(status_of(&app, declined).await, QuestionStatus::Open);
 
+    // Research needs a note: refused in the form without one.
     let mut page = QueuePage(&mut cara);
-    page.write(sent_back, "Check the game's credits screen.")
-        .await;
     page.press(sent_back, "Ask the agent to research more")
         .await;
-    cara.wait_for(
-        "document.querySelector('.notice').textContent.startsWith('Sent back')",
-        "the research notice",
+    let card = QueuePage::card(sent_back);
+    cara.click(&button_in(&card, "Send back for research"))
+        .await;
+    let refusal = QueuePage(&mut cara).refusal(sent_back).await;
+    assert!(
+        refusal.contains("Say what the agent should find out"),
+        "{refusal}"
+    );
+    assert_eq!(answers_to(&app, sent_back).await, 0);
+    cara.fill(
+        &askloop_tests::browser::labelled_in(
+            &card,
+            "What should the agent find out? (required; the agent is told)",
+        ),
+        "Check the game's credits screen.",
     )
     .await;
+    cara.click(&button_in(&card, "Send back for research"))
+        .await;
+    QueuePage(&mut cara)
+        .wait_for_card_to_leave(sent_back, "the card sent back to go")
+        .await;
     assert_eq!(
         QueuePage(&mut cara).notice().await,
         "Sent back to the agent for more research."
@@ -182,6 +238,9 @@ async fn declining_and_sending_back_leave_the_question_with_the_agent_or_the_oth
         status_of(&app, sent_back).await,
         QuestionStatus::Researching
     );
+    let told = app.events_for_agent("agent.research_requested").await;
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0]["note"], "Check the game's credits screen.");
     // Neither comes back into cara's view while she stays (live updates included): a question
     // asked after both arrives live, so every change before it has reached her page too.
     let later = ask(&app, "games", "l-1", "Asked after both").await;
@@ -821,6 +880,7 @@ async fn a_hostile_question_keeps_its_card_readable_at_every_width() {
         QueuePage(&mut browser)
             .wait_for_card(id, "the hostile card")
             .await;
+        QueuePage(&mut browser).open(id).await;
         let wide = browser
             .eval("document.documentElement.scrollWidth")
             .await
@@ -866,7 +926,7 @@ async fn a_hostile_question_keeps_its_card_readable_at_every_width() {
     )
     .await;
     assert!(meta.contains("bounty 2.50 USD"), "{meta}");
-    assert!(meta.contains("expires in"), "{meta}");
+    assert!(meta.contains(" left"), "{meta}");
     // The long context opens in full on request.
     browser
         .click(&askloop_tests::browser::button_in(&card, "Show all"))
@@ -909,7 +969,7 @@ async fn a_hostile_question_keeps_its_card_readable_at_every_width() {
         .await;
     let in_view = browser
         .eval(
-            "(() => { const r = document.querySelector('.acted .notice').getBoundingClientRect(); \
+            "(() => { const r = document.querySelector('article.question.done [role=status]').getBoundingClientRect(); \
              return r.top >= 0 && r.bottom <= window.innerHeight; })()",
         )
         .await;

@@ -228,9 +228,27 @@ pub struct QueuePage<'a>(pub &'a mut Browser);
 crate::page_object!(QueuePage);
 
 impl QueuePage<'_> {
-    /// The card of question `id`.
+    /// The row of waiting question `id` (not the line that says what my own action did).
     pub fn card(id: i64) -> String {
-        format!("document.querySelector('article.question[data-question-id=\"{id}\"]')")
+        format!("document.querySelector('article.question:not(.done)[data-question-id=\"{id}\"]')")
+    }
+
+    /// Open question `id`'s row in place, when it is not open yet.
+    pub async fn open(&mut self, id: i64) {
+        let card = Self::card(id);
+        self.0.wait_for(&card, "the question's row").await;
+        self.0
+            .eval(&format!(
+                "(() => {{ const row = {card}; const toggle = row.querySelector('button.row-toggle'); \
+                 if (toggle && toggle.getAttribute('aria-expanded') !== 'true') toggle.click(); return true; }})()"
+            ))
+            .await;
+        self.0
+            .wait_for(
+                &format!("{card}.querySelector('form.answer')"),
+                "the opened card",
+            )
+            .await;
     }
 
     /// Wait for question `id`'s card.
@@ -256,7 +274,7 @@ impl QueuePage<'_> {
     /// How many cards the page shows.
     pub async fn card_count(&mut self) -> i64 {
         self.0
-            .eval("document.querySelectorAll('article.question').length")
+            .eval("document.querySelectorAll('article.question:not(.done)').length")
             .await
             .as_i64()
             .unwrap_or(-1)
@@ -264,11 +282,13 @@ impl QueuePage<'_> {
 
     /// Pick the option labelled `label` on question `id`.
     pub async fn choose(&mut self, id: i64, label: &str) {
+        self.open(id).await;
         self.0.click(&labelled_in(&Self::card(id), label)).await;
     }
 
     /// Type `words` into question `id`'s answer.
     pub async fn write(&mut self, id: i64, words: &str) {
+        self.open(id).await;
         self.0
             .fill(&labelled_in(&Self::card(id), "Your answer"), words)
             .await;
@@ -290,6 +310,7 @@ impl QueuePage<'_> {
     /// Press one of question `id`'s buttons ("Answer", "Not enough context", "Ask the agent to
     /// research more").
     pub async fn press(&mut self, id: i64, name: &str) {
+        self.open(id).await;
         self.0.click(&button_in(&Self::card(id), name)).await;
     }
 
@@ -307,7 +328,7 @@ impl QueuePage<'_> {
 
     /// The page's status message, once there is one.
     pub async fn notice(&mut self) -> String {
-        let status = "document.querySelector('main p.notice[role=status]')";
+        let status = "(document.querySelector('article.question.done p[role=status]') || document.querySelector('main p.notice[role=status]'))";
         self.0.wait_for(status, "the notice").await;
         self.0.text(status).await
     }

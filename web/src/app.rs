@@ -13,7 +13,8 @@ use leptos_router::hooks::use_location;
 use leptos_router::{Lazy, path};
 
 use crate::components::account::Account;
-use crate::components::time_ago;
+use crate::components::held::Held;
+use crate::components::{drafts, time_ago};
 use crate::live::Live;
 use crate::pages;
 use crate::session::{Session, login_path};
@@ -22,6 +23,8 @@ use crate::session::{Session, login_path};
 #[component]
 pub fn App() -> impl IntoView {
     time_ago::provide_clock();
+    Held::provide();
+    drafts::prune();
     let session = Session::provide(Live::provide());
     view! {
         <Router>
@@ -62,7 +65,8 @@ fn AppRoutes(session: Session) -> impl IntoView {
                 <Route path=path!("") view=pages::niches::NichesPage/>
                 <Route path=path!("niches") view=pages::niches::NichesPage/>
                 <ProtectedParentRoute path=path!("") view=Outlet condition=signed_in redirect_path=to_login fallback=checking>
-                    <Route path=path!("niches/:slug/questions") view=pages::queue::QueueRoute/>
+                    <Route path=path!("niches/:slug/questions") view={Lazy::<pages::queue::QueueRoute>::new()}/>
+                    <Route path=path!("activity") view={Lazy::<pages::activity::ActivityRoute>::new()}/>
                     <Route path=path!("niches/:slug/questions/:id") view={Lazy::<pages::question::QuestionRoute>::new()}/>
                     <Route path=path!("niches/:slug/knowledge") view={Lazy::<pages::knowledge::KnowledgeRoute>::new()}/>
                     <Route path=path!("niches/:slug/knowledge/:id") view={Lazy::<pages::knowledge::KnowledgeEntryRoute>::new()}/>

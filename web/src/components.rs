@@ -2,6 +2,9 @@
 
 pub mod account;
 pub mod clipboard;
+pub mod countdown;
+pub mod drafts;
+pub mod held;
 pub mod loaded;
 pub mod money;
 pub mod notice;

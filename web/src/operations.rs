@@ -12,7 +12,7 @@ use graphql_client::GraphQLQuery;
 pub use crate::vocab::{
     AgentStatus, AllocationStatus, AnswerKind, AttemptOutcome, BudgetEntryKind, BudgetState,
     ContributionStatus, DeliveryStatus, DigestFrequency, ExchangeKind, KnowledgeStatus, MemberRole,
-    MemberStatus, NicheStatus, PayoutStatus, QuestionStatus, QueueChangeKind, Severity,
+    MemberStatus, NicheStatus, PayoutStatus, QuestionStatus, QueueChangeKind, QueueSort, Severity,
     SignalSubject, Urgency, Verification, WebhookScheme,
 };
 
@@ -38,7 +38,7 @@ macro_rules! operations {
                     "MemberRole", "MemberStatus", "Urgency", "NicheStatus", "ContributionStatus",
                     "AllocationStatus", "PayoutStatus", "AttemptOutcome", "BudgetEntryKind", "Severity",
                     "SignalSubject", "AgentStatus", "WebhookScheme", "DigestFrequency", "ExchangeKind",
-                    "KnowledgeStatus", "Verification"
+                    "KnowledgeStatus", "Verification", "QueueSort"
                 )
             )]
             pub struct $name;
@@ -69,8 +69,13 @@ operations!("graphql/niches.graphql":
 );
 
 operations!("graphql/queue_page.graphql":
-    /// A niche's waiting and recently settled questions.
+    /// A niche's waiting questions as filtered and sorted, its counts, and the recently settled.
     QueuePage,
+);
+
+operations!("graphql/activity.graphql":
+    /// What I answered, declined and sent back, with each one's state and verdict.
+    MyActivity,
 );
 
 operations!("graphql/queue.graphql":
@@ -84,6 +89,12 @@ operations!("graphql/queue.graphql":
     AnswerQuestion,
     /// Close a question nobody should answer, with an optional reason for the agent.
     DismissQuestion,
+    /// The heading's counts and the filtered total, re-read after live changes.
+    QueueCounts,
+    /// Say which question's answer form I have open (or none).
+    MarkAnswering,
+    /// Who is answering the niche's waiting questions, live.
+    AnsweringNow,
 );
 
 operations!("graphql/revenue.graphql":

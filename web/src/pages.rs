@@ -1,5 +1,6 @@
 //! Pages: each fetches what it shows.
 
+pub mod activity;
 pub mod admin;
 pub mod agents;
 pub mod knowledge;

@@ -75,6 +75,11 @@ macro_rules! vocabulary {
 }
 
 vocabulary! {
+    /// The order of the triage queue (schema enum `QueueSort`).
+    QueueSort { Expiring = "expiring", Newest = "newest", Bounty = "bounty" }
+}
+
+vocabulary! {
     /// Where a question is (schema enum `QuestionStatus`).
     QuestionStatus { Open = "open", Researching = "researching", Answered = "answered", Dismissed = "dismissed", Expired = "expired" }
 }

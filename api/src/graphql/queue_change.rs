@@ -2,9 +2,10 @@
 //! subscriptions that send it, so the live modules depend on each other in a line:
 //! `live → adopt → shared`, with `live` and `adopt` reading this.
 
-use async_graphql::{Enum, SimpleObject};
+use async_graphql::{ComplexObject, Context, Enum, Result, SimpleObject};
 
 use super::types::Question;
+use crate::graphql::error_door::GqlResultExt;
 use crate::service::subscriptions::{Change, ChangeKind};
 
 /// How a question changed for the subscriber.
@@ -20,11 +21,28 @@ pub enum QueueChangeKind {
 
 /// One change to a queue.
 #[derive(SimpleObject)]
+#[graphql(complex)]
 pub struct QueueChange {
     /// How it changed.
     pub change: QueueChangeKind,
     /// The question as it is now.
     pub question: Question,
+    #[graphql(skip)]
+    pub actor_user_id: Option<i64>,
+}
+
+#[ComplexObject]
+impl QueueChange {
+    /// Who made the change, when a person did: the handle of whoever answered, declined, sent
+    /// back or dismissed the question (none when it expired or came from the agent).
+    async fn by(&self, ctx: &Context<'_>) -> Result<Option<String>> {
+        let Some(id) = self.actor_user_id else {
+            return Ok(None);
+        };
+        let db = ctx.data::<crate::db::Db>()?;
+        let handles = crate::service::names::handles(db, [id]).await.gql()?;
+        Ok(handles.get(&id).cloned())
+    }
 }
 
 /// How a change reads in the schema.
@@ -41,6 +59,7 @@ impl From<Change> for QueueChange {
         Self {
             change: kind_of(change.kind),
             question: change.question.into(),
+            actor_user_id: change.actor_user_id,
         }
     }
 }

@@ -402,7 +402,7 @@ impl Walk<'_> {
         let name = field.name.node.as_str();
         let next = match (shape, name) {
             (_, "__typename")
-            | (Shape::QueueChange, "change")
+            | (Shape::QueueChange, "change" | "by")
             | (
                 Shape::Question,
                 "id" | "externalId" | "title" | "question" | "context" | "urgency" | "status"

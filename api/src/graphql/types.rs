@@ -227,6 +227,17 @@ pub fn connection(page: Page, filter: ServiceFilter, had_cursor: bool) -> Questi
     connection
 }
 
+impl Niche {
+    /// The niche as stored (through the request's loader).
+    async fn model(&self, ctx: &Context<'_>) -> Result<niches::Model> {
+        ctx.data::<DataLoader<NicheLoader>>()?
+            .load_one(self.id)
+            .await
+            .map_err(|err| err.extend())?
+            .ok_or_else(|| ServiceError::NotFound("no such niche".into()).extend())
+    }
+}
+
 #[ComplexObject]
 impl Niche {
     /// The niche's questions: only for its active members and admins.
@@ -242,12 +253,7 @@ impl Niche {
         let caller = caller_of(ctx)?;
         let first = queue::page_size(first).gql()?;
         let after = after.as_deref().map(Cursor::decode).transpose().gql()?;
-        let niche = ctx
-            .data::<DataLoader<NicheLoader>>()?
-            .load_one(self.id)
-            .await
-            .map_err(|err| err.extend())?
-            .ok_or_else(|| ServiceError::NotFound("no such niche".into()).extend())?;
+        let niche = self.model(ctx).await?;
         let filter = ServiceFilter::from(status.unwrap_or(QueueFilter::Waiting));
         let page = queue::niche_questions(
             db,
@@ -261,6 +267,41 @@ impl Niche {
         .await
         .gql()?;
         Ok(connection(page, filter, after.is_some()))
+    }
+
+    /// The niche's waiting questions as the dashboard triages them: filtered (urgency, task or
+    /// question, has a bounty, characters of the title in any case), sorted (`EXPIRING` soonest
+    /// first by default, `NEWEST`, `BOUNTY`), with `totalCount` of what the filters match. A
+    /// cursor reads back only in the sort it was given in. Only for its active members and
+    /// admins.
+    #[allow(clippy::too_many_arguments)]
+    #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
+    async fn queue(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        #[graphql(default)] sort: crate::graphql::triage::QueueSort,
+        urgency: Option<Urgency>,
+        kind: Option<super::enums::ExchangeKind>,
+        has_bounty: Option<bool>,
+        search: Option<String>,
+    ) -> Result<crate::graphql::triage::TriageConnection> {
+        let niche = self.model(ctx).await?;
+        crate::graphql::triage::queue_of(
+            ctx, &niche, first, after, sort, urgency, kind, has_bounty, search,
+        )
+        .await
+    }
+
+    /// How many of the niche's questions wait, and how many of them are urgent (the queue's
+    /// heading). Only for its active members and admins.
+    async fn waiting_counts(
+        &self,
+        ctx: &Context<'_>,
+    ) -> Result<crate::graphql::triage::WaitingCounts> {
+        let niche = self.model(ctx).await?;
+        crate::graphql::triage::counts_of(ctx, &niche).await
     }
 
     /// The niche's members, by handle (admins only).

@@ -35,6 +35,8 @@ pub struct Change {
     pub kind: ChangeKind,
     /// The question as it is now.
     pub question: agent_questions::Model,
+    /// Who made the change, when it was a person (who answered, declined or dismissed it).
+    pub actor_user_id: Option<i64>,
 }
 
 /// The error that ends a subscription that fell behind.
@@ -119,6 +121,7 @@ pub fn changes(
                                     event,
                                     kind,
                                     question,
+                                    actor_user_id: change.actor_user_id,
                                 }),
                                 watch,
                             ));

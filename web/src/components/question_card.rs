@@ -7,13 +7,15 @@
 use leptos::prelude::*;
 
 use crate::api::{self, ApiError, ErrorCode};
+use crate::components::drafts::{self, Draft};
+use crate::components::held::{Held, Sent};
 use crate::components::money::{money, parse_money};
-use crate::components::time_ago::{TimeAgo, exact};
+use crate::components::time_ago::TimeAgo;
 use crate::operations::{
-    AnswerQuestion, DismissQuestion, SimilarKnowledge, answer_question, dismiss_question,
-    queue_page::QuestionCard as Question, similar_knowledge,
+    AnswerQuestion, DismissQuestion, MarkAnswering, SimilarKnowledge, answer_question,
+    dismiss_question, mark_answering, queue_page::QuestionCard as Question, similar_knowledge,
 };
-use crate::vocab::{AnswerKind, ExchangeKind, QuestionStatus, Urgency};
+use crate::vocab::{AnswerKind, ExchangeKind, QuestionStatus};
 
 /// `text` with every character that could reorder or hide what is read (bidirectional embeddings,
 /// overrides, isolates and marks; zero-width spaces and joiners; the byte-order mark) replaced by
@@ -179,44 +181,165 @@ pub fn AlreadyAnswered(
 /// What acting on a card did: the question, its research round, and the server's result.
 pub type Acted = (String, i64, answer_question::AnswerQuestionAnswerQuestion);
 
-/// One waiting question with the three ways to act on it, through the `answerQuestion` mutation,
-/// and a Dismiss control (`dismissQuestion`, with an optional reason for the agent). A delegated
-/// task (docs/contract.md#delegated-tasks) is completed the same way, with its result and what it
-/// actually cost (0 up to its limit); declining and sending it back work as for a question. A
-/// refusal is shown next to the form and nothing typed is lost; on success `on_done` (or
-/// `on_dismissed`, with the question's id) hears it. `page` is the question page's path, linked
-/// from the card.
+/// A question settled by someone else while this person had its card open or a draft on it:
+/// what happened, who did it, and when (RFC 3339, as the browser saw it).
+#[derive(Clone, PartialEq)]
+pub struct SettledElsewhere {
+    /// Its status now (answered, dismissed, expired).
+    pub status: QuestionStatus,
+    /// Who settled it, when a person did.
+    pub by: Option<String>,
+    /// When the change arrived.
+    pub at: String,
+}
+
+impl SettledElsewhere {
+    /// "Answered by mara", "Dismissed by an admin", "Expired".
+    pub fn headline(&self) -> String {
+        let what = match self.status {
+            QuestionStatus::Answered => "Answered",
+            QuestionStatus::Dismissed => "Dismissed",
+            QuestionStatus::Expired => "Expired",
+            _ => "Taken off the queue",
+        };
+        match (&self.by, &self.status) {
+            (Some(by), QuestionStatus::Answered | QuestionStatus::Dismissed) => {
+                format!("{what} by {by}")
+            }
+            _ => what.to_owned(),
+        }
+    }
+}
+
+thread_local! {
+    /// The question whose form this tab has said it has open (`answering`), if any.
+    static MARKED: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Tell the server (best effort) that this person has question `id`'s form open, or none.
+fn mark_answering(id: Option<String>) {
+    let changed = MARKED.with(|m| {
+        let mut m = m.borrow_mut();
+        let changed = *m != id;
+        m.clone_from(&id);
+        changed
+    });
+    if !changed && id.is_none() {
+        return;
+    }
+    let variables = match id {
+        Some(question_id) => mark_answering::Variables {
+            question_id,
+            open: true,
+        },
+        None => mark_answering::Variables {
+            question_id: "0".to_owned(),
+            open: false,
+        },
+    };
+    leptos::task::spawn_local(async move {
+        // Presence is a courtesy: a refusal or a dropped request changes nothing.
+        let _ = api::run::<MarkAnswering>(variables).await;
+    });
+}
+
+/// One waiting question with the three ways to act on it and a Dismiss control.
+///
+/// - **Answer** goes at once through `answerQuestion`; on success `on_done` hears it. A
+///   delegated task (docs/contract.md#delegated-tasks) is completed the same way, with its
+///   result and what it actually cost (0 up to its limit).
+/// - **Not enough context** and **research** are held for ten seconds with "Undo"
+///   (`components::held`); research first asks what the agent should find out (required).
+/// - **Dismiss** (`dismissQuestion`, with an optional reason for the agent): `on_dismissed`.
+///
+/// What the person types or chooses is kept as a draft in the browser (`components::drafts`)
+/// and restored when the card shows again. When `settled` turns to `Some` (someone else settled
+/// it), the card stays where it is, read-only, saying who and when, with the draft kept, until
+/// the person closes it (`on_close`). `others` are the handles of other people with this
+/// question's form open. Every refusal shows inside the card and is announced.
 #[component]
 pub fn QuestionCard(
     question: Question,
     page: String,
     fresh: bool,
+    #[prop(into)] settled: Signal<Option<SettledElsewhere>>,
+    #[prop(into)] others: Signal<Vec<String>>,
     on_done: Callback<Acted>,
     on_dismissed: Callback<String>,
+    on_close: Callback<String>,
 ) -> impl IntoView {
+    let held = Held::get();
     let id = question.id.clone();
     let dismiss_id = question.id.clone();
     let reason_id = format!("dismiss-reason-{id}");
     let round = question.research_round;
     let body_id = format!("body-{id}");
+    let note_id = format!("research-note-{id}");
     let error_id = format!("error-{id}");
     let described_by = error_id.clone();
     let option_name = format!("option-{id}");
-    let urgency = Urgency::of(&question.urgency);
-    let urgency_class = format!("badge urgency-{urgency}");
-    let researching = question.status == QuestionStatus::Researching;
-    let escalated = question.escalation_step > 0;
-    let has_options = !question.options.is_empty();
     let title = visible_controls(&question.title);
     let task_limit = (question.kind == ExchangeKind::Task)
         .then(|| question.budget_limit_minor.unwrap_or(question.bounty_minor));
     let cost_id = format!("cost-{id}");
 
-    let (choice, set_choice) = signal(None::<String>);
-    let (body, set_body) = signal(String::new());
+    let draft = drafts::load(&id).unwrap_or_default();
+    let (choice, set_choice) = signal(draft.option.clone());
+    let (body, set_body) = signal(draft.body.clone());
+    let (cost, set_cost) = signal(draft.cost.clone());
+    let (note, set_note) = signal(draft.note.clone());
+    let asking_research = RwSignal::new(!draft.note.trim().is_empty());
     let (error, set_error) = signal(None::<String>);
-    let (cost, set_cost) = signal(String::new());
+    let restored = !draft.is_empty();
+    let sent = RwSignal::new(false);
 
+    // Keep the draft as it is typed; forget it once the answer is sent.
+    let draft_id = id.clone();
+    Effect::new(move |_| {
+        let draft = Draft {
+            body: body.get(),
+            option: choice.get(),
+            cost: cost.get(),
+            note: note.get(),
+            saved: 0.0,
+        };
+        if !sent.get() {
+            drafts::save(&draft_id, &draft);
+        }
+    });
+
+    // Presence: this person has the form open while the card is shown; renewed every 10 s.
+    let mark_id = id.clone();
+    let is_settled = move || settled.with(Option::is_some);
+    mark_answering(Some(mark_id.clone()));
+    if let Ok(handle) = set_interval_with_handle(
+        {
+            let mark_id = mark_id.clone();
+            move || {
+                if !is_settled() && MARKED.with(|m| m.borrow().as_deref() == Some(&mark_id)) {
+                    MARKED.with(|m| *m.borrow_mut() = None);
+                    mark_answering(Some(mark_id.clone()));
+                }
+            }
+        },
+        std::time::Duration::from_secs(10),
+    ) {
+        let mark_id = mark_id.clone();
+        on_cleanup(move || {
+            handle.clear();
+            if MARKED.with(|m| m.borrow().as_deref() == Some(&mark_id)) {
+                mark_answering(None);
+            }
+        });
+    }
+    let claim_id = mark_id.clone();
+    let claim = move |_| {
+        if !is_settled() && MARKED.with(|m| m.borrow().as_deref() != Some(&claim_id)) {
+            mark_answering(Some(claim_id.clone()));
+        }
+    };
+
+    let act_id = id.clone();
     let act = Action::new_local(move |(kind, entry): &(AnswerKind, Option<String>)| {
         // Completing a task says what it cost; the server checks it against the limit again.
         let actual_cost = match (task_limit, kind) {
@@ -230,7 +353,7 @@ pub fn QuestionCard(
             _ => Ok(None),
         };
         let input = actual_cost.map(|actual_cost_minor| answer_question::AnswerInput {
-            question_id: id.clone(),
+            question_id: act_id.clone(),
             option_id: choice
                 .get_untracked()
                 .filter(|_| *kind == AnswerKind::Answered),
@@ -239,7 +362,7 @@ pub fn QuestionCard(
             entry_id: entry.clone(),
             kind: kind.clone(),
         });
-        let id = id.clone();
+        let id = act_id.clone();
         async move {
             set_error.set(None);
             let input = match input {
@@ -247,7 +370,11 @@ pub fn QuestionCard(
                 Err(refusal) => return set_error.set(Some(refusal)),
             };
             match api::run::<AnswerQuestion>(answer_question::Variables { input }).await {
-                Ok(data) => on_done.run((id, round, data.answer_question)),
+                Ok(data) => {
+                    sent.set(true);
+                    drafts::forget(&id);
+                    on_done.run((id, round, data.answer_question));
+                }
                 Err(err) => set_error.set(Some(refusal(&err))),
             }
         }
@@ -263,31 +390,99 @@ pub fn QuestionCard(
                 reason,
             };
             match api::send::<DismissQuestion>(variables).await {
-                Ok(()) => on_dismissed.run(id),
+                Ok(()) => {
+                    sent.set(true);
+                    drafts::forget(&id);
+                    on_dismissed.run(id);
+                }
                 Err(err) => set_error.set(Some(err.to_string())),
             }
         }
     });
     let busy = Signal::derive(move || act.pending().get() || dismiss.pending().get());
+    // Nothing may be sent from a card someone else settled.
+    let locked = Signal::derive(move || busy.get() || is_settled());
+
+    // Decline and research wait ten seconds for "Undo".
+    let hold_id = id.clone();
+    let decline = move |_| {
+        if locked.get_untracked() {
+            return;
+        }
+        set_error.set(None);
+        held.hold(
+            hold_id.clone(),
+            round,
+            AnswerKind::InsufficientContext,
+            None,
+        );
+    };
+    let research_id = id.clone();
+    let note_field = note_id.clone();
+    let send_research = move |_| {
+        if locked.get_untracked() {
+            return;
+        }
+        let written = note.get_untracked().trim().to_owned();
+        if written.is_empty() {
+            set_error.set(Some(
+                "Say what the agent should find out: it is sent with the question.".to_owned(),
+            ));
+            focus_by_id(&note_field);
+            return;
+        }
+        set_error.set(None);
+        held.hold(
+            research_id.clone(),
+            round,
+            AnswerKind::NeedsResearch,
+            Some(written),
+        );
+    };
+    let ask_note_field = note_id.clone();
+    let ask_research = move |_| {
+        if locked.get_untracked() {
+            return;
+        }
+        asking_research.set(true);
+        let field = ask_note_field.clone();
+        request_animation_frame(move || focus_by_id(&field));
+    };
+
+    let holding_id = id.clone();
+    let holding = Memo::new(move |_| held.waiting_on(&holding_id));
+    let refused_id = id.clone();
+    // A held action the server refused comes back here as an error.
+    Effect::new(move |_| {
+        if let Some((r, Sent::Refused(why))) = held.ended_on(&refused_id)
+            && r == round
+        {
+            set_error.set(Some(why));
+        }
+    });
+
     let from_knowledge = (task_limit.is_none()).then(|| {
         let on_use = Callback::new(move |entry: String| {
             act.dispatch((AnswerKind::FromKnowledge, Some(entry)));
         });
-        view! { <AlreadyAnswered question_id=question.id.clone() busy=busy on_use=on_use/> }
+        view! { <AlreadyAnswered question_id=question.id.clone() busy=locked on_use=on_use/> }
     });
 
+    let has_options = !question.options.is_empty();
     let options = question
         .options
         .into_iter()
         .map(|option| {
             let value = option.id.clone();
+            let checked_value = option.id.clone();
             view! {
                 <label class="option">
                     <input
                         type="radio"
                         name=option_name.clone()
                         value=option.id
-                        on:change=move |_| set_choice.set(Some(value.clone()))
+                        prop:checked=move || choice.get().as_deref() == Some(checked_value.as_str())
+                        on:change=move |_| { if !is_settled() { set_choice.set(Some(value.clone())) } }
                     />
                     " "
                     <bdi>{visible_controls(&option.label)}</bdi>
@@ -296,74 +491,191 @@ pub fn QuestionCard(
         })
         .collect_view();
 
-    view! {
-        <article class="question" class:fresh=fresh data-question-id=question.id.clone()>
-            <p class="meta">
-                <span class=urgency_class>{urgency.to_string()}</span>
-                {fresh.then(|| view! { <span class="badge new">"new"</span> })}
-                {researching.then(|| view! { <span class="badge researching">"sent back for research"</span> })}
-                {escalated.then(|| view! { <span class="badge escalated" title="Nobody answered in time; more people have been told">"escalated"</span> })}
-                <PriceBadge kind=question.kind.clone() budget_limit=question.budget_limit_minor bounty=question.bounty_minor/>
-                <span class="muted">"asked "<TimeAgo at=question.created_at/></span>
-                " · "
-                <span class="muted expires" title=exact(&question.expires_at)>"expires "<TimeAgo at=question.expires_at.clone()/></span>
-            </p>
-            <h2><bdi>{visible_controls(&question.title)}</bdi></h2>
-            <LongText text=question.question class="question-text" tag_quote=false/>
-            {question.deliverable.map(|text| view! { <Deliverable text=text/> })}
-            {question.context.map(|context| view! {
-                <details class="context" open>
-                    <summary>"What the agent found"</summary>
-                    <LongText text=context class="" tag_quote=true/>
-                </details>
-            })}
-            {from_knowledge}
-            <form class="answer" on:submit=|ev| ev.prevent_default() aria-describedby=described_by aria-busy=move || busy.get().to_string()>
-                {has_options.then(|| view! {
-                    <fieldset>
-                        <legend>"Which is it?"</legend>
-                        {options}
-                    </fieldset>
-                })}
-                <label for=body_id.clone()>{if task_limit.is_some() { "The result" } else { "Your answer" }}</label>
-                <textarea
-                    id=body_id
-                    name="body"
-                    maxlength=if task_limit.is_some() { "20000" } else { "8000" }
-                    rows="3"
-                    prop:value=body
-                    on:input=move |ev| set_body.set(event_target_value(&ev))
-                ></textarea>
-                {task_limit.map(|limit| view! {
-                    <label for=cost_id.clone()>"What it cost (0.00 to "{money(limit, "USD")}")"</label>
-                    <input
-                        id=cost_id.clone()
-                        name="actual_cost"
-                        type="text"
-                        inputmode="decimal"
-                        autocomplete="off"
-                        placeholder="0.00"
-                        prop:value=cost
-                        on:input=move |ev| set_cost.set(event_target_value(&ev))
-                    />
-                })}
-                <p class="error form-error" id=error_id role="alert">{move || error.get()}</p>
-                <div class="actions">
-                    <button type="button" data-kind="answered" disabled=busy on:click=move |_| { act.dispatch((AnswerKind::Answered, None)); }>{if task_limit.is_some() { "Complete task" } else { "Answer" }}</button>
-                    <button type="button" data-kind="insufficient_context" class="secondary" disabled=busy on:click=move |_| { act.dispatch((AnswerKind::InsufficientContext, None)); }>"Not enough context"</button>
-                    <button type="button" data-kind="needs_research" class="secondary" disabled=busy on:click=move |_| { act.dispatch((AnswerKind::NeedsResearch, None)); }>"Ask the agent to research more"</button>
+    let close_id = id.clone();
+    let undo_id = id.clone();
+    let settled_view = move || {
+        settled.get().map(|s| {
+            let close_id = close_id.clone();
+            view! {
+                <div class="settled-here" role="status">
+                    <p>
+                        <strong>{s.headline()}</strong>" "<TimeAgo at=s.at.clone()/>
+                        {(!drafts_empty(body, choice, cost, note)).then_some(" — your draft is kept below.")}
+                    </p>
+                    <button type="button" class="secondary small" on:click=move |_| on_close.run(close_id.clone())>
+                        "Close"<span class="visually-hidden">" this question"</span>
+                    </button>
                 </div>
-                <p class="muted">"Declining costs nothing: only answer what you know."</p>
-                <details class="dismiss">
-                    <summary>"Dismiss…"</summary>
-                    <label for=reason_id.clone()>"Why (optional; the agent is told)"</label>
-                    <input id=reason_id type="text" maxlength="500" prop:value=reason on:input=move |ev| set_reason.set(event_target_value(&ev))/>
-                    <button type="button" class="secondary" data-kind="dismiss" disabled=busy on:click=move |_| { dismiss.dispatch(()); }>"Dismiss question"</button>
-                </details>
-            </form>
-            // Below the form, so the buttons stay near the top of a long card.
-            <p class="question-link"><a href=page>"Its page: answers, timeline and budget"<span class="visually-hidden">" — "{title}</span></a></p>
-        </article>
+            }
+        })
+    };
+    let holding_view = move || {
+        holding.get().map(|action| {
+            let undo_id = undo_id.clone();
+            view! {
+                <div class="held" role="status">
+                    <p>
+                        <strong>{action.describe()}</strong>
+                        {action.note.clone().map(|n| view! { " — “"<bdi>{n}</bdi>"”" })}
+                        " · sending in "<HoldCountdown send_at=action.send_at/>
+                    </p>
+                    <button type="button" class="undo" on:click=move |_| held.undo(&undo_id)>
+                        "Undo"
+                    </button>
+                </div>
+            }
+        })
+    };
+    let undo_focus = move || {
+        // After "Undo" appears, focus it: a keyboard user can take the action back at once.
+        if holding.with(Option::is_some) {
+            request_animation_frame(|| {
+                if let Some(el) = document()
+                    .query_selector(".held button.undo")
+                    .ok()
+                    .flatten()
+                    .and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(e).ok())
+                {
+                    let _ = el.focus();
+                }
+            });
+        }
+    };
+    Effect::new(move |_| undo_focus());
+
+    view! {
+        <div class="card-body" class:fresh=fresh on:focusin=claim>
+            {settled_view}
+            {holding_view}
+            {move || {
+                let others = others.get();
+                (!others.is_empty() && !is_settled()).then(|| view! {
+                    <p class="presence" role="status">{answering_words(&others)}</p>
+                })
+            }}
+            <div class="card-main" class:hidden=move || holding.with(Option::is_some)>
+                <LongText text=question.question class="question-text" tag_quote=false/>
+                {question.deliverable.map(|text| view! { <Deliverable text=text/> })}
+                {question.context.map(|context| view! {
+                    <details class="context" open>
+                        <summary>"What the agent found"</summary>
+                        <LongText text=context class="" tag_quote=true/>
+                    </details>
+                })}
+                {from_knowledge}
+                <form class="answer" on:submit=|ev| ev.prevent_default() aria-describedby=described_by aria-busy=move || busy.get().to_string()>
+                    {restored.then(|| view! { <p class="muted draft-restored">"Your draft from earlier is restored."</p> })}
+                    {has_options.then(|| view! {
+                        <fieldset>
+                            <legend>"Which is it?"</legend>
+                            {options}
+                        </fieldset>
+                    })}
+                    <label for=body_id.clone()>{if task_limit.is_some() { "The result" } else { "Your answer" }}</label>
+                    <textarea
+                        id=body_id
+                        name="body"
+                        maxlength=if task_limit.is_some() { "20000" } else { "8000" }
+                        rows="3"
+                        prop:readOnly=is_settled
+                        prop:value=body
+                        on:input=move |ev| set_body.set(event_target_value(&ev))
+                    ></textarea>
+                    {task_limit.map(|limit| view! {
+                        <label for=cost_id.clone()>"What it cost (0.00 to "{money(limit, "USD")}")"</label>
+                        <input
+                            id=cost_id.clone()
+                            name="actual_cost"
+                            type="text"
+                            inputmode="decimal"
+                            autocomplete="off"
+                            placeholder="0.00"
+                            prop:readOnly=is_settled
+                            prop:value=cost
+                            on:input=move |ev| set_cost.set(event_target_value(&ev))
+                        />
+                    })}
+                    <p class="error form-error" id=error_id role="alert">{move || error.get()}</p>
+                    <div class="actions">
+                        <button type="button" data-kind="answered" aria-disabled=move || locked.get().to_string() on:click=move |_| { if !locked.get_untracked() { act.dispatch((AnswerKind::Answered, None)); } }>{if task_limit.is_some() { "Complete task" } else { "Answer" }}</button>
+                        <button type="button" data-kind="insufficient_context" class="secondary" aria-disabled=move || locked.get().to_string() on:click=decline>"Not enough context"</button>
+                        <button type="button" data-kind="needs_research" class="secondary" aria-disabled=move || locked.get().to_string() aria-expanded=move || asking_research.get().to_string() on:click=ask_research>"Ask the agent to research more"</button>
+                    </div>
+                    <Show when=move || asking_research.get()>
+                        <div class="research-note">
+                            <label for=note_id.clone()>"What should the agent find out? (required; the agent is told)"</label>
+                            <textarea id=note_id.clone() name="note" maxlength="2000" rows="2" prop:readOnly=is_settled prop:value=note on:input=move |ev| set_note.set(event_target_value(&ev))></textarea>
+                            <div class="actions">
+                                <button type="button" data-kind="send_research" aria-disabled=move || locked.get().to_string() on:click=send_research.clone()>"Send back for research"</button>
+                                <button type="button" class="secondary" on:click=move |_| asking_research.set(false)>"Cancel"</button>
+                            </div>
+                        </div>
+                    </Show>
+                    <p class="muted">"Declining costs nothing: only answer what you know. Declines and research wait 10 s for Undo."</p>
+                    <details class="dismiss">
+                        <summary>"Dismiss…"</summary>
+                        <label for=reason_id.clone()>"Why (optional; the agent is told)"</label>
+                        <input id=reason_id type="text" maxlength="500" prop:value=reason on:input=move |ev| set_reason.set(event_target_value(&ev))/>
+                        <button type="button" class="secondary" data-kind="dismiss" aria-disabled=move || locked.get().to_string() on:click=move |_| { if !locked.get_untracked() { dismiss.dispatch(()); } }>"Dismiss question"</button>
+                    </details>
+                </form>
+                // Below the form, so the buttons stay near the top of a long card.
+                <p class="question-link"><a href=page>"Its page: answers, timeline and budget"<span class="visually-hidden">" — "{title}</span></a></p>
+            </div>
+        </div>
+    }
+}
+
+fn drafts_empty(
+    body: ReadSignal<String>,
+    choice: ReadSignal<Option<String>>,
+    cost: ReadSignal<String>,
+    note: ReadSignal<String>,
+) -> bool {
+    Draft {
+        body: body.get_untracked(),
+        option: choice.get_untracked(),
+        cost: cost.get_untracked(),
+        note: note.get_untracked(),
+        saved: 0.0,
+    }
+    .is_empty()
+}
+
+/// "mara is answering", "mara and ben are answering".
+pub fn answering_words(handles: &[String]) -> String {
+    match handles {
+        [] => String::new(),
+        [one] => format!("{one} is answering"),
+        [first @ .., last] => format!("{} and {last} are answering", first.join(", ")),
+    }
+}
+
+/// Focus the element with this id, if there is one.
+fn focus_by_id(id: &str) {
+    if let Some(el) = document()
+        .get_element_by_id(id)
+        .and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(e).ok())
+    {
+        let _ = el.focus();
+    }
+}
+
+/// The seconds until a held action is sent.
+#[component]
+fn HoldCountdown(send_at: f64) -> impl IntoView {
+    let (now, set_now) = signal(js_sys::Date::now());
+    if let Ok(handle) = set_interval_with_handle(
+        move || set_now.set(js_sys::Date::now()),
+        std::time::Duration::from_millis(500),
+    ) {
+        on_cleanup(move || handle.clear());
+    }
+    move || {
+        format!(
+            "{} s",
+            ((send_at - now.get()) / 1000.0).ceil().max(0.0) as i64
+        )
     }
 }
 

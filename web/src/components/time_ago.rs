@@ -8,6 +8,13 @@ use std::time::Duration;
 #[derive(Clone, Copy)]
 pub struct Clock(ReadSignal<f64>);
 
+impl Clock {
+    /// The clock's time (ms since the epoch), tracked.
+    pub fn now(&self) -> f64 {
+        self.0.get()
+    }
+}
+
 /// Start the clock and provide it to every page.
 pub fn provide_clock() {
     let (now, set_now) = signal(js_sys::Date::now());

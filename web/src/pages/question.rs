@@ -21,12 +21,13 @@ use crate::api::{self, ApiError};
 use crate::components::loaded::Loaded;
 use crate::components::money::money;
 use crate::components::question_card::{
-    AlreadyAnswered, Deliverable, LongText, PriceBadge, refusal, visible_controls,
+    Acted, Deliverable, LongText, PriceBadge, QuestionCard, shorten, visible_controls,
 };
 use crate::components::time_ago::{TimeAgo, exact};
+use crate::components::title::page_title;
 use crate::operations::{
-    AnswerQuestion, QuestionDeliveries, QuestionPage as QuestionRead, ReverseContribution,
-    answer_question, question_deliveries, question_page, reverse_contribution,
+    QuestionDeliveries, QuestionPage as QuestionRead, ReverseContribution, question_deliveries,
+    question_page, queue_page, reverse_contribution,
 };
 use crate::session::Session;
 use crate::vocab::{
@@ -39,9 +40,6 @@ type Answer = question_page::QuestionPageQuestionAnswers;
 
 /// An admin reversing a verified answer: its contribution's id and the note for the agent.
 type Reverse = Action<(String, Option<String>), Result<(), ApiError>>;
-
-/// Settling the question from a knowledge entry (its id): the server's notice, or why not.
-type UseEntry = Action<String, Result<String, String>>;
 
 /// The route's typed parameters.
 #[derive(Params, Clone, PartialEq)]
@@ -92,6 +90,12 @@ fn QuestionPage(slug: String, id: String) -> impl IntoView {
         let id = read_id.clone();
         async move { api::run::<QuestionRead>(question_page::Variables { id }).await }
     });
+    page_title(move || {
+        question
+            .get()
+            .and_then(Result::ok)
+            .map_or_else(|| "Question".to_owned(), |d| shorten(&d.question.title, 80))
+    });
     // Deliveries are for admins only: nobody else asks (the server would refuse).
     let deliveries_id = id.clone();
     let deliveries = LocalResource::new(move || {
@@ -121,23 +125,26 @@ fn QuestionPage(slug: String, id: String) -> impl IntoView {
             result
         }
     });
-    let use_id = id.clone();
-    let use_entry: UseEntry = Action::new_local(move |entry: &String| {
-        let input = answer_question::AnswerInput {
-            question_id: use_id.clone(),
-            kind: AnswerKind::FromKnowledge,
-            option_id: None,
-            body: None,
-            actual_cost_minor: None,
-            entry_id: Some(entry.clone()),
-        };
-        async move {
-            let result = api::run::<AnswerQuestion>(answer_question::Variables { input }).await;
-            question.refetch();
-            result
-                .map(|data| data.answer_question.notice)
-                .map_err(|err| refusal(&err))
-        }
+    let acted_notice = RwSignal::new(None::<String>);
+    let on_done = Callback::new(move |(_, _, result): Acted| {
+        let points = result
+            .contribution_status
+            .map(|status| {
+                format!(
+                    " {} points, {}.",
+                    result.points,
+                    ContributionStatus::of(&status)
+                )
+            })
+            .unwrap_or_default();
+        acted_notice.set(Some(format!("{}{points}", result.notice)));
+        question.refetch();
+    });
+    let on_dismissed = Callback::new(move |_: String| {
+        acted_notice.set(Some(
+            "Dismissed. Nobody will be asked about it again.".to_owned(),
+        ));
+        question.refetch();
     });
     let queue_href = format!("/dashboard/niches/{slug}/questions");
     view! {
@@ -147,10 +154,6 @@ fn QuestionPage(slug: String, id: String) -> impl IntoView {
                 {move || reverse.value().get().map(|result| match result {
                     Ok(()) => view! { <p class="notice" role="status">"Reversed: it no longer counts, and the agent is told."</p> }.into_any(),
                     Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
-                })}
-                {move || use_entry.value().get().map(|result| match result {
-                    Ok(notice) => view! { <p class="notice" role="status">{notice}</p> }.into_any(),
-                    Err(message) => view! { <p class="error" role="alert">{message}</p> }.into_any(),
                 })}
             </div>
             <Loaded loading="Loading the question…" forbidden="Only the niche's active members and admins see its questions">
@@ -168,7 +171,7 @@ fn QuestionPage(slug: String, id: String) -> impl IntoView {
                                     <p><A href=href>"Open it in "{q.niche.name}</A></p>
                                 }.into_any();
                             }
-                            view! { <QuestionView question=q admin=is_admin.get() reverse=reverse use_entry=use_entry/> }.into_any()
+                            view! { <QuestionView question=q admin=is_admin.get() reverse=reverse acted=acted_notice on_done=on_done on_dismissed=on_dismissed/> }.into_any()
                         }))
                     }
                 }
@@ -191,24 +194,47 @@ fn QuestionView(
     question: Question,
     admin: bool,
     reverse: Reverse,
-    use_entry: UseEntry,
+    acted: RwSignal<Option<String>>,
+    on_done: Callback<Acted>,
+    on_dismissed: Callback<String>,
 ) -> impl IntoView {
     let q = question;
     let urgency = Urgency::of(&q.urgency);
     let status = QuestionStatus::of(&q.status);
-    // A waiting question (not a task) may be settled from a verified answer already given.
+    let task = q.kind == ExchangeKind::Task;
     let waiting = matches!(status, QuestionStatus::Open | QuestionStatus::Researching);
-    let from_knowledge = (waiting && q.kind != ExchangeKind::Task).then(|| {
-        let busy = Signal::derive(move || use_entry.pending().get());
-        let on_use = Callback::new(move |entry: String| {
-            use_entry.dispatch(entry);
-        });
-        view! { <AlreadyAnswered question_id=q.id.clone() busy=busy on_use=on_use/> }
+    let taken_back = |a: &Answer| {
+        matches!(
+            a.review,
+            Some(ContributionStatus::Rejected | ContributionStatus::Reversed)
+        )
+    };
+    // Open again after an answer was rejected or reversed.
+    let reopened = waiting
+        && q.answers
+            .iter()
+            .any(|a| a.kind == AnswerKind::Answered && taken_back(a));
+    let research_requests = q
+        .answers
+        .iter()
+        .filter(|a| a.kind == AnswerKind::NeedsResearch)
+        .count();
+    // A waiting question has the same controls as its card in the queue.
+    let card = waiting.then(|| {
+        let page = format!("/dashboard/niches/{}/questions/{}", q.niche.slug, q.id);
+        let card = as_card(&q);
+        view! {
+            <section class="act" aria-labelledby="act-title">
+                <h2 id="act-title">{if task { "Complete it" } else { "Answer it" }}</h2>
+                <QuestionCard question=card page=page fresh=false settled=Signal::derive(|| None) others=Signal::derive(Vec::new) on_done=on_done on_dismissed=on_dismissed on_close=Callback::new(|_| ())/>
+            </section>
+        }
     });
-    // Which options were chosen, and by whom.
+    // Which options were chosen, and by whom (answers rejected or reversed no longer count).
     let mut chosen: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for a in &q.answers {
         if a.kind == AnswerKind::Answered
+            && !taken_back(a)
             && let Some(option) = &a.option_id
         {
             chosen
@@ -239,12 +265,13 @@ fn QuestionView(
         <article class="question" data-question-id=q.id.clone()>
             <p class="meta">
                 <span class=format!("badge urgency-{urgency}")>{urgency.to_string()}</span>
-                <span class=format!("badge status-{status}")>{status.to_string()}</span>
+                <span class=format!("badge status-{status}")>{status_words(&status, task, reopened)}</span>
                 <PriceBadge kind=q.kind.clone() budget_limit=q.budget_limit_minor bounty=q.bounty_minor/>
                 <span class="muted">"asked "<TimeAgo at=q.created_at.clone()/></span>
-                {q.answered_at.clone().map(|at| view! { " · "<span class="muted">"answered "<TimeAgo at=at/></span> })}
-                " · "<span class="muted" title=exact(&q.expires_at)>"expires "<TimeAgo at=q.expires_at.clone()/></span>
-                {(q.research_round > 0).then(|| view! { " · "<span class="muted">"research rounds: "{q.research_round}</span> })}
+                {q.answered_at.clone().map(|at| view! { " · "<span class="muted">{if task { "completed " } else { "answered " }}<TimeAgo at=at/></span> })}
+                " · "<span class="muted" title=exact(&q.expires_at)>{if status == QuestionStatus::Expired { "expired " } else { "expires " }}<TimeAgo at=q.expires_at.clone()/></span>
+                {reopened.then(|| view! { " · "<span class="muted reopened">"reopened after a rejection"</span> })}
+                {(research_requests > 0).then(|| view! { " · "<span class="muted">{if research_requests == 1 { "sent back for research once".to_owned() } else { format!("sent back for research {research_requests} times") }}</span> })}
             </p>
             <h1><bdi>{visible_controls(&q.title)}</bdi></h1>
             {q.external_id.map(|e| view! { <p class="muted">"The agent's id: "<code><bdi>{visible_controls(&e)}</bdi></code></p> })}
@@ -256,16 +283,17 @@ fn QuestionView(
                     <LongText text=context class="" tag_quote=true/>
                 </details>
             })}
-            <h2>"Options"</h2>
-            {match (offered, none_chosen) {
-                (false, _) => view! { <p class="muted">"The agent offered no options: answers are in words."</p> }.into_any(),
-                (true, true) => view! { <p class="muted">"None chosen yet."</p> }.into_any(),
-                (true, false) => ().into_any(),
-            }}
-            {offered.then(|| view! { <ul class="options-list">{options}</ul> })}
-            {from_knowledge}
+            {offered.then(|| view! {
+                <h2>"Options"</h2>
+                {none_chosen.then(|| view! { <p class="muted">"None chosen yet."</p> })}
+                <ul class="options-list">{options}</ul>
+            })}
         </article>
-        <AnswerList answers=answers slug=slug admin=admin reverse=reverse/>
+        <div aria-live="polite">
+            {move || acted.get().map(|notice| view! { <p class="notice" role="status">{notice}</p> })}
+        </div>
+        {card}
+        <AnswerList answers=answers slug=slug admin=admin task=task reverse=reverse/>
         <section aria-labelledby="timeline-title">
             <h2 id="timeline-title">"Timeline"</h2>
             {if q.timeline.is_empty() {
@@ -273,8 +301,16 @@ fn QuestionView(
             } else {
                 view! {
                     <ol class="timeline">
-                        {q.timeline.into_iter().map(|t| view! {
-                            <li><TimeAgo at=t.at/>" · "<code>{t.action}</code>" · "{t.actor_handle.unwrap_or(t.actor)}</li>
+                        {q.timeline.into_iter().map(|t| {
+                            let who = t.actor_handle.clone().unwrap_or_else(|| t.actor.clone());
+                            let said = sentence(&t.action, &who);
+                            let code = t.action.clone();
+                            view! {
+                                <li data-action=code>
+                                    {said}" · "<TimeAgo at=t.at/>
+                                    <details class="raw"><summary>"Details"<span class="visually-hidden">" of this entry"</span></summary><code>{t.action}</code>" · "<code>{t.actor}</code></details>
+                                </li>
+                            }
                         }).collect_view()}
                     </ol>
                 }.into_any()
@@ -303,7 +339,13 @@ fn QuestionView(
 /// says so, with a link to its entry (in niche `slug`); for an admin, "Reverse" on a verified
 /// answer.
 #[component]
-fn AnswerList(answers: Vec<Answer>, slug: String, admin: bool, reverse: Reverse) -> impl IntoView {
+fn AnswerList(
+    answers: Vec<Answer>,
+    slug: String,
+    admin: bool,
+    task: bool,
+    reverse: Reverse,
+) -> impl IntoView {
     view! {
         <section aria-labelledby="answers-title">
             <h2 id="answers-title">"Answers and declines"</h2>
@@ -324,9 +366,10 @@ fn AnswerList(answers: Vec<Answer>, slug: String, admin: bool, reverse: Reverse)
                             });
                             view! {
                                 <li data-answer-id=a.id.clone()>
-                                    <strong>{a.answered_by}</strong>": "{a.kind.describe()}
+                                    <strong>{a.answered_by}</strong>": "{if task && a.kind == AnswerKind::Answered { "Completed".to_owned() } else { a.kind.describe() }}
                                     {a.option_label.map(|l| view! { " — "<bdi>{visible_controls(&l)}</bdi> })}
                                     {review.map(|r| view! { " "<span class=format!("badge status-{r}")>{r.to_string()}</span> })}
+                                    {(a.kind == AnswerKind::NeedsResearch).then(|| a.body.clone()).flatten().map(|_| view! { " "<span class="muted">"— what the agent was asked to find out:"</span> })}
                                     " · "<TimeAgo at=a.created_at/>
                                     {a.actual_cost_minor.map(|cost| view! { " · "<span data-actual-cost=cost.to_string()>"cost "{money(cost, "USD")}</span> })}
                                     {a.body.map(|b| view! { <p class="answer-words"><bdi>{visible_controls(&b)}</bdi></p> })}
@@ -353,14 +396,22 @@ fn ReverseForm(
     let busy = reverse.pending();
     let note = RwSignal::new(String::new());
     let note_id = format!("reverse-note-{answer}");
+    let error_id = format!("reverse-error-{answer}");
+    let missing = RwSignal::new(false);
     view! {
         <form class="inline" on:submit=move |ev| {
             ev.prevent_default();
-            let written = Some(note.get_untracked()).filter(|n| !n.trim().is_empty());
-            reverse.dispatch((contribution.clone(), written));
+            let written = note.get_untracked().trim().to_owned();
+            if written.is_empty() {
+                missing.set(true);
+                return;
+            }
+            missing.set(false);
+            reverse.dispatch((contribution.clone(), Some(written)));
         }>
-            <label for=note_id.clone()>"Why reverse (optional; the agent is told)"</label>
-            <input id=note_id type="text" maxlength="500" prop:value=note on:input=move |ev| note.set(event_target_value(&ev))/>
+            <label for=note_id.clone()>"Why reverse (required; the answerer and the agent are told)"</label>
+            <input id=note_id type="text" maxlength="500" required aria-describedby=error_id.clone() prop:value=note on:input=move |ev| note.set(event_target_value(&ev))/>
+            <p class="error form-error" id=error_id role="alert">{move || missing.get().then_some("Say why: the answerer and the agent are told.")}</p>
             <button type="submit" class="secondary small" disabled=busy>"Reverse"<span class="visually-hidden">" "{handle}"'s answer"</span></button>
         </form>
     }
@@ -413,4 +464,61 @@ fn DeliveryList(deliveries: Vec<Delivery>) -> impl IntoView {
         </div>
     }
     .into_any()
+}
+
+/// The question as the queue's card reads it.
+fn as_card(q: &Question) -> queue_page::QuestionCard {
+    queue_page::QuestionCard {
+        id: q.id.clone(),
+        title: q.title.clone(),
+        question: q.question.clone(),
+        context: q.context.clone(),
+        urgency: q.urgency.clone(),
+        status: q.status.clone(),
+        created_at: q.created_at.clone(),
+        expires_at: q.expires_at.clone(),
+        bounty_minor: q.bounty_minor,
+        kind: q.kind.clone(),
+        budget_limit_minor: q.budget_limit_minor,
+        deliverable: q.deliverable.clone(),
+        research_round: q.research_round,
+        escalation_step: q.escalation_step,
+        options: q
+            .options
+            .iter()
+            .map(|o| queue_page::QuestionCardOptions {
+                id: o.id.clone(),
+                label: o.label.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// A question's status in words: a task that is answered is "completed", a question open
+/// again after a rejection is "reopened".
+fn status_words(status: &QuestionStatus, task: bool, reopened: bool) -> String {
+    match status {
+        QuestionStatus::Answered if task => "completed".to_owned(),
+        QuestionStatus::Open if reopened => "reopened".to_owned(),
+        QuestionStatus::Researching => "with the agent for research".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// A timeline entry as a sentence, with who did it.
+fn sentence(action: &str, who: &str) -> String {
+    match action {
+        "question.created" => "The agent asked".to_owned(),
+        "question.answered" => format!("{who} answered"),
+        "question.declined" => format!("{who} declined: not enough context"),
+        "question.needs_context" => "Nobody had enough context; the agent was told".to_owned(),
+        "question.research_requested" => format!("{who} sent it back for research"),
+        "question.research_returned" => "The agent came back with its research".to_owned(),
+        "question.reopened" => format!("Reopened after {who} rejected or reversed the answer"),
+        "question.dismissed" => format!("{who} dismissed it"),
+        "question.expired" => "It expired unanswered".to_owned(),
+        "question.escalated" => "Nobody answered in time: more people were told".to_owned(),
+        "question.waiting" => "The agent is still waiting".to_owned(),
+        other => format!("{who}: {}", other.replace(['.', '_'], " ")),
+    }
 }

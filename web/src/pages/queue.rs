@@ -1,30 +1,49 @@
-//! `/dashboard/niches/:slug/questions`: the live waiting queue and "Settled".
+//! `/dashboard/niches/:slug/questions`: the niche's triage queue and "Settled".
 //!
-//! The page reads the first 50 waiting questions, then follows the `questionQueue` subscription
-//! on the app's live connection: new questions appear marked "new", questions settled elsewhere
-//! leave. "Load more" reads the next page after the last card's cursor; live changes merge into
-//! every card loaded, whichever page it came from. When the connection drops, a banner says so;
-//! on return the page re-reads as many questions as it had loaded, since what happened meanwhile
-//! was not sent.
+//! Waiting questions show as compact rows (urgency, bounty or task limit, title, age, time
+//! left) that open in place into the full card. Filters (urgency, task or question, has a
+//! bounty), the sort (expiring soonest by default, newest, bounty) and a title search live in
+//! the URL (`?urgency=high&sort=newest&q=roof`), are read by the server (`Niche.queue`) and
+//! carry into "Load more"; live arrivals (`questionQueue`) join only when they match. The
+//! heading and the document title count what waits ("57 waiting · 5 high"), re-read after each
+//! live change. Keys: `j`/`k` move between rows, `Enter` opens one, `a`/`d`/`r` answer,
+//! decline or send back the current row, `?` lists them.
+//!
+//! A question someone else settles while this person has its row open or a draft on it stays
+//! in place, read-only, saying who did it, until they close it. Others with a question's form
+//! open show as "mara is answering" (`answeringNow`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use leptos::Params;
 use leptos::prelude::*;
+use leptos_router::NavigateOptions;
 use leptos_router::components::A;
-use leptos_router::hooks::use_params;
+use leptos_router::hooks::{use_navigate, use_params, use_query_map};
 use leptos_router::params::Params;
+use leptos_router::{LazyRoute, lazy_route};
+use wasm_bindgen::JsCast;
 
 use crate::api::{self, ApiError, ErrorCode};
+use crate::components::countdown::TimeLeft;
+use crate::components::drafts;
+use crate::components::held::{Held, Sent};
 use crate::components::loaded::Loaded;
+use crate::components::money::money;
 use crate::components::notice::Notice;
-use crate::components::question_card::{Acted, QuestionCard};
-use crate::components::time_ago::TimeAgo;
+use crate::components::question_card::{
+    Acted, QuestionCard, SettledElsewhere, answering_words, visible_controls,
+};
+use crate::components::time_ago::{TimeAgo, exact};
+use crate::components::title::page_title;
 use crate::live::{self, LiveEvent};
 use crate::operations::{
-    QueueChanges, QueueMore, QueuePage as QueueRead, queue_changes, queue_more, queue_page,
+    AnsweringNow, QueueChanges, QueueCounts, QueueMore, QueuePage as QueueRead, answering_now,
+    queue_changes, queue_counts, queue_more, queue_page,
 };
-use crate::vocab::{ContributionStatus, QueueChangeKind, Urgency};
+use crate::vocab::{
+    ContributionStatus, ExchangeKind, QuestionStatus, QueueChangeKind, QueueSort, Urgency,
+};
 
 type Question = queue_page::QuestionCard;
 type Settled = queue_page::QueuePageNicheSettledNodes;
@@ -42,18 +61,124 @@ pub fn niche_slug() -> Memo<String> {
     Memo::new(move |_| params.get().ok().and_then(|p| p.slug).unwrap_or_default())
 }
 
-/// The queue route: a fresh page (and subscription) for each niche.
-#[component]
-pub fn QueueRoute() -> impl IntoView {
-    let slug = niche_slug();
-    move || view! { <QueuePage slug=slug.get()/> }
+/// What the URL asks the queue to show.
+#[derive(Clone, PartialEq, Default)]
+struct View {
+    urgency: Option<Urgency>,
+    kind: Option<ExchangeKind>,
+    bounty: Option<bool>,
+    sort: Option<QueueSort>,
+    search: String,
 }
 
-/// A card on the page.
+impl View {
+    fn sort(&self) -> QueueSort {
+        self.sort.clone().unwrap_or(QueueSort::Expiring)
+    }
+
+    /// Whether `q` belongs in this view (a live arrival joins only then).
+    fn admits(&self, q: &Question) -> bool {
+        self.urgency
+            .as_ref()
+            .is_none_or(|u| Urgency::of(&q.urgency) == *u)
+            && self.kind.as_ref().is_none_or(|k| q.kind == *k)
+            && self.bounty.is_none_or(|b| (q.bounty_minor > 0) == b)
+            && (self.search.trim().is_empty()
+                || q.title
+                    .to_lowercase()
+                    .contains(&self.search.trim().to_lowercase()))
+    }
+
+    fn filtered(&self) -> bool {
+        self.urgency.is_some()
+            || self.kind.is_some()
+            || self.bounty.is_some()
+            || !self.search.trim().is_empty()
+    }
+
+    /// The query string for this view (empty values left out).
+    fn query(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(u) = &self.urgency {
+            parts.push(format!("urgency={u}"));
+        }
+        if let Some(k) = &self.kind {
+            parts.push(format!("kind={k}"));
+        }
+        if let Some(b) = self.bounty {
+            parts.push(format!("bounty={}", if b { "yes" } else { "no" }));
+        }
+        if let Some(s) = self.sort.as_ref().filter(|s| **s != QueueSort::Expiring) {
+            parts.push(format!("sort={s}"));
+        }
+        if !self.search.trim().is_empty() {
+            parts.push(format!(
+                "q={}",
+                String::from(js_sys::encode_uri_component(self.search.trim()))
+            ));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", parts.join("&"))
+        }
+    }
+}
+
+/// The queue as a lazily loaded route: its code (and the card's) is fetched the first time
+/// someone opens a queue.
+pub struct QueueRoute;
+
+#[lazy_route]
+impl LazyRoute for QueueRoute {
+    fn data() -> Self {
+        Self
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <QueueRouteView/> }.into_any()
+    }
+}
+
+/// A fresh page (and subscription) for each niche and view.
+#[component]
+fn QueueRouteView() -> impl IntoView {
+    let slug = niche_slug();
+    let query = use_query_map();
+    let view = Memo::new(move |_| {
+        query.with(|q| View {
+            urgency: q
+                .get("urgency")
+                .map(Urgency::of)
+                .filter(|u| !matches!(u, Urgency::Other(_))),
+            kind: q
+                .get("kind")
+                .map(ExchangeKind::of)
+                .filter(|k| !matches!(k, ExchangeKind::Other(_))),
+            bounty: q.get("bounty").and_then(|b| match b.as_str() {
+                "yes" => Some(true),
+                "no" => Some(false),
+                _ => None,
+            }),
+            sort: q
+                .get("sort")
+                .map(QueueSort::of)
+                .filter(|s| !matches!(s, QueueSort::Other(_))),
+            search: q.get("q").unwrap_or_default(),
+        })
+    });
+    move || view! { <QueuePage slug=slug.get() view=view.get()/> }
+}
+
+/// A row on the page.
 #[derive(Clone)]
-struct Card {
+struct Row {
     question: Question,
     fresh: bool,
+    /// What my own answer did (shown in place until closed).
+    outcome: Option<String>,
+    /// Someone else settled it while I had it open or a draft on it.
+    settled: Option<SettledElsewhere>,
 }
 
 /// Where the live connection stands.
@@ -70,17 +195,15 @@ const PAGE: usize = 50;
 /// The most one read may ask for (the server's limit on `first`).
 const MAX_READ: usize = 100;
 
-/// Where a question sorts in the waiting queue: most urgent first, then oldest (the server's
-/// order, so the client's merge and the server's cursor agree).
-fn queue_key(question: &Question) -> (u8, i64) {
-    (
-        Urgency::of(&question.urgency).rank(),
-        question.id.parse::<i64>().unwrap_or(i64::MAX),
-    )
-}
-
-fn sort_cards(cards: &mut [Card]) {
-    cards.sort_by_key(|c| queue_key(&c.question));
+/// Where a question sorts in `sort` (the server's order, so the client's merge and the
+/// server's cursor agree).
+fn sort_key(sort: &QueueSort, q: &Question) -> (i64, i64) {
+    let id = q.id.parse::<i64>().unwrap_or(i64::MAX);
+    match sort {
+        QueueSort::Newest => (0, -id),
+        QueueSort::Bounty => (-q.bounty_minor, id),
+        _ => (js_sys::Date::parse(&q.expires_at) as i64, id),
+    }
 }
 
 /// The question page's path.
@@ -88,90 +211,215 @@ pub fn question_path(slug: &str, id: &str) -> String {
     format!("/dashboard/niches/{slug}/questions/{id}")
 }
 
+/// Whether the person is typing (keys then type, they do not command).
+fn typing_in(target: Option<web_sys::EventTarget>) -> bool {
+    target
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .is_some_and(|el| {
+            let tag = el.tag_name().to_ascii_lowercase();
+            let input_type = el.get_attribute("type").unwrap_or_default();
+            tag == "textarea"
+                || tag == "select"
+                || (tag == "input"
+                    && !matches!(input_type.as_str(), "radio" | "checkbox" | "button"))
+                || el.get_attribute("contenteditable").is_some()
+        })
+}
+
+fn html(el: web_sys::Element) -> Option<web_sys::HtmlElement> {
+    el.dyn_into::<web_sys::HtmlElement>().ok()
+}
+
+/// The row holding the focus, if any.
+fn current_row() -> Option<web_sys::Element> {
+    document().active_element().and_then(|el| {
+        el.closest("article.question[data-question-id]")
+            .ok()
+            .flatten()
+    })
+}
+
 /// The queue of one niche.
 #[component]
-pub fn QueuePage(slug: String) -> impl IntoView {
-    let cards = RwSignal::new(Vec::<Card>::new());
+fn QueuePage(slug: String, view: View) -> impl IntoView {
+    let rows = RwSignal::new(Vec::<Row>::new());
+    let open = RwSignal::new(HashSet::<String>::new());
     let settled = RwSignal::new(Vec::<Settled>::new());
     let link = RwSignal::new(Link::Connecting);
     let link_message = RwSignal::new(None::<String>);
-    let acted_notice = RwSignal::new(None::<(String, Option<String>)>);
+    let counts = RwSignal::new(None::<(i64, i64)>);
+    let matching = RwSignal::new(None::<i64>);
+    let niche_name = RwSignal::new(String::new());
+    let answering = RwSignal::new(HashMap::<String, (Vec<String>, f64)>::new());
+    let show_keys = RwSignal::new(false);
+    let held = Held::get();
+    let me = crate::session::Session::get()
+        .person()
+        .flatten()
+        .map(|p| p.handle)
+        .unwrap_or_default();
     // What I acted on, with the research round I saw: it stays out of my view until it comes
     // back from research.
     let acted = StoredValue::new(HashSet::<(String, i64)>::new());
     let read_once = StoredValue::new(false);
-    // The cursor after the last question loaded, while the server has more.
     let more = RwSignal::new(None::<String>);
     let more_said = RwSignal::new(None::<String>);
+    let view = StoredValue::new(view);
+    let sort_rows = move |list: &mut Vec<Row>| {
+        let sort = view.with_value(View::sort);
+        list.sort_by_key(|r| sort_key(&sort, &r.question));
+    };
 
-    // The read merges into the cards the page holds, so a re-read after a drop marks what
-    // arrived meanwhile as new. It yields the niche's name, or `None` for no such niche.
+    page_title(move || {
+        let name = niche_name.get();
+        match counts.get() {
+            Some((total, _)) if !name.is_empty() => format!("({total}) {name}"),
+            _ => name,
+        }
+    });
+
     let read_slug = slug.clone();
     let queue = LocalResource::new(move || {
         let slug = read_slug.clone();
         async move {
-            // As many as are loaded, so a re-read does not take "Load more" back.
-            let loaded = cards.with_untracked(Vec::len).clamp(PAGE, MAX_READ);
+            let loaded = rows.with_untracked(Vec::len).clamp(PAGE, MAX_READ);
             let first = i64::try_from(loaded).unwrap_or(50);
-            let data = api::run::<QueueRead>(queue_page::Variables { slug, first }).await?;
+            let v = view.get_value();
+            let variables = queue_page::Variables {
+                slug,
+                first,
+                sort: v.sort(),
+                urgency: v.urgency.clone(),
+                kind: v.kind.clone(),
+                has_bounty: v.bounty,
+                search: Some(v.search.clone()).filter(|s| !s.trim().is_empty()),
+            };
+            let data = api::run::<QueueRead>(variables).await?;
             let Some(niche) = data.niche else {
                 return Ok::<_, ApiError>(None);
             };
+            niche_name.set(niche.name.clone());
+            counts.set(Some((
+                niche.waiting_counts.total,
+                niche.waiting_counts.high,
+            )));
+            matching.set(Some(niche.waiting.total_count));
             let waiting = niche.waiting;
-            let window_end = waiting.nodes.last().map(queue_key);
             let first_read = !read_once.get_value();
             read_once.set_value(true);
-            let (known, previous_fresh) = cards.with_untracked(|list| {
-                let known: HashSet<String> = list.iter().map(|c| c.question.id.clone()).collect();
-                let fresh: HashSet<String> = list
-                    .iter()
-                    .filter(|c| c.fresh)
-                    .map(|c| c.question.id.clone())
+            more.set(
+                waiting
+                    .page_info
+                    .end_cursor
+                    .filter(|_| waiting.page_info.has_next_page),
+            );
+            let ids: HashSet<String> = waiting.nodes.iter().map(|q| q.id.clone()).collect();
+            rows.update(|list| {
+                let previous: HashMap<String, Row> =
+                    list.drain(..).map(|r| (r.question.id.clone(), r)).collect();
+                let mut next: Vec<Row> = waiting
+                    .nodes
+                    .into_iter()
+                    .filter(|q| {
+                        !acted.with_value(|a| a.contains(&(q.id.clone(), q.research_round)))
+                    })
+                    .map(|q| match previous.get(&q.id) {
+                        Some(old) => Row {
+                            question: q,
+                            ..old.clone()
+                        },
+                        None => Row {
+                            question: q,
+                            fresh: !first_read,
+                            outcome: None,
+                            settled: None,
+                        },
+                    })
                     .collect();
-                (known, fresh)
-            });
-            // Cards loaded past this read's window (more than one read may ask for) stay, with the
-            // cursor that follows them; otherwise the cursor is this read's.
-            let tail: Vec<Card> = match (waiting.page_info.has_next_page, window_end) {
-                (true, Some(end)) => cards.with_untracked(|list| {
-                    list.iter()
-                        .filter(|c| queue_key(&c.question) > end)
-                        .cloned()
-                        .collect()
-                }),
-                _ => Vec::new(),
-            };
-            if tail.is_empty() {
-                more.set(
-                    waiting
-                        .page_info
-                        .end_cursor
-                        .filter(|_| waiting.page_info.has_next_page),
+                // Rows the person is still looking at stay: my outcomes, collided cards.
+                next.extend(
+                    previous
+                        .into_values()
+                        .filter(|r| !ids.contains(&r.question.id))
+                        .filter(|r| r.outcome.is_some() || r.settled.is_some()),
                 );
-            }
-            let mut next: Vec<Card> = waiting
-                .nodes
-                .into_iter()
-                .filter(|q| !acted.with_value(|a| a.contains(&(q.id.clone(), q.research_round))))
-                .map(|q| Card {
-                    fresh: !first_read
-                        && (!known.contains(&q.id) || previous_fresh.contains(&q.id)),
-                    question: q,
-                })
-                .collect();
-            next.extend(tail);
-            cards.set(next);
+                list.extend(next);
+            });
+            rows.update(sort_rows);
             settled.set(niche.settled.nodes);
             Ok(Some(niche.name))
         }
     });
 
+    // The heading's counts, re-read after live changes (one read in flight at a time).
+    let counts_slug = slug.clone();
+    let reading_counts = StoredValue::new(false);
+    let again = StoredValue::new(false);
+    let read_counts = StoredValue::new(None::<Callback<()>>);
+    read_counts.set_value(Some(Callback::new(move |()| {
+        if reading_counts.get_value() {
+            again.set_value(true);
+            return;
+        }
+        reading_counts.set_value(true);
+        let v = view.get_value();
+        let variables = queue_counts::Variables {
+            slug: counts_slug.clone(),
+            sort: v.sort(),
+            urgency: v.urgency.clone(),
+            kind: v.kind.clone(),
+            has_bounty: v.bounty,
+            search: Some(v.search.clone()).filter(|s| !s.trim().is_empty()),
+        };
+        leptos::task::spawn_local(async move {
+            if let Ok(data) = api::run::<QueueCounts>(variables).await
+                && let Some(niche) = data.niche
+            {
+                counts.set(Some((
+                    niche.waiting_counts.total,
+                    niche.waiting_counts.high,
+                )));
+                matching.set(Some(niche.waiting.total_count));
+            }
+            reading_counts.set_value(false);
+            if again.get_value() {
+                again.set_value(false);
+                if let Some(cb) = read_counts.get_value() {
+                    cb.run(());
+                }
+            }
+        });
+    })));
+    let recount = move || {
+        if let Some(cb) = read_counts.get_value() {
+            cb.run(());
+        }
+    };
+
     let on_change = move |change: queue_changes::QueueChangesQuestionQueue| {
+        let by = change.by.clone();
         let question = Question::from(change.question);
+        recount();
         match change.change {
             QueueChangeKind::Removed => {
-                cards.update(|list| list.retain(|c| c.question.id != question.id));
-                // It may have been settled: "Settled" shows it.
+                let id = question.id.clone();
+                let keep = open.with_untracked(|o| o.contains(&id)) || drafts::load(&id).is_some();
+                rows.update(|list| {
+                    if let Some(row) = list.iter_mut().find(|r| r.question.id == id) {
+                        if row.outcome.is_some() {
+                            return;
+                        }
+                        if keep {
+                            row.settled = Some(SettledElsewhere {
+                                status: QuestionStatus::of(&question.status),
+                                by: by.clone(),
+                                at: String::from(js_sys::Date::new_0().to_iso_string()),
+                            });
+                            return;
+                        }
+                    }
+                    list.retain(|r| r.question.id != id || r.outcome.is_some());
+                });
                 queue.refetch();
             }
             _ => {
@@ -179,61 +427,85 @@ pub fn QueuePage(slug: String) -> impl IntoView {
                 {
                     return;
                 }
-                cards.update(|list| {
-                    match list.iter_mut().find(|c| c.question.id == question.id) {
-                        Some(card) => card.question = question,
-                        // New to this page: an arrival, or back from research.
-                        None => list.push(Card {
+                let admitted = view.with_value(|v| v.admits(&question));
+                let sort = view.with_value(View::sort);
+                let key = sort_key(&sort, &question);
+                let beyond_loaded = more.with_untracked(Option::is_some)
+                    && rows.with_untracked(|list| {
+                        list.last()
+                            .is_some_and(|r| sort_key(&sort, &r.question) < key)
+                    });
+                rows.update(|list| {
+                    match list.iter_mut().find(|r| r.question.id == question.id) {
+                        Some(row) if admitted => row.question = question,
+                        Some(_) => list.retain(|r| r.question.id != question.id),
+                        // New to this page: an arrival, or back from research; joins only when
+                        // it matches the view and falls within what is loaded.
+                        None if admitted && !beyond_loaded => list.push(Row {
                             question,
                             fresh: true,
+                            outcome: None,
+                            settled: None,
                         }),
+                        None => {}
                     }
-                    sort_cards(list);
                 });
+                rows.update(sort_rows);
             }
         }
     };
 
-    // "Load more": the page after the last card, merged in (a card that arrived live meanwhile
-    // is not shown twice).
+    // "Load more": the page after the last row, in the same view.
     let more_slug = slug.clone();
     let load_more = Action::new_local(move |_: &()| {
         let slug = more_slug.clone();
         let after = more.get_untracked();
+        let v = view.get_value();
         async move {
             let Some(after) = after else {
                 return Ok::<_, ApiError>(());
             };
-            let data = api::run::<QueueMore>(queue_more::Variables { slug, after }).await?;
+            let variables = queue_more::Variables {
+                slug,
+                after,
+                sort: v.sort(),
+                urgency: v.urgency.clone(),
+                kind: v.kind.clone(),
+                has_bounty: v.bounty,
+                search: Some(v.search.clone()).filter(|s| !s.trim().is_empty()),
+            };
+            let data = api::run::<QueueMore>(variables).await?;
             let Some(niche) = data.niche else {
                 return Ok(());
             };
             let page = niche.waiting;
             let mut added = 0;
-            cards.update(|list| {
+            rows.update(|list| {
                 for q in page.nodes.into_iter().map(Question::from) {
-                    let seen = list.iter().any(|c| c.question.id == q.id)
+                    let seen = list.iter().any(|r| r.question.id == q.id)
                         || acted.with_value(|a| a.contains(&(q.id.clone(), q.research_round)));
                     if !seen {
                         added += 1;
-                        list.push(Card {
+                        list.push(Row {
                             question: q,
                             fresh: false,
+                            outcome: None,
+                            settled: None,
                         });
                     }
                 }
-                sort_cards(list);
             });
+            rows.update(sort_rows);
             more.set(
                 page.page_info
                     .end_cursor
                     .filter(|_| page.page_info.has_next_page),
             );
-            more_said.set(Some(match (added, more.get_untracked().is_some()) {
-                (1, true) => "1 more question loaded.".to_owned(),
-                (n, true) => format!("{n} more questions loaded."),
-                (1, false) => "1 more question loaded; that is every waiting question.".to_owned(),
-                (n, false) => format!("{n} more questions loaded; that is every waiting question."),
+            let total = matching.get_untracked().unwrap_or_default();
+            let shown = rows.with_untracked(Vec::len);
+            more_said.set(Some(match added {
+                1 => format!("1 more question loaded; {shown} of {total} shown."),
+                n => format!("{n} more questions loaded; {shown} of {total} shown."),
             }));
             Ok(())
         }
@@ -241,14 +513,12 @@ pub fn QueuePage(slug: String) -> impl IntoView {
 
     let page_slug = StoredValue::new(slug.clone());
     live::subscribe::<QueueChanges>(
-        queue_changes::Variables { slug },
+        queue_changes::Variables { slug: slug.clone() },
         move |event| match event {
             LiveEvent::Connected => {
                 let was_dropped = link.get_untracked() == Link::Dropped;
                 link.set(Link::Live);
                 link_message.set(None);
-                // The first subscription closes the gap between the first read and itself; later
-                // ones follow a drop.
                 if was_dropped || read_once.get_value() {
                     queue.refetch();
                 }
@@ -262,72 +532,509 @@ pub fn QueuePage(slug: String) -> impl IntoView {
             LiveEvent::Dropped => link.set(Link::Dropped),
         },
     );
+    // Who else is answering what (best effort: nothing here is needed to answer).
+    let me_for_presence = me.clone();
+    live::subscribe::<AnsweringNow>(answering_now::Variables { slug }, move |event| {
+        if let LiveEvent::Next(data) = event {
+            let a = data.answering_now;
+            let others: Vec<String> = a
+                .handles
+                .into_iter()
+                .filter(|h| *h != me_for_presence)
+                .collect();
+            answering.update(|map| {
+                if others.is_empty() {
+                    map.remove(&a.question_id);
+                } else {
+                    map.insert(a.question_id, (others, js_sys::Date::now()));
+                }
+            });
+        }
+    });
+    // Marks not renewed lapse after 35 s.
+    if let Ok(handle) = set_interval_with_handle(
+        move || {
+            let now = js_sys::Date::now();
+            if answering.with_untracked(|m| m.values().any(|(_, at)| now - at > 35_000.0)) {
+                answering.update(|m| m.retain(|_, (_, at)| now - *at <= 35_000.0));
+            }
+        },
+        std::time::Duration::from_secs(5),
+    ) {
+        on_cleanup(move || handle.clear());
+    }
 
     let on_done = Callback::new(move |(id, round, result): Acted| {
         acted.update_value(|a| {
             a.insert((id.clone(), round));
         });
-        cards.update(|list| list.retain(|c| c.question.id != id));
         let points = result.contribution_status.map(|status| {
             format!(
-                "{} points, {}",
+                " {} points, {}.",
                 result.points,
                 ContributionStatus::of(&status)
             )
         });
-        acted_notice.set(Some((result.notice, points)));
+        rows.update(|list| {
+            if let Some(row) = list.iter_mut().find(|r| r.question.id == id) {
+                row.outcome = Some(format!("{}{}", result.notice, points.unwrap_or_default()));
+            }
+        });
+    });
+    let on_dismissed = Callback::new(move |id: String| {
+        rows.update(|list| {
+            if let Some(row) = list.iter_mut().find(|r| r.question.id == id) {
+                row.outcome = Some("Dismissed. Nobody will be asked about it again.".to_owned());
+            }
+        });
+    });
+    let on_close = Callback::new(move |id: String| {
+        let next = close_focus_target(&id);
+        rows.update(|list| list.retain(|r| r.question.id != id));
+        open.update(|o| {
+            o.remove(&id);
+        });
+        if let Some(next) = next {
+            request_animation_frame(move || {
+                let _ = next.focus();
+            });
+        }
+    });
+    // A held decline or research request that went through: out of my view, like an answer.
+    Effect::new(move |_| {
+        let done: Vec<(String, i64, String)> = rows.with(|list| {
+            list.iter()
+                .filter_map(|r| match held.ended_on(&r.question.id) {
+                    Some((round, Sent::Done(notice))) if round == r.question.research_round => {
+                        Some((r.question.id.clone(), round, notice))
+                    }
+                    _ => None,
+                })
+                .collect()
+        });
+        for (id, round, notice) in done {
+            acted.update_value(|a| {
+                a.insert((id.clone(), round));
+            });
+            held.forget(&id);
+            rows.update(|list| {
+                if let Some(row) = list.iter_mut().find(|r| r.question.id == id) {
+                    row.outcome = Some(notice.clone());
+                }
+            });
+        }
     });
 
-    let on_dismissed = Callback::new(move |id: String| {
-        cards.update(|list| list.retain(|c| c.question.id != id));
-        acted_notice.set(Some((
-            "Dismissed. Nobody will be asked about it again.".to_owned(),
-            None,
-        )));
+    // The queue's keys.
+    let keys = window_event_listener(leptos::ev::keydown, move |ev| {
+        if ev.ctrl_key() || ev.meta_key() || ev.alt_key() || typing_in(ev.target()) {
+            return;
+        }
+        let key = ev.key();
+        let toggles = || {
+            document()
+                .query_selector_all("section.waiting article.question button.row-toggle")
+                .ok()
+        };
+        match key.as_str() {
+            "?" => {
+                ev.prevent_default();
+                show_keys.update(|s| *s = !*s);
+            }
+            "Escape" => show_keys.set(false),
+            "j" | "k" => {
+                let Some(list) = toggles() else { return };
+                let n = list.length();
+                if n == 0 {
+                    return;
+                }
+                let current = current_row();
+                let mut at = None;
+                for i in 0..n {
+                    let row = list
+                        .get(i)
+                        .and_then(|node| node.dyn_into::<web_sys::Element>().ok())
+                        .and_then(|el| el.closest("article.question").ok().flatten());
+                    if row.is_some() && row == current {
+                        at = Some(i);
+                    }
+                }
+                let next = match (at, key.as_str()) {
+                    (None, _) => 0,
+                    (Some(i), "j") => (i + 1).min(n - 1),
+                    (Some(i), _) => i.saturating_sub(1),
+                };
+                if let Some(el) = list
+                    .get(next)
+                    .and_then(|node| node.dyn_into::<web_sys::HtmlElement>().ok())
+                {
+                    ev.prevent_default();
+                    let _ = el.focus();
+                }
+            }
+            "a" | "d" | "r" => {
+                let Some(row) = current_row() else { return };
+                let Some(id) = row.get_attribute("data-question-id") else {
+                    return;
+                };
+                ev.prevent_default();
+                let was_open = open.with_untracked(|o| o.contains(&id));
+                open.update(|o| {
+                    o.insert(id.clone());
+                });
+                let kind = match key.as_str() {
+                    "a" => "answered",
+                    "d" => "insufficient_context",
+                    _ => "needs_research",
+                };
+                let ready = key != "a" || row_has_answer(&row);
+                request_animation_frame(move || {
+                    let Some(row) = document()
+                        .query_selector(&format!("article.question[data-question-id=\"{id}\"]"))
+                        .ok()
+                        .flatten()
+                    else {
+                        return;
+                    };
+                    if !ready || (!was_open && kind == "answered" && !row_has_answer(&row)) {
+                        // Nothing to send yet: go to the first field of the answer.
+                        if let Some(field) = row
+                            .query_selector("form.answer input[type=radio], form.answer textarea")
+                            .ok()
+                            .flatten()
+                            .and_then(html)
+                        {
+                            let _ = field.focus();
+                        }
+                        return;
+                    }
+                    if let Some(button) = row
+                        .query_selector(&format!("form.answer button[data-kind={kind}]"))
+                        .ok()
+                        .flatten()
+                        .and_then(html)
+                    {
+                        button.click();
+                    }
+                });
+            }
+            _ => {}
+        }
     });
+    on_cleanup(move || keys.remove());
 
     view! {
-        <main>
+        <main class="queue-page">
             <p><A href="/dashboard/niches">"← Your niches"</A></p>
             <Notice/>
-            // What the last action did stays in view (it sticks to the top while the person is
-            // deep in the queue) and is announced.
-            <div class="acted" aria-live="polite">
-                {move || acted_notice.get().map(|(notice, points)| view! {
-                    <p class="notice" role="status">{notice}</p>
-                    {points.map(|p| view! { <p class="points muted">{p}</p> })}
-                })}
-            </div>
             <Loaded loading="Loading the queue…" forbidden="Only the niche's active members see its questions">
                 {move || queue.get().map(|result| result.map(|name| match name {
                     None => view! { <h1>"No such niche"</h1> }.into_any(),
                     Some(name) => view! {
                         <LinkBanner link=link message=link_message/>
-                        <h1>{name}</h1>
+                        <div class="queue-head">
+                            <h1>{name}</h1>
+                            <p class="counts" aria-live="polite">{move || counts.get().map(|(total, high)| {
+                                if high > 0 { format!("{total} waiting · {high} high") } else { format!("{total} waiting") }
+                            })}</p>
+                        </div>
                         <p class="links">
                             <A href=page_slug.with_value(|slug| crate::pages::knowledge::knowledge_path(slug))>"Knowledge"</A>
+                            " · "<A href="/dashboard/activity">"My activity"</A>
+                            " · "<button type="button" class="link-like" aria-expanded=move || show_keys.get().to_string() on:click=move |_| show_keys.update(|s| *s = !*s)>"Keyboard keys (?)"</button>
                         </p>
+                        <Show when=move || show_keys.get()>
+                            <KeyList close=Callback::new(move |()| show_keys.set(false))/>
+                        </Show>
+                        <Filters slug=page_slug.get_value() current=view.get_value()/>
                         <section class="waiting" aria-label="Waiting questions">
+                            <p class="muted shown" role="status">{move || matching.get().map(|total| {
+                                let shown = rows.with(|l| l.iter().filter(|r| r.outcome.is_none() && r.settled.is_none()).count());
+                                if view.with_value(View::filtered) {
+                                    format!("{total} match these filters; {shown} shown.")
+                                } else {
+                                    format!("{shown} of {total} shown.")
+                                }
+                            })}</p>
                             <Show
-                                when=move || !cards.with(Vec::is_empty)
-                                fallback=|| view! { <p class="empty">"Nothing is waiting. New questions appear here."</p> }
+                                when=move || !rows.with(Vec::is_empty)
+                                fallback=move || view! { <p class="empty">{if view.with_value(View::filtered) { "Nothing waiting matches these filters." } else { "Nothing is waiting. New questions appear here." }}</p> }
                             >
-                                <For
-                                    each=move || cards.get()
-                                    key=|card| (card.question.id.clone(), card.question.research_round, card.question.status.clone())
-                                    children=move |card| {
-                                        let page = page_slug.with_value(|slug| question_path(slug, &card.question.id));
-                                        view! { <QuestionCard question=card.question page=page fresh=card.fresh on_done=on_done on_dismissed=on_dismissed/> }
-                                    }
-                                />
+                                <ol class="rows">
+                                    <For
+                                        each=move || rows.get()
+                                        key=|row| (row.question.id.clone(), row.question.research_round, row.question.status.clone(), row.outcome.is_some(), row.settled.is_some())
+                                        children=move |row| {
+                                            let page = page_slug.with_value(|slug| question_path(slug, &row.question.id));
+                                            view! { <QueueRow row=row page=page open=open answering=answering on_done=on_done on_dismissed=on_dismissed on_close=on_close/> }
+                                        }
+                                    />
+                                </ol>
                             </Show>
                             <LoadMore more=more said=more_said load=load_more/>
                         </section>
-                        <SettledList settled=settled/>
+                        <SettledList settled=settled page_slug=page_slug/>
                     }.into_any(),
                 }))}
             </Loaded>
         </main>
+    }
+}
+
+/// Whether a row's form has something to send: an option chosen or words typed.
+fn row_has_answer(row: &web_sys::Element) -> bool {
+    let chosen = row
+        .query_selector("form.answer input[type=radio]:checked")
+        .ok()
+        .flatten()
+        .is_some();
+    let typed = row
+        .query_selector("form.answer textarea[name=body]")
+        .ok()
+        .flatten()
+        .and_then(|el| el.dyn_into::<web_sys::HtmlTextAreaElement>().ok())
+        .is_some_and(|t| !t.value().trim().is_empty());
+    chosen || typed
+}
+
+/// Where focus goes when row `id` closes: the next row's toggle, else the previous one's.
+fn close_focus_target(id: &str) -> Option<web_sys::HtmlElement> {
+    let row = document()
+        .query_selector(&format!("article.question[data-question-id=\"{id}\"]"))
+        .ok()
+        .flatten()?;
+    let item = row.parent_element()?;
+    let neighbour = item
+        .next_element_sibling()
+        .or_else(|| item.previous_element_sibling())?;
+    neighbour
+        .query_selector("button.row-toggle")
+        .ok()
+        .flatten()
+        .and_then(html)
+}
+
+/// One row: the compact line that opens in place into the full card.
+#[component]
+fn QueueRow(
+    row: Row,
+    page: String,
+    open: RwSignal<HashSet<String>>,
+    answering: RwSignal<HashMap<String, (Vec<String>, f64)>>,
+    on_done: Callback<Acted>,
+    on_dismissed: Callback<String>,
+    on_close: Callback<String>,
+) -> impl IntoView {
+    let q = row.question.clone();
+    let id = q.id.clone();
+    let body_id = format!("row-body-{id}");
+    let urgency = Urgency::of(&q.urgency);
+    let urgency_class = format!("badge urgency-{urgency}");
+    let researching = q.status == QuestionStatus::Researching;
+    let title = visible_controls(&q.title);
+    let price = if q.kind == ExchangeKind::Task {
+        Some(format!(
+            "Task · up to {}",
+            money(q.budget_limit_minor.unwrap_or(q.bounty_minor), "USD")
+        ))
+    } else {
+        (q.bounty_minor > 0).then(|| format!("bounty {}", money(q.bounty_minor, "USD")))
+    };
+    let has_draft = drafts::load(&id).is_some();
+    let open_id = id.clone();
+    let is_open = Memo::new(move |_| open.with(|o| o.contains(&open_id)));
+    let toggle_id = id.clone();
+    let toggle = move |_| {
+        open.update(|o| {
+            if !o.remove(&toggle_id) {
+                o.insert(toggle_id.clone());
+            }
+        });
+    };
+    let others_id = id.clone();
+    let others = Signal::derive(move || {
+        answering.with(|m| {
+            m.get(&others_id)
+                .map(|(h, _)| h.clone())
+                .unwrap_or_default()
+        })
+    });
+    let settled_now = row.settled.clone();
+    let settled = Signal::derive(move || settled_now.clone());
+    if let Some(outcome) = row.outcome.clone() {
+        let close_id = id.clone();
+        return view! {
+            <li>
+                <article class="question row done" data-question-id=id.clone()>
+                    <p role="status"><strong>"✓ "{outcome}</strong>" — "<bdi>{title.clone()}</bdi></p>
+                    <p class="actions">
+                        <a href=page.clone()>"Its page"<span class="visually-hidden">" — "{title}</span></a>
+                        <button type="button" class="secondary small" on:click=move |_| on_close.run(close_id.clone())>"Close"</button>
+                    </p>
+                </article>
+            </li>
+        }
+        .into_any();
+    }
+    let expires = q.expires_at.clone();
+    let expires_title = exact(&expires);
+    view! {
+        <li>
+            <article class="question row" class:fresh=row.fresh class:open=move || is_open.get() class:collided=row.settled.is_some() data-question-id=id.clone()>
+                <div class="row-line">
+                    <h2>
+                        <button type="button" class="row-toggle" aria-expanded=move || is_open.get().to_string() aria-controls=body_id.clone() on:click=toggle>
+                            <bdi>{title.clone()}</bdi>
+                        </button>
+                    </h2>
+                    <p class="meta">
+                        <span class=urgency_class>{urgency.to_string()}</span>
+                        {row.fresh.then(|| view! { <span class="badge new">"new"</span> })}
+                        {researching.then(|| view! { <span class="badge researching">"sent back for research"</span> })}
+                        {(q.escalation_step > 0).then(|| view! { <span class="badge escalated">"escalated"</span> })}
+                        {price.map(|p| view! { <span class="badge bounty">{p}</span> })}
+                        {has_draft.then(|| view! { <span class="badge draft">"draft"</span> })}
+                        <span class="muted">"asked "<TimeAgo at=q.created_at.clone()/></span>
+                        " · "
+                        <TimeLeft at=expires title=expires_title/>
+                        {move || {
+                            let o = others.get();
+                            (!o.is_empty()).then(|| view! { " · "<span class="presence-mark">{answering_words(&o)}</span> })
+                        }}
+                    </p>
+                </div>
+                <Show when=move || is_open.get() || settled.with(Option::is_some)>
+                    <div id=body_id.clone()>
+                        <QuestionCard question=q.clone() page=page.clone() fresh=false settled=settled others=others on_done=on_done on_dismissed=on_dismissed on_close=on_close/>
+                    </div>
+                </Show>
+            </article>
+        </li>
+    }
+    .into_any()
+}
+
+/// The filters, sort and title search; each change is a new URL.
+#[component]
+fn Filters(slug: String, current: View) -> impl IntoView {
+    let navigate = use_navigate();
+    let base = format!("/dashboard/niches/{slug}/questions");
+    let go = StoredValue::new(move |next: View| {
+        navigate(
+            &format!("{base}{}", next.query()),
+            NavigateOptions {
+                scroll: false,
+                ..NavigateOptions::default()
+            },
+        );
+    });
+    let search = RwSignal::new(current.search.clone());
+    let c = StoredValue::new(current.clone());
+    let on_urgency = move |ev| {
+        let value = event_target_value(&ev);
+        let mut next = c.get_value();
+        next.urgency = (!value.is_empty()).then(|| Urgency::of(&value));
+        go.with_value(|go| go(next));
+    };
+    let on_kind = move |ev| {
+        let value = event_target_value(&ev);
+        let mut next = c.get_value();
+        next.kind = (!value.is_empty()).then(|| ExchangeKind::of(&value));
+        go.with_value(|go| go(next));
+    };
+    let on_bounty = move |ev| {
+        let value = event_target_value(&ev);
+        let mut next = c.get_value();
+        next.bounty = match value.as_str() {
+            "yes" => Some(true),
+            "no" => Some(false),
+            _ => None,
+        };
+        go.with_value(|go| go(next));
+    };
+    let on_sort = move |ev| {
+        let value = event_target_value(&ev);
+        let mut next = c.get_value();
+        next.sort = Some(QueueSort::of(&value));
+        go.with_value(|go| go(next));
+    };
+    let on_search = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let mut next = c.get_value();
+        next.search = search.get_untracked();
+        go.with_value(|go| go(next));
+    };
+    let u = current
+        .urgency
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let k = current
+        .kind
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let b = match current.bounty {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "",
+    };
+    let s = current.sort().to_string();
+    view! {
+        <form class="filters" role="search" aria-label="Filter the queue" on:submit=on_search>
+            <label>"Urgency "
+                <select name="urgency" on:change=on_urgency prop:value=u.clone()>
+                    <option value="" selected=u.is_empty()>"Any"</option>
+                    <option value="high" selected=u == "high">"High"</option>
+                    <option value="normal" selected=u == "normal">"Normal"</option>
+                    <option value="low" selected=u == "low">"Low"</option>
+                </select>
+            </label>
+            <label>"Kind "
+                <select name="kind" on:change=on_kind prop:value=k.clone()>
+                    <option value="" selected=k.is_empty()>"Questions and tasks"</option>
+                    <option value="question" selected=k == "question">"Questions"</option>
+                    <option value="task" selected=k == "task">"Tasks"</option>
+                </select>
+            </label>
+            <label>"Bounty "
+                <select name="bounty" on:change=on_bounty prop:value=b>
+                    <option value="" selected=b.is_empty()>"Any"</option>
+                    <option value="yes" selected=b == "yes">"Has a bounty"</option>
+                    <option value="no" selected=b == "no">"No bounty"</option>
+                </select>
+            </label>
+            <label>"Sort "
+                <select name="sort" on:change=on_sort prop:value=s.clone()>
+                    <option value="expiring" selected=s == "expiring">"Expiring soonest"</option>
+                    <option value="newest" selected=s == "newest">"Newest"</option>
+                    <option value="bounty" selected=s == "bounty">"Largest bounty"</option>
+                </select>
+            </label>
+            <label class="grow">"Search titles "
+                <input type="search" name="q" maxlength="200" prop:value=search on:input=move |ev| search.set(event_target_value(&ev))/>
+            </label>
+            <button type="submit" class="secondary">"Search"</button>
+        </form>
+    }
+}
+
+/// The keys, listed.
+#[component]
+fn KeyList(close: Callback<()>) -> impl IntoView {
+    view! {
+        <section class="key-list" role="dialog" aria-label="Keyboard keys">
+            <h2>"Keyboard keys"</h2>
+            <dl class="facts">
+                <dt><kbd>"j"</kbd>" / "<kbd>"k"</kbd></dt><dd>"Next / previous question"</dd>
+                <dt><kbd>"Enter"</kbd></dt><dd>"Open or close it"</dd>
+                <dt><kbd>"a"</kbd></dt><dd>"Answer (goes to the answer's first field when nothing is chosen or written yet)"</dd>
+                <dt><kbd>"d"</kbd></dt><dd>"Not enough context (10 s to undo)"</dd>
+                <dt><kbd>"r"</kbd></dt><dd>"Ask the agent to research more"</dd>
+                <dt><kbd>"?"</kbd></dt><dd>"Show or hide these keys"</dd>
+            </dl>
+            <button type="button" class="secondary small" on:click=move |_| close.run(())>"Close"</button>
+        </section>
     }
 }
 
@@ -383,7 +1090,7 @@ fn LinkBanner(link: RwSignal<Link>, message: RwSignal<Option<String>>) -> impl I
 
 /// Recently answered questions.
 #[component]
-fn SettledList(settled: RwSignal<Vec<Settled>>) -> impl IntoView {
+fn SettledList(settled: RwSignal<Vec<Settled>>, page_slug: StoredValue<String>) -> impl IntoView {
     view! {
         <section class="settled" aria-labelledby="settled-title">
             <h2 id="settled-title">"Settled"</h2>
@@ -395,9 +1102,9 @@ fn SettledList(settled: RwSignal<Vec<Settled>>) -> impl IntoView {
                     <For
                         each=move || settled.get()
                         key=|q| q.id.clone()
-                        children=|q| view! {
+                        children=move |q| view! {
                             <li data-question-id=q.id.clone()>
-                                {q.title}
+                                <A href=page_slug.with_value(|slug| question_path(slug, &q.id))><bdi>{visible_controls(&q.title)}</bdi></A>
                                 " "
                                 {q.answered_at.map(|at| view! { <span class="muted">"answered "<TimeAgo at=at/></span> })}
                             </li>
