@@ -281,14 +281,14 @@ impl Niche {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
-        #[graphql(default)] sort: crate::graphql::triage::QueueSort,
+        #[graphql(default)] sort: QueueSort,
         urgency: Option<Urgency>,
         kind: Option<super::enums::ExchangeKind>,
         has_bounty: Option<bool>,
         search: Option<String>,
-    ) -> Result<crate::graphql::triage::TriageConnection> {
+    ) -> Result<TriageConnection> {
         let niche = self.model(ctx).await?;
-        crate::graphql::triage::queue_of(
+        queue_of(
             ctx, &niche, first, after, sort, urgency, kind, has_bounty, search,
         )
         .await
@@ -296,12 +296,9 @@ impl Niche {
 
     /// How many of the niche's questions wait, and how many of them are urgent (the queue's
     /// heading). Only for its active members and admins.
-    async fn waiting_counts(
-        &self,
-        ctx: &Context<'_>,
-    ) -> Result<crate::graphql::triage::WaitingCounts> {
+    async fn waiting_counts(&self, ctx: &Context<'_>) -> Result<WaitingCounts> {
         let niche = self.model(ctx).await?;
-        crate::graphql::triage::counts_of(ctx, &niche).await
+        counts_of(ctx, &niche).await
     }
 
     /// The niche's members, by handle (admins only).
@@ -915,4 +912,137 @@ impl Loader<i64> for NicheLoader {
             .await
             .map_err(Arc::new)
     }
+}
+
+// The triage queue (`Niche.queue`, `Niche.waitingCounts`).
+
+use super::enums::ExchangeKind;
+use crate::service::triage::{self, TriageCursor, TriageFilter, TriageSort};
+use async_graphql::OutputType;
+use async_graphql::connection::{ConnectionNameType, EdgeNameType, EmptyFields};
+
+/// The order of the triage queue.
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug, Default)]
+pub enum QueueSort {
+    /// Expiring soonest first.
+    #[default]
+    Expiring,
+    /// Newest first.
+    Newest,
+    /// Largest bounty (a task: its limit) first.
+    Bounty,
+}
+
+impl From<QueueSort> for TriageSort {
+    fn from(sort: QueueSort) -> Self {
+        match sort {
+            QueueSort::Expiring => TriageSort::Expiring,
+            QueueSort::Newest => TriageSort::Newest,
+            QueueSort::Bounty => TriageSort::Bounty,
+        }
+    }
+}
+
+/// What a page of the triage queue says beside its questions.
+#[derive(SimpleObject)]
+pub struct TriageTotals {
+    /// How many waiting questions the filters match, across every page.
+    pub total_count: i64,
+}
+
+/// The schema's name of a triage page.
+pub struct TriageName;
+
+impl ConnectionNameType for TriageName {
+    fn type_name<T: OutputType>() -> String {
+        "QueuePage".to_owned()
+    }
+}
+
+/// The schema's name of one question on a triage page.
+pub struct TriageEdgeName;
+
+impl EdgeNameType for TriageEdgeName {
+    fn type_name<T: OutputType>() -> String {
+        "QueueEdge".to_owned()
+    }
+}
+
+/// A page of the triage queue.
+pub type TriageConnection =
+    Connection<String, Question, TriageTotals, EmptyFields, TriageName, TriageEdgeName>;
+
+/// How many of a niche's questions wait.
+#[derive(SimpleObject)]
+pub struct WaitingCounts {
+    /// Every waiting question.
+    pub total: i64,
+    /// Those of high urgency.
+    pub high: i64,
+}
+
+/// A page of `niche`'s triage queue, for `Niche.queue`.
+#[allow(clippy::too_many_arguments)]
+pub async fn queue_of(
+    ctx: &Context<'_>,
+    niche: &entity::niches::Model,
+    first: Option<i32>,
+    after: Option<String>,
+    sort: QueueSort,
+    urgency: Option<Urgency>,
+    kind: Option<ExchangeKind>,
+    has_bounty: Option<bool>,
+    search: Option<String>,
+) -> Result<TriageConnection> {
+    let db = ctx.data::<Db>()?;
+    let first = queue::page_size(first).gql()?;
+    let sort = TriageSort::from(sort);
+    let after = after
+        .as_deref()
+        .map(|raw| TriageCursor::decode(raw, sort))
+        .transpose()
+        .gql()?;
+    let filter = TriageFilter {
+        urgency: urgency.map(Into::into),
+        kind: kind.map(Into::into),
+        has_bounty,
+        search,
+    };
+    let page = triage::triage(
+        db,
+        caller_of(ctx)?.viewer(),
+        niche,
+        filter,
+        sort,
+        first,
+        after,
+        Utc::now(),
+    )
+    .await
+    .gql()?;
+    let mut connection = Connection::with_additional_fields(
+        after.is_some(),
+        page.has_next,
+        TriageTotals {
+            total_count: i64::try_from(page.total).unwrap_or(i64::MAX),
+        },
+    );
+    connection.edges.extend(
+        page.items
+            .into_iter()
+            .map(|q| Edge::new(TriageCursor::of(&q, sort).encode(), Question::from(q))),
+    );
+    Ok(connection)
+}
+
+/// `niche`'s waiting counts, for `Niche.waitingCounts`.
+pub async fn counts_of(ctx: &Context<'_>, niche: &entity::niches::Model) -> Result<WaitingCounts> {
+    let db = ctx.data::<Db>()?;
+    let counts = triage::waiting_counts(db, caller_of(ctx)?.viewer(), niche, Utc::now())
+        .await
+        .gql()?;
+    Ok(WaitingCounts {
+        total: i64::try_from(counts.total).unwrap_or(i64::MAX),
+        high: i64::try_from(counts.high).unwrap_or(i64::MAX),
+    })
 }
