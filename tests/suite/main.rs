@@ -50,6 +50,7 @@ mod signing_vectors;
 mod tasks;
 mod tasks_page;
 mod text_inputs;
+mod triage_queue;
 mod unavailable;
 mod verdicts;
 mod writes;

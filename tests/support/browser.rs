@@ -248,6 +248,41 @@ impl Browser {
     }
 }
 
+impl Browser {
+    /// Press one key (a printable character, or `Enter`/`Escape`), as a keyboard does: the page
+    /// hears keydown, a character key also types, then keyup.
+    pub async fn press_key(&mut self, key: &str) {
+        let (code, vk, text) = match key {
+            "Enter" => ("Enter".to_owned(), 13, Some("\r".to_owned())),
+            "Escape" => ("Escape".to_owned(), 27, None),
+            other => {
+                let c = other.chars().next().unwrap_or(' ');
+                let code = if c.is_ascii_alphabetic() {
+                    format!("Key{}", c.to_ascii_uppercase())
+                } else {
+                    "Slash".to_owned()
+                };
+                (
+                    code,
+                    u32::from(c.to_ascii_uppercase()),
+                    Some(other.to_owned()),
+                )
+            }
+        };
+        let mut down =
+            json!({"type": "keyDown", "key": key, "code": code, "windowsVirtualKeyCode": vk});
+        if let Some(text) = text {
+            down["text"] = json!(text);
+        }
+        self.call("Input.dispatchKeyEvent", down).await;
+        self.call(
+            "Input.dispatchKeyEvent",
+            json!({"type": "keyUp", "key": key, "code": code, "windowsVirtualKeyCode": vk}),
+        )
+        .await;
+    }
+}
+
 impl Drop for Browser {
     fn drop(&mut self) {
         let _ = self.child.kill();

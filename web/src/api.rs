@@ -51,7 +51,7 @@ impl ErrorCode {
 }
 
 /// A failed call: what the server's `extensions` said, and its message for people.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
     /// `extensions.code`.
     pub code: ErrorCode,

@@ -176,9 +176,9 @@ struct Row {
     question: Question,
     fresh: bool,
     /// What my own answer did (shown in place until closed).
-    outcome: Option<String>,
+    outcome: RwSignal<Option<String>>,
     /// Someone else settled it while I had it open or a draft on it.
-    settled: Option<SettledElsewhere>,
+    settled: RwSignal<Option<SettledElsewhere>>,
 }
 
 /// Where the live connection stands.
@@ -331,8 +331,8 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                         None => Row {
                             question: q,
                             fresh: !first_read,
-                            outcome: None,
-                            settled: None,
+                            outcome: RwSignal::new(None),
+                            settled: RwSignal::new(None),
                         },
                     })
                     .collect();
@@ -341,7 +341,10 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                     previous
                         .into_values()
                         .filter(|r| !ids.contains(&r.question.id))
-                        .filter(|r| r.outcome.is_some() || r.settled.is_some()),
+                        .filter(|r| {
+                            r.outcome.with_untracked(Option::is_some)
+                                || r.settled.with_untracked(Option::is_some)
+                        }),
                 );
                 list.extend(next);
             });
@@ -404,22 +407,20 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
             QueueChangeKind::Removed => {
                 let id = question.id.clone();
                 let keep = open.with_untracked(|o| o.contains(&id)) || drafts::load(&id).is_some();
-                rows.update(|list| {
-                    if let Some(row) = list.iter_mut().find(|r| r.question.id == id) {
-                        if row.outcome.is_some() {
-                            return;
-                        }
-                        if keep {
-                            row.settled = Some(SettledElsewhere {
-                                status: QuestionStatus::of(&question.status),
-                                by: by.clone(),
-                                at: String::from(js_sys::Date::new_0().to_iso_string()),
-                            });
-                            return;
-                        }
-                    }
-                    list.retain(|r| r.question.id != id || r.outcome.is_some());
+                let row = rows.with_untracked(|list| {
+                    list.iter()
+                        .find(|r| r.question.id == id)
+                        .map(|r| (r.outcome, r.settled))
                 });
+                match row {
+                    Some((outcome, _)) if outcome.with_untracked(Option::is_some) => {}
+                    Some((_, settled)) if keep => settled.set(Some(SettledElsewhere {
+                        status: QuestionStatus::of(&question.status),
+                        by: by.clone(),
+                        at: String::from(js_sys::Date::new_0().to_iso_string()),
+                    })),
+                    _ => rows.update(|list| list.retain(|r| r.question.id != id)),
+                }
                 queue.refetch();
             }
             _ => {
@@ -444,8 +445,8 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                         None if admitted && !beyond_loaded => list.push(Row {
                             question,
                             fresh: true,
-                            outcome: None,
-                            settled: None,
+                            outcome: RwSignal::new(None),
+                            settled: RwSignal::new(None),
                         }),
                         None => {}
                     }
@@ -489,8 +490,8 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                         list.push(Row {
                             question: q,
                             fresh: false,
-                            outcome: None,
-                            settled: None,
+                            outcome: RwSignal::new(None),
+                            settled: RwSignal::new(None),
                         });
                     }
                 }
@@ -575,16 +576,22 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                 ContributionStatus::of(&status)
             )
         });
-        rows.update(|list| {
-            if let Some(row) = list.iter_mut().find(|r| r.question.id == id) {
-                row.outcome = Some(format!("{}{}", result.notice, points.unwrap_or_default()));
+        rows.with_untracked(|list| {
+            if let Some(row) = list.iter().find(|r| r.question.id == id) {
+                row.outcome.set(Some(format!(
+                    "{}{}",
+                    result.notice,
+                    points.unwrap_or_default()
+                )));
             }
         });
     });
     let on_dismissed = Callback::new(move |id: String| {
-        rows.update(|list| {
-            if let Some(row) = list.iter_mut().find(|r| r.question.id == id) {
-                row.outcome = Some("Dismissed. Nobody will be asked about it again.".to_owned());
+        rows.with_untracked(|list| {
+            if let Some(row) = list.iter().find(|r| r.question.id == id) {
+                row.outcome.set(Some(
+                    "Dismissed. Nobody will be asked about it again.".to_owned(),
+                ));
             }
         });
     });
@@ -617,13 +624,17 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                 a.insert((id.clone(), round));
             });
             held.forget(&id);
-            rows.update(|list| {
-                if let Some(row) = list.iter_mut().find(|r| r.question.id == id) {
-                    row.outcome = Some(notice.clone());
+            rows.with_untracked(|list| {
+                if let Some(row) = list.iter().find(|r| r.question.id == id) {
+                    row.outcome.set(Some(notice.clone()));
                 }
             });
         }
     });
+
+    // The page's frame depends on the niche's name only, so a re-read (after a live change or a
+    // drop) merges into the rows without rebuilding them: focus and scroll stay where they are.
+    let shell = Memo::new(move |_| queue.get());
 
     // The queue's keys.
     let keys = window_event_listener(leptos::ev::keydown, move |ev| {
@@ -728,7 +739,7 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
             <p><A href="/dashboard/niches">"← Your niches"</A></p>
             <Notice/>
             <Loaded loading="Loading the queue…" forbidden="Only the niche's active members see its questions">
-                {move || queue.get().map(|result| result.map(|name| match name {
+                {move || shell.get().map(|result| result.map(|name| match name {
                     None => view! { <h1>"No such niche"</h1> }.into_any(),
                     Some(name) => view! {
                         <LinkBanner link=link message=link_message/>
@@ -749,7 +760,7 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                         <Filters slug=page_slug.get_value() current=view.get_value()/>
                         <section class="waiting" aria-label="Waiting questions">
                             <p class="muted shown" role="status">{move || matching.get().map(|total| {
-                                let shown = rows.with(|l| l.iter().filter(|r| r.outcome.is_none() && r.settled.is_none()).count());
+                                let shown = rows.with(|l| l.iter().filter(|r| r.outcome.with(Option::is_none) && r.settled.with(Option::is_none)).count());
                                 if view.with_value(View::filtered) {
                                     format!("{total} match these filters; {shown} shown.")
                                 } else {
@@ -763,7 +774,7 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                                 <ol class="rows">
                                     <For
                                         each=move || rows.get()
-                                        key=|row| (row.question.id.clone(), row.question.research_round, row.question.status.clone(), row.outcome.is_some(), row.settled.is_some())
+                                        key=|row| (row.question.id.clone(), row.question.research_round, row.question.status.clone())
                                         children=move |row| {
                                             let page = page_slug.with_value(|slug| question_path(slug, &row.question.id));
                                             view! { <QueueRow row=row page=page open=open answering=answering on_done=on_done on_dismissed=on_dismissed on_close=on_close/> }
@@ -859,28 +870,32 @@ fn QueueRow(
                 .unwrap_or_default()
         })
     });
-    let settled_now = row.settled.clone();
-    let settled = Signal::derive(move || settled_now.clone());
-    if let Some(outcome) = row.outcome.clone() {
-        let close_id = id.clone();
-        return view! {
-            <li>
-                <article class="question row done" data-question-id=id.clone()>
+    let settled = row.settled;
+    let outcome = row.outcome;
+    let done_id = id.clone();
+    let done_title = title.clone();
+    let done_page = page.clone();
+    let done = move || {
+        outcome.get().map(|outcome| {
+            let close_id = done_id.clone();
+            let title = done_title.clone();
+            view! {
+                <article class="question row done" data-question-id=done_id.clone()>
                     <p role="status"><strong>"✓ "{outcome}</strong>" — "<bdi>{title.clone()}</bdi></p>
                     <p class="actions">
-                        <a href=page.clone()>"Its page"<span class="visually-hidden">" — "{title}</span></a>
+                        <a href=done_page.clone()>"Its page"<span class="visually-hidden">" — "{title}</span></a>
                         <button type="button" class="secondary small" on:click=move |_| on_close.run(close_id.clone())>"Close"</button>
                     </p>
                 </article>
-            </li>
-        }
-        .into_any();
-    }
+            }
+        })
+    };
     let expires = q.expires_at.clone();
     let expires_title = exact(&expires);
     view! {
         <li>
-            <article class="question row" class:fresh=row.fresh class:open=move || is_open.get() class:collided=row.settled.is_some() data-question-id=id.clone()>
+            {done}
+            <article class:question=move || outcome.with(Option::is_none) class:row=true hidden=move || outcome.with(Option::is_some) class:fresh=row.fresh class:open=move || is_open.get() class:collided=move || settled.with(Option::is_some) data-question-id=id.clone()>
                 <div class="row-line">
                     <h2>
                         <button type="button" class="row-toggle" aria-expanded=move || is_open.get().to_string() aria-controls=body_id.clone() on:click=toggle>
@@ -903,15 +918,14 @@ fn QueueRow(
                         }}
                     </p>
                 </div>
-                <Show when=move || is_open.get() || settled.with(Option::is_some)>
+                <Show when=move || outcome.with(Option::is_none) && (is_open.get() || settled.with(Option::is_some))>
                     <div id=body_id.clone()>
-                        <QuestionCard question=q.clone() page=page.clone() fresh=false settled=settled others=others on_done=on_done on_dismissed=on_dismissed on_close=on_close/>
+                        <QuestionCard question=q.clone() page=page.clone() fresh=false settled=Signal::derive(move || settled.get()) others=others on_done=on_done on_dismissed=on_dismissed on_close=on_close/>
                     </div>
                 </Show>
             </article>
         </li>
     }
-    .into_any()
 }
 
 /// The filters, sort and title search; each change is a new URL.
