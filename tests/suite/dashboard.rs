@@ -116,6 +116,7 @@ async fn an_operator_signs_in_reads_untrusted_context_as_text_and_answers() {
     );
 
     // The untrusted text is shown as text, under its label, and nothing in it ran.
+    QueuePage(&mut browser).open(id).await;
     let card = QueuePage::card(id);
     let quote = browser
         .eval(&format!(

@@ -605,7 +605,10 @@ async fn a_waiting_question_like_an_entry_is_settled_from_it_on_the_queue() {
     answer_and_verify(&app, &ana.token, &root.token, first, "ea", ANSWER).await;
     let again = ask(&app, "q-2", TITLE).await;
     let mut browser = signed_in(&app, "bob", QUEUE).await;
-    let card = format!("document.querySelector('article.question[data-question-id=\"{again}\"]')");
+    pages::QueuePage(&mut browser).open(again).await;
+    let card = format!(
+        "document.querySelector('article.question:not(.done)[data-question-id=\"{again}\"]')"
+    );
     let block = format!("{card}?.querySelector('section.already-answered')");
     browser
         .wait_for(

@@ -198,7 +198,7 @@ async fn the_review_item_shows_the_question_the_chosen_option_the_words_and_the_
         .fill(
             &askloop_tests::browser::labelled_in(
                 answer,
-                "Why reverse (optional; the agent is told)",
+                "Why reverse (required; the answerer and the agent are told)",
             ),
             "The store moved the date",
         )
@@ -261,18 +261,26 @@ async fn a_member_reads_the_question_page_by_keyboard_and_screen_reader() {
 
     // The timeline is the question's audit log, oldest first.
     let timeline = browser
-        .eval("[...document.querySelectorAll('ol.timeline li code')].map(c => c.textContent)")
+        .eval("[...document.querySelectorAll('ol.timeline li')].map(l => l.dataset.action)")
         .await;
     assert_eq!(
         timeline,
         json!(["question.created", "question.declined", "question.answered"]),
         "{timeline}"
     );
-    // People are named by their handles.
-    let who = browser
-        .eval("[...document.querySelectorAll('ol.timeline li')].map(li => li.textContent.split(' · ').pop())")
+    // Each entry reads as a sentence naming people by their handles.
+    let said = browser
+        .eval("[...document.querySelectorAll('ol.timeline li')].map(li => li.textContent.split(' · ')[0])")
         .await;
-    assert_eq!(who, json!(["agent", "ben", "ana"]), "{who}");
+    assert_eq!(
+        said,
+        json!([
+            "The agent asked",
+            "ben declined: not enough context",
+            "ana answered"
+        ]),
+        "{said}"
+    );
     // Its budget entries: the bounty reserved at intake, then charged for the answer.
     let budget = browser
         .eval("[...document.querySelectorAll('table.budget-entries tbody tr')].map(r => [r.dataset.budgetKind, r.cells[2].textContent])")
@@ -381,6 +389,7 @@ async fn sixty_waiting_questions_show_fifty_and_load_more_shows_the_rest_while_l
         json!(false)
     );
     // Each card links to its question's page.
+    QueuePage(&mut browser).open(ids[0]).await;
     let href = browser
         .eval(&format!(
             "{}.querySelector('.question-link a').getAttribute('href')",
@@ -388,6 +397,13 @@ async fn sixty_waiting_questions_show_fifty_and_load_more_shows_the_rest_while_l
         ))
         .await;
     assert_eq!(href, json!(QuestionPage::path("games", ids[0])));
+    // Closed again: nothing of it is being worked on, so it simply leaves when settled.
+    browser
+        .click(&format!(
+            "{}.querySelector('button.row-toggle')",
+            QueuePage::card(ids[0])
+        ))
+        .await;
 
     browser.click(&button("Load more")).await;
     let mut queue = QueuePage(&mut browser);
@@ -470,6 +486,7 @@ async fn a_hostile_card_stays_readable_at_phone_width() {
     QueuePage(&mut browser)
         .wait_for_card(id, "the hostile card")
         .await;
+    QueuePage(&mut browser).open(id).await;
     assert_no_sideways_scroll(&mut browser, "the queue at 390 px").await;
     let card = QueuePage::card(id);
     let title = browser.text(&format!("{card}.querySelector('h2')")).await;

@@ -37,6 +37,7 @@ async fn an_operator_completes_a_task_from_its_card_and_the_revenue_page_shows_i
     QueuePage(&mut browser)
         .wait_for_card(task, "the task's card")
         .await;
+    QueuePage(&mut browser).open(task).await;
     let card = QueuePage::card(task);
     assert_eq!(
         browser

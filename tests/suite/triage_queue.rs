@@ -60,7 +60,7 @@ async fn the_queue_filters_sorts_counts_and_pages_in_each_sort(app: TestApp) {
         json!({"total": 4, "high": 2}),
         "{all}"
     );
-    assert_eq!(all["data"]["niche"]["queue"]["totalCount"], 4);
+    assert_eq!(all["data"]["niche"]["queue"]["totalCount"], 4, "{all}");
     // Expiring soonest first: all expire alike, so in the order asked.
     assert_eq!(external_ids(&all), ["a", "b", "c", "d"]);
     let newest = q(json!({"sort": "NEWEST"})).await;
@@ -263,7 +263,7 @@ async fn sixty_waiting_questions_make_a_short_queue_that_filters_sorts_and_count
     wait_for_rows(&mut browser, 50, "the first 50 rows").await;
     browser
         .wait_for(
-            "document.title === '(60) games — askloop'",
+            "document.title === '(60) Niche games — askloop'",
             "the count in the title",
         )
         .await;
@@ -273,8 +273,32 @@ async fn sixty_waiting_questions_make_a_short_queue_that_filters_sorts_and_count
         .as_i64()
         .unwrap_or(i64::MAX);
     assert!(height < 4 * 800, "the queue of 50 rows is {height} px tall");
-    assert_accessible(&mut browser, "the triage queue at 1280 px").await;
     browser.screenshot("triage-queue-1280").await;
+    // Every width and colour scheme: no serious or critical axe finding, nothing sideways.
+    for (width, height, mobile) in [(1280, 800, false), (390, 844, true)] {
+        browser.viewport(width, height, mobile).await;
+        for scheme in ["light", "dark"] {
+            browser
+                .call(
+                    "Emulation.setEmulatedMedia",
+                    json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
+                )
+                .await;
+            assert_accessible(&mut browser, &format!("the triage queue at {width} px, {scheme}"))
+                .await;
+            crate::review_pages::assert_no_sideways_scroll(&mut browser, "the triage queue").await;
+        }
+        if mobile {
+            browser.screenshot("triage-queue-390-dark").await;
+        }
+    }
+    browser
+        .call(
+            "Emulation.setEmulatedMedia",
+            json!({"features": [{"name": "prefers-color-scheme", "value": "light"}]}),
+        )
+        .await;
+    browser.viewport(1280, 800, false).await;
 
     // Filter by urgency: the rows and the URL change.
     browser
@@ -298,7 +322,7 @@ async fn sixty_waiting_questions_make_a_short_queue_that_filters_sorts_and_count
         .await;
     browser
         .wait_for(
-            "document.title === '(62) games — askloop'",
+            "document.title === '(62) Niche games — askloop'",
             "the title after arrivals",
         )
         .await;
@@ -434,7 +458,7 @@ async fn a_draft_survives_someone_else_answering_and_a_reload() {
     assert_eq!(read_only, json!(true));
     ana.screenshot("collided-draft").await;
     // Closing it takes it away.
-    ana.click(&button_in(&card, "Close")).await;
+    ana.click(&button_in(&card, "Close this question")).await;
     QueuePage(&mut ana)
         .wait_for_card_to_leave(target, "the closed card")
         .await;

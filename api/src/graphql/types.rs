@@ -281,7 +281,7 @@ impl Niche {
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
-        #[graphql(default)] sort: QueueSort,
+        sort: Option<QueueSort>,
         urgency: Option<Urgency>,
         kind: Option<super::enums::ExchangeKind>,
         has_bounty: Option<bool>,
@@ -289,7 +289,15 @@ impl Niche {
     ) -> Result<TriageConnection> {
         let niche = self.model(ctx).await?;
         queue_of(
-            ctx, &niche, first, after, sort, urgency, kind, has_bounty, search,
+            ctx,
+            &niche,
+            first,
+            after,
+            sort.unwrap_or_default(),
+            urgency,
+            kind,
+            has_bounty,
+            search,
         )
         .await
     }

@@ -29,10 +29,9 @@ use crate::components::countdown::TimeLeft;
 use crate::components::drafts;
 use crate::components::held::{Held, Sent};
 use crate::components::loaded::Loaded;
-use crate::components::money::money;
 use crate::components::notice::Notice;
 use crate::components::question_card::{
-    Acted, QuestionCard, SettledElsewhere, answering_words, visible_controls,
+    Acted, PriceBadge, QuestionCard, SettledElsewhere, answering_words, visible_controls,
 };
 use crate::components::time_ago::{TimeAgo, exact};
 use crate::components::title::page_title;
@@ -176,7 +175,7 @@ struct Row {
     question: Question,
     fresh: bool,
     /// What my own answer did (shown in place until closed).
-    outcome: RwSignal<Option<String>>,
+    outcome: RwSignal<Option<(String, Option<String>)>>,
     /// Someone else settled it while I had it open or a draft on it.
     settled: RwSignal<Option<SettledElsewhere>>,
 }
@@ -243,6 +242,17 @@ fn current_row() -> Option<web_sys::Element> {
 #[component]
 fn QueuePage(slug: String, view: View) -> impl IntoView {
     let rows = RwSignal::new(Vec::<Row>::new());
+    // A row's own signals belong to the page, not to the read (or the live change) that made the
+    // row: a later re-read must not dispose of them while the row is shown.
+    let page_owner = StoredValue::new_local(Owner::current());
+    fn made_by<T: Send + Sync + 'static>(
+        owner: StoredValue<Option<Owner>, LocalStorage>,
+    ) -> RwSignal<Option<T>> {
+        match owner.get_value() {
+            Some(owner) => owner.with(|| RwSignal::new(None)),
+            None => RwSignal::new(None),
+        }
+    }
     let open = RwSignal::new(HashSet::<String>::new());
     let settled = RwSignal::new(Vec::<Settled>::new());
     let link = RwSignal::new(Link::Connecting);
@@ -331,8 +341,8 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                         None => Row {
                             question: q,
                             fresh: !first_read,
-                            outcome: RwSignal::new(None),
-                            settled: RwSignal::new(None),
+                            outcome: made_by(page_owner),
+                            settled: made_by(page_owner),
                         },
                     })
                     .collect();
@@ -445,8 +455,8 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                         None if admitted && !beyond_loaded => list.push(Row {
                             question,
                             fresh: true,
-                            outcome: RwSignal::new(None),
-                            settled: RwSignal::new(None),
+                            outcome: made_by(page_owner),
+                            settled: made_by(page_owner),
                         }),
                         None => {}
                     }
@@ -490,8 +500,8 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                         list.push(Row {
                             question: q,
                             fresh: false,
-                            outcome: RwSignal::new(None),
-                            settled: RwSignal::new(None),
+                            outcome: made_by(page_owner),
+                            settled: made_by(page_owner),
                         });
                     }
                 }
@@ -504,9 +514,11 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
             );
             let total = matching.get_untracked().unwrap_or_default();
             let shown = rows.with_untracked(Vec::len);
-            more_said.set(Some(match added {
-                1 => format!("1 more question loaded; {shown} of {total} shown."),
-                n => format!("{n} more questions loaded; {shown} of {total} shown."),
+            let questions = if added == 1 { "question" } else { "questions" };
+            more_said.set(Some(if more.get_untracked().is_some() {
+                format!("{added} more {questions} loaded; {shown} of {total} shown.")
+            } else {
+                format!("{added} more {questions} loaded; that is every waiting question.")
             }));
             Ok(())
         }
@@ -565,35 +577,39 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
         on_cleanup(move || handle.clear());
     }
 
+    // What my last action did shows in its row's place; it replaces the one before (one notice
+    // at a time, never over anything).
+    let show_outcome = move |id: &str, outcome: (String, Option<String>)| {
+        rows.update(|list| {
+            list.retain(|r| r.question.id == id || r.outcome.with_untracked(Option::is_none));
+        });
+        rows.with_untracked(|list| {
+            if let Some(row) = list.iter().find(|r| r.question.id == id) {
+                row.outcome.set(Some(outcome));
+            }
+        });
+    };
     let on_done = Callback::new(move |(id, round, result): Acted| {
         acted.update_value(|a| {
             a.insert((id.clone(), round));
         });
         let points = result.contribution_status.map(|status| {
             format!(
-                " {} points, {}.",
+                "{} points, {}",
                 result.points,
                 ContributionStatus::of(&status)
             )
         });
-        rows.with_untracked(|list| {
-            if let Some(row) = list.iter().find(|r| r.question.id == id) {
-                row.outcome.set(Some(format!(
-                    "{}{}",
-                    result.notice,
-                    points.unwrap_or_default()
-                )));
-            }
-        });
+        show_outcome(&id, (result.notice.clone(), points));
     });
     let on_dismissed = Callback::new(move |id: String| {
-        rows.with_untracked(|list| {
-            if let Some(row) = list.iter().find(|r| r.question.id == id) {
-                row.outcome.set(Some(
-                    "Dismissed. Nobody will be asked about it again.".to_owned(),
-                ));
-            }
-        });
+        show_outcome(
+            &id,
+            (
+                "Dismissed. Nobody will be asked about it again.".to_owned(),
+                None,
+            ),
+        );
     });
     let on_close = Callback::new(move |id: String| {
         let next = close_focus_target(&id);
@@ -624,11 +640,7 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                 a.insert((id.clone(), round));
             });
             held.forget(&id);
-            rows.with_untracked(|list| {
-                if let Some(row) = list.iter().find(|r| r.question.id == id) {
-                    row.outcome.set(Some(notice.clone()));
-                }
-            });
+            show_outcome(&id, (notice, None));
         }
     });
 
@@ -769,7 +781,7 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                             })}</p>
                             <Show
                                 when=move || !rows.with(Vec::is_empty)
-                                fallback=move || view! { <p class="empty">{if view.with_value(View::filtered) { "Nothing waiting matches these filters." } else { "Nothing is waiting. New questions appear here." }}</p> }
+                                fallback=|| ()
                             >
                                 <ol class="rows">
                                     <For
@@ -782,6 +794,9 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                                     />
                                 </ol>
                             </Show>
+                            {move || rows.with(|l| l.iter().all(|r| r.outcome.with(Option::is_some))).then(|| view! {
+                                <p class="empty">{if view.with_value(View::filtered) { "Nothing waiting matches these filters." } else { "Nothing is waiting. New questions appear here." }}</p>
+                            })}
                             <LoadMore more=more said=more_said load=load_more/>
                         </section>
                         <SettledList settled=settled page_slug=page_slug/>
@@ -843,14 +858,6 @@ fn QueueRow(
     let urgency_class = format!("badge urgency-{urgency}");
     let researching = q.status == QuestionStatus::Researching;
     let title = visible_controls(&q.title);
-    let price = if q.kind == ExchangeKind::Task {
-        Some(format!(
-            "Task · up to {}",
-            money(q.budget_limit_minor.unwrap_or(q.bounty_minor), "USD")
-        ))
-    } else {
-        (q.bounty_minor > 0).then(|| format!("bounty {}", money(q.bounty_minor, "USD")))
-    };
     let has_draft = drafts::load(&id).is_some();
     let open_id = id.clone();
     let is_open = Memo::new(move |_| open.with(|o| o.contains(&open_id)));
@@ -876,12 +883,14 @@ fn QueueRow(
     let done_title = title.clone();
     let done_page = page.clone();
     let done = move || {
-        outcome.get().map(|outcome| {
+        outcome.get().map(|(notice, points)| {
             let close_id = done_id.clone();
             let title = done_title.clone();
             view! {
                 <article class="question row done" data-question-id=done_id.clone()>
-                    <p role="status"><strong>"✓ "{outcome}</strong>" — "<bdi>{title.clone()}</bdi></p>
+                    <p class="done-title"><bdi>{title.clone()}</bdi></p>
+                    <p class="notice" role="status">{notice}</p>
+                    {points.map(|p| view! { <p class="points muted">{p}</p> })}
                     <p class="actions">
                         <a href=done_page.clone()>"Its page"<span class="visually-hidden">" — "{title}</span></a>
                         <button type="button" class="secondary small" on:click=move |_| on_close.run(close_id.clone())>"Close"</button>
@@ -907,7 +916,7 @@ fn QueueRow(
                         {row.fresh.then(|| view! { <span class="badge new">"new"</span> })}
                         {researching.then(|| view! { <span class="badge researching">"sent back for research"</span> })}
                         {(q.escalation_step > 0).then(|| view! { <span class="badge escalated">"escalated"</span> })}
-                        {price.map(|p| view! { <span class="badge bounty">{p}</span> })}
+                        <PriceBadge kind=q.kind.clone() budget_limit=q.budget_limit_minor bounty=q.bounty_minor/>
                         {has_draft.then(|| view! { <span class="badge draft">"draft"</span> })}
                         <span class="muted">"asked "<TimeAgo at=q.created_at.clone()/></span>
                         " · "
@@ -1121,6 +1130,10 @@ fn SettledList(settled: RwSignal<Vec<Settled>>, page_slug: StoredValue<String>) 
                                 <A href=page_slug.with_value(|slug| question_path(slug, &q.id))><bdi>{visible_controls(&q.title)}</bdi></A>
                                 " "
                                 {q.answered_at.map(|at| view! { <span class="muted">"answered "<TimeAgo at=at/></span> })}
+                                {q.answers.iter().find(|a| a.review.is_some()).map(|a| {
+                                    let review = a.review.clone().map(|r| ContributionStatus::of(&r)).unwrap_or(ContributionStatus::Pending);
+                                    view! { " · "<span class="muted">{a.answered_by.clone()}</span>" "<span class=format!("badge status-{review}")>{review.to_string()}</span> }
+                                })}
                             </li>
                         }
                     />
