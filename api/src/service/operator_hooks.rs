@@ -703,7 +703,44 @@ pub async fn destination(
 
 #[cfg(test)]
 mod tests {
-    use super::is_private;
+    use super::{PlainHttp, Viewer, check_scheme, is_private};
+
+    #[test]
+    fn plain_http_is_only_for_an_admins_local_or_own_host() {
+        let member = Viewer {
+            user_id: 1,
+            handle: "ana".into(),
+            is_admin: false,
+        };
+        let admin = Viewer {
+            user_id: 2,
+            handle: "root".into(),
+            is_admin: true,
+        };
+        let plain = PlainHttp {
+            own_host: Some("askloop.example.org".into()),
+            anywhere: false,
+        };
+        for viewer in [&member, &admin] {
+            assert!(check_scheme("https://hooks.example.com/x", viewer, &plain).is_ok());
+            assert!(check_scheme("http://hooks.example.com/x", viewer, &plain).is_err());
+        }
+        for url in [
+            "http://127.0.0.1:9/x",
+            "http://localhost/x",
+            "http://ASKLOOP.example.org/hooks",
+        ] {
+            assert!(check_scheme(url, &admin, &plain).is_ok(), "{url}");
+            assert!(check_scheme(url, &member, &plain).is_err(), "{url}");
+        }
+        let no_origin = PlainHttp::default();
+        assert!(check_scheme("http://askloop.example.org/", &admin, &no_origin).is_err());
+        let tests = PlainHttp {
+            own_host: None,
+            anywhere: true,
+        };
+        assert!(check_scheme("http://hooks.example.com/x", &member, &tests).is_ok());
+    }
 
     #[test]
     fn local_and_private_hosts_are_told_apart_from_public_ones() {

@@ -91,6 +91,9 @@ pub fn EarningsChart(
     points: Vec<(f64, i64)>,
     currency: String,
     #[prop(optional)] zone: Option<String>,
+    /// What the line is a running total of ("Earnings", "Revenue").
+    #[prop(default = "Earnings")]
+    what: &'static str,
 ) -> impl IntoView {
     const W: f64 = 640.0;
     const H: f64 = 220.0;
@@ -99,7 +102,7 @@ pub fn EarningsChart(
     const TOP: f64 = 16.0;
     const BOTTOM: f64 = 40.0;
     if points.is_empty() {
-        return view! { <p class="empty">"No earnings yet: answers and revenue events show here."</p> }.into_any();
+        return view! { <p class="empty">{format!("No {} yet: answers and revenue events show here.", what.to_lowercase())}</p> }.into_any();
     }
     let zone = zone.unwrap_or_else(|| "UTC".to_owned());
     let mut sorted = points;
@@ -140,7 +143,7 @@ pub fn EarningsChart(
     }
     path.push_str(&format!(" H {:.1}", W - RIGHT));
     let summary = format!(
-        "Earnings over time, {} to {}: {} in total",
+        "{what} over time, {} to {}: {} in total",
         days[0].1,
         days[days.len() - 1].1,
         money(total, &currency)
@@ -228,7 +231,7 @@ pub fn EarningsChart(
                 <details class="chart-values">
                     <summary>"Show the values"</summary>
                     <table>
-                        <caption class="visually-hidden">"Earnings, running total by day"</caption>
+                        <caption class="visually-hidden">{format!("{what}, running total by day")}</caption>
                         <thead><tr><th scope="col">"Day"</th><th scope="col" class="num">"Total so far"</th></tr></thead>
                         <tbody>{rows}</tbody>
                     </table>

@@ -239,6 +239,7 @@ fn NicheMoneyPage(slug: String) -> impl IntoView {
     let back = format!("/dashboard/niches/{slug}/questions");
     let read_slug = slug.clone();
     let named = RwSignal::new(slug.clone());
+    let session = Session::get();
     page_title(move || format!("Revenue and budget · {}", named.get()));
     let data = LocalResource::new(move || {
         api::run::<NicheMoney>(niche_money::Variables {
@@ -254,7 +255,7 @@ fn NicheMoneyPage(slug: String) -> impl IntoView {
                     named.set(name.clone());
                     view! {
                         <h1>{name}" — revenue and budget"</h1>
-                        <NicheRevenueView slug=slug.clone() revenue=d.niche_revenue/>
+                        <NicheRevenueView slug=slug.clone() revenue=d.niche_revenue zone=session.time_zone()/>
                         <BudgetView slug=slug.clone() budget=d.budget/>
                     }
                 }))}
@@ -264,7 +265,11 @@ fn NicheMoneyPage(slug: String) -> impl IntoView {
 }
 
 #[component]
-fn NicheRevenueView(slug: String, revenue: niche_money::NicheMoneyNicheRevenue) -> impl IntoView {
+fn NicheRevenueView(
+    slug: String,
+    revenue: niche_money::NicheMoneyNicheRevenue,
+    zone: String,
+) -> impl IntoView {
     let currency = revenue
         .recent_events
         .first()
@@ -281,6 +286,14 @@ fn NicheRevenueView(slug: String, revenue: niche_money::NicheMoneyNicheRevenue) 
         .map(|e| e.id.clone())
         .collect();
     let reversed_count = revenue.reversed_events.len();
+    // Revenue over time: the gross of the recent events that stand, in the page's currency.
+    let points: Vec<(f64, i64)> = revenue
+        .recent_events
+        .iter()
+        .filter(|e| e.currency == currency && !reversed_ids.contains(&e.id))
+        .map(|e| (time_ms(&e.created_at), e.gross_minor))
+        .collect();
+    let chart_currency = currency.clone();
     view! {
         <section class="niche-revenue" aria-labelledby="revenue-title">
             <h2 id="revenue-title">"Revenue"</h2>
@@ -307,6 +320,10 @@ fn NicheRevenueView(slug: String, revenue: niche_money::NicheMoneyNicheRevenue) 
                     </section>
                 })}
             </div>
+            <section aria-labelledby="revenue-chart-title">
+                <h3 id="revenue-chart-title">"Revenue over time (recent events, gross)"</h3>
+                <EarningsChart points=points currency=chart_currency zone=zone what="Revenue"/>
+            </section>
             <h3>"Recent events"</h3>
             {if revenue.recent_events.is_empty() {
                 view! { <p class="empty">"No revenue yet."</p> }.into_any()
