@@ -95,9 +95,9 @@ pub fn EarningsChart(
     #[prop(default = "Earnings")]
     what: &'static str,
 ) -> impl IntoView {
-    const W: f64 = 640.0;
+    const W: f64 = 520.0;
     const H: f64 = 220.0;
-    const LEFT: f64 = 92.0;
+    const LEFT: f64 = 112.0;
     const RIGHT: f64 = 24.0;
     const TOP: f64 = 16.0;
     const BOTTOM: f64 = 40.0;
@@ -175,10 +175,11 @@ pub fn EarningsChart(
             }
         })
         .collect_view();
-    let mut y_values = vec![top_value];
+    let mut y_values = vec![top_value, (top_value + bottom_value) / 2];
     if bottom_value != top_value {
         y_values.push(bottom_value);
     }
+    y_values.dedup();
     if !y_values.contains(&0) {
         y_values.push(0);
     }
@@ -186,7 +187,7 @@ pub fn EarningsChart(
         .into_iter()
         .map(|v| {
             view! {
-                <text x=format!("{:.1}", LEFT - 8.0) y=format!("{:.1}", y_of(v) + 4.0) text-anchor="end" class="chart-label" data-axis="y">{money(v, &currency)}</text>
+                <text x=format!("{:.1}", LEFT - 8.0) y=format!("{:.1}", y_of(v) + 5.0) text-anchor="end" class="chart-label" data-axis="y">{money(v, &currency)}</text>
                 <line x1=LEFT y1=format!("{:.1}", y_of(v)) x2=W - RIGHT y2=format!("{:.1}", y_of(v)) class="gridline"/>
             }
         })
