@@ -119,6 +119,7 @@ async fn a_rejected_bounty_is_left_out_of_the_niche_gross_and_listed_as_reversed
 
 async fn allocations_and_events_name_their_question(app: TestApp) {
     let s = scene(&app).await;
+    let (standing, rejected) = (s.standing.to_string(), s.rejected.to_string());
     let read = app
         .graphql(Some(&s.bob.token), NICHE_REVENUE, json!({}))
         .await;
@@ -130,7 +131,7 @@ async fn allocations_and_events_name_their_question(app: TestApp) {
     // bob's part of q-2's bounty (held for review) and of the subscription (no question).
     let for_q2: Vec<&Value> = mine
         .iter()
-        .filter(|a| a["questionId"] == s.standing.to_string())
+        .filter(|a| a["questionId"] == standing.as_str())
         .collect();
     assert_eq!(for_q2.len(), 1, "{mine:?}");
     assert_eq!(for_q2[0]["status"], "HELD");
@@ -144,9 +145,7 @@ async fn allocations_and_events_name_their_question(app: TestApp) {
         .expect("a list")
         .clone();
     assert!(
-        events
-            .iter()
-            .any(|e| e["questionId"] == s.rejected.to_string()),
+        events.iter().any(|e| e["questionId"] == rejected.as_str()),
         "{events:?}"
     );
     let mine_everywhere = app
@@ -162,7 +161,7 @@ async fn allocations_and_events_name_their_question(app: TestApp) {
         .clone();
     assert!(
         all.iter()
-            .any(|a| a["questionId"] == s.standing.to_string() && a["payoutId"].is_null()),
+            .any(|a| a["questionId"] == standing.as_str() && a["payoutId"].is_null()),
         "{all:?}"
     );
 }

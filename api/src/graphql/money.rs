@@ -311,8 +311,8 @@ pub struct MemberShare {
 pub struct NicheRevenue {
     /// The niche.
     pub niche_slug: String,
-    /// Gross over the events that stand: a reversed event (a rejected answer's bounty given
-    /// back to the agent, a retracted entry's reuse) is not counted, as the budget gives it back.
+    /// Gross over the events that stand: a reversed event (a rejected or reversed answer's
+    /// bounty, whose charge the budget gives back; a retracted entry's reuse) is not counted.
     pub gross_minor: i64,
     /// Net over the events that stand.
     pub net_minor: i64,

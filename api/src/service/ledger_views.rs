@@ -116,8 +116,8 @@ pub struct MyRevenue {
 pub struct NicheRevenue {
     /// The niche.
     pub niche: niches::Model,
-    /// Gross over the events that stand (a reversed event, e.g. a rejected answer's bounty
-    /// given back to the agent, is not counted: the budget gives it back too).
+    /// Gross over the events that stand (a reversed event, e.g. a rejected answer's bounty whose
+    /// charge the budget gives back, is not counted).
     pub gross: i64,
     /// Net over the events that stand.
     pub net: i64,
