@@ -595,3 +595,62 @@ async fn the_settings_page_names_sessions_asks_before_ending_one_and_refuses_pla
         )
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_home_page_shows_each_niches_five_most_urgent_with_a_link_to_the_rest() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    operator(&app.db, "games", "ana").await;
+    for n in 0..7 {
+        app.ask("games", &format!("g-{n}")).await;
+    }
+    let mut browser = signed_in(&app, "ana", "/dashboard/niches").await;
+    let part = "document.querySelector('.awaiting-niche[data-slug=games]')";
+    browser
+        .wait_for(
+            &format!("{part} && {part}.querySelectorAll('li[data-question-id]').length === 5"),
+            "games' five most urgent",
+        )
+        .await;
+    let count = browser
+        .eval(&format!(
+            "{part}.querySelector('[data-waiting-count]').textContent"
+        ))
+        .await;
+    assert_eq!(count, "7 waiting");
+    let rest = link_in(part, "All 7 waiting in Niche games");
+    browser.wait_for(&rest, "the link to the rest").await;
+    assert_eq!(
+        browser.eval(&format!("{rest}.getAttribute('href')")).await,
+        "/dashboard/niches/games/questions"
+    );
+    // Each question links to its own page.
+    let first = browser
+        .eval(&format!(
+            "{part}.querySelector('li[data-question-id] a').getAttribute('href')"
+        ))
+        .await;
+    assert!(
+        first
+            .as_str()
+            .is_some_and(|h| h.starts_with("/dashboard/niches/games/questions/")),
+        "{first}"
+    );
+    // A new question keeps the list at five and the count follows, live.
+    app.ask("games", "g-7").await;
+    browser
+        .wait_for(
+            &format!("{part}.querySelector('[data-waiting-count]').textContent === '8 waiting'"),
+            "the count, live",
+        )
+        .await;
+    assert_eq!(
+        browser
+            .eval(&format!(
+                "{part}.querySelectorAll('li[data-question-id]').length"
+            ))
+            .await,
+        5
+    );
+    accessible_everywhere(&mut browser, "the niches page with a niche's five").await;
+}
