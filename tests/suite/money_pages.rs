@@ -4,8 +4,8 @@
 //! keyboard reaches and that say their value; the pages pass axe-core at desktop and phone
 //! widths in the light and the dark scheme.
 //!
-//! With `ASKLOOP_SCREENSHOTS` naming a folder, the browser test leaves `revenue-chart.png`
-//! there (the niche revenue page at 1280 px).
+//! With `ASKLOOP_SCREENSHOTS` naming a folder, the browser test leaves `revenue-chart.png` and
+//! `revenue-chart-dark.png` there (the niche revenue page at 1280 px, light and dark).
 
 use std::path::PathBuf;
 
@@ -317,6 +317,9 @@ async fn the_revenue_pages_agree_with_the_budget_chart_by_day_and_link_to_questi
     );
     browser.eval("document.activeElement.blur(); true").await;
     keep_screenshot(&mut browser, "revenue-chart").await;
+    scheme(&mut browser, true).await;
+    keep_screenshot(&mut browser, "revenue-chart-dark").await;
+    scheme(&mut browser, false).await;
     accessible_everywhere(&mut browser, "the niche revenue page").await;
 
     // My revenue: the allocation for q-2 links to its question; the chart is there too.
