@@ -537,6 +537,10 @@ pub struct DeliverySettings {
     pub sweep_every: Duration,
     /// How the worker's concurrency is shared between receivers.
     pub lanes: LaneSettings,
+    /// Whether anyone's operator webhook may use plain `http://` (off: only an admin's, to a
+    /// local host or this deployment's own). Never read from the environment: tests set it,
+    /// their receivers speaking plain HTTP under made-up names.
+    pub plain_http_hooks: bool,
 }
 
 /// How the delivery worker shares its concurrency (docs/security.md#outbound): agents and
@@ -585,6 +589,7 @@ impl Default for DeliverySettings {
             poll: Duration::from_secs(1),
             sweep_every: Duration::from_secs(5),
             lanes: LaneSettings::default(),
+            plain_http_hooks: false,
         }
     }
 }

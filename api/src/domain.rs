@@ -19,3 +19,4 @@ pub mod signing;
 pub mod slug;
 pub mod text;
 pub mod tokens;
+pub mod user_agent;

@@ -46,6 +46,8 @@ fn lanes(config: &mut Config) {
     config.delivery.poll = Duration::from_millis(50);
     config.delivery.retry_base = Duration::from_secs(60);
     config.resolver = fixed_names(&[("hook.example.test", "127.0.0.1")]);
+    // The receivers speak plain HTTP; members' webhooks are otherwise https:// only.
+    config.delivery.plain_http_hooks = true;
 }
 
 /// [`lanes`], with the default agent's events going to a receiver a test starts later

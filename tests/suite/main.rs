@@ -31,6 +31,8 @@ mod live;
 mod mcp;
 mod migrations;
 mod money;
+mod money_pages;
+mod newcomers;
 mod notification_settings_page;
 mod openapi;
 mod properties;

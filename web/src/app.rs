@@ -34,15 +34,37 @@ pub fn App() -> impl IntoView {
     }
 }
 
-/// The brand and, except on the login page, the account links.
+/// The brand and, except on the login page, the account links. On a phone (40rem or less) the
+/// links fold into a menu behind one button: it says whether it is open (`aria-expanded`),
+/// Escape closes it and gives the focus back to the button, and following a link closes it.
 #[component]
 fn Header() -> impl IntoView {
     let location = use_location();
     let on_login_page = move || location.pathname.get() == "/login";
+    let open = RwSignal::new(false);
+    let toggle = NodeRef::<leptos::html::Button>::new();
+    // A new page closes the menu.
+    Effect::new(move |_| {
+        location.pathname.track();
+        open.set(false);
+    });
+    let close_on_escape = move |ev: leptos::ev::KeyboardEvent| {
+        if ev.key() == "Escape" && open.get_untracked() {
+            open.set(false);
+            if let Some(button) = toggle.get_untracked() {
+                let _ = button.focus();
+            }
+        }
+    };
     view! {
-        <header class="top">
+        <header class="top" class:menu-open=move || open.get() on:keydown=close_on_escape>
             <A href="/dashboard/niches" attr:class="brand">"askloop"</A>
             <Show when=move || !on_login_page()>
+                <button type="button" class="secondary menu-toggle" node_ref=toggle
+                    aria-expanded=move || open.get().to_string() aria-controls="account-menu"
+                    on:click=move |_| open.update(|o| *o = !*o)>
+                    <span aria-hidden="true" class="menu-icon">"☰"</span>" Menu"
+                </button>
                 <Account/>
             </Show>
         </header>

@@ -64,6 +64,8 @@ operations!("graphql/niches.graphql":
     AwaitingMe,
     /// Live changes to what waits for me.
     AwaitingMeChanges,
+    /// People in no niche yet (admins only).
+    WaitingToJoin,
     /// My latest contributions and the tier ladder.
     ContributionsAndLadder,
 );
@@ -284,6 +286,9 @@ impl From<niche_money::AllocationRow> for my_revenue::AllocationRow {
             amount_minor: a.amount_minor,
             status: a.status,
             source_type: a.source_type,
+            revenue_event_id: a.revenue_event_id,
+            question_id: a.question_id,
+            payout_id: a.payout_id,
             currency: a.currency,
             created_at: a.created_at,
         }

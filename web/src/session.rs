@@ -14,8 +14,9 @@ pub type Person = me::MeViewerUser;
 /// The app's session: the first read, overridden by what signing in or out just did.
 #[derive(Clone, Copy)]
 pub struct Session {
-    read: LocalResource<Result<Option<Person>, ApiError>>,
+    read: LocalResource<Result<Option<me::MeViewer>, ApiError>>,
     changed: RwSignal<Option<Option<Person>>>,
+    zone: RwSignal<Option<String>>,
     live: Live,
 }
 
@@ -24,11 +25,10 @@ impl Session {
     pub fn provide(live: Live) -> Self {
         let session = Self {
             read: LocalResource::new(|| async {
-                api::run::<Me>(me::Variables)
-                    .await
-                    .map(|data| data.viewer.map(|v| v.user))
+                api::run::<Me>(me::Variables).await.map(|data| data.viewer)
             }),
             changed: RwSignal::new(None),
+            zone: RwSignal::new(None),
             live,
         };
         provide_context(session);
@@ -46,7 +46,26 @@ impl Session {
         if let Some(changed) = self.changed.get() {
             return Some(changed);
         }
-        self.read.get().map(Result::unwrap_or_default)
+        self.read
+            .get()
+            .map(|read| read.unwrap_or_default().map(|viewer| viewer.user))
+    }
+
+    /// The IANA time zone exact times are shown in: the signed-in person's (from their
+    /// settings), "UTC" when they set none, nobody is signed in, or it is not read yet.
+    pub fn time_zone(self) -> String {
+        if let Some(zone) = self.zone.get() {
+            return zone;
+        }
+        self.read
+            .get()
+            .and_then(|read| read.ok().flatten())
+            .map_or_else(|| "UTC".to_owned(), |viewer| viewer.time_zone)
+    }
+
+    /// The person just saved `zone` as their time zone.
+    pub fn set_time_zone(self, zone: String) {
+        self.zone.set(Some(zone));
     }
 
     /// Whether someone is signed in, as the route guard asks it (`None`: not known yet).
@@ -57,6 +76,9 @@ impl Session {
     /// Signing in (or out) just happened.
     pub fn set(self, person: Option<Person>) {
         self.changed.set(Some(person));
+        // Read again for the rest of what the session holds (the new person's time zone).
+        self.zone.set(None);
+        self.read.refetch();
         self.live.restart();
     }
 

@@ -31,6 +31,20 @@ pub struct Viewer {
     /// Their memberships, with score, tier, share and next tier.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     pub memberships: Vec<Membership>,
+    /// Their IANA time zone, as set in their settings ("UTC" when they set none): the zone
+    /// the dashboard shows exact times in.
+    pub time_zone: String,
+}
+
+/// Someone signed up who is an active member of no niche yet (see `waitingToJoin`).
+#[derive(SimpleObject)]
+pub struct WaitingPerson {
+    /// Their handle.
+    pub handle: String,
+    /// When they signed up.
+    pub signed_up_at: DateTime<Utc>,
+    /// The niches where their membership is pending, by slug.
+    pub pending_in: Vec<String>,
 }
 
 /// A new session.
@@ -88,6 +102,9 @@ pub struct SignInSession {
     pub expires_at: DateTime<Utc>,
     /// The browser's `User-Agent` at sign-in (shortened), as it said; null if it sent none.
     pub user_agent: Option<String>,
+    /// The browser and system its `User-Agent` names, as people read them ("Chrome on Linux");
+    /// "Unknown browser" when it names none askloop knows.
+    pub device: String,
     /// The address the sign-in came from (the connection's peer; behind a proxy, the proxy's).
     pub client_address: Option<String>,
     /// Whether this is the session making this request.
@@ -117,10 +134,33 @@ impl AccountQuery {
         };
         let user = accounts::account_of(db, viewer).await.gql()?;
         let memberships = standing::memberships(db, viewer).await.gql()?;
+        let time_zone = crate::service::reach::settings_of(db, viewer)
+            .await
+            .gql()?
+            .time_zone;
         Ok(Some(Viewer {
             user: User::from(&user),
             memberships: memberships.into_iter().map(Membership::from).collect(),
+            time_zone,
         }))
+    }
+
+    /// People signed up who are an active member of no niche yet, newest first, at most 50
+    /// (admins only; admins themselves are not listed): whom to add to a niche.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
+    async fn waiting_to_join(&self, ctx: &Context<'_>) -> Result<Vec<WaitingPerson>> {
+        let db = ctx.data::<Db>()?;
+        let waiting = crate::service::admin::waiting_to_join(db, caller_of(ctx)?.viewer())
+            .await
+            .gql()?;
+        Ok(waiting
+            .into_iter()
+            .map(|w| WaitingPerson {
+                handle: w.handle,
+                signed_up_at: w.signed_up_at,
+                pending_in: w.pending_in,
+            })
+            .collect())
     }
 
     /// Your API keys that are not revoked (expired ones included), the newest first.
@@ -154,6 +194,7 @@ impl AccountQuery {
                 created_at: listed.session.created_at,
                 last_seen_at: listed.session.last_seen_at,
                 expires_at: listed.session.expires_at,
+                device: crate::domain::user_agent::describe(listed.session.user_agent.as_deref()),
                 user_agent: listed.session.user_agent,
                 client_address: listed.session.client_address,
             })

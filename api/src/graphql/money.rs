@@ -159,6 +159,12 @@ pub struct Allocation {
     pub claws_back: Option<ID>,
     /// The event's source.
     pub source_type: String,
+    /// The revenue event it is a part of.
+    pub revenue_event_id: ID,
+    /// The question the event paid for (a bounty or a reuse), if any.
+    pub question_id: Option<ID>,
+    /// The payout it is in, once scheduled.
+    pub payout_id: Option<ID>,
     /// The event's currency.
     pub currency: String,
     /// When.
@@ -182,6 +188,8 @@ pub struct RevenueEvent {
     pub net_minor: i64,
     /// ISO 4217.
     pub currency: String,
+    /// The question it paid for (a bounty or a reuse), if any.
+    pub question_id: Option<ID>,
     /// When it was booked.
     pub created_at: DateTime<Utc>,
 }
@@ -303,13 +311,18 @@ pub struct MemberShare {
 pub struct NicheRevenue {
     /// The niche.
     pub niche_slug: String,
-    /// Gross over all events.
+    /// Gross over the events that stand: a reversed event (a rejected or reversed answer's
+    /// bounty, whose charge the budget gives back; a retracted entry's reuse) is not counted.
     pub gross_minor: i64,
-    /// Net over all events.
+    /// Net over the events that stand.
     pub net_minor: i64,
-    /// How many events.
+    /// How many events stand.
     pub event_count: i64,
-    /// The latest events.
+    /// The gross of the reversed events (not in `grossMinor`).
+    pub reversed_gross_minor: i64,
+    /// The events reversed after they were booked, newest first.
+    pub reversed_events: Vec<RevenueEvent>,
+    /// The latest events (reversed ones included; `reversedEvents` names them).
     pub recent_events: Vec<RevenueEvent>,
     /// Members' shares now (future events are split by these).
     pub shares: Vec<MemberShare>,
@@ -395,6 +408,13 @@ fn allocation_view(row: AllocationRow) -> Allocation {
             .as_ref()
             .map(|e| e.source_type.clone())
             .unwrap_or_default(),
+        revenue_event_id: ID(a.revenue_event_id.to_string()),
+        question_id: row
+            .event
+            .as_ref()
+            .and_then(|e| e.question_id)
+            .map(|id| ID(id.to_string())),
+        payout_id: a.payout_id.map(|id| ID(id.to_string())),
         currency: row.event.map(|e| e.currency).unwrap_or_default(),
         created_at: a.created_at,
     }
@@ -409,6 +429,7 @@ fn event_view(e: revenue_events::Model, slug: &str) -> RevenueEvent {
         gross_minor: e.gross_minor,
         net_minor: e.net_minor,
         currency: e.currency,
+        question_id: e.question_id.map(|id| ID(id.to_string())),
         created_at: e.created_at,
     }
 }
@@ -496,6 +517,12 @@ impl MoneyQuery {
             gross_minor: view.gross,
             net_minor: view.net,
             event_count: view.count,
+            reversed_gross_minor: view.reversed.iter().map(|e| e.gross_minor).sum(),
+            reversed_events: view
+                .reversed
+                .into_iter()
+                .map(|e| event_view(e, &slug))
+                .collect(),
             recent_events: view
                 .recent
                 .into_iter()

@@ -18,6 +18,17 @@ fn question_id(id: &ID) -> Result<i64, ServiceError> {
         .map_err(|_| ServiceError::BadInput(format!("'{}' is not a question id", id.as_str())))
 }
 
+/// One niche's part of "Your agent needs you": its most urgent questions and how many wait.
+#[derive(SimpleObject)]
+pub struct AwaitingInNiche {
+    /// The niche.
+    pub niche: Niche,
+    /// Its most urgent waiting questions I have not acted on, at most `perNiche`.
+    pub questions: Vec<Question>,
+    /// How many of its questions wait for me in all.
+    pub waiting_count: i64,
+}
+
 /// An answer to give.
 #[derive(InputObject)]
 pub struct AnswerInput {
@@ -92,6 +103,35 @@ impl QuestionQuery {
             .await
             .gql()?;
         Ok(connection(page, QueueFilter::Waiting, after.is_some()))
+    }
+
+    /// "Your agent needs you", niche by niche: for each of my niches with a question waiting
+    /// for me, its `perNiche` most urgent (1–20, default 5) and how many wait in all.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
+    async fn awaiting_me_by_niche(
+        &self,
+        ctx: &Context<'_>,
+        #[graphql(default = 5)] per_niche: i32,
+    ) -> Result<Vec<AwaitingInNiche>> {
+        let db = ctx.data::<Db>()?;
+        if !(1..=20).contains(&per_niche) {
+            return Err(ServiceError::BadInput(
+                "perNiche must be between 1 and 20".into(),
+            ))
+            .gql();
+        }
+        let parts =
+            queue::awaiting_me_by_niche(db, caller_of(ctx)?.viewer(), per_niche as u64, Utc::now())
+                .await
+                .gql()?;
+        Ok(parts
+            .into_iter()
+            .map(|(niche, page, count)| AwaitingInNiche {
+                niche: niche.into(),
+                questions: page.items.into_iter().map(Question::from).collect(),
+                waiting_count: count as i64,
+            })
+            .collect())
     }
 }
 

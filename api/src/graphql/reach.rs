@@ -383,6 +383,7 @@ impl ReachMutation {
             viewer,
             &niche_slug,
             &url,
+            &operator_hooks::PlainHttp::of(config),
             Utc::now(),
         )
         .await

@@ -660,3 +660,60 @@ pub async fn manual_adjustment(
     txn.commit().await?;
     Ok(event)
 }
+
+/// Someone waiting to take part: signed up but an active member of no niche, with the niche
+/// whose membership is pending, if one is.
+#[derive(Debug, Clone)]
+pub struct Waiting {
+    /// Their handle.
+    pub handle: String,
+    /// When they signed up.
+    pub signed_up_at: DateTime<Utc>,
+    /// The niches where their membership is pending, by slug.
+    pub pending_in: Vec<String>,
+}
+
+/// The most people [`waiting_to_join`] lists.
+pub const WAITING_MAX: usize = 50;
+
+/// People who are an active member of no niche (admins only; not admins themselves), newest
+/// sign-up first, at most [`WAITING_MAX`]: who an admin may add to a niche.
+pub async fn waiting_to_join(
+    db: &Db,
+    viewer: Option<&Viewer>,
+) -> Result<Vec<Waiting>, ServiceError> {
+    use sea_orm::sea_query::Query;
+    use sea_orm::{QueryOrder, QuerySelect};
+    access::admin(viewer)?;
+    let active_members = Query::select()
+        .column(niche_members::Column::UserId)
+        .from(niche_members::Entity)
+        .and_where(niche_members::Column::Status.eq(MemberStatus::Active))
+        .to_owned();
+    let people = entity::users::Entity::find()
+        .filter(entity::users::Column::Role.ne(entity::users::UserRole::Admin))
+        .filter(entity::users::Column::Id.not_in_subquery(active_members))
+        .order_by_desc(entity::users::Column::CreatedAt)
+        .order_by_desc(entity::users::Column::Id)
+        .limit(WAITING_MAX as u64)
+        .all(db)
+        .await?;
+    let pending = niche_members::Entity::find()
+        .filter(niche_members::Column::Status.eq(MemberStatus::Pending))
+        .filter(niche_members::Column::UserId.is_in(people.iter().map(|u| u.id)))
+        .all(db)
+        .await?;
+    let slugs = crate::service::names::slugs(db, pending.iter().map(|m| m.niche_id)).await?;
+    Ok(people
+        .into_iter()
+        .map(|u| Waiting {
+            pending_in: pending
+                .iter()
+                .filter(|m| m.user_id == u.id)
+                .filter_map(|m| slugs.get(&m.niche_id).cloned())
+                .collect(),
+            handle: u.handle,
+            signed_up_at: u.created_at,
+        })
+        .collect())
+}

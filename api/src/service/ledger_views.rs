@@ -116,14 +116,18 @@ pub struct MyRevenue {
 pub struct NicheRevenue {
     /// The niche.
     pub niche: niches::Model,
-    /// Gross over all events.
+    /// Gross over the events that stand (a reversed event, e.g. a rejected answer's bounty whose
+    /// charge the budget gives back, is not counted).
     pub gross: i64,
-    /// Net over all events.
+    /// Net over the events that stand.
     pub net: i64,
-    /// How many events.
+    /// How many events stand.
     pub count: i64,
     /// The newest events.
     pub recent: Vec<revenue_events::Model>,
+    /// The events reversed after they were booked, newest first (the gross they had is not in
+    /// `gross`).
+    pub reversed: Vec<revenue_events::Model>,
     /// Members' shares now, by handle, basis points.
     pub shares: Vec<(String, i64)>,
     /// The caller's allocations in this niche.
@@ -390,6 +394,10 @@ pub async fn niche_revenue(
 ) -> Result<NicheRevenue, ServiceError> {
     let niche = member_niche(db, viewer, slug).await?;
     let (gross, net, count) = revenue::niche_totals(db, niche.id).await?;
+    let reversed = revenue::reversed_events_of(db, niche.id).await?;
+    let (gross, net, count) = reversed.iter().fold((gross, net, count), |(g, n, c), e| {
+        (g - e.gross_minor, n - e.net_minor, c - 1)
+    });
     let recent = revenue::events_of(db, Some(niche.id), first).await?;
     let ladder = scores::ladder(db).await?;
     let shares = standing::niche_shares(db, niche.id, &ladder).await?;
@@ -403,6 +411,7 @@ pub async fn niche_revenue(
         net,
         count,
         recent,
+        reversed,
         shares: shares
             .into_iter()
             .map(|(user, bps)| {

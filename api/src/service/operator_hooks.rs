@@ -264,17 +264,67 @@ async fn niche_for<C: ConnectionTrait>(
     member.map(|_| niche).ok_or_else(missing)
 }
 
+/// Where a plain `http://` operator webhook is accepted; everywhere else it must be `https://`.
+#[derive(Debug, Clone, Default)]
+pub struct PlainHttp {
+    /// This deployment's own host (from its public origin): an admin may point a webhook at it
+    /// over plain HTTP, as at a local host.
+    pub own_host: Option<String>,
+    /// Plain HTTP anywhere (tests, whose receivers speak plain HTTP under made-up names).
+    pub anywhere: bool,
+}
+
+impl PlainHttp {
+    /// What `config` allows.
+    pub fn of(config: &crate::config::Config) -> Self {
+        Self {
+            own_host: config
+                .public_origin
+                .as_deref()
+                .and_then(|o| reqwest::Url::parse(o).ok())
+                .and_then(|u| u.host_str().map(str::to_ascii_lowercase)),
+            anywhere: config.delivery.plain_http_hooks,
+        }
+    }
+}
+
+/// An operator webhook is sent over `https://`; plain `http://` only to an admin's webhook at a
+/// local or private host or at this deployment's own host (what only an admin may reach anyway).
+pub fn check_scheme(url: &str, viewer: &Viewer, plain: &PlainHttp) -> Result<(), ServiceError> {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return Err(ServiceError::BadInput(
+            "a webhook needs an absolute URL".into(),
+        ));
+    };
+    if parsed.scheme() != "http" || plain.anywhere {
+        return Ok(());
+    }
+    let host = parsed.host_str().map(str::to_ascii_lowercase);
+    let own = host.is_some() && host == plain.own_host;
+    if viewer.is_admin && (own || is_private(url)) {
+        return Ok(());
+    }
+    Err(ServiceError::BadInput(
+        "an operator webhook must use https:// (plain http:// is accepted only for an admin's \
+         webhook to this deployment's own host or a local one)"
+            .into(),
+    ))
+}
+
 /// Register `url` for `niche_slug`: the webhook and its signing secret, shown this once.
+/// A plain `http://` URL is refused unless [`check_scheme`] allows it under `schemes`.
 pub async fn register(
     db: &Db,
     key: Option<&DataKey>,
     viewer: &Viewer,
     niche_slug: &str,
     url: &str,
+    schemes: &PlainHttp,
     now: DateTime<Utc>,
 ) -> Result<(Hook, String), ServiceError> {
     let url = crate::service::agents::check_url(Some(url))?
         .ok_or_else(|| ServiceError::BadInput("a webhook needs a URL".into()))?;
+    check_scheme(&url, viewer, schemes)?;
     if !viewer.is_admin && is_private(&url) {
         return Err(ServiceError::BadInput(
             "only an admin may register a webhook to a local or private address".into(),
@@ -653,7 +703,44 @@ pub async fn destination(
 
 #[cfg(test)]
 mod tests {
-    use super::is_private;
+    use super::{PlainHttp, Viewer, check_scheme, is_private};
+
+    #[test]
+    fn plain_http_is_only_for_an_admins_local_or_own_host() {
+        let member = Viewer {
+            user_id: 1,
+            handle: "ana".into(),
+            is_admin: false,
+        };
+        let admin = Viewer {
+            user_id: 2,
+            handle: "root".into(),
+            is_admin: true,
+        };
+        let plain = PlainHttp {
+            own_host: Some("askloop.example.org".into()),
+            anywhere: false,
+        };
+        for viewer in [&member, &admin] {
+            assert!(check_scheme("https://hooks.example.com/x", viewer, &plain).is_ok());
+            assert!(check_scheme("http://hooks.example.com/x", viewer, &plain).is_err());
+        }
+        for url in [
+            "http://127.0.0.1:9/x",
+            "http://localhost/x",
+            "http://ASKLOOP.example.org/hooks",
+        ] {
+            assert!(check_scheme(url, &admin, &plain).is_ok(), "{url}");
+            assert!(check_scheme(url, &member, &plain).is_err(), "{url}");
+        }
+        let no_origin = PlainHttp::default();
+        assert!(check_scheme("http://askloop.example.org/", &admin, &no_origin).is_err());
+        let tests = PlainHttp {
+            own_host: None,
+            anywhere: true,
+        };
+        assert!(check_scheme("http://hooks.example.com/x", &member, &tests).is_ok());
+    }
 
     #[test]
     fn local_and_private_hosts_are_told_apart_from_public_ones() {

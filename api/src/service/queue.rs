@@ -245,6 +245,15 @@ pub async fn awaiting_me(
             has_next: false,
         });
     }
+    let condition = Condition::all()
+        .add(agent_questions::Column::NicheId.is_in(niche_ids))
+        .add(not_acted_on_by(viewer));
+    page(db, condition, QueueFilter::Waiting, first, after, now).await
+}
+
+/// Not acted on by `viewer` in the question's current research round (nor answered at all:
+/// an answer rejected from a reopened question bars its author from answering it again).
+fn not_acted_on_by(viewer: &Viewer) -> sea_orm::sea_query::SimpleExpr {
     let acted = Query::select()
         .expr(Expr::val(1))
         .from(agent_answers::Entity)
@@ -272,10 +281,48 @@ pub async fn awaiting_me(
                 ),
         )
         .to_owned();
-    let condition = Condition::all()
-        .add(agent_questions::Column::NicheId.is_in(niche_ids))
-        .add(Expr::exists(acted).not());
-    page(db, condition, QueueFilter::Waiting, first, after, now).await
+    Expr::exists(acted).not()
+}
+
+/// "Your agent needs you", niche by niche: for each of my active operator/specialist niches with
+/// a question waiting for me, its `per_niche` most urgent and how many wait in all.
+pub async fn awaiting_me_by_niche(
+    db: &Db,
+    viewer: Option<&Viewer>,
+    per_niche: u64,
+    now: DateTime<Utc>,
+) -> Result<Vec<(niches::Model, Page, u64)>, ServiceError> {
+    use sea_orm::PaginatorTrait;
+    let viewer = access::signed_in(viewer)?;
+    let niche_ids = access::acting_niches(db, viewer).await?;
+    if niche_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut niches = niches::Entity::find()
+        .filter(niches::Column::Id.is_in(niche_ids))
+        .all(db)
+        .await?;
+    niches.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
+    let mut out = Vec::new();
+    for niche in niches {
+        let condition = || {
+            Condition::all()
+                .add(agent_questions::Column::NicheId.eq(niche.id))
+                .add(not_acted_on_by(viewer))
+        };
+        let count = agent_questions::Entity::find()
+            .filter(condition())
+            .filter(Expr::cust(WAITING_PREDICATE))
+            .filter(agent_questions::Column::ExpiresAt.gt(now))
+            .count(db)
+            .await?;
+        if count == 0 {
+            continue;
+        }
+        let top = page(db, condition(), QueueFilter::Waiting, per_niche, None, now).await?;
+        out.push((niche, top, count));
+    }
+    Ok(out)
 }
 
 /// One question, for someone allowed to read its niche.

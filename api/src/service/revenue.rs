@@ -10,7 +10,7 @@ use entity::allocations::{self, AllocationStatus};
 use entity::{niches, revenue_events};
 use sea_orm::sea_query::{Alias, Expr, Func, OnConflict};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, NotSet, PaginatorTrait,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait, NotSet, PaginatorTrait,
     QueryFilter, QueryOrder, QuerySelect, TryInsertResult,
 };
 use serde_json::{Value, json};
@@ -476,6 +476,37 @@ async fn reverse_parts(
         }
     }
     Ok(BountyVerdict { moved, clawbacks })
+}
+
+/// A niche's events that were reversed after they were booked (a rejected or reversed answer's
+/// bounty, a retracted entry's reuse), newest first: every one with a part reversed or clawed
+/// back ([`reverse_parts`] reverses every part at once).
+pub async fn reversed_events_of<C: ConnectionTrait>(
+    conn: &C,
+    niche_id: i64,
+) -> Result<Vec<revenue_events::Model>, ServiceError> {
+    let ids: Vec<i64> = allocations::Entity::find()
+        .select_only()
+        .column(allocations::Column::RevenueEventId)
+        .distinct()
+        .filter(allocations::Column::NicheId.eq(niche_id))
+        .filter(
+            Condition::any()
+                .add(allocations::Column::Status.eq(AllocationStatus::Reversed))
+                .add(allocations::Column::ClawsBack.is_not_null()),
+        )
+        .into_tuple()
+        .all(conn)
+        .await?;
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(revenue_events::Entity::find()
+        .filter(revenue_events::Column::Id.is_in(ids))
+        .order_by_desc(revenue_events::Column::CreatedAt)
+        .order_by_desc(revenue_events::Column::Id)
+        .all(conn)
+        .await?)
 }
 
 /// An event's allocations, members first then the platform.

@@ -27,7 +27,7 @@ pub fn Account() -> impl IntoView {
     });
     let busy = sign_out.pending();
     view! {
-        <nav class="account" aria-label="Account">
+        <nav class="account" id="account-menu" aria-label="Account">
             {move || match session.person() {
                 Some(Some(person)) => view! {
                     <A href="/dashboard/niches">"Niches"</A>

@@ -53,45 +53,191 @@ pub fn percent(bps: i64) -> String {
     }
 }
 
-/// Earnings over time: the running total of `points` (time in ms, amount), as a line.
+/// A share in basis points of what it is a share of: `2000` of "each revenue event" as "20%
+/// of each revenue event".
+pub fn share_of(bps: i64, of: &str) -> String {
+    format!("{} of {of}", percent(bps))
+}
+
+/// A day as the chart's axis and points name it ("3 Dec"), in the IANA time zone `zone`.
+pub fn day_label(ms: f64, zone: &str) -> String {
+    use js_sys::{Date, Function, Object, Reflect};
+    use wasm_bindgen::{JsCast, JsValue};
+    let date = Date::new(&JsValue::from_f64(ms));
+    let options = Object::new();
+    let set = |key: &str, value: &str| {
+        Reflect::set(&options, &JsValue::from_str(key), &JsValue::from_str(value)).is_ok()
+    };
+    let formatted = (set("timeZone", zone) && set("day", "numeric") && set("month", "short"))
+        .then(|| Reflect::get(&date, &JsValue::from_str("toLocaleDateString")).ok())
+        .flatten()
+        .and_then(|f| f.dyn_into::<Function>().ok())
+        .and_then(|f| f.call2(&date, &JsValue::from_str("en-GB"), &options).ok())
+        .and_then(|v| v.as_string());
+    formatted.unwrap_or_else(|| {
+        const MONTHS: [&str; 12] = [
+            "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+        ];
+        let month = MONTHS.get(date.get_utc_month() as usize).unwrap_or(&"");
+        format!("{} {month}", date.get_utc_date())
+    })
+}
+
+/// Earnings over time: the running total of `points` (time in ms, amount) as a step line, with
+/// dated axes. Each day's total is a point that takes the keyboard focus and says its value
+/// ("3 Dec: 12.50 USD"), also on hover; the same values are in a table under "Show the values".
 #[component]
-pub fn EarningsChart(points: Vec<(f64, i64)>, currency: String) -> impl IntoView {
-    const W: f64 = 600.0;
-    const H: f64 = 160.0;
-    const PAD: f64 = 24.0;
+pub fn EarningsChart(
+    points: Vec<(f64, i64)>,
+    currency: String,
+    #[prop(optional)] zone: Option<String>,
+    /// What the line is a running total of ("Earnings", "Revenue").
+    #[prop(default = "Earnings")]
+    what: &'static str,
+) -> impl IntoView {
+    const W: f64 = 520.0;
+    const H: f64 = 220.0;
+    const LEFT: f64 = 112.0;
+    const RIGHT: f64 = 24.0;
+    const TOP: f64 = 16.0;
+    const BOTTOM: f64 = 40.0;
     if points.is_empty() {
-        return view! { <p class="empty">"No earnings yet: answers and revenue events show here."</p> }.into_any();
+        return view! { <p class="empty">{format!("No {} yet: answers and revenue events show here.", what.to_lowercase())}</p> }.into_any();
     }
+    let zone = zone.unwrap_or_else(|| "UTC".to_owned());
     let mut sorted = points;
     sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // One point per day: the running total at the end of that day.
+    let mut days: Vec<(f64, String, i64)> = Vec::new();
     let mut total = 0_i64;
-    let running: Vec<(f64, i64)> = sorted
-        .iter()
-        .map(|(t, amount)| {
-            total += amount;
-            (*t, total)
-        })
-        .collect();
-    let (first, last) = (running[0].0, running[running.len() - 1].0);
-    let span = (last - first).max(1.0);
-    let top = total.max(1) as f64;
-    // A step line: the total holds until the next allocation lifts it.
-    let mut path = format!("M {PAD} {}", H - PAD);
-    for (t, sum) in &running {
-        let x = PAD + (t - first) / span * (W - 2.0 * PAD);
-        let y = H - PAD - (*sum as f64) / top * (H - 2.0 * PAD);
-        path.push_str(&format!(" H {x:.1} V {y:.1}"));
+    for (t, amount) in &sorted {
+        total += amount;
+        let label = day_label(*t, &zone);
+        match days.last_mut() {
+            Some(last) if last.1 == label => {
+                last.0 = *t;
+                last.2 = total;
+            }
+            _ => days.push((*t, label, total)),
+        }
     }
-    path.push_str(&format!(" H {}", W - PAD));
-    let label = format!("Earnings over time, {} in total", money(total, &currency));
+    let (first, last) = (days[0].0, days[days.len() - 1].0);
+    let span = last - first;
+    let top_value = days.iter().map(|d| d.2).max().unwrap_or(0).max(1);
+    let bottom_value = days.iter().map(|d| d.2).min().unwrap_or(0).min(0);
+    let range = (top_value - bottom_value).max(1) as f64;
+    let plot_w = W - LEFT - RIGHT;
+    let plot_h = H - TOP - BOTTOM;
+    let x_of = move |t: f64| {
+        if span <= 0.0 {
+            LEFT + plot_w / 2.0
+        } else {
+            LEFT + (t - first) / span * plot_w
+        }
+    };
+    let y_of = move |v: i64| TOP + plot_h - ((v - bottom_value) as f64) / range * plot_h;
+    // A step line: the total holds until the next day lifts it.
+    let mut path = format!("M {LEFT:.1} {:.1}", y_of(0));
+    for (t, _, sum) in &days {
+        path.push_str(&format!(" H {:.1} V {:.1}", x_of(*t), y_of(*sum)));
+    }
+    path.push_str(&format!(" H {:.1}", W - RIGHT));
+    let summary = format!(
+        "{what} over time, {} to {}: {} in total",
+        days[0].1,
+        days[days.len() - 1].1,
+        money(total, &currency)
+    );
+    // Axis labels: the first and last day (and the middle one when there are three or more),
+    // zero and the highest total.
+    let mut ticks: Vec<usize> = vec![0];
+    if days.len() > 2 {
+        ticks.push(days.len() / 2);
+    }
+    if days.len() > 1 {
+        ticks.push(days.len() - 1);
+    }
+    let x_labels = ticks
+        .into_iter()
+        .map(|i| {
+            let (t, label, _) = &days[i];
+            let anchor = if days.len() == 1 {
+                "middle"
+            } else if i == 0 {
+                "start"
+            } else if i == days.len() - 1 {
+                "end"
+            } else {
+                "middle"
+            };
+            view! {
+                <text x=format!("{:.1}", x_of(*t)) y=format!("{:.1}", H - BOTTOM + 22.0) text-anchor=anchor class="chart-label" data-axis="x">{label.clone()}</text>
+            }
+        })
+        .collect_view();
+    let mut y_values = vec![top_value, (top_value + bottom_value) / 2];
+    if bottom_value != top_value {
+        y_values.push(bottom_value);
+    }
+    y_values.dedup();
+    if !y_values.contains(&0) {
+        y_values.push(0);
+    }
+    let y_labels = y_values
+        .into_iter()
+        .map(|v| {
+            view! {
+                <text x=format!("{:.1}", LEFT - 8.0) y=format!("{:.1}", y_of(v) + 5.0) text-anchor="end" class="chart-label" data-axis="y">{money(v, &currency)}</text>
+                <line x1=LEFT y1=format!("{:.1}", y_of(v)) x2=W - RIGHT y2=format!("{:.1}", y_of(v)) class="gridline"/>
+            }
+        })
+        .collect_view();
+    let shown = RwSignal::new(None::<String>);
+    let dots = days
+        .iter()
+        .map(|(t, label, sum)| {
+            let said = format!("{label}: {}", money(*sum, &currency));
+            let (on_focus, on_hover, name) = (said.clone(), said.clone(), said.clone());
+            view! {
+                <circle cx=format!("{:.1}", x_of(*t)) cy=format!("{:.1}", y_of(*sum)) r="6"
+                    class="chart-point" tabindex="0" role="img" aria-label=name
+                    on:focus=move |_| shown.set(Some(on_focus.clone()))
+                    on:mouseenter=move |_| shown.set(Some(on_hover.clone()))
+                    on:blur=move |_| shown.set(None)
+                    on:mouseleave=move |_| shown.set(None)>
+                    <title>{said}</title>
+                </circle>
+            }
+        })
+        .collect_view();
+    let rows = days
+        .iter()
+        .map(|(_, label, sum)| {
+            view! { <tr><th scope="row">{label.clone()}</th><td class="num">{money(*sum, &currency)}</td></tr> }
+        })
+        .collect_view();
     view! {
-        <figure class="chart">
-            <svg viewBox=format!("0 0 {W} {H}") role="img" aria-label=label.clone() preserveAspectRatio="none">
-                <line x1=PAD y1=H - PAD x2=W - PAD y2=H - PAD class="axis"/>
-                <line x1=PAD y1=PAD x2=PAD y2=H - PAD class="axis"/>
+        <figure class="chart earnings-chart">
+            <svg viewBox=format!("0 0 {W} {H}") role="group" aria-label=summary.clone() class="earnings-svg">
+                {y_labels}
+                <line x1=LEFT y1=H - BOTTOM x2=W - RIGHT y2=H - BOTTOM class="axis"/>
+                <line x1=LEFT y1=TOP x2=LEFT y2=H - BOTTOM class="axis"/>
+                {x_labels}
                 <path d=path class="earnings"/>
+                {dots}
             </svg>
-            <figcaption class="muted">{label}</figcaption>
+            <figcaption>
+                <p class="chart-readout" aria-hidden="true">{move || shown.get().unwrap_or_else(|| "Point at or tab to a day to read its total.".to_owned())}</p>
+                <p class="muted">{summary}</p>
+                <details class="chart-values">
+                    <summary>"Show the values"</summary>
+                    <table>
+                        <caption class="visually-hidden">{format!("{what}, running total by day")}</caption>
+                        <thead><tr><th scope="col">"Day"</th><th scope="col" class="num">"Total so far"</th></tr></thead>
+                        <tbody>{rows}</tbody>
+                    </table>
+                </details>
+            </figcaption>
         </figure>
     }
     .into_any()

@@ -172,6 +172,10 @@ fn count_words(shown: usize, more: bool) -> String {
 /// Searching one niche's knowledge.
 #[component]
 fn KnowledgePage(slug: String) -> impl IntoView {
+    {
+        let slug = slug.clone();
+        crate::components::title::page_title(move || format!("Knowledge · {slug}"));
+    }
     // What is in the box now, and what was last settled on (sent once typing pauses).
     let typed = RwSignal::new(String::new());
     let settled = RwSignal::new(String::new());
@@ -354,6 +358,13 @@ fn LoadMore(after: String, load: Action<String, Result<(), ApiError>>) -> impl I
 /// One entry with its versions.
 #[component]
 fn EntryPage(slug: String, id: String) -> impl IntoView {
+    let named = RwSignal::new(format!("Entry {id}"));
+    {
+        let slug = slug.clone();
+        crate::components::title::page_title(move || {
+            format!("{} · Knowledge · {slug}", named.get())
+        });
+    }
     let read_id = id.clone();
     let entry = LocalResource::new(move || {
         let entry_id = read_id.clone();
@@ -370,6 +381,7 @@ fn EntryPage(slug: String, id: String) -> impl IntoView {
                         let slug = slug.clone();
                         entry.get().map(|result| result.map(move |data| {
                             let found = data.knowledge_entry;
+                            named.set(visible_controls(&found.entry.title));
                             view! { <EntryView entry=found.entry versions=found.versions slug=slug/> }
                         }))
                     }

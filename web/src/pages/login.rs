@@ -11,6 +11,7 @@ use crate::session::{Session, safe_next};
 /// The sign-in form.
 #[component]
 pub fn LoginPage() -> impl IntoView {
+    crate::components::title::page_title(|| "Sign in".to_owned());
     let session = Session::get();
     let query = use_query_map();
     let navigate = use_navigate();

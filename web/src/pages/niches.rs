@@ -1,5 +1,7 @@
-//! `/dashboard/niches`: "Your agent needs you" (live), then a card per niche, then my
-//! contributions and the ladder. Signed out, the niches taking questions and a way to sign in.
+//! `/dashboard/niches`: "Your agent needs you" (live; each niche's five most urgent and how many
+//! wait, with a link to the rest), then a card per niche, then my contributions and the ladder.
+//! A person in no niche is told how to join (an admin adds members); an admin also sees who is
+//! waiting to join. Signed out, the niches taking questions and a way to sign in.
 
 use leptos::prelude::*;
 use leptos_router::components::A;
@@ -8,11 +10,13 @@ use crate::api;
 use crate::components::loaded::Loaded;
 use crate::components::money::percent;
 use crate::components::time_ago::TimeAgo;
+use crate::components::title::page_title;
 use crate::live::{self, LiveEvent};
 use crate::operations::{
-    AwaitingMe, AwaitingMeChanges, ContributionsAndLadder, Niches, Standing, awaiting_me,
-    awaiting_me_changes, contributions_and_ladder, niches, standing,
+    AwaitingMe, AwaitingMeChanges, ContributionsAndLadder, Niches, Standing, WaitingToJoin,
+    awaiting_me, awaiting_me_changes, contributions_and_ladder, niches, standing, waiting_to_join,
 };
+use crate::session::Session;
 use crate::vocab::{
     ContributionKind, ContributionStatus, MemberRole, MemberStatus, NicheStatus, Urgency,
 };
@@ -23,11 +27,17 @@ type Tier = contributions_and_ladder::TierRow;
 /// The niches page.
 #[component]
 pub fn NichesPage() -> impl IntoView {
+    let session = Session::get();
+    page_title(move || match session.person() {
+        Some(Some(_)) => "Your niches".to_owned(),
+        _ => "Niches".to_owned(),
+    });
     let standing = LocalResource::new(|| api::run::<Standing>(standing::Variables));
     view! {
         <main>
             <Loaded>
                 {move || standing.get().map(|result| result.map(|data| match data.viewer {
+                    Some(viewer) if viewer.memberships.is_empty() => view! { <Newcomer handle=viewer.user.handle/> }.into_any(),
                     Some(viewer) => view! { <SignedIn memberships=viewer.memberships/> }.into_any(),
                     None => view! { <SignedOut/> }.into_any(),
                 }))}
@@ -77,6 +87,69 @@ fn NicheList(niches: Vec<niches::NichesNiches>) -> impl IntoView {
     .into_any()
 }
 
+/// A person in no niche: how membership works, and the niches they could ask to join.
+#[component]
+fn Newcomer(handle: String) -> impl IntoView {
+    let niches = LocalResource::new(|| api::run::<Niches>(niches::Variables));
+    view! {
+        <section class="newcomer" aria-labelledby="join-title">
+            <h1 id="join-title">"You are not in a niche yet"</h1>
+            <p class="lede">"Questions reach you through the niches you are a member of, and only an admin of this askloop adds members."</p>
+            <ol class="join-steps">
+                <li>"Pick a niche below where you have done the job its agent asks about."</li>
+                <li>"Ask an askloop admin to add you to it, giving your handle "<strong data-handle=handle.clone()>{handle.clone()}</strong>" and whether you will operate it or answer as a specialist."</li>
+                <li>"Once you are added, its questions wait for you here and your agent asks you when it is stuck."</li>
+            </ol>
+            <h2>"Niches taking questions"</h2>
+            <Loaded loading="Loading niches…">
+                {move || niches.get().map(|result| result.map(|data| view! { <NicheList niches=data.niches/> }))}
+            </Loaded>
+        </section>
+        <WaitingToJoinList/>
+    }
+}
+
+/// For admins: the people in no niche yet, whom to add (nothing for anyone else).
+#[component]
+fn WaitingToJoinList() -> impl IntoView {
+    let session = Session::get();
+    move || {
+        let admin = matches!(session.person(), Some(Some(p)) if p.is_admin);
+        admin.then(|| view! { <WaitingToJoinSection/> })
+    }
+}
+
+#[component]
+fn WaitingToJoinSection() -> impl IntoView {
+    let waiting = LocalResource::new(|| api::run::<WaitingToJoin>(waiting_to_join::Variables));
+    view! {
+        <section class="waiting-to-join" aria-labelledby="waiting-title">
+            <h2 id="waiting-title">"Waiting to join a niche"</h2>
+            <Loaded loading="Loading who is waiting…">
+                {move || waiting.get().map(|result| result.map(|data| {
+                    let people = data.waiting_to_join;
+                    if people.is_empty() {
+                        return view! { <p class="empty">"Everyone who signed up is in a niche."</p> }.into_any();
+                    }
+                    view! {
+                        <p class="muted">"Signed up but in no niche yet. Add them from "<A href="/admin">"Admin"</A>"."</p>
+                        <ul class="waiting-list">
+                            {people.into_iter().map(|p| {
+                                let key = p.handle.clone();
+                                view! {
+                                <li data-waiting=key>
+                                    <strong>{p.handle}</strong>" · signed up "<TimeAgo at=p.signed_up_at/>
+                                    {(!p.pending_in.is_empty()).then(|| view! { " · pending in "{p.pending_in.join(", ")} })}
+                                </li>
+                            }}).collect_view()}
+                        </ul>
+                    }.into_any()
+                }))}
+            </Loaded>
+        </section>
+    }
+}
+
 #[component]
 fn SignedIn(memberships: Vec<Membership>) -> impl IntoView {
     let awaiting = LocalResource::new(|| api::run::<AwaitingMe>(awaiting_me::Variables));
@@ -108,29 +181,13 @@ fn SignedIn(memberships: Vec<Membership>) -> impl IntoView {
             })}
             <Loaded>
                 {move || awaiting.get().map(|result| result.map(|data| {
-                    let list = data.awaiting_me.nodes;
-                    if list.is_empty() {
+                    let parts = data.awaiting_me_by_niche;
+                    if parts.is_empty() {
                         return view! {
                             <p class="empty">"Nothing is waiting for you. Your agent will ask when it is stuck."</p>
                         }.into_any();
                     }
-                    view! {
-                        <ul class="awaiting-list">
-                            {list.into_iter().map(|q| {
-                                let href = format!("/dashboard/niches/{}/questions", q.niche.slug);
-                                let urgency = Urgency::of(&q.urgency);
-                                view! {
-                                    <li data-question-id=q.id>
-                                        <span class=format!("badge urgency-{urgency}")>{urgency.to_string()}</span>
-                                        " "
-                                        <A href=href>{q.title}</A>
-                                        " "
-                                        <span class="muted">{q.niche.name}</span>
-                                    </li>
-                                }
-                            }).collect_view()}
-                        </ul>
-                    }.into_any()
+                    parts.into_iter().map(|part| view! { <AwaitingNiche part=part/> }).collect_view().into_any()
                 }))}
             </Loaded>
         </section>
@@ -141,6 +198,47 @@ fn SignedIn(memberships: Vec<Membership>) -> impl IntoView {
                 <Ladder tiers=data.tiers/>
             }))}
         </Loaded>
+        <WaitingToJoinList/>
+    }
+}
+
+/// One niche's part of "Your agent needs you": its most urgent five, and a link to all.
+#[component]
+fn AwaitingNiche(part: awaiting_me::AwaitingMeAwaitingMeByNiche) -> impl IntoView {
+    let slug = part.niche.slug.clone();
+    let queue = format!("/dashboard/niches/{slug}/questions");
+    let heading_id = format!("awaiting-{slug}");
+    let labelled_by = heading_id.clone();
+    let shown = part.questions.len() as i64;
+    let count = part.waiting_count;
+    let more = (count > shown).then(|| {
+        let queue = queue.clone();
+        let name = part.niche.name.clone();
+        view! { <p class="more"><A href=queue>"All "{count}" waiting in "{name}</A></p> }
+    });
+    let waiting = if count == 1 {
+        "1 waiting".to_owned()
+    } else {
+        format!("{count} waiting")
+    };
+    view! {
+        <section class="awaiting-niche" data-slug=slug.clone() aria-labelledby=labelled_by>
+            <h2 id=heading_id><A href=queue>{part.niche.name.clone()}</A>" "<span class="badge" data-waiting-count=count>{waiting}</span></h2>
+            <ul class="awaiting-list">
+                {part.questions.into_iter().map(|q| {
+                    let href = format!("/dashboard/niches/{slug}/questions/{}", q.id);
+                    let urgency = Urgency::of(&q.urgency);
+                    view! {
+                        <li data-question-id=q.id>
+                            <span class=format!("badge urgency-{urgency}")>{urgency.to_string()}</span>
+                            " "
+                            <A href=href><bdi>{crate::components::question_card::visible_controls(&q.title)}</bdi></A>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+            {more}
+        </section>
     }
 }
 

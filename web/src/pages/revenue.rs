@@ -9,16 +9,42 @@ use leptos_router::{LazyRoute, lazy_route};
 
 use crate::api;
 use crate::components::loaded::Loaded;
-use crate::components::money::{BudgetBar, EarningsChart, ExchangeBar, SpendSplit, money, percent};
+use crate::components::money::{
+    BudgetBar, EarningsChart, ExchangeBar, SpendSplit, money, share_of,
+};
 use crate::components::question_card::visible_controls;
 use crate::components::time_ago::TimeAgo;
+use crate::components::title::page_title;
 use crate::operations::{
     MyRevenue, NicheMoney, SetPayoutAddress, my_revenue, niche_money, set_payout_address,
 };
 use crate::pages::queue::niche_slug;
+use crate::session::Session;
 use crate::vocab::{AllocationStatus, BudgetEntryKind, PayoutStatus};
 
 type Allocation = my_revenue::AllocationRow;
+type Event = niche_money::EventRow;
+
+/// The question page of question `id` in the niche `slug`.
+fn question_path(slug: &str, id: &str) -> String {
+    format!("/dashboard/niches/{slug}/questions/{id}")
+}
+
+/// What an allocation or event came from, as a link: its question's page, or (for an event
+/// with no question, e.g. a subscription) the event on its niche's revenue page.
+#[component]
+fn SourceLink(slug: String, question_id: Option<String>, event_id: String) -> impl IntoView {
+    match question_id {
+        Some(id) => {
+            let href = question_path(&slug, &id);
+            view! { <A href=href>"Question #"{id}</A> }.into_any()
+        }
+        None => {
+            let href = format!("/dashboard/niches/{slug}/revenue#event-{event_id}");
+            view! { <A href=href>"Event #"{event_id}</A> }.into_any()
+        }
+    }
+}
 
 fn time_ms(at: &str) -> f64 {
     js_sys::Date::parse(at)
@@ -55,6 +81,8 @@ impl LazyRoute for NicheMoneyRoute {
 /// My revenue.
 #[component]
 fn MyRevenuePage() -> impl IntoView {
+    page_title(|| "Your revenue".to_owned());
+    let session = Session::get();
     let revenue = LocalResource::new(|| api::run::<MyRevenue>(my_revenue::Variables));
     view! {
         <main>
@@ -80,10 +108,10 @@ fn MyRevenuePage() -> impl IntoView {
                         }}
                         <section aria-labelledby="earnings-title">
                             <h2 id="earnings-title">"Earnings over time"</h2>
-                            <EarningsChart points=points currency=currency/>
+                            <EarningsChart points=points currency=currency zone=session.time_zone()/>
                         </section>
+                        <Payouts payouts=mine.payouts allocations=mine.allocations.clone()/>
                         <Allocations allocations=mine.allocations title="Your allocations"/>
-                        <Payouts payouts=mine.payouts/>
                         <PayoutAddress account=mine.payout_account/>
                     }
                 }))}
@@ -102,16 +130,18 @@ fn Allocations(allocations: Vec<Allocation>, title: &'static str) -> impl IntoVi
             } else {
                 view! {
                     <div class="table-wrap" tabindex="0" role="region" aria-label=title><table>
-                        <thead><tr><th scope="col">"When"</th><th scope="col">"Niche"</th><th scope="col">"From"</th><th scope="col" class="num">"Share"</th><th scope="col" class="num">"Amount"</th><th scope="col">"Status"</th></tr></thead>
+                        <thead><tr><th scope="col">"When"</th><th scope="col">"Niche"</th><th scope="col">"From"</th><th scope="col">"For"</th><th scope="col" class="num">"Share of the event's net"</th><th scope="col" class="num">"Amount"</th><th scope="col">"Status"</th></tr></thead>
                         <tbody>
                             {allocations.into_iter().map(|a| {
                                 let status = AllocationStatus::of(&a.status);
+                                let anchor = format!("allocation-{}", a.id);
                                 view! {
-                                    <tr data-allocation-id=a.id>
+                                    <tr data-allocation-id=a.id id=anchor>
                                         <td><TimeAgo at=a.created_at/></td>
-                                        <td>{a.niche_slug}</td>
+                                        <td>{a.niche_slug.clone()}</td>
                                         <td>{a.source_type.replace('_', " ")}</td>
-                                        <td class="num">{percent(a.share_bps)}</td>
+                                        <td><SourceLink slug=a.niche_slug question_id=a.question_id event_id=a.revenue_event_id/></td>
+                                        <td class="num">{crate::components::money::percent(a.share_bps)}</td>
                                         <td class="num">{money(a.amount_minor, &a.currency)}</td>
                                         <td><span class=format!("badge status-{status}")>{status.to_string()}</span></td>
                                     </tr>
@@ -126,7 +156,10 @@ fn Allocations(allocations: Vec<Allocation>, title: &'static str) -> impl IntoVi
 }
 
 #[component]
-fn Payouts(payouts: Vec<my_revenue::MyRevenueMyRevenuePayouts>) -> impl IntoView {
+fn Payouts(
+    payouts: Vec<my_revenue::MyRevenueMyRevenuePayouts>,
+    allocations: Vec<Allocation>,
+) -> impl IntoView {
     view! {
         <section aria-labelledby="payouts-title">
             <h2 id="payouts-title">"Payouts"</h2>
@@ -137,12 +170,20 @@ fn Payouts(payouts: Vec<my_revenue::MyRevenueMyRevenuePayouts>) -> impl IntoView
                     <ul class="payouts">
                         {payouts.into_iter().map(|p| {
                             let status = PayoutStatus::of(&p.status);
+                            let parts: Vec<Allocation> = allocations.iter().filter(|a| a.payout_id.as_deref() == Some(p.id.as_str())).cloned().collect();
                             view! {
-                                <li>
+                                <li data-payout-id=p.id.clone()>
                                     <span class=format!("badge status-{status}")>{status.to_string()}</span>
                                     " "{money(p.amount_minor, &p.currency)}" · "<TimeAgo at=p.created_at/>
                                     {p.external_reference.map(|r| view! { " · ref "<code>{r}</code> })}
                                     {p.failure_reason.map(|r| view! { " · "<span class="error">{r}</span> })}
+                                    {(!parts.is_empty()).then(|| view! {
+                                        " · pays for "
+                                        {parts.into_iter().enumerate().map(|(i, a)| {
+                                            let sep = if i == 0 { "" } else { ", " };
+                                            view! { {sep}<SourceLink slug=a.niche_slug question_id=a.question_id event_id=a.revenue_event_id/> }
+                                        }).collect_view()}
+                                    })}
                                 </li>
                             }
                         }).collect_view()}
@@ -197,6 +238,9 @@ fn NicheMoneyRouteView() -> impl IntoView {
 fn NicheMoneyPage(slug: String) -> impl IntoView {
     let back = format!("/dashboard/niches/{slug}/questions");
     let read_slug = slug.clone();
+    let named = RwSignal::new(slug.clone());
+    let session = Session::get();
+    page_title(move || format!("Revenue and budget · {}", named.get()));
     let data = LocalResource::new(move || {
         api::run::<NicheMoney>(niche_money::Variables {
             slug: read_slug.clone(),
@@ -208,9 +252,10 @@ fn NicheMoneyPage(slug: String) -> impl IntoView {
             <Loaded>
                 {let slug = slug.clone(); move || data.get().map(|result| result.map(|d| {
                     let name = d.niche.map_or_else(|| slug.clone(), |n| n.name);
+                    named.set(name.clone());
                     view! {
                         <h1>{name}" — revenue and budget"</h1>
-                        <NicheRevenueView revenue=d.niche_revenue/>
+                        <NicheRevenueView slug=slug.clone() revenue=d.niche_revenue zone=session.time_zone()/>
                         <BudgetView slug=slug.clone() budget=d.budget/>
                     }
                 }))}
@@ -220,49 +265,96 @@ fn NicheMoneyPage(slug: String) -> impl IntoView {
 }
 
 #[component]
-fn NicheRevenueView(revenue: niche_money::NicheMoneyNicheRevenue) -> impl IntoView {
+fn NicheRevenueView(
+    slug: String,
+    revenue: niche_money::NicheMoneyNicheRevenue,
+    zone: String,
+) -> impl IntoView {
     let currency = revenue
         .recent_events
         .first()
+        .or(revenue.reversed_events.first())
         .map_or_else(|| "USD".to_owned(), |e| e.currency.clone());
     let mine: Vec<Allocation> = revenue
         .my_allocations
         .into_iter()
         .map(Allocation::from)
         .collect();
+    let reversed_ids: Vec<String> = revenue
+        .reversed_events
+        .iter()
+        .map(|e| e.id.clone())
+        .collect();
+    let reversed_count = revenue.reversed_events.len();
+    // Revenue over time: the gross of the recent events that stand, in the page's currency.
+    let points: Vec<(f64, i64)> = revenue
+        .recent_events
+        .iter()
+        .filter(|e| e.currency == currency && !reversed_ids.contains(&e.id))
+        .map(|e| (time_ms(&e.created_at), e.gross_minor))
+        .collect();
+    let chart_currency = currency.clone();
     view! {
         <section class="niche-revenue" aria-labelledby="revenue-title">
             <h2 id="revenue-title">"Revenue"</h2>
-            <p class="totals">
-                <span>"Gross "<strong data-total="gross">{money(revenue.gross_minor, &currency)}</strong></span>
-                " · "<span>"Net "<strong data-total="net">{money(revenue.net_minor, &currency)}</strong></span>
-                " · "<span><strong data-total="count">{revenue.event_count}</strong>" events"</span>
-            </p>
+            <div class="revenue-totals">
+                <p class="totals">
+                    <span>"Gross "<strong data-total="gross">{money(revenue.gross_minor, &currency)}</strong></span>
+                    " · "<span>"Net "<strong data-total="net">{money(revenue.net_minor, &currency)}</strong></span>
+                    " · "<span><strong data-total="count">{revenue.event_count}</strong>" events"</span>
+                </p>
+                <p class="muted">"Reversed events are not counted: their money was given back, as the budget below shows."</p>
+                {(reversed_count > 0).then(|| view! {
+                    <section class="reversed" aria-labelledby="reversed-title">
+                        <h3 id="reversed-title">"Reversed, not counted: "<span data-total="reversed">{money(revenue.reversed_gross_minor, &currency)}</span></h3>
+                        <ul class="reversed-list">
+                            {revenue.reversed_events.into_iter().map(|e| view! {
+                                <li data-reversed-event=e.id.clone()>
+                                    <span class="badge status-reversed">"reversed"</span>" "
+                                    {money(e.gross_minor, &e.currency)}" · "{e.source_type.replace('_', " ")}" · "
+                                    <SourceLink slug=slug.clone() question_id=e.question_id.clone() event_id=e.id.clone()/>
+                                    " · "<TimeAgo at=e.created_at/>
+                                </li>
+                            }).collect_view()}
+                        </ul>
+                    </section>
+                })}
+            </div>
+            <section aria-labelledby="revenue-chart-title">
+                <h3 id="revenue-chart-title">"Revenue over time (recent events, gross)"</h3>
+                <EarningsChart points=points currency=chart_currency zone=zone what="Revenue"/>
+            </section>
             <h3>"Recent events"</h3>
             {if revenue.recent_events.is_empty() {
                 view! { <p class="empty">"No revenue yet."</p> }.into_any()
             } else {
+                let slug = slug.clone();
                 view! {
                     <div class="table-wrap" tabindex="0" role="region" aria-label="Recent revenue events"><table class="events">
-                        <thead><tr><th scope="col">"When"</th><th scope="col">"Source"</th><th scope="col">"Reference"</th><th scope="col" class="num">"Gross"</th><th scope="col" class="num">"Net"</th></tr></thead>
+                        <thead><tr><th scope="col">"When"</th><th scope="col">"Source"</th><th scope="col">"For"</th><th scope="col">"Reference"</th><th scope="col" class="num">"Gross"</th><th scope="col" class="num">"Net"</th></tr></thead>
                         <tbody>
-                            {revenue.recent_events.into_iter().map(|e| view! {
-                                <tr>
-                                    <td><TimeAgo at=e.created_at/></td>
-                                    <td>{e.source_type.replace('_', " ")}</td>
-                                    <td><code>{e.external_id}</code></td>
-                                    <td class="num">{money(e.gross_minor, &e.currency)}</td>
-                                    <td class="num">{money(e.net_minor, &e.currency)}</td>
-                                </tr>
+                            {revenue.recent_events.into_iter().map(|e: Event| {
+                                let reversed = reversed_ids.contains(&e.id);
+                                view! {
+                                    <tr id=format!("event-{}", e.id) data-event-id=e.id.clone() data-reversed=reversed.to_string()>
+                                        <td><TimeAgo at=e.created_at/></td>
+                                        <td>{e.source_type.replace('_', " ")}{reversed.then(|| view! { " "<span class="badge status-reversed">"reversed"</span> })}</td>
+                                        <td><SourceLink slug=slug.clone() question_id=e.question_id.clone() event_id=e.id.clone()/></td>
+                                        <td><code>{e.external_id}</code></td>
+                                        <td class="num">{money(e.gross_minor, &e.currency)}</td>
+                                        <td class="num">{money(e.net_minor, &e.currency)}</td>
+                                    </tr>
+                                }
                             }).collect_view()}
                         </tbody>
                     </table></div>
                 }.into_any()
             }}
-            <h3>"Members' shares"</h3>
-            <ul class="shares">
+            <h3 id="shares-title">"Members' shares of each revenue event's net"</h3>
+            <p class="muted">"Each new event's net is split by these; members together get at most 80%, the platform keeps the rest."</p>
+            <ul class="shares" aria-labelledby="shares-title">
                 {revenue.shares.into_iter().map(|s| view! {
-                    <li><strong>{s.handle}</strong>" "{percent(s.share_bps)}</li>
+                    <li><strong>{s.handle}</strong>" "{share_of(s.share_bps, "each event's net")}</li>
                 }).collect_view()}
             </ul>
             <Allocations allocations=mine title="Your allocations here"/>
@@ -294,7 +386,7 @@ fn BudgetView(slug: String, budget: niche_money::NicheMoneyBudget) -> impl IntoV
                 <div><dt>"Tasks"</dt><dd data-spend="tasks">{money(budget.task_spend_minor, currency)}</dd></div>
             </dl>
             <SpendSplit questions=budget.question_spend_minor tasks=budget.task_spend_minor currency=currency/>
-            <Exchanges slug=slug exchanges=budget.exchanges/>
+            <Exchanges slug=slug.clone() exchanges=budget.exchanges/>
             <h3>"Entries"</h3>
             {if budget.entries.is_empty() {
                 view! { <p class="empty">"No bounties this month."</p> }.into_any()
@@ -310,7 +402,7 @@ fn BudgetView(slug: String, budget: niche_money::NicheMoneyBudget) -> impl IntoV
                                 <tr data-entry-kind=kind>
                                     <td><TimeAgo at=e.created_at/></td>
                                     <td>{label}</td>
-                                    <td>{format!("#{}", e.question_id)}</td>
+                                    <td><A href=question_path(&slug, &e.question_id)>"Question #"{e.question_id.clone()}</A></td>
                                     <td class="num">{money(e.amount_minor, currency)}</td>
                                 </tr>
                             }}).collect_view()}

@@ -6,8 +6,10 @@
 //!   key exists in the page only between `createApiKey` and the person's next action on this
 //!   section: it is held in one signal, never in the list's read, so a reload drops it, as the
 //!   contract promises ("shown once"); the list shows only its prefix.
-//! - **Sign-in sessions**: where (browser, address) and when (signed in, last active, expiry)
-//!   each session was opened, "this device" marked; ending another one, or all the others.
+//! - **Sign-in sessions**: where ("Chrome on Linux · 127.0.0.1": the browser and system the
+//!   server read from its `User-Agent`, and the address) and when (signed in, last active,
+//!   expiry) each session was opened, "this device" marked; ending another one, or all the
+//!   others, each after a confirmation.
 //!
 //! - **Email**, **Quiet hours and time zone**, **Notifications per niche** (`notifications`)
 //!   and **Operator webhooks** (`webhooks`): how askloop reaches the person when the dashboard
@@ -58,6 +60,7 @@ impl LazyRoute for SettingsRoute {
 /// The settings page: its sections, each standing alone.
 #[component]
 fn SettingsPage() -> impl IntoView {
+    crate::components::title::page_title(|| "Settings".to_owned());
     view! {
         <main class="settings">
             <h1>"Settings"</h1>
@@ -425,6 +428,19 @@ fn SignInSessions() -> impl IntoView {
         }
     });
     let busy = act.pending();
+    let confirming = RwSignal::new(None::<String>);
+    let others_button = NodeRef::<html::Button>::new();
+    let end_others = move |_| {
+        confirming.set(None);
+        act.dispatch(SessionCommand::EndOthers);
+    };
+    let keep_others = move |_| {
+        confirming.set(None);
+        if let Some(button) = others_button.get_untracked() {
+            let _ = button.focus();
+        }
+    };
+    let asking_others = move || confirming.get().as_deref() == Some("others");
     view! {
         <section class="settings-section" aria-labelledby="sessions-title">
             <h2 id="sessions-title">"Sign-in sessions"</h2>
@@ -432,15 +448,21 @@ fn SignInSessions() -> impl IntoView {
             <Outcome said=act.value().into()/>
             <Loaded>
                 {move || sessions.get().map(|result| result.map(|data| view! {
-                    <SessionList sessions=data.my_sessions act=act/>
+                    <SessionList sessions=data.my_sessions act=act confirming=confirming/>
                 }))}
             </Loaded>
             <div class="actions">
-                <button type="button" class="secondary" disabled=busy
-                    on:click=move |_| { act.dispatch(SessionCommand::EndOthers); }>
+                <button type="button" class="secondary" disabled=busy node_ref=others_button
+                    aria-expanded=move || asking_others().to_string()
+                    on:click=move |_| confirming.set(Some("others".to_owned()))>
                     "Sign out everywhere else"
                 </button>
             </div>
+            <Show when=asking_others>
+                <Confirm label="Sign out everywhere else?".to_owned() busy=busy.into()
+                    question="Sign out of every other session? Each of them has to sign in again.".to_owned()
+                    yes="Yes, sign out the others" no="Keep them" on_yes=end_others on_no=keep_others/>
+            </Show>
         </section>
     }
 }
@@ -450,12 +472,41 @@ fn SignInSessions() -> impl IntoView {
 fn SessionList(
     mut sessions: Vec<SignIn>,
     act: Action<SessionCommand, Result<String, ApiError>>,
+    confirming: RwSignal<Option<String>>,
 ) -> impl IntoView {
     sessions.sort_by_key(|s| !s.current);
     view! {
         <ul class="access-list" aria-label="Your sign-in sessions">
-            {sessions.into_iter().map(|s| view! { <SessionItem session=s act=act/> }).collect_view()}
+            {sessions.into_iter().map(|s| view! { <SessionItem session=s act=act confirming=confirming/> }).collect_view()}
         </ul>
+    }
+}
+
+/// "End it?": a question and its two answers; the first takes the focus when asked.
+#[component]
+fn Confirm(
+    label: String,
+    question: String,
+    yes: &'static str,
+    no: &'static str,
+    busy: Signal<bool>,
+    on_yes: impl Fn(leptos::ev::MouseEvent) + 'static,
+    on_no: impl Fn(leptos::ev::MouseEvent) + 'static,
+) -> impl IntoView {
+    let yes_button = NodeRef::<html::Button>::new();
+    Effect::new(move |_| {
+        if let Some(button) = yes_button.get() {
+            let _ = button.focus();
+        }
+    });
+    view! {
+        <div class="confirm" role="group" aria-label=label>
+            <p>{question}</p>
+            <div class="actions">
+                <button type="button" class="danger" node_ref=yes_button disabled=busy on:click=on_yes>{yes}</button>
+                <button type="button" class="secondary" on:click=on_no>{no}</button>
+            </div>
+        </div>
     }
 }
 
@@ -464,37 +515,63 @@ fn SessionList(
 fn SessionItem(
     session: SignIn,
     act: Action<SessionCommand, Result<String, ApiError>>,
+    confirming: RwSignal<Option<String>>,
 ) -> impl IntoView {
     let busy = act.pending();
     let s = session;
-    let browser = s
+    let raw = s
         .user_agent
         .as_deref()
-        .map_or_else(|| "not known".to_owned(), visible_controls);
+        .map_or_else(|| "none sent".to_owned(), visible_controls);
     let address = s
         .client_address
         .clone()
-        .unwrap_or_else(|| "not known".to_owned());
+        .unwrap_or_else(|| "unknown address".to_owned());
+    let place = format!("{} · {address}", s.device);
     let title_id = format!("session-{}", s.id);
-    let which = format!("from {address}, signed in {}", exact(&s.created_at));
-    let title = match (s.current, &s.client_address) {
-        (true, _) => {
-            view! { "This device "<span class="badge current">"you are here"</span> }.into_any()
-        }
-        (false, Some(from)) => view! { "Signed in from "{from.clone()} }.into_any(),
-        (false, None) => "Another session".into_any(),
+    let which = format!("{place}, signed in {}", exact(&s.created_at));
+    let title = if s.current {
+        view! { {place.clone()}" "<span class="badge current">"this device"</span> }.into_any()
+    } else {
+        place.clone().into_any()
     };
     let end = if s.current {
         view! { <p class="muted">"To end this one, use “Sign out” at the top."</p> }.into_any()
     } else {
         let id = s.id.clone();
+        let asking = {
+            let id = id.clone();
+            move || confirming.get().as_deref() == Some(id.as_str())
+        };
+        let end_button = NodeRef::<html::Button>::new();
+        let ask = {
+            let id = id.clone();
+            move |_| confirming.set(Some(id.clone()))
+        };
+        let yes = move |_| {
+            confirming.set(None);
+            act.dispatch(SessionCommand::End { id: id.clone() });
+        };
+        let no = move |_| {
+            confirming.set(None);
+            if let Some(button) = end_button.get_untracked() {
+                let _ = button.focus();
+            }
+        };
+        let label = format!("End the session {which}?");
+        let question = format!("End the session “{place}”? It is signed out at once.");
+        let asking_too = asking.clone();
         view! {
             <div class="actions">
-                <button type="button" class="secondary" disabled=busy
-                    on:click=move |_| { act.dispatch(SessionCommand::End { id: id.clone() }); }>
+                <button type="button" class="secondary" disabled=busy node_ref=end_button
+                    aria-expanded=move || asking().to_string() on:click=ask>
                     "End session"<span class="visually-hidden">" "{which}</span>
                 </button>
             </div>
+            <Show when=asking_too.clone()>
+                <Confirm label=label.clone() question=question.clone() busy=busy.into()
+                    yes="Yes, end it" no="Keep it" on_yes=yes.clone() on_no=no/>
+            </Show>
         }
         .into_any()
     };
@@ -503,8 +580,9 @@ fn SessionItem(
         <li class="card access-item" data-session=s.id.clone() data-current=s.current.to_string() aria-labelledby=title_id>
             <h3 id=heading_id>{title}</h3>
             <dl class="facts">
-                <dt>"Browser"</dt><dd data-fact="browser"><bdi>{browser}</bdi></dd>
+                <dt>"Browser"</dt><dd data-fact="browser">{s.device.clone()}</dd>
                 <dt>"Address"</dt><dd data-fact="address">{address}</dd>
+                <dt>"As it said"</dt><dd data-fact="user-agent" class="muted"><bdi>{raw}</bdi></dd>
                 <dt>"Signed in"</dt><dd><TimeAgo at=s.created_at.clone()/></dd>
                 <dt>"Last active"</dt><dd><TimeAgo at=s.last_seen_at.clone()/></dd>
                 <dt>"Expires"</dt><dd><TimeAgo at=s.expires_at.clone()/></dd>

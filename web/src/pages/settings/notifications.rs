@@ -169,6 +169,31 @@ fn browser_time_zone() -> Option<String> {
         .filter(|zone| !zone.is_empty())
 }
 
+/// Every IANA time zone this browser knows (`Intl.supportedValuesOf('timeZone')`), "UTC"
+/// first, for the time zone field's suggestions; just "UTC" in a browser without it. The
+/// server still checks what is sent.
+fn known_time_zones() -> Vec<String> {
+    use wasm_bindgen::{JsCast, JsValue};
+    let mut zones = vec!["UTC".to_owned()];
+    let listed = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("Intl"))
+        .ok()
+        .and_then(|intl| {
+            let list = js_sys::Reflect::get(&intl, &JsValue::from_str("supportedValuesOf")).ok()?;
+            let list: js_sys::Function = list.dyn_into().ok()?;
+            list.call1(&intl, &JsValue::from_str("timeZone")).ok()
+        })
+        .and_then(|array| array.dyn_into::<js_sys::Array>().ok());
+    if let Some(array) = listed {
+        zones.extend(
+            array
+                .iter()
+                .filter_map(|zone| zone.as_string())
+                .filter(|zone| zone != "UTC"),
+        );
+    }
+    zones
+}
+
 /// What the quiet-hours form sends.
 #[derive(Clone)]
 struct QuietChoice {
@@ -182,10 +207,11 @@ struct QuietChoice {
 #[component]
 pub(super) fn QuietHoursSettings() -> impl IntoView {
     let settings = mail_settings();
+    let session = crate::session::Session::get();
     let save = Action::new_local(move |choice: &QuietChoice| {
         let choice = choice.clone();
         async move {
-            api::send::<SetQuietHours>(set_quiet_hours::Variables {
+            let saved = api::run::<SetQuietHours>(set_quiet_hours::Variables {
                 time_zone: choice.time_zone.trim().to_owned(),
                 quiet_hours: choice
                     .hours
@@ -196,6 +222,8 @@ pub(super) fn QuietHoursSettings() -> impl IntoView {
                 include_high: choice.include_high,
             })
             .await?;
+            // Exact times on every page now show in the zone as the server named it.
+            session.set_time_zone(saved.set_quiet_hours.time_zone);
             settings.refetch();
             Ok(match choice.hours {
                 Some((start, end)) => format!(
@@ -319,10 +347,14 @@ fn QuietHoursForm(
         <form class="card settings-form" on:submit=submit>
             <label for="time-zone">"Time zone"</label>
             <input id="time-zone" type="text" required maxlength="60" autocomplete="off" spellcheck="false"
+                list="time-zones"
                 aria-invalid=move || zone_invalid().to_string()
                 aria-describedby=move || described_by("time-zone-help", "time-zone-error", zone_invalid())
                 prop:value=time_zone on:input=move |ev| time_zone.set(event_target_value(&ev))/>
-            <p class="muted hint" id="time-zone-help">"An IANA name, such as Europe/Paris or America/New_York."</p>
+            <datalist id="time-zones">
+                {known_time_zones().into_iter().map(|zone| view! { <option value=zone/> }).collect_view()}
+            </datalist>
+            <p class="muted hint" id="time-zone-help">"Type to search the list of IANA zones, such as Europe/Paris or America/New_York. Exact times on every page show in it."</p>
             {offer}
             <FieldError id="time-zone-error" error=zone_error/>
             <fieldset class="choices quiet-hours">

@@ -187,7 +187,7 @@ fn RegisterForm(
                 aria-invalid=move || refused().to_string()
                 aria-describedby=move || described_by("hook-url-help", "hook-url-error", refused())
                 prop:value=url on:input=move |ev| url.set(event_target_value(&ev))/>
-            <p class="muted hint" id="hook-url-help">"HTTPS, where your chat bridge or script listens. At most five per niche."</p>
+            <p class="muted hint" id="hook-url-help">"An https:// address where your chat bridge or script listens (plain http:// only for an admin's webhook to this server or a local host). At most five per niche."</p>
             <FieldError id="hook-url-error" error=error/>
             <button type="submit" disabled=busy>"Register webhook"</button>
         </form>
