@@ -284,8 +284,11 @@ async fn sixty_waiting_questions_make_a_short_queue_that_filters_sorts_and_count
                     json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
                 )
                 .await;
-            assert_accessible(&mut browser, &format!("the triage queue at {width} px, {scheme}"))
-                .await;
+            assert_accessible(
+                &mut browser,
+                &format!("the triage queue at {width} px, {scheme}"),
+            )
+            .await;
             crate::review_pages::assert_no_sideways_scroll(&mut browser, "the triage queue").await;
         }
         if mobile {
