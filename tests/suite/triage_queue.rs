@@ -500,14 +500,14 @@ async fn an_open_questions_page_answers_it_and_a_reopened_one_says_so() {
         &format!("/dashboard/niches/games/questions/{answered_here}"),
     )
     .await;
-    let card = format!("document.querySelector('section.act')");
+    let card = "document.querySelector('section.act')";
     ana.wait_for(
         &format!("{card} && {card}.querySelector('form.answer')"),
         "the answer form on the question page",
     )
     .await;
-    ana.click(&labelled_in(&card, "Early access")).await;
-    ana.click(&button_in(&card, "Answer")).await;
+    ana.click(&labelled_in(card, "Early access")).await;
+    ana.click(&button_in(card, "Answer")).await;
     ana.wait_for(
         "document.querySelector('main p.notice[role=status]')",
         "the notice",
