@@ -81,6 +81,9 @@ pub struct Delivery {
     pub dropped_reason: Option<String>,
     #[graphql(skip)]
     pub row_id: i64,
+    /// The agent it is for, when it goes to an agent (not an operator's webhook).
+    #[graphql(skip)]
+    pub agent_id: Option<i64>,
 }
 
 impl From<deliveries::Model> for Delivery {
@@ -100,6 +103,7 @@ impl From<deliveries::Model> for Delivery {
             delivered_at: d.delivered_at,
             dropped_reason: d.dropped_reason,
             row_id: d.id,
+            agent_id: d.agent_id.filter(|_| d.webhook_id.is_none()),
         }
     }
 }
@@ -136,6 +140,22 @@ impl From<delivery_attempts::Model> for DeliveryAttempt {
 
 #[ComplexObject]
 impl Delivery {
+    /// True when it is for an agent with no endpoint: nothing is sent, and the agent reads it
+    /// with the lookup route (so its attempts and next try mean nothing).
+    async fn reads_by_lookup(&self, ctx: &Context<'_>) -> Result<bool> {
+        use sea_orm::EntityTrait;
+        let Some(agent_id) = self.agent_id else {
+            return Ok(false);
+        };
+        let db = ctx.data::<Db>()?;
+        let agent = entity::agents::Entity::find_by_id(agent_id)
+            .one(db)
+            .await
+            .map_err(ServiceError::from)
+            .gql()?;
+        Ok(agent.is_some_and(|a| a.webhook_url.is_none()))
+    }
+
     /// Every attempt, oldest first.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn attempts(&self, ctx: &Context<'_>) -> Result<Vec<DeliveryAttempt>> {
