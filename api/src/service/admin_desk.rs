@@ -429,3 +429,38 @@ pub async fn counts(db: &Db, viewer: Option<&Viewer>) -> Result<Counts, ServiceE
             .max(0),
     })
 }
+
+/// The note of the newest review decision on contribution `id` (owned by `owner`), for the
+/// owner and admins; none when no decision gave one.
+pub async fn review_note(
+    db: &Db,
+    viewer: Option<&Viewer>,
+    id: i64,
+    owner: i64,
+) -> Result<Option<String>, ServiceError> {
+    let viewer = access::signed_in(viewer)?;
+    if !viewer.is_admin && viewer.user_id != owner {
+        return Err(ServiceError::Forbidden(
+            "only the contributor and admins read a review note".into(),
+        ));
+    }
+    let decision = audit_log::Entity::find()
+        .filter(audit_log::Column::SubjectType.eq("contribution"))
+        .filter(audit_log::Column::SubjectId.eq(id.to_string()))
+        .filter(audit_log::Column::Action.is_in([
+            "contribution.verified",
+            "contribution.rejected",
+            "contribution.reversed",
+        ]))
+        .order_by_desc(audit_log::Column::Id)
+        .one(db)
+        .await?;
+    Ok(decision
+        .and_then(|row| {
+            row.detail
+                .get("note")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .filter(|note| !note.is_empty()))
+}
