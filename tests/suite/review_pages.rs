@@ -198,7 +198,7 @@ async fn the_review_item_shows_the_question_the_chosen_option_the_words_and_the_
         .fill(
             &askloop_tests::browser::labelled_in(
                 answer,
-                "Why reverse (optional; the agent is told)",
+                "Why reverse (required; the answerer and the agent are told)",
             ),
             "The store moved the date",
         )

@@ -15,7 +15,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_location;
 use leptos_router::{LazyRoute, lazy_route};
 
-use crate::api::{self, ApiError};
+use crate::api::{self, ApiError, ErrorCode};
 use crate::components::title::page_title;
 use crate::operations::{
     AddMember, AdminCounts, MarkPayoutFailed, MarkPayoutPaid, Redeliver, ReinstateMember,
@@ -137,45 +137,66 @@ fn AdminPage() -> impl IntoView {
     let counts = LocalResource::new(|| api::run::<AdminCounts>(admin_counts::Variables));
     provide_context(Counts(counts));
     page_title(move || format!("{} · Admin", section.get().name()));
-    let tabs = Section::ALL
-        .into_iter()
-        .map(|s| {
-            let count = move || {
-                counts
-                    .get()
-                    .and_then(Result::ok)
-                    .and_then(|c| s.count(&c.admin_counts))
-                    .map(|words| view! { " "<span class="tab-count" data-count="">{words}</span> })
-            };
-            let current = move || (section.get() == s).then_some("page");
-            view! {
-                <li>
-                    <a href=format!("/admin/{}", s.slug()) aria-current=current data-section=s.slug()>
-                        {s.name()}{count}
-                    </a>
-                </li>
+    // Someone who is not an admin is told so, and offered none of the desk. (A memo: the desk
+    // is built again only when this changes, never when the counts are merely read again.)
+    let refused = Memo::new(move |_| {
+        counts.get().and_then(|read| match read {
+            Err(err) if err.code == ErrorCode::Forbidden => {
+                Some((err.to_string(), err.reason.clone()))
             }
+            _ => None,
         })
-        .collect_view();
+    });
+    let refusal = move || {
+        refused.get().map(|(words, reason)| {
+            view! { <p class="error" role="alert" data-reason=reason>{FORBIDDEN}": "{words}"."</p> }
+        })
+    };
     view! {
         <main class="admin">
             <h1>"Admin"</h1>
-            <nav class="admin-tabs" aria-label="Admin sections">
-                <ul>
-                    {tabs}
-                    <li><a href="/admin/agents">"Agents"</a></li>
-                </ul>
-            </nav>
-            {move || match section.get() {
-                Section::Review => view! { <review::ReviewSection/> }.into_any(),
-                Section::Members => view! { <members::MembersSection/> }.into_any(),
-                Section::Deliveries => view! { <deliveries::DeliveriesSection/> }.into_any(),
-                Section::Payouts => view! { <payouts::PayoutsSection/> }.into_any(),
-                Section::Revenue => view! { <revenue::RevenueSection/> }.into_any(),
-                Section::Signals => view! { <signals::SignalsSection/> }.into_any(),
-                Section::Audit => view! { <audit::AuditSection/> }.into_any(),
-            }}
+            <Show when=move || refused.with(Option::is_none) fallback=refusal>
+                <nav class="admin-tabs" aria-label="Admin sections">
+                    <ul>
+                        {Section::ALL.into_iter().map(|s| view! { <Tab section=s current=section counts=counts/> }).collect_view()}
+                        <li><a href="/admin/agents">"Agents"</a></li>
+                    </ul>
+                </nav>
+                {move || match section.get() {
+                    Section::Review => view! { <review::ReviewSection/> }.into_any(),
+                    Section::Members => view! { <members::MembersSection/> }.into_any(),
+                    Section::Deliveries => view! { <deliveries::DeliveriesSection/> }.into_any(),
+                    Section::Payouts => view! { <payouts::PayoutsSection/> }.into_any(),
+                    Section::Revenue => view! { <revenue::RevenueSection/> }.into_any(),
+                    Section::Signals => view! { <signals::SignalsSection/> }.into_any(),
+                    Section::Audit => view! { <audit::AuditSection/> }.into_any(),
+                }}
+            </Show>
         </main>
+    }
+}
+
+/// One section's tab: its name and count; `aria-current` on the section shown.
+#[component]
+fn Tab(
+    section: Section,
+    current: Memo<Section>,
+    counts: LocalResource<Result<admin_counts::ResponseData, ApiError>>,
+) -> impl IntoView {
+    let count = move || {
+        counts
+            .get()
+            .and_then(Result::ok)
+            .and_then(|c| section.count(&c.admin_counts))
+            .map(|words| view! { " "<span class="tab-count" data-count="">{words}</span> })
+    };
+    let here = move || (current.get() == section).then_some("page");
+    view! {
+        <li>
+            <a href=format!("/admin/{}", section.slug()) aria-current=here data-section=section.slug()>
+                {section.name()}{count}
+            </a>
+        </li>
     }
 }
 

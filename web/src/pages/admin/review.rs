@@ -52,6 +52,9 @@ pub fn ReviewSection() -> impl IntoView {
         queue.refetch();
         counts.map(Counts::refresh);
     };
+    // A decision that took leaves the queue with its item: what it did is said here, where it
+    // stays. A refusal stays inside its item.
+    let said = RwSignal::new(None::<String>);
     let niche_options = move || {
         niches.get().and_then(Result::ok).map(|n| {
             n.all_niches
@@ -79,13 +82,16 @@ pub fn ReviewSection() -> impl IntoView {
                 <input id="review-answerer" type="text" placeholder="handle" prop:value=answerer on:input=move |ev| answerer.set(event_target_value(&ev))/>
                 <button type="submit" class="secondary">"Filter"</button>
             </form>
+            <div class="review-said" aria-live="polite">
+                {move || said.get().map(|text| view! { <p class="notice" role="status">{text}</p> })}
+            </div>
             <Loaded forbidden=FORBIDDEN>
                 {move || queue.get().map(|read| read.map(|r| {
                     let items = r.review_queue;
                     if items.is_empty() {
                         view! { <p class="empty">"Nothing awaits review."</p> }.into_any()
                     } else {
-                        items.into_iter().map(|c| view! { <ReviewCard item=c reread=reread/> }).collect_view().into_any()
+                        items.into_iter().map(|c| view! { <ReviewCard item=c reread=reread said=said/> }).collect_view().into_any()
                     }
                 }))}
             </Loaded>
@@ -102,13 +108,18 @@ enum Decision {
 
 /// One contribution awaiting review.
 #[component]
-fn ReviewCard(item: ReviewItem, reread: impl Fn() + Copy + 'static) -> impl IntoView {
+fn ReviewCard(
+    item: ReviewItem,
+    reread: impl Fn() + Copy + 'static,
+    said: RwSignal<Option<String>>,
+) -> impl IntoView {
     let c = item;
     let id = c.id.clone();
+    let whose = c.contributor.handle.clone();
     // Each item decides on its own; what came back shows inside it.
     let decide: Action<Decision, Result<&'static str, ApiError>> =
         Action::new_local(move |decision: &Decision| {
-            let (id, decision) = (id.clone(), decision.clone());
+            let (id, decision, whose) = (id.clone(), decision.clone(), whose.clone());
             async move {
                 let result = match decision {
                     Decision::Verify(note) => {
@@ -126,8 +137,12 @@ fn ReviewCard(item: ReviewItem, reread: impl Fn() + Copy + 'static) -> impl Into
                 };
                 // Only a decision that took leaves the queue at once; a refused one stays, with
                 // its refusal, until the admin moves on (the counts follow either way).
-                if result.is_ok() {
-                    reread();
+                match &result {
+                    Ok(done) => {
+                        said.set(Some(format!("{whose}'s answer — {done}")));
+                        reread();
+                    }
+                    Err(_) => said.set(None),
                 }
                 result
             }
