@@ -667,7 +667,7 @@ impl MoneyQuery {
         subject_id: Option<String>,
         since: Option<DateTime<Utc>>,
         until: Option<DateTime<Utc>>,
-        #[graphql(default)] sign_ins: bool,
+        sign_ins: Option<bool>,
         first: Option<i32>,
         after: Option<String>,
     ) -> Result<Connection<String, AuditEntryView>> {
@@ -683,7 +683,7 @@ impl MoneyQuery {
             subject_id,
             since,
             until,
-            sign_ins,
+            sign_ins: sign_ins.unwrap_or(false),
         };
         let page = admin_desk::audit_page(db, viewer, filter, before, first)
             .await

@@ -177,7 +177,7 @@ pub fn AuditSection() -> impl IntoView {
                 <p class="empty">"No entry matches."</p>
             </Show>
             <Show when=move || !rows.with(Vec::is_empty)>
-                <div class="table-wrap"><table class="audit">
+                <div class="table-wrap" tabindex="0" role="region" aria-label="Audit entries"><table class="audit">
                     <thead><tr><th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"What"</th><th scope="col">"Subject"</th><th scope="col">"Details"</th></tr></thead>
                     <tbody>
                         <For each=move || rows.get() key=|a| a.id.clone() children=|a| view! { <AuditRow entry=a/> }/>

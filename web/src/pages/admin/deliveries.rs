@@ -36,7 +36,7 @@ fn DeliveryTable(deliveries: Vec<Delivery>, act: Act) -> impl IntoView {
         return view! { <p class="empty">"Nothing has been sent yet."</p> }.into_any();
     }
     view! {
-        <div class="table-wrap">
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Deliveries">
             <table class="deliveries">
                 <thead><tr>
                     <th scope="col">"Event"</th><th scope="col">"Status"</th><th scope="col">"Attempts"</th>

@@ -77,7 +77,7 @@ fn NicheMembers(niche: admin_members::AdminMembersAllNiches, act: Act) -> impl I
     view! {
         <article class="card niche-admin" data-slug=niche.slug.clone()>
             <h3>{niche.name}" "<code>{niche.slug.clone()}</code>" "<span class="status">{NicheStatus::of(&niche.status).to_string()}</span></h3>
-            <div class="table-wrap">
+            <div class="table-wrap" tabindex="0" role="region" aria-label=format!("Members of {}", niche.slug)>
                 <table>
                     <thead><tr><th scope="col">"Handle"</th><th scope="col">"Role"</th><th scope="col">"Status"</th><th scope="col"><span class="visually-hidden">"Change"</span></th></tr></thead>
                     <tbody>{members}</tbody>

@@ -74,7 +74,7 @@ fn Owed(owed: Vec<admin_payouts::AdminPayoutsOwed>, act: Act) -> impl IntoView {
         .collect_view();
     view! {
         <h3>"Owed"</h3>
-        <div class="table-wrap">
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Who is owed what">
             <table class="owed">
                 <thead><tr>
                     <th scope="col">"Person"</th><th scope="col" class="num">"Owed"</th>
