@@ -702,6 +702,13 @@ async fn the_budget_editor_takes_money_and_refuses_what_is_not_an_amount() {
         )
         .await;
     let niche = "document.querySelector('.niche-admin[data-slug=\"games\"]')";
+    let monthly = labelled_in(niche, "Monthly limit in USD (empty for no limit)");
+    browser
+        .wait_for(
+            &format!("{monthly}.value === '25.30'"),
+            "the stored limit in the form",
+        )
+        .await;
     for bad in ["25.305", "-1", "abc"] {
         AdminPage(&mut browser)
             .set_budget("games", bad, "1.50", "5.00")
@@ -960,16 +967,12 @@ async fn reject_asks_for_a_reason_and_the_agent_receives_it() {
         "{text}"
     );
     let item = AdminPage::review_item(&id);
-    browser
-        .eval(&format!(
-            "{item}.scrollIntoView(); window.scrollBy(0, -80); true"
-        ))
-        .await;
+    browser.eval("window.scrollTo(0, 0); true").await;
     let shot = browser
         .screenshot_into(
             std::path::Path::new("/work/scratch/shots"),
             "review-section",
-            false,
+            true,
         )
         .await;
     assert!(std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0) > 1_000);

@@ -327,7 +327,9 @@ fn desk(refresh: impl Fn() + Copy + 'static) -> Act {
         async move {
             let result = command.run().await;
             refresh();
-            counts.map(Counts::refresh);
+            if let Some(counts) = counts {
+                counts.refresh();
+            }
             result
         }
     })

@@ -35,6 +35,9 @@ pub fn MembersSection() -> impl IntoView {
 #[component]
 fn NicheMembers(niche: admin_members::AdminMembersAllNiches, act: Act) -> impl IntoView {
     let busy = act.pending();
+    // The budget form has its own action: saving it re-reads its figures, not the whole list
+    // (which would rebuild the form under the admin's hands), and what it says shows in it.
+    let budget_act = desk(|| ());
     let slug = niche.slug.clone();
     let handle_id = format!("add-{}", niche.slug);
     let role_id = format!("role-{}", niche.slug);
@@ -94,7 +97,7 @@ fn NicheMembers(niche: admin_members::AdminMembersAllNiches, act: Act) -> impl I
                 </select>
                 <button type="submit" disabled=busy>"Add"</button>
             </form>
-            <BudgetEditor slug=slug act=act/>
+            <BudgetEditor slug=slug act=budget_act/>
         </article>
     }
 }
@@ -219,6 +222,9 @@ fn BudgetEditor(slug: String, act: Act) -> impl IntoView {
             {field(max_id, format!("Largest bounty in {CURRENCY}"), max_bounty, true)}
             {field(reuse_id, format!("Reuse price in {CURRENCY} (what an agent pays to rely on an entry)"), reuse_price, true)}
             {move || problem.get().map(|why| view! { <p class="error form-error" role="alert" id=error_id.clone()>{why}</p> })}
+            <Show when=move || problem.with(Option::is_none)>
+                <Outcome act=act/>
+            </Show>
             <button type="submit" disabled=busy>"Save budget"</button>
         </form>
     }

@@ -50,7 +50,9 @@ pub fn ReviewSection() -> impl IntoView {
     let counts = Counts::of_desk();
     let reread = move || {
         queue.refetch();
-        counts.map(Counts::refresh);
+        if let Some(counts) = counts {
+            counts.refresh();
+        }
     };
     // A decision that took leaves the queue with its item: what it did is said here, where it
     // stays. A refusal stays inside its item.

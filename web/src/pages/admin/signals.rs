@@ -40,7 +40,9 @@ pub fn SignalsSection() -> impl IntoView {
             LiveEvent::Connected => read(),
             LiveEvent::Next(data) => {
                 merge_signals(signals, vec![SignalRow::from(data.anomaly_signals)]);
-                counts.map(Counts::refresh);
+                if let Some(counts) = counts {
+                    counts.refresh();
+                }
             }
             LiveEvent::Failed(_) | LiveEvent::Dropped => {}
         }
@@ -54,7 +56,9 @@ pub fn SignalsSection() -> impl IntoView {
                     .await
                     .map(|_| ());
                 read();
-                counts.map(Counts::refresh);
+                if let Some(counts) = counts {
+                    counts.refresh();
+                }
                 result
             }
         });
