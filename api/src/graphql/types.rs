@@ -801,11 +801,9 @@ impl Contribution {
     async fn review_note(&self, ctx: &Context<'_>) -> Result<Option<String>> {
         let db = ctx.data::<Db>()?;
         let viewer = caller_of(ctx)?.viewer();
-        Ok(
-            crate::service::admin_desk::review_note(db, viewer, self.row_id, self.user_id)
-                .await
-                .gql()?,
-        )
+        crate::service::admin_desk::review_note(db, viewer, self.row_id, self.user_id)
+            .await
+            .gql()
     }
 
     /// Who contributed and their record in the niche (admins, and the person themselves).
