@@ -26,7 +26,7 @@ struct Filters {
 }
 
 impl Filters {
-    fn variables(&self, after: Option<String>) -> admin_audit::Variables {
+    fn variables(&self, older_than: Option<String>) -> admin_audit::Variables {
         let given = |text: &str| Some(text.trim().to_owned()).filter(|t| !t.is_empty());
         admin_audit::Variables {
             actor: given(&self.actor),
@@ -35,8 +35,8 @@ impl Filters {
             subject_id: given(&self.subject_id),
             since: self.since.clone(),
             until: self.until.clone(),
-            sign_ins: self.sign_ins,
-            after,
+            sign_ins: Some(self.sign_ins),
+            older_than,
         }
     }
 }
