@@ -52,6 +52,7 @@ pub struct QueryRoot(
     questions::QuestionQuery,
     scores::ScoreQuery,
     admin::AdminQuery,
+    admin::AdminDeskQuery,
     deliveries::DeliveryQuery,
     money::MoneyQuery,
     agents::AgentQuery,

@@ -4,6 +4,7 @@
 pub mod access;
 pub mod accounts;
 pub mod admin;
+pub mod admin_desk;
 pub mod agent_tokens;
 pub mod agents;
 pub mod answering;

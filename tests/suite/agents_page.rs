@@ -366,7 +366,20 @@ async fn disabling_hides_the_secret_and_refuses_the_agent(
     second: &str,
 ) {
     let mut page = AgentsPage(browser);
-    page.press("research-bot", "Disable research-bot").await;
+    // Disabling asks first: the first press changes nothing.
+    page.press("research-bot", "Disable… research-bot").await;
+    page.wait_for(
+        "document.querySelector('[data-agent=research-bot] [data-action=confirm-disable]')",
+        "the confirmation",
+    )
+    .await;
+    assert_eq!(
+        page.eval("document.querySelector('[data-agent=research-bot] h3 .badge').textContent")
+            .await,
+        json!("active"),
+        "asked, not yet disabled"
+    );
+    page.press("research-bot", "Disable it research-bot").await;
     page.wait_for_notice("research-bot is disabled").await;
     assert!(
         !page.shows(second).await,
@@ -480,7 +493,7 @@ async fn the_page_passes_axe_at_both_widths_and_by_keyboard(browser: &mut Browse
     let names: Vec<&str> = focused.iter().map(|(name, _)| name.as_str()).collect();
     for wanted in [
         "a: ← Admin",
-        "button: Disable research-bot",
+        "button: Disable… research-bot",
         "summary: Rotate the secret of research-bot",
         "summary: Edit endpoint of research-bot",
     ] {

@@ -393,7 +393,7 @@ async fn a_dismissed_question_cannot_be_answered(app: TestApp) {
 
 const ADJUST: &str = "mutation($p: Int!) { adjustContribution(nicheSlug: \"games\", handle: \"ana\", points: $p, note: \"backfill\") { id status points } }";
 const STANDING: &str = "{ viewer { memberships { score shareBps tier { name } nextTier { name } pointsToNextTier } } }";
-const REVERSE: &str = "mutation($id: ID!) { reverseContribution(id: $id) { status points } }";
+const REVERSE: &str = "mutation($id: ID!) { reverseContribution(id: $id, note: \"a backfill in error\") { status points } }";
 
 /// ana, an operator of `games`, given 100 points by an admin; the admin's answer.
 async fn given_a_hundred_points(app: &TestApp) -> (Person, Person, Value) {
@@ -460,7 +460,7 @@ async fn a_contribution_is_reversed_once(app: TestApp) {
     let again = app
         .graphql(
             Some(&admin.token),
-            "mutation($id: ID!) { reverseContribution(id: $id) { status } }",
+            "mutation($id: ID!) { reverseContribution(id: $id, note: \"again\") { status } }",
             json!({"id": id}),
         )
         .await;

@@ -439,6 +439,7 @@ async fn admins_review_contributions_and_manage_members_in_the_browser() {
     );
 
     // Members: ana is listed; suspend her, add ben.
+    AdminPage(&mut root).open_section("members").await;
     let ana_row = AdminPage::member("games", "ana");
     root.wait_for(&ana_row, "ana in the members table").await;
     AdminPage(&mut root).press("Suspend ana").await;
@@ -519,7 +520,7 @@ async fn admins_see_failed_deliveries_first_and_redeliver_in_the_browser() {
     })
     .await;
 
-    let mut root = signed_in(&app, "root", "/admin").await;
+    let mut root = signed_in(&app, "root", "/admin/deliveries").await;
     root.wait_for(
         "document.querySelector('table.deliveries tbody tr')",
         "the deliveries",
@@ -552,7 +553,7 @@ async fn admins_see_failed_deliveries_first_and_redeliver_in_the_browser() {
         count(DeliveryStatus::Delivered).await >= 2
     })
     .await;
-    root.goto(&app.url("/admin")).await;
+    root.goto(&app.url("/admin/deliveries")).await;
     root.wait_for(
         "document.querySelector('table.deliveries tbody tr')",
         "the deliveries",
@@ -702,8 +703,12 @@ async fn the_revenue_and_budget_pages_show_real_money_and_admins_settle_payouts(
     // The admin verifies the address, schedules the payout and marks it paid; a signal from
     // the monitor shows up live meanwhile.
     let served = app.gauge(askloop_tests::wait::SUBSCRIPTIONS_SERVED).await;
-    let mut root = signed_in(&app, "root", "/admin").await;
-    root.wait_for(&labelled("Person"), "the payout desk").await;
+    let mut root = signed_in(&app, "root", "/admin/signals").await;
+    root.wait_for(
+        "document.querySelector('section[aria-labelledby=signals-title]')",
+        "the signals section",
+    )
+    .await;
     // The page's signal subscription starts from the signals already logged: wait until it is
     // registered, so the next one is new to it.
     app.until_subscriptions_served(served + 1).await;
@@ -735,6 +740,7 @@ async fn the_revenue_and_budget_pages_show_real_money_and_admins_settle_payouts(
     .await;
     assert_eq!(finding, "<b>twelve</b> answers in a minute");
 
+    AdminPage(&mut root).open_section("payouts").await;
     root.wait_for(
         "document.querySelector('li[data-account=ana]')",
         "ana's address to verify",
@@ -749,8 +755,9 @@ async fn the_revenue_and_budget_pages_show_real_money_and_admins_settle_payouts(
     let mut admin = AdminPage(&mut root);
     admin.press("Verify ana").await;
     admin.wait_for_notice("payout address is verified").await;
-    root.fill(&labelled("Person"), "ana").await;
-    AdminPage(&mut root).press("Schedule what is owed").await;
+    AdminPage(&mut root)
+        .press("Schedule payout to ana in USD")
+        .await;
     root.wait_for(
         "document.querySelector('li[data-payout-id] [data-action=mark-paid]')",
         "the scheduled payout",
@@ -792,22 +799,22 @@ async fn admins_set_a_niche_budget_in_the_browser() {
     let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
     open_niche(&app.db, "games").await;
     person(&app.db, "root", true).await;
-    let mut root = signed_in(&app, "root", "/admin").await;
+    let mut root = signed_in(&app, "root", "/admin/members").await;
     let month = AdminPage::budget_month("games");
     root.wait_for(&month, "the budget of games").await;
     let before = text(&mut root, &format!("{month}.innerText")).await;
     assert!(before.contains("left no limit"), "{before}");
-    assert!(before.contains("on reuses 0"), "{before}");
+    assert!(before.contains("on reuses 0.00 USD"), "{before}");
 
-    AdminPage(&mut root).fill_reuse_price("games", "40").await;
+    AdminPage(&mut root).fill_reuse_price("games", "0.40").await;
     AdminPage(&mut root)
-        .set_budget("games", "5000", "100", "500")
+        .set_budget("games", "50", "1.00", "5")
         .await;
     AdminPage(&mut root)
         .wait_for_notice("The budget of games is saved.")
         .await;
     root.wait_for(
-        &format!("{month} && {month}.innerText.includes('left 5000')"),
+        &format!("{month} && {month}.innerText.includes('left 50.00 USD')"),
         "the month's standing with the new limit",
     )
     .await;
@@ -827,7 +834,7 @@ async fn admins_set_a_niche_budget_in_the_browser() {
     );
 
     AdminPage(&mut root)
-        .set_budget("games", "5000", "600", "500")
+        .set_budget("games", "50.00", "6.00", "5.00")
         .await;
     let refusal = AdminPage(&mut root).page_error().await;
     assert!(

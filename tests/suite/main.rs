@@ -2,6 +2,7 @@
 
 mod access_settings;
 mod accounts;
+mod admin_sections;
 mod agents;
 mod agents_page;
 mod answering;

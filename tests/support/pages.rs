@@ -386,13 +386,13 @@ impl AdminPage<'_> {
         self.0.click(&button_in(&niche, "Add")).await;
     }
 
-    /// Fill niche `slug`'s budget form and save it.
+    /// Fill niche `slug`'s budget form (amounts as people type them, "25.30") and save it.
     pub async fn set_budget(&mut self, slug: &str, monthly: &str, bounty: &str, largest: &str) {
         let niche = Self::niche(slug);
         for (label, value) in [
-            ("Monthly limit (minor units; empty for no limit)", monthly),
-            ("Bounty per question", bounty),
-            ("Largest bounty", largest),
+            ("Monthly limit in USD (empty for no limit)", monthly),
+            ("Bounty per question in USD", bounty),
+            ("Largest bounty in USD", largest),
         ] {
             self.0.fill(&labelled_in(&niche, label), value).await;
         }
@@ -406,7 +406,7 @@ impl AdminPage<'_> {
             .fill(
                 &labelled_in(
                     &niche,
-                    "Reuse price (what an agent pays to rely on an entry)",
+                    "Reuse price in USD (what an agent pays to rely on an entry)",
                 ),
                 price,
             )
@@ -432,6 +432,24 @@ impl AdminPage<'_> {
 }
 
 impl AdminPage<'_> {
+    /// The tab of admin section `slug` (`review`, `members`, …).
+    pub fn tab(slug: &str) -> String {
+        format!("document.querySelector('nav.admin-tabs a[data-section={slug:?}]')")
+    }
+
+    /// Open admin section `slug` by its tab and wait until the tab says it is the current page.
+    pub async fn open_section(&mut self, slug: &str) {
+        let tab = Self::tab(slug);
+        self.0.wait_for(&tab, &format!("the {slug} tab")).await;
+        self.0.click(&tab).await;
+        self.0
+            .wait_for(
+                &format!("location.pathname === '/admin/{slug}' && {tab}.getAttribute('aria-current') === 'page'"),
+                &format!("the {slug} section"),
+            )
+            .await;
+    }
+
     /// The review item of contribution `id`.
     pub fn review_item(id: &str) -> String {
         format!("document.querySelector('article.review[data-contribution-id={id:?}]')")

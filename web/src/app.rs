@@ -100,6 +100,13 @@ fn AppRoutes(session: Session) -> impl IntoView {
             </ParentRoute>
             <ProtectedParentRoute path=path!("/admin") view=Outlet condition=signed_in redirect_path=to_login fallback=checking>
                 <Route path=path!("") view={Lazy::<pages::admin::AdminRoute>::new()}/>
+                <Route path=path!("review") view={Lazy::<pages::admin::AdminRoute>::new()}/>
+                <Route path=path!("members") view={Lazy::<pages::admin::AdminRoute>::new()}/>
+                <Route path=path!("deliveries") view={Lazy::<pages::admin::AdminRoute>::new()}/>
+                <Route path=path!("payouts") view={Lazy::<pages::admin::AdminRoute>::new()}/>
+                <Route path=path!("revenue") view={Lazy::<pages::admin::AdminRoute>::new()}/>
+                <Route path=path!("signals") view={Lazy::<pages::admin::AdminRoute>::new()}/>
+                <Route path=path!("audit") view={Lazy::<pages::admin::AdminRoute>::new()}/>
                 <Route path=path!("agents") view={Lazy::<pages::agents::AgentsRoute>::new()}/>
             </ProtectedParentRoute>
         </Routes>

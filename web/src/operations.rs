@@ -123,10 +123,22 @@ operations!("graphql/review.graphql":
 );
 
 operations!("graphql/admin.graphql":
-    /// Every niche with its members, and the deliveries.
-    AdminOverview,
-    /// Revenue events, payouts, payout addresses and the audit log.
-    AdminLedger,
+    /// The numbers on the admin tabs.
+    AdminCounts,
+    /// Every niche's slug and name (the review filter).
+    AdminNicheNames,
+    /// Every niche with its members.
+    AdminMembers,
+    /// The newest deliveries with their attempts.
+    AdminDeliveries,
+    /// Revenue events across niches.
+    AdminRevenue,
+    /// Who is owed what, payouts and payout addresses.
+    AdminPayouts,
+    /// A page of the audit log, filtered.
+    AdminAudit,
+    /// Mark an anomaly signal as looked at.
+    AcknowledgeSignal,
     /// The newest anomaly signals.
     AnomalySignals,
     /// Anomaly signals as they arrive.
@@ -265,6 +277,8 @@ card_as_first_read!(queue_more);
 impl From<anomaly_signal_arrivals::SignalRow> for anomaly_signals::SignalRow {
     fn from(s: anomaly_signal_arrivals::SignalRow) -> Self {
         Self {
+            id: s.id,
+            acknowledged_by: s.acknowledged_by,
             signal_id: s.signal_id,
             subject_type: s.subject_type,
             subject_id: s.subject_id,

@@ -2,16 +2,18 @@
 //! Every resolver checks for an admin through the service, which audits each decision.
 
 use crate::db::Db;
-use async_graphql::{Context, ID, InputObject, Object, Result};
+use async_graphql::{Context, ID, InputObject, Object, Result, SimpleObject};
 use chrono::Utc;
 use entity::niche_members::MemberStatus;
 
+use super::money::AnomalySignal;
 use super::types::{Contribution, Member, MemberRole, Niche, NicheStatus, member_view};
 use super::{caller_of, writer};
 use crate::domain::slug::Slug;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
 use crate::service::admin::{self, Decision, NicheChanges};
+use crate::service::admin_desk;
 use crate::service::queue::page_size;
 use crate::service::{niches, standing};
 
@@ -59,20 +61,97 @@ impl AdminQuery {
         Ok(found.into_iter().map(Niche::from).collect())
     }
 
-    /// Contributions awaiting review, newest first (admins only).
+    /// Contributions awaiting review, newest first (admins only), of one niche and/or one
+    /// answerer (a handle) when given.
     #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn review_queue(
         &self,
         ctx: &Context<'_>,
+        niche_slug: Option<String>,
+        answerer: Option<String>,
         first: Option<i32>,
     ) -> Result<Vec<Contribution>> {
         let db = ctx.data::<Db>()?;
         let first = page_size(first).gql()?;
-        Ok(admin::review_queue(db, caller_of(ctx)?.viewer(), first)
+        let viewer = caller_of(ctx)?.viewer();
+        Ok(admin::review_queue(
+            db,
+            viewer,
+            niche_slug.as_deref(),
+            answerer.as_deref(),
+            first,
+        )
+        .await
+        .gql()?
+        .into_iter()
+        .map(Contribution::from)
+        .collect())
+    }
+}
+
+/// The numbers on the admin tabs.
+#[derive(SimpleObject)]
+pub struct AdminCounts {
+    /// Contributions awaiting review.
+    pub review: i64,
+    /// Deliveries that gave up (exhausted).
+    pub failed_deliveries: i64,
+    /// People owed something (one per person and currency).
+    pub owed: i64,
+    /// Anomaly signals nobody has acknowledged.
+    pub new_signals: i64,
+}
+
+/// What one person is owed in one currency, not yet in a payout.
+#[derive(SimpleObject)]
+pub struct Owed {
+    /// Their handle.
+    pub handle: String,
+    /// The currency.
+    pub currency: String,
+    /// How much, minor units (net of clawbacks; more than 0).
+    pub amount_minor: i64,
+    /// How many allocations make it up.
+    pub allocations: i64,
+    /// Whether their payout address is verified (scheduling a payout needs it).
+    pub address_verified: bool,
+}
+
+/// The admin desk's own reads.
+#[derive(Default)]
+pub struct AdminDeskQuery;
+
+#[Object]
+impl AdminDeskQuery {
+    /// The numbers on the admin tabs (admins only).
+    async fn admin_counts(&self, ctx: &Context<'_>) -> Result<AdminCounts> {
+        let db = ctx.data::<Db>()?;
+        let counts = admin_desk::counts(db, caller_of(ctx)?.viewer())
+            .await
+            .gql()?;
+        Ok(AdminCounts {
+            review: counts.review,
+            failed_deliveries: counts.failed_deliveries,
+            owed: counts.owed,
+            new_signals: counts.new_signals,
+        })
+    }
+
+    /// Everyone owed money not yet in a payout, by handle then currency (admins only).
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
+    async fn owed(&self, ctx: &Context<'_>) -> Result<Vec<Owed>> {
+        let db = ctx.data::<Db>()?;
+        Ok(admin_desk::owed(db, caller_of(ctx)?.viewer())
             .await
             .gql()?
             .into_iter()
-            .map(Contribution::from)
+            .map(|o| Owed {
+                handle: o.handle,
+                currency: o.currency,
+                amount_minor: o.amount_minor,
+                allocations: o.allocations,
+                address_verified: o.address_verified,
+            })
             .collect())
     }
 }
@@ -235,7 +314,22 @@ impl AdminMutation {
         decide(ctx, id, Decision::Verify, note).await
     }
 
-    /// Reject a pending contribution: it never counts.
+    /// Acknowledge an anomaly signal: an admin has looked at it (admins only; audited, and
+    /// refused for one already acknowledged).
+    async fn acknowledge_signal(&self, ctx: &Context<'_>, id: ID) -> Result<AnomalySignal> {
+        let (db, caller) = writer(ctx)?;
+        let id: i64 = id
+            .parse()
+            .map_err(|_| ServiceError::BadInput(format!("'{}' is not a signal id", id.as_str())))
+            .gql()?;
+        let signal = admin_desk::acknowledge_signal(db, caller.viewer(), id, Utc::now())
+            .await
+            .gql()?;
+        Ok(signal.into())
+    }
+
+    /// Reject a pending contribution with a reason (required; the answerer and the agent are
+    /// told it): it never counts, the agent's charge is given back and the question reopens.
     async fn reject_contribution(
         &self,
         ctx: &Context<'_>,
@@ -245,7 +339,8 @@ impl AdminMutation {
         decide(ctx, id, Decision::Reject, note).await
     }
 
-    /// Reverse a verified contribution: it keeps its points but leaves the score.
+    /// Reverse a verified contribution with a reason (required; the answerer and the agent are
+    /// told it): it keeps its points but leaves the score.
     async fn reverse_contribution(
         &self,
         ctx: &Context<'_>,

@@ -9,10 +9,12 @@ use entity::delivery_attempts;
 use super::caller_of;
 use super::enums::AttemptOutcome;
 use super::writer;
+use crate::config::Config;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
 use crate::service::outbox::{self, EventType};
 use crate::service::queue::page_size;
+use std::sync::Arc;
 
 /// Where a delivery is.
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
@@ -81,6 +83,12 @@ pub struct Delivery {
     pub dropped_reason: Option<String>,
     #[graphql(skip)]
     pub row_id: i64,
+    /// The agent it is for, when it goes to a registered agent.
+    #[graphql(skip)]
+    pub agent_id: Option<i64>,
+    /// Whether it goes to an operator's webhook (not to an agent).
+    #[graphql(skip)]
+    pub to_webhook: bool,
 }
 
 impl From<deliveries::Model> for Delivery {
@@ -100,6 +108,8 @@ impl From<deliveries::Model> for Delivery {
             delivered_at: d.delivered_at,
             dropped_reason: d.dropped_reason,
             row_id: d.id,
+            agent_id: d.agent_id,
+            to_webhook: d.webhook_id.is_some(),
         }
     }
 }
@@ -136,6 +146,26 @@ impl From<delivery_attempts::Model> for DeliveryAttempt {
 
 #[ComplexObject]
 impl Delivery {
+    /// True when it is for an agent with no endpoint: nothing is sent, and the agent reads it
+    /// with the lookup route (so its attempts and next try mean nothing).
+    async fn reads_by_lookup(&self, ctx: &Context<'_>) -> Result<bool> {
+        use sea_orm::EntityTrait;
+        if self.to_webhook {
+            return Ok(false);
+        }
+        // The built-in default agent: its endpoint is the server's configured URL.
+        let Some(agent_id) = self.agent_id else {
+            return Ok(ctx.data::<Arc<Config>>()?.webhook_url.is_none());
+        };
+        let db = ctx.data::<Db>()?;
+        let agent = entity::agents::Entity::find_by_id(agent_id)
+            .one(db)
+            .await
+            .map_err(ServiceError::from)
+            .gql()?;
+        Ok(agent.is_some_and(|a| a.webhook_url.is_none()))
+    }
+
     /// Every attempt, oldest first.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn attempts(&self, ctx: &Context<'_>) -> Result<Vec<DeliveryAttempt>> {

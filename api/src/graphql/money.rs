@@ -4,7 +4,8 @@
 //! docs/contract.md#budgets-and-bounties and docs/contract.md#anomaly-signals.
 
 use crate::db::Db;
-use async_graphql::{Context, Enum, ID, Object, Result, SimpleObject, Subscription};
+use async_graphql::connection::{Connection, Edge};
+use async_graphql::{ComplexObject, Context, Enum, ID, Object, Result, SimpleObject, Subscription};
 use chrono::{DateTime, Utc};
 use entity::{anomaly_signals, budget_entries, payout_accounts, revenue_events};
 use futures::{Stream, StreamExt};
@@ -17,7 +18,7 @@ use crate::graphql::error_door::GqlResultExt;
 use crate::live::LiveHub;
 use crate::service::ledger_views::{self, AllocationRow, BudgetView, NicheBudget, PayoutRow};
 use crate::service::queue::page_size;
-use crate::service::{access, payouts, signals};
+use crate::service::{access, admin_desk, payouts, signals};
 
 /// How a budget stands.
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
@@ -332,6 +333,7 @@ pub struct NicheRevenue {
 
 /// An anomaly signal (the finding is untrusted text).
 #[derive(SimpleObject, Clone)]
+#[graphql(complex)]
 pub struct AnomalySignal {
     /// Its id.
     pub id: ID,
@@ -381,16 +383,67 @@ pub struct AuditEntryView {
     pub id: ID,
     /// Who (`user:<id>`, `agent:<id>`, `system`, `cli`).
     pub actor: String,
+    /// Who, as people name them: a person's handle, else the label itself.
+    pub actor_name: String,
     /// What happened.
     pub action: String,
     /// The kind of subject.
     pub subject_type: String,
     /// The subject's id.
     pub subject_id: String,
+    /// The subject as people name it (`contribution 12`, a person's handle).
+    pub subject_name: String,
     /// Details (JSON text).
     pub detail: String,
+    /// The details in words, one pair per detail.
+    pub details: Vec<AuditDetail>,
     /// When.
     pub created_at: DateTime<Utc>,
+}
+
+/// One detail of an audit entry, in words.
+#[derive(SimpleObject, Clone)]
+pub struct AuditDetail {
+    /// What it is ("note", "amount minor", "person").
+    pub name: String,
+    /// Its value as text (a person as their handle, nothing as "—").
+    pub value: String,
+}
+
+impl From<admin_desk::AuditLine> for AuditEntryView {
+    fn from(line: admin_desk::AuditLine) -> Self {
+        let e = line.entry;
+        Self {
+            id: ID(e.id.to_string()),
+            actor: e.actor,
+            actor_name: line.actor_name,
+            action: e.action,
+            subject_type: e.subject_type,
+            subject_id: e.subject_id,
+            subject_name: line.subject_name,
+            detail: e.detail.to_string(),
+            details: line
+                .details
+                .into_iter()
+                .map(|(name, value)| AuditDetail { name, value })
+                .collect(),
+            created_at: e.created_at,
+        }
+    }
+}
+
+#[ComplexObject]
+impl AnomalySignal {
+    /// Who acknowledged it (a handle), if anyone has.
+    async fn acknowledged_by(&self, ctx: &Context<'_>) -> Result<Option<String>> {
+        let db = ctx.data::<Db>()?;
+        let id: i64 = self.id.parse().unwrap_or_default();
+        Ok(admin_desk::acknowledgements(db, [id])
+            .await
+            .gql()?
+            .remove(&id)
+            .map(|(who, _)| who))
+    }
 }
 
 fn allocation_view(row: AllocationRow) -> Allocation {
@@ -614,23 +667,72 @@ impl MoneyQuery {
     ) -> Result<Vec<AuditEntryView>> {
         let db = ctx.data::<Db>()?;
         let first = page_size(first).gql()?;
-        let rows =
-            ledger_views::audit_log(db, caller_of(ctx)?.viewer(), subject_type.as_deref(), first)
-                .await
-                .gql()?;
-        Ok(rows
-            .into_iter()
-            .map(|e| AuditEntryView {
-                id: ID(e.id.to_string()),
-                actor: e.actor,
-                action: e.action,
-                subject_type: e.subject_type,
-                subject_id: e.subject_id,
-                detail: e.detail.to_string(),
-                created_at: e.created_at,
-            })
-            .collect())
+        let filter = admin_desk::AuditFilter {
+            subject_type,
+            sign_ins: true,
+            ..Default::default()
+        };
+        let page = admin_desk::audit_page(db, caller_of(ctx)?.viewer(), filter, None, first)
+            .await
+            .gql()?;
+        Ok(page.lines.into_iter().map(AuditEntryView::from).collect())
     }
+
+    /// The audit log a page at a time, newest first (admins only), narrowed by who (a
+    /// person's handle, `agent:<id>`, `system`, `cli`), what (an action, exactly), the
+    /// subject's kind and id, and a time range (`since` inclusive, `until` exclusive).
+    /// Sign-ins and sign-outs (`session.*`) are left out unless `signIns` is true or
+    /// `action` names one.
+    #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
+    #[allow(clippy::too_many_arguments)]
+    async fn audit_entries(
+        &self,
+        ctx: &Context<'_>,
+        actor: Option<String>,
+        action: Option<String>,
+        subject_type: Option<String>,
+        subject_id: Option<String>,
+        since: Option<DateTime<Utc>>,
+        until: Option<DateTime<Utc>>,
+        sign_ins: Option<bool>,
+        first: Option<i32>,
+        after: Option<String>,
+    ) -> Result<Connection<String, AuditEntryView>> {
+        let db = ctx.data::<Db>()?;
+        let viewer = caller_of(ctx)?.viewer();
+        access::admin(viewer).gql()?;
+        let first = page_size(first).gql()?;
+        let before = after.as_deref().map(audit_cursor).transpose().gql()?;
+        let filter = admin_desk::AuditFilter {
+            actor,
+            action,
+            subject_type,
+            subject_id,
+            since,
+            until,
+            sign_ins: sign_ins.unwrap_or(false),
+        };
+        let page = admin_desk::audit_page(db, viewer, filter, before, first)
+            .await
+            .gql()?;
+        let mut connection = Connection::new(before.is_some(), page.has_next);
+        connection.edges.extend(page.lines.into_iter().map(|line| {
+            let cursor = format!("a{}", line.entry.id);
+            Edge::new(cursor, AuditEntryView::from(line))
+        }));
+        Ok(connection)
+    }
+}
+
+/// The entry id an audit cursor (`a<id>`) names.
+fn audit_cursor(cursor: &str) -> Result<i64, ServiceError> {
+    cursor
+        .strip_prefix('a')
+        .and_then(|n| n.parse::<i64>().ok())
+        .filter(|n| *n > 0)
+        .ok_or_else(|| {
+            ServiceError::BadInput(format!("'{cursor}' is not a cursor of the audit log"))
+        })
 }
 
 /// Money mutations.

@@ -842,6 +842,16 @@ impl Contribution {
             .map(|(answer, question)| (answer.created_at - question.created_at).num_seconds()))
     }
 
+    /// The reason its reviewer gave when they rejected, reversed or verified it (the newest
+    /// decision's); none when none was given. For the person themselves and admins.
+    async fn review_note(&self, ctx: &Context<'_>) -> Result<Option<String>> {
+        let db = ctx.data::<Db>()?;
+        let viewer = caller_of(ctx)?.viewer();
+        crate::service::admin_desk::review_note(db, viewer, self.row_id, self.user_id)
+            .await
+            .gql()
+    }
+
     /// Who contributed and their record in the niche (admins, and the person themselves).
     async fn contributor(&self, ctx: &Context<'_>) -> Result<Contributor> {
         let db = ctx.data::<Db>()?;

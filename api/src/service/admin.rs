@@ -92,10 +92,20 @@ pub async fn add_member(
 pub async fn review_queue(
     db: &Db,
     viewer: Option<&Viewer>,
+    niche_slug: Option<&str>,
+    answerer: Option<&str>,
     first: u64,
 ) -> Result<Vec<standing::ContributionView>, ServiceError> {
     access::admin(viewer)?;
-    standing::contributions(db, None, Some(ContributionStatus::Pending), first).await
+    let niche_id = match niche_slug.map(str::trim).filter(|s| !s.is_empty()) {
+        Some(slug) => Some(niche_by_slug(db, slug).await?.id),
+        None => None,
+    };
+    let user_id = match answerer.map(str::trim).filter(|s| !s.is_empty()) {
+        Some(handle) => Some(user_by_handle(db, handle.trim_start_matches('@')).await?.id),
+        None => None,
+    };
+    standing::contributions_in(db, niche_id, user_id, ContributionStatus::Pending, first).await
 }
 
 /// Update a niche.
@@ -235,6 +245,25 @@ pub async fn review(
     if event.user_id == admin.user_id {
         return Err(ServiceError::SelfReview(
             "nobody reviews their own contribution: another admin must".into(),
+        ));
+    }
+    // Rejecting or reversing gives a charge back and reopens the question: the answerer and the
+    // agent are told why, so a reason is required.
+    let note = note.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty());
+    if decision != Decision::Verify && note.is_none() {
+        return Err(ServiceError::BadInput(
+            match decision {
+                Decision::Reverse => {
+                    "give a reason to reverse: the answerer and the agent are told it"
+                }
+                _ => "give a reason to reject: the answerer and the agent are told it",
+            }
+            .into(),
+        ));
+    }
+    if note.as_ref().is_some_and(|n| n.chars().count() > 500) {
+        return Err(ServiceError::BadInput(
+            "a review note is at most 500 characters".into(),
         ));
     }
     let (from, to, action) = match decision {

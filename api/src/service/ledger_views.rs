@@ -10,8 +10,8 @@ use chrono::{DateTime, Utc};
 use entity::budget_entries::BudgetEntryKind;
 use entity::knowledge_reuses::{self, ReuseKind};
 use entity::{
-    agent_questions, allocations, anomaly_signals, audit_log, budget_entries, niches,
-    payout_accounts, payouts, revenue_events,
+    agent_questions, allocations, anomaly_signals, budget_entries, niches, payout_accounts,
+    payouts, revenue_events,
 };
 use sea_orm::sea_query::{Alias, Expr, Func};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
@@ -472,25 +472,6 @@ pub async fn anomaly_signals(
 ) -> Result<Vec<anomaly_signals::Model>, ServiceError> {
     access::admin(viewer)?;
     signals::list(db, None, first).await
-}
-
-/// The audit log, newest first, optionally of one kind of subject (admins only).
-pub async fn audit_log(
-    db: &Db,
-    viewer: Option<&Viewer>,
-    subject_type: Option<&str>,
-    first: u64,
-) -> Result<Vec<audit_log::Model>, ServiceError> {
-    access::admin(viewer)?;
-    let mut query = audit_log::Entity::find();
-    if let Some(kind) = subject_type {
-        query = query.filter(audit_log::Column::SubjectType.eq(kind));
-    }
-    Ok(query
-        .order_by_desc(audit_log::Column::Id)
-        .limit(first)
-        .all(db)
-        .await?)
 }
 
 /// Set a niche's monthly budget and bounties (admins only; audited), and return its budget.

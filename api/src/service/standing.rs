@@ -139,7 +139,7 @@ pub struct ContributionView {
 
 /// One contribution with its type and niche.
 pub async fn contribution(db: &Db, id: i64) -> Result<ContributionView, ServiceError> {
-    contributions_where(db, Some(id), None, None, 1)
+    contributions_where(db, Some(id), None, None, None, 1)
         .await?
         .pop()
         .ok_or_else(|| ServiceError::NotFound("no such contribution".into()))
@@ -152,12 +152,24 @@ pub async fn contributions(
     status: Option<ContributionStatus>,
     limit: u64,
 ) -> Result<Vec<ContributionView>, ServiceError> {
-    contributions_where(db, None, user_id, status, limit).await
+    contributions_where(db, None, None, user_id, status, limit).await
+}
+
+/// Contributions of one `status`, newest first, narrowed to a niche and/or a person.
+pub async fn contributions_in(
+    db: &Db,
+    niche_id: Option<i64>,
+    user_id: Option<i64>,
+    status: ContributionStatus,
+    limit: u64,
+) -> Result<Vec<ContributionView>, ServiceError> {
+    contributions_where(db, None, niche_id, user_id, Some(status), limit).await
 }
 
 async fn contributions_where(
     db: &Db,
     id: Option<i64>,
+    niche_id: Option<i64>,
     user_id: Option<i64>,
     status: Option<ContributionStatus>,
     limit: u64,
@@ -165,6 +177,9 @@ async fn contributions_where(
     let mut query = contribution_events::Entity::find();
     if let Some(id) = id {
         query = query.filter(contribution_events::Column::Id.eq(id));
+    }
+    if let Some(niche_id) = niche_id {
+        query = query.filter(contribution_events::Column::NicheId.eq(niche_id));
     }
     if let Some(user_id) = user_id {
         query = query.filter(contribution_events::Column::UserId.eq(user_id));

@@ -282,6 +282,7 @@ fn AgentsPage() -> impl IntoView {
         revealed.set(None);
         registry.refetch();
     };
+    crate::components::title::page_title(|| "Agents · Admin".to_owned());
     view! {
         <main class="admin agents-page">
             <p><A href="/admin">"← Admin"</A></p>
@@ -499,6 +500,10 @@ fn AgentCard(agent: Agent, niches: Vec<Niche>, act: Act) -> impl IntoView {
         Command::Enable { slug: slug.clone() }
     };
     let toggle_words = if active { "Disable" } else { "Enable" };
+    let confirming = RwSignal::new(false);
+    let slug_for_confirm = slug.clone();
+    let confirmed = toggle.clone();
+    let toggle_slug = slug.clone();
     let niche_list = if a.niches.is_empty() {
         "none".to_owned()
     } else {
@@ -535,10 +540,37 @@ fn AgentCard(agent: Agent, niches: Vec<Niche>, act: Act) -> impl IntoView {
             </dl>
             <Deliveries slug=slug.clone() deliveries=a.recent_deliveries.clone()/>
             <div class="actions">
-                <button type="button" class="secondary" data-action="toggle" disabled=busy on:click=move |_| { act.dispatch(toggle.clone()); }>
-                    {toggle_words}<span class="visually-hidden">" "{slug.clone()}</span>
-                </button>
+                <Show when=move || !confirming.get()>
+                    <button type="button" class="secondary" data-action="toggle" disabled=busy on:click={
+                        let toggle = toggle.clone();
+                        move |_| {
+                            // Disabling stops the agent at once: it is confirmed first.
+                            if active {
+                                confirming.set(true);
+                            } else {
+                                act.dispatch(toggle.clone());
+                            }
+                        }
+                    }>
+                        {toggle_words}{if active { "…" } else { "" }}<span class="visually-hidden">" "{toggle_slug.clone()}</span>
+                    </button>
+                </Show>
             </div>
+            <Show when=move || confirming.get()>
+                <div class="confirm" role="group" aria-label=format!("Disable {}?", slug_for_confirm.clone())>
+                    <p class="warning">"Disable "<code>{slug_for_confirm.clone()}</code>"? Its signed requests are refused (403) at once and its events wait until it is enabled again."</p>
+                    <div class="actions">
+                        <button type="button" class="danger" data-action="confirm-disable" disabled=busy on:click={
+                            let confirmed = confirmed.clone();
+                            move |_| {
+                                confirming.set(false);
+                                act.dispatch(confirmed.clone());
+                            }
+                        }>"Disable it"<span class="visually-hidden">" "{slug_for_confirm.clone()}</span></button>
+                        <button type="button" class="secondary" data-action="cancel-disable" on:click=move |_| confirming.set(false)>"Cancel"</button>
+                    </div>
+                </div>
+            </Show>
             <RotateForm slug=slug.clone() act=act/>
             <NichesForm slug=slug.clone() current=a.niches.clone() niches=niches act=act/>
             <EndpointForm slug=slug.clone() endpoint=endpoint act=act/>

@@ -266,7 +266,10 @@ fn Contributions(
                                             <td>{c.niche_slug}</td>
                                             <td>{ContributionKind::of(&c.kind).describe()}</td>
                                             <td class="num">{c.points}</td>
-                                            <td><span class=format!("badge status-{status}")>{status.to_string()}</span></td>
+                                            <td>
+                                                <span class=format!("badge status-{status}")>{status.to_string()}</span>
+                                                {c.review_note.map(|note| view! { <span class="review-note" data-review-note="">" — "<bdi>{note}</bdi></span> })}
+                                            </td>
                                         </tr>
                                     }
                                 }).collect_view()}

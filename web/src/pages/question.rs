@@ -385,7 +385,8 @@ fn AnswerList(
     }
 }
 
-/// Reverse a verified answer, with an optional note the agent receives.
+/// Reverse a verified answer, with the reason (required) the answerer and the agent are told;
+/// an empty reason is refused here, in the form.
 #[component]
 fn ReverseForm(
     contribution: String,
@@ -395,24 +396,26 @@ fn ReverseForm(
 ) -> impl IntoView {
     let busy = reverse.pending();
     let note = RwSignal::new(String::new());
+    let missing = RwSignal::new(false);
     let note_id = format!("reverse-note-{answer}");
     let error_id = format!("reverse-error-{answer}");
-    let missing = RwSignal::new(false);
+    let described = error_id.clone();
     view! {
-        <form class="inline" on:submit=move |ev| {
+        <form class="inline" novalidate on:submit=move |ev| {
             ev.prevent_default();
-            let written = note.get_untracked().trim().to_owned();
-            if written.is_empty() {
-                missing.set(true);
-                return;
+            let why = note.get_untracked().trim().to_owned();
+            missing.set(why.is_empty());
+            if !why.is_empty() {
+                reverse.dispatch((contribution.clone(), Some(why)));
             }
-            missing.set(false);
-            reverse.dispatch((contribution.clone(), Some(written)));
         }>
             <label for=note_id.clone()>"Why reverse (required; the answerer and the agent are told)"</label>
-            <input id=note_id type="text" maxlength="500" required aria-describedby=error_id.clone() prop:value=note on:input=move |ev| note.set(event_target_value(&ev))/>
-            <p class="error form-error" id=error_id role="alert">{move || missing.get().then_some("Say why: the answerer and the agent are told.")}</p>
+            <input id=note_id type="text" maxlength="500" required
+                aria-invalid=move || missing.get().to_string()
+                aria-describedby=move || missing.get().then(|| described.clone())
+                prop:value=note on:input=move |ev| note.set(event_target_value(&ev))/>
             <button type="submit" class="secondary small" disabled=busy>"Reverse"<span class="visually-hidden">" "{handle}"'s answer"</span></button>
+            {move || missing.get().then(|| view! { <p class="error form-error" role="alert" id=error_id.clone()>"Give a reason to reverse: the answerer and the agent are told it."</p> })}
         </form>
     }
 }

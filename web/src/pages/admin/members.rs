@@ -1,0 +1,231 @@
+//! Members & budgets: every niche with its members (add, suspend, reinstate) and its agent
+//! budget, edited and shown in the niche's money ("25.30 USD"), never in minor units.
+
+use leptos::prelude::*;
+
+use crate::api;
+use crate::components::loaded::Loaded;
+use crate::components::money::{money, parse_money};
+use crate::operations::{AdminMembers, NicheBudget, admin_members, niche_budget};
+use crate::vocab::{MemberRole, MemberStatus, NicheStatus};
+
+use super::{Act, Command, FORBIDDEN, Outcome, desk};
+
+/// The money every niche's budget is kept in.
+const CURRENCY: &str = "USD";
+
+/// The Members & budgets section.
+#[component]
+pub fn MembersSection() -> impl IntoView {
+    let read = LocalResource::new(|| api::run::<AdminMembers>(admin_members::Variables));
+    let act = desk(move || read.refetch());
+    view! {
+        <section aria-labelledby="niches-title">
+            <h2 id="niches-title">"Niches, members and budgets"</h2>
+            <Outcome act=act/>
+            <Loaded forbidden=FORBIDDEN>
+                {move || read.get().map(|r| r.map(|r| {
+                    r.all_niches.into_iter().map(|n| view! { <NicheMembers niche=n act=act/> }).collect_view()
+                }))}
+            </Loaded>
+        </section>
+    }
+}
+
+#[component]
+fn NicheMembers(niche: admin_members::AdminMembersAllNiches, act: Act) -> impl IntoView {
+    let busy = act.pending();
+    // The budget form has its own action: saving it re-reads its figures, not the whole list
+    // (which would rebuild the form under the admin's hands), and what it says shows in it.
+    let budget_act = desk(|| ());
+    let slug = niche.slug.clone();
+    let handle_id = format!("add-{}", niche.slug);
+    let role_id = format!("role-{}", niche.slug);
+    let (handle, set_handle) = signal(String::new());
+    let (role, set_role) = signal(MemberRole::Operator);
+    let add_slug = slug.clone();
+    let add = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        act.dispatch(Command::AddMember {
+            slug: add_slug.clone(),
+            handle: handle.get_untracked().trim().to_owned(),
+            role: role.get_untracked(),
+        });
+        set_handle.set(String::new());
+    };
+    let members = niche
+        .members
+        .into_iter()
+        .map(|m| {
+            let status = MemberStatus::of(&m.status);
+            let (label, command) = if status == MemberStatus::Active {
+                ("Suspend", Command::Suspend { slug: slug.clone(), handle: m.handle.clone() })
+            } else {
+                ("Reinstate", Command::Reinstate { slug: slug.clone(), handle: m.handle.clone() })
+            };
+            view! {
+                <tr data-member=m.handle.clone()>
+                    <td>{m.handle.clone()}</td>
+                    <td>{MemberRole::of(&m.role).to_string()}</td>
+                    <td>{status.to_string()}</td>
+                    <td>
+                        <button type="button" class="secondary small" disabled=busy on:click=move |_| { act.dispatch(command.clone()); }>
+                            {label}<span class="visually-hidden">" "{m.handle.clone()}</span>
+                        </button>
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <article class="card niche-admin" data-slug=niche.slug.clone()>
+            <h3>{niche.name}" "<code>{niche.slug.clone()}</code>" "<span class="status">{NicheStatus::of(&niche.status).to_string()}</span></h3>
+            <div class="table-wrap" tabindex="0" role="region" aria-label=format!("Members of {}", niche.slug)>
+                <table>
+                    <thead><tr><th scope="col">"Handle"</th><th scope="col">"Role"</th><th scope="col">"Status"</th><th scope="col"><span class="visually-hidden">"Change"</span></th></tr></thead>
+                    <tbody>{members}</tbody>
+                </table>
+            </div>
+            <form class="inline" on:submit=add>
+                <label for=handle_id.clone()>"Add a member"</label>
+                <input id=handle_id type="text" required placeholder="handle" prop:value=handle on:input=move |ev| set_handle.set(event_target_value(&ev))/>
+                <label for=role_id.clone() class="visually-hidden">"Role"</label>
+                <select id=role_id on:change=move |ev| set_role.set(MemberRole::of(event_target_value(&ev)))>
+                    <option value="operator" selected>"operator"</option>
+                    <option value="specialist">"specialist"</option>
+                    <option value="observer">"observer"</option>
+                </select>
+                <button type="submit" disabled=busy>"Add"</button>
+            </form>
+            <BudgetEditor slug=slug act=budget_act/>
+        </article>
+    }
+}
+
+/// An amount typed into a budget field, in minor units, or why not.
+fn amount(label: &str, typed: &str) -> Result<i64, String> {
+    parse_money(typed).ok_or_else(|| {
+        format!(
+            "{label}: \"{}\" is not an amount of {CURRENCY}; write it like 25.30 (0 or more, at most two decimals)",
+            typed.trim()
+        )
+    })
+}
+
+/// Minor units as the field shows them: 2530 as "25.30".
+fn typed(minor: i64) -> String {
+    money(minor, CURRENCY)
+        .trim_end_matches(CURRENCY)
+        .trim()
+        .to_owned()
+}
+
+/// A niche's agent budget: where this month stands, and its limit and bounties to edit.
+#[component]
+fn BudgetEditor(slug: String, act: Act) -> impl IntoView {
+    let busy = act.pending();
+    let read_slug = slug.clone();
+    let budget = LocalResource::new(move || {
+        let slug = read_slug.clone();
+        async move { api::run::<NicheBudget>(niche_budget::Variables { slug }).await }
+    });
+    // Re-read this month's figures after every change the section makes.
+    Effect::new(move |_| {
+        if act.version().get() > 0 {
+            budget.refetch();
+        }
+    });
+    let ids = ["monthly", "bounty", "max-bounty", "reuse-price"]
+        .map(|field| format!("budget-{field}-{slug}"));
+    let error_id = format!("budget-error-{slug}");
+    let monthly = RwSignal::new(String::new());
+    let bounty = RwSignal::new(String::new());
+    let max_bounty = RwSignal::new(String::new());
+    let reuse_price = RwSignal::new(String::new());
+    let problem = RwSignal::new(None::<String>);
+    // The fields start from the stored settings once they are read.
+    Effect::new(move |_| {
+        if let Some(Ok(read)) = budget.get() {
+            let b = read.budget;
+            monthly.set(b.limit_minor.map(typed).unwrap_or_default());
+            bounty.set(typed(b.bounty_minor));
+            max_bounty.set(typed(b.max_bounty_minor));
+            reuse_price.set(typed(b.reuse_price_minor));
+        }
+    });
+    let save_slug = slug.clone();
+    let save = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let typed_monthly = monthly.get_untracked();
+        let parsed = (|| {
+            let monthly = match typed_monthly.trim() {
+                "" => None,
+                typed => Some(amount("The monthly limit", typed)?),
+            };
+            Ok::<_, String>(Command::SetBudget {
+                slug: save_slug.clone(),
+                monthly,
+                bounty: amount("The bounty", &bounty.get_untracked())?,
+                max_bounty: amount("The largest bounty", &max_bounty.get_untracked())?,
+                reuse_price: amount("The reuse price", &reuse_price.get_untracked())?,
+            })
+        })();
+        match parsed {
+            Ok(command) => {
+                problem.set(None);
+                act.dispatch(command);
+            }
+            Err(why) => problem.set(Some(why)),
+        }
+    };
+    let standing = move || {
+        budget.get().map(|read| match read {
+            Ok(read) => {
+                let b = read.budget;
+                let left = b
+                    .remaining_minor
+                    .map_or_else(|| "no limit".to_owned(), |r| money(r, CURRENCY));
+                view! {
+                    <p class="budget-month" data-budget-month="">
+                        "This month: spent "{money(b.spent_minor, CURRENCY)}" (on reuses "{money(b.reuse_spend_minor, CURRENCY)}"), reserved "{money(b.reserved_minor, CURRENCY)}", left "{left}
+                    </p>
+                }
+                .into_any()
+            }
+            Err(err) => view! { <p class="error">{err.to_string()}</p> }.into_any(),
+        })
+    };
+    let [monthly_id, bounty_id, max_id, reuse_id] = ids;
+    let invalid = move || problem.with(Option::is_some).to_string();
+    let described = {
+        let error_id = error_id.clone();
+        move || problem.with(Option::is_some).then(|| error_id.clone())
+    };
+    let field = move |id: String, label: String, value: RwSignal<String>, required: bool| {
+        let described = described.clone();
+        view! {
+            <label for=id.clone()>{label}</label>
+            <span class="money-field">
+                <input id=id type="text" inputmode="decimal" autocomplete="off" required=required
+                    aria-invalid=invalid aria-describedby=described
+                    prop:value=value on:input=move |ev| value.set(event_target_value(&ev))/>
+                " "<span class="unit" aria-hidden="true">{CURRENCY}</span>
+            </span>
+        }
+    };
+    view! {
+        <form class="budget-editor" on:submit=save aria-label=format!("Budget of {slug}") novalidate>
+            <h4>"Agent budget"</h4>
+            {standing}
+            {field(monthly_id, format!("Monthly limit in {CURRENCY} (empty for no limit)"), monthly, false)}
+            {field(bounty_id, format!("Bounty per question in {CURRENCY}"), bounty, true)}
+            {field(max_id, format!("Largest bounty in {CURRENCY}"), max_bounty, true)}
+            {field(reuse_id, format!("Reuse price in {CURRENCY} (what an agent pays to rely on an entry)"), reuse_price, true)}
+            {move || problem.get().map(|why| view! { <p class="error form-error" role="alert" id=error_id.clone()>{why}</p> })}
+            <Show when=move || problem.with(Option::is_none)>
+                <Outcome act=act/>
+            </Show>
+            <button type="submit" disabled=busy>"Save budget"</button>
+        </form>
+    }
+}
