@@ -576,3 +576,74 @@ async fn an_open_questions_page_answers_it_and_a_reopened_one_says_so() {
         "a reopened question can be answered from its page"
     );
 }
+
+/// No serious or critical axe finding on the pages this change made or reworked, at desktop and
+/// phone widths, in both colour schemes: an open question's page, a settled one's, My activity
+/// and the knowledge page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_question_activity_and_knowledge_pages_pass_axe_in_both_schemes() {
+    require_built_dashboard();
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let mara = operator(&app.db, "games", "mara").await;
+    let open = ask(&app, "ax1", "Which build goes to review?", "high", 0).await;
+    let settled = ask(&app, "ax2", "Which engine for the port?", "normal", 0).await;
+    app.answer(
+        &mara.token,
+        early_access(settled, Some("The one we ship on.")),
+    )
+    .await;
+    app.answer(
+        &mara.token,
+        answer_input(open, "INSUFFICIENT_CONTEXT", None, None),
+    )
+    .await;
+    let mut browser = signed_in(&app, "mara", "/dashboard/activity").await;
+    for path in [
+        format!("/dashboard/niches/games/questions/{open}"),
+        format!("/dashboard/niches/games/questions/{settled}"),
+        "/dashboard/activity".to_owned(),
+        "/dashboard/niches/games/knowledge".to_owned(),
+    ] {
+        browser.goto(&app.url(&path)).await;
+        browser
+            .wait_for(
+                "document.querySelector('main h1')",
+                &format!("{path} loaded"),
+            )
+            .await;
+        for (width, height, mobile) in [(1280, 800, false), (390, 844, true)] {
+            browser.viewport(width, height, mobile).await;
+            for scheme in ["light", "dark"] {
+                browser
+                    .call(
+                        "Emulation.setEmulatedMedia",
+                        json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
+                    )
+                    .await;
+                assert_accessible(&mut browser, &format!("{path} at {width} px, {scheme}")).await;
+            }
+        }
+    }
+    // My activity names both, with where each stands.
+    browser.goto(&app.url("/dashboard/activity")).await;
+    browser
+        .wait_for(
+            "document.querySelectorAll('.activity-list li').length === 2",
+            "two entries",
+        )
+        .await;
+    let text = browser
+        .eval("document.querySelector('.activity-list').innerText")
+        .await;
+    let text = text.as_str().unwrap_or_default();
+    assert!(text.contains("Declined: not enough context"), "{text}");
+    assert!(text.contains("Answered"), "{text}");
+    assert!(text.contains("pending"), "{text}");
+    browser
+        .wait_for(
+            "document.title === 'My activity — askloop'",
+            "the page's title",
+        )
+        .await;
+}

@@ -26,7 +26,8 @@ pub fn SignalsSection() -> impl IntoView {
             match api::run::<AnomalySignals>(anomaly_signals::Variables).await {
                 Ok(latest) => {
                     problem.set(None);
-                    signals.set(Vec::new());
+                    // Merged, never cleared first: a read that started before a live arrival
+                    // may finish after it, and must not take it away (signals are never deleted).
                     merge_signals(signals, latest.anomaly_signals);
                 }
                 Err(err) => problem.set(Some(err)),
