@@ -598,12 +598,56 @@ async fn the_question_activity_and_knowledge_pages_pass_axe_in_both_schemes() {
         answer_input(open, "INSUFFICIENT_CONTEXT", None, None),
     )
     .await;
+    // An admin verifies the settled answer: it becomes a knowledge entry with a page of its own.
+    let root = person(&app.db, "root", true).await;
+    let queue = app
+        .graphql(Some(&root.token), "query { reviewQueue { id } }", json!({}))
+        .await;
+    let contribution = queue["data"]["reviewQueue"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let verified = app.verify(&root.token, &contribution).await;
+    assert!(verified["errors"].is_null(), "{verified}");
+    let entries = app
+        .graphql(
+            Some(&mara.token),
+            "query { knowledge(nicheSlug: \"games\") { nodes { id } } }",
+            json!({}),
+        )
+        .await;
+    let entry = entries["data"]["knowledge"]["nodes"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!entry.is_empty(), "{entries}");
+
+    // Signed out: the sign-in page, in both schemes and widths.
+    let mut signed_out = askloop_tests::pages::browser().await;
+    signed_out.goto(&app.url("/login")).await;
+    signed_out
+        .wait_for("document.querySelector('main h1')", "the sign-in page")
+        .await;
+    for (width, height, mobile) in [(1280, 800, false), (390, 844, true)] {
+        signed_out.viewport(width, height, mobile).await;
+        for scheme in ["light", "dark"] {
+            signed_out
+                .call(
+                    "Emulation.setEmulatedMedia",
+                    json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
+                )
+                .await;
+            assert_accessible(&mut signed_out, &format!("/login at {width} px, {scheme}")).await;
+        }
+    }
+
     let mut browser = signed_in(&app, "mara", "/dashboard/activity").await;
     for path in [
         format!("/dashboard/niches/games/questions/{open}"),
         format!("/dashboard/niches/games/questions/{settled}"),
         "/dashboard/activity".to_owned(),
         "/dashboard/niches/games/knowledge".to_owned(),
+        format!("/dashboard/niches/games/knowledge/{entry}"),
     ] {
         browser.goto(&app.url(&path)).await;
         browser
@@ -639,7 +683,7 @@ async fn the_question_activity_and_knowledge_pages_pass_axe_in_both_schemes() {
     let text = text.as_str().unwrap_or_default();
     assert!(text.contains("Declined: not enough context"), "{text}");
     assert!(text.contains("Answered"), "{text}");
-    assert!(text.contains("pending"), "{text}");
+    assert!(text.contains("verified"), "{text}");
     browser
         .wait_for(
             "document.title === 'My activity — askloop'",
