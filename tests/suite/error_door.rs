@@ -60,6 +60,22 @@ async fn a_query_that_does_not_parse_is_refused_with_a_code() {
 }
 
 #[tokio::test]
+async fn a_declared_variable_given_no_value_is_the_callers_input_not_internal() {
+    let app = sqlite_app().await;
+    open_niche(&app.db, "games").await;
+    let body = app
+        .graphql(
+            None,
+            "query($slug: String!) { niche(slug: $slug) { name } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&body), Some("BAD_USER_INPUT"), "{body}");
+    let message = body["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("slug"), "{body}");
+}
+
+#[tokio::test]
 async fn a_field_the_schema_lacks_is_refused_with_a_code() {
     let app = sqlite_app().await;
     let body = app.graphql(None, "{ niches { nope } }", json!({})).await;

@@ -149,6 +149,11 @@ fn close_the_door(error: ServerError) -> ServerError {
     if message.starts_with("Failed to parse") || message.starts_with("Invalid value for argument") {
         return with_code(error, BAD_USER_INPUT);
     }
+    // A variable the operation declares but the request gave no value for (and that has no
+    // default): the caller's input, found when the argument is read.
+    if message.starts_with("Variable ") && message.ends_with(" is not defined.") {
+        return with_code(error, BAD_USER_INPUT);
+    }
     if message.starts_with("Unknown operation named")
         || message.starts_with("Operation name required")
     {
@@ -262,6 +267,13 @@ mod tests {
             None,
         ));
         assert_eq!(code_of(&closed).as_deref(), Some(BAD_USER_INPUT));
+    }
+
+    #[test]
+    fn a_variable_declared_but_not_given_is_the_callers_input() {
+        let closed = close_the_door(ServerError::new("Variable signIns is not defined.", None));
+        assert_eq!(code_of(&closed).as_deref(), Some(BAD_USER_INPUT));
+        assert_eq!(closed.message, "Variable signIns is not defined.");
     }
 
     #[test]
