@@ -124,6 +124,21 @@ impl View {
     }
 }
 
+/// `module::Variables` for the view `v` (its sort, filters and search) with the operation's
+/// own fields: every read of the queue asks for the same view.
+macro_rules! with_view {
+    ($module:ident, $v:expr, { $($field:ident $(: $value:expr)?),* }) => {
+        $module::Variables {
+            $($field $(: $value)?,)*
+            sort: $v.sort(),
+            urgency: $v.urgency.clone(),
+            kind: $v.kind.clone(),
+            has_bounty: $v.bounty,
+            search: Some($v.search.trim().to_owned()).filter(|s| !s.is_empty()),
+        }
+    };
+}
+
 /// The queue as a lazily loaded route: its code (and the card's) is fetched the first time
 /// someone opens a queue.
 pub struct QueueRoute;
@@ -295,15 +310,7 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
             let loaded = rows.with_untracked(Vec::len).clamp(PAGE, MAX_READ);
             let first = i64::try_from(loaded).unwrap_or(50);
             let v = view.get_value();
-            let variables = queue_page::Variables {
-                slug,
-                first,
-                sort: v.sort(),
-                urgency: v.urgency.clone(),
-                kind: v.kind.clone(),
-                has_bounty: v.bounty,
-                search: Some(v.search.clone()).filter(|s| !s.trim().is_empty()),
-            };
+            let variables = with_view!(queue_page, v, { slug, first });
             let data = api::run::<QueueRead>(variables).await?;
             let Some(niche) = data.niche else {
                 return Ok::<_, ApiError>(None);
@@ -376,14 +383,7 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
         }
         reading_counts.set_value(true);
         let v = view.get_value();
-        let variables = queue_counts::Variables {
-            slug: counts_slug.clone(),
-            sort: v.sort(),
-            urgency: v.urgency.clone(),
-            kind: v.kind.clone(),
-            has_bounty: v.bounty,
-            search: Some(v.search.clone()).filter(|s| !s.trim().is_empty()),
-        };
+        let variables = with_view!(queue_counts, v, { slug: counts_slug.clone() });
         leptos::task::spawn_local(async move {
             if let Ok(data) = api::run::<QueueCounts>(variables).await
                 && let Some(niche) = data.niche
@@ -476,15 +476,7 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
             let Some(after) = after else {
                 return Ok::<_, ApiError>(());
             };
-            let variables = queue_more::Variables {
-                slug,
-                after,
-                sort: v.sort(),
-                urgency: v.urgency.clone(),
-                kind: v.kind.clone(),
-                has_bounty: v.bounty,
-                search: Some(v.search.clone()).filter(|s| !s.trim().is_empty()),
-            };
+            let variables = with_view!(queue_more, v, { slug, after });
             let data = api::run::<QueueMore>(variables).await?;
             let Some(niche) = data.niche else {
                 return Ok(());
