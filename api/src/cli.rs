@@ -125,6 +125,21 @@ enum NicheCommand {
         #[arg(long)]
         reuse_price: Option<i64>,
     },
+    /// How the niche weighs its answers: the trust threshold and the routing of notifications.
+    Weighing {
+        /// The niche's slug.
+        #[arg(long)]
+        slug: String,
+        /// The Wilson lower bound at which answers verify on arrival (0.5–1.0).
+        #[arg(long)]
+        trust_lower_bound: Option<f64>,
+        /// Notify the N best-placed operators first, the rest at half the escalation wait.
+        #[arg(long, conflicts_with = "broadcast")]
+        first_wave: Option<i32>,
+        /// Notify every operator at once.
+        #[arg(long)]
+        broadcast: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -247,6 +262,42 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             )
             .await?;
             println!("created niche '{}' (id {})", niche.slug, niche.id);
+            Ok(())
+        }
+        Command::Niche {
+            action:
+                NicheCommand::Weighing {
+                    slug,
+                    trust_lower_bound,
+                    first_wave,
+                    broadcast,
+                },
+        } => {
+            let db = startup::connect_for_a_command(&config).await?;
+            let niche = crate::service::niches::set_weighing(
+                &db,
+                &Actor::Cli,
+                &slug,
+                crate::service::niches::Weighing {
+                    trust_lower_bound,
+                    first_wave: match (first_wave, broadcast) {
+                        (Some(k), _) => Some(Some(k)),
+                        (None, true) => Some(None),
+                        (None, false) => None,
+                    },
+                },
+                Utc::now(),
+            )
+            .await?;
+            let routing = niche.first_wave.map_or_else(
+                || "broadcast".to_owned(),
+                |k| format!("first wave of {k}"),
+            );
+            println!(
+                "niche '{}': trusted from a lower bound of {:.2}; routing: {routing}",
+                niche.slug,
+                f64::from(niche.trust_lower_bound_bps) / 10_000.0,
+            );
             Ok(())
         }
         Command::Niche {

@@ -20,3 +20,4 @@ pub mod slug;
 pub mod text;
 pub mod tokens;
 pub mod user_agent;
+pub mod weighing;

@@ -219,6 +219,9 @@ pub enum Conflict {
     /// The caller answered this question already.
     #[error("you have already answered that question")]
     AlreadyAnswered,
+    /// A question taking several answers has all it asked for.
+    #[error("that question has all {0} answers it asked for")]
+    AnswersComplete(i32),
     /// Research came back for a question that is settled or expired.
     #[error("that question is settled or expired and takes no more research")]
     NotAwaitingResearch,
@@ -286,6 +289,7 @@ impl Conflict {
             Conflict::QuestionExpired => "QUESTION_EXPIRED",
             Conflict::QuestionSettled => "QUESTION_SETTLED",
             Conflict::AlreadyAnswered => "ALREADY_ANSWERED",
+            Conflict::AnswersComplete(_) => "ANSWERS_COMPLETE",
             Conflict::NotAwaitingResearch => "NOT_AWAITING_RESEARCH",
             Conflict::ContributionNotReviewable { .. } => "CONTRIBUTION_NOT_REVIEWABLE",
             Conflict::AccountTaken => "ACCOUNT_TAKEN",

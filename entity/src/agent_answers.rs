@@ -29,6 +29,8 @@ pub struct Model {
     pub research_round: i64,
     /// The knowledge entry the answer pointed to, when it settled the question from knowledge.
     pub knowledge_entry_id: Option<i64>,
+    /// How sure the answerer said they were, in percent (50–100), when they said.
+    pub confidence: Option<i32>,
     /// When it was given.
     pub created_at: DateTimeUtc,
     /// When it last changed (a decline may be replaced while the question waits).

@@ -58,6 +58,12 @@ pub struct Model {
     /// What a task should deliver, in the agent's words (tasks only; up to 500 chars).
     #[sea_orm(column_type = "Text", nullable)]
     pub deliverable: Option<String>,
+    /// How many answers the question takes in a round (1: the first answer settles it).
+    pub answers_wanted: i32,
+    /// The share of the answers the plurality option needs for a consensus, in basis points.
+    pub agreement_bps: i32,
+    /// How many answers of this round stand (several-answer questions count here).
+    pub answers_in: i32,
 }
 
 /// The niche a question is asked in.

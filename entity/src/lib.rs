@@ -29,6 +29,7 @@ pub mod notifications;
 pub mod operator_webhooks;
 pub mod payout_accounts;
 pub mod payouts;
+pub mod question_routes;
 pub mod revenue_events;
 pub mod sessions;
 pub mod tier_history;

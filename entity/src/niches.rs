@@ -50,6 +50,11 @@ pub struct Model {
     pub similarity_threshold_bps: i32,
     /// What one reuse of the niche's knowledge costs an agent, minor units (0: free).
     pub reuse_price_minor: i64,
+    /// The Wilson lower bound of a member's verified rate at which their answers verify on
+    /// arrival, in basis points (8500: 0.85).
+    pub trust_lower_bound_bps: i32,
+    /// Routing: `None` notifies every operator at once; `Some(k)` the k best-placed first.
+    pub first_wave: Option<i32>,
     /// When it was made.
     pub created_at: DateTimeUtc,
     /// When it last changed.

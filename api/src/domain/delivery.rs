@@ -230,6 +230,10 @@ pub enum EventType {
     KnowledgeSuperseded,
     /// A knowledge entry the agent received was retracted: its answer was rejected or reversed.
     KnowledgeRetracted,
+    /// A several-answer question's answers agree enough on one option.
+    Consensus,
+    /// A several-answer question's answers do not agree enough; its admins are told.
+    Disagreement,
 }
 
 impl EventType {
@@ -247,11 +251,13 @@ impl EventType {
             EventType::TaskCompleted => "task.completed",
             EventType::KnowledgeSuperseded => "knowledge.superseded",
             EventType::KnowledgeRetracted => "knowledge.retracted",
+            EventType::Consensus => "expert_question.consensus",
+            EventType::Disagreement => "expert_question.disagreement",
         }
     }
 
     /// Every event askloop sends.
-    pub const ALL: [EventType; 11] = [
+    pub const ALL: [EventType; 13] = [
         EventType::AnswerCreated,
         EventType::ResearchRequested,
         EventType::QuestionExpired,
@@ -263,6 +269,8 @@ impl EventType {
         EventType::TaskCompleted,
         EventType::KnowledgeSuperseded,
         EventType::KnowledgeRetracted,
+        EventType::Consensus,
+        EventType::Disagreement,
     ];
 
     /// The event named `name`, if askloop sends one by that name.

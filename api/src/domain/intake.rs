@@ -138,6 +138,83 @@ pub struct NewQuestion {
     pub budget_limit_minor: Option<i64>,
     /// What a task should deliver (tasks only), at most [`DELIVERABLE_MAX`] characters.
     pub deliverable: Option<String>,
+    /// How many answers the question takes and the agreement a consensus needs
+    /// (docs/contract.md#several-answers); one answer when the agent asks for nothing else.
+    pub answers: AnswersWanted,
+}
+
+/// How many answers a question takes in a round, and the share of them the plurality option
+/// needs for a consensus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswersWanted {
+    /// 1 (the first answer settles the question) to 7.
+    pub wanted: i32,
+    /// 5000–10000 basis points (0.5–1.0).
+    pub agreement_bps: i32,
+}
+
+/// The agreement a consensus needs when the agent names none: more than half of two to five.
+pub const DEFAULT_AGREEMENT_BPS: i32 = 6000;
+
+impl Default for AnswersWanted {
+    fn default() -> Self {
+        AnswersWanted {
+            wanted: 1,
+            agreement_bps: DEFAULT_AGREEMENT_BPS,
+        }
+    }
+}
+
+/// `answers: {wanted: 2..7, agreement: 0.5..1.0}`, for a question with options (the answers
+/// agree or not on an option); absent, one answer.
+fn parse_answers(
+    fields: &Map<String, Value>,
+    kind: ExchangeKind,
+    options: &[QuestionOption],
+) -> Result<AnswersWanted, IntakeError> {
+    let object = match fields.get("answers") {
+        None | Some(Value::Null) => return Ok(AnswersWanted::default()),
+        Some(Value::Object(object)) => object,
+        Some(_) => return Err(bad("answers must be an object: {wanted, agreement}")),
+    };
+    if let Some(unknown) = object.keys().find(|k| !["wanted", "agreement"].contains(&k.as_str())) {
+        return Err(bad(format!(
+            "answers takes wanted and agreement; '{unknown}' is not one of them"
+        )));
+    }
+    let wanted = match optional_integer(object, "wanted")? {
+        None => return Err(bad("answers needs wanted, how many answers (2 to 7)")),
+        Some(w) if (1..=7).contains(&w) => i32::try_from(w).unwrap_or(1),
+        Some(_) => return Err(bad("answers.wanted must be from 1 to 7")),
+    };
+    let agreement_bps = match object.get("agreement") {
+        None | Some(Value::Null) => DEFAULT_AGREEMENT_BPS,
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(a) if (0.5..=1.0).contains(&a) => {
+                #[allow(clippy::cast_possible_truncation)]
+                let bps = (a * 10_000.0).round() as i32;
+                bps
+            }
+            _ => return Err(bad("answers.agreement must be from 0.5 to 1.0")),
+        },
+        Some(_) => return Err(bad("answers.agreement must be a number from 0.5 to 1.0")),
+    };
+    if wanted > 1 {
+        if kind == ExchangeKind::Task {
+            return Err(bad(
+                "a task is done by one person: answers is for questions with options",
+            ));
+        }
+        if options.len() < 2 {
+            return Err(bad(
+                "several answers need at least two options to agree on",
+            ));
+        }
+    }
+    Ok(AnswersWanted {
+        wanted,
+        agreement_bps,
+    })
 }
 
 /// Why an intake body was refused (a 400 with this text).
@@ -187,6 +264,7 @@ pub fn parse_new_question(body: &Value) -> Result<NewQuestion, IntakeError> {
             "deliverable is at most {DELIVERABLE_MAX} characters"
         )));
     }
+    let answers = parse_answers(fields, kind, &options)?;
     match kind {
         ExchangeKind::Task => {
             match budget_limit_minor {
@@ -237,6 +315,7 @@ pub fn parse_new_question(body: &Value) -> Result<NewQuestion, IntakeError> {
         kind,
         budget_limit_minor,
         deliverable,
+        answers,
     })
 }
 

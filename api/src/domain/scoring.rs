@@ -1,6 +1,6 @@
-//! Scoring rules (docs/contract.md#scoring-and-review): when an answer verifies on arrival,
-//! diminishing returns, the score as a sum of verified points, the tier ladder, and how members'
-//! revenue shares fit into 80%.
+//! Scoring rules (docs/contract.md#scoring-and-review): diminishing returns, the score as a sum
+//! of verified points, the tier ladder, and how members' revenue shares fit into 80%. When an
+//! answer verifies on arrival is `domain::weighing`'s trust rule.
 //!
 //! Everything here is arithmetic on plain values; the service reads the rows and stores results.
 
@@ -8,8 +8,6 @@ use std::cmp::Reverse;
 
 /// The most any member's share, and the sum of all members' shares, may be: 80% in basis points.
 pub const MAX_SHARE_BPS: u32 = 8000;
-/// Verified contributions in a niche after which a person's answers verify on arrival.
-pub const TRUST_THRESHOLD: u64 = 25;
 
 /// A contribution's review state as the rules see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,11 +33,6 @@ pub struct Tier {
     pub min_score: i64,
     /// The revenue share this tier earns, in basis points.
     pub share_bps: u32,
-}
-
-/// Whether a new answer verifies on arrival: its author has >= TRUST_THRESHOLD verified there.
-pub fn verifies_on_arrival(verified_in_niche: u64) -> bool {
-    verified_in_niche >= TRUST_THRESHOLD
 }
 
 /// Diminishing returns: full points below `limit` recent verified events, then half, quarter, none.
@@ -176,22 +169,6 @@ mod tests {
     }
 
     // --- trust threshold ---
-
-    #[test]
-    fn a_first_answer_is_pending() {
-        assert!(!verifies_on_arrival(0));
-    }
-
-    #[test]
-    fn an_answer_after_24_verified_is_still_pending() {
-        assert!(!verifies_on_arrival(24));
-    }
-
-    #[test]
-    fn the_26th_answer_verifies_on_arrival() {
-        assert!(verifies_on_arrival(25));
-        assert!(verifies_on_arrival(26));
-    }
 
     // --- diminishing returns ---
 

@@ -7,7 +7,9 @@ use chrono::Utc;
 use entity::niche_members::MemberStatus;
 
 use super::money::AnomalySignal;
-use super::types::{Contribution, Member, MemberRole, Niche, NicheStatus, member_view};
+use super::types::{
+    Contribution, Member, MemberRole, Niche, NicheStatus, RoutingMode, member_view,
+};
 use super::{caller_of, writer};
 use crate::domain::slug::Slug;
 use crate::error::ServiceError;
@@ -38,6 +40,15 @@ pub struct UpdateNicheInput {
     pub description: Option<String>,
     /// New status.
     pub status: Option<NicheStatus>,
+}
+
+/// A niche's routing to set.
+#[derive(InputObject)]
+pub struct RoutingInput {
+    /// Broadcast, or a first wave.
+    pub mode: RoutingMode,
+    /// The first wave's size, 1–50 (required for `FIRST_WAVE`, refused for `BROADCAST`).
+    pub first_wave: Option<i32>,
 }
 
 fn contribution_id(id: &ID) -> Result<i64, ServiceError> {
@@ -223,6 +234,58 @@ impl AdminMutation {
                 slug,
                 name: input.name,
                 status: input.status.into(),
+            },
+            Utc::now(),
+        )
+        .await
+        .gql()?;
+        Ok(niche.into())
+    }
+
+    /// Change how a niche weighs its answers: the trust threshold (0.5–1.0) and the routing of
+    /// new questions' notifications (admins only; audited). What is not given stays.
+    async fn set_niche_weighing(
+        &self,
+        ctx: &Context<'_>,
+        slug: String,
+        trust_lower_bound: Option<f64>,
+        routing: Option<RoutingInput>,
+    ) -> Result<Niche> {
+        let (db, caller) = writer(ctx)?;
+        let admin = crate::service::access::admin(caller.viewer()).gql()?;
+        let first_wave = match routing {
+            None => None,
+            Some(RoutingInput {
+                mode: RoutingMode::Broadcast,
+                first_wave: None,
+            }) => Some(None),
+            Some(RoutingInput {
+                mode: RoutingMode::FirstWave,
+                first_wave: Some(k),
+            }) => Some(Some(k)),
+            Some(RoutingInput {
+                mode: RoutingMode::Broadcast,
+                ..
+            }) => {
+                return Err(ServiceError::BadInput(
+                    "broadcast routing takes no firstWave".into(),
+                ))
+                .gql();
+            }
+            Some(RoutingInput { .. }) => {
+                return Err(ServiceError::BadInput(
+                    "first-wave routing needs firstWave, how many operators go first".into(),
+                ))
+                .gql();
+            }
+        };
+        let niche = niches::set_weighing(
+            db,
+            &crate::service::audit::Actor::User(admin.user_id),
+            &slug,
+            niches::Weighing {
+                trust_lower_bound,
+                first_wave,
             },
             Utc::now(),
         )

@@ -46,6 +46,9 @@ pub struct AnswerInput {
     /// `FROM_KNOWLEDGE`: the current knowledge entry of the question's niche that answers it
     /// (then no option or words are sent: the entry's are).
     pub entry_id: Option<ID>,
+    /// How sure you are, in percent: 50–100 ("Unsure" 60, "Fairly sure" 80, "Certain" 95).
+    /// Optional; answers and task completions only. The agent receives it with the answer.
+    pub confidence: Option<i32>,
 }
 
 /// What answering did.
@@ -170,6 +173,7 @@ impl QuestionMutation {
                     })
                     .transpose()
                     .gql()?,
+                confidence: input.confidence,
             },
             Utc::now(),
         )

@@ -196,6 +196,29 @@ pub struct Niche {
     pub escalate_normal_secs: Option<i64>,
     /// The same for low urgency.
     pub escalate_low_secs: Option<i64>,
+    /// A member's answers verify on arrival once the Wilson 95 % lower bound of their verified
+    /// rate here reaches this (0.5–1.0; default 0.85, about 22 answers with no rejection).
+    pub trust_lower_bound: f64,
+    /// Whom a new question's immediate notifications go to first.
+    pub routing: Routing,
+}
+
+/// How a niche's new questions are announced (the queue is the same for every member).
+#[derive(Enum, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RoutingMode {
+    /// Every active operator is notified at once.
+    Broadcast,
+    /// The `firstWave` best-placed operators at once; everyone else at half the escalation wait.
+    FirstWave,
+}
+
+/// A niche's routing.
+#[derive(SimpleObject, Clone, Debug, PartialEq)]
+pub struct Routing {
+    /// Broadcast or a first wave.
+    pub mode: RoutingMode,
+    /// The first wave's size (first-wave routing only).
+    pub first_wave: Option<i32>,
 }
 
 impl From<niches::Model> for Niche {
@@ -209,6 +232,15 @@ impl From<niches::Model> for Niche {
             escalate_high_secs: model.escalate_high_secs,
             escalate_normal_secs: model.escalate_normal_secs,
             escalate_low_secs: model.escalate_low_secs,
+            trust_lower_bound: f64::from(model.trust_lower_bound_bps) / 10_000.0,
+            routing: Routing {
+                mode: if model.first_wave.is_some() {
+                    RoutingMode::FirstWave
+                } else {
+                    RoutingMode::Broadcast
+                },
+                first_wave: model.first_wave,
+            },
         }
     }
 }
@@ -569,6 +601,8 @@ pub struct Answer {
     pub contribution_id: Option<ID>,
     /// The knowledge entry it pointed to, when it settled the question from knowledge.
     pub knowledge_entry_id: Option<ID>,
+    /// How sure the answerer said they were, in percent (50–100), when they said.
+    pub confidence: Option<i32>,
     /// When.
     pub created_at: DateTime<Utc>,
     /// When it last changed.
@@ -601,6 +635,7 @@ impl Answer {
             review: review.map(Into::into),
             contribution_id: a.contribution_event_id.map(|c| ID(c.to_string())),
             knowledge_entry_id: a.knowledge_entry_id.map(|e| ID(e.to_string())),
+            confidence: a.confidence,
             created_at: a.created_at,
             updated_at: a.updated_at,
         }

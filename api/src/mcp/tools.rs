@@ -26,7 +26,7 @@ use crate::service::lookup::{
 };
 use crate::service::queue::page_size;
 use crate::service::research::add_findings;
-use crate::service::{knowledge, reuse};
+use crate::service::{knowledge, reuse, weighing};
 use crate::state::AppState;
 
 /// The tools' names, in the order they are listed.
@@ -603,6 +603,7 @@ pub fn answer_json(own: &OwnQuestion) -> Value {
         handle,
         review,
         knowledge,
+        answerer,
     }) = &own.answer
     {
         if let Some(entry) = knowledge {
@@ -624,6 +625,8 @@ pub fn answer_json(own: &OwnQuestion) -> Value {
             ("review", json!(ReviewWord::from(*review))),
             ("answeredBy", json!(handle)),
             ("answeredAt", json!(seconds(answer.created_at))),
+            ("confidence", json!(answer.confidence)),
+            ("answerer", weighing::answerer_json(answerer)),
         ];
         for (key, value) in fields {
             result[key] = value;

@@ -33,6 +33,8 @@ pub struct AnswerForm {
     body: Option<String>,
     /// Completing a task: what it cost, in minor units (a number field; empty is none).
     actual_cost_minor: Option<String>,
+    /// How sure, in percent (radio buttons or a number field; empty is none).
+    confidence: Option<String>,
     /// Where to return.
     next: Option<String>,
 }
@@ -108,13 +110,16 @@ fn writable_question(caller: &Caller, id: &str) -> Result<i64, ServiceError> {
 }
 
 /// A form's optional whole number: empty is none, anything else must be one.
-fn whole_number(field: Option<&str>) -> Result<Option<i64>, ServiceError> {
+fn whole_number<N: std::str::FromStr>(
+    field: Option<&str>,
+    name: &str,
+) -> Result<Option<N>, ServiceError> {
     match field.map(str::trim).filter(|f| !f.is_empty()) {
         None => Ok(None),
         Some(number) => number
             .parse()
             .map(Some)
-            .map_err(|_| ServiceError::BadInput("actualCostMinor must be a whole number".into())),
+            .map_err(|_| ServiceError::BadInput(format!("{name} must be a whole number"))),
     }
 }
 
@@ -158,7 +163,8 @@ pub async fn answer(
                 kind: form.kind.unwrap_or_default(),
                 option_id: form.option_id,
                 body: form.body,
-                actual_cost_minor: whole_number(form.actual_cost_minor.as_deref())?,
+                actual_cost_minor: whole_number(form.actual_cost_minor.as_deref(), "actualCostMinor")?,
+                confidence: whole_number(form.confidence.as_deref(), "confidence")?,
                 entry_id: form
                     .entry_id
                     .as_deref()

@@ -11,7 +11,8 @@ use entity::agent_questions::ExchangeKind;
 
 use super::signed::agent_signed_and_parsed;
 use super::views::{
-    ErrorBody, FoundQuestion, KnowledgeRef, LookedUp, LookedUpAnswer, LookupBody, LookupResponse,
+    AnswererView, ErrorBody, FoundQuestion, KnowledgeRef, LookedUp, LookedUpAnswer, LookupBody,
+    LookupResponse,
     MissingQuestion,
 };
 use crate::service::lookup::{self, Looked};
@@ -88,6 +89,8 @@ fn looked_up(looked: Looked) -> LookedUp {
                 answered_by: found.handle,
                 created_at: found.answer.created_at,
                 review: found.review.into(),
+                confidence: found.answer.confidence,
+                answerer: AnswererView::of(&found.answerer),
             }),
         })),
     }

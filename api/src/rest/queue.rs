@@ -151,6 +151,7 @@ pub async fn answer(
             body: body.body,
             actual_cost_minor: body.actual_cost_minor,
             entry_id: body.entry_id,
+            confidence: body.confidence,
         },
         Utc::now(),
     )

@@ -390,6 +390,37 @@ pub struct LookedUpAnswer {
     /// verified, as it is now: absent while it is neither.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub knowledge: Option<KnowledgeRef>,
+    /// How sure the answerer said they were, in percent (50–100), when they said.
+    pub confidence: Option<i32>,
+    /// The answerer's record in the niche, as it is now.
+    pub answerer: AnswererView,
+}
+
+/// How often a person's answers in a niche are verified (docs/contract.md#weighing-answers).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswererView {
+    /// Verified answers among those with a verdict, 0–1.
+    pub verified_rate: f64,
+    /// The Wilson 95 % lower bound of that rate: trust holds at the niche's threshold.
+    pub lower_bound: f64,
+    /// The Brier score of the confidence they stated (0 is perfect), when they stated any.
+    pub brier: Option<f64>,
+    /// Answers with a verdict.
+    pub answers: u64,
+}
+
+impl AnswererView {
+    /// The view of a record, rates rounded to four places.
+    pub fn of(record: &crate::domain::weighing::Record) -> Self {
+        use crate::service::weighing::round4;
+        AnswererView {
+            verified_rate: round4(record.verified_rate),
+            lower_bound: round4(record.lower_bound),
+            brier: record.brier.map(round4),
+            answers: record.answers,
+        }
+    }
 }
 
 /// A knowledge entry an answer relied on or became, as it is now.
@@ -650,6 +681,9 @@ pub struct AnswerBody {
     pub body: Option<String>,
     /// Completing a task (`answered` on a task): what it cost, 0 up to its limit.
     pub actual_cost_minor: Option<i64>,
+    /// How sure the answerer is, in percent (50–100); answers only, optional.
+    #[schema(minimum = 50, maximum = 100, example = 80)]
+    pub confidence: Option<i32>,
 }
 
 /// The answer route's answer.

@@ -481,13 +481,100 @@ async fn money_follows_the_verdict(
         )
         .await?;
     }
-    if let Some(amount) = budget::reverse_charge(txn, question.id, now).await? {
+    let reversed = budget::reverse_charge(txn, question.id, now).await?;
+    if let Some(amount) = reversed {
         answering::budget_audit(txn, actor, question, "budget.charge_reversed", amount, now)
             .await?;
     }
     // An answer from knowledge pointed to the wrong entry: what its reuse cost is given back.
     reuse::refund_for_answer(txn, answer.id, actor, now).await?;
+    if question.answers_wanted > 1 {
+        return reopen_a_place(txn, actor, answer, question, reversed.unwrap_or(0), now).await;
+    }
     reopen(txn, actor, answer, question, now).await
+}
+
+/// A rejected or reversed answer of a several-answer question gives its place back, not the
+/// question (docs/contract.md#several-answers): one fewer answer in, and a question whose
+/// places were all filled waits again (unless it has expired), its part of the bounty
+/// (`part`, the charge just given back) reserved again if the budget still covers it.
+async fn reopen_a_place(
+    txn: &WriteTxn,
+    actor: &Actor,
+    answer: &agent_answers::Model,
+    question: &agent_questions::Model,
+    part: i64,
+    now: DateTime<Utc>,
+) -> Result<bool, ServiceError> {
+    use sea_orm::sea_query::ExprTrait;
+    let was_complete = || {
+        sea_orm::Condition::all().add(
+            agent_questions::Column::Status.eq(QuestionStatus::Answered),
+        )
+    };
+    let reopened = agent_questions::Entity::update_many()
+        .col_expr(
+            agent_questions::Column::AnswersIn,
+            ExprTrait::sub(Expr::col(agent_questions::Column::AnswersIn), 1),
+        )
+        .col_expr(
+            agent_questions::Column::Status,
+            Expr::case(was_complete(), Expr::value(QuestionStatus::Open))
+                .finally(Expr::col(agent_questions::Column::Status))
+                .into(),
+        )
+        .col_expr(
+            agent_questions::Column::AnsweredAt,
+            Expr::value(None::<DateTime<Utc>>),
+        )
+        .col_expr(agent_questions::Column::UpdatedAt, Expr::value(now))
+        .filter(agent_questions::Column::Id.eq(question.id))
+        .filter(agent_questions::Column::AnswersIn.gt(0))
+        .filter(agent_questions::Column::Status.is_in([
+            QuestionStatus::Answered,
+            QuestionStatus::Open,
+            QuestionStatus::Researching,
+        ]))
+        .filter(agent_questions::Column::ExpiresAt.gt(now))
+        .exec(txn)
+        .await?;
+    if reopened.rows_affected == 0 {
+        return Ok(false);
+    }
+    let niche = niches::Entity::find_by_id(question.niche_id)
+        .one(txn)
+        .await?
+        .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("question without a niche")))?;
+    let reserved = budget::reserve_again(txn, &niche, question.id, part, now).await?;
+    if part > 0 {
+        let action = if reserved {
+            "budget.reserved"
+        } else {
+            "budget.not_reserved"
+        };
+        answering::budget_audit(txn, actor, question, action, part, now).await?;
+    }
+    if question.status == QuestionStatus::Answered {
+        crate::service::escalation::restart(txn, question, now).await?;
+    }
+    audit::record(
+        txn,
+        AuditEntry {
+            actor,
+            action: "question.place_reopened",
+            subject_type: "question",
+            subject_id: question.id,
+            niche_id: Some(question.niche_id),
+            detail: json!({
+                "answerId": answer.id,
+                "answersIn": question.answers_in - 1,
+                "answersWanted": question.answers_wanted,
+            }),
+        },
+        now,
+    )
+    .await?;
+    Ok(true)
 }
 
 /// Reopen an answered question whose answer was rejected or reversed, unless it has expired:

@@ -27,7 +27,7 @@ use serde_json::json;
 use crate::db::{Db, Turns, WriteTxn};
 use crate::domain::answer::{self, Kind, ValidAnswer};
 use crate::domain::intake::{QuestionOption, option_label};
-use crate::domain::scoring;
+use crate::domain::{scoring, weighing};
 use crate::error::{Conflict, ServiceError};
 use crate::live::ChangeHint;
 use crate::service::access::{self, Viewer};
@@ -50,6 +50,8 @@ pub struct AnswerRequest {
     pub actual_cost_minor: Option<i64>,
     /// `from_knowledge`: the current knowledge entry of the question's niche that answers it.
     pub entry_id: Option<i64>,
+    /// How sure the answerer is, in percent (50–100); answers and task completions only.
+    pub confidence: Option<i32>,
 }
 
 /// The answer kind that settles a question by pointing to a knowledge entry.
@@ -151,6 +153,8 @@ pub async fn close_if_waiting(
 fn not_waiting(question: &agent_questions::Model) -> ServiceError {
     if question.status == QuestionStatus::Expired || WAITING.contains(&question.status) {
         Conflict::QuestionExpired.into()
+    } else if question.status == QuestionStatus::Answered && question.answers_wanted > 1 {
+        Conflict::AnswersComplete(question.answers_wanted).into()
     } else {
         Conflict::QuestionSettled.into()
     }
@@ -335,6 +339,13 @@ pub async fn answer_question(
         exchange_of(&question, &options),
     )
     .map_err(ServiceError::BadInput)?;
+    let confidence = weighing::confidence(request.confidence).map_err(ServiceError::BadInput)?;
+    if confidence.is_some() && valid.kind != Kind::Answered {
+        return Err(ServiceError::BadInput(
+            "confidence is given with an answer, not with a decline or a request for research"
+                .into(),
+        ));
+    }
 
     let txn = db
         .begin_write_checked(|| async {
@@ -347,7 +358,10 @@ pub async fn answer_question(
         })
         .await?;
     let result = match valid.kind {
-        Kind::Answered => settle(&txn, viewer, &question, &valid, now).await,
+        Kind::Answered if question.answers_wanted > 1 => {
+            settle_one_of_several(&txn, viewer, &question, &valid, confidence, now).await
+        }
+        Kind::Answered => settle(&txn, viewer, &question, &valid, confidence, now).await,
         Kind::InsufficientContext | Kind::NeedsResearch => {
             decline(&txn, viewer, &question, &valid, now).await
         }
@@ -356,7 +370,10 @@ pub async fn answer_question(
         Ok(outcome) => {
             txn.commit().await?;
             if outcome.question.status == QuestionStatus::Answered {
-                turn.leave(Conflict::QuestionSettled);
+                turn.leave(match outcome.question.answers_wanted {
+                    1 => Conflict::QuestionSettled,
+                    wanted => Conflict::AnswersComplete(wanted),
+                });
             }
             hint.changed();
             Ok(outcome)
@@ -376,6 +393,7 @@ async fn settle(
     viewer: &Viewer,
     question: &agent_questions::Model,
     valid: &ValidAnswer,
+    confidence: Option<i32>,
     now: DateTime<Utc>,
 ) -> Result<AnswerOutcome, ServiceError> {
     // The question as this transaction leaves it: nothing below changes its row.
@@ -383,14 +401,17 @@ async fn settle(
         // Someone else won (or the clock ran out) between our read and our write.
         return Err(not_waiting(&find_question(txn, question.id).await?));
     };
-    let contribution = book_contribution(txn, viewer, question, valid, now).await?;
+    let contribution = book_contribution(txn, viewer, question, valid, confidence, now).await?;
     let answer = store_answer(
         txn,
         viewer,
         question,
         valid,
-        Some(contribution.id),
-        None,
+        Stored {
+            contribution_event_id: Some(contribution.id),
+            knowledge_entry_id: None,
+            confidence,
+        },
         now,
     )
     .await?;
@@ -421,6 +442,121 @@ async fn settle(
     })
 }
 
+/// Claim one of a several-answer question's places (docs/contract.md#several-answers): one
+/// conditional update counts the answer in while the question waits and has a place left, and
+/// the answer that fills the last place settles it. Of any number of answerers racing, on any
+/// number of instances, exactly as many as there are places succeed. The question as claimed.
+async fn claim_a_place(
+    txn: &WriteTxn,
+    question_id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<agent_questions::Model>, ServiceError> {
+    use sea_orm::sea_query::ExprTrait;
+    let answers_in = || Expr::col(agent_questions::Column::AnswersIn);
+    let fills = || {
+        Condition::all().add(ExprTrait::gte(
+            ExprTrait::add(answers_in(), 1),
+            Expr::col(agent_questions::Column::AnswersWanted),
+        ))
+    };
+    let claimed = agent_questions::Entity::update_many()
+        .col_expr(
+            agent_questions::Column::AnswersIn,
+            ExprTrait::add(answers_in(), 1),
+        )
+        .col_expr(
+            agent_questions::Column::Status,
+            Expr::case(fills(), Expr::value(QuestionStatus::Answered))
+                .finally(Expr::col(agent_questions::Column::Status))
+                .into(),
+        )
+        .col_expr(
+            agent_questions::Column::AnsweredAt,
+            Expr::case(fills(), Expr::value(Some(now)))
+                .finally(Expr::col(agent_questions::Column::AnsweredAt))
+                .into(),
+        )
+        .col_expr(agent_questions::Column::UpdatedAt, Expr::value(now))
+        .filter(agent_questions::Column::Id.eq(question_id))
+        .filter(agent_questions::Column::Status.is_in(WAITING))
+        .filter(agent_questions::Column::ExpiresAt.gt(now))
+        .filter(ExprTrait::lt(
+            answers_in(),
+            Expr::col(agent_questions::Column::AnswersWanted),
+        ))
+        .exec_with_returning(txn)
+        .await?;
+    Ok(claimed.into_iter().next())
+}
+
+/// One answer of a several-answer question, in one transaction: claim a place, book the
+/// contribution, store the answer, charge the agent this answer's part of the bounty (the rest
+/// stays reserved), pay the answerer that part (held until its own verdict), tell the agent,
+/// and when this answer fills the last place, conclude: consensus or disagreement.
+async fn settle_one_of_several(
+    txn: &WriteTxn,
+    viewer: &Viewer,
+    question: &agent_questions::Model,
+    valid: &ValidAnswer,
+    confidence: Option<i32>,
+    now: DateTime<Utc>,
+) -> Result<AnswerOutcome, ServiceError> {
+    let Some(claimed) = claim_a_place(txn, question.id, now).await? else {
+        return Err(not_waiting(&find_question(txn, question.id).await?));
+    };
+    let contribution = book_contribution(txn, viewer, question, valid, confidence, now).await?;
+    let answer = store_answer(
+        txn,
+        viewer,
+        question,
+        valid,
+        Stored {
+            contribution_event_id: Some(contribution.id),
+            knowledge_entry_id: None,
+            confidence,
+        },
+        now,
+    )
+    .await?;
+    scores::recompute(txn, question.niche_id, viewer.user_id, now).await?;
+    let actor = Actor::User(viewer.user_id);
+    audit_the_answer(txn, &actor, question, &answer, valid, &contribution, now).await?;
+    let part = weighing::bounty_part(
+        question.bounty_minor,
+        claimed.answers_wanted,
+        claimed.answers_in,
+    );
+    let charged = budget::charge_part(txn, question.niche_id, question.id, part, now).await?;
+    if charged > 0 {
+        pay_the_answerer(txn, viewer, question, &answer, charged, &contribution, now).await?;
+        budget_audit(txn, &actor, question, "budget.charged", charged, now).await?;
+    }
+    if contribution.verified() {
+        knowledge::record_verified_answer(txn, question, &answer, contribution.id, None, now)
+            .await?;
+    }
+    tell_the_agent(txn, viewer, &claimed, &answer, valid, &contribution, now).await?;
+    if claimed.status == QuestionStatus::Answered {
+        crate::service::consensus::conclude(txn, &claimed, now).await?;
+    }
+    let count = format!(
+        "{} of {} answers are in",
+        claimed.answers_in, claimed.answers_wanted
+    );
+    let notice = if contribution.verified() {
+        format!("Thanks. That is {} points; {count}.", contribution.points)
+    } else {
+        format!("Thanks. It goes to review before it counts; {count}.")
+    };
+    Ok(AnswerOutcome {
+        answer,
+        question: claimed,
+        points: contribution.points,
+        contribution_status: Some(contribution.status),
+        notice,
+    })
+}
+
 /// The entry an answer `from_knowledge` points to, checked: only `entryId` is sent (400
 /// otherwise), the question is a question (a task's result is not knowledge: 400), and the
 /// entry is one of the question's niche (404 otherwise, as for an entry that does not exist).
@@ -435,13 +571,20 @@ async fn pointed_entry(
         return bad("an answer from knowledge needs entryId, the entry that answers it");
     };
     let words = |t: &Option<String>| t.as_deref().is_some_and(|t| !t.trim().is_empty());
-    if words(&request.option_id) || words(&request.body) || request.actual_cost_minor.is_some() {
+    if words(&request.option_id)
+        || words(&request.body)
+        || request.actual_cost_minor.is_some()
+        || request.confidence.is_some()
+    {
         return bad(
             "an answer from knowledge gives the entry's option and words: send only entryId",
         );
     }
     if question.kind == ExchangeKind::Task {
         return bad("a task cannot be settled from knowledge");
+    }
+    if question.answers_wanted > 1 {
+        return bad("a question asking for several answers takes each person's own answer");
     }
     knowledge_entries::Entity::find_by_id(entry_id)
         .one(db)
@@ -503,8 +646,11 @@ async fn settle_from_knowledge(
         viewer,
         question,
         &valid,
-        Some(contribution),
-        Some(entry.id),
+        Stored {
+            contribution_event_id: Some(contribution),
+            knowledge_entry_id: Some(entry.id),
+            confidence: None,
+        },
         now,
     )
     .await?;
@@ -598,13 +744,14 @@ async fn book_contribution(
     viewer: &Viewer,
     question: &agent_questions::Model,
     valid: &ValidAnswer,
+    confidence: Option<i32>,
     now: DateTime<Utc>,
 ) -> Result<Contribution, ServiceError> {
     let answer_type = scores::contribution_type(txn, "agent_answer").await?;
     let window_start = answer_type
         .diminish_window_days
         .map(|days| now - Duration::days(i64::from(days)));
-    let (in_window, verified_in_niche) = scores::verified_counts(
+    let counts = scores::answer_counts(
         txn,
         question.niche_id,
         viewer.user_id,
@@ -614,12 +761,16 @@ async fn book_contribution(
     .await?;
     let points = scoring::diminished_points(
         answer_type.default_points,
-        in_window,
+        counts.verified_in_window,
         answer_type
             .diminish_after
             .map_or(0, |d| u64::try_from(d).unwrap_or(0)),
     );
-    let status = if scoring::verifies_on_arrival(verified_in_niche) {
+    // The trust rule (docs/contract.md#weighing-answers): the Wilson lower bound of the
+    // person's verified rate in the niche against the niche's threshold.
+    let niche = niche_of(txn, question).await?;
+    let lower_bound = weighing::wilson_lower_bound(counts.verified, counts.judged);
+    let status = if weighing::trusted(lower_bound, niche.trust_lower_bound_bps) {
         ContributionStatus::Verified
     } else {
         ContributionStatus::Pending
@@ -634,7 +785,11 @@ async fn book_contribution(
         points: Set(points),
         status: Set(status),
         source: Set("answer".into()),
-        evidence: Set(json!({ "questionId": question.id, "optionId": valid.option_id })),
+        evidence: Set(json!({
+            "questionId": question.id,
+            "optionId": valid.option_id,
+            "confidence": confidence,
+        })),
         dedupe_key: Set(Some(dedupe_key.clone())),
         verified_at: Set(verified.then_some(now)),
         verified_by: Set(None),
@@ -815,6 +970,10 @@ async fn tell_the_agent(
     } else {
         "pending"
     };
+    // How much the answer weighs: the answerer's record in the niche as it stands now.
+    let record =
+        crate::service::weighing::record(txn, question.niche_id, viewer.user_id).await?;
+    let answerer = crate::service::weighing::answerer_json(&record);
     let event = if question.kind == ExchangeKind::Task {
         NewEvent {
             event: EventType::TaskCompleted,
@@ -830,6 +989,8 @@ async fn tell_the_agent(
                 "budgetLimitMinor": question.bounty_minor,
                 "completedBy": viewer.handle,
                 "review": review,
+                "confidence": answer.confidence,
+                "answerer": answerer,
             }),
         }
     } else {
@@ -850,6 +1011,12 @@ async fn tell_the_agent(
                     .and_then(|chosen| option_label(&question.options, chosen)),
                 "answeredBy": viewer.handle,
                 "review": review,
+                "confidence": answer.confidence,
+                "answerer": answerer,
+                "answers": {
+                    "wanted": question.answers_wanted,
+                    "in": question.answers_in.max(1),
+                },
             }),
         }
     };
@@ -883,7 +1050,7 @@ async fn decline(
     if touched.rows_affected == 0 {
         return Err(not_waiting(&find_question(txn, question.id).await?));
     }
-    let answer = store_answer(txn, viewer, question, valid, None, None, now).await?;
+    let answer = store_answer(txn, viewer, question, valid, Stored::default(), now).await?;
     let (action, notice) = match valid.kind {
         Kind::NeedsResearch => (
             "question.research_requested",
@@ -1042,16 +1209,31 @@ pub async fn budget_audit(
     Ok(())
 }
 
+/// What an answer row links to and states beyond its words.
+#[derive(Debug, Clone, Copy, Default)]
+struct Stored {
+    /// The contribution it earned.
+    contribution_event_id: Option<i64>,
+    /// The knowledge entry it settled the question from.
+    knowledge_entry_id: Option<i64>,
+    /// The confidence stated.
+    confidence: Option<i32>,
+}
+
 /// Insert the person's answer row, or replace their earlier decline. An `answered` row is final.
 async fn store_answer(
     txn: &WriteTxn,
     viewer: &Viewer,
     question: &agent_questions::Model,
     valid: &ValidAnswer,
-    contribution_event_id: Option<i64>,
-    knowledge_entry_id: Option<i64>,
+    stored: Stored,
     now: DateTime<Utc>,
 ) -> Result<agent_answers::Model, ServiceError> {
+    let Stored {
+        contribution_event_id,
+        knowledge_entry_id,
+        confidence,
+    } = stored;
     let kind = match valid.kind {
         Kind::Answered => AnswerKind::Answered,
         Kind::InsufficientContext => AnswerKind::InsufficientContext,
@@ -1073,6 +1255,7 @@ async fn store_answer(
             row.actual_cost_minor = Set(valid.actual_cost_minor);
             row.research_round = Set(question.research_round);
             row.knowledge_entry_id = Set(knowledge_entry_id);
+            row.confidence = Set(confidence);
             row.updated_at = Set(now);
             Ok(row.update(txn).await?)
         }
@@ -1087,6 +1270,7 @@ async fn store_answer(
             actual_cost_minor: Set(valid.actual_cost_minor),
             research_round: Set(question.research_round),
             knowledge_entry_id: Set(knowledge_entry_id),
+            confidence: Set(confidence),
             created_at: Set(now),
             updated_at: Set(now),
         }

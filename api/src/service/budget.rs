@@ -245,6 +245,37 @@ pub async fn settle(
     Ok(Some(outstanding))
 }
 
+/// Charge one answer's part of a several-answer question's reservation (docs/contract.md#several-answers):
+/// `amount`, at most what is still reserved, the rest staying reserved for the other answers.
+/// The amount charged (a charge of 0 is still booked, as for any answered exchange).
+pub async fn charge_part(
+    conn: &WriteTxn,
+    niche_id: i64,
+    question_id: i64,
+    amount: i64,
+    now: DateTime<Utc>,
+) -> Result<i64, ServiceError> {
+    let entries = entries_of_question(conn, question_id).await?;
+    let outstanding = std::cmp::max(
+        sum_of(&entries, BudgetEntryKind::Reserve)
+            - sum_of(&entries, BudgetEntryKind::Charge)
+            - sum_of(&entries, BudgetEntryKind::Release),
+        0,
+    );
+    let charged = amount.clamp(0, outstanding);
+    append(
+        conn,
+        niche_id,
+        question_id,
+        BudgetEntryKind::Charge,
+        charged,
+        month_of(now),
+        now,
+    )
+    .await?;
+    Ok(charged)
+}
+
 /// How a task's reservation was settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AtCost {

@@ -36,13 +36,11 @@ pub async fn sweep(
     let mut expired = 0;
     for question in due {
         let txn = db.begin_write().await?;
-        if close_if_waiting(&txn, question.id, Closing::Expired, now)
-            .await?
-            .is_none()
-        {
+        let Some(closed) = close_if_waiting(&txn, question.id, Closing::Expired, now).await?
+        else {
             txn.rollback().await?;
             continue;
-        }
+        };
         audit::record(
             &txn,
             AuditEntry {
@@ -91,6 +89,10 @@ pub async fn sweep(
             now,
         )
         .await?;
+        // A several-answer question that expires with answers in concludes with what came.
+        if closed.answers_in > 0 {
+            crate::service::consensus::conclude(&txn, &closed, now).await?;
+        }
         txn.commit().await?;
         hint.changed();
         expired += 1;

@@ -460,6 +460,9 @@ fn question_row(store: &Store, new: &NewQuestion) -> agent_questions::ActiveMode
             ExchangeKind::Task => agent_questions::ExchangeKind::Task,
         }),
         deliverable: Set(new.deliverable.clone()),
+        answers_wanted: Set(new.answers.wanted),
+        agreement_bps: Set(new.answers.agreement_bps),
+        answers_in: Set(0),
     }
 }
 

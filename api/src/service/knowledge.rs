@@ -126,6 +126,13 @@ pub async fn record_verified_answer(
         .order_by_desc(knowledge_entries::Column::Version)
         .one(txn)
         .await?;
+    // A several-answer question is one piece of knowledge: its first verified answer writes
+    // it, and the others verified beside it do not replace it.
+    if question.answers_wanted > 1
+        && let Some(current) = last.as_ref().filter(|e| e.status == KnowledgeStatus::Current)
+    {
+        return Ok(Some(current.clone()));
+    }
     let superseded = match last
         .as_ref()
         .filter(|e| e.status == KnowledgeStatus::Current)

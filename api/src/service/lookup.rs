@@ -17,10 +17,12 @@ use serde_json::Value;
 use tokio::sync::broadcast::{self, error::RecvError};
 
 use crate::domain::intake::NicheRef;
+use crate::domain::weighing::Record;
 use crate::error::ServiceError;
 use crate::live::{LiveEvent, LiveHub, QuestionChange};
 use crate::service::agents::Asker;
 use crate::service::niches::find_niche;
+use crate::service::weighing;
 
 /// The most external ids one lookup may name.
 pub const MAX_IDS: usize = 100;
@@ -162,6 +164,8 @@ pub struct FoundAnswer {
     pub review: ContributionStatus,
     /// The knowledge entry the answer relied on (pointed to) or became, as it is now.
     pub knowledge: Option<knowledge_entries::Model>,
+    /// The answerer's record in the question's niche, as it is now.
+    pub answerer: Record,
 }
 
 /// What a lookup found for one external id: the question and its answer, or nothing.
@@ -218,6 +222,20 @@ async fn answers_of(
         .all(db)
         .await?;
     let handles = crate::service::names::handles(db, answers.iter().map(|a| a.user_id)).await?;
+    // Each answerer's record in the niche of the question they answered.
+    let niche_of: HashMap<i64, i64> = questions.iter().map(|q| (q.id, q.niche_id)).collect();
+    let mut people: HashMap<i64, Vec<i64>> = HashMap::new();
+    for answer in &answers {
+        if let Some(niche) = niche_of.get(&answer.question_id) {
+            people.entry(*niche).or_default().push(answer.user_id);
+        }
+    }
+    let mut records: HashMap<(i64, i64), Record> = HashMap::new();
+    for (niche, users) in people {
+        for (user, record) in weighing::records(db, niche, Some(&users)).await? {
+            records.insert((niche, user), record);
+        }
+    }
     let reviews = crate::service::queue::reviews_of(
         db,
         answers.iter().filter_map(|a| a.contribution_event_id),
@@ -247,6 +265,11 @@ async fn answers_of(
                 })
                 .cloned();
             let handle = handles.get(&answer.user_id).cloned().unwrap_or_default();
+            let answerer = niche_of
+                .get(&answer.question_id)
+                .and_then(|niche| records.get(&(*niche, answer.user_id)))
+                .cloned()
+                .unwrap_or_else(|| Record::of(&[]));
             let review = answer
                 .contribution_event_id
                 .and_then(|c| reviews.get(&c))
@@ -258,6 +281,7 @@ async fn answers_of(
                     handle,
                     review,
                     knowledge,
+                    answerer,
                 },
             )
         })

@@ -62,6 +62,8 @@ pub async fn create_niche(
         escalate_normal_secs: NotSet,
         escalate_low_secs: NotSet,
         similarity_threshold_bps: NotSet,
+        trust_lower_bound_bps: NotSet,
+        first_wave: NotSet,
         created_at: Set(now),
         updated_at: Set(now),
     })
@@ -88,6 +90,78 @@ pub async fn create_niche(
     .await?;
     txn.commit().await?;
     Ok(inserted)
+}
+
+/// How a niche weighs its answers (docs/contract.md#weighing-answers); `None` leaves a setting
+/// as it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Weighing {
+    /// The Wilson lower bound at which a member's answers verify on arrival, 0.5–1.0.
+    pub trust_lower_bound: Option<f64>,
+    /// Routing: `Some(None)` notifies everyone at once, `Some(Some(k))` the k best first.
+    pub first_wave: Option<Option<i32>>,
+}
+
+/// The largest first wave.
+pub const FIRST_WAVE_MAX: i32 = 50;
+
+/// A trust threshold, checked and in basis points.
+pub fn trust_bps(bound: f64) -> Result<i32, ServiceError> {
+    if !bound.is_finite() || !(0.5..=1.0).contains(&bound) {
+        return Err(ServiceError::BadInput(format!(
+            "trustLowerBound is from 0.5 to 1.0 (1.0: every answer is reviewed); got {bound}"
+        )));
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    Ok((bound * 10_000.0).round() as i32)
+}
+
+/// Change how `slug` weighs its answers, audited as `niche.weighing_changed`. Checked before
+/// anything is written: a bad value changes nothing.
+pub async fn set_weighing(
+    db: &Db,
+    actor: &Actor,
+    slug: &str,
+    weighing: Weighing,
+    now: DateTime<Utc>,
+) -> Result<niches::Model, ServiceError> {
+    let trust = weighing.trust_lower_bound.map(trust_bps).transpose()?;
+    if let Some(Some(k)) = weighing.first_wave
+        && !(1..=FIRST_WAVE_MAX).contains(&k)
+    {
+        return Err(ServiceError::BadInput(format!(
+            "a first wave is 1 to {FIRST_WAVE_MAX} operators; got {k}"
+        )));
+    }
+    let niche = crate::service::queue::niche_by_slug(db, slug).await?;
+    let mut row: niches::ActiveModel = niche.clone().into();
+    if let Some(bps) = trust {
+        row.trust_lower_bound_bps = Set(bps);
+    }
+    if let Some(wave) = weighing.first_wave {
+        row.first_wave = Set(wave);
+    }
+    row.updated_at = Set(now);
+    let txn = db.begin_write().await?;
+    let updated = sea_orm::ActiveModelTrait::update(row, &txn).await?;
+    audit::record(
+        &txn,
+        AuditEntry {
+            actor,
+            action: "niche.weighing_changed",
+            subject_type: "niche",
+            subject_id: niche.id,
+            niche_id: Some(niche.id),
+            detail: json!({
+                "trustLowerBoundBps": updated.trust_lower_bound_bps,
+                "firstWave": updated.first_wave,
+            }),
+        },
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(updated)
 }
 
 /// The niche an agent named, if it exists.

@@ -147,34 +147,60 @@ pub async fn recompute(
     })
 }
 
-/// Verified events by `user_id` in `niche_id`: those of `type_id` since `since` (every one of
-/// that type when `since` is `None`), and all of them. One statement: answering counts both
-/// inside the winner's transaction, where every round trip is one more wait for the others.
-pub async fn verified_counts<C: ConnectionTrait>(
+/// A person's answers in a niche, as the answering rules count them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AnswerCounts {
+    /// Verified answers since the window's start (all of them without one): diminishing returns.
+    pub verified_in_window: u64,
+    /// Verified answers: the trust rule's successes.
+    pub verified: u64,
+    /// Answers with a verdict (verified, rejected or reversed): the trust rule's trials.
+    pub judged: u64,
+}
+
+/// `user_id`'s contributions of `type_id` (answers) in `niche_id`, counted for diminishing
+/// returns and the trust rule. One statement: answering counts inside the winner's transaction,
+/// where every round trip is one more wait for the others.
+pub async fn answer_counts<C: ConnectionTrait>(
     conn: &C,
     niche_id: i64,
     user_id: i64,
     type_id: i64,
     since: Option<DateTime<Utc>>,
-) -> Result<(u64, u64), ServiceError> {
-    let mut of_type = Condition::all().add(contribution_events::Column::TypeId.eq(type_id));
+) -> Result<AnswerCounts, ServiceError> {
+    let verified = contribution_events::Column::Status.eq(ContributionStatus::Verified);
+    let mut in_window = Condition::all().add(verified.clone());
     if let Some(since) = since {
-        of_type = of_type.add(contribution_events::Column::CreatedAt.gte(since));
+        in_window = in_window.add(contribution_events::Column::CreatedAt.gte(since));
     }
     // COUNT skips the NULLs the CASE gives every other row.
-    let in_window: SimpleExpr =
-        Func::count(Expr::case(of_type, Expr::val(1)).finally(Expr::null())).into();
+    let count_of = |when: Condition| -> SimpleExpr {
+        Func::count(Expr::case(when, Expr::val(1)).finally(Expr::null())).into()
+    };
     let counted = contribution_events::Entity::find()
         .select_only()
-        .column_as(in_window, "in_window")
-        .column_as(contribution_events::Column::Id.count(), "all_verified")
+        .column_as(count_of(in_window), "in_window")
+        .column_as(count_of(Condition::all().add(verified)), "verified")
+        .column_as(contribution_events::Column::Id.count(), "judged")
         .filter(contribution_events::Column::NicheId.eq(niche_id))
         .filter(contribution_events::Column::UserId.eq(user_id))
-        .filter(contribution_events::Column::Status.eq(ContributionStatus::Verified))
-        .into_tuple::<(i64, i64)>()
+        .filter(contribution_events::Column::TypeId.eq(type_id))
+        .filter(contribution_events::Column::Status.is_in(JUDGED))
+        .into_tuple::<(i64, i64, i64)>()
         .one(conn)
         .await?
-        .unwrap_or((0, 0));
+        .unwrap_or((0, 0, 0));
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
-    Ok((count(counted.0), count(counted.1)))
+    Ok(AnswerCounts {
+        verified_in_window: count(counted.0),
+        verified: count(counted.1),
+        judged: count(counted.2),
+    })
 }
+
+/// The states that are a verdict on an answer: verified counts for it, the others against.
+pub const JUDGED: [ContributionStatus; 3] = [
+    ContributionStatus::Verified,
+    ContributionStatus::Rejected,
+    ContributionStatus::Reversed,
+];
