@@ -289,10 +289,9 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
                 Utc::now(),
             )
             .await?;
-            let routing = niche.first_wave.map_or_else(
-                || "broadcast".to_owned(),
-                |k| format!("first wave of {k}"),
-            );
+            let routing = niche
+                .first_wave
+                .map_or_else(|| "broadcast".to_owned(), |k| format!("first wave of {k}"));
             println!(
                 "niche '{}': trusted from a lower bound of {:.2}; routing: {routing}",
                 niche.slug,

@@ -31,6 +31,8 @@ pub struct Model {
     pub knowledge_entry_id: Option<i64>,
     /// How sure the answerer said they were, in percent (50–100), when they said.
     pub confidence: Option<i32>,
+    /// One of a several-answer question's answers (the one-winner rule is for the others).
+    pub one_of_several: bool,
     /// When it was given.
     pub created_at: DateTimeUtc,
     /// When it last changed (a decline may be replaced while the question waits).

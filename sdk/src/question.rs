@@ -42,6 +42,10 @@ pub struct Question {
     pub budget_limit_minor: Option<u64>,
     /// What a task should deliver (at most 500 characters).
     pub deliverable: Option<String>,
+    /// Ask several people (docs/contract.md#several-answers): how many answers, 2 to 7, and the
+    /// share of them the plurality option needs for a consensus, in basis points (5000–10000;
+    /// askloop's default 6000 when `None`).
+    pub answers: Option<(u8, Option<u16>)>,
 }
 
 /// One answer people may choose.
@@ -90,7 +94,15 @@ impl Question {
             related_resource_ids: Vec::new(),
             budget_limit_minor: None,
             deliverable: None,
+            answers: None,
         }
+    }
+
+    /// Ask `wanted` people (2 to 7) instead of one; the consensus needs `agreement_bps` of
+    /// them on one option (5000–10000, `None` for askloop's 6000). The question needs options.
+    pub fn several_answers(mut self, wanted: u8, agreement_bps: Option<u16>) -> Self {
+        self.answers = Some((wanted, agreement_bps));
+        self
     }
 
     /// A task in `niche`: `what` to do, costing at most `budget_limit_minor` (more than 0). A task
@@ -188,6 +200,12 @@ impl Question {
         if let Some(limit) = self.budget_limit_minor {
             body["kind"] = json!("task");
             body["budgetLimitMinor"] = json!(limit);
+        }
+        if let Some((wanted, agreement)) = self.answers {
+            body["answers"] = json!({ "wanted": wanted });
+            if let Some(bps) = agreement {
+                body["answers"]["agreement"] = json!(f64::from(bps) / 10_000.0);
+            }
         }
         if let Some(deliverable) = &self.deliverable {
             body["deliverable"] = json!(deliverable);
@@ -335,6 +353,9 @@ pub struct Answer {
     pub created_at: DateTime<Utc>,
     /// Where it stands in review.
     pub review: Review,
+    /// How sure the answerer said they were, in percent (50–100), when they said.
+    #[serde(default)]
+    pub confidence: Option<i32>,
 }
 
 /// Where an answer stands in review: weigh a pending one accordingly, and discard a rejected or

@@ -422,6 +422,9 @@ async fn a_question_committed_after_a_later_one_was_broadcast_still_arrives() {
         escalation_step: Set(0),
         kind: Set(agent_questions::ExchangeKind::Question),
         deliverable: Set(None),
+        answers_wanted: Set(1),
+        agreement_bps: Set(6000),
+        answers_in: Set(0),
     }
     .insert(&slow)
     .await

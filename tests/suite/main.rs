@@ -56,4 +56,5 @@ mod text_inputs;
 mod triage_queue;
 mod unavailable;
 mod verdicts;
+mod weighing;
 mod writes;

@@ -337,6 +337,8 @@ async fn the_delegated_tasks_migration_goes_down_only_without_tasks_and_up_again
     );
     assert!(accepts(&app, columns).await, "the columns stay");
     assert!(accepts(&app, "SELECT actual_cost_minor FROM agent_answers").await);
+    // The migrations after it went down before it refused; back up, to read with today's rows.
+    Migrator::up(app.db.reads(), None).await.expect("up again");
     assert_eq!(
         entity::agent_questions::Entity::find_by_id(task)
             .one(&app.db)
@@ -664,7 +666,14 @@ async fn entries_written_before_the_pending_list_migration_are_found_after_it(ap
     if postgres {
         assert_eq!(search_index_options(&app).await, ["fastupdate=off"]);
     }
-    down_to_before(&app, "m20261204_000022_search_without_pending_list").await;
+    // Only that migration is undone and redone, by its own steps, so what is written between
+    // is written by today's askloop.
+    let pending_list = Migrator::migrations()
+        .into_iter()
+        .find(|m| m.name() == "m20261204_000022_search_without_pending_list")
+        .expect("the migration");
+    let manager = migration::SchemaManager::new(app.db.reads());
+    pending_list.down(&manager).await.expect("down");
     if postgres {
         assert!(search_index_options(&app).await.is_empty(), "GIN's default");
     }
@@ -679,7 +688,7 @@ async fn entries_written_before_the_pending_list_migration_are_found_after_it(ap
     assert!(answered["errors"].is_null(), "{answered}");
     app.decide_newest_contribution(&root.token, "verifyContribution", None)
         .await;
-    Migrator::up(app.db.reads(), None).await.expect("up again");
+    pending_list.up(&manager).await.expect("up again");
     if postgres {
         assert_eq!(search_index_options(&app).await, ["fastupdate=off"]);
     }

@@ -373,6 +373,7 @@ fn valid_intake() -> impl Strategy<Value = (Value, NewQuestion)> {
                     kind: Default::default(),
                     budget_limit_minor: None,
                     deliverable: None,
+                    answers: Default::default(),
                 };
                 Some((body, expected))
             },

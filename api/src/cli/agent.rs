@@ -71,6 +71,12 @@ pub struct AskArgs {
     /// What a task should deliver.
     #[arg(long, requires = "task")]
     deliverable: Option<String>,
+    /// Ask this many people (2 to 7) instead of one; the question needs options.
+    #[arg(long, conflicts_with = "task")]
+    answers: Option<i64>,
+    /// With --answers: the share of the answers one option needs for a consensus (0.5–1.0).
+    #[arg(long, requires = "answers")]
+    agreement: Option<f64>,
 }
 
 fn parse_option(raw: &str) -> Result<(String, String), String> {
@@ -157,6 +163,13 @@ fn body_from_flags(args: &AskArgs) -> Value {
         ("kind", args.task.then(|| Value::from("task"))),
         ("budgetLimitMinor", args.budget_limit_minor.map(Value::from)),
         ("deliverable", args.deliverable.clone().map(Value::from)),
+        (
+            "answers",
+            args.answers.map(|wanted| match args.agreement {
+                Some(agreement) => json!({ "wanted": wanted, "agreement": agreement }),
+                None => json!({ "wanted": wanted }),
+            }),
+        ),
     ];
     for (key, value) in extra {
         if let Some(value) = value {

@@ -177,7 +177,10 @@ fn parse_answers(
         Some(Value::Object(object)) => object,
         Some(_) => return Err(bad("answers must be an object: {wanted, agreement}")),
     };
-    if let Some(unknown) = object.keys().find(|k| !["wanted", "agreement"].contains(&k.as_str())) {
+    if let Some(unknown) = object
+        .keys()
+        .find(|k| !["wanted", "agreement"].contains(&k.as_str()))
+    {
         return Err(bad(format!(
             "answers takes wanted and agreement; '{unknown}' is not one of them"
         )));
@@ -206,9 +209,7 @@ fn parse_answers(
             ));
         }
         if options.len() < 2 {
-            return Err(bad(
-                "several answers need at least two options to agree on",
-            ));
+            return Err(bad("several answers need at least two options to agree on"));
         }
     }
     Ok(AnswersWanted {

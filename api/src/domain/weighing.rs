@@ -214,11 +214,10 @@ pub fn consensus(votes: &[Vote], agreement_bps: i32) -> Option<Consensus> {
     }
     let total_weight: f64 = tally.iter().map(|t| t.2).sum();
     // Stable: among equals the first chosen (earliest in `tally`) stays first.
-    let best = tally.iter().enumerate().max_by(|(ia, a), (ib, b)| {
-        a.1.cmp(&b.1)
-            .then(a.2.total_cmp(&b.2))
-            .then(ib.cmp(ia))
-    })?;
+    let best = tally
+        .iter()
+        .enumerate()
+        .max_by(|(ia, a), (ib, b)| a.1.cmp(&b.1).then(a.2.total_cmp(&b.2)).then(ib.cmp(ia)))?;
     let (option, count, weight) = *best.1;
     #[allow(clippy::cast_precision_loss)]
     let agreement = count as f64 / votes.len() as f64;
@@ -300,14 +299,31 @@ mod tests {
 
     #[test]
     fn the_trust_rule_counts_rejections() {
-        let clean = |n| Record::of(&vec![Judged { confidence: None, verified: true }; n]);
+        let clean = |n| {
+            Record::of(&vec![
+                Judged {
+                    confidence: None,
+                    verified: true
+                };
+                n
+            ])
+        };
         assert!(clean(25).trusted(DEFAULT_TRUST_LOWER_BOUND_BPS));
         assert!(clean(40).trusted(DEFAULT_TRUST_LOWER_BOUND_BPS));
         // 21 clean answers: 1 / (1 + 3.8415/21) = 0.8454, below 0.85; 22: 0.8513.
         assert!(!clean(21).trusted(DEFAULT_TRUST_LOWER_BOUND_BPS));
         assert!(clean(22).trusted(DEFAULT_TRUST_LOWER_BOUND_BPS));
-        let mut one_rejected = vec![Judged { confidence: None, verified: true }; 24];
-        one_rejected.push(Judged { confidence: None, verified: false });
+        let mut one_rejected = vec![
+            Judged {
+                confidence: None,
+                verified: true
+            };
+            24
+        ];
+        one_rejected.push(Judged {
+            confidence: None,
+            verified: false,
+        });
         assert!(!Record::of(&one_rejected).trusted(DEFAULT_TRUST_LOWER_BOUND_BPS));
         // A stricter niche: 40 clean answers (0.9124) are not enough for 0.95.
         assert!(!clean(40).trusted(9500));
@@ -317,11 +333,26 @@ mod tests {
     #[test]
     fn brier_and_calibration_follow_the_stated_confidence() {
         let judged = [
-            Judged { confidence: Some(95), verified: true },
-            Judged { confidence: Some(80), verified: false },
-            Judged { confidence: Some(60), verified: true },
-            Judged { confidence: Some(100), verified: true },
-            Judged { confidence: None, verified: false },
+            Judged {
+                confidence: Some(95),
+                verified: true,
+            },
+            Judged {
+                confidence: Some(80),
+                verified: false,
+            },
+            Judged {
+                confidence: Some(60),
+                verified: true,
+            },
+            Judged {
+                confidence: Some(100),
+                verified: true,
+            },
+            Judged {
+                confidence: None,
+                verified: false,
+            },
         ];
         let record = Record::of(&judged);
         // ((0.95-1)² + (0.8-0)² + (0.6-1)² + (1-1)²) / 4 = (0.0025 + 0.64 + 0.16 + 0) / 4 = 0.200625.
@@ -350,7 +381,10 @@ mod tests {
     }
 
     fn vote(option: &str, weight: f64) -> Vote {
-        Vote { option_id: option.into(), weight }
+        Vote {
+            option_id: option.into(),
+            weight,
+        }
     }
 
     #[test]
@@ -378,10 +412,62 @@ mod tests {
         // School for Communication, University of Pennsylvania, section C ("Nominal data, any
         // number of observers, missing data"): four observers, twelve units, alpha = 0.743.
         let observers: [[Option<u8>; 12]; 4] = [
-            [Some(1), Some(2), Some(3), Some(3), Some(2), Some(1), Some(4), Some(1), Some(2), None, None, None],
-            [Some(1), Some(2), Some(3), Some(3), Some(2), Some(2), Some(4), Some(1), Some(2), Some(5), None, Some(3)],
-            [None, Some(3), Some(3), Some(3), Some(2), Some(3), Some(4), Some(2), Some(2), Some(5), Some(1), None],
-            [Some(1), Some(2), Some(3), Some(3), Some(2), Some(4), Some(4), Some(1), Some(2), Some(5), Some(1), None],
+            [
+                Some(1),
+                Some(2),
+                Some(3),
+                Some(3),
+                Some(2),
+                Some(1),
+                Some(4),
+                Some(1),
+                Some(2),
+                None,
+                None,
+                None,
+            ],
+            [
+                Some(1),
+                Some(2),
+                Some(3),
+                Some(3),
+                Some(2),
+                Some(2),
+                Some(4),
+                Some(1),
+                Some(2),
+                Some(5),
+                None,
+                Some(3),
+            ],
+            [
+                None,
+                Some(3),
+                Some(3),
+                Some(3),
+                Some(2),
+                Some(3),
+                Some(4),
+                Some(2),
+                Some(2),
+                Some(5),
+                Some(1),
+                None,
+            ],
+            [
+                Some(1),
+                Some(2),
+                Some(3),
+                Some(3),
+                Some(2),
+                Some(4),
+                Some(4),
+                Some(1),
+                Some(2),
+                Some(5),
+                Some(1),
+                None,
+            ],
         ];
         let units: Vec<Vec<u8>> = (0..12)
             .map(|u| observers.iter().filter_map(|o| o[u]).collect())
@@ -389,7 +475,10 @@ mod tests {
         let alpha = krippendorff_alpha_nominal(&units).unwrap();
         assert!(close(alpha, 0.743, 0.0005), "alpha {alpha}");
         // Perfect agreement over varied values is 1; one value everywhere is undefined.
-        assert_eq!(krippendorff_alpha_nominal(&[vec![1, 1], vec![2, 2]]), Some(1.0));
+        assert_eq!(
+            krippendorff_alpha_nominal(&[vec![1, 1], vec![2, 2]]),
+            Some(1.0)
+        );
         assert_eq!(krippendorff_alpha_nominal(&[vec![1, 1], vec![1, 1]]), None);
         assert_eq!(krippendorff_alpha_nominal::<u8>(&[vec![1]]), None);
     }

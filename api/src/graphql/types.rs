@@ -25,7 +25,7 @@ use crate::graphql::error_door::GqlResultExt;
 use crate::graphql::knowledge::{KnowledgeEntry, known_of};
 use crate::service::queue::{self, Cursor, Page, QueueFilter as ServiceFilter};
 use crate::service::standing::{self, ContributionView, ContributorRecord, MembershipStanding};
-use crate::service::{knowledge, names};
+use crate::service::{consensus, knowledge, names};
 
 /// The three kinds of answer.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
@@ -409,6 +409,29 @@ pub struct Question {
     pub updated_at: DateTime<Utc>,
     /// When it stops waiting.
     pub expires_at: DateTime<Utc>,
+    /// How many answers it takes in a round (1: the first answer settles it).
+    pub answers_wanted: i32,
+    /// How many of them are in ("2 of 3 answers in").
+    pub answers_in: i32,
+    /// The share of the answers the plurality option needs for a consensus (0.5–1.0).
+    pub agreement: f64,
+}
+
+/// What several answers came to (docs/contract.md#several-answers).
+#[derive(SimpleObject, Clone, Debug)]
+pub struct ConsensusView {
+    /// The plurality option.
+    pub option_id: String,
+    /// Its label, as the question offered it (untrusted text).
+    pub option_label: Option<String>,
+    /// Its share of the standing answers, 0–1.
+    pub agreement: f64,
+    /// Its share of their weight (each answer weighs its author's lower bound), 0–1.
+    pub weighted_agreement: f64,
+    /// Whether the share reaches the question's `agreement`: a consensus, else a disagreement.
+    pub reached: bool,
+    /// How many answers stand.
+    pub answers: i32,
 }
 
 impl From<agent_questions::Model> for Question {
@@ -434,6 +457,9 @@ impl From<agent_questions::Model> for Question {
             answered_at: q.answered_at,
             updated_at: q.updated_at,
             expires_at: q.expires_at,
+            answers_wanted: q.answers_wanted,
+            answers_in: q.answers_in,
+            agreement: f64::from(q.agreement_bps) / 10_000.0,
         }
     }
 }
@@ -502,12 +528,60 @@ impl Question {
         Ok(niche.into())
     }
 
-    /// Every answer and decline given, oldest first.
+    /// What its answers came to, once a several-answer question has all its places filled or
+    /// has expired with answers in; none before (no one sees others' choices while answering).
+    async fn consensus(&self, ctx: &Context<'_>) -> Result<Option<ConsensusView>> {
+        let waiting = matches!(
+            self.status,
+            QuestionStatus::Open | QuestionStatus::Researching
+        );
+        if self.answers_wanted <= 1 || waiting {
+            return Ok(None);
+        }
+        let db = ctx.data::<Db>()?;
+        let id: i64 = self.id.parse()?;
+        let Some(question) = <agent_questions::Entity as sea_orm::EntityTrait>::find_by_id(id)
+            .one(db)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let standing = consensus::standing_answers(db, &question).await.gql()?;
+        Ok(
+            consensus::consensus_of(&question, &standing).map(|c| ConsensusView {
+                option_label: self
+                    .options
+                    .iter()
+                    .find(|o| o.id == c.option_id)
+                    .map(|o| o.label.clone()),
+                option_id: c.option_id,
+                agreement: c.agreement,
+                weighted_agreement: c.weighted_agreement,
+                reached: c.reached,
+                answers: i32::try_from(standing.len()).unwrap_or(i32::MAX),
+            }),
+        )
+    }
+
+    /// Every answer and decline given, oldest first. While a several-answer question waits,
+    /// the choices and words of others' answers are withheld (`withheld: true`) from a member
+    /// who has not answered it yet, so no one follows the herd; admins see them.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn answers(&self, ctx: &Context<'_>) -> Result<Vec<Answer>> {
         let db = ctx.data::<Db>()?;
         let id: i64 = self.id.parse()?;
         let answers = queue::answers_of(db, id).await.gql()?;
+        let viewer = caller_of(ctx)?.viewer();
+        let waiting = matches!(
+            self.status,
+            QuestionStatus::Open | QuestionStatus::Researching
+        );
+        let withhold = self.answers_wanted > 1
+            && waiting
+            && !viewer.is_some_and(|v| v.is_admin)
+            && !answers.iter().any(|a| {
+                a.kind == StoredKind::Answered && Some(a.user_id) == viewer.map(|v| v.user_id)
+            });
         let handles = names::handles(db, answers.iter().map(|a| a.user_id))
             .await
             .gql()?;
@@ -521,7 +595,16 @@ impl Question {
                 let review = a
                     .contribution_event_id
                     .and_then(|c| reviews.get(&c).copied());
-                Answer::from_model(a, handle, review, &self.options)
+                let hide = withhold && a.kind == StoredKind::Answered;
+                let mut answer = Answer::from_model(a, handle, review, &self.options);
+                if hide {
+                    answer.option_id = None;
+                    answer.option_label = None;
+                    answer.body = None;
+                    answer.confidence = None;
+                    answer.withheld = true;
+                }
+                answer
             })
             .collect())
     }
@@ -603,6 +686,9 @@ pub struct Answer {
     pub knowledge_entry_id: Option<ID>,
     /// How sure the answerer said they were, in percent (50–100), when they said.
     pub confidence: Option<i32>,
+    /// Its choice and words are withheld: a several-answer question still waits and you have
+    /// not answered it.
+    pub withheld: bool,
     /// When.
     pub created_at: DateTime<Utc>,
     /// When it last changed.
@@ -636,6 +722,7 @@ impl Answer {
             contribution_id: a.contribution_event_id.map(|c| ID(c.to_string())),
             knowledge_entry_id: a.knowledge_entry_id.map(|e| ID(e.to_string())),
             confidence: a.confidence,
+            withheld: false,
             created_at: a.created_at,
             updated_at: a.updated_at,
         }
@@ -719,6 +806,76 @@ pub struct Membership {
     pub share_cap_bps: i32,
     /// How many times agents relied on the knowledge entries they wrote in the niche.
     pub reuse_count: i64,
+    /// How often their answers here are verified and how well their stated confidence matches.
+    pub calibration: Calibration,
+}
+
+/// A person's record in a niche (docs/contract.md#weighing-answers), over answers with a
+/// verdict (verified counts for, rejected or reversed against).
+#[derive(SimpleObject, Clone, Debug)]
+pub struct Calibration {
+    /// Answers with a verdict.
+    pub answers: i64,
+    /// Of which verified.
+    pub verified: i64,
+    /// Verified among them, 0–1.
+    pub verified_rate: f64,
+    /// The Wilson 95 % lower bound of that rate.
+    pub lower_bound: f64,
+    /// Whether the lower bound reaches the niche's threshold: answers verify on arrival.
+    pub trusted: bool,
+    /// The niche's threshold.
+    pub trust_lower_bound: f64,
+    /// The Brier score of the confidence stated (0 is perfect, 0.25 is always saying 50 %);
+    /// none until an answer with a stated confidence has a verdict.
+    pub brier: Option<f64>,
+    /// Answers with a verdict that stated a confidence.
+    pub with_confidence: i64,
+    /// Stated against observed, in 10-point bins; empty bins left out.
+    pub bins: Vec<CalibrationBin>,
+}
+
+/// One bin of a calibration table.
+#[derive(SimpleObject, Clone, Debug)]
+pub struct CalibrationBin {
+    /// The lowest confidence in the bin, percent.
+    pub from: i32,
+    /// The highest, percent.
+    pub to: i32,
+    /// Answers in it.
+    pub answers: i64,
+    /// The mean confidence stated, 0–1.
+    pub stated: f64,
+    /// The share verified, 0–1.
+    pub observed: f64,
+}
+
+impl Calibration {
+    /// The view of `record` against a threshold in basis points.
+    pub fn of(record: &crate::domain::weighing::Record, threshold_bps: i32) -> Self {
+        let n = |x: u64| i64::try_from(x).unwrap_or(i64::MAX);
+        Calibration {
+            answers: n(record.answers),
+            verified: n(record.verified),
+            verified_rate: record.verified_rate,
+            lower_bound: record.lower_bound,
+            trusted: record.trusted(threshold_bps),
+            trust_lower_bound: f64::from(threshold_bps) / 10_000.0,
+            brier: record.brier,
+            with_confidence: n(record.with_confidence),
+            bins: record
+                .calibration
+                .iter()
+                .map(|b| CalibrationBin {
+                    from: b.from,
+                    to: b.to,
+                    answers: n(b.answers),
+                    stated: b.stated,
+                    observed: b.observed,
+                })
+                .collect(),
+        }
+    }
 }
 
 impl From<MembershipStanding> for Membership {
@@ -735,6 +892,7 @@ impl From<MembershipStanding> for Membership {
             share_bps: i32::try_from(s.share_bps).unwrap_or(0),
             share_cap_bps: s.member.share_cap_bps,
             reuse_count: i64::try_from(s.reuse_count).unwrap_or(i64::MAX),
+            calibration: Calibration::of(&s.record, s.niche.trust_lower_bound_bps),
             niche: s.niche.into(),
         }
     }
@@ -917,11 +1075,14 @@ pub struct Contributor {
     pub score: i64,
     /// The tier the score is in.
     pub tier: Tier,
+    /// Their answers' record: verified rate, lower bound, Brier score, calibration.
+    pub calibration: Calibration,
 }
 
 impl From<ContributorRecord> for Contributor {
     fn from(r: ContributorRecord) -> Self {
         Self {
+            calibration: Calibration::of(&r.record, r.trust_lower_bound_bps),
             handle: r.handle,
             verified_count: r.verified_count,
             rejected_count: r.rejected_count,

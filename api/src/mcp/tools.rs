@@ -98,6 +98,23 @@ pub struct AskExpert {
     /// same arguments name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_similar: Option<bool>,
+    /// Ask several people (a question with options): `{wanted: 2..7, agreement: 0.5..1.0}`.
+    /// Each answers on their own; once `wanted` are in, get_answer shows the consensus (or the
+    /// disagreement, which goes to the niche's admins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<AnswersArg>,
+}
+
+/// How many answers a question takes, and the share the plurality needs.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AnswersArg {
+    /// How many people answer: 1 to 7.
+    pub wanted: i64,
+    /// The share of the answers the plurality option needs for a consensus: 0.5 to 1.0
+    /// (0.6 when not given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<f64>,
 }
 
 /// `search_knowledge`'s arguments.
@@ -655,7 +672,12 @@ async fn get_answer(
         }
     };
     let own = lookup::await_own(&state.db, &state.live, asker, &which, wait).await?;
-    Ok(answer_json(&own))
+    let mut result = answer_json(&own);
+    if let Some(several) = crate::service::consensus::several_json(&state.db, &own.question).await?
+    {
+        result["several"] = several;
+    }
+    Ok(result)
 }
 
 async fn add_research(

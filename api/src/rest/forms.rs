@@ -163,7 +163,10 @@ pub async fn answer(
                 kind: form.kind.unwrap_or_default(),
                 option_id: form.option_id,
                 body: form.body,
-                actual_cost_minor: whole_number(form.actual_cost_minor.as_deref(), "actualCostMinor")?,
+                actual_cost_minor: whole_number(
+                    form.actual_cost_minor.as_deref(),
+                    "actualCostMinor",
+                )?,
                 confidence: whole_number(form.confidence.as_deref(), "confidence")?,
                 entry_id: form
                     .entry_id

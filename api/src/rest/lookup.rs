@@ -12,8 +12,7 @@ use entity::agent_questions::ExchangeKind;
 use super::signed::agent_signed_and_parsed;
 use super::views::{
     AnswererView, ErrorBody, FoundQuestion, KnowledgeRef, LookedUp, LookedUpAnswer, LookupBody,
-    LookupResponse,
-    MissingQuestion,
+    LookupResponse, MissingQuestion,
 };
 use crate::service::lookup::{self, Looked};
 use crate::state::AppState;
@@ -51,13 +50,28 @@ pub async fn lookup(
             Ok(parsed) => parsed,
             Err(refused) => return refused.into_response(),
         };
-    match lookup::lookup(&state.db, &state.live, &asker, request).await {
-        Ok(found) => Json(LookupResponse {
-            questions: found.into_iter().map(looked_up).collect(),
-        })
-        .into_response(),
-        Err(err) => err.into_response(),
+    let found = match lookup::lookup(&state.db, &state.live, &asker, request).await {
+        Ok(found) => found,
+        Err(err) => return err.into_response(),
+    };
+    let mut questions = Vec::with_capacity(found.len());
+    for looked in found {
+        let several = match &looked.found {
+            Some((question, _)) => {
+                match crate::service::consensus::several_json(&state.db, question).await {
+                    Ok(several) => several,
+                    Err(err) => return err.into_response(),
+                }
+            }
+            None => None,
+        };
+        let mut entry = looked_up(looked);
+        if let LookedUp::Found(found) = &mut entry {
+            found.several = several;
+        }
+        questions.push(entry);
     }
+    Json(LookupResponse { questions }).into_response()
 }
 
 fn looked_up(looked: Looked) -> LookedUp {
@@ -78,6 +92,7 @@ fn looked_up(looked: Looked) -> LookedUp {
             status: q.status.into(),
             expires_at: q.expires_at,
             answered_at: q.answered_at,
+            several: None,
             answer: answer.map(|found| LookedUpAnswer {
                 knowledge: found.knowledge.as_ref().map(|entry| {
                     KnowledgeRef::of(entry, found.answer.knowledge_entry_id.is_some())

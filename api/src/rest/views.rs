@@ -351,8 +351,17 @@ pub struct FoundQuestion {
     pub expires_at: DateTime<Utc>,
     /// When it was answered.
     pub answered_at: Option<DateTime<Utc>>,
-    /// The answer (a task: its completion); `null` until it is answered.
+    /// The answer (a task: its completion); `null` until it is answered. For a question that
+    /// takes several answers, the newest of them; `several` has them all.
     pub answer: Option<LookedUpAnswer>,
+    /// A question that takes several answers (docs/contract.md#several-answers):
+    /// `{wanted, in, agreement, answers: [{answerId, optionId, optionLabel, answer, answeredBy,
+    /// confidence, review, answerer}], consensus}`; `consensus` (`{optionId, optionLabel,
+    /// agreement, weightedAgreement, required, reached}`) once its places are filled or it
+    /// expired with answers in. Absent for one-answer questions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub several: Option<serde_json::Value>,
 }
 
 /// An id the agent has no question under.

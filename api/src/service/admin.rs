@@ -508,9 +508,7 @@ async fn reopen_a_place(
 ) -> Result<bool, ServiceError> {
     use sea_orm::sea_query::ExprTrait;
     let was_complete = || {
-        sea_orm::Condition::all().add(
-            agent_questions::Column::Status.eq(QuestionStatus::Answered),
-        )
+        sea_orm::Condition::all().add(agent_questions::Column::Status.eq(QuestionStatus::Answered))
     };
     let reopened = agent_questions::Entity::update_many()
         .col_expr(

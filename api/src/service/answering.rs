@@ -971,8 +971,7 @@ async fn tell_the_agent(
         "pending"
     };
     // How much the answer weighs: the answerer's record in the niche as it stands now.
-    let record =
-        crate::service::weighing::record(txn, question.niche_id, viewer.user_id).await?;
+    let record = crate::service::weighing::record(txn, question.niche_id, viewer.user_id).await?;
     let answerer = crate::service::weighing::answerer_json(&record);
     let event = if question.kind == ExchangeKind::Task {
         NewEvent {
@@ -1256,6 +1255,7 @@ async fn store_answer(
             row.research_round = Set(question.research_round);
             row.knowledge_entry_id = Set(knowledge_entry_id);
             row.confidence = Set(confidence);
+            row.one_of_several = Set(question.answers_wanted > 1);
             row.updated_at = Set(now);
             Ok(row.update(txn).await?)
         }
@@ -1271,6 +1271,7 @@ async fn store_answer(
             research_round: Set(question.research_round),
             knowledge_entry_id: Set(knowledge_entry_id),
             confidence: Set(confidence),
+            one_of_several: Set(question.answers_wanted > 1),
             created_at: Set(now),
             updated_at: Set(now),
         }

@@ -128,6 +128,34 @@ pub fn consensus_json(question: &agent_questions::Model, consensus: &Consensus) 
     })
 }
 
+/// A several-answer question as its agent reads it (lookup, `get_answer`): how many answers
+/// it takes and has, each standing answer, and the consensus once it concluded. `None` for a
+/// one-answer question.
+pub async fn several_json<C: ConnectionTrait>(
+    conn: &C,
+    question: &agent_questions::Model,
+) -> Result<Option<Value>, ServiceError> {
+    if question.answers_wanted <= 1 {
+        return Ok(None);
+    }
+    let standing = standing_answers(conn, question).await?;
+    let concluded = !matches!(
+        question.status,
+        QuestionStatus::Open | QuestionStatus::Researching
+    );
+    let consensus = concluded
+        .then(|| consensus_of(question, &standing))
+        .flatten()
+        .map(|c| consensus_json(question, &c));
+    Ok(Some(json!({
+        "wanted": question.answers_wanted,
+        "in": question.answers_in,
+        "agreement": f64::from(question.agreement_bps) / 10_000.0,
+        "answers": answers_json(question, &standing),
+        "consensus": consensus,
+    })))
+}
+
 /// Conclude a several-answer question whose places are filled (or which expired with answers
 /// in), inside the transaction that did it: the agent hears `expert_question.consensus` or
 /// `expert_question.disagreement`; a disagreement escalates to askloop's admins (§17.3) and is
@@ -244,8 +272,10 @@ pub async fn agreement<C: ConnectionTrait>(
         }
         units.push(chosen.into_iter().map(|(_, option)| option).collect());
     }
-    let mut people: Vec<(i64, u64, u64)> =
-        people.into_iter().map(|(u, (n, agreed))| (u, n, agreed)).collect();
+    let mut people: Vec<(i64, u64, u64)> = people
+        .into_iter()
+        .map(|(u, (n, agreed))| (u, n, agreed))
+        .collect();
     people.sort_by_key(|(user, n, _)| (std::cmp::Reverse(*n), *user));
     Ok(Agreement {
         alpha: weighing::krippendorff_alpha_nominal(&units),

@@ -36,8 +36,7 @@ pub async fn sweep(
     let mut expired = 0;
     for question in due {
         let txn = db.begin_write().await?;
-        let Some(closed) = close_if_waiting(&txn, question.id, Closing::Expired, now).await?
-        else {
+        let Some(closed) = close_if_waiting(&txn, question.id, Closing::Expired, now).await? else {
             txn.rollback().await?;
             continue;
         };

@@ -129,7 +129,9 @@ pub async fn record_verified_answer(
     // A several-answer question is one piece of knowledge: its first verified answer writes
     // it, and the others verified beside it do not replace it.
     if question.answers_wanted > 1
-        && let Some(current) = last.as_ref().filter(|e| e.status == KnowledgeStatus::Current)
+        && let Some(current) = last
+            .as_ref()
+            .filter(|e| e.status == KnowledgeStatus::Current)
     {
         return Ok(Some(current.clone()));
     }

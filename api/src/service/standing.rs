@@ -37,6 +37,8 @@ pub struct MembershipStanding {
     pub share_bps: u32,
     /// How many times agents relied on the knowledge entries they wrote in the niche.
     pub reuse_count: u64,
+    /// Their record there: verified rate, its lower bound, Brier score, calibration.
+    pub record: crate::domain::weighing::Record,
 }
 
 /// Shares of every active operator/specialist of a niche, in membership order, after
@@ -111,8 +113,10 @@ pub async fn memberships(
             0
         };
         let reuse_count = reuses_of_author(db, niche.id, viewer.user_id).await?;
+        let record = crate::service::weighing::record(db, niche.id, viewer.user_id).await?;
         out.push(MembershipStanding {
             reuse_count,
+            record,
             next_tier: scoring::next_tier(score, &ladder).cloned(),
             niche,
             member,
@@ -220,6 +224,10 @@ async fn contributions_where(
 pub struct ContributorRecord {
     /// Their handle.
     pub handle: String,
+    /// Their answers' record in the niche (the trust rule's figures).
+    pub record: crate::domain::weighing::Record,
+    /// The niche's trust threshold, basis points.
+    pub trust_lower_bound_bps: i32,
     /// Verified contributions.
     pub verified_count: i64,
     /// Rejected contributions.
@@ -270,7 +278,17 @@ pub async fn contributor_record(
     let tier = scoring::tier_for(score, &ladder)
         .cloned()
         .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("the tier ladder is empty")))?;
+    let record = crate::service::weighing::record(db, niche_id, user_id).await?;
+    let trust_lower_bound_bps = entity::niches::Entity::find_by_id(niche_id)
+        .one(db)
+        .await?
+        .map_or(
+            crate::domain::weighing::DEFAULT_TRUST_LOWER_BOUND_BPS,
+            |n| n.trust_lower_bound_bps,
+        );
     Ok(ContributorRecord {
+        record,
+        trust_lower_bound_bps,
         handle,
         verified_count: count(ContributionStatus::Verified),
         rejected_count: count(ContributionStatus::Rejected),

@@ -46,8 +46,7 @@ pub async fn records<C: ConnectionTrait>(
         }
         query = query.filter(contribution_events::Column::UserId.is_in(ids.iter().copied()));
     }
-    let rows: Vec<(i64, ContributionStatus, Option<i32>)> =
-        query.into_tuple().all(conn).await?;
+    let rows: Vec<(i64, ContributionStatus, Option<i32>)> = query.into_tuple().all(conn).await?;
     let mut judged: HashMap<i64, Vec<Judged>> = HashMap::new();
     for (user, status, confidence) in rows {
         judged.entry(user).or_default().push(Judged {

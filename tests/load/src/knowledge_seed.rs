@@ -329,6 +329,9 @@ async fn write_batch(
             escalation_step: Set(0),
             kind: Set(ExchangeKind::Question),
             deliverable: Set(None),
+            answers_wanted: Set(1),
+            agreement_bps: Set(6000),
+            answers_in: Set(0),
         }
     }))
     .exec_without_returning(txn)

@@ -96,6 +96,9 @@ async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()> {
                 escalation_step: Set(0),
                 kind: Set(agent_questions::ExchangeKind::Question),
                 deliverable: Set(None),
+                answers_wanted: Set(1),
+                agreement_bps: Set(6000),
+                answers_in: Set(0),
             }
         });
         let txn = db.begin_write().await?;

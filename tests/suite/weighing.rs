@@ -1,0 +1,579 @@
+//! Answers you can weigh (docs/contract.md#weighing-answers), on both stores: the confidence an
+//! answer states reaches the agent with the answerer's record; the record's Wilson bound and
+//! Brier score are the ones worked by hand; the trust rule counts rejections and follows the
+//! niche's threshold; a question asking for several answers takes exactly that many, however
+//! many answer at once, and concludes in a consensus or a disagreement; a rejected answer among
+//! them gives back its place, not the question.
+
+use askloop_tests::fixtures::{open_niche, question_body};
+use askloop_tests::people::{Person, operator, person};
+use askloop_tests::receiver::{Receiver, reserve_port};
+use askloop_tests::standard_webhooks::verify_with_library;
+use askloop_tests::{TestApp, error_code, on_both_backends};
+use chrono::Utc;
+use entity::agents::WebhookScheme;
+use entity::contribution_events::{self, ContributionStatus};
+use entity::{agent_answers, agent_questions, contribution_types, niches};
+use sea_orm::{ActiveModelTrait, ColumnTrait, EntityTrait, NotSet, QueryFilter, Set};
+use serde_json::{Value, json};
+
+use crate::agents::{WAIT, post_as, register};
+
+const STANDING: &str = r#"{ viewer { memberships { niche { slug } calibration {
+  answers verified verifiedRate lowerBound trusted trustLowerBound brier withConfidence
+  bins { from to answers stated observed } } } } }"#;
+
+const WEIGHING: &str = r#"mutation($slug: String!, $bound: Float, $routing: RoutingInput) {
+  setNicheWeighing(slug: $slug, trustLowerBound: $bound, routing: $routing) {
+    trustLowerBound routing { mode firstWave } } }"#;
+
+/// Seed `who`'s judged answers in `slug` straight into the store, as answering and review
+/// would have left them: for each `(confidence, verified)`, an answered question, the answer
+/// and its contribution, verified or rejected.
+async fn seed_history(app: &TestApp, slug: &str, who: &Person, judged: &[(Option<i32>, bool)]) {
+    let niche = niches::Entity::find()
+        .filter(niches::Column::Slug.eq(slug))
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the niche");
+    let answer_type = contribution_types::Entity::find()
+        .filter(contribution_types::Column::Key.eq("agent_answer"))
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the answer type");
+    for (i, (confidence, verified)) in judged.iter().enumerate() {
+        let question = app.ask(slug, &format!("history-{}-{i}", who.handle)).await;
+        let status = if *verified {
+            ContributionStatus::Verified
+        } else {
+            ContributionStatus::Rejected
+        };
+        let now = Utc::now();
+        let contribution = contribution_events::ActiveModel {
+            id: NotSet,
+            niche_id: Set(niche.id),
+            user_id: Set(who.id),
+            type_id: Set(answer_type.id),
+            points: Set(3),
+            status: Set(status),
+            source: Set("answer".into()),
+            evidence: Set(json!({ "questionId": question })),
+            dedupe_key: Set(Some(format!("agent_answer:question:{question}"))),
+            verified_at: Set(verified.then_some(now)),
+            verified_by: Set(None),
+            reverses: Set(None),
+            created_at: Set(now),
+        }
+        .insert(&app.db)
+        .await
+        .expect("a contribution");
+        agent_answers::ActiveModel {
+            id: NotSet,
+            question_id: Set(question),
+            user_id: Set(who.id),
+            kind: Set(agent_answers::AnswerKind::Answered),
+            option_id: Set(Some("ea".into())),
+            body: Set(None),
+            actual_cost_minor: Set(None),
+            contribution_event_id: Set(Some(contribution.id)),
+            research_round: Set(0),
+            knowledge_entry_id: Set(None),
+            confidence: Set(*confidence),
+            one_of_several: Set(false),
+            created_at: Set(now),
+            updated_at: Set(now),
+        }
+        .insert(&app.db)
+        .await
+        .expect("an answer");
+    }
+}
+
+fn close(value: &Value, expected: f64) -> bool {
+    value.as_f64().is_some_and(|v| (v - expected).abs() < 1e-4)
+}
+
+async fn answer_with(app: &TestApp, who: &Person, question: i64, option: &str) -> Value {
+    app.answer(
+        &who.token,
+        json!({"questionId": question.to_string(), "kind": "ANSWERED", "optionId": option, "confidence": 80}),
+    )
+    .await
+}
+
+async fn the_record_is_the_wilson_bound_and_brier_score_and_trust_counts_rejections(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let root = person(&app.db, "root", true).await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let bob = operator(&app.db, "games", "bob").await;
+    // ana: 20 verified at 95 %, 4 verified at 80 %, 1 rejected at 80 %.
+    let mut history = vec![(Some(95), true); 20];
+    history.extend([(Some(80), true); 4]);
+    history.push((Some(80), false));
+    seed_history(&app, "games", &ana, &history).await;
+
+    let standing = app.graphql(Some(&ana.token), STANDING, json!({})).await;
+    let record = &standing["data"]["viewer"]["memberships"][0]["calibration"];
+    assert_eq!(
+        (record["answers"].clone(), record["verified"].clone()),
+        (json!(25), json!(24)),
+        "{standing}"
+    );
+    // By hand: p = 24/25 = 0.96, z = 1.96, n = 25: (p + z²/2n - z·sqrt(p(1-p)/n + z²/4n²)) /
+    // (1 + z²/n) = (0.96 + 0.076829 - 1.959964 · sqrt(0.001536 + 0.0015366)) / 1.153658 = 0.80456.
+    assert!(close(&record["lowerBound"], 0.80456), "{record}");
+    assert!(close(&record["verifiedRate"], 0.96), "{record}");
+    // Brier by hand: (20 · 0.05² + 4 · 0.2² + 1 · 0.8²) / 25 = (0.05 + 0.16 + 0.64) / 25 = 0.034.
+    assert!(close(&record["brier"], 0.034), "{record}");
+    assert_eq!(
+        record["trusted"], false,
+        "one rejection among 25 is not yet trusted"
+    );
+    let bins = record["bins"].as_array().expect("bins");
+    let shape: Vec<(Value, Value, Value)> = bins
+        .iter()
+        .map(|b| (b["from"].clone(), b["to"].clone(), b["answers"].clone()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (json!(80), json!(89), json!(5)),
+            (json!(90), json!(100), json!(20))
+        ]
+    );
+    assert!(close(&bins[0]["stated"], 0.8) && close(&bins[0]["observed"], 0.8));
+    assert!(close(&bins[1]["stated"], 0.95) && close(&bins[1]["observed"], 1.0));
+    let question = app.ask("games", "after-history").await;
+    let answered = answer_with(&app, &ana, question, "ea").await;
+    assert_eq!(
+        answered["data"]["answerQuestion"]["contributionStatus"], "PENDING",
+        "{answered}"
+    );
+
+    // bob: 40 clean answers (lower bound 0.9124) are trusted at the default 0.85 ...
+    seed_history(&app, "games", &bob, &[(None, true); 40]).await;
+    let question = app.ask("games", "bob-trusted").await;
+    let answered = answer_with(&app, &bob, question, "ea").await;
+    assert_eq!(
+        answered["data"]["answerQuestion"]["contributionStatus"], "VERIFIED",
+        "{answered}"
+    );
+    // ... and not at a niche's 0.95, which an admin sets; a bad threshold changes nothing.
+    let refused = app
+        .graphql(
+            Some(&root.token),
+            WEIGHING,
+            json!({"slug": "games", "bound": 0.3}),
+        )
+        .await;
+    assert_eq!(error_code(&refused), Some("BAD_USER_INPUT"), "{refused}");
+    let refused = app
+        .graphql(
+            Some(&bob.token),
+            WEIGHING,
+            json!({"slug": "games", "bound": 0.95}),
+        )
+        .await;
+    assert!(
+        !refused["errors"].is_null(),
+        "an operator may not: {refused}"
+    );
+    let set = app
+        .graphql(
+            Some(&root.token),
+            WEIGHING,
+            json!({"slug": "games", "bound": 0.95}),
+        )
+        .await;
+    assert_eq!(
+        set["data"]["setNicheWeighing"]["trustLowerBound"], 0.95,
+        "{set}"
+    );
+    let question = app.ask("games", "bob-stricter").await;
+    let answered = answer_with(&app, &bob, question, "ea").await;
+    assert_eq!(
+        answered["data"]["answerQuestion"]["contributionStatus"], "PENDING",
+        "{answered}"
+    );
+}
+
+on_both_backends!(the_record_is_the_wilson_bound_and_brier_score_and_trust_counts_rejections);
+
+async fn confidence_reaches_the_agent_in_both_webhook_schemes_and_the_lookup(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    seed_history(&app, "games", &ana, &[(Some(90), true), (Some(70), false)]).await;
+    let mut received = Vec::new();
+    for (slug, scheme) in [
+        ("agent-own", WebhookScheme::Chovy),
+        ("agent-std", WebhookScheme::Standard),
+    ] {
+        let addr = reserve_port();
+        let secret = register(
+            &app,
+            slug,
+            &["games"],
+            Some(&Receiver::url_for(addr)),
+            scheme,
+        )
+        .await;
+        let endpoint = Receiver::start_verifying(addr, &secret, Vec::new()).await;
+        let asked = post_as(
+            &app,
+            slug,
+            &secret,
+            "/api/v1/internal/expert-questions",
+            &question_body("games", &format!("{slug}-q")),
+        )
+        .await;
+        let asked: Value = asked.json().await.expect("JSON");
+        let question = asked["question"]["id"].as_i64().expect("an id");
+        // Out of range and on a decline: refused, nothing stored.
+        let low = app
+            .answer(
+                &ana.token,
+                json!({"questionId": question.to_string(), "kind": "ANSWERED", "optionId": "ea", "confidence": 49}),
+            )
+            .await;
+        assert_eq!(error_code(&low), Some("BAD_USER_INPUT"), "{low}");
+        assert!(
+            low["errors"][0]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("50 to 100")),
+            "{low}"
+        );
+        let decline = app
+            .answer(
+                &ana.token,
+                json!({"questionId": question.to_string(), "kind": "INSUFFICIENT_CONTEXT", "confidence": 80}),
+            )
+            .await;
+        assert_eq!(error_code(&decline), Some("BAD_USER_INPUT"), "{decline}");
+        let stored = agent_answers::Entity::find()
+            .filter(agent_answers::Column::QuestionId.eq(question))
+            .all(&app.db)
+            .await
+            .expect("read");
+        assert!(
+            stored.is_empty(),
+            "a refused answer stores nothing: {stored:?}"
+        );
+        let answered = answer_with(&app, &ana, question, "ea").await;
+        assert!(answered["errors"].is_null(), "{answered}");
+        received.push((slug, secret, endpoint, question));
+    }
+    for (slug, secret, endpoint, _) in &received {
+        endpoint
+            .wait_until(WAIT, "expert_answer.created", |r| {
+                r.iter()
+                    .any(|d| d.envelope["type"] == "expert_answer.created")
+            })
+            .await;
+        let got = endpoint.received();
+        let got = got
+            .iter()
+            .find(|d| d.envelope["type"] == "expert_answer.created")
+            .expect("the answer");
+        assert!(got.verified, "{slug}: the signature verifies");
+        if *slug == "agent-std" {
+            assert!(verify_with_library(secret, got, &got.body).is_ok());
+        }
+        let payload = &got.envelope["payload"];
+        assert_eq!(payload["confidence"], 80, "{slug}: {payload}");
+        assert_eq!(payload["answerer"]["answers"], 2, "{payload}");
+        assert!(
+            close(&payload["answerer"]["verifiedRate"], 0.5),
+            "{payload}"
+        );
+        // Wilson at 1 of 2: (0.5 + 0.960365 - 1.959964 · sqrt(0.125 + 0.240091)) / 2.920730.
+        assert!(
+            close(&payload["answerer"]["lowerBound"], 0.0945),
+            "{payload}"
+        );
+        // Brier: ((0.9 - 1)² + (0.7 - 0)²) / 2 = (0.01 + 0.49) / 2 = 0.25.
+        assert!(close(&payload["answerer"]["brier"], 0.25), "{payload}");
+    }
+    let (slug, secret, _, _) = &received[0];
+    let looked = post_as(
+        &app,
+        slug,
+        secret,
+        "/api/v1/internal/expert-questions/lookup",
+        &json!({"nicheSlug": "games", "externalIds": [format!("{slug}-q")]}),
+    )
+    .await;
+    let looked: Value = looked.json().await.expect("JSON");
+    let answer = &looked["questions"][0]["answer"];
+    assert_eq!(answer["confidence"], 80, "{looked}");
+    assert_eq!(answer["answerer"]["answers"], 2, "{looked}");
+}
+
+on_both_backends!(confidence_reaches_the_agent_in_both_webhook_schemes_and_the_lookup);
+
+/// A question asking `wanted` answers at `agreement`, with three options.
+async fn ask_several(app: &TestApp, external_id: &str, wanted: i64, agreement: f64) -> i64 {
+    let mut body = question_body("games", external_id);
+    body["payload"]["options"] = json!([
+        {"id": "ea", "label": "Early access"},
+        {"id": "full", "label": "1.0"},
+        {"id": "demo", "label": "The demo"},
+    ]);
+    body["payload"]["answers"] = json!({"wanted": wanted, "agreement": agreement});
+    let response = app
+        .post_signed("/api/v1/internal/expert-questions", &body.to_string())
+        .await;
+    assert_eq!(response.status(), 201);
+    let stored: Value = response.json().await.expect("JSON");
+    stored["question"]["id"].as_i64().expect("an id")
+}
+
+async fn operators(app: &TestApp, count: usize) -> Vec<Person> {
+    let mut people = Vec::with_capacity(count);
+    for i in 0..count {
+        people.push(operator(&app.db, "games", &format!("op{i}")).await);
+    }
+    people
+}
+
+async fn twenty_answering_three_places_at_once_leave_exactly_three(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let people = operators(&app, 20).await;
+    let question = ask_several(&app, "race", 3, 0.6).await;
+    let tries = people.iter().map(|p| answer_with(&app, p, question, "ea"));
+    let results = futures::future::join_all(tries).await;
+    let won: Vec<&Value> = results.iter().filter(|r| r["errors"].is_null()).collect();
+    assert_eq!(won.len(), 3, "{results:?}");
+    for lost in results.iter().filter(|r| !r["errors"].is_null()) {
+        assert_eq!(
+            lost["errors"][0]["extensions"]["reason"], "ANSWERS_COMPLETE",
+            "{lost}"
+        );
+        assert!(
+            lost["errors"][0]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("all 3 answers")),
+            "{lost}"
+        );
+    }
+    for won in &won {
+        assert_eq!(
+            won["data"]["answerQuestion"]["contributionStatus"],
+            "PENDING"
+        );
+    }
+    let answers = agent_answers::Entity::find()
+        .filter(agent_answers::Column::QuestionId.eq(question))
+        .all(&app.db)
+        .await
+        .expect("read");
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    let stored = agent_questions::Entity::find_by_id(question)
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the question");
+    assert_eq!(
+        (stored.answers_in, stored.status),
+        (3, agent_questions::QuestionStatus::Answered)
+    );
+    // A fourth, later, is refused with the reason too.
+    let late = operator(&app.db, "games", "late").await;
+    let refused = answer_with(&app, &late, question, "full").await;
+    assert_eq!(
+        refused["errors"][0]["extensions"]["reason"], "ANSWERS_COMPLETE",
+        "{refused}"
+    );
+}
+
+on_both_backends!(twenty_answering_three_places_at_once_leave_exactly_three);
+
+async fn two_to_one_is_a_consensus_one_each_a_disagreement_and_a_rejection_reopens_one_place(
+    app: TestApp,
+) {
+    open_niche(&app.db, "games").await;
+    let root = person(&app.db, "root", true).await;
+    let people = operators(&app, 4).await;
+    let split = ask_several(&app, "split", 3, 0.6).await;
+    // No herding: before answering, a member does not see the others' choices.
+    let first = answer_with(&app, &people[0], split, "ea").await;
+    assert!(first["errors"].is_null(), "{first}");
+    let seen = app
+        .graphql(
+            Some(&people[1].token),
+            "query($id: ID!) { question(id: $id) { answersWanted answersIn answers { optionId withheld } consensus { optionId } } }",
+            json!({"id": split.to_string()}),
+        )
+        .await;
+    let seen = &seen["data"]["question"];
+    assert_eq!(
+        (seen["answersWanted"].clone(), seen["answersIn"].clone()),
+        (json!(3), json!(1)),
+        "{seen}"
+    );
+    assert_eq!(
+        seen["answers"],
+        json!([{"optionId": null, "withheld": true}]),
+        "{seen}"
+    );
+    assert!(seen["consensus"].is_null());
+    for (who, option) in [(&people[1], "ea"), (&people[2], "full")] {
+        let answered = answer_with(&app, who, split, option).await;
+        assert!(answered["errors"].is_null(), "{answered}");
+    }
+    let consensus = app.events_for_agent("expert_question.consensus").await;
+    assert_eq!(consensus.len(), 1, "{consensus:?}");
+    assert_eq!(consensus[0]["optionId"], "ea");
+    assert!(
+        close(&consensus[0]["agreement"], 0.6667),
+        "{}",
+        consensus[0]
+    );
+    // Nobody has a record: the weighted share is the raw one.
+    assert!(
+        close(&consensus[0]["weightedAgreement"], 0.6667),
+        "{}",
+        consensus[0]
+    );
+    assert_eq!(consensus[0]["answers"].as_array().map(Vec::len), Some(3));
+
+    let apart = ask_several(&app, "apart", 3, 0.6).await;
+    for (who, option) in [
+        (&people[0], "ea"),
+        (&people[1], "full"),
+        (&people[2], "demo"),
+    ] {
+        let answered = answer_with(&app, who, apart, option).await;
+        assert!(answered["errors"].is_null(), "{answered}");
+    }
+    let disagreement = app.events_for_agent("expert_question.disagreement").await;
+    assert_eq!(disagreement.len(), 1, "{disagreement:?}");
+    assert_eq!(disagreement[0]["questionId"], apart);
+    assert!(
+        close(&disagreement[0]["plurality"]["agreement"], 0.3333),
+        "{}",
+        disagreement[0]
+    );
+    let escalated = entity::audit_log::Entity::find()
+        .filter(entity::audit_log::Column::Action.eq("question.disagreement"))
+        .all(&app.db)
+        .await
+        .expect("read");
+    assert_eq!(escalated.len(), 1);
+
+    // Rejecting one of the three gives back its place: the question waits for one more answer.
+    let rejected_one = agent_answers::Entity::find()
+        .filter(agent_answers::Column::QuestionId.eq(apart))
+        .filter(agent_answers::Column::UserId.eq(people[2].id))
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the answer");
+    let rejected = app
+        .graphql(
+            Some(&root.token),
+            "mutation($id: ID!) { rejectContribution(id: $id, note: \"No demo date exists.\") { status } }",
+            json!({"id": rejected_one.contribution_event_id.expect("a contribution").to_string()}),
+        )
+        .await;
+    assert!(rejected["errors"].is_null(), "{rejected}");
+    let reopened = agent_questions::Entity::find_by_id(apart)
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the question");
+    assert_eq!(
+        (
+            reopened.status,
+            reopened.answers_in,
+            reopened.research_round
+        ),
+        (agent_questions::QuestionStatus::Open, 2, 0),
+        "one place reopens, not the question"
+    );
+    let again = answer_with(&app, &people[3], apart, "ea").await;
+    assert!(again["errors"].is_null(), "{again}");
+    let consensus = app.events_for_agent("expert_question.consensus").await;
+    assert_eq!(consensus.len(), 2, "{consensus:?}");
+    assert_eq!(consensus[1]["questionId"], apart);
+
+    // The lookup shows every answer and the consensus.
+    let looked = app
+        .post_signed(
+            "/api/v1/internal/expert-questions/lookup",
+            &json!({"nicheSlug": "games", "externalIds": ["split"]}).to_string(),
+        )
+        .await;
+    let looked: Value = looked.json().await.expect("JSON");
+    let several = &looked["questions"][0]["several"];
+    assert_eq!(
+        several["answers"].as_array().map(Vec::len),
+        Some(3),
+        "{looked}"
+    );
+    assert_eq!(several["consensus"]["optionId"], "ea", "{looked}");
+    assert_eq!(several["consensus"]["reached"], true, "{looked}");
+}
+
+on_both_backends!(
+    two_to_one_is_a_consensus_one_each_a_disagreement_and_a_rejection_reopens_one_place
+);
+
+async fn several_answers_are_refused_where_they_cannot_agree(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let refuse = |mut body: Value, answers: Value| {
+        body["payload"]["answers"] = answers;
+        body
+    };
+    let cases = [
+        (
+            refuse(question_body("games", "a"), json!({"wanted": 8})),
+            "from 1 to 7",
+        ),
+        (
+            refuse(
+                question_body("games", "b"),
+                json!({"wanted": 3, "agreement": 0.4}),
+            ),
+            "0.5 to 1.0",
+        ),
+        (
+            refuse(
+                question_body("games", "c"),
+                json!({"wanted": 3, "quorum": 2}),
+            ),
+            "quorum",
+        ),
+        (
+            refuse(question_body("games", "d"), json!(3)),
+            "must be an object",
+        ),
+        (
+            {
+                let mut body = refuse(question_body("games", "e"), json!({"wanted": 2}));
+                body["payload"]["options"] = json!([{"id": "only", "label": "Only one"}]);
+                body
+            },
+            "at least two options",
+        ),
+    ];
+    for (body, says) in cases {
+        let response = app
+            .post_signed("/api/v1/internal/expert-questions", &body.to_string())
+            .await;
+        assert_eq!(response.status(), 400, "{body}");
+        let error: Value = response.json().await.expect("JSON");
+        assert!(
+            error.to_string().contains(says),
+            "{error} should say {says}"
+        );
+    }
+    let stored = agent_questions::Entity::find()
+        .all(&app.db)
+        .await
+        .expect("read");
+    assert!(stored.is_empty(), "nothing was stored: {stored:?}");
+}
+
+on_both_backends!(several_answers_are_refused_where_they_cannot_agree);
