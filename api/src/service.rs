@@ -31,6 +31,7 @@ pub mod reach;
 pub mod research;
 pub mod reuse;
 pub mod revenue;
+pub mod routing;
 pub mod scores;
 pub mod sessions;
 pub mod signals;

@@ -1127,3 +1127,102 @@ async fn two_people_taking_one_address_at_once_get_one_address_and_one_conflict(
         .count();
     assert_eq!((won, refused), (1, people.len() - 1), "{answers:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_first_wave_mails_the_best_placed_at_once_and_the_rest_at_half_the_wait_on_sqlite() {
+    a_first_wave_mails_the_best_placed_first(askloop_tests::Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_first_wave_mails_the_best_placed_at_once_and_the_rest_at_half_the_wait_on_postgres() {
+    a_first_wave_mails_the_best_placed_first(askloop_tests::Backend::Postgres).await;
+}
+
+/// Routing (docs/contract.md#routed-first-wave) with `firstWave: 2` in a niche whose high
+/// urgency escalates after 8 s: ana and bob, the best records, are mailed at once; cara, with
+/// none, at half the wait (4 s), before the escalation (8 s) would tell her anyway.
+async fn a_first_wave_mails_the_best_placed_first(backend: askloop_tests::Backend) {
+    let smtp = SmtpServer::start().await;
+    let url = smtp.url();
+    let Some(app) = TestApp::spawn_with(backend, |c| mail_through(c, &url)).await else {
+        eprintln!("skipped: TEST_DATABASE_URL is not set");
+        return;
+    };
+    open_niche(&app.db, "games").await;
+    let root = person(&app.db, "root", true).await;
+    let cara = operator(&app.db, "games", "cara").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let bob = operator(&app.db, "games", "bob").await;
+    // Records first (the questions they answered are mailed to nobody: no address is verified).
+    crate::weighing::seed_history(&app, "games", &ana, &[(None, true); 30]).await;
+    crate::weighing::seed_history(&app, "games", &bob, &[(None, true); 20]).await;
+    for who in [&ana, &bob, &cara] {
+        verified(&app, who).await;
+    }
+    let set = app
+        .graphql(
+            Some(&root.token),
+            "mutation { setNicheWeighing(slug: \"games\", routing: {mode: FIRST_WAVE, firstWave: 2}) { routing { mode firstWave } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        set["data"]["setNicheWeighing"]["routing"],
+        json!({"mode": "FIRST_WAVE", "firstWave": 2}),
+        "{set}"
+    );
+    let refused = app
+        .graphql(
+            Some(&root.token),
+            "mutation { setNicheWeighing(slug: \"games\", routing: {mode: FIRST_WAVE}) { trustLowerBound } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(error_code(&refused), Some("BAD_USER_INPUT"), "{refused}");
+    // A short wait, below what an admin may set, written straight into the store.
+    entity::niches::Entity::update_many()
+        .col_expr(
+            entity::niches::Column::EscalateHighSecs,
+            sea_orm::sea_query::Expr::value(Some(8_i64)),
+        )
+        .exec(&app.db)
+        .await
+        .expect("a short wait");
+
+    let id = ask(&app, "routed", "high", "Which date, routed?").await;
+    let first = smtp.wait_for(2, WAIT).await;
+    let mut to: Vec<String> = first.iter().filter_map(|m| m.header("to")).collect();
+    to.sort();
+    assert_eq!(to, ["ana@example.com", "bob@example.com"], "the first wave");
+    let rows = notification_rows(&app, id).await;
+    let later = rows
+        .iter()
+        .find(|r| r.user_id == cara.id)
+        .expect("cara's notification");
+    assert_eq!(
+        (later.due_at - later.created_at).num_seconds(),
+        4,
+        "half the escalation wait"
+    );
+    let all = smtp.wait_for(3, WAIT).await;
+    assert_eq!(all[2].header("to").as_deref(), Some("cara@example.com"));
+
+    // Admins see who was routed and why; members do not.
+    let routes = "query($id: ID!) { question(id: $id) { routes { handle rank reason } } }";
+    let seen = app
+        .graphql(Some(&root.token), routes, json!({"id": id.to_string()}))
+        .await;
+    let seen = &seen["data"]["question"]["routes"];
+    assert_eq!(seen[0]["handle"], "ana", "{seen}");
+    assert_eq!(seen[1]["handle"], "bob", "{seen}");
+    assert!(
+        seen[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("lower bound 0.89")),
+        "{seen}"
+    );
+    let hidden = app
+        .graphql(Some(&cara.token), routes, json!({"id": id.to_string()}))
+        .await;
+    assert_eq!(hidden["data"]["question"]["routes"], json!([]), "{hidden}");
+}

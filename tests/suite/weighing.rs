@@ -30,7 +30,12 @@ const WEIGHING: &str = r#"mutation($slug: String!, $bound: Float, $routing: Rout
 /// Seed `who`'s judged answers in `slug` straight into the store, as answering and review
 /// would have left them: for each `(confidence, verified)`, an answered question, the answer
 /// and its contribution, verified or rejected.
-async fn seed_history(app: &TestApp, slug: &str, who: &Person, judged: &[(Option<i32>, bool)]) {
+pub(crate) async fn seed_history(
+    app: &TestApp,
+    slug: &str,
+    who: &Person,
+    judged: &[(Option<i32>, bool)],
+) {
     let niche = niches::Entity::find()
         .filter(niches::Column::Slug.eq(slug))
         .one(&app.db)

@@ -256,6 +256,8 @@ macro_rules! card_as_first_read {
                     deliverable: card.deliverable,
                     research_round: card.research_round,
                     escalation_step: card.escalation_step,
+                    answers_wanted: card.answers_wanted,
+                    answers_in: card.answers_in,
                     options: card
                         .options
                         .into_iter()

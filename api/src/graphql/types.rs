@@ -270,8 +270,66 @@ impl Niche {
     }
 }
 
+/// How a niche's people agree over its several-answer questions (docs/contract.md#several-answers).
+#[derive(SimpleObject, Clone, Debug)]
+pub struct NicheAgreement {
+    /// Krippendorff's alpha (nominal) over the newest 200 such questions' standing answers: 1 is
+    /// full agreement, 0 no better than chance; none while it is undefined (fewer than two
+    /// answers to compare, or one option chosen throughout).
+    pub alpha: Option<f64>,
+    /// Questions with two or more standing answers that it covers.
+    pub questions: i32,
+    /// Each person's agreement with the plurality, most answers first.
+    pub people: Vec<PersonAgreement>,
+}
+
+/// One person's agreement with the plurality of the questions they answered.
+#[derive(SimpleObject, Clone, Debug)]
+pub struct PersonAgreement {
+    /// Their handle.
+    pub handle: String,
+    /// Their answers to several-answer questions.
+    pub answers: i32,
+    /// Of which chose the plurality option.
+    pub agreed: i32,
+    /// `agreed / answers`.
+    pub agreement: f64,
+}
+
 #[ComplexObject]
 impl Niche {
+    /// How its people agree over its several-answer questions (admins only; none for others).
+    async fn agreement(&self, ctx: &Context<'_>) -> Result<Option<NicheAgreement>> {
+        if !caller_of(ctx)?.viewer().is_some_and(|v| v.is_admin) {
+            return Ok(None);
+        }
+        let db = ctx.data::<Db>()?;
+        let agreement = consensus::agreement(db, self.id, 200).await.gql()?;
+        let handles = names::handles(db, agreement.people.iter().map(|p| p.0))
+            .await
+            .gql()?;
+        let count = |n: u64| i32::try_from(n).unwrap_or(i32::MAX);
+        Ok(Some(NicheAgreement {
+            alpha: agreement.alpha,
+            questions: count(agreement.questions),
+            people: agreement
+                .people
+                .iter()
+                .map(|&(user, answers, agreed)| PersonAgreement {
+                    handle: handles.get(&user).cloned().unwrap_or_default(),
+                    answers: count(answers),
+                    agreed: count(agreed),
+                    #[allow(clippy::cast_precision_loss)]
+                    agreement: if answers == 0 {
+                        0.0
+                    } else {
+                        agreed as f64 / answers as f64
+                    },
+                })
+                .collect(),
+        }))
+    }
+
     /// The niche's questions: only for its active members and admins.
     #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn questions(
@@ -417,6 +475,20 @@ pub struct Question {
     pub agreement: f64,
 }
 
+/// One operator of a question's routed first wave (docs/contract.md#routed-first-wave).
+#[derive(SimpleObject, Clone, Debug)]
+pub struct Route {
+    /// Who was notified first.
+    pub handle: String,
+    /// Their place in the wave, 1 first.
+    pub rank: i32,
+    /// What they were ranked by: their verified answers' likeness to the question times their
+    /// lower bound.
+    pub score: f64,
+    /// Why, in words.
+    pub reason: String,
+}
+
 /// What several answers came to (docs/contract.md#several-answers).
 #[derive(SimpleObject, Clone, Debug)]
 pub struct ConsensusView {
@@ -526,6 +598,29 @@ impl Question {
                 ServiceError::Internal(anyhow::anyhow!("question without its niche")).extend()
             })?;
         Ok(niche.into())
+    }
+
+    /// Whom its notifications went to first and why, when its niche routes a first wave
+    /// (admins only; empty for everyone else and for a broadcast).
+    async fn routes(&self, ctx: &Context<'_>) -> Result<Vec<Route>> {
+        if !caller_of(ctx)?.viewer().is_some_and(|v| v.is_admin) {
+            return Ok(Vec::new());
+        }
+        let db = ctx.data::<Db>()?;
+        let id: i64 = self.id.parse()?;
+        let rows = crate::service::routing::routes_of(db, id).await.gql()?;
+        let handles = names::handles(db, rows.iter().map(|r| r.user_id))
+            .await
+            .gql()?;
+        Ok(rows
+            .into_iter()
+            .map(|r| Route {
+                handle: handles.get(&r.user_id).cloned().unwrap_or_default(),
+                rank: r.rank,
+                score: r.score,
+                reason: r.reason,
+            })
+            .collect())
     }
 
     /// What its answers came to, once a several-answer question has all its places filled or

@@ -278,6 +278,12 @@ async fn write_all(
         for (niche, facts) in stored.iter().filter(|(n, _)| reach.hooks.contains(&n.id)) {
             operator_hooks::enqueue(txn, HookEvent::Waiting, niche, facts, now).await?;
         }
+        // A niche that routes its notifications holds back all but its first wave.
+        for (niche, facts) in stored.iter().filter(|(n, _)| n.first_wave.is_some()) {
+            for fact in facts {
+                crate::service::routing::first_wave(txn, niche, fact.id, now).await?;
+            }
+        }
     }
     Ok(outcomes)
 }

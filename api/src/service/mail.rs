@@ -22,8 +22,10 @@ const PLACE_BATCH: u64 = 500;
 /// Place up to [`PLACE_BATCH`] planned notifications: each becomes pending (on its own or in a
 /// digest, at the time its person's preferences say) or dropped. How many were placed.
 pub async fn place_planned(db: &Db, now: DateTime<Utc>) -> Result<usize, ServiceError> {
+    // A routed question's second wave is planned for later (docs/contract.md#routed-first-wave).
     let planned = notifications::Entity::find()
         .filter(notifications::Column::Status.eq("planned"))
+        .filter(notifications::Column::DueAt.lte(now))
         .order_by_asc(notifications::Column::Id)
         .limit(PLACE_BATCH)
         .all(db)

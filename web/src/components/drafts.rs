@@ -25,6 +25,9 @@ pub struct Draft {
     /// What the agent should find out, for a research request not yet sent.
     #[serde(default)]
     pub note: String,
+    /// How sure, in percent, as chosen or typed.
+    #[serde(default)]
+    pub confidence: String,
     /// When it was last saved (ms since the epoch).
     #[serde(default)]
     pub saved: f64,

@@ -140,6 +140,7 @@ impl Held {
             option_id: None,
             body: action.note.clone(),
             actual_cost_minor: None,
+            confidence: None,
             entry_id: None,
         };
         leptos::task::spawn_local(async move {

@@ -288,6 +288,11 @@ pub fn QuestionCard(
     let (body, set_body) = signal(draft.body.clone());
     let (cost, set_cost) = signal(draft.cost.clone());
     let (note, set_note) = signal(draft.note.clone());
+    let (sure, set_sure) = signal(draft.confidence.clone());
+    let sure_id = format!("sure-{id}");
+    let sure_name = format!("sure-choice-{id}");
+    let several =
+        (question.answers_wanted > 1).then_some((question.answers_in, question.answers_wanted));
     let asking_research = RwSignal::new(!draft.note.trim().is_empty());
     let (error, set_error) = signal(None::<String>);
     let restored = !draft.is_empty();
@@ -301,6 +306,7 @@ pub fn QuestionCard(
             option: choice.get(),
             cost: cost.get(),
             note: note.get(),
+            confidence: sure.get(),
             saved: 0.0,
         };
         if !sent.get() {
@@ -352,16 +358,36 @@ pub fn QuestionCard(
             },
             _ => Ok(None),
         };
-        let input = actual_cost.map(|actual_cost_minor| answer_question::AnswerInput {
-            question_id: act_id.clone(),
-            option_id: choice
-                .get_untracked()
-                .filter(|_| *kind == AnswerKind::Answered),
-            body: Some(body.get_untracked()).filter(|b| entry.is_none() && !b.trim().is_empty()),
-            actual_cost_minor,
-            entry_id: entry.clone(),
-            kind: kind.clone(),
-        });
+        // How sure: optional; 50 to 100 when given.
+        let confidence = match (kind, sure.get_untracked().trim()) {
+            (AnswerKind::Answered, "") | (AnswerKind::FromKnowledge, _) => Ok(None),
+            (AnswerKind::Answered, typed) => {
+                match typed.trim_end_matches('%').trim().parse::<i64>() {
+                    Ok(value) if (50..=100).contains(&value) => Ok(Some(value)),
+                    _ => Err(
+                        "Say how sure you are as a percentage from 50 to 100, or leave it empty."
+                            .to_owned(),
+                    ),
+                }
+            }
+            _ => Ok(None),
+        };
+        let actual_cost = actual_cost.and_then(|cost| confidence.map(|sure| (cost, sure)));
+        let input =
+            actual_cost.map(
+                |(actual_cost_minor, confidence)| answer_question::AnswerInput {
+                    confidence,
+                    question_id: act_id.clone(),
+                    option_id: choice
+                        .get_untracked()
+                        .filter(|_| *kind == AnswerKind::Answered),
+                    body: Some(body.get_untracked())
+                        .filter(|b| entry.is_none() && !b.trim().is_empty()),
+                    actual_cost_minor,
+                    entry_id: entry.clone(),
+                    kind: kind.clone(),
+                },
+            );
         let id = act_id.clone();
         async move {
             set_error.set(None);
@@ -565,6 +591,12 @@ pub fn QuestionCard(
                 {from_knowledge}
                 <form class="answer" on:submit=|ev| ev.prevent_default() aria-describedby=described_by aria-busy=move || busy.get().to_string()>
                     {restored.then(|| view! { <p class="muted draft-restored">"Your draft from earlier is restored."</p> })}
+                    {several.map(|(answers_in, wanted)| view! {
+                        <p class="several" data-several="">
+                            <strong>{format!("{answers_in} of {wanted} answers in")}</strong>
+                            " — this question asks several people. Answer on your own: the others' choices show once you have answered."
+                        </p>
+                    })}
                     {has_options.then(|| view! {
                         <fieldset>
                             <legend>"Which is it?"</legend>
@@ -595,6 +627,48 @@ pub fn QuestionCard(
                             on:input=move |ev| set_cost.set(event_target_value(&ev))
                         />
                     })}
+                    {{
+                        let sure_name = sure_name.clone();
+                        let sure_id = sure_id.clone();
+                        let presets = [("60", "Unsure"), ("80", "Fairly sure"), ("95", "Certain")]
+                            .into_iter()
+                            .map(|(value, label)| {
+                                let name = sure_name.clone();
+                                view! {
+                                    <label class="option sure">
+                                        <input
+                                            type="radio"
+                                            name=name
+                                            value=value
+                                            prop:checked=move || sure.get().trim() == value
+                                            on:change=move |_| { if !is_settled() { set_sure.set(value.to_owned()) } }
+                                        />
+                                        " "{label}" ("{value}" %)"
+                                    </label>
+                                }
+                            })
+                            .collect_view();
+                        view! {
+                            <fieldset class="confidence">
+                                <legend>"How sure are you? (optional; the agent is told)"</legend>
+                                {presets}
+                                <label class="sure-value" for=sure_id.clone()>"Or a value, 50 to 100 %"</label>
+                                <input
+                                    id=sure_id
+                                    name="confidence"
+                                    type="number"
+                                    min="50"
+                                    max="100"
+                                    step="1"
+                                    inputmode="numeric"
+                                    autocomplete="off"
+                                    prop:readOnly=is_settled
+                                    prop:value=sure
+                                    on:input=move |ev| set_sure.set(event_target_value(&ev))
+                                />
+                            </fieldset>
+                        }
+                    }}
                     <p class="error form-error" id=error_id role="alert">{move || error.get()}</p>
                     <div class="actions">
                         <button type="button" data-kind="answered" aria-disabled=move || locked.get().to_string() on:click=move |_| { if !locked.get_untracked() { act.dispatch((AnswerKind::Answered, None)); } }>{if task_limit.is_some() { "Complete task" } else { "Answer" }}</button>
@@ -637,6 +711,7 @@ fn drafts_empty(
         option: choice.get_untracked(),
         cost: cost.get_untracked(),
         note: note.get_untracked(),
+        confidence: String::new(),
         saved: 0.0,
     }
     .is_empty()

@@ -300,6 +300,78 @@ fn Ladder(tiers: Vec<Tier>) -> impl IntoView {
     }
 }
 
+/// A whole percent of a share 0–1.
+fn pct(share: f64) -> String {
+    format!("{:.0} %", share * 100.0)
+}
+
+/// Where the person's answers stand in review and how their stated confidence compares with
+/// what was verified: the trust rule's figures and a small calibration chart (a table whose
+/// bars show stated against observed, so a screen reader reads the same numbers).
+#[component]
+fn Record(calibration: standing::StandingViewerMembershipsCalibration) -> impl IntoView {
+    let c = calibration;
+    let trust = if c.trusted {
+        format!(
+            "trusted: your answers count at once (from {:.2})",
+            c.trust_lower_bound
+        )
+    } else {
+        format!("reviewed until it reaches {:.2}", c.trust_lower_bound)
+    };
+    let summary = if c.answers == 0 {
+        "No answer has a verdict yet.".to_owned()
+    } else {
+        format!(
+            "{} of {} verified ({}) · lower bound {:.2}, {trust}",
+            c.verified,
+            c.answers,
+            pct(c.verified_rate),
+            c.lower_bound
+        )
+    };
+    let brier = c.brier.map(|b| {
+        format!(
+            "Brier score {b:.3} over {} answers that said how sure (0 is perfect; always saying 50 % scores 0.25).",
+            c.with_confidence
+        )
+    });
+    let chart = (!c.bins.is_empty()).then(|| {
+        let rows = c
+            .bins
+            .into_iter()
+            .map(|bin| {
+                let stated = (bin.stated * 100.0).round();
+                let observed = (bin.observed * 100.0).round();
+                view! {
+                    <tr>
+                        <th scope="row">{format!("{}–{} %", bin.from, bin.to)}</th>
+                        <td>{bin.answers}</td>
+                        <td><span class="bar stated" style=format!("width:{:.2}rem", stated / 20.0)></span>" "{format!("{stated:.0} %")}</td>
+                        <td><span class="bar observed" style=format!("width:{:.2}rem", observed / 20.0)></span>" "{format!("{observed:.0} %")}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <table class="calibration">
+                <caption>"How sure you said, against how often you were verified"</caption>
+                <thead>
+                    <tr><th scope="col">"Said"</th><th scope="col">"Answers"</th><th scope="col">"Stated"</th><th scope="col">"Verified"</th></tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+        }
+    });
+    view! {
+        <section class="record" aria-label="Your record">
+            <p class="muted">{summary}</p>
+            {brier.map(|b| view! { <p class="muted">{b}</p> })}
+            {chart}
+        </section>
+    }
+}
+
 #[component]
 fn MembershipCard(membership: Membership) -> impl IntoView {
     let href = format!("/dashboard/niches/{}/questions", membership.niche.slug);
@@ -327,6 +399,7 @@ fn MembershipCard(membership: Membership) -> impl IntoView {
             <p class="muted">{membership.verified_count}" verified · "{membership.pending_count}" in review · "{role.to_string()}" ("{status.to_string()}")"</p>
             <progress max="100" value=progress>{progress}"%"</progress>
             <p class="muted">{next_line}</p>
+            <Record calibration=membership.calibration/>
             <p class="links">
                 <A href=href>"Open the queue"</A>
                 " · "

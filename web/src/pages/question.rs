@@ -486,6 +486,8 @@ fn as_card(q: &Question) -> queue_page::QuestionCard {
         deliverable: q.deliverable.clone(),
         research_round: q.research_round,
         escalation_step: q.escalation_step,
+        answers_wanted: q.answers_wanted,
+        answers_in: q.answers_in,
         options: q
             .options
             .iter()
