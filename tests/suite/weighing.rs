@@ -582,3 +582,122 @@ async fn several_answers_are_refused_where_they_cannot_agree(app: TestApp) {
 }
 
 on_both_backends!(several_answers_are_refused_where_they_cannot_agree);
+
+/// In a real Chromium: a several-answer question's card says how many answers are in and asks
+/// how sure (a value outside 50–100 is refused in the form); the confidence chosen is stored;
+/// the standing shows the record and its calibration chart; axe-core finds nothing serious at
+/// 1280 and 390 px on either page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_card_asks_how_sure_and_counts_answers_and_the_standing_charts_calibration() {
+    use askloop_tests::browser::{button_in, labelled_in};
+    use askloop_tests::pages::{require_built_dashboard, signed_in};
+    require_built_dashboard();
+    let app = TestApp::spawn(askloop_tests::Backend::Sqlite)
+        .await
+        .expect("an app");
+    open_niche(&app.db, "games").await;
+    let mara = operator(&app.db, "games", "mara").await;
+    let ben = operator(&app.db, "games", "ben").await;
+    let mut history = vec![(Some(80), true); 4];
+    history.push((Some(95), true));
+    history.push((Some(60), false));
+    seed_history(&app, "games", &mara, &history).await;
+    let question = ask_several(&app, "browser-several", 3, 0.6).await;
+    let first = answer_with(&app, &ben, question, "ea").await;
+    assert!(first["errors"].is_null(), "{first}");
+
+    let mut browser = signed_in(
+        &app,
+        "mara",
+        &format!("/dashboard/niches/games/questions/{question}"),
+    )
+    .await;
+    let card = "document.querySelector('section.act')";
+    browser
+        .wait_for(
+            &format!("{card} && {card}.querySelector('.several')"),
+            "the several-answers line",
+        )
+        .await;
+    let several = browser
+        .eval(&format!("{card}.querySelector('.several').innerText"))
+        .await;
+    assert!(
+        several
+            .as_str()
+            .unwrap_or_default()
+            .contains("1 of 3 answers in"),
+        "{several}"
+    );
+    for (width, height, mobile) in [(1280, 800, false), (390, 844, true)] {
+        browser.viewport(width, height, mobile).await;
+        crate::review_pages::assert_accessible(
+            &mut browser,
+            &format!("a several-answer question's card at {width} px"),
+        )
+        .await;
+    }
+    browser.viewport(1280, 800, false).await;
+    browser.screenshot("several-answers-card").await;
+    browser.click(&labelled_in(card, "1.0")).await;
+    browser
+        .fill(&labelled_in(card, "Or a value, 50 to 100 %"), "40")
+        .await;
+    browser.click(&button_in(card, "Answer")).await;
+    browser
+        .wait_for(
+            &format!("{card}.querySelector('.form-error').textContent.includes('from 50 to 100')"),
+            "the refusal of 40 %",
+        )
+        .await;
+    browser
+        .click(&labelled_in(card, "Fairly sure (80 %)"))
+        .await;
+    browser.click(&button_in(card, "Answer")).await;
+    browser
+        .wait_for(
+            "document.querySelector('main p.notice[role=status]')",
+            "the notice",
+        )
+        .await;
+    let stored = agent_answers::Entity::find()
+        .filter(agent_answers::Column::QuestionId.eq(question))
+        .filter(agent_answers::Column::UserId.eq(mara.id))
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("mara's answer");
+    assert_eq!(
+        (stored.option_id.as_deref(), stored.confidence),
+        (Some("full"), Some(80))
+    );
+
+    // The standing: 5 of 6 verified, and the chart's three bins.
+    browser.goto(&app.url("/dashboard")).await;
+    browser
+        .wait_for(
+            "document.querySelector('table.calibration tbody tr')",
+            "the calibration chart",
+        )
+        .await;
+    let record = browser
+        .eval("document.querySelector('section.record').innerText")
+        .await;
+    let record = record.as_str().unwrap_or_default().to_owned();
+    assert!(record.contains("5 of 6 verified"), "{record}");
+    let rows = browser
+        .eval(
+            "[...document.querySelectorAll('table.calibration tbody th')].map(t => t.textContent)",
+        )
+        .await;
+    assert_eq!(rows, json!(["60–69 %", "80–89 %", "90–100 %"]));
+    for (width, height, mobile) in [(1280, 800, false), (390, 844, true)] {
+        browser.viewport(width, height, mobile).await;
+        crate::review_pages::assert_accessible(
+            &mut browser,
+            &format!("the standing with its chart at {width} px"),
+        )
+        .await;
+    }
+    browser.screenshot("calibration-chart").await;
+}

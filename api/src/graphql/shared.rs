@@ -407,14 +407,17 @@ impl Walk<'_> {
                 Shape::Question,
                 "id" | "externalId" | "title" | "question" | "context" | "urgency" | "status"
                 | "bountyMinor" | "kind" | "budgetLimitMinor" | "deliverable" | "researchRound"
-                | "escalationStep" | "createdAt" | "answeredAt" | "updatedAt" | "expiresAt",
+                | "escalationStep" | "createdAt" | "answeredAt" | "updatedAt" | "expiresAt"
+                | "answersWanted" | "answersIn" | "agreement",
             )
             | (Shape::Niche, "slug" | "name" | "status" | "description") => None,
             (Shape::QueueChange, "question") => Some(Shape::Question),
-            (
-                Shape::Question,
-                "options" | "answers" | "timeline" | "budgetEntries" | "deliveries",
-            ) => Some(Shape::Plain),
+            // A several-answer question's answers are withheld from whoever has not answered
+            // it: read per subscriber.
+            (Shape::Question, "answers") => return false,
+            (Shape::Question, "options" | "timeline" | "budgetEntries" | "deliveries") => {
+                Some(Shape::Plain)
+            }
             (Shape::Question, "niche") => Some(Shape::Niche),
             // Plain objects' fields, except a delivery's attempts (read per delivery).
             (Shape::Plain, "attempts") => return false,
@@ -480,7 +483,7 @@ mod tests {
 
     #[test]
     fn a_card_selection_is_shareable_and_the_same_text_gives_the_same_print() {
-        let q = "subscription { questionQueue(nicheSlug: \"a\") { change question { id title options { id label } niche { slug } answers { body } } } }";
+        let q = "subscription { questionQueue(nicheSlug: \"a\") { change question { id title options { id label } niche { slug } answersWanted answersIn } } }";
         let other_niche = q.replace("\"a\"", "\"b\"");
         assert!(print(q).is_some());
         assert_eq!(
@@ -525,6 +528,7 @@ mod tests {
     #[test]
     fn personal_fields_are_never_shared() {
         for personal in [
+            "question { answers { optionId withheld } }",
             "question { niche { questions { edges { node { id } } } } }",
             "question { niche { members { handle } } }",
             "question { deliveries { attempts { id } } }",

@@ -599,8 +599,9 @@ fn Deliveries(slug: String, deliveries: Vec<Delivery>) -> impl IntoView {
         return view! { <p class="empty">"Nothing has been sent to it yet."</p> }.into_any();
     }
     let caption = format!("Recent deliveries to {slug}");
+    let region = caption.clone();
     view! {
-        <div class="table-wrap">
+        <div class="table-wrap" tabindex="0" role="region" aria-label=region>
             <table class="deliveries">
                 <caption>{caption}</caption>
                 <thead><tr>

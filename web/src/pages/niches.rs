@@ -254,7 +254,7 @@ fn Contributions(
                 view! { <p class="empty">"None yet. Answers you give count here."</p> }.into_any()
             } else {
                 view! {
-                    <div class="table-wrap">
+                    <div class="table-wrap" tabindex="0" role="region" aria-label="Your contributions">
                         <table>
                             <thead><tr><th scope="col">"When"</th><th scope="col">"Niche"</th><th scope="col">"What"</th><th scope="col" class="num">"Points"</th><th scope="col">"Status"</th></tr></thead>
                             <tbody>
@@ -307,7 +307,8 @@ fn pct(share: f64) -> String {
 
 /// Where the person's answers stand in review and how their stated confidence compares with
 /// what was verified: the trust rule's figures and a small calibration chart (a table whose
-/// bars show stated against observed, so a screen reader reads the same numbers).
+/// meters show stated against observed, each also written out, so a screen reader reads the
+/// same numbers).
 #[component]
 fn Record(calibration: standing::StandingViewerMembershipsCalibration) -> impl IntoView {
     let c = calibration;
@@ -347,8 +348,8 @@ fn Record(calibration: standing::StandingViewerMembershipsCalibration) -> impl I
                     <tr>
                         <th scope="row">{format!("{}–{} %", bin.from, bin.to)}</th>
                         <td>{bin.answers}</td>
-                        <td><span class="bar stated" style=format!("width:{:.2}rem", stated / 20.0)></span>" "{format!("{stated:.0} %")}</td>
-                        <td><span class="bar observed" style=format!("width:{:.2}rem", observed / 20.0)></span>" "{format!("{observed:.0} %")}</td>
+                        <td><meter class="stated" min="0" max="100" value=stated aria-label=format!("stated {stated:.0} %")></meter>" "{format!("{stated:.0} %")}</td>
+                        <td><meter class="observed" min="0" max="100" value=observed aria-label=format!("verified {observed:.0} %")></meter>" "{format!("{observed:.0} %")}</td>
                     </tr>
                 }
             })
@@ -357,7 +358,7 @@ fn Record(calibration: standing::StandingViewerMembershipsCalibration) -> impl I
             <table class="calibration">
                 <caption>"How sure you said, against how often you were verified"</caption>
                 <thead>
-                    <tr><th scope="col">"Said"</th><th scope="col">"Answers"</th><th scope="col">"Stated"</th><th scope="col">"Verified"</th></tr>
+                    <tr><th scope="col">"Said"</th><th scope="col">"Count"</th><th scope="col">"Stated"</th><th scope="col">"Verified"</th></tr>
                 </thead>
                 <tbody>{rows}</tbody>
             </table>

@@ -322,7 +322,7 @@ fn QuestionView(
                 view! { <p class="empty">"No bounty was reserved for it."</p> }.into_any()
             } else {
                 view! {
-                    <div class="table-wrap"><table class="budget-entries">
+                    <div class="table-wrap" tabindex="0" role="region" aria-label="Budget entries"><table class="budget-entries">
                         <thead><tr><th scope="col">"When"</th><th scope="col">"Entry"</th><th scope="col" class="num">"Amount"</th></tr></thead>
                         <tbody>{q.budget_entries.into_iter().map(|e| view! {
                             // The kind as the server names it: the ledger may gain kinds.
@@ -428,7 +428,7 @@ fn DeliveryList(deliveries: Vec<Delivery>) -> impl IntoView {
             .into_any();
     }
     view! {
-        <div class="table-wrap">
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Deliveries to the agent">
             <table class="deliveries">
                 <thead><tr>
                     <th scope="col">"Event"</th><th scope="col">"Status"</th><th scope="col" class="num">"Attempts"</th>

@@ -387,8 +387,9 @@ fn Deliveries(caption: String, deliveries: Vec<Delivery>) -> impl IntoView {
     if deliveries.is_empty() {
         return view! { <p class="empty">"Nothing has been sent to it yet."</p> }.into_any();
     }
+    let region = caption.clone();
     view! {
-        <div class="table-wrap">
+        <div class="table-wrap" tabindex="0" role="region" aria-label=region>
             <table class="deliveries">
                 <caption>{caption}</caption>
                 <thead><tr>
