@@ -467,6 +467,26 @@ mod tests {
     }
 
     #[test]
+    fn several_answers_go_in_the_body_as_the_contract_names_them() {
+        let three = Question::new("games", "T", "Q?")
+            .option("ea", "Early access")
+            .option("full", "1.0")
+            .several_answers(3, Some(7000))
+            .to_body();
+        assert_eq!(three["answers"], json!({"wanted": 3, "agreement": 0.7}));
+        let default_agreement = Question::new("games", "T", "Q?")
+            .several_answers(2, None)
+            .to_body();
+        assert_eq!(default_agreement["answers"], json!({"wanted": 2}));
+        assert!(
+            Question::new("games", "T", "Q?")
+                .to_body()
+                .get("answers")
+                .is_none()
+        );
+    }
+
+    #[test]
     fn statuses_and_reviews_read_as_askloop_spells_them_and_tolerate_new_words() {
         let status = |word: &str| serde_json::from_value::<Status>(json!(word)).expect("a status");
         assert_eq!(status("open"), Status::Open);

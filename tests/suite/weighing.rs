@@ -344,6 +344,15 @@ async fn operators(app: &TestApp, count: usize) -> Vec<Person> {
 
 async fn twenty_answering_three_places_at_once_leave_exactly_three(app: TestApp) {
     open_niche(&app.db, "games").await;
+    let root = person(&app.db, "root", true).await;
+    let budget = app
+        .graphql(
+            Some(&root.token),
+            "mutation { setNicheBudget(nicheSlug: \"games\", monthlyBudgetMinor: 10000, bountyMinor: 100, maxBountyMinor: 500) { bountyMinor } }",
+            json!({}),
+        )
+        .await;
+    assert!(budget["errors"].is_null(), "{budget}");
     let people = operators(&app, 20).await;
     let question = ask_several(&app, "race", 3, 0.6).await;
     let tries = people.iter().map(|p| answer_with(&app, p, question, "ea"));
@@ -382,6 +391,48 @@ async fn twenty_answering_three_places_at_once_leave_exactly_three(app: TestApp)
     assert_eq!(
         (stored.answers_in, stored.status),
         (3, agent_questions::QuestionStatus::Answered)
+    );
+    // The bounty of 100 is split 33, 33, 34: each part charged once and its author's share
+    // held until that answer's own verdict.
+    let charged: Vec<i64> = entity::budget_entries::Entity::find()
+        .filter(entity::budget_entries::Column::QuestionId.eq(question))
+        .filter(
+            entity::budget_entries::Column::Kind
+                .eq(entity::budget_entries::BudgetEntryKind::Charge),
+        )
+        .all(&app.db)
+        .await
+        .expect("read")
+        .into_iter()
+        .map(|e| e.amount_minor)
+        .collect();
+    let mut parts = charged.clone();
+    parts.sort_unstable();
+    assert_eq!(parts, [33, 33, 34], "{charged:?}");
+    let events = entity::revenue_events::Entity::find()
+        .filter(entity::revenue_events::Column::QuestionId.eq(question))
+        .all(&app.db)
+        .await
+        .expect("read");
+    assert_eq!(events.len(), 3, "one revenue event per answer");
+    let shares = entity::allocations::Entity::find()
+        .filter(
+            entity::allocations::Column::RevenueEventId
+                .is_in(events.iter().map(|e| e.id).collect::<Vec<_>>()),
+        )
+        .filter(
+            entity::allocations::Column::UserId
+                .is_in(people.iter().map(|p| p.id).collect::<Vec<_>>()),
+        )
+        .all(&app.db)
+        .await
+        .expect("read");
+    assert_eq!(shares.len(), 3, "{shares:?}");
+    assert!(
+        shares
+            .iter()
+            .all(|a| a.status == entity::allocations::AllocationStatus::Held),
+        "{shares:?}"
     );
     // A fourth, later, is refused with the reason too.
     let late = operator(&app.db, "games", "late").await;
@@ -602,9 +653,12 @@ async fn the_card_asks_how_sure_and_counts_answers_and_the_standing_charts_calib
     history.push((Some(95), true));
     history.push((Some(60), false));
     seed_history(&app, "games", &mara, &history).await;
+    let cara = operator(&app.db, "games", "cara").await;
     let question = ask_several(&app, "browser-several", 3, 0.6).await;
-    let first = answer_with(&app, &ben, question, "ea").await;
-    assert!(first["errors"].is_null(), "{first}");
+    for who in [&ben, &cara] {
+        let first = answer_with(&app, who, question, "ea").await;
+        assert!(first["errors"].is_null(), "{first}");
+    }
 
     let mut browser = signed_in(
         &app,
@@ -626,7 +680,7 @@ async fn the_card_asks_how_sure_and_counts_answers_and_the_standing_charts_calib
         several
             .as_str()
             .unwrap_or_default()
-            .contains("1 of 3 answers in"),
+            .contains("2 of 3 answers in"),
         "{several}"
     );
     for (width, height, mobile) in [(1280, 800, false), (390, 844, true)] {
@@ -640,9 +694,18 @@ async fn the_card_asks_how_sure_and_counts_answers_and_the_standing_charts_calib
     browser.viewport(1280, 800, false).await;
     browser.screenshot("several-answers-card").await;
     browser.click(&labelled_in(card, "1.0")).await;
+    let how_sure = labelled_in(card, "How sure?");
+    let pick = |value: &str| {
+        format!(
+            "(el => {{ el.value = '{value}'; el.dispatchEvent(new Event('change', {{bubbles: true}})); return true; }})({how_sure})"
+        )
+    };
+    browser.eval(&pick("other")).await;
+    let other = labelled_in(card, "How sure, 50 to 100 %");
     browser
-        .fill(&labelled_in(card, "Or a value, 50 to 100 %"), "40")
+        .wait_for(&other, "the field for another value")
         .await;
+    browser.fill(&other, "40").await;
     browser.click(&button_in(card, "Answer")).await;
     browser
         .wait_for(
@@ -650,9 +713,7 @@ async fn the_card_asks_how_sure_and_counts_answers_and_the_standing_charts_calib
             "the refusal of 40 %",
         )
         .await;
-    browser
-        .click(&labelled_in(card, "Fairly sure (80 %)"))
-        .await;
+    browser.eval(&pick("80")).await;
     browser.click(&button_in(card, "Answer")).await;
     browser
         .wait_for(

@@ -749,6 +749,22 @@ mod tests {
     }
 
     #[test]
+    fn ask_expert_passes_several_answers_to_intake_under_the_contracts_name() {
+        let asked: AskExpert = serde_json::from_value(json!({
+            "niche": "games", "title": "T", "question": "Q?",
+            "answers": {"wanted": 3, "agreement": 0.6},
+        }))
+        .expect("valid arguments");
+        let body = serde_json::to_value(&asked).expect("a body");
+        assert_eq!(body["answers"], json!({"wanted": 3, "agreement": 0.6}));
+        let unknown = serde_json::from_value::<AskExpert>(json!({
+            "niche": "games", "title": "T", "question": "Q?",
+            "answers": {"wanted": 3, "quorum": 2},
+        }));
+        assert!(unknown.is_err(), "an unknown field of answers is refused");
+    }
+
+    #[test]
     fn the_same_arguments_from_the_same_agent_derive_the_same_external_id() {
         let first = derived_external_id(&asker(1), &ask("Which date?"));
         assert!(

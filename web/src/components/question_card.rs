@@ -290,7 +290,10 @@ pub fn QuestionCard(
     let (note, set_note) = signal(draft.note.clone());
     let (sure, set_sure) = signal(draft.confidence.clone());
     let sure_id = format!("sure-{id}");
-    let sure_name = format!("sure-choice-{id}");
+    let sure_name = format!("sure-value-{id}");
+    let other_field = sure_name.clone();
+    // "Another value" chosen (or a typed value that is not a preset, from a draft).
+    let (other, set_other) = signal(!matches!(draft.confidence.trim(), "" | "60" | "80" | "95"));
     let several =
         (question.answers_wanted > 1).then_some((question.answers_in, question.answers_wanted));
     let asking_research = RwSignal::new(!draft.note.trim().is_empty());
@@ -628,45 +631,58 @@ pub fn QuestionCard(
                         />
                     })}
                     {{
-                        let sure_name = sure_name.clone();
                         let sure_id = sure_id.clone();
-                        let presets = [("60", "Unsure"), ("80", "Fairly sure"), ("95", "Certain")]
-                            .into_iter()
-                            .map(|(value, label)| {
-                                let name = sure_name.clone();
-                                view! {
-                                    <label class="option sure">
-                                        <input
-                                            type="radio"
-                                            name=name
-                                            value=value
-                                            prop:checked=move || sure.get().trim() == value
-                                            on:change=move |_| { if !is_settled() { set_sure.set(value.to_owned()) } }
-                                        />
-                                        " "{label}" ("{value}" %)"
-                                    </label>
-                                }
-                            })
-                            .collect_view();
+                        let other_id = sure_name.clone();
+                        // The presets, or "another value" with a field for it.
+                        let chosen = move || match sure.get().trim() {
+                            "" if !other.get() => String::new(),
+                            "60" | "80" | "95" if !other.get() => sure.get().trim().to_owned(),
+                            _ => "other".to_owned(),
+                        };
                         view! {
-                            <fieldset class="confidence">
-                                <legend>"How sure are you? (optional; the agent is told)"</legend>
-                                {presets}
-                                <label class="sure-value" for=sure_id.clone()>"Or a value, 50 to 100 %"</label>
-                                <input
+                            <div class="sure">
+                                <label for=sure_id.clone()>"How sure?"</label>
+                                <select
                                     id=sure_id
-                                    name="confidence"
-                                    type="number"
-                                    min="50"
-                                    max="100"
-                                    step="1"
-                                    inputmode="numeric"
-                                    autocomplete="off"
-                                    prop:readOnly=is_settled
-                                    prop:value=sure
-                                    on:input=move |ev| set_sure.set(event_target_value(&ev))
-                                />
-                            </fieldset>
+                                    name="confidence-choice"
+                                    prop:value=chosen
+                                    prop:disabled=is_settled
+                                    on:change=move |ev| {
+                                        let picked = event_target_value(&ev);
+                                        if picked == "other" {
+                                            set_other.set(true);
+                                            set_sure.set(String::new());
+                                            let field = other_field.clone();
+                                            request_animation_frame(move || focus_by_id(&field));
+                                        } else {
+                                            set_other.set(false);
+                                            set_sure.set(picked);
+                                        }
+                                    }
+                                >
+                                    <option value="">"Not said (optional; the agent is told)"</option>
+                                    <option value="60">"Unsure — 60 %"</option>
+                                    <option value="80">"Fairly sure — 80 %"</option>
+                                    <option value="95">"Certain — 95 %"</option>
+                                    <option value="other">"Another value…"</option>
+                                </select>
+                                <Show when=move || other.get()>
+                                    <label for=other_id.clone()>"How sure, 50 to 100 %"</label>
+                                    <input
+                                        id=other_id.clone()
+                                        name="confidence"
+                                        type="number"
+                                        min="50"
+                                        max="100"
+                                        step="1"
+                                        inputmode="numeric"
+                                        autocomplete="off"
+                                        prop:readOnly=is_settled
+                                        prop:value=sure
+                                        on:input=move |ev| set_sure.set(event_target_value(&ev))
+                                    />
+                                </Show>
+                            </div>
                         }
                     }}
                     <p class="error form-error" id=error_id role="alert">{move || error.get()}</p>

@@ -261,6 +261,42 @@ fn QuestionView(
         .collect_view();
     let answers = q.answers.clone();
     let slug = q.niche.slug.clone();
+    // Several answers: how many are in, and what they came to once concluded.
+    let several = (q.answers_wanted > 1).then(|| {
+        let outcome = q.consensus.clone().map(|c| {
+            let label = c.option_label.clone().map(|l| visible_controls(&l)).unwrap_or_default();
+            let shares = format!(
+                "{:.0} % of {} answers (weighted by record: {:.0} %)",
+                c.agreement * 100.0,
+                c.answers,
+                c.weighted_agreement * 100.0
+            );
+            if c.reached {
+                view! { <p class="consensus" data-reached="true"><strong>"Consensus: "</strong><bdi>{label}</bdi>" — "{shares}</p> }.into_any()
+            } else {
+                view! { <p class="consensus" data-reached="false"><strong>"Disagreement"</strong>" — the most chosen, "<bdi>{label}</bdi>", has "{shares}"; the admins were told."</p> }.into_any()
+            }
+        });
+        view! {
+            <section class="several-answers" aria-labelledby="several-title">
+                <h2 id="several-title">"Several answers"</h2>
+                <p>{format!("{} of {} answers in; a consensus needs {:.0} % on one option.", q.answers_in, q.answers_wanted, q.agreement * 100.0)}</p>
+                {outcome}
+            </section>
+        }
+    });
+    let routes = (!q.routes.is_empty()).then(|| {
+        let rows = q.routes.clone().into_iter().map(|r| view! {
+            <li><strong>{r.handle}</strong>" — "{r.reason}</li>
+        }).collect_view();
+        view! {
+            <section class="routes" aria-labelledby="routes-title">
+                <h2 id="routes-title">"Notified first"</h2>
+                <p class="muted">"This niche routes new questions to a first wave; everyone else was told later."</p>
+                <ol>{rows}</ol>
+            </section>
+        }
+    });
     view! {
         <article class="question" data-question-id=q.id.clone()>
             <p class="meta">
@@ -293,7 +329,9 @@ fn QuestionView(
             {move || acted.get().map(|notice| view! { <p class="notice" role="status">{notice}</p> })}
         </div>
         {card}
+        {several}
         <AnswerList answers=answers slug=slug admin=admin task=task reverse=reverse/>
+        {routes}
         <section aria-labelledby="timeline-title">
             <h2 id="timeline-title">"Timeline"</h2>
             {if q.timeline.is_empty() {
@@ -368,6 +406,8 @@ fn AnswerList(
                                 <li data-answer-id=a.id.clone()>
                                     <strong>{a.answered_by}</strong>": "{if task && a.kind == AnswerKind::Answered { "Completed".to_owned() } else { a.kind.describe() }}
                                     {a.option_label.map(|l| view! { " — "<bdi>{visible_controls(&l)}</bdi> })}
+                                    {a.withheld.then(|| view! { " "<span class="muted withheld">"— the choice shows once you have answered"</span> })}
+                                    {a.confidence.map(|c| view! { " · "<span class="confidence">{format!("{c} % sure")}</span> })}
                                     {review.map(|r| view! { " "<span class=format!("badge status-{r}")>{r.to_string()}</span> })}
                                     {(a.kind == AnswerKind::NeedsResearch).then(|| a.body.clone()).flatten().map(|_| view! { " "<span class="muted">"— what the agent was asked to find out:"</span> })}
                                     " · "<TimeAgo at=a.created_at/>

@@ -160,8 +160,28 @@ fn ReviewCard(
         }
     };
     let who = c.contributor;
+    let calibration = &who.calibration;
+    let weighed = if calibration.answers == 0 {
+        " · no answer with a verdict yet".to_owned()
+    } else {
+        format!(
+            " · {:.0} % of {} answers verified, lower bound {:.2}{}",
+            calibration.verified_rate * 100.0,
+            calibration.answers,
+            calibration.lower_bound,
+            calibration
+                .brier
+                .map(|b| format!(", Brier {b:.3}"))
+                .unwrap_or_default()
+        )
+    };
+    let sure = c
+        .answer
+        .as_ref()
+        .and_then(|a| a.confidence)
+        .map_or_else(String::new, |s| format!(" · said {s} % sure"));
     let record = format!(
-        "{} tier, score {} · verified {}, rejected {}, pending {}, reversed {}",
+        "{} tier, score {} · verified {}, rejected {}, pending {}, reversed {}{weighed}{sure}",
         who.tier.name,
         who.score,
         who.verified_count,
