@@ -570,6 +570,29 @@ async fn two_to_one_is_a_consensus_one_each_a_disagreement_and_a_rejection_reope
     );
     assert_eq!(several["consensus"]["optionId"], "ea", "{looked}");
     assert_eq!(several["consensus"]["reached"], true, "{looked}");
+
+    // Admins read the niche's agreement. Both questions' standing answers are ea, ea, 1.0 (the
+    // rejected "demo" does not stand). By hand, Krippendorff's nominal alpha: each unit adds
+    // o(ea,ea) = 1, o(ea,1.0) = o(1.0,ea) = 1; n_ea = 4, n_1.0 = 2, n = 6; alpha = 1 - (n - 1) *
+    // 4 / (2 * 4 * 2) = 1 - 20/16 = -0.25 (worse than chance: the same split twice).
+    let agreement = "{ niche(slug: \"games\") { agreement { alpha questions people { handle answers agreed } } } }";
+    let read = app.graphql(Some(&root.token), agreement, json!({})).await;
+    let read = &read["data"]["niche"]["agreement"];
+    assert!(close(&read["alpha"], -0.25), "{read}");
+    assert_eq!(read["questions"], 2);
+    assert_eq!(
+        read["people"],
+        json!([
+            {"handle": "op0", "answers": 2, "agreed": 2},
+            {"handle": "op1", "answers": 2, "agreed": 1},
+            {"handle": "op2", "answers": 1, "agreed": 0},
+            {"handle": "op3", "answers": 1, "agreed": 1},
+        ])
+    );
+    let hidden = app
+        .graphql(Some(&people[0].token), agreement, json!({}))
+        .await;
+    assert!(hidden["data"]["niche"]["agreement"].is_null(), "{hidden}");
 }
 
 on_both_backends!(

@@ -237,7 +237,9 @@ pub struct Agreement {
     pub people: Vec<(i64, u64, u64)>,
 }
 
-/// The agreement over `niche_id`'s several-answer questions, the newest `limit` of them.
+/// The agreement over `niche_id`'s several-answer questions, the newest `limit` of them: four
+/// reads whatever the number of questions (the questions, their answers, those answers'
+/// reviews, the answerers' records).
 pub async fn agreement<C: ConnectionTrait>(
     conn: &C,
     niche_id: i64,
@@ -251,10 +253,45 @@ pub async fn agreement<C: ConnectionTrait>(
         .limit(limit)
         .all(conn)
         .await?;
+    let answers = agent_answers::Entity::find()
+        .filter(agent_answers::Column::QuestionId.is_in(questions.iter().map(|q| q.id)))
+        .filter(agent_answers::Column::Kind.eq(AnswerKind::Answered))
+        .order_by_asc(agent_answers::Column::Id)
+        .all(conn)
+        .await?;
+    let reviews =
+        queue::reviews_of(conn, answers.iter().filter_map(|a| a.contribution_event_id)).await?;
+    let users: Vec<i64> = answers.iter().map(|a| a.user_id).collect();
+    let records = crate::service::weighing::records(conn, niche_id, Some(&users)).await?;
+    let mut by_question: HashMap<i64, Vec<Standing>> = HashMap::new();
+    for answer in answers {
+        let review = answer
+            .contribution_event_id
+            .and_then(|c| reviews.get(&c).copied())
+            .unwrap_or(ContributionStatus::Verified);
+        if matches!(
+            review,
+            ContributionStatus::Rejected | ContributionStatus::Reversed
+        ) {
+            continue;
+        }
+        by_question
+            .entry(answer.question_id)
+            .or_default()
+            .push(Standing {
+                handle: String::new(),
+                record: records
+                    .get(&answer.user_id)
+                    .cloned()
+                    .unwrap_or_else(|| Record::of(&[])),
+                review,
+                answer,
+            });
+    }
     let mut units: Vec<Vec<String>> = Vec::new();
     let mut people: HashMap<i64, (u64, u64)> = HashMap::new();
     for question in &questions {
-        let standing = standing_answers(conn, question).await?;
+        let standing = by_question.remove(&question.id).unwrap_or_default();
         let chosen: Vec<(i64, String)> = standing
             .iter()
             .filter_map(|s| Some((s.answer.user_id, s.answer.option_id.clone()?)))

@@ -77,6 +77,32 @@ fn NicheMembers(niche: admin_members::AdminMembersAllNiches, act: Act) -> impl I
             }
         })
         .collect_view();
+    // How the niche's people agree over its several-answer questions (none yet: nothing shown).
+    let agreement = niche.agreement.filter(|a| a.questions > 0).map(|a| {
+        let alpha = a.alpha.map_or_else(
+            || "not defined yet (one option chosen throughout)".to_owned(),
+            |alpha| format!("{alpha:.2}"),
+        );
+        let people = a
+            .people
+            .into_iter()
+            .map(|p| {
+                let share = if p.answers > 0 { p.agreed * 100 / p.answers } else { 0 };
+                format!("{} {share} % ({} of {})", p.handle, p.agreed, p.answers)
+            })
+            .collect::<Vec<_>>()
+            .join(" · ");
+        view! {
+            <p class="agreement muted">
+                {format!(
+                    "Agreement over {} several-answer question{}: Krippendorff's alpha {alpha}. With the plurality: ",
+                    a.questions,
+                    if a.questions == 1 { "" } else { "s" }
+                )}
+                {people}
+            </p>
+        }
+    });
     view! {
         <article class="card niche-admin" data-slug=niche.slug.clone()>
             <h3>{niche.name}" "<code>{niche.slug.clone()}</code>" "<span class="status">{NicheStatus::of(&niche.status).to_string()}</span></h3>
@@ -86,6 +112,7 @@ fn NicheMembers(niche: admin_members::AdminMembersAllNiches, act: Act) -> impl I
                     <tbody>{members}</tbody>
                 </table>
             </div>
+            {agreement}
             <form class="inline" on:submit=add>
                 <label for=handle_id.clone()>"Add a member"</label>
                 <input id=handle_id type="text" required placeholder="handle" prop:value=handle on:input=move |ev| set_handle.set(event_target_value(&ev))/>
