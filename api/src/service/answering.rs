@@ -401,23 +401,9 @@ async fn settle(
         // Someone else won (or the clock ran out) between our read and our write.
         return Err(not_waiting(&find_question(txn, question.id).await?));
     };
-    let contribution = book_contribution(txn, viewer, question, valid, confidence, now).await?;
-    let answer = store_answer(
-        txn,
-        viewer,
-        question,
-        valid,
-        Stored {
-            contribution_event_id: Some(contribution.id),
-            knowledge_entry_id: None,
-            confidence,
-        },
-        now,
-    )
-    .await?;
-    scores::recompute(txn, question.niche_id, viewer.user_id, now).await?;
+    let (contribution, answer) =
+        record_the_answer(txn, viewer, question, valid, confidence, now).await?;
     let actor = Actor::User(viewer.user_id);
-    audit_the_answer(txn, &actor, question, &answer, valid, &contribution, now).await?;
     if let Some(amount) = charge_the_agent(txn, &actor, question, valid, now).await? {
         pay_the_answerer(txn, viewer, question, &answer, amount, &contribution, now).await?;
         budget_audit(txn, &actor, question, "budget.charged", amount, now).await?;
@@ -504,23 +490,9 @@ async fn settle_one_of_several(
     let Some(claimed) = claim_a_place(txn, question.id, now).await? else {
         return Err(not_waiting(&find_question(txn, question.id).await?));
     };
-    let contribution = book_contribution(txn, viewer, question, valid, confidence, now).await?;
-    let answer = store_answer(
-        txn,
-        viewer,
-        question,
-        valid,
-        Stored {
-            contribution_event_id: Some(contribution.id),
-            knowledge_entry_id: None,
-            confidence,
-        },
-        now,
-    )
-    .await?;
-    scores::recompute(txn, question.niche_id, viewer.user_id, now).await?;
+    let (contribution, answer) =
+        record_the_answer(txn, viewer, question, valid, confidence, now).await?;
     let actor = Actor::User(viewer.user_id);
-    audit_the_answer(txn, &actor, question, &answer, valid, &contribution, now).await?;
     let part = weighing::bounty_part(
         question.bounty_minor,
         claimed.answers_wanted,
@@ -719,6 +691,36 @@ async fn settle_from_knowledge(
             if pointer.default_points == 1 { "" } else { "s" }
         ),
     })
+}
+
+/// What every answer that counts writes, alone or one of several: its contribution (points and
+/// review state by the rules), the answer row, the answerer's score, and the audit rows.
+async fn record_the_answer(
+    txn: &WriteTxn,
+    viewer: &Viewer,
+    question: &agent_questions::Model,
+    valid: &ValidAnswer,
+    confidence: Option<i32>,
+    now: DateTime<Utc>,
+) -> Result<(Contribution, agent_answers::Model), ServiceError> {
+    let contribution = book_contribution(txn, viewer, question, valid, confidence, now).await?;
+    let answer = store_answer(
+        txn,
+        viewer,
+        question,
+        valid,
+        Stored {
+            contribution_event_id: Some(contribution.id),
+            knowledge_entry_id: None,
+            confidence,
+        },
+        now,
+    )
+    .await?;
+    scores::recompute(txn, question.niche_id, viewer.user_id, now).await?;
+    let actor = Actor::User(viewer.user_id);
+    audit_the_answer(txn, &actor, question, &answer, valid, &contribution, now).await?;
+    Ok((contribution, answer))
 }
 
 /// The contribution a winning answer earns, as booked.

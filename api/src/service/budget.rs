@@ -201,6 +201,16 @@ async fn entries_of_question<C: ConnectionTrait>(
         .await?)
 }
 
+/// What is still reserved for a question: reserved, less charged and released (never below 0).
+fn outstanding(entries: &[budget_entries::Model]) -> i64 {
+    std::cmp::max(
+        sum_of(entries, BudgetEntryKind::Reserve)
+            - sum_of(entries, BudgetEntryKind::Charge)
+            - sum_of(entries, BudgetEntryKind::Release),
+        0,
+    )
+}
+
 /// The sum of a question's entries of one kind.
 fn sum_of(entries: &[budget_entries::Model], kind: BudgetEntryKind) -> i64 {
     entries
@@ -255,13 +265,7 @@ pub async fn charge_part(
     amount: i64,
     now: DateTime<Utc>,
 ) -> Result<i64, ServiceError> {
-    let entries = entries_of_question(conn, question_id).await?;
-    let outstanding = std::cmp::max(
-        sum_of(&entries, BudgetEntryKind::Reserve)
-            - sum_of(&entries, BudgetEntryKind::Charge)
-            - sum_of(&entries, BudgetEntryKind::Release),
-        0,
-    );
+    let outstanding = outstanding(&entries_of_question(conn, question_id).await?);
     let charged = amount.clamp(0, outstanding);
     append(
         conn,
@@ -297,13 +301,7 @@ pub async fn settle_at_cost(
     actual: i64,
     now: DateTime<Utc>,
 ) -> Result<AtCost, ServiceError> {
-    let entries = entries_of_question(conn, question_id).await?;
-    let outstanding = std::cmp::max(
-        sum_of(&entries, BudgetEntryKind::Reserve)
-            - sum_of(&entries, BudgetEntryKind::Charge)
-            - sum_of(&entries, BudgetEntryKind::Release),
-        0,
-    );
+    let outstanding = outstanding(&entries_of_question(conn, question_id).await?);
     let charged = actual.clamp(0, outstanding);
     let released = outstanding - charged;
     let month = month_of(now);

@@ -33,6 +33,23 @@ pub struct Standing {
     pub record: Record,
 }
 
+/// An answer's review state if it stands: pending or verified (an answer with no contribution
+/// counts as verified); `None` once rejected or reversed.
+fn standing_review(
+    answer: &agent_answers::Model,
+    reviews: &HashMap<i64, ContributionStatus>,
+) -> Option<ContributionStatus> {
+    let review = answer
+        .contribution_event_id
+        .and_then(|c| reviews.get(&c).copied())
+        .unwrap_or(ContributionStatus::Verified);
+    (!matches!(
+        review,
+        ContributionStatus::Rejected | ContributionStatus::Reversed
+    ))
+    .then_some(review)
+}
+
 /// A question's answers that stand (answered, and their contribution not rejected or reversed),
 /// oldest first.
 pub async fn standing_answers<C: ConnectionTrait>(
@@ -54,16 +71,7 @@ pub async fn standing_answers<C: ConnectionTrait>(
     Ok(answers
         .into_iter()
         .filter_map(|answer| {
-            let review = answer
-                .contribution_event_id
-                .and_then(|c| reviews.get(&c).copied())
-                .unwrap_or(ContributionStatus::Verified);
-            if matches!(
-                review,
-                ContributionStatus::Rejected | ContributionStatus::Reversed
-            ) {
-                return None;
-            }
+            let review = standing_review(&answer, &reviews)?;
             Some(Standing {
                 handle: handles.get(&answer.user_id).cloned().unwrap_or_default(),
                 record: records
@@ -265,16 +273,9 @@ pub async fn agreement<C: ConnectionTrait>(
     let records = crate::service::weighing::records(conn, niche_id, Some(&users)).await?;
     let mut by_question: HashMap<i64, Vec<Standing>> = HashMap::new();
     for answer in answers {
-        let review = answer
-            .contribution_event_id
-            .and_then(|c| reviews.get(&c).copied())
-            .unwrap_or(ContributionStatus::Verified);
-        if matches!(
-            review,
-            ContributionStatus::Rejected | ContributionStatus::Reversed
-        ) {
+        let Some(review) = standing_review(&answer, &reviews) else {
             continue;
-        }
+        };
         by_question
             .entry(answer.question_id)
             .or_default()
