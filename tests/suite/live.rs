@@ -565,3 +565,51 @@ async fn shutting_down_closes_subscribers_with_going_away_so_they_reconnect() {
         other => panic!("expected a close, got {other:?}"),
     }
 }
+
+/// A question taking two answers (docs/contract.md#several-answers) stays in everyone's queue
+/// after the first, updated with how many are in, and leaves with the second.
+async fn a_question_taking_two_answers_leaves_the_queue_with_its_last(app: TestApp) {
+    const SEVERAL: &str = "subscription($slug: String!) { questionQueue(nicheSlug: $slug) { change question { id status answersIn answersWanted } } }";
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let bo = operator(&app.db, "games", "bo").await;
+    let cy = operator(&app.db, "games", "cy").await;
+    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    socket
+        .subscribe("s", SEVERAL, json!({"slug": "games"}))
+        .await;
+    app.until_subscriptions_served(1).await;
+    let id = crate::weighing::ask_several(&app, "two-wanted", 2, 0.6).await;
+    let added = socket.next_data("s").await;
+    assert_eq!(added["data"]["questionQueue"]["change"], "ADDED", "{added}");
+    let first = app
+        .answer(&bo.token, answer_input(id, "ANSWERED", Some("ea"), None))
+        .await;
+    assert!(first["errors"].is_null(), "{first}");
+    let updated = socket.next_data("s").await;
+    let change = &updated["data"]["questionQueue"];
+    assert_eq!(change["change"], "UPDATED", "{updated}");
+    assert_eq!(
+        (
+            change["question"]["status"].clone(),
+            change["question"]["answersIn"].clone()
+        ),
+        (json!("OPEN"), json!(1)),
+        "{updated}"
+    );
+    let second = app
+        .answer(&cy.token, answer_input(id, "ANSWERED", Some("full"), None))
+        .await;
+    assert!(second["errors"].is_null(), "{second}");
+    let removed = socket.next_data("s").await;
+    assert_eq!(
+        removed["data"]["questionQueue"]["change"], "REMOVED",
+        "{removed}"
+    );
+    assert_eq!(
+        removed["data"]["questionQueue"]["question"]["status"],
+        "ANSWERED"
+    );
+}
+
+on_both_backends!(a_question_taking_two_answers_leaves_the_queue_with_its_last);

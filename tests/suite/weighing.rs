@@ -318,7 +318,12 @@ async fn confidence_reaches_the_agent_in_both_webhook_schemes_and_the_lookup(app
 on_both_backends!(confidence_reaches_the_agent_in_both_webhook_schemes_and_the_lookup);
 
 /// A question asking `wanted` answers at `agreement`, with three options.
-async fn ask_several(app: &TestApp, external_id: &str, wanted: i64, agreement: f64) -> i64 {
+pub(crate) async fn ask_several(
+    app: &TestApp,
+    external_id: &str,
+    wanted: i64,
+    agreement: f64,
+) -> i64 {
     let mut body = question_body("games", external_id);
     body["payload"]["options"] = json!([
         {"id": "ea", "label": "Early access"},

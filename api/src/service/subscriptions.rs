@@ -174,17 +174,25 @@ async fn classify(
     watch: &Watch,
     change: &QuestionChange,
 ) -> Result<Option<ChangeKind>, ServiceError> {
-    let settled = matches!(
-        change.action.as_str(),
-        "question.answered" | "question.dismissed" | "question.expired"
-    );
+    // An answer to a question that takes several answers settles it only with its last place
+    // (docs/contract.md#several-answers): until then it still waits, for everyone who has not
+    // answered it.
+    let still_waits = agent_questions::WAITING.contains(&change.question.status);
+    let settled = match change.action.as_str() {
+        "question.answered" => !still_waits,
+        "question.dismissed" | "question.expired" => true,
+        _ => false,
+    };
+    let mine = change.actor_user_id == Some(watch.viewer.user_id);
     match &watch.view {
         View::Niche(niche_id) => {
             if *niche_id != change.niche_id {
                 return Ok(None);
             }
             Ok(Some(match change.action.as_str() {
-                "question.created" | "question.reopened" => ChangeKind::Added,
+                "question.created" | "question.reopened" | "question.place_reopened" => {
+                    ChangeKind::Added
+                }
                 _ if settled => ChangeKind::Removed,
                 _ => ChangeKind::Updated,
             }))
@@ -193,12 +201,15 @@ async fn classify(
             if !niches.contains(&change.niche_id) {
                 return Ok(None);
             }
-            let mine = change.actor_user_id == Some(watch.viewer.user_id);
             Ok(Some(match change.action.as_str() {
                 "question.created" => ChangeKind::Added,
                 _ if settled => ChangeKind::Removed,
-                "question.declined" | "question.research_requested" if mine => ChangeKind::Removed,
-                "question.reopened" => {
+                "question.declined" | "question.research_requested" | "question.answered"
+                    if mine =>
+                {
+                    ChangeKind::Removed
+                }
+                "question.reopened" | "question.place_reopened" => {
                     // Back for everyone but whoever answered it before (their answer was
                     // rejected, and they may not answer it again).
                     let answered_before = agent_answers::Entity::find()
