@@ -185,6 +185,39 @@ async fn the_record_is_the_wilson_bound_and_brier_score_and_trust_counts_rejecti
         !refused["errors"].is_null(),
         "an operator may not: {refused}"
     );
+    for (variables, code) in [
+        (
+            json!({"slug": "games", "routing": {"mode": "FIRST_WAVE", "firstWave": 0}}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            json!({"slug": "games", "routing": {"mode": "FIRST_WAVE", "firstWave": 51}}),
+            "BAD_USER_INPUT",
+        ),
+        (
+            json!({"slug": "games", "routing": {"mode": "BROADCAST", "firstWave": 2}}),
+            "BAD_USER_INPUT",
+        ),
+        (json!({"slug": "games", "bound": 1.5}), "BAD_USER_INPUT"),
+        (json!({"slug": "nowhere", "bound": 0.9}), "NOT_FOUND"),
+    ] {
+        let refused = app
+            .graphql(Some(&root.token), WEIGHING, variables.clone())
+            .await;
+        assert_eq!(error_code(&refused), Some(code), "{variables}: {refused}");
+    }
+    let unchanged = app
+        .graphql(
+            Some(&root.token),
+            "{ niche(slug: \"games\") { trustLowerBound routing { mode firstWave } } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        unchanged["data"]["niche"],
+        json!({"trustLowerBound": 0.85, "routing": {"mode": "BROADCAST", "firstWave": null}}),
+        "nothing refused changed it"
+    );
     let set = app
         .graphql(
             Some(&root.token),
@@ -300,6 +333,51 @@ async fn confidence_reaches_the_agent_in_both_webhook_schemes_and_the_lookup(app
         // Brier: ((0.9 - 1)² + (0.7 - 0)²) / 2 = (0.01 + 0.49) / 2 = 0.25.
         assert!(close(&payload["answerer"]["brier"], 0.25), "{payload}");
     }
+    // The form route takes confidence as typed; what is not a whole number changes nothing.
+    let question = app.ask("games", "form-confidence").await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a client");
+    for (typed, error) in [
+        ("sure", "confidence+must+be+a+whole+number"),
+        ("101", "from+50+to+100"),
+    ] {
+        let refused = client
+            .post(app.url(&format!("/dashboard/questions/{question}/answer")))
+            .bearer_auth(&ana.token)
+            .form(&[
+                ("kind", "answered"),
+                ("option_id", "ea"),
+                ("confidence", typed),
+                ("next", "/dashboard/niches/games/questions"),
+            ])
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(refused.status(), 303);
+        let location = refused.headers()["location"].to_str().expect("text");
+        assert!(location.contains(error), "{typed}: {location}");
+    }
+    let done = client
+        .post(app.url(&format!("/dashboard/questions/{question}/answer")))
+        .bearer_auth(&ana.token)
+        .form(&[
+            ("kind", "answered"),
+            ("option_id", "ea"),
+            ("confidence", " 95 "),
+        ])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(done.status(), 303);
+    let stored = agent_answers::Entity::find()
+        .filter(agent_answers::Column::QuestionId.eq(question))
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the answer from the form");
+    assert_eq!(stored.confidence, Some(95));
     let (slug, secret, _, _) = &received[0];
     let looked = post_as(
         &app,

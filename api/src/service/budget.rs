@@ -301,32 +301,11 @@ pub async fn settle_at_cost(
     actual: i64,
     now: DateTime<Utc>,
 ) -> Result<AtCost, ServiceError> {
-    let outstanding = outstanding(&entries_of_question(conn, question_id).await?);
-    let charged = actual.clamp(0, outstanding);
-    let released = outstanding - charged;
-    let month = month_of(now);
-    append(
-        conn,
-        niche_id,
-        question_id,
-        BudgetEntryKind::Charge,
-        charged,
-        month.clone(),
-        now,
-    )
-    .await?;
-    if released > 0 {
-        append(
-            conn,
-            niche_id,
-            question_id,
-            BudgetEntryKind::Release,
-            released,
-            month,
-            now,
-        )
-        .await?;
-    }
+    // The actual cost as a part of the reservation, then the rest released.
+    let charged = charge_part(conn, niche_id, question_id, actual, now).await?;
+    let released = settle(conn, niche_id, question_id, BudgetEntryKind::Release, now)
+        .await?
+        .unwrap_or(0);
     Ok(AtCost { charged, released })
 }
 
