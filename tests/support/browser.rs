@@ -186,7 +186,10 @@ impl Browser {
     /// A check that lands while the page is navigating (the app moves between pages with full
     /// loads) counts as "not yet".
     pub async fn wait_for(&mut self, expression: &str, what: &str) {
-        for _ in 0..150 {
+        // A deadline, not a count of tries: on a loaded two-core machine one evaluation can
+        // take seconds, and a page that is merely slow is not a failure.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while tokio::time::Instant::now() < deadline {
             let check = self
                 .try_call(
                     "Runtime.evaluate",
