@@ -4,6 +4,7 @@
 //! The binary (`main.rs`) is thin; everything it runs lives here so the black-box tests and the
 //! load generator start exactly the same server.
 
+pub mod a2a;
 pub mod admission;
 pub mod auth;
 pub mod cli;

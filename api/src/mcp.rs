@@ -39,8 +39,9 @@ use axum::response::{IntoResponse, Response};
 use entity::agent_questions::QuestionStatus;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
-    ClientJsonRpcMessage, CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult,
-    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ClientJsonRpcMessage, CreateTaskResult, DetailedTask, ElicitRequest, ElicitRequestParams,
+    ElicitationSchema, GetTaskParams, GetTaskResult, Implementation, InputRequest, InputRequests,
+    InputResponses, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
     ServerConfig, Task, TaskPayload, TaskStatus, Tool, ToolAnnotations, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
@@ -55,6 +56,7 @@ use crate::rest::views::seconds;
 use crate::service::agent_tokens::{self, TokenHolder};
 use crate::service::agents::Asker;
 use crate::service::lookup::{self, QuestionRef};
+use crate::service::research::add_findings;
 use crate::state::AppState;
 
 pub mod tools;
@@ -250,8 +252,44 @@ fn question_of_task(task_id: &str) -> Option<i64> {
         .filter(|id| *id > 0)
 }
 
-/// The state of the task that is question `id` of `asker`: working while it waits (with what
-/// it waits for), completed with `get_answer`'s result once it is settled.
+/// The key of the input request a question sent back for research carries in `round`: keys are
+/// unique over a task's life (SEP-2663), and a question may be sent back more than once.
+fn research_key(round: i64) -> String {
+    format!("research-{round}")
+}
+
+/// The field of the research form.
+const FINDINGS: &str = "findings";
+
+/// The input request of a question sent back for research: a one-field form, `findings`.
+fn research_request(
+    question: &entity::agent_questions::Model,
+) -> Result<InputRequests, ServiceError> {
+    let schema = ElicitationSchema::builder()
+        .required_string(FINDINGS)
+        .description("What the agent found: appended to the question's context under a dated heading, and the question is open for people again.")
+        .build()
+        .map_err(|err| ServiceError::Internal(anyhow::anyhow!("research form: {err}")))?;
+    let request = InputRequest::Elicitation(ElicitRequest::new(
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: format!(
+                "A person asked for more research on \"{}\". Reply with your findings.",
+                question.title.chars().take(120).collect::<String>()
+            ),
+            requested_schema: schema,
+        },
+    ));
+    Ok(InputRequests::from([(
+        research_key(question.research_round),
+        request,
+    )]))
+}
+
+/// The state of the task that is question `id` of `asker` (docs/contract.md#mcp-tasks): working
+/// while it waits for people, input_required while it is with the agent for research (one form
+/// asking for findings), cancelled once the agent withdrew it, completed with what `get_answer`
+/// would return once it is otherwise settled.
 async fn task_state(
     state: &AppState,
     asker: &Asker,
@@ -266,32 +304,82 @@ async fn task_state(
         seconds(question.updated_at),
     )
     .with_poll_interval_ms(TASK_POLL_MS);
-    let payload = match question.status {
-        QuestionStatus::Open => {
-            return Ok(DetailedTask::new(
-                task.with_status_message(format!(
-                    "waiting for a person; the question expires at {}",
-                    seconds(question.expires_at)
-                )),
-                TaskPayload::Working,
-            ));
-        }
-        QuestionStatus::Researching => {
-            return Ok(DetailedTask::new(
-                task.with_status_message(
-                    "a person asked for more context: call add_research with your findings",
-                ),
-                TaskPayload::Working,
-            ));
-        }
+    let (task, payload) = match question.status {
+        QuestionStatus::Open => (
+            task.with_status_message(format!(
+                "waiting for a person; the question expires at {}",
+                seconds(question.expires_at)
+            )),
+            TaskPayload::Working,
+        ),
+        QuestionStatus::Researching => (
+            task.with_status_message(
+                "a person asked for more research: answer the input request with your findings \
+                 (tasks/update), or call add_research",
+            ),
+            TaskPayload::InputRequired {
+                input_requests: research_request(question)?,
+            },
+        ),
+        QuestionStatus::Dismissed if question.withdrawn_at.is_some() => (
+            task.with_status_message(crate::service::withdrawal::WITHDRAWN_REASON),
+            TaskPayload::Cancelled,
+        ),
         QuestionStatus::Answered | QuestionStatus::Dismissed | QuestionStatus::Expired => {
-            let result = CallToolResult::structured(tools::answer_json(&own));
-            TaskPayload::Completed {
-                result: as_object(&result),
+            let mut result = tools::answer_json(&own);
+            if let Some(several) =
+                crate::service::consensus::several_json(&state.db, question).await?
+            {
+                result["several"] = several;
             }
+            let result = CallToolResult::structured(result);
+            (
+                task,
+                TaskPayload::Completed {
+                    result: as_object(&result),
+                },
+            )
         }
     };
     Ok(DetailedTask::new(task, payload))
+}
+
+/// The findings in a client's answer to the research form, if it answered it: `None` when the
+/// response does not answer the question's current input request (an unknown, earlier or
+/// declined one, which SEP-2663 says to ignore); a refusal when it accepts the form without
+/// findings.
+fn findings_in(
+    responses: &InputResponses,
+    question: &entity::agent_questions::Model,
+) -> Result<Option<String>, ServiceError> {
+    if question.status != QuestionStatus::Researching {
+        return Ok(None);
+    }
+    let Some(response) = responses.get(&research_key(question.research_round)) else {
+        return Ok(None);
+    };
+    if response.get("action").and_then(Value::as_str) != Some("accept") {
+        // Declined or cancelled: the question stays with the agent (it may withdraw it).
+        return Ok(None);
+    }
+    let findings = response
+        .get("content")
+        .and_then(|content| content.get(FINDINGS))
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .unwrap_or_default();
+    if findings.is_empty() {
+        return Err(ServiceError::BadInput(format!(
+            "the research form is answered with content.{FINDINGS}, a non-empty string"
+        )));
+    }
+    if let Some(refused) = crate::domain::text::first_control_character(&json!(findings)) {
+        return Err(refused.into());
+    }
+    Ok(Some(crate::domain::text::cap(
+        findings,
+        crate::domain::text::CONTEXT_MAX,
+    )))
 }
 
 /// A tool result as the JSON object a completed task carries.
@@ -308,7 +396,8 @@ fn task_error(err: ServiceError) -> ErrorData {
     err.log_if_internal();
     let body = Some(err.body());
     match err {
-        ServiceError::NotFound(message) => ErrorData::resource_not_found(message, body),
+        // SEP-2663: an unknown task id (another agent's included) is invalid params.
+        ServiceError::NotFound(message) => ErrorData::invalid_params(message, body),
         ServiceError::Internal(_) => ErrorData::internal_error("internal error", body),
         temporary @ ServiceError::TemporarilyUnavailable(_) => {
             ErrorData::internal_error(temporary.to_string(), body)
@@ -426,42 +515,82 @@ impl ServerHandler for AskloopMcp {
         ))
     }
 
+    /// SEP-2663 `tasks/update`: the client's answers to the task's input requests. An answer to
+    /// the research form is `add_research`; any other key is ignored, as the extension says.
     async fn update_task(
         &self,
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.own_task(&context, &request.task_id).await?;
-        Err(task_error(ServiceError::BadInput(
-            "this task asks for no input: its question is answered by a person".into(),
-        )))
+        let asker = self.asker(&context)?;
+        let id = task_question(&request.task_id)?;
+        let result = async {
+            let question = lookup::find_own(&self.state.db, &asker, &QuestionRef::Id(id)).await?;
+            let Some(findings) = findings_in(&request.input_responses, &question)? else {
+                return Ok(());
+            };
+            match add_findings(
+                &self.state.db,
+                &self.state.hint(),
+                &question,
+                &findings,
+                chrono::Utc::now(),
+            )
+            .await
+            {
+                // Settled or reopened meanwhile: the request is no longer outstanding.
+                Err(ServiceError::Conflict(_)) => Ok(()),
+                other => other.map(drop),
+            }
+        }
+        .await;
+        result.map_err(|err| {
+            note_if_out_of_reach(&context, &err);
+            task_error(err)
+        })
     }
 
+    /// SEP-2663 `tasks/cancel`: acknowledged with an empty result, and the question is withdrawn
+    /// (a settled one stays settled; cancellation is eventually consistent).
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.own_task(&context, &request.task_id).await?;
-        // People may already be reading it; a question is settled by them or by its expiry.
-        Err(task_error(ServiceError::BadInput(
-            "a question cannot be withdrawn once asked; it is settled by a person or expires"
-                .into(),
-        )))
+        let asker = self.asker(&context)?;
+        let id = task_question(&request.task_id)?;
+        crate::service::withdrawal::withdraw(
+            &self.state.db,
+            &self.state.hint(),
+            &asker,
+            &QuestionRef::Id(id),
+            Some("cancelled as an MCP task"),
+            chrono::Utc::now(),
+        )
+        .await
+        .map(drop)
+        .map_err(|err| {
+            note_if_out_of_reach(&context, &err);
+            task_error(err)
+        })
     }
 }
 
 impl AskloopMcp {
     /// The task `task_id` of this request's agent, as it stands: not found for an id that names
     /// none of its questions.
+    /// The agent this request is for.
+    fn asker(&self, context: &RequestContext<RoleServer>) -> Result<Asker, ErrorData> {
+        // Only missing if the route were mounted without its authentication layer.
+        caller(context).ok_or_else(|| ErrorData::internal_error("no agent for this request", None))
+    }
+
     async fn own_task(
         &self,
         context: &RequestContext<RoleServer>,
         task_id: &str,
     ) -> Result<DetailedTask, ErrorData> {
-        let Some(asker) = caller(context) else {
-            return Err(ErrorData::internal_error("no agent for this request", None));
-        };
+        let asker = self.asker(context)?;
         let id = task_question(task_id)?;
         task_state(&self.state, &asker, id).await.map_err(|err| {
             note_if_out_of_reach(context, &err);

@@ -20,6 +20,7 @@ mod queue;
 mod research;
 mod signed;
 pub mod views;
+mod withdraw;
 
 /// The REST routes.
 pub fn router() -> Router<AppState> {
@@ -31,6 +32,10 @@ pub fn router() -> Router<AppState> {
         .route(
             "/api/v1/internal/expert-questions/lookup",
             post(lookup::lookup),
+        )
+        .route(
+            "/api/v1/internal/expert-questions/withdraw",
+            post(withdraw::withdraw),
         )
         .route("/api/v1/internal/knowledge/search", post(knowledge::search))
         .route("/api/v1/internal/knowledge/reuse", post(knowledge::reuse))

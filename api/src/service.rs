@@ -39,3 +39,4 @@ pub mod standing;
 pub mod subscriptions;
 pub mod triage;
 pub mod weighing;
+pub mod withdrawal;

@@ -26,7 +26,7 @@ use crate::serve::{self, Connections};
 use crate::service::passwords;
 use crate::state::AppState;
 use crate::worker::{self, WorkerContext};
-use crate::{db, mcp, rest};
+use crate::{a2a, db, mcp, rest};
 
 /// A bound, migrated, ready-to-serve askloop.
 pub struct Application {
@@ -202,6 +202,7 @@ pub fn router(state: AppState, graphql: GraphqlEndpoint) -> Router {
         .merge(rest::router())
         .merge(graphql::routes(graphql))
         .merge(mcp::router(&state))
+        .merge(a2a::router(&state))
         .route_layer(axum::middleware::from_fn_with_state(
             state.metrics.clone(),
             metrics::track,

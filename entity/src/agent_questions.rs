@@ -64,6 +64,8 @@ pub struct Model {
     pub agreement_bps: i32,
     /// How many answers of this round stand (several-answer questions count here).
     pub answers_in: i32,
+    /// When its agent withdrew it (it is `dismissed`); none when it was not withdrawn.
+    pub withdrawn_at: Option<DateTimeUtc>,
 }
 
 /// The niche a question is asked in.

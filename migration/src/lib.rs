@@ -30,6 +30,7 @@ mod m20261203_000020_knowledge_reuse;
 mod m20261203_000021_search_scope;
 mod m20261204_000022_search_without_pending_list;
 mod m20261204_000023_weighed_answers;
+mod m20261205_000024_withdrawal;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -61,6 +62,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000021_search_scope::Migration),
             Box::new(m20261204_000022_search_without_pending_list::Migration),
             Box::new(m20261204_000023_weighed_answers::Migration),
+            Box::new(m20261205_000024_withdrawal::Migration),
         ]
     }
 }

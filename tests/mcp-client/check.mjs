@@ -6,8 +6,13 @@
 // node_modules holds the SDK).
 //
 // It checks that a wrong token is refused, lists the tools, asks a question with ask_expert,
-// prints "waiting" and then waits in get_answer for the answer a person gives meanwhile. Each
-// step prints one line, `<step> <json>`; the exit code is 0 only when every check passed.
+// prints "waiting" and then waits in get_answer for the answer a person gives meanwhile. Then
+// it awaits a question as a task of the MCP Tasks extension (SEP-2663), whose messages this
+// SDK release does not know yet, so they go through its generic `request()`: it prints
+// "task-asked" (a person sends it back for research), answers the task's input request with
+// tasks/update, prints "task-updated" (a person answers), reads it completed, cancels a second
+// task, and asks for a task that does not exist. Each step prints one line, `<step> <json>`;
+// the exit code is 0 only when every check passed.
 
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -17,6 +22,7 @@ const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StreamableHTTPClientTransport } = require(
   "@modelcontextprotocol/sdk/client/streamableHttp.js",
 );
+const { ResultSchema } = require("@modelcontextprotocol/sdk/types.js");
 
 const url = new URL(process.env.ASKLOOP_MCP_URL);
 const token = process.env.ASKLOOP_MCP_TOKEN;
@@ -112,6 +118,88 @@ const stranger = await client.callTool({ name: "get_answer", arguments: { questi
 step("unknown", stranger.structuredContent);
 if (!stranger.isError || stranger.structuredContent.code !== "NOT_FOUND") {
   fail("an unknown question was not a NOT_FOUND tool error");
+}
+
+// Ids as models often send them: a string of digits works, a word is refused clearly.
+const byText = await client.callTool({ name: "get_answer", arguments: { questionId: String(questionId) } });
+step("by-text", byText.structuredContent);
+if (byText.isError || byText.structuredContent.questionId !== questionId) fail("a numeric string id was refused");
+const byWord = await client.callTool({ name: "get_answer", arguments: { questionId: "four" } });
+step("by-word", byWord.structuredContent);
+if (!byWord.isError || byWord.structuredContent.code !== "BAD_USER_INPUT") fail("a word was taken as an id");
+
+// The Tasks extension, declared per request.
+const tasksMeta = {
+  "io.modelcontextprotocol/clientCapabilities": {
+    extensions: { "io.modelcontextprotocol/tasks": {} },
+  },
+};
+async function raw(method, params) {
+  return client.request({ method, params: { ...params, _meta: tasksMeta } }, ResultSchema, {
+    timeout: 20_000,
+  });
+}
+async function askAsTask(externalId) {
+  return raw("tools/call", {
+    name: "ask_expert",
+    arguments: {
+      niche,
+      title: "Which release date, as a task?",
+      question: "Early access in March, or wait for 1.0 in June?",
+      options: [
+        { id: "ea", label: "Early access" },
+        { id: "full", label: "1.0" },
+      ],
+      externalId,
+    },
+  });
+}
+// Poll tasks/get until the task's status is `wanted` (at most 30 s).
+async function until(taskId, wanted) {
+  for (let i = 0; i < 150; i++) {
+    const task = await raw("tasks/get", { taskId });
+    if (task.status === wanted) return task;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  fail(`task ${taskId} never became ${wanted}`);
+}
+
+const created = await askAsTask("sdk-task-1");
+if (created.resultType !== "task" || created.status !== "working") fail(`not a task: ${JSON.stringify(created)}`);
+const taskId = created.taskId;
+step("task-asked", { taskId, questionId: Number(taskId.replace("question-", "")) });
+
+const needsInput = await until(taskId, "input_required");
+step("input-required", needsInput);
+const keys = Object.keys(needsInput.inputRequests || {});
+if (keys.length !== 1) fail("not one input request");
+const inputRequest = needsInput.inputRequests[keys[0]];
+if (inputRequest.method !== "elicitation/create") fail("the input request is not an elicitation");
+if (!inputRequest.params.requestedSchema.properties.findings) fail("the form asks for no findings");
+const updated = await raw("tasks/update", {
+  taskId,
+  inputResponses: {
+    [keys[0]]: { action: "accept", content: { findings: "The team knows GDScript; no console port planned." } },
+  },
+});
+step("update-ack", updated);
+const working = await until(taskId, "working");
+step("task-updated", { taskId, status: working.status });
+
+const completed = await until(taskId, "completed");
+step("task-completed", completed.result.structuredContent);
+
+const second = await askAsTask("sdk-task-2");
+const cancelAck = await raw("tasks/cancel", { taskId: second.taskId });
+step("cancel-ack", cancelAck);
+const cancelled = await until(second.taskId, "cancelled");
+step("task-cancelled", { taskId: second.taskId, status: cancelled.status });
+
+try {
+  await raw("tasks/get", { taskId: "question-999999" });
+  fail("an unknown task was found");
+} catch (err) {
+  step("unknown-task", { code: err.code, message: String(err.message).slice(0, 200) });
 }
 
 await client.close();

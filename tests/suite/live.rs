@@ -425,6 +425,7 @@ async fn a_question_committed_after_a_later_one_was_broadcast_still_arrives() {
         answers_wanted: Set(1),
         agreement_bps: Set(6000),
         answers_in: Set(0),
+        withdrawn_at: Set(None),
     }
     .insert(&slow)
     .await

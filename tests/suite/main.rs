@@ -1,5 +1,6 @@
 //! askloop's black-box suite, compiled into one binary so linking stays fast.
 
+mod a2a;
 mod access_settings;
 mod accounts;
 mod admin_sections;

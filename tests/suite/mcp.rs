@@ -19,7 +19,7 @@ use askloop_tests::fixtures::{niche, open_niche};
 use askloop_tests::mcp::{McpClient, agent_with_token, sdk_check_script, sdk_prefix};
 use askloop_tests::people::operator;
 use askloop_tests::{Backend, TestApp, on_both_backends};
-use entity::agent_questions;
+use entity::agent_questions::{self, QuestionStatus};
 use entity::agents::AgentStatus;
 use entity::audit_log;
 use entity::niches::{self, NicheStatus};
@@ -928,20 +928,94 @@ async fn ask_expert_is_awaited_as_a_task_by_a_client_that_declares_tasks(app: Te
     );
     assert!(waiting["result"].get("result").is_none(), "{waiting}");
 
-    // Neither input nor cancellation applies to a question; both are refused, nothing changes.
-    for method in ["tasks/cancel", "tasks/update"] {
-        let refused = client
-            .request(
-                method,
-                json!({"taskId": task, "inputResponses": {}, "_meta": declaring_tasks()}),
-            )
-            .await;
-        assert_eq!(refused["error"]["code"], -32602, "{method}: {refused}");
-        assert_eq!(
-            refused["error"]["data"]["code"], "BAD_USER_INPUT",
-            "{refused}"
-        );
-    }
+    // An update answering no outstanding input request is acknowledged and ignored (SEP-2663),
+    // and nothing changes.
+    let ignored = client
+        .request(
+            "tasks/update",
+            json!({"taskId": task, "inputResponses": {"research-0": {"action": "accept",
+                   "content": {"findings": "Unasked."}}}, "_meta": declaring_tasks()}),
+        )
+        .await;
+    assert_eq!(
+        ignored["result"],
+        json!({"resultType": "complete"}),
+        "{ignored}"
+    );
+    let unchanged = get_task(&client, &task).await;
+    assert_eq!(unchanged["result"]["status"], "working", "{unchanged}");
+
+    // Sent back for research: input_required, with one form asking for findings, keyed by the
+    // round. An accepted form without findings is refused; a declined one is ignored.
+    let sent = app
+        .graphql(
+            Some(&ana.token),
+            SEND_BACK,
+            json!({"id": stored.id.to_string()}),
+        )
+        .await;
+    assert!(sent["errors"].is_null(), "{sent}");
+    let asked_for = get_task(&client, &task).await;
+    assert_eq!(
+        asked_for["result"]["status"], "input_required",
+        "{asked_for}"
+    );
+    let form = &asked_for["result"]["inputRequests"]["research-0"];
+    assert_eq!(form["method"], "elicitation/create", "{asked_for}");
+    assert_eq!(
+        form["params"]["requestedSchema"]["properties"]["findings"]["type"],
+        "string"
+    );
+    let update = |responses: Value| {
+        let client = &client;
+        let task = task.clone();
+        async move {
+            client
+                .request(
+                    "tasks/update",
+                    json!({"taskId": task, "inputResponses": responses,
+                           "_meta": declaring_tasks()}),
+                )
+                .await
+        }
+    };
+    let empty =
+        update(json!({"research-0": {"action": "accept", "content": {"findings": " "}}})).await;
+    assert_eq!(empty["error"]["code"], -32602, "{empty}");
+    assert_eq!(empty["error"]["data"]["code"], "BAD_USER_INPUT", "{empty}");
+    let declined = update(json!({"research-0": {"action": "decline"}})).await;
+    assert_eq!(
+        declined["result"],
+        json!({"resultType": "complete"}),
+        "{declined}"
+    );
+    assert_eq!(
+        get_task(&client, &task).await["result"]["status"],
+        "input_required"
+    );
+    let researched = update(json!({"research-0": {"action": "accept",
+        "content": {"findings": "Steam confirms March."}}}))
+    .await;
+    assert_eq!(
+        researched["result"],
+        json!({"resultType": "complete"}),
+        "{researched}"
+    );
+    let back = get_task(&client, &task).await;
+    assert_eq!(back["result"]["status"], "working", "{back}");
+    let reopened = agent_questions::Entity::find_by_id(stored.id)
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the question");
+    assert_eq!(reopened.status, QuestionStatus::Open);
+    assert!(
+        reopened
+            .context
+            .as_deref()
+            .is_some_and(|c| c.ends_with("Steam confirms March.")),
+        "{reopened:?}"
+    );
 
     // Answered by a person: completed, with what get_answer returns.
     let answered = app
@@ -964,10 +1038,32 @@ async fn ask_expert_is_awaited_as_a_task_by_a_client_that_declares_tasks(app: Te
     open_niche(&app.db, "roofing").await;
     let other = agent(&app, "agent-b", &["roofing"]).await;
     let foreign = get_task(&other, &task).await;
-    assert_eq!(foreign["error"]["code"], -32002, "{foreign}");
+    assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
     assert_eq!(foreign["error"]["data"]["code"], "NOT_FOUND", "{foreign}");
+    for method in ["tasks/cancel", "tasks/update"] {
+        let foreign = other
+            .request(
+                method,
+                json!({"taskId": task, "inputResponses": {}, "_meta": declaring_tasks()}),
+            )
+            .await;
+        assert_eq!(foreign["error"]["code"], -32602, "{method}: {foreign}");
+    }
     let nonsense = get_task(&client, "drop-tables").await;
+    assert_eq!(nonsense["error"]["code"], -32602, "{nonsense}");
     assert_eq!(nonsense["error"]["data"]["code"], "NOT_FOUND", "{nonsense}");
+    // Cancelling a settled task is acknowledged and changes nothing: it stays completed.
+    let late = client
+        .request(
+            "tasks/cancel",
+            json!({"taskId": task, "_meta": declaring_tasks()}),
+        )
+        .await;
+    assert_eq!(late["result"], json!({"resultType": "complete"}), "{late}");
+    assert_eq!(
+        get_task(&client, &task).await["result"]["status"],
+        "completed"
+    );
     let undeclared = client.request("tasks/get", json!({"taskId": task})).await;
     assert!(undeclared["error"].is_object(), "{undeclared}");
     assert!(undeclared["result"].is_null(), "{undeclared}");
@@ -1037,17 +1133,30 @@ async fn the_official_typescript_sdk_asks_and_hears_the_answer() {
     let script = async {
         while let Some(line) = lines.next_line().await.expect("a line") {
             printed.push(line.clone());
-            let Some(waiting) = line.strip_prefix("waiting ") else {
+            let Some((name, json)) = line.split_once(' ') else {
                 continue;
             };
-            // The script now waits in get_answer: an operator answers meanwhile.
-            let id = serde_json::from_str::<Value>(waiting).expect("JSON")["questionId"]
-                .as_i64()
-                .expect("a question id");
-            let answered = app
-                .answer(&ana.token, early_access(id, Some("Ship early access.")))
-                .await;
-            assert!(answered["errors"].is_null(), "{answered}");
+            let id = || {
+                serde_json::from_str::<Value>(json).expect("JSON")["questionId"]
+                    .as_i64()
+                    .expect("a question id")
+            };
+            match name {
+                // The script waits in get_answer, or polls its task: an operator acts meanwhile.
+                "waiting" | "task-updated" => {
+                    let answered = app
+                        .answer(&ana.token, early_access(id(), Some("Ship early access.")))
+                        .await;
+                    assert!(answered["errors"].is_null(), "{answered}");
+                }
+                "task-asked" => {
+                    let sent = app
+                        .graphql(Some(&ana.token), SEND_BACK, json!({"id": id().to_string()}))
+                        .await;
+                    assert!(sent["errors"].is_null(), "{sent}");
+                }
+                _ => {}
+            }
         }
     };
     tokio::time::timeout(Duration::from_secs(90), script)
@@ -1074,6 +1183,7 @@ async fn the_official_typescript_sdk_asks_and_hears_the_answer() {
             "delegate_task",
             "get_answer",
             "add_research",
+            "withdraw_question",
             "list_questions",
             "search_knowledge",
             "use_knowledge"
@@ -1087,10 +1197,63 @@ async fn the_official_typescript_sdk_asks_and_hears_the_answer() {
     assert_eq!(answer["answeredBy"], "ana");
     assert_eq!(step("again")["duplicate"], true);
     assert_eq!(step("unknown")["code"], "NOT_FOUND");
+    // Ids as strings of digits are taken; a word is refused with what is wrong.
+    assert_eq!(step("by-text")["status"], "answered");
+    let word = step("by-word");
+    assert!(
+        word["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("questionId must be a whole number")),
+        "{word}"
+    );
+    // The task: input_required with one form asking for findings while it was with the agent;
+    // the update acknowledged empty, the findings in its context, then completed by the answer.
+    let needs = step("input-required");
+    assert_eq!(needs["status"], "input_required");
+    let request = needs["inputRequests"]
+        .as_object()
+        .and_then(|r| r.values().next())
+        .expect("an input request")
+        .clone();
+    assert_eq!(request["params"]["mode"], "form", "{request}");
+    assert_eq!(
+        request["params"]["requestedSchema"]["required"],
+        json!(["findings"])
+    );
+    assert_eq!(step("update-ack"), json!({"resultType": "complete"}));
+    let task = step("task-completed");
+    assert_eq!(task["status"], "answered");
+    assert_eq!(task["answer"], "Ship early access.");
+    let researched = agent_questions::Entity::find()
+        .filter(agent_questions::Column::ExternalId.eq("sdk-task-1"))
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the task's question");
+    assert!(
+        researched
+            .context
+            .as_deref()
+            .is_some_and(|c| c.ends_with("The team knows GDScript; no console port planned.")),
+        "{researched:?}"
+    );
+    assert_eq!(researched.research_round, 1);
+    // Cancelled: acknowledged empty, and the question withdrawn.
+    assert_eq!(step("cancel-ack"), json!({"resultType": "complete"}));
+    assert_eq!(step("task-cancelled")["status"], "cancelled");
+    let withdrawn = agent_questions::Entity::find()
+        .filter(agent_questions::Column::ExternalId.eq("sdk-task-2"))
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the cancelled task's question");
+    assert_eq!(withdrawn.status, QuestionStatus::Dismissed);
+    assert!(withdrawn.withdrawn_at.is_some());
+    assert_eq!(step("unknown-task")["code"], -32602);
     assert_eq!(step("done"), json!(true));
     assert_eq!(
         question_count(&app).await,
-        1,
-        "one question for one externalId"
+        3,
+        "one question for one externalId, and the two tasks"
     );
 }

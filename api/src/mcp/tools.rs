@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::domain::intake::{option_label, parse_new_question};
-use crate::domain::text::{CONTEXT_MAX, IDENTIFIER_MAX, cap, char_len, first_control_character};
+use crate::domain::text::{CONTEXT_MAX, cap, first_control_character};
 use crate::error::ServiceError;
 use crate::rest::views::{
     KnowledgeRef, KnowledgeResult, KnowledgeReuseResponse, ReviewWord, StatusWord, seconds,
@@ -22,19 +22,20 @@ use crate::rest::views::{
 use crate::service::agents::Asker;
 use crate::service::intake::{receive_question, refusal_reason};
 use crate::service::lookup::{
-    self, FoundAnswer, MAX_WAIT_SECS, OwnCursor, OwnQuestion, QuestionRef,
+    self, FoundAnswer, MAX_WAIT_SECS, OwnCursor, OwnQuestion, question_ref,
 };
 use crate::service::queue::page_size;
 use crate::service::research::add_findings;
-use crate::service::{knowledge, reuse, weighing};
+use crate::service::{knowledge, reuse, weighing, withdrawal};
 use crate::state::AppState;
 
 /// The tools' names, in the order they are listed.
-pub const TOOL_NAMES: [&str; 7] = [
+pub const TOOL_NAMES: [&str; 8] = [
     "ask_expert",
     "delegate_task",
     "get_answer",
     "add_research",
+    "withdraw_question",
     "list_questions",
     "search_knowledge",
     "use_knowledge",
@@ -131,7 +132,8 @@ pub struct SearchKnowledge {
     pub first: Option<u64>,
 }
 
-/// An id, as a number or as a string of digits (GraphQL spells ids as strings).
+/// An id, as a number or as a string of digits (GraphQL spells ids as strings, and models
+/// often send numbers as strings).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum IdArg {
@@ -139,6 +141,21 @@ pub enum IdArg {
     Number(i64),
     /// The id as a string of digits.
     Text(String),
+}
+
+impl IdArg {
+    /// The id, or a refusal naming `field` when it is not a whole number.
+    pub fn id(&self, field: &str) -> Result<i64, ServiceError> {
+        match self {
+            Self::Number(id) => Ok(*id),
+            Self::Text(text) => lookup::id_from_text(field, text),
+        }
+    }
+}
+
+/// An optional id argument as a number.
+fn id_of(field: &str, arg: Option<&IdArg>) -> Result<Option<i64>, ServiceError> {
+    arg.map(|arg| arg.id(field)).transpose()
 }
 
 /// `use_knowledge`'s arguments.
@@ -190,9 +207,10 @@ pub struct DelegateTask {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GetAnswer {
-    /// askloop's id of the question (as `ask_expert` returned it); or give `externalId`.
+    /// askloop's id of the question (as `ask_expert` returned it, a number or a string of
+    /// digits); or give `externalId`.
     #[serde(default)]
-    pub question_id: Option<i64>,
+    pub question_id: Option<IdArg>,
     /// The agent's own id of the question; or give `questionId`.
     #[serde(default)]
     pub external_id: Option<String>,
@@ -209,9 +227,9 @@ pub struct GetAnswer {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AddResearch {
-    /// askloop's id of the question; or give `externalId`.
+    /// askloop's id of the question (a number or a string of digits); or give `externalId`.
     #[serde(default)]
-    pub question_id: Option<i64>,
+    pub question_id: Option<IdArg>,
     /// The agent's own id of the question; or give `questionId`.
     #[serde(default)]
     pub external_id: Option<String>,
@@ -220,6 +238,24 @@ pub struct AddResearch {
     pub niche: Option<String>,
     /// What the agent found: appended to the question's context under a dated heading.
     pub findings: String,
+}
+
+/// `withdraw_question`'s arguments.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WithdrawQuestion {
+    /// askloop's id of the question (a number or a string of digits); or give `externalId`.
+    #[serde(default)]
+    pub question_id: Option<IdArg>,
+    /// The agent's own id of the question; or give `questionId`.
+    #[serde(default)]
+    pub external_id: Option<String>,
+    /// The niche's slug, needed only when the same `externalId` was used in several niches.
+    #[serde(default)]
+    pub niche: Option<String>,
+    /// Why (at most 500 characters); kept in the audit log and sent with the event.
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// A question's status, as a filter.
@@ -335,6 +371,16 @@ pub fn specs() -> Vec<ToolSpec> {
             read_only: false,
         },
         ToolSpec {
+            name: "withdraw_question",
+            description: "Withdraw one of this agent's questions or tasks it no longer needs: \
+                          while it waits (open or researching) it is dismissed as withdrawn by \
+                          the agent, what was reserved for it is released and people stop \
+                          seeing it. An answered question stays answered (outcome settled); \
+                          withdrawing again changes nothing (outcome already_withdrawn).",
+            input_schema: schema_of::<WithdrawQuestion>(),
+            read_only: false,
+        },
+        ToolSpec {
             name: "list_questions",
             description: "List this agent's own questions, newest first, optionally only those \
                           in one status; pass nextCursor as after for the next page.",
@@ -382,6 +428,7 @@ pub async fn call(
         "delegate_task" => delegate_task(state, asker, parse(name, arguments)?).await,
         "get_answer" => get_answer(state, asker, parse(name, arguments)?).await,
         "add_research" => add_research(state, asker, parse(name, arguments)?).await,
+        "withdraw_question" => withdraw_question(state, asker, parse(name, arguments)?).await,
         "list_questions" => list_questions(state, asker, parse(name, arguments)?).await,
         "search_knowledge" => search_knowledge(state, asker, parse(name, arguments)?).await,
         "use_knowledge" => use_knowledge(state, asker, parse(name, arguments)?).await,
@@ -566,40 +613,6 @@ async fn intake(state: &AppState, asker: &Asker, body: Value) -> Result<Value, S
     }))
 }
 
-/// Which question `questionId` or `externalId` (exactly one) names.
-fn question_ref(
-    question_id: Option<i64>,
-    external_id: Option<String>,
-    niche: Option<String>,
-) -> Result<QuestionRef, ServiceError> {
-    let external_id = external_id
-        .map(|id| id.trim().to_owned())
-        .filter(|id| !id.is_empty());
-    match (question_id, external_id) {
-        (Some(id), None) => Ok(QuestionRef::Id(id)),
-        (None, Some(external_id)) => {
-            // No question's id is longer (intake refuses those).
-            if char_len(&external_id) > IDENTIFIER_MAX {
-                return Err(ServiceError::BadInput(format!(
-                    "externalId is longer than {IDENTIFIER_MAX} characters"
-                )));
-            }
-            Ok(QuestionRef::External {
-                external_id,
-                niche: niche
-                    .map(|n| n.trim().to_lowercase())
-                    .filter(|n| !n.is_empty()),
-            })
-        }
-        (Some(_), Some(_)) => Err(ServiceError::BadInput(
-            "name the question with questionId or externalId, not both".into(),
-        )),
-        (None, None) => Err(ServiceError::BadInput(
-            "name the question with questionId or externalId".into(),
-        )),
-    }
-}
-
 /// A question as `get_answer` returns it: status, expiry and, once answered, the answer with
 /// its review state.
 pub fn answer_json(own: &OwnQuestion) -> Value {
@@ -661,7 +674,11 @@ async fn get_answer(
     asker: &Asker,
     input: GetAnswer,
 ) -> Result<Value, ServiceError> {
-    let which = question_ref(input.question_id, input.external_id, input.niche)?;
+    let which = question_ref(
+        id_of("questionId", input.question_id.as_ref())?,
+        input.external_id,
+        input.niche,
+    )?;
     let wait = match input.wait_seconds {
         None | Some(0) => None,
         Some(secs) if secs <= MAX_WAIT_SECS => Some(Duration::from_secs(secs)),
@@ -685,7 +702,11 @@ async fn add_research(
     asker: &Asker,
     input: AddResearch,
 ) -> Result<Value, ServiceError> {
-    let which = question_ref(input.question_id, input.external_id, input.niche)?;
+    let which = question_ref(
+        id_of("questionId", input.question_id.as_ref())?,
+        input.external_id,
+        input.niche,
+    )?;
     let findings = input.findings.trim();
     if findings.is_empty() {
         return Err(ServiceError::BadInput("findings is required".into()));
@@ -698,6 +719,28 @@ async fn add_research(
         "status": StatusWord::from(updated.status),
         "round": updated.research_round,
     }))
+}
+
+async fn withdraw_question(
+    state: &AppState,
+    asker: &Asker,
+    input: WithdrawQuestion,
+) -> Result<Value, ServiceError> {
+    let which = question_ref(
+        id_of("questionId", input.question_id.as_ref())?,
+        input.external_id,
+        input.niche,
+    )?;
+    let withdrawal = withdrawal::withdraw(
+        &state.db,
+        &state.hint(),
+        asker,
+        &which,
+        input.reason.as_deref(),
+        Utc::now(),
+    )
+    .await?;
+    Ok(withdrawal::withdrawal_json(&withdrawal))
 }
 
 async fn list_questions(
@@ -734,6 +777,7 @@ async fn list_questions(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::lookup::QuestionRef;
 
     fn asker(id: i64) -> Asker {
         Asker::Registered {

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{forms, health, intake, knowledge, links, lookup, money, queue, research};
+use super::{forms, health, intake, knowledge, links, lookup, money, queue, research, withdraw};
 
 /// The document's root: every REST route and the security schemes they use.
 #[derive(OpenApi)]
@@ -30,6 +30,7 @@ use super::{forms, health, intake, knowledge, links, lookup, money, queue, resea
         knowledge::reuse,
         knowledge::export,
         research::research_returned,
+        withdraw::withdraw,
         money::revenue_event,
         money::anomaly_signal,
         queue::list,
@@ -353,7 +354,12 @@ mod tests {
     fn the_signed_bodies_require_what_their_parsers_require() {
         let doc = document_value();
         type Parse = fn(&Value) -> Result<(), ServiceError>;
-        let cases: [(&str, Value, Parse); 4] = [
+        let cases: [(&str, Value, Parse); 5] = [
+            (
+                "WithdrawBody",
+                json!({"questionId": "7", "reason": "not needed"}),
+                |v| crate::service::withdrawal::parse(v).map(drop),
+            ),
             (
                 "LookupBody",
                 json!({"nicheSlug": "roofing", "externalIds": ["a"], "waitSeconds": 0}),
@@ -383,9 +389,14 @@ mod tests {
             let mut sent: Vec<String> = full.as_object().unwrap().keys().cloned().collect();
             sent.sort();
             let extra: Vec<&String> = documented.iter().filter(|d| !sent.contains(d)).collect();
-            // nicheId is the documented alternative to nicheSlug.
+            // nicheId is the documented alternative to nicheSlug; a withdrawal names its
+            // question by questionId or by externalId (and nicheSlug), never both.
+            let alternative = |e: &str| {
+                e == "nicheId"
+                    || (name == "WithdrawBody" && matches!(e, "externalId" | "nicheSlug"))
+            };
             assert!(
-                extra.iter().all(|e| *e == "nicheId"),
+                extra.iter().all(|e| alternative(e)),
                 "{name}: documented but not exercised: {extra:?}"
             );
             parse(&full).unwrap_or_else(|e| panic!("{name}: a full body is refused: {e}"));

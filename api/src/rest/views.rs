@@ -298,6 +298,52 @@ pub struct ResearchResponse {
     pub question: QuestionRef,
 }
 
+/// `POST /api/v1/internal/expert-questions/withdraw`: the agent withdraws a question it no
+/// longer needs. Name it with `questionId` or `externalId` (exactly one).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WithdrawBody {
+    /// askloop's id of the question, as a number or a string of digits.
+    #[schema(value_type = Option<String>, example = "42")]
+    pub question_id: Option<serde_json::Value>,
+    /// The agent's id for the question (at most 200 characters).
+    pub external_id: Option<String>,
+    /// The question's niche, needed only when the agent used that external id in several.
+    pub niche_slug: Option<String>,
+    /// Why (at most 500 characters): kept in the audit log and sent with the event.
+    pub reason: Option<String>,
+}
+
+/// What a withdrawal did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WithdrawOutcomeWord {
+    /// Withdrawn now: dismissed, its reservation released, out of every queue.
+    Withdrawn,
+    /// It had been withdrawn before; nothing changed.
+    AlreadyWithdrawn,
+    /// It was settled before (answered, dismissed by a person, expired); nothing changed.
+    Settled,
+}
+
+/// The withdrawal route's answer.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WithdrawalResponse {
+    /// askloop's id of the question.
+    pub question_id: i64,
+    /// The agent's id for it, if it gave one.
+    pub external_id: Option<String>,
+    /// Where it is now: `dismissed` once withdrawn, else as it was.
+    pub status: StatusWord,
+    /// What this request did.
+    pub outcome: WithdrawOutcomeWord,
+    /// When it was withdrawn (RFC 3339), if it was.
+    pub withdrawn_at: Option<String>,
+    /// What this request released of the bounty or task limit, in minor units.
+    pub released_minor: i64,
+}
+
 /// `POST /api/v1/internal/expert-questions/lookup`: read the agent's own questions.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

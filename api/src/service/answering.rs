@@ -106,6 +106,8 @@ pub enum Closing {
     Answered,
     /// Dismissed by a member or an admin. Only while its time runs.
     Dismissed,
+    /// Withdrawn by the agent that asked it: dismissed, saying so. Only while its time runs.
+    Withdrawn,
     /// Its time ran out: expired. Only once it has.
     Expired,
 }
@@ -125,7 +127,7 @@ pub async fn close_if_waiting(
             QuestionStatus::Answered,
             agent_questions::Column::ExpiresAt.gt(now),
         ),
-        Closing::Dismissed => (
+        Closing::Dismissed | Closing::Withdrawn => (
             QuestionStatus::Dismissed,
             agent_questions::Column::ExpiresAt.gt(now),
         ),
@@ -139,6 +141,9 @@ pub async fn close_if_waiting(
         .col_expr(agent_questions::Column::UpdatedAt, Expr::value(now));
     if closing == Closing::Answered {
         update = update.col_expr(agent_questions::Column::AnsweredAt, Expr::value(Some(now)));
+    }
+    if closing == Closing::Withdrawn {
+        update = update.col_expr(agent_questions::Column::WithdrawnAt, Expr::value(Some(now)));
     }
     let closed = update
         .filter(agent_questions::Column::Id.eq(question_id))

@@ -468,6 +468,7 @@ fn question_row(store: &Store, new: &NewQuestion) -> agent_questions::ActiveMode
         deliverable: Set(new.deliverable.clone()),
         answers_wanted: Set(new.answers.wanted),
         agreement_bps: Set(new.answers.agreement_bps),
+        withdrawn_at: Set(None),
         answers_in: Set(0),
     }
 }

@@ -314,6 +314,56 @@ pub enum QuestionRef {
     },
 }
 
+/// An id given as text (a string of digits, as GraphQL spells ids), or a refusal naming `field`.
+pub fn id_from_text(field: &str, text: &str) -> Result<i64, ServiceError> {
+    let text = text.trim();
+    text.parse::<i64>()
+        .ok()
+        .filter(|_| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| {
+            ServiceError::BadInput(format!(
+                "{field} must be a whole number, as a number or a string of digits (not '{}')",
+                text.chars().take(40).collect::<String>()
+            ))
+        })
+}
+
+/// Which question `questionId` or `externalId` (exactly one) names, `niche` narrowing an
+/// external id used in several niches.
+pub fn question_ref(
+    question_id: Option<i64>,
+    external_id: Option<String>,
+    niche: Option<String>,
+) -> Result<QuestionRef, ServiceError> {
+    let external_id = external_id
+        .map(|id| id.trim().to_owned())
+        .filter(|id| !id.is_empty());
+    match (question_id, external_id) {
+        (Some(id), None) => Ok(QuestionRef::Id(id)),
+        (None, Some(external_id)) => {
+            // No question's id is longer (intake refuses those).
+            if crate::domain::text::char_len(&external_id) > crate::domain::text::IDENTIFIER_MAX {
+                return Err(ServiceError::BadInput(format!(
+                    "externalId is longer than {} characters",
+                    crate::domain::text::IDENTIFIER_MAX
+                )));
+            }
+            Ok(QuestionRef::External {
+                external_id,
+                niche: niche
+                    .map(|n| n.trim().to_lowercase())
+                    .filter(|n| !n.is_empty()),
+            })
+        }
+        (Some(_), Some(_)) => Err(ServiceError::BadInput(
+            "name the question with questionId or externalId, not both".into(),
+        )),
+        (None, None) => Err(ServiceError::BadInput(
+            "name the question with questionId or externalId".into(),
+        )),
+    }
+}
+
 /// One of an agent's questions with its winning answer, when it has one.
 #[derive(Debug, Clone)]
 pub struct OwnQuestion {

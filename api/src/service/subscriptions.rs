@@ -180,7 +180,7 @@ async fn classify(
     let still_waits = agent_questions::WAITING.contains(&change.question.status);
     let settled = match change.action.as_str() {
         "question.answered" => !still_waits,
-        "question.dismissed" | "question.expired" => true,
+        "question.dismissed" | "question.withdrawn" | "question.expired" => true,
         _ => false,
     };
     let mine = change.actor_user_id == Some(watch.viewer.user_id);

@@ -332,6 +332,7 @@ async fn write_batch(
             answers_wanted: Set(1),
             agreement_bps: Set(6000),
             answers_in: Set(0),
+            withdrawn_at: Set(None),
         }
     }))
     .exec_without_returning(txn)

@@ -561,6 +561,7 @@ fn sentence(action: &str, who: &str) -> String {
         "question.research_returned" => "The agent came back with its research".to_owned(),
         "question.reopened" => format!("Reopened after {who} rejected or reversed the answer"),
         "question.dismissed" => format!("{who} dismissed it"),
+        "question.withdrawn" => "The agent withdrew it".to_owned(),
         "question.expired" => "It expired unanswered".to_owned(),
         "question.escalated" => "Nobody answered in time: more people were told".to_owned(),
         "question.waiting" => "The agent is still waiting".to_owned(),

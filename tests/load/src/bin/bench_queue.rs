@@ -99,6 +99,7 @@ async fn run(mut config: Config, args: BenchQueueArgs) -> anyhow::Result<()> {
                 answers_wanted: Set(1),
                 agreement_bps: Set(6000),
                 answers_in: Set(0),
+                withdrawn_at: Set(None),
             }
         });
         let txn = db.begin_write().await?;

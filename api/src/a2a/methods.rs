@@ -1,0 +1,626 @@
+//! The A2A methods askloop answers (docs/contract.md#a2a), each a thin adapter: parse the
+//! parameters, call the service the MCP tools and the signed REST routes call, shape the task.
+//!
+//! - `SendMessage` without a `taskId` asks a question: the text parts are the question, and one
+//!   optional data part carries `niche`, `title`, `context`, `options`, `urgency`,
+//!   `bountyMinor`, `expiresInSeconds` and `externalId` — the fields of MCP's `ask_expert`, whose
+//!   intake it goes through. The question's external id is the data part's `externalId`, else
+//!   `a2a:<messageId>`, so a message sent again is the same question (and the same task).
+//! - `SendMessage` with a `taskId` is the agent's reply on that task: its text is the research
+//!   a person asked for (`add_research`), and the task is `WORKING` again. A settled task takes
+//!   no more messages (`-32004`).
+//! - `GetTask`, `ListTasks` (the caller's own tasks, newest first) and `CancelTask` (the agent
+//!   withdraws the question; a settled one is `-32002`). Another agent's task is not found
+//!   (`-32001`), exactly like one that does not exist.
+
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::task::{self, TaskState, task_json};
+use super::{RpcError, codes, cut};
+use crate::domain::text::{CONTEXT_MAX, cap, first_control_character};
+use crate::error::ServiceError;
+use crate::service::agents::Asker;
+use crate::service::lookup::{self, OwnCursor, OwnQuestion, QuestionRef};
+use crate::service::research::add_findings;
+use crate::service::withdrawal::{WithdrawOutcome, withdraw};
+use crate::state::AppState;
+
+/// Whether push notification configs are offered (the card's `pushNotifications`).
+pub const PUSH_NOTIFICATIONS: bool = false;
+
+/// The most tasks one `ListTasks` page holds, and how many when the client does not say.
+const PAGE_MAX: i32 = 100;
+const PAGE_DEFAULT: i32 = 50;
+
+/// The longest title derived from the question's first line.
+const DERIVED_TITLE_MAX: usize = 120;
+
+/// Answer the method `method` with `params` for `asker`.
+pub async fn call(
+    state: &AppState,
+    asker: &Asker,
+    method: &str,
+    params: Value,
+) -> Result<Value, RpcError> {
+    match method {
+        "SendMessage" => send_message(state, asker, parse(method, params)?).await,
+        "GetTask" => get_task(state, asker, parse(method, params)?).await,
+        "ListTasks" => list_tasks(state, asker, parse(method, params)?).await,
+        "CancelTask" => cancel_task(state, asker, parse(method, params)?).await,
+        "CreateTaskPushNotificationConfig"
+        | "GetTaskPushNotificationConfig"
+        | "ListTaskPushNotificationConfigs"
+        | "DeleteTaskPushNotificationConfig" => Err(push_not_supported()),
+        "SendStreamingMessage" | "SubscribeToTask" => Err(RpcError::new(
+            codes::UNSUPPORTED_OPERATION,
+            "askloop does not stream (a question waits for a person for minutes to days): \
+             use SendMessage, then GetTask",
+        )),
+        "GetExtendedAgentCard" => Err(RpcError::new(
+            -32007,
+            "askloop has no extended agent card: the card at /.well-known/agent-card.json, \
+             fetched with the agent token, is this agent's",
+        )),
+        other => Err(RpcError::new(
+            codes::METHOD_NOT_FOUND,
+            format!(
+                "Method not found: askloop has no method '{}'",
+                cut(other, 60)
+            ),
+        )),
+    }
+}
+
+fn push_not_supported() -> RpcError {
+    RpcError::new(
+        codes::PUSH_NOTIFICATION_NOT_SUPPORTED,
+        "askloop does not send A2A push notifications; poll GetTask (or register a webhook \
+         endpoint for the agent, docs/contract.md#events-for-the-agent)",
+    )
+}
+
+/// The parameters as `T`, or `-32602` naming the field at fault.
+fn parse<T: serde::de::DeserializeOwned>(method: &str, params: Value) -> Result<T, RpcError> {
+    serde_path_to_error::deserialize(params).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        RpcError::invalid_params(if path == "." {
+            format!("{method}'s params: {inner}")
+        } else {
+            format!("{method}'s params: {path}: {inner}")
+        })
+    })
+}
+
+/// A message part as a client sends it: askloop takes text and data parts.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PartIn {
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    data: Option<Value>,
+    #[serde(default)]
+    raw: Option<Value>,
+    #[serde(default)]
+    url: Option<Value>,
+}
+
+/// A message as a client sends it (fields askloop does not use are ignored).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageIn {
+    message_id: String,
+    #[serde(default)]
+    role: Option<String>,
+    parts: Vec<PartIn>,
+    #[serde(default)]
+    task_id: Option<String>,
+}
+
+/// `SendMessage`'s configuration: only a push notification config matters to askloop.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigurationIn {
+    #[serde(default)]
+    task_push_notification_config: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SendMessageParams {
+    message: MessageIn,
+    #[serde(default)]
+    configuration: Option<ConfigurationIn>,
+}
+
+/// The data part of a question: the fields of `ask_expert` besides the question itself.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct QuestionData {
+    #[serde(default)]
+    niche: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    context: Option<Value>,
+    #[serde(default)]
+    options: Option<Value>,
+    #[serde(default)]
+    urgency: Option<Value>,
+    #[serde(default)]
+    bounty_minor: Option<Value>,
+    #[serde(default)]
+    expires_in_seconds: Option<Value>,
+    #[serde(default)]
+    external_id: Option<String>,
+}
+
+/// The message's text (its text parts, joined) and its one data part, if any.
+fn read_parts(parts: Vec<PartIn>) -> Result<(String, Option<Value>), RpcError> {
+    let mut texts = Vec::new();
+    let mut data = None;
+    for (at, part) in parts.into_iter().enumerate() {
+        if part.raw.is_some() || part.url.is_some() {
+            return Err(RpcError::new(
+                -32005,
+                format!(
+                    "message.parts[{at}]: askloop takes text and data parts, not files (put \
+                     what a person should read in a text part)"
+                ),
+            ));
+        }
+        match (part.text, part.data) {
+            (Some(text), None) => texts.push(text),
+            (None, Some(value)) if data.is_none() => data = Some(value),
+            (None, Some(_)) => {
+                return Err(RpcError::invalid_params(format!(
+                    "message.parts[{at}]: a message carries at most one data part"
+                )));
+            }
+            _ => {
+                return Err(RpcError::invalid_params(format!(
+                    "message.parts[{at}]: a part is either text or data"
+                )));
+            }
+        }
+    }
+    let text = texts
+        .iter()
+        .map(|t| t.trim())
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    Ok((text, data))
+}
+
+/// The external id a message asks under when its data part gives none.
+fn message_external_id(message_id: &str) -> String {
+    if message_id.chars().count() <= 190 {
+        format!("a2a:{message_id}")
+    } else {
+        use sha2::{Digest, Sha256};
+        format!(
+            "a2a:{}",
+            hex::encode(&Sha256::digest(message_id.as_bytes())[..16])
+        )
+    }
+}
+
+async fn send_message(
+    state: &AppState,
+    asker: &Asker,
+    params: SendMessageParams,
+) -> Result<Value, RpcError> {
+    let message = params.message;
+    if message.message_id.trim().is_empty() {
+        return Err(RpcError::invalid_params("message.messageId is required"));
+    }
+    if let Some(role) = message.role.as_deref()
+        && role != "ROLE_USER"
+    {
+        return Err(RpcError::invalid_params(format!(
+            "message.role must be ROLE_USER (the agent asking), not '{}'",
+            cut(role, 40)
+        )));
+    }
+    if params
+        .configuration
+        .as_ref()
+        .is_some_and(|c| c.task_push_notification_config.is_some())
+    {
+        return Err(push_not_supported());
+    }
+    let (text, data) = read_parts(message.parts)?;
+    if let Some(refused) = first_control_character(&json!({"text": text, "data": data})) {
+        return Err(ServiceError::from(refused).into());
+    }
+    match message.task_id.as_deref().filter(|id| !id.is_empty()) {
+        Some(task_id) => reply_on_task(state, asker, task_id, &text, data.as_ref()).await,
+        None => ask(state, asker, &message.message_id, text, data).await,
+    }
+}
+
+/// A new question from a message.
+async fn ask(
+    state: &AppState,
+    asker: &Asker,
+    message_id: &str,
+    text: String,
+    data: Option<Value>,
+) -> Result<Value, RpcError> {
+    if text.is_empty() {
+        return Err(RpcError::invalid_params(
+            "the message needs a text part: the question a person should answer",
+        ));
+    }
+    let data: QuestionData = match data {
+        None => QuestionData::default(),
+        Some(value) => serde_path_to_error::deserialize(value).map_err(|err| {
+            let path = err.path().to_string();
+            RpcError::invalid_params(format!(
+                "the data part: {}{}",
+                if path == "." {
+                    String::new()
+                } else {
+                    format!("{path}: ")
+                },
+                err.into_inner()
+            ))
+        })?,
+    };
+    let niche = match data
+        .niche
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
+    {
+        Some(niche) => niche,
+        None => only_niche(state, asker).await?,
+    };
+    let title = data
+        .title
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| {
+            cap(
+                text.lines().next().unwrap_or_default().trim(),
+                DERIVED_TITLE_MAX,
+            )
+        });
+    let external_id = data
+        .external_id
+        .map(|id| id.trim().to_owned())
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(|| message_external_id(message_id.trim()));
+    let mut arguments = Map::new();
+    arguments.insert("niche".into(), json!(niche));
+    arguments.insert("title".into(), json!(title));
+    arguments.insert("question".into(), json!(text));
+    arguments.insert("externalId".into(), json!(external_id));
+    for (name, value) in [
+        ("context", data.context),
+        ("options", data.options),
+        ("urgency", data.urgency),
+        ("bountyMinor", data.bounty_minor),
+        ("expiresInSeconds", data.expires_in_seconds),
+    ] {
+        if let Some(value) = value {
+            arguments.insert(name.into(), value);
+        }
+    }
+    // ask_expert's own path: the intake's parser, caps, niche rule, budget and idempotency.
+    let asked = crate::mcp::tools::call(state, asker, "ask_expert", arguments)
+        .await
+        .map_err(|err| match err {
+            // A niche the agent may not use is a parameter it chose, not a missing task.
+            ServiceError::NotFound(_) => {
+                let mut refused = RpcError::from(err);
+                refused.code = codes::INVALID_PARAMS;
+                refused
+            }
+            other => RpcError::from(other),
+        })?;
+    let id = asked["questionId"].as_i64().ok_or_else(|| {
+        RpcError::from(ServiceError::Internal(anyhow::anyhow!(
+            "ask_expert gave no question id"
+        )))
+    })?;
+    let own = read_own(state, asker, id).await?;
+    Ok(json!({"task": task_json(&own)}))
+}
+
+/// The one niche `asker` may ask in, when it has exactly one; else the refusal that asks it to
+/// name one.
+async fn only_niche(state: &AppState, asker: &Asker) -> Result<String, RpcError> {
+    let slugs = match asker.agent_id() {
+        Some(id) => crate::service::agents::niche_slugs(&state.db, &[id])
+            .await
+            .map_err(RpcError::from)?
+            .remove(&id)
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    match slugs.as_slice() {
+        [only] => Ok(only.clone()),
+        _ => Err(RpcError::invalid_params(format!(
+            "name the niche in a data part, {{\"niche\": \"<slug>\"}} (this agent asks in: {})",
+            if slugs.is_empty() {
+                "no niche".to_owned()
+            } else {
+                slugs.join(", ")
+            }
+        ))),
+    }
+}
+
+/// The agent's message on an existing task: its research.
+async fn reply_on_task(
+    state: &AppState,
+    asker: &Asker,
+    task_id: &str,
+    text: &str,
+    data: Option<&Value>,
+) -> Result<Value, RpcError> {
+    let own = own_task(state, asker, task_id).await?;
+    let current = TaskState::of(&own.question);
+    if current.is_terminal() {
+        return Err(RpcError::new(
+            codes::UNSUPPORTED_OPERATION,
+            format!(
+                "task {task_id} is in a terminal state ({}): it takes no more messages",
+                current.as_str()
+            ),
+        ));
+    }
+    if data.is_some() {
+        return Err(RpcError::invalid_params(
+            "a reply on a task carries its findings as text only (no data part)",
+        ));
+    }
+    if text.is_empty() {
+        return Err(RpcError::invalid_params(
+            "the reply needs a text part: the findings a person asked for",
+        ));
+    }
+    let findings = cap(text, CONTEXT_MAX);
+    add_findings(
+        &state.db,
+        &state.hint(),
+        &own.question,
+        &findings,
+        Utc::now(),
+    )
+    .await
+    .map_err(RpcError::from)?;
+    let own = read_own(state, asker, own.question.id).await?;
+    Ok(json!({"task": task_json(&own)}))
+}
+
+/// The question `id` of `asker`, with its answer.
+async fn read_own(state: &AppState, asker: &Asker, id: i64) -> Result<OwnQuestion, RpcError> {
+    lookup::await_own(&state.db, &state.live, asker, &QuestionRef::Id(id), None)
+        .await
+        .map_err(|err| match err {
+            ServiceError::NotFound(_) => RpcError::task_not_found(&task::task_id(id)),
+            other => RpcError::from(other),
+        })
+}
+
+/// The task `task_id` of `asker`: not found for an id that names none of its questions.
+async fn own_task(state: &AppState, asker: &Asker, task_id: &str) -> Result<OwnQuestion, RpcError> {
+    let id = task::question_of(task_id).ok_or_else(|| RpcError::task_not_found(task_id))?;
+    read_own(state, asker, id)
+        .await
+        .map_err(|err| match err.code {
+            codes::TASK_NOT_FOUND => RpcError::task_not_found(task_id),
+            _ => err,
+        })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskIdParams {
+    id: String,
+    #[serde(default)]
+    history_length: Option<i64>,
+}
+
+async fn get_task(
+    state: &AppState,
+    asker: &Asker,
+    params: TaskIdParams,
+) -> Result<Value, RpcError> {
+    check_history_length(params.history_length)?;
+    let own = own_task(state, asker, &params.id).await?;
+    Ok(task_json(&own))
+}
+
+/// A negative history length is refused (askloop keeps no message history: any other is fine).
+fn check_history_length(history_length: Option<i64>) -> Result<(), RpcError> {
+    match history_length {
+        Some(n) if n < 0 => Err(RpcError::invalid_params(
+            "historyLength must not be negative",
+        )),
+        _ => Ok(()),
+    }
+}
+
+async fn cancel_task(
+    state: &AppState,
+    asker: &Asker,
+    params: TaskIdParams,
+) -> Result<Value, RpcError> {
+    let id = task::question_of(&params.id).ok_or_else(|| RpcError::task_not_found(&params.id))?;
+    let withdrawal = withdraw(
+        &state.db,
+        &state.hint(),
+        asker,
+        &QuestionRef::Id(id),
+        None,
+        Utc::now(),
+    )
+    .await
+    .map_err(|err| match err {
+        ServiceError::NotFound(_) => RpcError::task_not_found(&params.id),
+        other => RpcError::from(other),
+    })?;
+    if withdrawal.outcome == WithdrawOutcome::Settled {
+        return Err(RpcError::new(
+            codes::TASK_NOT_CANCELABLE,
+            format!(
+                "task {} is settled ({}): it can no longer be canceled",
+                params.id,
+                TaskState::of(&withdrawal.question).as_str()
+            ),
+        ));
+    }
+    Ok(task_json(&OwnQuestion {
+        question: withdrawal.question,
+        answer: None,
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListTasksParams {
+    #[serde(default)]
+    context_id: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    page_size: Option<i32>,
+    #[serde(default)]
+    page_token: Option<String>,
+    #[serde(default)]
+    history_length: Option<i64>,
+    #[serde(default)]
+    status_timestamp_after: Option<chrono::DateTime<Utc>>,
+    #[serde(default)]
+    include_artifacts: Option<bool>,
+}
+
+async fn list_tasks(
+    state: &AppState,
+    asker: &Asker,
+    params: ListTasksParams,
+) -> Result<Value, RpcError> {
+    check_history_length(params.history_length)?;
+    let wanted = match params.status.as_deref() {
+        None | Some("" | "TASK_STATE_UNSPECIFIED") => None,
+        Some(name) => Some(TaskState::parse(name).ok_or_else(|| {
+            RpcError::invalid_params(format!(
+                "status: askloop's tasks are WORKING, INPUT_REQUIRED, COMPLETED, REJECTED, \
+                 CANCELED or FAILED (as TASK_STATE_…), not '{}'",
+                cut(name, 40)
+            ))
+        })?),
+    };
+    let page_size = params.page_size.unwrap_or(PAGE_DEFAULT);
+    if !(1..=PAGE_MAX).contains(&page_size) {
+        return Err(RpcError::invalid_params(format!(
+            "pageSize must be between 1 and {PAGE_MAX}"
+        )));
+    }
+    let after = params
+        .page_token
+        .as_deref()
+        .filter(|t| !t.is_empty())
+        .map(OwnCursor::decode)
+        .transpose()
+        .map_err(|_| RpcError::invalid_params("pageToken is not one askloop gave out"))?;
+    let include_artifacts = params.include_artifacts.unwrap_or(false);
+    let keep = |question: &entity::agent_questions::Model| {
+        wanted.is_none_or(|state| TaskState::of(question) == state)
+            && params
+                .status_timestamp_after
+                .is_none_or(|after| question.updated_at > after)
+    };
+    // A context is one task here: its id names the question.
+    if let Some(context) = params.context_id.as_deref().filter(|c| !c.is_empty()) {
+        let tasks = match own_task(state, asker, context).await {
+            Ok(own) if keep(&own.question) => vec![listed(own, include_artifacts)],
+            Ok(_) => Vec::new(),
+            Err(err) if err.code == codes::TASK_NOT_FOUND => Vec::new(),
+            Err(err) => return Err(err),
+        };
+        return Ok(page(tasks, None, page_size));
+    }
+    let page_of = lookup::list_own(
+        &state.db,
+        asker,
+        wanted.map(TaskState::status),
+        u64::try_from(page_size).unwrap_or(50),
+        after,
+    )
+    .await
+    .map_err(RpcError::from)?;
+    let mut tasks = Vec::new();
+    for (question, _niche) in page_of.items {
+        if !keep(&question) {
+            continue;
+        }
+        let own = if include_artifacts && question.answered_at.is_some() {
+            read_own(state, asker, question.id).await?
+        } else {
+            OwnQuestion {
+                question,
+                answer: None,
+            }
+        };
+        tasks.push(listed(own, include_artifacts));
+    }
+    Ok(page(tasks, page_of.next.map(OwnCursor::encode), page_size))
+}
+
+/// A task as listed: without its artifacts unless they were asked for.
+fn listed(own: OwnQuestion, include_artifacts: bool) -> Value {
+    let mut task = task_json(&own);
+    if !include_artifacts && let Some(fields) = task.as_object_mut() {
+        fields.remove("artifacts");
+    }
+    task
+}
+
+/// A `ListTasks` result.
+fn page(tasks: Vec<Value>, next: Option<String>, page_size: i32) -> Value {
+    json!({
+        "tasks": tasks,
+        "nextPageToken": next.unwrap_or_default(),
+        "pageSize": page_size,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_is_its_text_parts_and_at_most_one_data_part() {
+        let parts = |value: Value| -> Vec<PartIn> { serde_json::from_value(value).expect("parts") };
+        let (text, data) = read_parts(parts(json!([
+            {"text": " Early access or 1.0? "},
+            {"data": {"niche": "games"}},
+            {"text": "Steam lists both."},
+        ])))
+        .expect("read");
+        assert_eq!(text, "Early access or 1.0?\n\nSteam lists both.");
+        assert_eq!(data, Some(json!({"niche": "games"})));
+        let two = read_parts(parts(json!([{"data": {}}, {"data": {}}]))).expect_err("refused");
+        assert_eq!(two.code, codes::INVALID_PARAMS);
+        let file =
+            read_parts(parts(json!([{"url": "https://x.test/a.pdf"}]))).expect_err("refused");
+        assert_eq!(file.code, -32005);
+        let both = read_parts(parts(json!([{"text": "a", "data": {}}]))).expect_err("refused");
+        assert_eq!(both.code, codes::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn a_message_without_an_external_id_asks_under_its_message_id() {
+        assert_eq!(message_external_id("m-1"), "a2a:m-1");
+        let long = message_external_id(&"x".repeat(500));
+        assert_eq!(long.len(), 4 + 32, "{long}");
+        assert_eq!(long, message_external_id(&"x".repeat(500)));
+    }
+}

@@ -1,0 +1,221 @@
+//! The A2A task a question is (docs/contract.md#a2a): its id, its state, and the answer as its
+//! artifact.
+//!
+//! A task is not stored apart from its question: its id is `question-<id>` (the same id MCP's
+//! tasks use), its context id the same, and its state is read from the question each time, so
+//! any instance answers for it and nothing can drift. States follow docs/design §21.2: open →
+//! `WORKING`; researching → `INPUT_REQUIRED` (with an agent message saying what to send);
+//! answered → `COMPLETED`; dismissed → `REJECTED`, or `CANCELED` when its agent withdrew it;
+//! expired → `FAILED`.
+//!
+//! A completed task carries one artifact, `answer`: a text part with the answer's words (when
+//! it has any) and a data part with what `get_answer` returns over MCP — the option chosen, the
+//! review state, the confidence when given, a task's result and actual cost. The review state is
+//! read fresh, so a later verdict shows in the same artifact.
+
+use chrono::{DateTime, Utc};
+use entity::agent_questions::{self, QuestionStatus};
+use serde_json::{Value, json};
+
+use crate::mcp::tools::answer_json;
+use crate::service::lookup::OwnQuestion;
+
+/// The task id of question `id`.
+pub fn task_id(id: i64) -> String {
+    format!("question-{id}")
+}
+
+/// The question a task id names, if it names one.
+pub fn question_of(task_id: &str) -> Option<i64> {
+    task_id
+        .strip_prefix("question-")
+        .filter(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|id| id.parse().ok())
+        .filter(|id| *id > 0)
+}
+
+/// A task state, as the protocol spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskState {
+    /// Waiting for a person.
+    Working,
+    /// A person asked the agent for more research.
+    InputRequired,
+    /// Answered.
+    Completed,
+    /// Dismissed by a person.
+    Rejected,
+    /// Withdrawn by its agent.
+    Canceled,
+    /// Its time ran out.
+    Failed,
+}
+
+impl TaskState {
+    /// The wire name (`TASK_STATE_…`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Working => "TASK_STATE_WORKING",
+            TaskState::InputRequired => "TASK_STATE_INPUT_REQUIRED",
+            TaskState::Completed => "TASK_STATE_COMPLETED",
+            TaskState::Rejected => "TASK_STATE_REJECTED",
+            TaskState::Canceled => "TASK_STATE_CANCELED",
+            TaskState::Failed => "TASK_STATE_FAILED",
+        }
+    }
+
+    /// The state named `name` (`TASK_STATE_…`), if askloop has it.
+    pub fn parse(name: &str) -> Option<Self> {
+        [
+            TaskState::Working,
+            TaskState::InputRequired,
+            TaskState::Completed,
+            TaskState::Rejected,
+            TaskState::Canceled,
+            TaskState::Failed,
+        ]
+        .into_iter()
+        .find(|state| state.as_str() == name)
+    }
+
+    /// The state of `question` (docs/design §21.2).
+    pub fn of(question: &agent_questions::Model) -> Self {
+        match question.status {
+            QuestionStatus::Open => TaskState::Working,
+            QuestionStatus::Researching => TaskState::InputRequired,
+            QuestionStatus::Answered => TaskState::Completed,
+            QuestionStatus::Dismissed if question.withdrawn_at.is_some() => TaskState::Canceled,
+            QuestionStatus::Dismissed => TaskState::Rejected,
+            QuestionStatus::Expired => TaskState::Failed,
+        }
+    }
+
+    /// The question status this state is read from.
+    pub fn status(self) -> QuestionStatus {
+        match self {
+            TaskState::Working => QuestionStatus::Open,
+            TaskState::InputRequired => QuestionStatus::Researching,
+            TaskState::Completed => QuestionStatus::Answered,
+            TaskState::Rejected | TaskState::Canceled => QuestionStatus::Dismissed,
+            TaskState::Failed => QuestionStatus::Expired,
+        }
+    }
+
+    /// Whether nothing more happens to the task's state.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, TaskState::Working | TaskState::InputRequired)
+    }
+}
+
+/// A protocol timestamp (RFC 3339, UTC, milliseconds).
+pub fn timestamp(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// What the status message of a task in `state` says, if it says anything.
+fn status_text(question: &agent_questions::Model, state: TaskState) -> Option<String> {
+    match state {
+        TaskState::InputRequired => Some(
+            "A person asked for more research before answering: reply on this task with your \
+             findings (a text part)."
+                .to_owned(),
+        ),
+        TaskState::Working => Some(format!(
+            "Waiting for a person; the question expires at {}.",
+            timestamp(question.expires_at)
+        )),
+        TaskState::Rejected => Some("Dismissed by a person: not answered.".to_owned()),
+        TaskState::Canceled => Some("Withdrawn by this agent.".to_owned()),
+        TaskState::Failed => Some("Nobody answered before the question expired.".to_owned()),
+        TaskState::Completed => None,
+    }
+}
+
+/// `question` (with its answer) as an A2A `Task`.
+pub fn task_json(own: &OwnQuestion) -> Value {
+    let question = &own.question;
+    let state = TaskState::of(question);
+    let id = task_id(question.id);
+    let mut status = json!({
+        "state": state.as_str(),
+        "timestamp": timestamp(question.updated_at),
+    });
+    if let Some(text) = status_text(question, state) {
+        status["message"] = json!({
+            "messageId": format!("{id}-status-{}", question.updated_at.timestamp_millis()),
+            "role": "ROLE_AGENT",
+            "taskId": id,
+            "contextId": id,
+            "parts": [{"text": text}],
+        });
+    }
+    let mut task = json!({
+        "id": id,
+        "contextId": id,
+        "status": status,
+        "metadata": {
+            "questionId": question.id,
+            "externalId": question.external_id,
+            "expiresAt": timestamp(question.expires_at),
+        },
+    });
+    if let Some(artifact) = answer_artifact(own) {
+        task["artifacts"] = json!([artifact]);
+    }
+    task
+}
+
+/// The answer as an artifact, once the question has one.
+pub fn answer_artifact(own: &OwnQuestion) -> Option<Value> {
+    let found = own.answer.as_ref()?;
+    let mut parts = Vec::new();
+    if let Some(words) = found.answer.body.as_deref().filter(|w| !w.is_empty()) {
+        parts.push(json!({"text": words}));
+    }
+    parts.push(json!({"data": answer_json(own), "mediaType": "application/json"}));
+    Some(json!({
+        "artifactId": format!("answer-{}", found.answer.id),
+        "name": "answer",
+        "description": "The answer a person gave, with its review state (pending until an admin \
+                        checks it; rejected or reversed means discard it).",
+        "parts": parts,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_id_names_a_question_only_in_its_one_spelling() {
+        assert_eq!(question_of(&task_id(42)), Some(42));
+        for nonsense in [
+            "question-",
+            "question-0",
+            "question--4",
+            "question-+4",
+            "question-4x",
+            "42",
+            "question-99999999999999999999",
+        ] {
+            assert_eq!(question_of(nonsense), None, "{nonsense}");
+        }
+    }
+
+    #[test]
+    fn every_state_round_trips_through_its_wire_name() {
+        for state in [
+            TaskState::Working,
+            TaskState::InputRequired,
+            TaskState::Completed,
+            TaskState::Rejected,
+            TaskState::Canceled,
+            TaskState::Failed,
+        ] {
+            assert_eq!(TaskState::parse(state.as_str()), Some(state));
+        }
+        assert_eq!(TaskState::parse("TASK_STATE_SUBMITTED"), None);
+        assert!(TaskState::Canceled.is_terminal());
+        assert!(!TaskState::InputRequired.is_terminal());
+    }
+}

@@ -1,0 +1,590 @@
+//! The A2A server (docs/contract.md#a2a), on both backends, spoken by hand over HTTP so the
+//! tests see the wire: the Agent Card lists one skill per niche the caller may ask in; a
+//! message asks a question (once per messageId); a person sending it back is `INPUT_REQUIRED`
+//! and the agent's reply on the task is its research (`WORKING`); the answer completes the
+//! task with an artifact; `CancelTask` withdraws; a dismissed or expired question is `REJECTED`
+//! or `FAILED`; another agent's task is not found; every refusal is the JSON-RPC error the
+//! protocol names, and changes nothing.
+
+use askloop::service::agents;
+use askloop::service::audit::Actor;
+use askloop_tests::answers::early_access;
+use askloop_tests::fixtures::{niche, open_niche};
+use askloop_tests::mcp::agent_with_token;
+use askloop_tests::people::operator;
+use askloop_tests::{TestApp, on_both_backends};
+use entity::agent_questions::{self, QuestionStatus};
+use entity::agents::AgentStatus;
+use entity::niches::NicheStatus;
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+use serde_json::{Value, json};
+
+const SEND_BACK: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: NEEDS_RESEARCH}) { notice } }";
+
+/// A client of `/a2a` holding one agent token.
+struct A2a<'a> {
+    app: &'a TestApp,
+    token: String,
+}
+
+impl A2a<'_> {
+    /// POST `body` as it is; the response.
+    async fn post_raw(&self, body: String) -> reqwest::Response {
+        self.app
+            .client
+            .post(self.app.url("/a2a"))
+            .bearer_auth(&self.token)
+            .header("content-type", "application/json")
+            .header("a2a-version", "1.0")
+            .body(body)
+            .send()
+            .await
+            .expect("sent")
+    }
+
+    /// Call `method` with `params`: the JSON-RPC response (HTTP 200 asserted).
+    async fn call(&self, method: &str, params: Value) -> Value {
+        let response = self
+            .post_raw(
+                json!({"jsonrpc": "2.0", "id": "r-1", "method": method, "params": params})
+                    .to_string(),
+            )
+            .await;
+        assert_eq!(response.status(), 200, "{method}");
+        let body: Value = response.json().await.expect("JSON");
+        assert_eq!(body["jsonrpc"], "2.0", "{body}");
+        assert_eq!(body["id"], "r-1", "{body}");
+        body
+    }
+
+    /// Call `method`, which must succeed: its result.
+    async fn ok(&self, method: &str, params: Value) -> Value {
+        let body = self.call(method, params).await;
+        assert!(body["error"].is_null(), "{method}: {body}");
+        body["result"].clone()
+    }
+
+    /// Call `method`, which must fail: its error code and message.
+    async fn refused(&self, method: &str, params: Value) -> (i64, String) {
+        let body = self.call(method, params).await;
+        assert!(body["result"].is_null(), "{method}: {body}");
+        (
+            body["error"]["code"].as_i64().expect("a code"),
+            body["error"]["message"]
+                .as_str()
+                .expect("a message")
+                .to_owned(),
+        )
+    }
+}
+
+async fn client<'a>(app: &'a TestApp, slug: &str, niches: &[&str]) -> A2a<'a> {
+    A2a {
+        app,
+        token: agent_with_token(app, slug, niches).await,
+    }
+}
+
+/// A message asking a question (options in a data part), with `message_id`.
+fn asking(message_id: &str) -> Value {
+    json!({"message": {
+        "messageId": message_id,
+        "role": "ROLE_USER",
+        "parts": [
+            {"text": "Early access or 1.0?"},
+            {"data": {
+                "niche": "games",
+                "title": "Which date?",
+                "options": [{"id": "ea", "label": "Early access"}, {"id": "full", "label": "1.0"}],
+                "urgency": "high",
+            }},
+        ],
+    }})
+}
+
+/// The agent's reply on `task` with `text`.
+fn reply(task: &str, text: &str) -> Value {
+    json!({"message": {
+        "messageId": format!("reply-{task}"),
+        "role": "ROLE_USER",
+        "taskId": task,
+        "parts": [{"text": text}],
+    }})
+}
+
+fn question_id(task: &Value) -> i64 {
+    task["metadata"]["questionId"]
+        .as_i64()
+        .expect("a question id")
+}
+
+async fn question_count(app: &TestApp) -> u64 {
+    agent_questions::Entity::find()
+        .count(&app.db)
+        .await
+        .expect("count")
+}
+
+async fn the_card_lists_one_skill_per_niche_the_caller_may_ask_in(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    open_niche(&app.db, "roofing").await;
+    niche(&app.db, "drafty", NicheStatus::Draft).await;
+    let agent = client(&app, "agent-a", &["games"]).await;
+    let card = |token: Option<String>| {
+        let mut request = app.client.get(app.url("/.well-known/agent-card.json"));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+
+    let public: Value = card(None).await.expect("sent").json().await.expect("JSON");
+    let skills = |card: &Value| -> Vec<String> {
+        card["skills"]
+            .as_array()
+            .expect("skills")
+            .iter()
+            .map(|s| s["id"].as_str().expect("an id").to_owned())
+            .collect()
+    };
+    assert_eq!(skills(&public), ["games", "roofing"], "{public}");
+    assert_eq!(public["capabilities"]["streaming"], false);
+    let interface = &public["supportedInterfaces"][0];
+    assert_eq!(interface["protocolBinding"], "JSONRPC");
+    assert_eq!(interface["protocolVersion"], "1.0");
+    assert_eq!(interface["url"], app.url("/a2a"));
+    assert_eq!(
+        public["securitySchemes"]["agentToken"]["httpAuthSecurityScheme"]["scheme"],
+        "Bearer"
+    );
+    assert_eq!(
+        public["securityRequirements"][0]["schemes"]["agentToken"],
+        json!({"list": []})
+    );
+
+    let own: Value = card(Some(agent.token.clone()))
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(skills(&own), ["games"], "{own}");
+
+    let unknown = card(Some("al_agent_nobody".into())).await.expect("sent");
+    assert_eq!(unknown.status(), 401);
+}
+
+async fn a_message_asks_a_question_once_per_message_id(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let agent = client(&app, "agent-a", &["games"]).await;
+    let sent = agent.ok("SendMessage", asking("m-1")).await;
+    let task = &sent["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_WORKING", "{sent}");
+    let id = question_id(task);
+    assert_eq!(task["id"], format!("question-{id}"));
+    assert_eq!(task["contextId"], task["id"]);
+    assert_eq!(task["metadata"]["externalId"], "a2a:m-1");
+    let stored = agent_questions::Entity::find_by_id(id)
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("stored");
+    assert_eq!(stored.title, "Which date?");
+    assert_eq!(stored.question, "Early access or 1.0?");
+
+    // The same message again is the same task; another message is another.
+    let again = agent.ok("SendMessage", asking("m-1")).await;
+    assert_eq!(again["task"]["id"], task["id"]);
+    assert_eq!(question_count(&app).await, 1);
+    let other = agent.ok("SendMessage", asking("m-2")).await;
+    assert_ne!(other["task"]["id"], task["id"]);
+
+    // With one niche, the niche and the title may be left out.
+    let plain = agent
+        .ok(
+            "SendMessage",
+            json!({"message": {"messageId": "m-3", "role": "ROLE_USER",
+                "parts": [{"text": "Is the demo still up?\nIt was yesterday."}]}}),
+        )
+        .await;
+    let stored = agent_questions::Entity::find_by_id(question_id(&plain["task"]))
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("stored");
+    assert_eq!(stored.title, "Is the demo still up?");
+}
+
+async fn sent_back_replied_answered_the_task_goes_through_its_states(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let agent = client(&app, "agent-a", &["games"]).await;
+    let task = agent.ok("SendMessage", asking("m-1")).await["task"].clone();
+    let id = question_id(&task);
+    let task_id = task["id"].as_str().expect("an id").to_owned();
+
+    let sent_back = app
+        .graphql(Some(&ana.token), SEND_BACK, json!({"id": id.to_string()}))
+        .await;
+    assert!(sent_back["errors"].is_null(), "{sent_back}");
+    let waiting = agent.ok("GetTask", json!({"id": task_id})).await;
+    assert_eq!(waiting["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(waiting["status"]["message"]["role"], "ROLE_AGENT");
+
+    let replied = agent
+        .ok(
+            "SendMessage",
+            reply(&task_id, "Steam shows early access on the 9th."),
+        )
+        .await;
+    assert_eq!(replied["task"]["id"], task_id);
+    assert_eq!(replied["task"]["status"]["state"], "TASK_STATE_WORKING");
+    let stored = agent_questions::Entity::find_by_id(id)
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("stored");
+    assert_eq!(stored.research_round, 1);
+    assert!(
+        stored
+            .context
+            .as_deref()
+            .is_some_and(|c| c.contains("Steam shows early access on the 9th.")),
+        "{:?}",
+        stored.context
+    );
+
+    let answered = app
+        .answer(&ana.token, early_access(id, Some("Ship early access.")))
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    let done = agent.ok("GetTask", json!({"id": task_id})).await;
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    let artifact = &done["artifacts"][0];
+    assert_eq!(artifact["name"], "answer");
+    assert_eq!(artifact["parts"][0]["text"], "Ship early access.");
+    let data = &artifact["parts"][1]["data"];
+    assert_eq!(data["optionId"], "ea", "{data}");
+    assert_eq!(data["optionLabel"], "Early access");
+    assert!(data["review"].is_string(), "{data}");
+
+    // A settled task takes no more messages and cannot be canceled.
+    let (code, _) = agent
+        .refused("SendMessage", reply(&task_id, "More findings."))
+        .await;
+    assert_eq!(code, -32004);
+    let (code, message) = agent.refused("CancelTask", json!({"id": task_id})).await;
+    assert_eq!(code, -32002, "{message}");
+}
+
+async fn cancel_task_withdraws_the_question(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let agent = client(&app, "agent-a", &["games"]).await;
+    let task = agent.ok("SendMessage", asking("m-1")).await["task"].clone();
+    let canceled = agent.ok("CancelTask", json!({"id": task["id"]})).await;
+    assert_eq!(
+        canceled["status"]["state"], "TASK_STATE_CANCELED",
+        "{canceled}"
+    );
+    let stored = agent_questions::Entity::find_by_id(question_id(&task))
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("stored");
+    assert_eq!(stored.status, QuestionStatus::Dismissed);
+    assert!(stored.withdrawn_at.is_some());
+    // Canceling again says the same.
+    let again = agent.ok("CancelTask", json!({"id": task["id"]})).await;
+    assert_eq!(again["status"]["state"], "TASK_STATE_CANCELED");
+}
+
+async fn a_dismissed_question_is_rejected_and_an_expired_one_failed(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let agent = client(&app, "agent-a", &["games"]).await;
+    let first = agent.ok("SendMessage", asking("m-1")).await["task"].clone();
+    let second = agent.ok("SendMessage", asking("m-2")).await["task"].clone();
+    let dismissed = app
+        .graphql(
+            Some(&ana.token),
+            "mutation($id: ID!) { dismissQuestion(id: $id) { status } }",
+            json!({"id": question_id(&first).to_string()}),
+        )
+        .await;
+    assert!(dismissed["errors"].is_null(), "{dismissed}");
+    agent_questions::Entity::update_many()
+        .col_expr(
+            agent_questions::Column::Status,
+            Expr::value(QuestionStatus::Expired),
+        )
+        .filter(agent_questions::Column::Id.eq(question_id(&second)))
+        .exec(&app.db)
+        .await
+        .expect("expired");
+    let rejected = agent.ok("GetTask", json!({"id": first["id"]})).await;
+    assert_eq!(rejected["status"]["state"], "TASK_STATE_REJECTED");
+    let failed = agent.ok("GetTask", json!({"id": second["id"]})).await;
+    assert_eq!(failed["status"]["state"], "TASK_STATE_FAILED");
+
+    // ListTasks filters by state.
+    let listed = agent
+        .ok("ListTasks", json!({"status": "TASK_STATE_REJECTED"}))
+        .await;
+    let ids: Vec<&Value> = listed["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .map(|t| &t["id"])
+        .collect();
+    assert_eq!(ids, [&first["id"]], "{listed}");
+}
+
+async fn list_tasks_pages_through_the_agents_own_tasks_only(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let agent = client(&app, "agent-a", &["games"]).await;
+    let other = client(&app, "agent-b", &["games"]).await;
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        ids.push(agent.ok("SendMessage", asking(&format!("m-{n}"))).await["task"]["id"].clone());
+    }
+    other.ok("SendMessage", asking("theirs")).await;
+    let first = agent.ok("ListTasks", json!({"pageSize": 2})).await;
+    let page: Vec<Value> = first["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .map(|t| t["id"].clone())
+        .collect();
+    assert_eq!(page, [ids[2].clone(), ids[1].clone()], "{first}");
+    let token = first["nextPageToken"].as_str().expect("a token");
+    assert!(!token.is_empty());
+    let second = agent
+        .ok("ListTasks", json!({"pageSize": 2, "pageToken": token}))
+        .await;
+    assert_eq!(second["tasks"].as_array().map(Vec::len), Some(1));
+    assert_eq!(second["tasks"][0]["id"], ids[0]);
+    assert_eq!(second["nextPageToken"], "");
+
+    for (params, what) in [
+        (json!({"pageSize": 0}), "pageSize"),
+        (json!({"pageSize": 101}), "pageSize"),
+        (json!({"pageToken": "zzz"}), "pageToken"),
+        (json!({"status": "TASK_STATE_SUBMITTED"}), "status"),
+        (json!({"historyLength": -1}), "historyLength"),
+    ] {
+        let (code, message) = agent.refused("ListTasks", params).await;
+        assert_eq!(code, -32602, "{message}");
+        assert!(message.contains(what), "{message}");
+    }
+}
+
+async fn an_agent_cannot_see_or_touch_another_agents_task(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let agent = client(&app, "agent-a", &["games"]).await;
+    let other = client(&app, "agent-b", &["games"]).await;
+    let task = agent.ok("SendMessage", asking("m-1")).await["task"].clone();
+    for (method, params) in [
+        ("GetTask", json!({"id": task["id"]})),
+        ("CancelTask", json!({"id": task["id"]})),
+        (
+            "SendMessage",
+            reply(task["id"].as_str().expect("an id"), "Mine now."),
+        ),
+        ("GetTask", json!({"id": "question-999999"})),
+        ("GetTask", json!({"id": "drop tables"})),
+    ] {
+        let (code, message) = other.refused(method, params).await;
+        assert_eq!(code, -32001, "{method}: {message}");
+    }
+    let listed = other
+        .ok("ListTasks", json!({"contextId": task["id"]}))
+        .await;
+    assert_eq!(listed["tasks"], json!([]));
+    let still = agent.ok("GetTask", json!({"id": task["id"]})).await;
+    assert_eq!(still["status"]["state"], "TASK_STATE_WORKING");
+}
+
+async fn a2a_refuses_a_request_without_a_live_agent_token(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let token = agent_with_token(&app, "agent-a", &["games"]).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask",
+        "params": {"id": "question-1"}})
+    .to_string();
+    let post = |authorization: Option<String>| {
+        let mut request = app
+            .client
+            .post(app.url("/a2a"))
+            .header("content-type", "application/json")
+            .body(body.clone());
+        if let Some(value) = authorization {
+            request = request.header("authorization", value);
+        }
+        request.send()
+    };
+    for (authorization, status, code) in [
+        (None, 401, "UNAUTHENTICATED"),
+        (
+            Some("Bearer al_agent_0000".to_owned()),
+            401,
+            "UNAUTHENTICATED",
+        ),
+        (Some(format!("Basic {token}")), 401, "UNAUTHENTICATED"),
+    ] {
+        let response = post(authorization).await.expect("sent");
+        assert_eq!(response.status(), status);
+        let body: Value = response.json().await.expect("JSON");
+        assert_eq!(body["code"], code, "{body}");
+    }
+    agents::set_status(
+        &app.db,
+        "agent-a",
+        AgentStatus::Disabled,
+        &Actor::Cli,
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("disabled");
+    let disabled = post(Some(format!("Bearer {token}"))).await.expect("sent");
+    assert_eq!(disabled.status(), 403);
+    let card = app
+        .client
+        .get(app.url("/.well-known/agent-card.json"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(card.status(), 403);
+}
+
+async fn malformed_requests_get_the_json_rpc_errors_and_change_nothing(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    open_niche(&app.db, "roofing").await;
+    let agent = client(&app, "agent-a", &["games", "roofing"]).await;
+    for (body, code) in [
+        ("{not json".to_owned(), -32700),
+        ("[]".to_owned(), -32600),
+        (
+            json!({"jsonrpc": "2.0", "method": "GetTask"}).to_string(),
+            -32600,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 1, "method": "NoSuchMethod"}).to_string(),
+            -32601,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": "x"}).to_string(),
+            -32602,
+        ),
+    ] {
+        let response = agent.post_raw(body.clone()).await;
+        assert_eq!(response.status(), 200, "{body}");
+        let answered: Value = response.json().await.expect("JSON");
+        assert_eq!(answered["error"]["code"], code, "{body}: {answered}");
+    }
+
+    let message = |parts: Value| json!({"message": {"messageId": "m-x", "role": "ROLE_USER", "parts": parts}});
+    for (params, code, mentions) in [
+        (json!({}), -32602, "message"),
+        (message(json!([{"text": "Q?"}])), -32602, "niche"),
+        (
+            message(json!([{"text": "Q?"}, {"data": {"niche": "games", "bounty": 5}}])),
+            -32602,
+            "bounty",
+        ),
+        (
+            message(json!([{"text": "Q?"}, {"data": {"niche": "games", "urgency": "now"}}])),
+            -32602,
+            "urgency",
+        ),
+        (
+            message(json!([{"text": "Q?"}, {"data": {"niche": "pottery"}}])),
+            -32602,
+            "pottery",
+        ),
+        (
+            message(json!([{"data": {"niche": "games"}}])),
+            -32602,
+            "text part",
+        ),
+        (
+            message(json!([{"url": "https://files.example/q.pdf"}])),
+            -32005,
+            "not files",
+        ),
+        (
+            message(json!([{"text": "Q\u{0}?"}, {"data": {"niche": "games"}}])),
+            -32602,
+            "control",
+        ),
+        (
+            json!({"message": {"messageId": "m-y", "role": "ROLE_AGENT",
+                "parts": [{"text": "Q?"}, {"data": {"niche": "games"}}]}}),
+            -32602,
+            "ROLE_USER",
+        ),
+        (
+            json!({"message": {"messageId": "", "role": "ROLE_USER",
+                "parts": [{"text": "Q?"}, {"data": {"niche": "games"}}]}}),
+            -32602,
+            "messageId",
+        ),
+    ] {
+        let (got, text) = agent.refused("SendMessage", params.clone()).await;
+        assert_eq!(got, code, "{params}: {text}");
+        assert!(
+            text.to_lowercase().contains(&mentions.to_lowercase()),
+            "{params}: {text}"
+        );
+    }
+    for method in ["SendStreamingMessage", "SubscribeToTask"] {
+        let (code, _) = agent.refused(method, json!({})).await;
+        assert_eq!(code, -32004, "{method}");
+    }
+    let (code, _) = agent
+        .refused(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": "question-1", "url": "https://hooks.example/a2a"}),
+        )
+        .await;
+    assert_eq!(code, -32003);
+    let (code, _) = agent.refused("GetTask", json!({"id": 7})).await;
+    assert_eq!(code, -32602);
+
+    // A protocol version askloop does not speak.
+    let old = app
+        .client
+        .post(app.url("/a2a"))
+        .bearer_auth(&agent.token)
+        .header("content-type", "application/json")
+        .header("a2a-version", "0.3")
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks"}).to_string())
+        .send()
+        .await
+        .expect("sent");
+    let old: Value = old.json().await.expect("JSON");
+    assert_eq!(old["error"]["code"], -32009, "{old}");
+
+    // Over the body limit: refused unread.
+    let mut big = asking("m-big");
+    big["message"]["parts"][0]["text"] = json!("x".repeat(300 * 1024));
+    let response = agent
+        .post_raw(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": big}).to_string(),
+        )
+        .await;
+    assert_eq!(response.status(), 413);
+    assert_eq!(question_count(&app).await, 0);
+}
+
+on_both_backends!(
+    the_card_lists_one_skill_per_niche_the_caller_may_ask_in,
+    a_message_asks_a_question_once_per_message_id,
+    sent_back_replied_answered_the_task_goes_through_its_states,
+    cancel_task_withdraws_the_question,
+    a_dismissed_question_is_rejected_and_an_expired_one_failed,
+    list_tasks_pages_through_the_agents_own_tasks_only,
+    an_agent_cannot_see_or_touch_another_agents_task,
+    a2a_refuses_a_request_without_a_live_agent_token,
+    malformed_requests_get_the_json_rpc_errors_and_change_nothing,
+);
