@@ -17,7 +17,7 @@ import time
 import httpx
 from google.protobuf import json_format, struct_pb2
 
-from a2a.client import ClientConfig, create_client
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory, create_client
 from a2a.client.errors import A2AClientError
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
@@ -93,16 +93,25 @@ async def until(client, task_id, wanted, seconds=60):
 
 
 async def main():
-    # A wrong token is refused before anything is asked.
+    # A wrong token is refused, for the card and before anything is asked.
+    wrong_http = httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}0"})
     try:
-        wrong = await client_for(TOKEN + "0")
+        await create_client(URL, ClientConfig(httpx_client=wrong_http, streaming=False))
+        raise AssertionError("a wrong token read the card")
+    except A2AClientError as refused:
+        say("card-refused", type(refused).__name__)
+
+    client = await client_for(TOKEN)
+    http = httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+    card = await A2ACardResolver(http, URL).get_agent_card()
+    await http.aclose()
+    wrong = ClientFactory(ClientConfig(httpx_client=wrong_http, streaming=False)).create(card)
+    try:
         await send(wrong, question("m-wrong", "Refused?"))
         raise AssertionError("a wrong token was accepted")
     except A2AClientError as refused:
         say("refused", type(refused).__name__)
-
-    client = await client_for(TOKEN)
-    card = client._card
+    await wrong_http.aclose()
     say(
         "card",
         {

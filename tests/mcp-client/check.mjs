@@ -184,7 +184,7 @@ const updated = await raw("tasks/update", {
 });
 step("update-ack", updated);
 const working = await until(taskId, "working");
-step("task-updated", { taskId, status: working.status });
+step("task-updated", { taskId, questionId: Number(taskId.replace("question-", "")), status: working.status });
 
 const completed = await until(taskId, "completed");
 step("task-completed", completed.result.structuredContent);

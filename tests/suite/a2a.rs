@@ -4,7 +4,12 @@
 //! and the agent's reply on the task is its research (`WORKING`); the answer completes the
 //! task with an artifact; `CancelTask` withdraws; a dismissed or expired question is `REJECTED`
 //! or `FAILED`; another agent's task is not found; every refusal is the JSON-RPC error the
-//! protocol names, and changes nothing.
+//! protocol names, and changes nothing. Also: the official Python SDK (`a2a-sdk`, a client that
+//! is not askloop's code) reads the card and walks a task through its states.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
 
 use askloop::service::agents;
 use askloop::service::audit::Actor;
@@ -12,13 +17,14 @@ use askloop_tests::answers::early_access;
 use askloop_tests::fixtures::{niche, open_niche};
 use askloop_tests::mcp::agent_with_token;
 use askloop_tests::people::operator;
-use askloop_tests::{TestApp, on_both_backends};
+use askloop_tests::{Backend, TestApp, on_both_backends};
 use entity::agent_questions::{self, QuestionStatus};
 use entity::agents::AgentStatus;
 use entity::niches::NicheStatus;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 const SEND_BACK: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: NEEDS_RESEARCH}) { notice } }";
 
@@ -588,3 +594,117 @@ on_both_backends!(
     a2a_refuses_a_request_without_a_live_agent_token,
     malformed_requests_get_the_json_rpc_errors_and_change_nothing,
 );
+
+/// The a2a-sdk release `cargo xtask test` installs (xtask's `a2a_sdk::VERSION`).
+const SDK_VERSION: &str = "1.3.0";
+
+/// The Python of the venv holding a2a-sdk: `ASKLOOP_A2A_SDK` (a venv folder), else the one
+/// `cargo xtask test` makes under `target/tools`.
+fn sdk_python() -> PathBuf {
+    askloop_tests::app::npm_tool("ASKLOOP_A2A_SDK", &format!("a2a-sdk-{SDK_VERSION}"))
+        .join("bin")
+        .join("python")
+}
+
+/// The official Python SDK (`a2a-sdk`) is refused with a wrong token, reads the card, asks, sees
+/// `INPUT_REQUIRED` when a person sends the question back, replies on the task (`WORKING`), sees
+/// `COMPLETED` with the answer as an artifact, cancels another (`CANCELED`), lists its tasks, and
+/// another agent cannot read its task; its exit code says whether every check passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_official_python_sdk_walks_a_task_through_its_states() {
+    let python = sdk_python();
+    assert!(
+        python.is_file(),
+        "a2a-sdk is not installed at {}: run the tests with `cargo xtask test`, which installs \
+         it, or set ASKLOOP_A2A_SDK to a venv holding a2a-sdk {SDK_VERSION}",
+        python.display()
+    );
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let token = agent_with_token(&app, "sdk-agent", &["games"]).await;
+    let other = agent_with_token(&app, "other-agent", &["games"]).await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("a2a-client")
+        .join("check.py");
+
+    let mut child = tokio::process::Command::new(&python)
+        .arg(script)
+        .env("ASKLOOP_A2A_URL", app.url(""))
+        .env("ASKLOOP_A2A_TOKEN", &token)
+        .env("ASKLOOP_A2A_OTHER_TOKEN", &other)
+        .env("ASKLOOP_A2A_NICHE", "games")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the venv's python runs");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut printed = Vec::new();
+    let driven = async {
+        while let Some(line) = lines.next_line().await.expect("a line") {
+            printed.push(line.clone());
+            let Some((step, rest)) = line.split_once(' ') else {
+                continue;
+            };
+            let id = || {
+                serde_json::from_str::<Value>(rest).expect("JSON")["questionId"]
+                    .as_i64()
+                    .expect("a question id")
+            };
+            match step {
+                // The script now polls GetTask: a person acts meanwhile.
+                "send-back" => {
+                    let sent = app
+                        .graphql(Some(&ana.token), SEND_BACK, json!({"id": id().to_string()}))
+                        .await;
+                    assert!(sent["errors"].is_null(), "{sent}");
+                }
+                "answer" => {
+                    let answered = app
+                        .answer(&ana.token, early_access(id(), Some("Ship early access.")))
+                        .await;
+                    assert!(answered["errors"].is_null(), "{answered}");
+                }
+                _ => {}
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(120), driven)
+        .await
+        .unwrap_or_else(|_| panic!("the script did not finish; it printed {printed:#?}"));
+    let output = child.wait_with_output().await.expect("python finishes");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "the SDK's checks failed: {stderr}\n{printed:#?}"
+    );
+    let step = |name: &str| -> Value {
+        printed
+            .iter()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .and_then(|json| serde_json::from_str(json).ok())
+            .unwrap_or_else(|| panic!("no step {name} in {printed:#?}"))
+    };
+    assert_eq!(step("card-refused"), json!("AgentCardResolutionError"));
+    assert_eq!(step("refused"), step("refused"));
+    assert_eq!(
+        step("card"),
+        json!({"skills": ["games"], "streaming": false, "binding": "JSONRPC"})
+    );
+    assert_eq!(step("asked")["state"], "TASK_STATE_WORKING");
+    assert_eq!(step("replied"), json!({"state": "TASK_STATE_WORKING"}));
+    assert_eq!(
+        step("completed"),
+        json!({"artifact": "answer", "text": "Ship early access.", "optionId": "ea",
+               "review": step("completed")["review"]})
+    );
+    assert!(step("completed")["review"].is_string());
+    assert_eq!(step("canceled"), json!({"state": "TASK_STATE_CANCELED"}));
+    assert_eq!(
+        step("listed"),
+        json!(["TASK_STATE_CANCELED", "TASK_STATE_COMPLETED"])
+    );
+    assert_eq!(step("foreign"), json!("TaskNotFoundError"));
+}

@@ -246,6 +246,7 @@ async fn the_five_tools_are_listed_with_their_schemas(app: TestApp) {
             "delegate_task",
             "get_answer",
             "add_research",
+            "withdraw_question",
             "list_questions",
             "search_knowledge",
             "use_knowledge"

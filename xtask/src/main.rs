@@ -35,6 +35,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, bail};
 
+mod a2a_sdk;
 mod bench;
 mod fuzz_api;
 mod layers;
@@ -81,6 +82,7 @@ fn main() -> ExitCode {
                 .and_then(|()| GRAPHQL_WS.install(&target_dir()).map(|_| ()))
                 .and_then(|()| SWAGGER_PARSER.install(&target_dir()).map(|_| ()))
                 .and_then(|()| smtpd::install(&target_dir()))
+                .and_then(|()| a2a_sdk::install(&target_dir()))
                 .and_then(|()| test(&options))
         }
         Some("bench") => bench::run(&workspace_root(), &args[1..]),
@@ -491,7 +493,10 @@ fn missing_test_packages(needs: Needs) -> Vec<Package> {
     if !needs.suite {
         return missing;
     }
-    for package in smtpd::missing_packages(&target_dir()) {
+    for package in smtpd::missing_packages(&target_dir())
+        .into_iter()
+        .chain(a2a_sdk::missing_packages(&target_dir()))
+    {
         if !missing.iter().any(|p: &Package| p.name == package.name) {
             missing.push(package);
         }
