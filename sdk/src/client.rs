@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::error::Error;
 use crate::question::{
-    Asked, IntakeResponse, LookedUp, LookupResponse, Question, QuestionState, ResearchAdded,
+    Asked, IntakeResponse, LookedUp, LookupResponse, Question, QuestionState, ResearchAdded, Withdrawn,
     ResearchResponse, Status,
 };
 use crate::signing::{AGENT_HEADER, SIGNATURE_HEADER, sign};
@@ -22,6 +22,9 @@ pub const INTAKE_PATH: &str = "/api/v1/internal/expert-questions";
 pub const LOOKUP_PATH: &str = "/api/v1/internal/expert-questions/lookup";
 /// `POST` here to bring research back (docs/contract.md#research-results).
 pub const RESEARCH_PATH: &str = "/api/v1/internal/research-results";
+
+/// The withdrawal route's path.
+pub const WITHDRAW_PATH: &str = "/api/v1/internal/expert-questions/withdraw";
 
 /// The longest askloop holds one lookup (its `waitSeconds` maximum).
 pub const LOOKUP_MAX_WAIT: Duration = Duration::from_secs(55);
@@ -294,6 +297,27 @@ impl Client {
             .await?;
         let response: ResearchResponse = read_json(&bytes)?;
         Ok(response.question)
+    }
+
+    /// Withdraw the question `external_id` in `niche`, which the agent no longer needs
+    /// (docs/contract.md#withdrawal): while it waits (open or researching) it is dismissed as
+    /// withdrawn by the agent, what was reserved for it is released and people stop seeing it.
+    /// An answered question stays answered ([`WithdrawOutcome::Settled`]); withdrawing again
+    /// changes nothing ([`WithdrawOutcome::AlreadyWithdrawn`]), so this is retried like a lookup.
+    /// Another agent's question, or none, is [`Error::NotFound`].
+    pub async fn withdraw(
+        &self,
+        niche: &str,
+        external_id: &str,
+        reason: Option<&str>,
+    ) -> Result<Withdrawn, Error> {
+        let body = json!({"nicheSlug": niche, "externalId": external_id, "reason": reason})
+            .to_string()
+            .into_bytes();
+        let bytes = self
+            .post_retrying(WITHDRAW_PATH, &body, self.request_timeout, Error::is_transient)
+            .await?;
+        read_json(&bytes)
     }
 
     /// One lookup of one question, without retries (the wait retries on its own terms).

@@ -3,7 +3,8 @@
 //!
 //! - [`Client`] asks a question ([`Client::ask`], idempotent by its external id), waits for the
 //!   answer over the lookup's long poll, honouring the question's expiry and the caller's
-//!   timeout ([`Client::wait_for_answer`]), and brings research back ([`Client::add_research`]).
+//!   timeout ([`Client::wait_for_answer`]), brings research back ([`Client::add_research`]) and
+//!   withdraws a question no longer needed ([`Client::withdraw`]).
 //!   Every request is signed with `X-Chovy-Signature` ([`signing`]), as the built-in default
 //!   agent or as a registered one ([`Client::agent`]).
 //! - [`webhook`] verifies a delivery of askloop's events in either scheme (`chovy` or Standard
@@ -36,9 +37,10 @@ pub mod webhook;
 
 pub use client::{
     Client, EXPIRY_GRACE, INTAKE_PATH, LOOKUP_MAX_WAIT, LOOKUP_PATH, RESEARCH_PATH, RetryPolicy,
+    WITHDRAW_PATH,
 };
 pub use error::Error;
 pub use question::{
     Answer, AnswerOption, Asked, Budget, BudgetState, LookedUp, Question, QuestionState,
-    ResearchAdded, Review, Status, Urgency, new_external_id,
+    ResearchAdded, Review, Status, Urgency, WithdrawOutcome, Withdrawn, new_external_id,
 };

@@ -420,6 +420,38 @@ pub struct ResearchAdded {
     pub status: Status,
 }
 
+/// What a withdrawal did ([`Client::withdraw`](crate::Client::withdraw)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WithdrawOutcome {
+    /// Withdrawn now: dismissed, its reservation released, out of every queue.
+    Withdrawn,
+    /// It had been withdrawn before; nothing changed.
+    AlreadyWithdrawn,
+    /// It was settled before (answered, dismissed by people, expired); nothing changed.
+    Settled,
+    /// An outcome this version of the crate does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+/// What the withdrawal route answered.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Withdrawn {
+    /// askloop's id for the question.
+    #[serde(rename = "questionId")]
+    pub id: i64,
+    /// Where it is now: [`Status::Dismissed`] once withdrawn, else as it was.
+    pub status: Status,
+    /// What this request did.
+    pub outcome: WithdrawOutcome,
+    /// When it was withdrawn, if it was.
+    pub withdrawn_at: Option<DateTime<Utc>>,
+    /// What this request released of its bounty or task limit, in minor units.
+    pub released_minor: i64,
+}
+
 /// The research route's response body.
 #[derive(Deserialize)]
 pub(crate) struct ResearchResponse {

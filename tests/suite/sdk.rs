@@ -11,7 +11,7 @@ use std::time::Duration;
 use askloop_agent::webhook::{
     Deduplicator, Delivery, EventData, ReceiveError, Scheme, Verifier, WebhookError,
 };
-use askloop_agent::{Client, Error, Question, Review, Status};
+use askloop_agent::{Client, Error, Question, Review, Status, WithdrawOutcome};
 use askloop_tests::fixtures::{niche, open_niche};
 use askloop_tests::people::{operator, person};
 use askloop_tests::receiver::{Receiver, reserve_port};
@@ -386,7 +386,61 @@ async fn the_sdk_delegates_a_task_and_reads_its_result_and_cost(app: TestApp) {
     assert_eq!(completion.review, Review::Pending);
 }
 
+/// The SDK withdraws a question the agent no longer needs: its bounty comes back to the budget,
+/// a second withdrawal changes nothing, an answered question stays answered, another agent's is
+/// not found.
+async fn the_sdk_withdraws_a_question_and_its_bounty_comes_back(app: TestApp) {
+    crate::money::budgeted_niche(&app, "games", Some(1000), 0).await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let askloop = Client::new(&app.base, SECRET);
+    let asked = askloop
+        .ask(&which_date("q-w").bounty_minor(300))
+        .await
+        .expect("asked");
+    assert_eq!(asked.budget.reserved_minor, 300);
+
+    let withdrawn = askloop
+        .withdraw("games", "q-w", Some("solved it myself"))
+        .await
+        .expect("withdrawn");
+    assert_eq!(withdrawn.outcome, WithdrawOutcome::Withdrawn);
+    assert_eq!(withdrawn.status, Status::Dismissed);
+    assert_eq!(withdrawn.released_minor, 300);
+    assert!(withdrawn.withdrawn_at.is_some());
+    let again = askloop
+        .withdraw("games", "q-w", None)
+        .await
+        .expect("withdrawn again");
+    assert_eq!(again.outcome, WithdrawOutcome::AlreadyWithdrawn);
+    assert_eq!(again.released_minor, 0);
+    assert_eq!(again.withdrawn_at, withdrawn.withdrawn_at);
+    // The next question may reserve the whole budget again: nothing is held for the first.
+    let next = askloop
+        .ask(&which_date("q-next").bounty_minor(1000))
+        .await
+        .expect("the whole budget is free again");
+    assert_eq!(next.budget.reserved_minor, 1000);
+
+    // Answered first, it stays answered.
+    let answered = app
+        .answer(&ana.token, early_access(next.id, Some("March.")))
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    let late = askloop
+        .withdraw("games", "q-next", None)
+        .await
+        .expect("a settled question is reported, not refused");
+    assert_eq!(late.outcome, WithdrawOutcome::Settled);
+    assert_eq!(late.status, Status::Answered);
+
+    let secret = register(&app, "roofer", &["games"], None, WebhookScheme::Chovy).await;
+    let roofer = Client::new(&app.base, &secret).agent("roofer");
+    let foreign = roofer.withdraw("games", "q-w", None).await;
+    assert!(matches!(foreign, Err(Error::NotFound { .. })), "{foreign:?}");
+}
+
 on_both_backends!(
+    the_sdk_withdraws_a_question_and_its_bounty_comes_back,
     the_sdk_delegates_a_task_and_reads_its_result_and_cost,
     the_example_asks_and_prints_the_answer_an_operator_gives_while_it_waits,
     asking_twice_is_one_question_and_research_reopens_it,
