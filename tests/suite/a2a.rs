@@ -688,7 +688,7 @@ async fn the_official_python_sdk_walks_a_task_through_its_states() {
             .unwrap_or_else(|| panic!("no step {name} in {printed:#?}"))
     };
     assert_eq!(step("card-refused"), json!("AgentCardResolutionError"));
-    assert_eq!(step("refused"), json!("?"));
+    assert_eq!(step("refused"), json!("A2AClientError"));
     assert_eq!(
         step("card"),
         json!({"skills": ["games"], "streaming": false, "binding": "JSONRPC"})
