@@ -83,6 +83,8 @@ enum Command {
     Sign(agent::SignArgs),
     /// Agent side: sign and post a question, from flags or a JSON file.
     Ask(Box<agent::AskArgs>),
+    /// Agent side: sign and post the withdrawal of a question the agent no longer needs.
+    Withdraw(agent::WithdrawArgs),
     /// Print the GraphQL schema (SDL), as committed in schema.graphql.
     Schema,
     /// Print the REST routes' OpenAPI 3.1 document, as committed in openapi.json.
@@ -410,6 +412,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
         Command::Knowledge { action } => knowledge::run(config, action).await,
         Command::Sign(args) => agent::sign(&config, args),
         Command::Ask(args) => agent::ask(&config, *args).await,
+        Command::Withdraw(args) => agent::withdraw(&config, args).await,
         Command::Schema => {
             print!("{}", graphql::sdl());
             Ok(())

@@ -11,8 +11,8 @@ use serde_json::json;
 
 use crate::error::Error;
 use crate::question::{
-    Asked, IntakeResponse, LookedUp, LookupResponse, Question, QuestionState, ResearchAdded, Withdrawn,
-    ResearchResponse, Status,
+    Asked, IntakeResponse, LookedUp, LookupResponse, Question, QuestionState, ResearchAdded,
+    ResearchResponse, Status, Withdrawn,
 };
 use crate::signing::{AGENT_HEADER, SIGNATURE_HEADER, sign};
 
@@ -315,7 +315,12 @@ impl Client {
             .to_string()
             .into_bytes();
         let bytes = self
-            .post_retrying(WITHDRAW_PATH, &body, self.request_timeout, Error::is_transient)
+            .post_retrying(
+                WITHDRAW_PATH,
+                &body,
+                self.request_timeout,
+                Error::is_transient,
+            )
             .await?;
         read_json(&bytes)
     }

@@ -210,17 +210,18 @@ fn cli_sign_without_a_secret_fails() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cli_ask_posts_a_signed_question() {
+async fn cli_ask_posts_a_signed_question_and_withdraw_takes_it_back() {
     let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
     open_niche(&app.db, "games").await;
     let base = app.base.clone();
+    let ask_base = base.clone();
     let output = tokio::task::spawn_blocking(move || {
         let mut ask = askloop(
             "sqlite::memory:",
             &[
                 "ask",
                 "--url",
-                &base,
+                &ask_base,
                 "--niche",
                 "games",
                 "--title",
@@ -244,6 +245,46 @@ async fn cli_ask_posts_a_signed_question() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.starts_with("201 "), "{stdout}");
     assert!(stdout.contains(r#""duplicate":false"#), "{stdout}");
+
+    // `askloop withdraw` takes it back; a second time it says so; an unknown one fails.
+    let withdraw = |external_id: &'static str| {
+        let base = base.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut withdraw = askloop(
+                "sqlite::memory:",
+                &[
+                    "withdraw",
+                    "--url",
+                    &base,
+                    "--external-id",
+                    external_id,
+                    "--reason",
+                    "no longer needed",
+                ],
+            );
+            withdraw.env("CHOVY_SIGNING_SECRET", SECRET);
+            run(withdraw)
+        })
+    };
+    let first = withdraw("cli-1").await.expect("askloop finished");
+    assert!(first.status.success(), "{}", stderr(&first));
+    let printed = String::from_utf8_lossy(&first.stdout).into_owned();
+    assert!(printed.starts_with("200 "), "{printed}");
+    assert!(printed.contains(r#""outcome":"withdrawn""#), "{printed}");
+    assert!(printed.contains(r#""status":"dismissed""#), "{printed}");
+    let second = withdraw("cli-1").await.expect("askloop finished");
+    let printed = String::from_utf8_lossy(&second.stdout).into_owned();
+    assert!(
+        printed.contains(r#""outcome":"already_withdrawn""#),
+        "{printed}"
+    );
+    let unknown = withdraw("cli-9").await.expect("askloop finished");
+    assert!(!unknown.status.success());
+    assert!(
+        String::from_utf8_lossy(&unknown.stdout).starts_with("404 "),
+        "{}",
+        String::from_utf8_lossy(&unknown.stdout)
+    );
 }
 
 /// `askloop ask --task` delegates a task at its limit; `--task` without a limit is refused by

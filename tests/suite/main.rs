@@ -58,4 +58,5 @@ mod triage_queue;
 mod unavailable;
 mod verdicts;
 mod weighing;
+mod withdrawal;
 mod writes;

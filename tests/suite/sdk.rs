@@ -436,7 +436,10 @@ async fn the_sdk_withdraws_a_question_and_its_bounty_comes_back(app: TestApp) {
     let secret = register(&app, "roofer", &["games"], None, WebhookScheme::Chovy).await;
     let roofer = Client::new(&app.base, &secret).agent("roofer");
     let foreign = roofer.withdraw("games", "q-w", None).await;
-    assert!(matches!(foreign, Err(Error::NotFound { .. })), "{foreign:?}");
+    assert!(
+        matches!(foreign, Err(Error::NotFound { .. })),
+        "{foreign:?}"
+    );
 }
 
 on_both_backends!(

@@ -68,6 +68,7 @@ pub const LAYERS: &[(&str, Layer)] = &[
     ("rest", Layer::Transports),
     ("graphql", Layer::Transports),
     ("mcp", Layer::Transports),
+    ("a2a", Layer::Transports),
     ("security_headers", Layer::Transports),
     ("state", Layer::RequestContext),
     ("auth", Layer::RequestContext),

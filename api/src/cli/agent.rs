@@ -1,4 +1,4 @@
-//! The agent side of the loop: `askloop sign` and `askloop ask`.
+//! The agent side of the loop: `askloop sign`, `askloop ask` and `askloop withdraw`.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -111,19 +111,89 @@ pub async fn ask(config: &Config, args: AskArgs) -> anyhow::Result<()> {
         }
         None => serde_json::to_vec(&body_from_flags(&args))?,
     };
+    post_signed(
+        config,
+        &args.url,
+        "/api/v1/internal/expert-questions",
+        args.agent.as_deref(),
+        body,
+        "the question",
+    )
+    .await
+}
+
+/// Arguments of `askloop withdraw`.
+#[derive(Debug, Args)]
+pub struct WithdrawArgs {
+    /// Where askloop is.
+    #[arg(long, env = "ASKLOOP_URL", default_value = "http://127.0.0.1:3000")]
+    url: String,
+    /// askloop's id of the question; or give --external-id.
+    #[arg(
+        long,
+        required_unless_present = "external_id",
+        conflicts_with = "external_id"
+    )]
+    question_id: Option<i64>,
+    /// The agent's own id of the question; or give --question-id.
+    #[arg(long)]
+    external_id: Option<String>,
+    /// The niche's slug, needed only when the external id was used in several niches.
+    #[arg(long)]
+    niche: Option<String>,
+    /// Why (at most 500 characters): kept in the audit log and sent with the event.
+    #[arg(long)]
+    reason: Option<String>,
+    /// Withdraw as this registered agent (sent as X-Askloop-Agent); CHOVY_SIGNING_SECRET must
+    /// then hold that agent's secret.
+    #[arg(long)]
+    agent: Option<String>,
+}
+
+/// Sign and post a withdrawal; print the answer; fail unless askloop took it (a question
+/// already settled or withdrawn is taken: the printed outcome says which).
+pub async fn withdraw(config: &Config, args: WithdrawArgs) -> anyhow::Result<()> {
+    let mut body = json!({ "reason": args.reason });
+    if let Some(id) = args.question_id {
+        body["questionId"] = json!(id);
+    }
+    if let Some(external_id) = &args.external_id {
+        body["externalId"] = json!(external_id);
+    }
+    if let Some(niche) = &args.niche {
+        body["nicheSlug"] = json!(niche);
+    }
+    post_signed(
+        config,
+        &args.url,
+        "/api/v1/internal/expert-questions/withdraw",
+        args.agent.as_deref(),
+        serde_json::to_vec(&body)?,
+        "the withdrawal",
+    )
+    .await
+}
+
+/// Sign `body` and post it to `path` on `url`; print the status and the response; fail unless
+/// askloop answered 2xx.
+async fn post_signed(
+    config: &Config,
+    url: &str,
+    path: &str,
+    agent: Option<&str>,
+    body: Vec<u8>,
+    what: &str,
+) -> anyhow::Result<()> {
     let header = config
         .signing
         .sign_header(&body, chrono::Utc::now().timestamp())
         .ok_or_else(|| anyhow::anyhow!("CHOVY_SIGNING_SECRET is not set"))?;
-    let url = format!(
-        "{}/api/v1/internal/expert-questions",
-        args.url.trim_end_matches('/')
-    );
+    let url = format!("{}{path}", url.trim_end_matches('/'));
     let mut request = reqwest::Client::new()
         .post(&url)
         .header("content-type", "application/json")
         .header(SIGNATURE_HEADER, header);
-    if let Some(agent) = &args.agent {
+    if let Some(agent) = agent {
         request = request.header(AGENT_HEADER, agent);
     }
     let response = request
@@ -137,7 +207,7 @@ pub async fn ask(config: &Config, args: AskArgs) -> anyhow::Result<()> {
     if status.is_success() {
         Ok(())
     } else {
-        anyhow::bail!("askloop refused the question ({status})")
+        anyhow::bail!("askloop refused {what} ({status})")
     }
 }
 
