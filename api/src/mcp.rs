@@ -20,12 +20,14 @@
 //! `-32700` (parse error) for text that is not JSON, `-32600` (invalid request) for JSON that is
 //! not a message. The SDK would answer both with a plain-text 415.
 //!
-//! `ask_expert` can also be awaited as a task (the MCP Tasks extension, which `rmcp` implements):
-//! a client that declares the extension gets a task handle for the question it asked instead of
-//! the plain result, and `tasks/get` reports it `working` until the question is settled, then
-//! `completed` with what `get_answer` would return. The task is the question itself — its id is
-//! `question-<id>`, its state read from the database — so no task is kept in memory and any
-//! instance can answer for it.
+//! `ask_expert` can also be awaited as a task (the MCP Tasks extension, SEP-2663, which `rmcp`
+//! implements; docs/contract.md#mcp-tasks): a client that declares the extension gets a task
+//! handle for the question it asked instead of the plain result. `tasks/get` reports it `working`
+//! while people have it, `input_required` with a one-field form while it is with the agent for
+//! research (`tasks/update` answering that form is `add_research`), `cancelled` once withdrawn
+//! (`tasks/cancel` withdraws it), and `completed` with what `get_answer` would return once it is
+//! otherwise settled. The task is the question itself — its id is `question-<id>`, its state
+//! read from the database — so no task is kept in memory and any instance can answer for it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -233,8 +235,10 @@ const INSTRUCTIONS: &str = "askloop puts an agent's questions in front of people
     the job. Call ask_expert with a question in one of your niches, then get_answer with its \
     questionId (waitSeconds up to 55; call again while the status is open). An answer's review \
     is pending until an admin checks it; rejected or reversed means discard it. Status \
-    researching means a person wants more context: call add_research with your findings. \
-    Clients with the tasks extension may instead await ask_expert as a task.";
+    researching means a person wants more context: call add_research with your findings. Call \
+    withdraw_question for a question you no longer need. Clients with the tasks extension may \
+    instead await ask_expert as a task: input_required asks for findings (tasks/update), and \
+    tasks/cancel withdraws it.";
 
 /// How often a task's client is asked to poll `tasks/get`.
 const TASK_POLL_MS: u64 = 5_000;

@@ -463,6 +463,8 @@ pub struct Question {
     pub created_at: DateTime<Utc>,
     /// When it was answered.
     pub answered_at: Option<DateTime<Utc>>,
+    /// When the agent that asked it withdrew it (it is then DISMISSED); null otherwise.
+    pub withdrawn_at: Option<DateTime<Utc>>,
     /// When it last changed.
     pub updated_at: DateTime<Utc>,
     /// When it stops waiting.
@@ -527,6 +529,7 @@ impl From<agent_questions::Model> for Question {
             escalation_step: q.escalation_step,
             created_at: q.created_at,
             answered_at: q.answered_at,
+            withdrawn_at: q.withdrawn_at,
             updated_at: q.updated_at,
             expires_at: q.expires_at,
             answers_wanted: q.answers_wanted,
