@@ -29,7 +29,7 @@ impl MigrationTrait for Migration {
             .alter_table(
                 Table::alter()
                     .table(AgentQuestions::Table)
-                    .add_column(&mut timestamp_null(AgentQuestions::WithdrawnAt))
+                    .add_column(timestamp_null(AgentQuestions::WithdrawnAt))
                     .to_owned(),
             )
             .await

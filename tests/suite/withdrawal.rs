@@ -134,6 +134,15 @@ async fn a_waiting_question_is_withdrawn_its_bounty_released_and_it_leaves_the_q
     let row = question_row(&app, id).await;
     assert_eq!(row.status, QuestionStatus::Dismissed);
     assert!(row.withdrawn_at.is_some());
+    let read = app
+        .graphql(
+            Some(&ana.token),
+            "query($id: ID!) { question(id: $id) { status withdrawnAt } }",
+            json!({"id": id.to_string()}),
+        )
+        .await;
+    assert_eq!(read["data"]["question"]["status"], "DISMISSED", "{read}");
+    assert!(read["data"]["question"]["withdrawnAt"].is_string(), "{read}");
     let audits = withdrawn_audits(&app, id).await;
     assert_eq!(audits.len(), 1, "{audits:?}");
     assert_eq!(
@@ -213,6 +222,28 @@ async fn another_agent_finds_nothing_and_an_answered_question_stays_answered(app
     assert_eq!(entries(&app, id).await, vec![(Reserve, 300), (Charge, 300)]);
     assert!(withdrawn_audits(&app, id).await.is_empty());
     assert!(dismissals(&app, id).await.is_empty());
+
+    // Its time ran out and the expiry sweep has not said so yet: reported as expired, and left
+    // for the sweep (which says so to the agent once).
+    let late = ask(&app, "q-late", 100).await;
+    agent_questions::Entity::update_many()
+        .col_expr(
+            agent_questions::Column::ExpiresAt,
+            sea_orm::sea_query::Expr::value(chrono::Utc::now() - chrono::Duration::seconds(5)),
+        )
+        .filter(agent_questions::Column::Id.eq(late))
+        .exec(&app.db)
+        .await
+        .expect("backdated");
+    let (status, expired) = withdraw(&app, &json!({"questionId": late})).await;
+    assert_eq!(status, 200, "{expired}");
+    assert_eq!(
+        (&expired["outcome"], &expired["status"]),
+        (&json!("settled"), &json!("expired")),
+        "{expired}"
+    );
+    assert_eq!(question_row(&app, late).await.withdrawn_at, None);
+    assert!(withdrawn_audits(&app, late).await.is_empty());
 }
 
 async fn bad_withdrawals_are_refused_saying_why_and_change_nothing(app: TestApp) {

@@ -71,7 +71,12 @@ pub fn agent_reason(reason: Option<&str>) -> Result<Option<String>, ServiceError
     Ok(Some(reason.to_owned()))
 }
 
-fn settled(question: agent_questions::Model) -> Withdrawal {
+/// Nothing to withdraw: `question` is settled (or its time ran out and the expiry sweep has
+/// yet to say so, when it reads as expired already).
+fn settled(mut question: agent_questions::Model, now: DateTime<Utc>) -> Withdrawal {
+    if agent_questions::WAITING.contains(&question.status) && question.expires_at <= now {
+        question.status = QuestionStatus::Expired;
+    }
     let outcome = if question.withdrawn_at.is_some() {
         WithdrawOutcome::AlreadyWithdrawn
     } else {
@@ -100,7 +105,7 @@ pub async fn withdraw(
         question.status,
         QuestionStatus::Open | QuestionStatus::Researching
     ) {
-        return Ok(settled(question));
+        return Ok(settled(question, now));
     }
     let txn = db.begin_write().await?;
     let Some(closed) = close_if_waiting(&txn, question.id, Closing::Withdrawn, now).await? else {
@@ -110,7 +115,7 @@ pub async fn withdraw(
             .await?
             .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("question vanished")))?;
         txn.rollback().await?;
-        return Ok(settled(current));
+        return Ok(settled(current, now));
     };
     let actor = Actor::Agent(question.agent_id.clone());
     audit::record(
