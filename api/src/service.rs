@@ -1,6 +1,7 @@
 //! Use-cases, one module per area. Services own their transactions and accept only validated
 //! input; they know nothing of HTTP or GraphQL.
 
+pub mod a2a_tasks;
 pub mod access;
 pub mod accounts;
 pub mod admin;

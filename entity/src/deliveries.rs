@@ -49,6 +49,8 @@ pub struct Model {
     pub dropped_reason: Option<String>,
     /// Tried once: a failed attempt is final (a webhook's test event).
     pub single_attempt: bool,
+    /// The A2A push config it goes to, for `a2a.task_status` (docs/contract.md#a2a).
+    pub push_config_id: Option<i64>,
     /// When it was written.
     pub created_at: DateTimeUtc,
     /// When it last changed.

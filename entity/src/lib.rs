@@ -1,5 +1,6 @@
 //! askloop's sea-orm entities, one file per table. They are storage types: the API has its own.
 
+pub mod a2a_push_configs;
 pub mod agent_answers;
 pub mod agent_niches;
 pub mod agent_questions;
@@ -37,6 +38,7 @@ pub mod users;
 
 /// The entities under their table names.
 pub mod prelude {
+    pub use super::a2a_push_configs::Entity as A2aPushConfigs;
     pub use super::agent_answers::Entity as AgentAnswers;
     pub use super::agent_niches::Entity as AgentNiches;
     pub use super::agent_questions::Entity as AgentQuestions;

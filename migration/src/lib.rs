@@ -31,6 +31,7 @@ mod m20261203_000021_search_scope;
 mod m20261204_000022_search_without_pending_list;
 mod m20261204_000023_weighed_answers;
 mod m20261205_000024_withdrawal;
+mod m20261205_000025_a2a;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;
@@ -63,6 +64,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_000022_search_without_pending_list::Migration),
             Box::new(m20261204_000023_weighed_answers::Migration),
             Box::new(m20261205_000024_withdrawal::Migration),
+            Box::new(m20261205_000025_a2a::Migration),
         ]
     }
 }

@@ -11,15 +11,18 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use askloop::service::agents;
+use askloop::domain::agents::AgentSlug;
+use askloop::domain::delivery::EventType;
+use askloop::service::agents::{self, Endpoint, NewAgent};
 use askloop::service::audit::Actor;
 use askloop_tests::answers::early_access;
 use askloop_tests::fixtures::{niche, open_niche};
-use askloop_tests::mcp::agent_with_token;
+use askloop_tests::mcp::{agent_with_token, token_for};
 use askloop_tests::people::operator;
+use askloop_tests::receiver::{Receiver, reserve_port};
 use askloop_tests::{Backend, TestApp, on_both_backends};
 use entity::agent_questions::{self, QuestionStatus};
-use entity::agents::AgentStatus;
+use entity::agents::{AgentStatus, WebhookScheme};
 use entity::niches::NicheStatus;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
@@ -553,7 +556,7 @@ async fn malformed_requests_get_the_json_rpc_errors_and_change_nothing(app: Test
             json!({"taskId": "question-1", "url": "https://hooks.example/a2a"}),
         )
         .await;
-    assert_eq!(code, -32003);
+    assert_eq!(code, -32001, "no such task");
     let (code, _) = agent.refused("GetTask", json!({"id": 7})).await;
     assert_eq!(code, -32602);
 
@@ -583,7 +586,214 @@ async fn malformed_requests_get_the_json_rpc_errors_and_change_nothing(app: Test
     assert_eq!(question_count(&app).await, 0);
 }
 
+/// Register `slug` for "games" with its endpoint on `endpoint`'s host (hearing only an event
+/// these tests never cause), and issue it a token: its token and its signing secret.
+async fn agent_with_endpoint(app: &TestApp, slug: &str, endpoint: &str) -> (String, String) {
+    let created = agents::create(
+        &app.db,
+        app.config().data_key.as_ref(),
+        NewAgent {
+            slug: AgentSlug::parse(slug).expect("a slug"),
+            name: format!("Agent {slug}"),
+            niches: vec!["games".to_owned()],
+            endpoint: Endpoint {
+                url: Some(endpoint.to_owned()),
+                scheme: WebhookScheme::Chovy,
+                events: vec![EventType::KnowledgeSuperseded],
+            },
+        },
+        &Actor::Cli,
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("the agent is registered");
+    (token_for(app, slug).await, created.secret)
+}
+
+/// A push config for `task` at `url`, with a token and a bearer for the receiver.
+fn push_config(task: &Value, url: &str) -> Value {
+    json!({"taskId": task["id"], "id": "cfg-1", "url": url, "token": "push-token",
+        "authentication": {"scheme": "Bearer", "credentials": "receiver-secret"}})
+}
+
+/// The task states the pushes `received` carried, in the order they came.
+fn pushed_states(received: &[askloop_tests::receiver::Received]) -> Vec<String> {
+    received
+        .iter()
+        .map(|r| {
+            r.envelope["statusUpdate"]["status"]["state"]
+                .as_str()
+                .unwrap_or("?")
+                .to_owned()
+        })
+        .collect()
+}
+
+async fn push_configs_are_set_read_listed_and_deleted_and_each_state_change_is_pushed(
+    app: TestApp,
+) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let addr = reserve_port();
+    let url = Receiver::url_for(addr);
+    let (token, secret) = agent_with_endpoint(&app, "agent-a", &url).await;
+    let receiver = Receiver::start_verifying(addr, &secret, Vec::new()).await;
+    let agent = A2a { app: &app, token };
+    let task = agent.ok("SendMessage", asking("m-1")).await["task"].clone();
+    let id = question_id(&task);
+
+    let set = agent
+        .ok("CreateTaskPushNotificationConfig", push_config(&task, &url))
+        .await;
+    assert_eq!(
+        set,
+        json!({"id": "cfg-1", "taskId": task["id"], "url": url, "token": "push-token",
+            "authentication": {"scheme": "Bearer"}}),
+        "the credentials are never echoed"
+    );
+    let read = agent
+        .ok(
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": task["id"], "id": "cfg-1"}),
+        )
+        .await;
+    assert_eq!(read, set);
+    let listed = agent
+        .ok(
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": task["id"]}),
+        )
+        .await;
+    assert_eq!(listed["configs"], json!([set]));
+
+    // Sent back, replied, answered: three pushes, each signed, with the token and the bearer.
+    let sent_back = app
+        .graphql(Some(&ana.token), SEND_BACK, json!({"id": id.to_string()}))
+        .await;
+    assert!(sent_back["errors"].is_null(), "{sent_back}");
+    receiver
+        .wait_until(Duration::from_secs(20), "the first push", |r| r.len() == 1)
+        .await;
+    agent
+        .ok(
+            "SendMessage",
+            reply(task["id"].as_str().expect("an id"), "Found it."),
+        )
+        .await;
+    receiver
+        .wait_until(Duration::from_secs(20), "the second push", |r| r.len() == 2)
+        .await;
+    let answered = app
+        .answer(&ana.token, early_access(id, Some("Ship early access.")))
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    receiver
+        .wait_until(Duration::from_secs(20), "the third push", |r| r.len() == 3)
+        .await;
+    let received = receiver.received();
+    assert_eq!(
+        pushed_states(&received),
+        [
+            "TASK_STATE_INPUT_REQUIRED",
+            "TASK_STATE_WORKING",
+            "TASK_STATE_COMPLETED"
+        ]
+    );
+    for push in &received {
+        assert!(push.verified, "signed with the agent's secret: {push:?}");
+        assert_eq!(push.header("x-a2a-notification-token"), Some("push-token"));
+        assert_eq!(push.header("authorization"), Some("Bearer receiver-secret"));
+        assert_eq!(push.header("x-askloop-event"), Some("a2a.task_status"));
+        assert_eq!(push.envelope["statusUpdate"]["taskId"], task["id"]);
+    }
+
+    // Deleted, it hears no more; reading it again is refused.
+    let deleted = agent
+        .ok(
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": task["id"], "id": "cfg-1"}),
+        )
+        .await;
+    assert_eq!(deleted, json!({}));
+    let (code, message) = agent
+        .refused(
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": task["id"], "id": "cfg-1"}),
+        )
+        .await;
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("cfg-1"), "{message}");
+}
+
+async fn a_push_url_must_be_public_unless_it_is_the_agents_own_endpoint_host(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let (token, _) = agent_with_endpoint(&app, "agent-a", "http://127.0.0.1:9/hooks").await;
+    let agent = A2a { app: &app, token };
+    let other = client(&app, "agent-b", &["games"]).await;
+    let task = agent.ok("SendMessage", asking("m-1")).await["task"].clone();
+    for url in [
+        "http://10.0.0.7/a2a",
+        "http://[::1]:8080/a2a",
+        "http://169.254.169.254/latest",
+    ] {
+        let (code, message) = agent
+            .refused("CreateTaskPushNotificationConfig", push_config(&task, url))
+            .await;
+        assert_eq!(code, -32602, "{url}: {message}");
+        assert!(message.contains("not public"), "{message}");
+    }
+    for (url, mentions) in [
+        ("ftp://hooks.example.com/", "http"),
+        ("hooks.example.com/a2a", "absolute"),
+        ("https://u:p@hooks.example.com/", "credentials"),
+    ] {
+        let (code, message) = agent
+            .refused("CreateTaskPushNotificationConfig", push_config(&task, url))
+            .await;
+        assert_eq!(code, -32602, "{url}: {message}");
+        assert!(message.contains(mentions), "{url}: {message}");
+    }
+    // The host of its own endpoint, which an admin set, may be private.
+    agent
+        .ok(
+            "CreateTaskPushNotificationConfig",
+            push_config(&task, "http://127.0.0.1:9001/a2a"),
+        )
+        .await;
+    // Another agent's task is not found, for every push method.
+    for (method, params) in [
+        (
+            "CreateTaskPushNotificationConfig",
+            push_config(&task, "https://hooks.example.com/a2a"),
+        ),
+        (
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": task["id"], "id": "cfg-1"}),
+        ),
+        (
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": task["id"]}),
+        ),
+        (
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": task["id"], "id": "cfg-1"}),
+        ),
+    ] {
+        let (code, message) = other.refused(method, params).await;
+        assert_eq!(code, -32001, "{method}: {message}");
+    }
+    let still = agent
+        .ok(
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": task["id"]}),
+        )
+        .await;
+    assert_eq!(still["configs"].as_array().map(Vec::len), Some(1));
+}
+
 on_both_backends!(
+    push_configs_are_set_read_listed_and_deleted_and_each_state_change_is_pushed,
+    a_push_url_must_be_public_unless_it_is_the_agents_own_endpoint_host,
     the_card_lists_one_skill_per_niche_the_caller_may_ask_in,
     a_message_asks_a_question_once_per_message_id,
     sent_back_replied_answered_the_task_goes_through_its_states,

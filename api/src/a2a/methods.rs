@@ -12,6 +12,9 @@
 //! - `GetTask`, `ListTasks` (the caller's own tasks, newest first) and `CancelTask` (the agent
 //!   withdraws the question; a settled one is `-32002`). Another agent's task is not found
 //!   (`-32001`), exactly like one that does not exist.
+//! - Push notification configs (`Create`/`Get`/`List`/`DeleteTaskPushNotificationConfig`, and
+//!   one given with `SendMessage`): see [`crate::service::a2a_tasks`]. A config's credentials
+//!   are never echoed back.
 
 use chrono::Utc;
 use serde::Deserialize;
@@ -21,6 +24,7 @@ use super::task::{self, TaskState, task_json};
 use super::{RpcError, codes, cut};
 use crate::domain::text::{CONTEXT_MAX, cap, first_control_character};
 use crate::error::ServiceError;
+use crate::service::a2a_tasks::{self, NewPushConfig};
 use crate::service::agents::Asker;
 use crate::service::lookup::{self, OwnCursor, OwnQuestion, QuestionRef};
 use crate::service::research::add_findings;
@@ -28,7 +32,7 @@ use crate::service::withdrawal::{WithdrawOutcome, withdraw};
 use crate::state::AppState;
 
 /// Whether push notification configs are offered (the card's `pushNotifications`).
-pub const PUSH_NOTIFICATIONS: bool = false;
+pub const PUSH_NOTIFICATIONS: bool = true;
 
 /// The most tasks one `ListTasks` page holds, and how many when the client does not say.
 const PAGE_MAX: i32 = 100;
@@ -49,10 +53,18 @@ pub async fn call(
         "GetTask" => get_task(state, asker, parse(method, params)?).await,
         "ListTasks" => list_tasks(state, asker, parse(method, params)?).await,
         "CancelTask" => cancel_task(state, asker, parse(method, params)?).await,
-        "CreateTaskPushNotificationConfig"
-        | "GetTaskPushNotificationConfig"
-        | "ListTaskPushNotificationConfigs"
-        | "DeleteTaskPushNotificationConfig" => Err(push_not_supported()),
+        "CreateTaskPushNotificationConfig" => {
+            create_push_config(state, asker, parse(method, params)?).await
+        }
+        "GetTaskPushNotificationConfig" => {
+            get_push_config(state, asker, parse(method, params)?).await
+        }
+        "ListTaskPushNotificationConfigs" => {
+            list_push_configs(state, asker, parse(method, params)?).await
+        }
+        "DeleteTaskPushNotificationConfig" => {
+            delete_push_config(state, asker, parse(method, params)?).await
+        }
         "SendStreamingMessage" | "SubscribeToTask" => Err(RpcError::new(
             codes::UNSUPPORTED_OPERATION,
             "askloop does not stream (a question waits for a person for minutes to days): \
@@ -71,14 +83,6 @@ pub async fn call(
             ),
         )),
     }
-}
-
-fn push_not_supported() -> RpcError {
-    RpcError::new(
-        codes::PUSH_NOTIFICATION_NOT_SUPPORTED,
-        "askloop does not send A2A push notifications; poll GetTask (or register a webhook \
-         endpoint for the agent, docs/contract.md#events-for-the-agent)",
-    )
 }
 
 /// The parameters as `T`, or `-32602` naming the field at fault.
@@ -125,7 +129,7 @@ struct MessageIn {
 #[serde(rename_all = "camelCase")]
 struct ConfigurationIn {
     #[serde(default)]
-    task_push_notification_config: Option<Value>,
+    task_push_notification_config: Option<PushConfigIn>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -226,21 +230,28 @@ async fn send_message(
             cut(role, 40)
         )));
     }
-    if params
+    let push = params
         .configuration
-        .as_ref()
-        .is_some_and(|c| c.task_push_notification_config.is_some())
-    {
-        return Err(push_not_supported());
-    }
+        .and_then(|c| c.task_push_notification_config)
+        .map(new_push_config)
+        .transpose()?;
     let (text, data) = read_parts(message.parts)?;
     if let Some(refused) = first_control_character(&json!({"text": text, "data": data})) {
         return Err(ServiceError::from(refused).into());
     }
-    match message.task_id.as_deref().filter(|id| !id.is_empty()) {
+    let sent = match message.task_id.as_deref().filter(|id| !id.is_empty()) {
         Some(task_id) => reply_on_task(state, asker, task_id, &text, data.as_ref()).await,
         None => ask(state, asker, &message.message_id, text, data).await,
+    }?;
+    if let Some(push) = push {
+        let question = sent["task"]["metadata"]["questionId"]
+            .as_i64()
+            .unwrap_or_default();
+        a2a_tasks::set_push_config(&state.db, asker, question, push, Utc::now())
+            .await
+            .map_err(RpcError::from)?;
     }
+    Ok(sent)
 }
 
 /// A new question from a message.
@@ -590,6 +601,150 @@ fn page(tasks: Vec<Value>, next: Option<String>, page_size: i32) -> Value {
         "nextPageToken": next.unwrap_or_default(),
         "pageSize": page_size,
     })
+}
+
+/// A push config's `authentication` as a client sends it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AuthenticationIn {
+    scheme: String,
+    #[serde(default)]
+    credentials: Option<String>,
+}
+
+/// A `TaskPushNotificationConfig` as a client sends it (its `taskId` is read where it matters).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PushConfigIn {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    task_id: Option<String>,
+    url: String,
+    #[serde(default)]
+    token: Option<String>,
+    #[serde(default)]
+    authentication: Option<AuthenticationIn>,
+}
+
+/// The config as the service takes it, refused when it holds control characters.
+fn new_push_config(config: PushConfigIn) -> Result<NewPushConfig, RpcError> {
+    let authentication = config
+        .authentication
+        .map(|a| (a.scheme.trim().to_owned(), a.credentials));
+    let checked = json!({
+        "id": config.id, "url": config.url, "token": config.token,
+        "authentication": authentication,
+    });
+    if let Some(refused) = first_control_character(&checked) {
+        return Err(ServiceError::from(refused).into());
+    }
+    Ok(NewPushConfig {
+        config_id: config.id.map(|id| id.trim().to_owned()),
+        url: config.url.trim().to_owned(),
+        token: config.token.filter(|t| !t.is_empty()),
+        authentication,
+    })
+}
+
+/// A config as askloop answers with it: never its credentials.
+fn push_config_json(config: &entity::a2a_push_configs::Model) -> Value {
+    let mut shown = json!({
+        "id": config.config_id,
+        "taskId": task::task_id(config.question_id),
+        "url": config.url,
+    });
+    if let Some(token) = &config.token {
+        shown["token"] = json!(token);
+    }
+    if let Some(scheme) = &config.auth_scheme {
+        shown["authentication"] = json!({"scheme": scheme});
+    }
+    shown
+}
+
+/// The question of `asker`'s task `task_id`, or `-32001`.
+async fn task_question(state: &AppState, asker: &Asker, task_id: &str) -> Result<i64, RpcError> {
+    Ok(own_task(state, asker, task_id).await?.question.id)
+}
+
+/// A push config service refusal: a missing task is `-32001`, the rest as usual.
+fn push_refusal(task_id: &str) -> impl Fn(ServiceError) -> RpcError + '_ {
+    move |err| match err {
+        ServiceError::NotFound(_) => RpcError::task_not_found(task_id),
+        other => RpcError::from(other),
+    }
+}
+
+async fn create_push_config(
+    state: &AppState,
+    asker: &Asker,
+    params: PushConfigIn,
+) -> Result<Value, RpcError> {
+    let task_id = params
+        .task_id
+        .clone()
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| RpcError::invalid_params("taskId is required"))?;
+    let question = task_question(state, asker, &task_id).await?;
+    let config = new_push_config(params)?;
+    let saved = a2a_tasks::set_push_config(&state.db, asker, question, config, Utc::now())
+        .await
+        .map_err(push_refusal(&task_id))?;
+    Ok(push_config_json(&saved))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PushConfigRef {
+    task_id: String,
+    id: String,
+}
+
+async fn get_push_config(
+    state: &AppState,
+    asker: &Asker,
+    params: PushConfigRef,
+) -> Result<Value, RpcError> {
+    let question = task_question(state, asker, &params.task_id).await?;
+    let found = a2a_tasks::get_push_config(&state.db, asker, question, &params.id)
+        .await
+        .map_err(push_refusal(&params.task_id))?;
+    Ok(push_config_json(&found))
+}
+
+async fn delete_push_config(
+    state: &AppState,
+    asker: &Asker,
+    params: PushConfigRef,
+) -> Result<Value, RpcError> {
+    let question = task_question(state, asker, &params.task_id).await?;
+    a2a_tasks::delete_push_config(&state.db, asker, question, &params.id)
+        .await
+        .map_err(push_refusal(&params.task_id))?;
+    Ok(json!({}))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListPushConfigsParams {
+    task_id: String,
+}
+
+async fn list_push_configs(
+    state: &AppState,
+    asker: &Asker,
+    params: ListPushConfigsParams,
+) -> Result<Value, RpcError> {
+    let question = task_question(state, asker, &params.task_id).await?;
+    let configs = a2a_tasks::list_push_configs(&state.db, asker, question)
+        .await
+        .map_err(push_refusal(&params.task_id))?;
+    // At most CONFIGS_PER_TASK: one page.
+    Ok(json!({
+        "configs": configs.iter().map(push_config_json).collect::<Vec<_>>(),
+        "nextPageToken": "",
+    }))
 }
 
 #[cfg(test)]

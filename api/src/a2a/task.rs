@@ -13,17 +13,13 @@
 //! review state, the confidence when given, a task's result and actual cost. The review state is
 //! read fresh, so a later verdict shows in the same artifact.
 
-use chrono::{DateTime, Utc};
-use entity::agent_questions::{self, QuestionStatus};
+use entity::agent_questions;
 use serde_json::{Value, json};
 
 use crate::mcp::tools::answer_json;
 use crate::service::lookup::OwnQuestion;
 
-/// The task id of question `id`.
-pub fn task_id(id: i64) -> String {
-    format!("question-{id}")
-}
+pub use crate::service::a2a_tasks::{TaskState, task_id, timestamp};
 
 /// The question a task id names, if it names one.
 pub fn question_of(task_id: &str) -> Option<i64> {
@@ -32,84 +28,6 @@ pub fn question_of(task_id: &str) -> Option<i64> {
         .filter(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|id| id.parse().ok())
         .filter(|id| *id > 0)
-}
-
-/// A task state, as the protocol spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskState {
-    /// Waiting for a person.
-    Working,
-    /// A person asked the agent for more research.
-    InputRequired,
-    /// Answered.
-    Completed,
-    /// Dismissed by a person.
-    Rejected,
-    /// Withdrawn by its agent.
-    Canceled,
-    /// Its time ran out.
-    Failed,
-}
-
-impl TaskState {
-    /// The wire name (`TASK_STATE_…`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskState::Working => "TASK_STATE_WORKING",
-            TaskState::InputRequired => "TASK_STATE_INPUT_REQUIRED",
-            TaskState::Completed => "TASK_STATE_COMPLETED",
-            TaskState::Rejected => "TASK_STATE_REJECTED",
-            TaskState::Canceled => "TASK_STATE_CANCELED",
-            TaskState::Failed => "TASK_STATE_FAILED",
-        }
-    }
-
-    /// The state named `name` (`TASK_STATE_…`), if askloop has it.
-    pub fn parse(name: &str) -> Option<Self> {
-        [
-            TaskState::Working,
-            TaskState::InputRequired,
-            TaskState::Completed,
-            TaskState::Rejected,
-            TaskState::Canceled,
-            TaskState::Failed,
-        ]
-        .into_iter()
-        .find(|state| state.as_str() == name)
-    }
-
-    /// The state of `question` (docs/design §21.2).
-    pub fn of(question: &agent_questions::Model) -> Self {
-        match question.status {
-            QuestionStatus::Open => TaskState::Working,
-            QuestionStatus::Researching => TaskState::InputRequired,
-            QuestionStatus::Answered => TaskState::Completed,
-            QuestionStatus::Dismissed if question.withdrawn_at.is_some() => TaskState::Canceled,
-            QuestionStatus::Dismissed => TaskState::Rejected,
-            QuestionStatus::Expired => TaskState::Failed,
-        }
-    }
-
-    /// The question status this state is read from.
-    pub fn status(self) -> QuestionStatus {
-        match self {
-            TaskState::Working => QuestionStatus::Open,
-            TaskState::InputRequired => QuestionStatus::Researching,
-            TaskState::Completed => QuestionStatus::Answered,
-            TaskState::Rejected | TaskState::Canceled => QuestionStatus::Dismissed,
-            TaskState::Failed => QuestionStatus::Expired,
-        }
-    }
-
-    /// Whether nothing more happens to the task's state.
-    pub fn is_terminal(self) -> bool {
-        !matches!(self, TaskState::Working | TaskState::InputRequired)
-    }
-}
-
-/// A protocol timestamp (RFC 3339, UTC, milliseconds).
-pub fn timestamp(at: DateTime<Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// What the status message of a task in `state` says, if it says anything.
@@ -200,22 +118,5 @@ mod tests {
         ] {
             assert_eq!(question_of(nonsense), None, "{nonsense}");
         }
-    }
-
-    #[test]
-    fn every_state_round_trips_through_its_wire_name() {
-        for state in [
-            TaskState::Working,
-            TaskState::InputRequired,
-            TaskState::Completed,
-            TaskState::Rejected,
-            TaskState::Canceled,
-            TaskState::Failed,
-        ] {
-            assert_eq!(TaskState::parse(state.as_str()), Some(state));
-        }
-        assert_eq!(TaskState::parse("TASK_STATE_SUBMITTED"), None);
-        assert!(TaskState::Canceled.is_terminal());
-        assert!(!TaskState::InputRequired.is_terminal());
     }
 }

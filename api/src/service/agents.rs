@@ -643,6 +643,27 @@ pub async fn signer(
     )))
 }
 
+/// An active registered agent with the secrets its outgoing messages are signed with now
+/// (current first, then the previous one until it retires): what an A2A push is signed with.
+/// None when it is disabled or gone.
+pub async fn active_with_secrets(
+    db: &Db,
+    key: Option<&DataKey>,
+    agent_id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<(agents::Model, Vec<String>)>, ServiceError> {
+    let Some(agent) = agents::Entity::find_by_id(agent_id)
+        .filter(agents::Column::Status.eq(AgentStatus::Active))
+        .one(db)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let (current, previous) = keys_of(key, &agent, now)?;
+    let secrets = std::iter::once(current).chain(previous).collect();
+    Ok(Some((agent, secrets)))
+}
+
 /// Where a registered agent's events go now: URL, scheme and the secrets to sign with (current
 /// first, then the previous one until it retires). None while it has no URL.
 #[derive(Debug, Clone)]

@@ -200,6 +200,7 @@ fn row(
         delivered_at: Set(None),
         dropped_reason: Set(None),
         single_attempt: Set(single_attempt),
+        push_config_id: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
     }

@@ -89,6 +89,20 @@ pub async fn enqueue_to(
     agent_id: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<Option<deliveries::Model>, ServiceError> {
+    // The agent's A2A push configs on the question's task hear of it whatever its endpoint
+    // wants (docs/contract.md#a2a).
+    if let Some(question_id) = event.question_id
+        && crate::service::a2a_tasks::pushes_for(event.event)
+    {
+        crate::service::a2a_tasks::enqueue_pushes(
+            conn,
+            question_id,
+            event.event.as_str(),
+            &event.payload,
+            now,
+        )
+        .await?;
+    }
     if let Some(agent_id) = agent_id {
         let wanted = agents::Entity::find_by_id(agent_id)
             .one(conn)
@@ -122,6 +136,7 @@ pub async fn enqueue_to(
             delivered_at: Set(None),
             dropped_reason: Set(None),
             single_attempt: Set(false),
+            push_config_id: Set(None),
             created_at: Set(now),
             updated_at: Set(now),
         }
@@ -206,7 +221,8 @@ fn candidates(request: &ClaimRequest, backend: DbBackend, now: DateTime<Utc>) ->
             "webhook_id IS NULL",
             format!(
                 "webhook_id IS NULL AND (agent_id IN (SELECT id FROM agents WHERE status = \
-                 'active' AND webhook_url IS NOT NULL){})",
+                 'active' AND webhook_url IS NOT NULL) OR (push_config_id IS NOT NULL AND \
+                 agent_id IN (SELECT id FROM agents WHERE status = 'active')){})",
                 if request.default_has_url {
                     " OR agent_id IS NULL"
                 } else {

@@ -123,6 +123,15 @@ pub async fn add_findings(
         .one(&txn)
         .await?
         .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("question vanished")))?;
+    // Its A2A task is working again (docs/contract.md#a2a).
+    crate::service::a2a_tasks::enqueue_pushes(
+        &txn,
+        question.id,
+        "research.returned",
+        &json!({ "questionId": question.id, "round": updated.research_round }),
+        now,
+    )
+    .await?;
     txn.commit().await?;
     hint.changed();
     Ok(updated)

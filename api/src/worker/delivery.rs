@@ -31,7 +31,7 @@ use crate::domain::delivery::{RetryPolicy, parse_retry_after};
 use crate::domain::signing::{SIGNATURE_HEADER, SigningKeys};
 use crate::outbound;
 use crate::service::outbox::{Class, Lane};
-use crate::service::{agents, operator_hooks, outbox};
+use crate::service::{a2a_tasks, agents, operator_hooks, outbox};
 
 /// The two HTTP clients: one for agents and admins' webhooks, which may be on private networks,
 /// and one for members' webhooks, which reaches only public addresses.
@@ -64,8 +64,11 @@ impl Clients {
 /// Where one claimed delivery goes now.
 struct Target {
     destination: agents::Destination,
-    /// A member's webhook: public addresses only.
+    /// A member's webhook, or an A2A push to a host other than its agent's endpoint's: public
+    /// addresses only.
     public_only: bool,
+    /// Headers the receiver asked for (an A2A push config's token and `Authorization`).
+    headers: Vec<(String, String)>,
 }
 
 /// What to do with one claimed delivery.
@@ -204,6 +207,21 @@ async fn send_one(
 /// when it may not be sent to now).
 async fn plan_for(state: &WorkerContext, claimed: &outbox::Claimed) -> Plan {
     let key = state.config.data_key.as_ref();
+    if let Some(config) = claimed.delivery.push_config_id {
+        return match a2a_tasks::push_destination(&state.db, key, config, Utc::now()).await {
+            Ok(a2a_tasks::PushPlan::Send(push)) => Plan::Send(Target {
+                destination: push.destination,
+                public_only: push.public_only,
+                headers: push.headers,
+            }),
+            Ok(a2a_tasks::PushPlan::Wait) => Plan::Wait,
+            Ok(a2a_tasks::PushPlan::Drop) => Plan::Drop(a2a_tasks::CONFIG_DELETED),
+            Err(err) => {
+                tracing::warn!(error = %err, "reading an A2A push config failed");
+                Plan::Wait
+            }
+        };
+    }
     if let Some(webhook_id) = claimed.delivery.webhook_id {
         return match operator_hooks::destination(&state.db, key, webhook_id).await {
             Ok(Some(hook)) if !hook.owner_may_hear => Plan::Drop(operator_hooks::OWNER_DEPARTED),
@@ -214,6 +232,7 @@ async fn plan_for(state: &WorkerContext, claimed: &outbox::Claimed) -> Plan {
                     secrets: vec![hook.secret],
                 },
                 public_only: !hook.owner_is_admin,
+                headers: Vec::new(),
             }),
             Ok(None) => Plan::Wait,
             Err(err) => {
@@ -246,6 +265,7 @@ async fn plan_for(state: &WorkerContext, claimed: &outbox::Claimed) -> Plan {
         Some(destination) => Plan::Send(Target {
             destination,
             public_only: false,
+            headers: Vec::new(),
         }),
         // Disabled (or left without a URL) since the claim: it waits, unsent.
         None => Plan::Wait,
@@ -285,6 +305,9 @@ async fn send(
         .header("content-type", "application/json")
         .header("x-askloop-event", &claimed.delivery.event_type)
         .header("x-askloop-delivery", &claimed.delivery.envelope_id);
+    for (name, value) in &target.headers {
+        request = request.header(name.as_str(), value.as_str());
+    }
     // The default agent signs with CHOVY_SIGNING_SECRET(_PREVIOUS); a registered agent with its
     // own secrets, current first (docs/contract.md#webhook-schemes).
     let keys = match (claimed.delivery.agent_id, claimed.delivery.webhook_id) {
