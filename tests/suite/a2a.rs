@@ -19,10 +19,11 @@ use askloop_tests::answers::early_access;
 use askloop_tests::fixtures::{niche, open_niche};
 use askloop_tests::mcp::{agent_with_token, token_for};
 use askloop_tests::people::operator;
-use askloop_tests::receiver::{Receiver, reserve_port};
+use askloop_tests::receiver::{Receiver, Reply, reserve_port};
 use askloop_tests::{Backend, TestApp, on_both_backends};
 use entity::agent_questions::{self, QuestionStatus};
 use entity::agents::{AgentStatus, WebhookScheme};
+use entity::deliveries::{self, DeliveryStatus};
 use entity::niches::NicheStatus;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
@@ -917,4 +918,128 @@ async fn the_official_python_sdk_walks_a_task_through_its_states() {
         json!(["TASK_STATE_CANCELED", "TASK_STATE_COMPLETED"])
     );
     assert_eq!(step("foreign"), json!("TaskNotFoundError"));
+}
+
+/// askloop as a process of its own on `database_url`, sending fast (a 4 s lease).
+fn serve_process(database_url: &str) -> std::process::Child {
+    std::process::Command::new(askloop_tests::askloop_binary())
+        .arg("serve")
+        .env("DATABASE_URL", database_url)
+        .env("ASKLOOP_BIND", "127.0.0.1:0")
+        .env("CHOVY_SIGNING_SECRET", "a2a-kill-test-secret")
+        .env("ASKLOOP_DELIVERY_TIMEOUT_MS", "3000")
+        .env("ASKLOOP_DELIVERY_LEASE_MS", "4000")
+        .env("ASKLOOP_DELIVERY_POLL_MS", "50")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("askloop starts")
+}
+
+/// Every state change of two tasks (sent back, replied, answered; canceled) reaches the push
+/// config's receiver signed and with its token, each under one push id, although askloop is
+/// killed (SIGKILL) while the first push is in flight: the next askloop sends it again with the
+/// same id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_state_change_is_pushed_once_each_across_a_kill_mid_delivery() {
+    // The in-process app takes the requests; it polls its outbox only hourly, so the pushes wait
+    // for the processes below.
+    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
+        config.delivery.poll = Duration::from_secs(3600);
+    })
+    .await
+    .expect("an app");
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let addr = reserve_port();
+    let url = Receiver::url_for(addr);
+    let (token, secret) = agent_with_endpoint(&app, "agent-a", &url).await;
+    let agent = A2a { app: &app, token };
+    let with_push = |message_id: &str| {
+        let mut params = asking(message_id);
+        params["configuration"] = json!({"taskPushNotificationConfig": {
+            "url": url, "token": "push-token",
+            "authentication": {"scheme": "Bearer", "credentials": "receiver-secret"}}});
+        params
+    };
+    let task = agent.ok("SendMessage", with_push("m-1")).await["task"].clone();
+    let task_id = task["id"].as_str().expect("an id").to_owned();
+    let id = question_id(&task);
+    let sent_back = app
+        .graphql(Some(&ana.token), SEND_BACK, json!({"id": id.to_string()}))
+        .await;
+    assert!(sent_back["errors"].is_null(), "{sent_back}");
+    agent.ok("SendMessage", reply(&task_id, "Found it.")).await;
+    let answered = app
+        .answer(&ana.token, early_access(id, Some("Ship early access.")))
+        .await;
+    assert!(answered["errors"].is_null(), "{answered}");
+    let other = agent.ok("SendMessage", with_push("m-2")).await["task"].clone();
+    agent.ok("CancelTask", json!({"id": other["id"]})).await;
+    let pushes = || async {
+        deliveries::Entity::find()
+            .filter(deliveries::Column::PushConfigId.is_not_null())
+            .all(&app.db)
+            .await
+            .expect("read")
+    };
+    assert_eq!(pushes().await.len(), 4, "four pushes wait");
+
+    let receiver = Receiver::start_verifying(addr, &secret, vec![Reply::Hang]).await;
+    let mut first = serve_process(&app.database_url);
+    receiver
+        .wait_until(Duration::from_secs(30), "the first push", |r| !r.is_empty())
+        .await;
+    // In flight: killed before it can record anything.
+    first.kill().expect("killed");
+    let _ = first.wait();
+
+    let mut second = serve_process(&app.database_url);
+    askloop_tests::wait::until_some("every push delivered", Duration::from_secs(60), || async {
+        pushes()
+            .await
+            .iter()
+            .all(|p| p.status == DeliveryStatus::Delivered)
+            .then_some(())
+    })
+    .await;
+    let _ = second.kill();
+    let _ = second.wait();
+
+    let received = receiver.received();
+    let mut by_id: std::collections::HashMap<String, Vec<String>> =
+        std::collections::HashMap::new();
+    for push in &received {
+        assert!(push.verified, "signed with the agent's secret: {push:?}");
+        assert_eq!(push.header("x-a2a-notification-token"), Some("push-token"));
+        assert_eq!(push.header("authorization"), Some("Bearer receiver-secret"));
+        let state = pushed_states(std::slice::from_ref(push)).remove(0);
+        by_id
+            .entry(push.header("x-askloop-delivery").expect("an id").to_owned())
+            .or_default()
+            .push(state);
+    }
+    assert_eq!(by_id.len(), 4, "one id per push: {by_id:?}");
+    assert!(
+        by_id.values().any(|copies| copies.len() == 2),
+        "the push in flight at the kill came again: {by_id:?}"
+    );
+    let mut states: Vec<String> = by_id
+        .values()
+        .map(|copies| {
+            assert!(copies.windows(2).all(|w| w[0] == w[1]), "{copies:?}");
+            copies[0].clone()
+        })
+        .collect();
+    states.sort();
+    assert_eq!(
+        states,
+        [
+            "TASK_STATE_CANCELED",
+            "TASK_STATE_COMPLETED",
+            "TASK_STATE_INPUT_REQUIRED",
+            "TASK_STATE_WORKING"
+        ]
+    );
 }
