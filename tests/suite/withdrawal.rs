@@ -142,7 +142,10 @@ async fn a_waiting_question_is_withdrawn_its_bounty_released_and_it_leaves_the_q
         )
         .await;
     assert_eq!(read["data"]["question"]["status"], "DISMISSED", "{read}");
-    assert!(read["data"]["question"]["withdrawnAt"].is_string(), "{read}");
+    assert!(
+        read["data"]["question"]["withdrawnAt"].is_string(),
+        "{read}"
+    );
     let audits = withdrawn_audits(&app, id).await;
     assert_eq!(audits.len(), 1, "{audits:?}");
     assert_eq!(
