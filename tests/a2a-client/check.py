@@ -2,7 +2,8 @@
 askloop's code.
 
 Run by tests/suite/a2a.rs with ASKLOOP_A2A_URL (askloop's origin), ASKLOOP_A2A_TOKEN (an agent
-token), ASKLOOP_A2A_OTHER_TOKEN (another agent's) and ASKLOOP_A2A_NICHE. Each step prints one
+token), ASKLOOP_A2A_OTHER_TOKEN (another agent's), ASKLOOP_A2A_NICHE and ASKLOOP_A2A_PUSH_URL (a
+receiver on the host of the agent's endpoint). Each step prints one
 line, `<step> <json>`; on `send-back <json>` and `answer <json>` the test acts as a person (sends
 the question back for research, answers it) while this script polls GetTask. Any failed check
 raises, and the exit code is not 0.
@@ -22,11 +23,13 @@ from a2a.client.errors import A2AClientError
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
     GetTaskRequest,
+    GetTaskPushNotificationConfigRequest,
     ListTasksRequest,
     Message,
     Part,
     Role,
     SendMessageRequest,
+    TaskPushNotificationConfig,
     TaskState,
 )
 from a2a.utils.errors import TaskNotFoundError
@@ -35,6 +38,7 @@ URL = os.environ["ASKLOOP_A2A_URL"]
 TOKEN = os.environ["ASKLOOP_A2A_TOKEN"]
 OTHER_TOKEN = os.environ["ASKLOOP_A2A_OTHER_TOKEN"]
 NICHE = os.environ["ASKLOOP_A2A_NICHE"]
+PUSH_URL = os.environ["ASKLOOP_A2A_PUSH_URL"]
 
 
 def say(step, value):
@@ -125,6 +129,17 @@ async def main():
     say("asked", {"taskId": task.id, "state": state_name(task)})
     check(state_name(task) == "TASK_STATE_WORKING", "a new question is WORKING")
     question_id = int(task.metadata["questionId"])
+
+    config = await client.create_task_push_notification_config(
+        TaskPushNotificationConfig(
+            task_id=task.id, id="sdk-push", url=PUSH_URL, token="sdk-token"
+        )
+    )
+    read = await client.get_task_push_notification_config(
+        GetTaskPushNotificationConfigRequest(task_id=task.id, id="sdk-push")
+    )
+    check(read == config, f"the config reads back as set: {read} != {config}")
+    say("push-config", {"id": config.id, "url": config.url, "token": config.token})
 
     say("send-back", {"questionId": question_id})
     task = await until(client, task.id, "TASK_STATE_INPUT_REQUIRED")

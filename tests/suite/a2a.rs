@@ -256,6 +256,27 @@ async fn sent_back_replied_answered_the_task_goes_through_its_states(app: TestAp
         .expect("read")
         .expect("stored");
     assert_eq!(stored.research_round, 1);
+    // The same reply again (a retried request) is not appended twice.
+    let again = agent
+        .ok(
+            "SendMessage",
+            reply(&task_id, "Steam shows early access on the 9th."),
+        )
+        .await;
+    assert_eq!(again["task"]["status"]["state"], "TASK_STATE_WORKING");
+    let stored = agent_questions::Entity::find_by_id(id)
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("stored");
+    assert_eq!(stored.research_round, 1);
+    assert_eq!(
+        stored
+            .context
+            .as_deref()
+            .map(|c| c.matches("Steam shows early access on the 9th.").count()),
+        Some(1)
+    );
     assert!(
         stored
             .context
@@ -367,6 +388,7 @@ async fn list_tasks_pages_through_the_agents_own_tasks_only(app: TestApp) {
         .map(|t| t["id"].clone())
         .collect();
     assert_eq!(page, [ids[2].clone(), ids[1].clone()], "{first}");
+    assert_eq!(first["totalSize"], 3, "{first}");
     let token = first["nextPageToken"].as_str().expect("a token");
     assert!(!token.is_empty());
     let second = agent
@@ -833,7 +855,10 @@ async fn the_official_python_sdk_walks_a_task_through_its_states() {
     let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
-    let token = agent_with_token(&app, "sdk-agent", &["games"]).await;
+    let addr = reserve_port();
+    let push_url = Receiver::url_for(addr);
+    let (token, secret) = agent_with_endpoint(&app, "sdk-agent", &push_url).await;
+    let receiver = Receiver::start_verifying(addr, &secret, Vec::new()).await;
     let other = agent_with_token(&app, "other-agent", &["games"]).await;
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("a2a-client")
@@ -845,6 +870,7 @@ async fn the_official_python_sdk_walks_a_task_through_its_states() {
         .env("ASKLOOP_A2A_TOKEN", &token)
         .env("ASKLOOP_A2A_OTHER_TOKEN", &other)
         .env("ASKLOOP_A2A_NICHE", "games")
+        .env("ASKLOOP_A2A_PUSH_URL", &push_url)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -918,6 +944,31 @@ async fn the_official_python_sdk_walks_a_task_through_its_states() {
         json!(["TASK_STATE_CANCELED", "TASK_STATE_COMPLETED"])
     );
     assert_eq!(step("foreign"), json!("TaskNotFoundError"));
+    assert_eq!(
+        step("push-config"),
+        json!({"id": "sdk-push", "url": push_url, "token": "sdk-token"})
+    );
+    // The config the SDK set heard each state change, signed and with its token. Pushes travel
+    // side by side and may arrive in any order: one for each state.
+    receiver
+        .wait_until(Duration::from_secs(20), "three pushes", |r| r.len() >= 3)
+        .await;
+    let received = receiver.received();
+    let mut states = pushed_states(&received);
+    states.sort();
+    assert_eq!(
+        states,
+        [
+            "TASK_STATE_COMPLETED",
+            "TASK_STATE_INPUT_REQUIRED",
+            "TASK_STATE_WORKING"
+        ]
+    );
+    assert!(
+        received
+            .iter()
+            .all(|r| r.verified && r.header("x-a2a-notification-token") == Some("sdk-token"))
+    );
 }
 
 /// askloop as a process of its own on `database_url`, sending fast (a 4 s lease).

@@ -396,6 +396,17 @@ async fn reply_on_task(
         ));
     }
     let findings = cap(text, CONTEXT_MAX);
+    // The same reply sent again (a retried request) is not appended twice: the task is working
+    // on it already.
+    if current == TaskState::Working
+        && own
+            .question
+            .context
+            .as_deref()
+            .is_some_and(|context| context.contains(findings.as_str()))
+    {
+        return Ok(json!({"task": task_json(&own)}));
+    }
     add_findings(
         &state.db,
         &state.hint(),
@@ -556,8 +567,13 @@ async fn list_tasks(
             Err(err) if err.code == codes::TASK_NOT_FOUND => Vec::new(),
             Err(err) => return Err(err),
         };
-        return Ok(page(tasks, None, page_size));
+        let mut listed = page(tasks, None, page_size);
+        listed["totalSize"] = json!(listed["tasks"].as_array().map_or(0, Vec::len));
+        return Ok(listed);
     }
+    let total = a2a_tasks::count_own(&state.db, asker, wanted.map(TaskState::status))
+        .await
+        .map_err(RpcError::from)?;
     let page_of = lookup::list_own(
         &state.db,
         asker,
@@ -582,7 +598,9 @@ async fn list_tasks(
         };
         tasks.push(listed(own, include_artifacts));
     }
-    Ok(page(tasks, page_of.next.map(OwnCursor::encode), page_size))
+    let mut listed = page(tasks, page_of.next.map(OwnCursor::encode), page_size);
+    listed["totalSize"] = json!(total);
+    Ok(listed)
 }
 
 /// A task as listed: without its artifacts unless they were asked for.

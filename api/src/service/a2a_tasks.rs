@@ -343,6 +343,20 @@ pub async fn delete_push_config(
     Ok(())
 }
 
+/// How many questions `asker` asked, optionally only those in `status` (`ListTasks`'s
+/// `totalSize`).
+pub async fn count_own(
+    db: &Db,
+    asker: &Asker,
+    status: Option<QuestionStatus>,
+) -> Result<u64, ServiceError> {
+    let mut query = agent_questions::Entity::find().filter(crate::service::lookup::asked_by(asker));
+    if let Some(status) = status {
+        query = query.filter(agent_questions::Column::Status.eq(status));
+    }
+    Ok(query.count(db).await?)
+}
+
 /// Whether `event` changes what an agent's task says (its state, or its answer's verdict).
 pub fn pushes_for(event: EventType) -> bool {
     matches!(
