@@ -765,6 +765,13 @@ async fn a_push_url_must_be_public_unless_it_is_the_agents_own_endpoint_host(app
         assert_eq!(code, -32602, "{url}: {message}");
         assert!(message.contains("not public"), "{message}");
     }
+    let mut unsendable = push_config(&task, "https://hooks.example.com/a2a");
+    unsendable["token"] = json!("tök");
+    let (code, message) = agent
+        .refused("CreateTaskPushNotificationConfig", unsendable)
+        .await;
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("printable ASCII"), "{message}");
     for (url, mentions) in [
         ("ftp://hooks.example.com/", "http"),
         ("hooks.example.com/a2a", "absolute"),

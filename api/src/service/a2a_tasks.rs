@@ -168,6 +168,23 @@ fn check_form(config: &NewPushConfig) -> Result<(), ServiceError> {
             return Err(too_long(field, FIELD_MAX));
         }
     }
+    // Both are sent as header values: printable ASCII only, so every attempt can be sent.
+    for (field, value) in [
+        ("token", config.token.as_deref()),
+        (
+            "authentication.credentials",
+            config
+                .authentication
+                .as_ref()
+                .and_then(|(_, c)| c.as_deref()),
+        ),
+    ] {
+        if value.is_some_and(|v| !v.bytes().all(|b| (0x20..0x7f).contains(&b))) {
+            return Err(ServiceError::BadInput(format!(
+                "{field} must be printable ASCII (it is sent as a header)"
+            )));
+        }
+    }
     if let Some((scheme, _)) = &config.authentication
         && (scheme.is_empty()
             || !scheme
@@ -532,6 +549,9 @@ mod tests {
         let mut odd = config("https://hooks.example.com/");
         odd.authentication = Some(("Bearer token".into(), None));
         assert!(check_form(&odd).is_err());
+        let mut unsendable = config("https://hooks.example.com/");
+        unsendable.token = Some("tök".into());
+        assert!(check_form(&unsendable).is_err());
     }
 
     #[test]
