@@ -821,6 +821,119 @@ async fn a_push_url_must_be_public_unless_it_is_the_agents_own_endpoint_host(app
     assert_eq!(still["configs"].as_array().map(Vec::len), Some(1));
 }
 
+/// Fast retries, a fast poll, and `hooks.example.test` resolving to 127.0.0.1.
+fn fast_retries(config: &mut askloop::config::Config) {
+    config.delivery.poll = Duration::from_millis(50);
+    config.delivery.retry_base = Duration::from_millis(100);
+    config.delivery.retry_max = Duration::from_millis(200);
+    config.resolver = askloop_tests::resolver::fixed_names(&[("hooks.example.test", "127.0.0.1")]);
+}
+
+/// The push deliveries written so far.
+async fn pushes(app: &TestApp) -> Vec<deliveries::Model> {
+    deliveries::Entity::find()
+        .filter(deliveries::Column::PushConfigId.is_not_null())
+        .all(&app.db)
+        .await
+        .expect("read")
+}
+
+async fn a_push_whose_config_was_deleted_is_dropped_unsent(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    // Its own endpoint's host, so the config may point at a loopback port nobody listens on.
+    let down = Receiver::url_for(reserve_port());
+    let (token, _) = agent_with_endpoint(&app, "agent-a", &down).await;
+    let agent = A2a { app: &app, token };
+    let task = agent.ok("SendMessage", asking("m-1")).await["task"].clone();
+    agent
+        .ok(
+            "CreateTaskPushNotificationConfig",
+            push_config(&task, &down),
+        )
+        .await;
+    let sent_back = app
+        .graphql(
+            Some(&ana.token),
+            SEND_BACK,
+            json!({"id": question_id(&task).to_string()}),
+        )
+        .await;
+    assert!(sent_back["errors"].is_null(), "{sent_back}");
+    askloop_tests::wait::until_some("a failed attempt", Duration::from_secs(20), || async {
+        pushes(&app)
+            .await
+            .iter()
+            .any(|p| p.attempts > 0)
+            .then_some(())
+    })
+    .await;
+    agent
+        .ok(
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": task["id"], "id": "cfg-1"}),
+        )
+        .await;
+    let dropped = askloop_tests::wait::until_some(
+        "the push to be dropped",
+        Duration::from_secs(20),
+        || async {
+            pushes(&app)
+                .await
+                .into_iter()
+                .find(|p| p.status == DeliveryStatus::Dropped)
+        },
+    )
+    .await;
+    assert_eq!(
+        dropped.dropped_reason.as_deref(),
+        Some("its A2A push config was deleted")
+    );
+}
+
+async fn a_push_to_a_name_with_only_private_addresses_is_refused_at_connect(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let addr = reserve_port();
+    let receiver = Receiver::start(Vec::new()).await;
+    // The agent's own endpoint is elsewhere: the push URL is held to public addresses, and its
+    // name resolves to 127.0.0.1 only.
+    let (token, _) = agent_with_endpoint(&app, "agent-a", &Receiver::url_for(addr)).await;
+    let agent = A2a { app: &app, token };
+    let task = agent.ok("SendMessage", asking("m-1")).await["task"].clone();
+    let url = format!("http://hooks.example.test:{}/a2a", receiver.addr().port());
+    agent
+        .ok("CreateTaskPushNotificationConfig", push_config(&task, &url))
+        .await;
+    let sent_back = app
+        .graphql(
+            Some(&ana.token),
+            SEND_BACK,
+            json!({"id": question_id(&task).to_string()}),
+        )
+        .await;
+    assert!(sent_back["errors"].is_null(), "{sent_back}");
+    let refused =
+        askloop_tests::wait::until_some("a refused attempt", Duration::from_secs(20), || async {
+            pushes(&app)
+                .await
+                .into_iter()
+                .find(|p| p.last_error.is_some())
+        })
+        .await;
+    assert_eq!(
+        refused.last_error.as_deref(),
+        Some("refused: not a public address")
+    );
+    assert!(receiver.received().is_empty(), "nothing reached 127.0.0.1");
+}
+
+on_both_backends! {
+    config: fast_retries;
+    a_push_whose_config_was_deleted_is_dropped_unsent,
+    a_push_to_a_name_with_only_private_addresses_is_refused_at_connect,
+}
+
 on_both_backends!(
     push_configs_are_set_read_listed_and_deleted_and_each_state_change_is_pushed,
     a_push_url_must_be_public_unless_it_is_the_agents_own_endpoint_host,
