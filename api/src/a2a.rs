@@ -7,7 +7,9 @@
 //!   token; a bearer that names no live agent is refused as on `/a2a`).
 //! - `POST /a2a` takes one JSON-RPC 2.0 request per body (no batches), authenticated exactly as
 //!   `/mcp` is (missing, unknown or revoked token → 401, a disabled agent → 403, before the body
-//!   is read). Its methods are in [`methods`]; the task a question is, in [`task`].
+//!   is read). Its methods are in [`methods`]; the task a question is, in [`task`]; push
+//!   notification configs and their pushes, which are outbox deliveries, in
+//!   [`crate::service::a2a_tasks`].
 //!
 //! Every JSON-RPC answer, success or error, is HTTP 200 with `application/json` — except a
 //! database out of reach (503 with `Retry-After`, the error still JSON-RPC) and a body over the
