@@ -17,7 +17,8 @@ use crate::domain::intake::{option_label, parse_new_question};
 use crate::domain::text::{CONTEXT_MAX, cap, first_control_character};
 use crate::error::ServiceError;
 use crate::rest::views::{
-    KnowledgeRef, KnowledgeResult, KnowledgeReuseResponse, ReviewWord, StatusWord, seconds,
+    KnowledgeRef, KnowledgeResult, KnowledgeReuseResponse, ReviewWord, StatusWord,
+    WithdrawalResponse, seconds,
 };
 use crate::service::agents::Asker;
 use crate::service::intake::{receive_question, refusal_reason};
@@ -740,7 +741,8 @@ async fn withdraw_question(
         Utc::now(),
     )
     .await?;
-    Ok(withdrawal::withdrawal_json(&withdrawal))
+    serde_json::to_value(WithdrawalResponse::of(&withdrawal))
+        .map_err(|err| ServiceError::Internal(anyhow::anyhow!("withdraw_question result: {err}")))
 }
 
 async fn list_questions(

@@ -344,6 +344,26 @@ pub struct WithdrawalResponse {
     pub released_minor: i64,
 }
 
+impl WithdrawalResponse {
+    /// A withdrawal as the signed route and the MCP tool return it.
+    pub fn of(withdrawal: &crate::service::withdrawal::Withdrawal) -> Self {
+        use crate::service::withdrawal::WithdrawOutcome;
+        let question = &withdrawal.question;
+        Self {
+            question_id: question.id,
+            external_id: question.external_id.clone(),
+            status: StatusWord::from(question.status),
+            outcome: match withdrawal.outcome {
+                WithdrawOutcome::Withdrawn => WithdrawOutcomeWord::Withdrawn,
+                WithdrawOutcome::AlreadyWithdrawn => WithdrawOutcomeWord::AlreadyWithdrawn,
+                WithdrawOutcome::Settled => WithdrawOutcomeWord::Settled,
+            },
+            withdrawn_at: question.withdrawn_at.map(seconds),
+            released_minor: withdrawal.released_minor,
+        }
+    }
+}
+
 /// `POST /api/v1/internal/expert-questions/lookup`: read the agent's own questions.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -58,7 +58,7 @@ pub async fn withdraw(
     )
     .await
     {
-        Ok(withdrawn) => Json(withdrawal::response(&withdrawn)).into_response(),
+        Ok(withdrawn) => Json(WithdrawalResponse::of(&withdrawn)).into_response(),
         Err(err) => err.into_response(),
     }
 }

@@ -20,7 +20,6 @@ use serde_json::json;
 use crate::db::Db;
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
-use crate::rest::views::{StatusWord, WithdrawOutcomeWord, WithdrawalResponse, seconds};
 use crate::service::agents::Asker;
 use crate::service::answering::{Closing, budget_audit, close_if_waiting};
 use crate::service::audit::{self, Actor, AuditEntry};
@@ -168,29 +167,6 @@ pub async fn withdraw(
         outcome: WithdrawOutcome::Withdrawn,
         released_minor: released.unwrap_or(0),
     })
-}
-
-/// A withdrawal as the signed route and the MCP tool return it: the question's id, status and
-/// what the request did (`withdrawn`, `already_withdrawn`, `settled`), with what was released.
-pub fn response(withdrawal: &Withdrawal) -> WithdrawalResponse {
-    let question = &withdrawal.question;
-    WithdrawalResponse {
-        question_id: question.id,
-        external_id: question.external_id.clone(),
-        status: StatusWord::from(question.status),
-        outcome: match withdrawal.outcome {
-            WithdrawOutcome::Withdrawn => WithdrawOutcomeWord::Withdrawn,
-            WithdrawOutcome::AlreadyWithdrawn => WithdrawOutcomeWord::AlreadyWithdrawn,
-            WithdrawOutcome::Settled => WithdrawOutcomeWord::Settled,
-        },
-        withdrawn_at: question.withdrawn_at.map(seconds),
-        released_minor: withdrawal.released_minor,
-    }
-}
-
-/// [`response`] as JSON, for the MCP tool.
-pub fn withdrawal_json(withdrawal: &Withdrawal) -> serde_json::Value {
-    serde_json::to_value(response(withdrawal)).unwrap_or_default()
 }
 
 /// The signed route's body: `{questionId | externalId, nicheSlug?, reason?}` (`questionId` a
