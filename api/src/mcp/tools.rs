@@ -882,12 +882,25 @@ mod tests {
         .expect_err("refused");
         assert_eq!(err.code(), "BAD_USER_INPUT");
         assert!(err.to_string().contains("nicheSlug"), "{err}");
+        // A string is taken here (a string of digits is an id; "seven" is refused when read as
+        // one, see `IdArg::id`); a list is neither.
         let err =
-            parse::<GetAnswer>("get_answer", json!({"questionId": "seven"})).expect_err("refused");
+            parse::<GetAnswer>("get_answer", json!({"questionId": [7]})).expect_err("refused");
         assert!(
             err.to_string()
                 .starts_with("get_answer's arguments: questionId: "),
             "{err}"
         );
+        let word = IdArg::Text("seven".into())
+            .id("questionId")
+            .expect_err("refused");
+        assert_eq!(word.code(), "BAD_USER_INPUT");
+        assert!(
+            word.to_string()
+                .contains("questionId must be a whole number"),
+            "{word}"
+        );
+        assert_eq!(IdArg::Text(" 42 ".into()).id("questionId").ok(), Some(42));
+        assert!(IdArg::Text("-3".into()).id("questionId").is_err());
     }
 }
