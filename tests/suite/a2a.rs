@@ -18,6 +18,7 @@ use askloop::service::audit::Actor;
 use askloop_tests::answers::early_access;
 use askloop_tests::fixtures::{niche, open_niche};
 use askloop_tests::mcp::{agent_with_token, token_for};
+use askloop_tests::outside_client::{PersonActs, drive};
 use askloop_tests::people::operator;
 use askloop_tests::receiver::{Receiver, Reply, reserve_port};
 use askloop_tests::{Backend, TestApp, on_both_backends};
@@ -28,7 +29,6 @@ use entity::niches::NicheStatus;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 const SEND_BACK: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: NEEDS_RESEARCH}) { notice } }";
 
@@ -984,7 +984,7 @@ async fn the_official_python_sdk_walks_a_task_through_its_states() {
         .join("a2a-client")
         .join("check.py");
 
-    let mut child = tokio::process::Command::new(&python)
+    let child = tokio::process::Command::new(&python)
         .arg(script)
         .env("ASKLOOP_A2A_URL", app.url(""))
         .env("ASKLOOP_A2A_TOKEN", &token)
@@ -996,54 +996,19 @@ async fn the_official_python_sdk_walks_a_task_through_its_states() {
         .kill_on_drop(true)
         .spawn()
         .expect("the venv's python runs");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut printed = Vec::new();
-    let driven = async {
-        while let Some(line) = lines.next_line().await.expect("a line") {
-            printed.push(line.clone());
-            let Some((step, rest)) = line.split_once(' ') else {
-                continue;
-            };
-            let id = || {
-                serde_json::from_str::<Value>(rest).expect("JSON")["questionId"]
-                    .as_i64()
-                    .expect("a question id")
-            };
-            match step {
-                // The script now polls GetTask: a person acts meanwhile.
-                "send-back" => {
-                    let sent = app
-                        .graphql(Some(&ana.token), SEND_BACK, json!({"id": id().to_string()}))
-                        .await;
-                    assert!(sent["errors"].is_null(), "{sent}");
-                }
-                "answer" => {
-                    let answered = app
-                        .answer(&ana.token, early_access(id(), Some("Ship early access.")))
-                        .await;
-                    assert!(answered["errors"].is_null(), "{answered}");
-                }
-                _ => {}
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(120), driven)
-        .await
-        .unwrap_or_else(|_| panic!("the script did not finish; it printed {printed:#?}"));
-    let output = child.wait_with_output().await.expect("python finishes");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "the SDK's checks failed: {stderr}\n{printed:#?}"
-    );
-    let step = |name: &str| -> Value {
-        printed
-            .iter()
-            .find_map(|line| line.strip_prefix(&format!("{name} ")))
-            .and_then(|json| serde_json::from_str(json).ok())
-            .unwrap_or_else(|| panic!("no step {name} in {printed:#?}"))
-    };
+    let steps = drive(
+        &app,
+        &ana.token,
+        child,
+        PersonActs {
+            // The script now polls GetTask: a person acts meanwhile.
+            send_back_on: &["send-back"],
+            answer_on: &["answer"],
+        },
+        Duration::from_secs(120),
+    )
+    .await;
+    let step = |name: &str| steps.step(name);
     assert_eq!(step("card-refused"), json!("AgentCardResolutionError"));
     assert_eq!(step("refused"), json!("A2AClientError"));
     assert_eq!(

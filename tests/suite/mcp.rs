@@ -17,6 +17,7 @@ use askloop::service::agents;
 use askloop::service::audit::Actor;
 use askloop_tests::fixtures::{niche, open_niche};
 use askloop_tests::mcp::{McpClient, agent_with_token, sdk_check_script, sdk_prefix};
+use askloop_tests::outside_client::{PersonActs, drive};
 use askloop_tests::people::operator;
 use askloop_tests::{Backend, TestApp, on_both_backends};
 use entity::agent_questions::{self, QuestionStatus};
@@ -26,7 +27,6 @@ use entity::niches::{self, NicheStatus};
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 const SEND_BACK: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: NEEDS_RESEARCH}) { notice } }";
 
@@ -1118,7 +1118,7 @@ async fn the_official_typescript_sdk_asks_and_hears_the_answer() {
     let ana = operator(&app.db, "games", "ana").await;
     let token = agent_with_token(&app, "sdk-agent", &["games"]).await;
 
-    let mut child = tokio::process::Command::new("node")
+    let child = tokio::process::Command::new("node")
         .arg(sdk_check_script())
         .env("MCP_SDK_PREFIX", &prefix)
         .env("ASKLOOP_MCP_URL", app.url("/mcp"))
@@ -1129,54 +1129,19 @@ async fn the_official_typescript_sdk_asks_and_hears_the_answer() {
         .kill_on_drop(true)
         .spawn()
         .expect("node runs (it comes with npm)");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut printed = Vec::new();
-    let script = async {
-        while let Some(line) = lines.next_line().await.expect("a line") {
-            printed.push(line.clone());
-            let Some((name, json)) = line.split_once(' ') else {
-                continue;
-            };
-            let id = || {
-                serde_json::from_str::<Value>(json).expect("JSON")["questionId"]
-                    .as_i64()
-                    .expect("a question id")
-            };
-            match name {
-                // The script waits in get_answer, or polls its task: an operator acts meanwhile.
-                "waiting" | "task-updated" => {
-                    let answered = app
-                        .answer(&ana.token, early_access(id(), Some("Ship early access.")))
-                        .await;
-                    assert!(answered["errors"].is_null(), "{answered}");
-                }
-                "task-asked" => {
-                    let sent = app
-                        .graphql(Some(&ana.token), SEND_BACK, json!({"id": id().to_string()}))
-                        .await;
-                    assert!(sent["errors"].is_null(), "{sent}");
-                }
-                _ => {}
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(90), script)
-        .await
-        .unwrap_or_else(|_| panic!("the script did not finish; it printed {printed:#?}"));
-    let output = child.wait_with_output().await.expect("node finishes");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "the SDK's checks failed: {stderr}\n{printed:#?}"
-    );
-    let step = |name: &str| -> Value {
-        printed
-            .iter()
-            .find_map(|line| line.strip_prefix(&format!("{name} ")))
-            .and_then(|json| serde_json::from_str(json).ok())
-            .unwrap_or_else(|| panic!("no step {name} in {printed:#?}"))
-    };
+    let steps = drive(
+        &app,
+        &ana.token,
+        child,
+        PersonActs {
+            // It waits in get_answer, or polls its task: the operator acts meanwhile.
+            send_back_on: &["task-asked"],
+            answer_on: &["waiting", "task-updated"],
+        },
+        Duration::from_secs(90),
+    )
+    .await;
+    let step = |name: &str| steps.step(name);
     assert_eq!(
         step("tools"),
         json!([

@@ -30,6 +30,7 @@ pub mod graphql;
 pub mod mcp;
 mod on_both_backends;
 pub mod outbox;
+pub mod outside_client;
 pub mod pages;
 pub mod people;
 pub mod receiver;
