@@ -465,7 +465,46 @@ async fn the_agent_hears_once_that_its_question_was_withdrawn(app: TestApp) {
     assert_eq!(dismissals(&app, dismissed).await.len(), 1);
 }
 
+/// Ten withdrawals of one question at once, racing an operator's answer: exactly one of the two
+/// kinds of closing wins, the bounty is settled once, and every withdrawal answers 200.
+async fn ten_withdrawals_at_once_racing_an_answer_close_the_question_once(app: TestApp) {
+    budgeted_niche(&app, "games", Some(1000), 0).await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let id = ask(&app, "q-race", 300).await;
+    let body = json!({"questionId": id});
+    let withdrawals = futures::future::join_all((0..10).map(|_| withdraw(&app, &body)));
+    let answer = app.answer(&ana.token, early_access(id, Some("Early access.")));
+    let (withdrawals, answered) = tokio::join!(withdrawals, answer);
+    let outcomes: Vec<String> = withdrawals
+        .iter()
+        .map(|(status, reply)| {
+            assert_eq!(*status, 200, "{reply}");
+            reply["outcome"].as_str().expect("an outcome").to_owned()
+        })
+        .collect();
+    let won = outcomes.iter().filter(|o| *o == "withdrawn").count();
+    let row = question_row(&app, id).await;
+    if answered["errors"].is_null() {
+        // The answer came first: no withdrawal took, the bounty is charged once.
+        assert_eq!(won, 0, "{outcomes:?}");
+        assert_eq!(row.status, QuestionStatus::Answered);
+        assert_eq!(entries(&app, id).await, vec![(Reserve, 300), (Charge, 300)]);
+    } else {
+        assert_eq!(error_code(&answered), Some("CONFLICT"), "{answered}");
+        assert_eq!(won, 1, "{outcomes:?}");
+        assert_eq!(row.status, QuestionStatus::Dismissed);
+        assert_eq!(
+            entries(&app, id).await,
+            vec![(Reserve, 300), (Release, 300)]
+        );
+        assert_eq!(withdrawn_audits(&app, id).await.len(), 1);
+        assert_eq!(dismissals(&app, id).await.len(), 1);
+    }
+    assert_eq!(answers_to(&app, id).await, u64::from(won == 0));
+}
+
 on_both_backends!(
+    ten_withdrawals_at_once_racing_an_answer_close_the_question_once,
     a_waiting_question_is_withdrawn_its_bounty_released_and_it_leaves_the_queue,
     another_agent_finds_nothing_and_an_answered_question_stays_answered,
     bad_withdrawals_are_refused_saying_why_and_change_nothing,
