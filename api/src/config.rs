@@ -23,6 +23,8 @@ pub const DEFAULT_MAX_NODES: usize = 10_000;
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://askloop.db?mode=rwc";
 /// Where askloop listens when `ASKLOOP_BIND` is unset.
 pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
+/// The largest listen backlog askloop asks for (the kernel's own ceiling for somaxconn).
+pub const MAX_LISTEN_BACKLOG: u32 = 65_535;
 /// The built dashboard when `ASKLOOP_WEB_DIR` is unset.
 pub const DEFAULT_WEB_DIR: &str = "web/dist";
 
@@ -272,6 +274,14 @@ pub mod env {
         meaning: "how many TCP connections one address (IPv4, or IPv6 /64) may hold at once; \
                   past it a new one is answered 429 and closed",
     };
+    /// How many connections may wait to be accepted.
+    pub const ASKLOOP_LISTEN_BACKLOG: EnvVar = EnvVar {
+        name: "ASKLOOP_LISTEN_BACKLOG",
+        default: "4096",
+        meaning: "how many connections the system holds for askloop before it accepts them (the \
+                  listen backlog, at most 65535; the kernel also caps it at net.core.somaxconn); \
+                  a reconnect storm past it loses handshakes until clients retry",
+    };
     /// How long a request's head may take.
     pub const ASKLOOP_HEADER_TIMEOUT_MS: EnvVar = EnvVar {
         name: "ASKLOOP_HEADER_TIMEOUT_MS",
@@ -356,6 +366,7 @@ pub const ENVIRONMENT: &[EnvVar] = &[
     env::ASKLOOP_MAX_CONNECTIONS,
     env::ASKLOOP_RESERVED_CONNECTIONS,
     env::ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS,
+    env::ASKLOOP_LISTEN_BACKLOG,
     env::ASKLOOP_HEADER_TIMEOUT_MS,
     env::ASKLOOP_IDLE_TIMEOUT_MS,
     env::ASKLOOP_MONITOR_SECRET,
@@ -484,6 +495,10 @@ pub struct ConnectionSettings {
     pub reserved: Option<usize>,
     /// How many connections one address may hold (`ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS`, 256).
     pub max_per_address: usize,
+    /// How many connections the system holds before they are accepted
+    /// (`ASKLOOP_LISTEN_BACKLOG`, 4096): asked for explicitly, since the default of the
+    /// runtime's `bind` (1,024) overflows when thousands of dashboards reconnect at once.
+    pub listen_backlog: u32,
 }
 
 impl Default for ConnectionSettings {
@@ -494,6 +509,7 @@ impl Default for ConnectionSettings {
             max_connections: None,
             reserved: None,
             max_per_address: 256,
+            listen_backlog: 4096,
         }
     }
 }
@@ -849,6 +865,18 @@ impl Config {
             get(&env::ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS),
         )? {
             connections.max_per_address = per_address;
+        }
+        if let Some(backlog) = count(
+            env::ASKLOOP_LISTEN_BACKLOG.name,
+            get(&env::ASKLOOP_LISTEN_BACKLOG),
+        )? {
+            connections.listen_backlog = u32::try_from(backlog)
+                .ok()
+                .filter(|b| *b <= MAX_LISTEN_BACKLOG)
+                .ok_or_else(|| ConfigError {
+                    name: env::ASKLOOP_LISTEN_BACKLOG.name,
+                    problem: format!("{backlog} is more than {MAX_LISTEN_BACKLOG}"),
+                })?;
         }
         if let Some(timeout) = read_millis(&env::ASKLOOP_HEADER_TIMEOUT_MS)? {
             connections.header_timeout = timeout;
@@ -1352,6 +1380,10 @@ mod tests {
             connections.max_per_address.to_string()
         );
         assert_eq!(
+            env::ASKLOOP_LISTEN_BACKLOG.default,
+            connections.listen_backlog.to_string()
+        );
+        assert_eq!(
             env::ASKLOOP_MAX_ANONYMOUS_WEBSOCKETS_PER_ADDRESS.default,
             config.live.max_anonymous_per_address.to_string()
         );
@@ -1549,6 +1581,7 @@ mod tests {
             "ASKLOOP_MAX_CONNECTIONS" => Some("900".into()),
             "ASKLOOP_RESERVED_CONNECTIONS" => Some("0".into()),
             "ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS" => Some("50".into()),
+            "ASKLOOP_LISTEN_BACKLOG" => Some("8192".into()),
             "ASKLOOP_HEADER_TIMEOUT_MS" => Some("2500".into()),
             "ASKLOOP_IDLE_TIMEOUT_MS" => Some("1500".into()),
             _ => None,
@@ -1560,6 +1593,7 @@ mod tests {
         assert_eq!(connections.max_connections_for(20_000), 900);
         assert_eq!(connections.reserved_of(900), 0);
         assert_eq!(connections.max_per_address, 50);
+        assert_eq!(connections.listen_backlog, 8192);
         assert_eq!(connections.header_timeout, Duration::from_millis(2500));
         assert_eq!(connections.idle_timeout, Duration::from_millis(1500));
         for (name, raw) in [
@@ -1568,6 +1602,7 @@ mod tests {
             ("ASKLOOP_MAX_CONNECTIONS", "0"),
             ("ASKLOOP_RESERVED_CONNECTIONS", "-1"),
             ("ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS", "many"),
+            ("ASKLOOP_LISTEN_BACKLOG", "0"),
             ("ASKLOOP_HEADER_TIMEOUT_MS", "0"),
             ("ASKLOOP_IDLE_TIMEOUT_MS", "5s"),
         ] {
@@ -1578,6 +1613,25 @@ mod tests {
                 "{err}"
             );
         }
+        let err = Config::from_lookup(|name| match name {
+            "ASKLOOP_MAX_CONNECTIONS" => Some("100".into()),
+            "ASKLOOP_RESERVED_CONNECTIONS" => Some("100".into()),
+            _ => None,
+        })
+        .expect_err("a reserve as large as the cap");
+        assert!(
+            err.to_string()
+                .starts_with("ASKLOOP_RESERVED_CONNECTIONS: 100 must be fewer"),
+            "{err}"
+        );
+        let err =
+            Config::from_lookup(|name| (name == "ASKLOOP_LISTEN_BACKLOG").then(|| "70000".into()))
+                .expect_err("a backlog past the kernel's ceiling");
+        assert!(
+            err.to_string()
+                .starts_with("ASKLOOP_LISTEN_BACKLOG: 70000 is more than 65535"),
+            "{err}"
+        );
         let err = Config::from_lookup(|name| match name {
             "ASKLOOP_MAX_CONNECTIONS" => Some("100".into()),
             "ASKLOOP_RESERVED_CONNECTIONS" => Some("100".into()),

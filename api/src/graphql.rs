@@ -109,6 +109,8 @@ pub struct GraphqlEndpoint {
     pub anonymous: Arc<OpenPerAddress>,
     /// Anonymous upgrades per address, at `ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND`.
     pub handshakes: Arc<RatePerAddress>,
+    /// Turns for the credential lookups of websocket handshakes (`socket/gate.rs`).
+    pub handshake_gate: Arc<socket::gate::HandshakeGate>,
 }
 
 impl GraphqlEndpoint {
@@ -119,6 +121,10 @@ impl GraphqlEndpoint {
             uninitialised: Arc::new(Semaphore::new(config.live.max_uninitialised)),
             anonymous: OpenPerAddress::new(config.live.max_anonymous_per_address),
             handshakes: Arc::new(RatePerAddress::new(config.live.handshakes_per_second)),
+            handshake_gate: socket::gate::HandshakeGate::new(
+                socket::gate::HANDSHAKES_AT_ONCE,
+                socket::gate::OVERLOADED_AFTER,
+            ),
             schema,
             db,
             config,

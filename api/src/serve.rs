@@ -15,18 +15,24 @@
 //!   a streamed response — keeps it open until its response body ends;
 //! - websocket upgrades go through hyper's upgrades; the upgraded socket keeps the connection's
 //!   place in the caps until it closes, and keeps its own pings and timeouts (`graphql/socket.rs`);
+//! - accepting runs on a thread of its own, with a listen backlog asked for explicitly
+//!   (`ASKLOOP_LISTEN_BACKLOG`), and hands connections to the runtime a bounded number at a time,
+//!   the newest first once the oldest have waited too long, so a reconnect storm is accepted
+//!   without overflowing the kernel's queue and a connection opened in the middle of it is served
+//!   at once;
 //! - on shutdown, accepting stops, idle connections close at once and in-flight requests finish
 //!   (the grace period is `startup`'s); websockets are closed with 1001 by the live hub.
 //!
 //! Handlers still get the peer's address as `ConnectInfo<SocketAddr>`. The limits and their
 //! variables are in `docs/security.md`.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -39,6 +45,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
@@ -171,6 +178,13 @@ pub fn raise_file_limit() {
 
 /// Serve `router` on `listener` until `stop` is cancelled, then stop accepting, close idle
 /// connections and let in-flight requests finish; returns once every connection has ended.
+///
+/// Accepting runs on a thread of its own ([`accept_loop`]): when every worker thread is busy
+/// with a reconnect storm's handshakes, the kernel's accept queue is still emptied as fast as
+/// connections arrive, instead of overflowing (an overflowed handshake is dropped silently and
+/// the client waits out its retransmission). Each admitted connection is then served on the
+/// runtime `serve` was called on, at most [`STARTING_AT_ONCE`] starting at a time, the newest
+/// first when the oldest has waited too long ([`next_to_start`]).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -180,40 +194,218 @@ pub async fn serve(
 ) {
     // Each connection task holds a sender; the channel closes once the last one has ended.
     let (running, mut all_ended) = tokio::sync::mpsc::channel::<Infallible>(1);
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(err) => {
-                    accept_error(err).await;
-                    continue;
+    // Accepting ends with `stop`, or when this future is dropped unfinished.
+    let accepting = stop.child_token();
+    let _stop_accepting_if_dropped = accepting.clone().drop_guard();
+    let (accepted_all, accept_ended) = tokio::sync::oneshot::channel::<()>();
+    let served = Served {
+        runtime: tokio::runtime::Handle::current(),
+        router,
+        connections,
+        settings,
+        stop,
+        running,
+        starting: Arc::new(Semaphore::new(STARTING_AT_ONCE)),
+    };
+    let spawned = match listener.into_std() {
+        Ok(listener) => std::thread::Builder::new()
+            .name("askloop-accept".into())
+            .spawn({
+                let accepting = accepting.clone();
+                move || {
+                    accept_loop(listener, &served, &accepting);
+                    drop(served);
+                    let _ = accepted_all.send(());
                 }
-            },
-            () = stop.cancelled() => break,
-        };
-        match connections.admit(ClientAddress::new(peer.ip())) {
-            Admission::Admitted { place, reserved } => {
-                let connection = Connection {
-                    peer,
-                    reserved,
-                    router: router.clone(),
-                    settings,
-                    stop: stop.clone(),
-                };
-                let running = running.clone();
-                tokio::spawn(async move {
-                    connection.serve(stream, place).await;
-                    drop(running);
-                });
-            }
-            Admission::AddressFull => turn_away(&stream, TOO_MANY_FROM_ADDRESS),
-            Admission::Full => turn_away(&stream, AT_CAPACITY),
+            })
+            .map_err(|err| err.to_string()),
+        Err(err) => Err(err.to_string()),
+    };
+    match spawned {
+        // The thread ends once accepting stops; every connection it admitted holds a sender.
+        Ok(_) => {
+            let _ = accept_ended.await;
+        }
+        Err(err) => {
+            tracing::error!("cannot start accepting connections: {err}");
+            return;
         }
     }
-    // New connections are refused by the system from here on.
-    drop(listener);
-    drop(running);
     let _ = all_ended.recv().await;
+}
+
+/// What every accepted connection is served with.
+struct Served {
+    /// The runtime the connections are served on.
+    runtime: tokio::runtime::Handle,
+    router: Router,
+    connections: Arc<Connections>,
+    settings: ConnectionSettings,
+    stop: CancellationToken,
+    running: tokio::sync::mpsc::Sender<Infallible>,
+    /// Places among the connections starting ([`STARTING_AT_ONCE`]).
+    starting: Arc<Semaphore>,
+}
+
+/// Accept on `listener` until `accepting` is cancelled, on the calling thread (a
+/// single-threaded runtime of its own): admit each connection, answer and close one that is
+/// not admitted, and hand the rest to `served.runtime` as places among those starting come
+/// free. Dropping the listener on the way out makes the system refuse new connections (and
+/// closes those still waiting to start).
+fn accept_loop(listener: std::net::TcpListener, served: &Served, accepting: &CancellationToken) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            tracing::error!("cannot start the accept loop's runtime: {err}");
+            return;
+        }
+    };
+    runtime.block_on(async {
+        let listener = match TcpListener::from_std(listener) {
+            Ok(listener) => listener,
+            Err(err) => {
+                tracing::error!("cannot accept on the listener: {err}");
+                return;
+            }
+        };
+        // Admitted connections wait here until a place among those starting is free.
+        let mut waiting: VecDeque<Accepted> = VecDeque::new();
+        loop {
+            tokio::select! {
+                biased;
+                () = accepting.cancelled() => break,
+                started = served.starting.clone().acquire_owned(), if !waiting.is_empty() => {
+                    let Ok(started) = started else { break };
+                    if let Some(next) = next_to_start(&mut waiting) {
+                        start(next, StartSlot::holding(started), served);
+                    }
+                }
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, peer)) => {
+                        match served.connections.admit(ClientAddress::new(peer.ip())) {
+                            Admission::Admitted { place, reserved } => waiting.push_back(Accepted {
+                                stream,
+                                peer,
+                                place,
+                                reserved,
+                                since: Instant::now(),
+                            }),
+                            Admission::AddressFull => turn_away(&stream, TOO_MANY_FROM_ADDRESS),
+                            Admission::Full => turn_away(&stream, AT_CAPACITY),
+                        }
+                    }
+                    Err(err) => accept_error(err).await,
+                },
+            }
+        }
+    });
+}
+
+/// How many accepted connections may be starting at once: handed to the serving runtime and not
+/// yet through their first read. The rest wait in the accept loop, where the newest can be
+/// started first; in the runtime's queue they would all be started in arrival order.
+pub const STARTING_AT_ONCE: usize = 128;
+
+/// How long the oldest accepted connection may wait to start before the accept loop counts as
+/// overloaded and starts the newest first.
+pub const START_OVERLOADED_AFTER: Duration = Duration::from_millis(50);
+
+/// A connection accepted and admitted, waiting to start.
+struct Accepted {
+    stream: TcpStream,
+    peer: SocketAddr,
+    place: ConnectionPlace,
+    reserved: bool,
+    since: Instant,
+}
+
+/// Which waiting connection starts next: the oldest, unless it has waited longer than
+/// [`START_OVERLOADED_AFTER`] — then the newest ("adaptive LIFO"). In a reconnect storm the
+/// thousands already waiting are started at the same rate either way, and a connection opened
+/// in the middle of it (someone opening the dashboard now) is served at once instead of after
+/// all of them.
+fn next_to_start<T: Since>(waiting: &mut VecDeque<T>) -> Option<T> {
+    let overloaded = waiting
+        .front()
+        .is_some_and(|oldest| oldest.since().elapsed() > START_OVERLOADED_AFTER);
+    if overloaded {
+        waiting.pop_back()
+    } else {
+        waiting.pop_front()
+    }
+}
+
+/// What has waited since some moment.
+trait Since {
+    fn since(&self) -> Instant;
+}
+
+impl Since for Accepted {
+    fn since(&self) -> Instant {
+        self.since
+    }
+}
+
+/// Hand an accepted connection to the serving runtime (its socket moves to that runtime's
+/// reactor), holding its place among those starting until its first read.
+fn start(accepted: Accepted, slot: Arc<StartSlot>, served: &Served) {
+    let Accepted {
+        stream,
+        peer,
+        place,
+        reserved,
+        ..
+    } = accepted;
+    let Ok(stream) = stream.into_std() else {
+        return;
+    };
+    let connection = Connection {
+        peer,
+        reserved,
+        router: served.router.clone(),
+        settings: served.settings,
+        stop: served.stop.clone(),
+    };
+    let running = served.running.clone();
+    served.runtime.spawn(async move {
+        if let Ok(stream) = TcpStream::from_std(stream) {
+            connection.serve(stream, place, slot).await;
+        }
+        drop(running);
+    });
+}
+
+/// A connection's place among those starting: given back once, at its first read that finds
+/// nothing to read yet, its first request, or its end, whichever comes first.
+struct StartSlot {
+    starting: Arc<Semaphore>,
+    given_back: AtomicBool,
+}
+
+impl StartSlot {
+    fn holding(permit: OwnedSemaphorePermit) -> Arc<Self> {
+        let starting = permit.semaphore().clone();
+        permit.forget();
+        Arc::new(Self {
+            starting,
+            given_back: AtomicBool::new(false),
+        })
+    }
+
+    fn give_back(&self) {
+        if !self.given_back.swap(true, Ordering::AcqRel) {
+            self.starting.add_permits(1);
+        }
+    }
+}
+
+impl Drop for StartSlot {
+    fn drop(&mut self) {
+        self.give_back();
+    }
 }
 
 /// An accept that failed: a connection reset before it was taken is nothing; anything else
@@ -256,12 +448,13 @@ struct Connection {
 }
 
 impl Connection {
-    async fn serve(self, stream: TcpStream, place: ConnectionPlace) {
+    async fn serve(self, stream: TcpStream, place: ConnectionPlace, slot: Arc<StartSlot>) {
         let activity = Arc::new(Activity::new());
         let io = TokioIo::new(Watched {
             stream,
             activity: activity.clone(),
             _place: place,
+            start: Some(slot.clone()),
         });
         let Self {
             peer,
@@ -272,6 +465,7 @@ impl Connection {
         } = self;
         let requests = activity.clone();
         let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+            slot.give_back();
             request.extensions_mut().insert(ConnectInfo(peer));
             let refused = reserved && !may_use_the_reserve(&request);
             let busy = requests.begin();
@@ -433,6 +627,8 @@ struct Watched {
     stream: TcpStream,
     activity: Arc<Activity>,
     _place: ConnectionPlace,
+    /// The connection's place among those starting, until its first read finds nothing yet.
+    start: Option<Arc<StartSlot>>,
 }
 
 impl AsyncRead for Watched {
@@ -446,6 +642,13 @@ impl AsyncRead for Watched {
         let read = Pin::new(&mut this.stream).poll_read(cx, buf);
         if matches!(read, Poll::Ready(Ok(()))) && buf.filled().len() > before {
             this.activity.touch();
+        }
+        // Waiting for bytes costs nothing: a connection that has started no longer holds a
+        // place among those starting (a silent one cannot hold it either).
+        if read.is_pending()
+            && let Some(start) = this.start.take()
+        {
+            start.give_back();
         }
         read
     }
@@ -495,6 +698,30 @@ impl AsyncWrite for Watched {
 mod tests {
     use super::*;
     use std::net::{IpAddr, Ipv4Addr};
+
+    struct Waiter(u32, Instant);
+
+    impl Since for Waiter {
+        fn since(&self) -> Instant {
+            self.1
+        }
+    }
+
+    #[test]
+    fn connections_start_oldest_first_until_the_oldest_has_waited_too_long() {
+        let now = Instant::now();
+        let mut waiting: VecDeque<Waiter> = (0..3).map(|n| Waiter(n, now)).collect();
+        assert_eq!(next_to_start(&mut waiting).map(|w| w.0), Some(0));
+        let long_ago = now - START_OVERLOADED_AFTER * 2;
+        let mut waiting: VecDeque<Waiter> = (0..3).map(|n| Waiter(n, long_ago)).collect();
+        waiting.push_back(Waiter(3, now));
+        let order: Vec<u32> = std::iter::from_fn(|| next_to_start(&mut waiting))
+            .map(|w| w.0)
+            .collect();
+        // Overloaded: the newest first, and every one of them still started.
+        assert_eq!(order, [3, 2, 1, 0]);
+        assert!(next_to_start(&mut VecDeque::<Waiter>::new()).is_none());
+    }
 
     fn from(last: u8) -> ClientAddress {
         ClientAddress::new(IpAddr::V4(Ipv4Addr::new(198, 51, 100, last)))

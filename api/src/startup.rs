@@ -10,7 +10,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request};
 use sea_orm::DbErr;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio_util::sync::CancellationToken;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::services::{ServeDir, ServeFile};
@@ -66,8 +66,7 @@ impl Application {
 
     /// Bind with an already connected and migrated database.
     pub async fn build_with(mut config: Config, db: Db) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(config.bind)
-            .await
+        let listener = listen(config.bind, config.connections.listen_backlog)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?;
         // Port 0 picks one: the links askloop writes (mail, operator webhooks) name the real one.
         if let Ok(bound) = listener.local_addr() {
@@ -191,6 +190,35 @@ impl Application {
         self.state.db.clone().close().await.ok();
         Ok(())
     }
+}
+
+/// Listen on `address` with room for `backlog` connections waiting to be accepted, asked for
+/// explicitly: the runtime's `bind` asks for 1,024, which a reconnect storm overflows. The
+/// kernel caps it at `net.core.somaxconn`; a cap below what was asked for is logged.
+fn listen(address: SocketAddr, backlog: u32) -> std::io::Result<TcpListener> {
+    let socket = if address.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    // As the runtime's `bind` does: a restarted instance can listen at once on its old port.
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    let listener = socket.listen(backlog)?;
+    let ceiling = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|raw| raw.trim().parse::<u32>().ok());
+    match ceiling {
+        Some(ceiling) if ceiling < backlog => tracing::warn!(
+            asked = backlog,
+            granted = ceiling,
+            "the listen backlog is capped by net.core.somaxconn; raise it (sysctl) for \
+             reconnect storms"
+        ),
+        _ => tracing::debug!(backlog, "listening"),
+    }
+    Ok(listener)
 }
 
 /// The whole HTTP surface.

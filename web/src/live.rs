@@ -4,8 +4,10 @@
 //!
 //! The connection opens with the first subscription; the browser sends the session cookie with
 //! the upgrade (same origin), so `connection_init` carries no token. When the socket drops,
-//! every subscription is told at once and the client reconnects with growing pauses (1 s
-//! doubling to 10 s); every acknowledged (re)subscription is reported as
+//! every subscription is told at once and the client reconnects after a random pause of up to
+//! 1 s, the ceiling doubling with each failed attempt up to 30 s ([`reconnect_pause`]), so
+//! thousands of dashboards dropped at once (a restart, a fail-over) come back spread out
+//! instead of in one storm; every acknowledged (re)subscription is reported as
 //! [`LiveEvent::Connected`], which is the page's cue to re-read what it shows, since changes
 //! made while it was away were not delivered. After "fell behind" (a `CONFLICT` error, then
 //! `complete`) the subscription starts again the same way; after any other error it stays ended.
@@ -442,6 +444,25 @@ fn completed(client: &Shared, id: u32) {
     }
 }
 
+/// The most a reconnection waits, however many attempts failed.
+const RECONNECT_CEILING: Duration = Duration::from_secs(30);
+/// The least: a socket that keeps failing at once does not spin.
+const RECONNECT_FLOOR: Duration = Duration::from_millis(100);
+
+/// How long to wait before reconnection attempt `attempts` (1 for the first), with `random` in
+/// [0, 1): "full jitter" — anywhere up to 1 s doubled per earlier failure, at most 30 s — so the
+/// dashboards a restart dropped together do not all come back in the same instant.
+fn reconnect_pause(attempts: u32, random: f64) -> Duration {
+    let ceiling =
+        Duration::from_secs(1u64 << attempts.saturating_sub(1).min(5)).min(RECONNECT_CEILING);
+    let share = if random.is_finite() {
+        random.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    ceiling.mul_f64(share).max(RECONNECT_FLOOR)
+}
+
 fn schedule_reconnect(client: &Shared) {
     let attempts = {
         let mut c = client.borrow_mut();
@@ -452,7 +473,7 @@ fn schedule_reconnect(client: &Shared) {
         c.attempts += 1;
         c.attempts
     };
-    let pause = Duration::from_millis((500u64 << attempts.min(5)).min(10_000));
+    let pause = reconnect_pause(attempts, js_sys::Math::random());
     let client = client.clone();
     set_timeout(
         move || {
@@ -467,4 +488,28 @@ fn schedule_reconnect(client: &Shared) {
         },
         pause,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reconnection_pauses_are_spread_and_grow_to_a_ceiling() {
+        // The random draw sets where in the window the pause falls.
+        assert_eq!(reconnect_pause(1, 0.5), Duration::from_millis(500));
+        assert_eq!(reconnect_pause(1, 0.999), Duration::from_millis(999));
+        assert_eq!(reconnect_pause(2, 0.5), Duration::from_secs(1));
+        assert_eq!(reconnect_pause(4, 0.5), Duration::from_secs(4));
+        // The window doubles to 30 s and stays there.
+        assert_eq!(reconnect_pause(6, 0.5), Duration::from_secs(15));
+        assert_eq!(reconnect_pause(7, 1.0), RECONNECT_CEILING);
+        assert_eq!(reconnect_pause(u32::MAX, 1.0), RECONNECT_CEILING);
+        // Never less than the floor, even for a draw of zero or a first attempt counted as 0.
+        assert_eq!(reconnect_pause(1, 0.0), RECONNECT_FLOOR);
+        assert_eq!(reconnect_pause(0, 0.0), RECONNECT_FLOOR);
+        // A draw outside [0, 1] is held inside it.
+        assert_eq!(reconnect_pause(1, 7.0), Duration::from_secs(1));
+        assert_eq!(reconnect_pause(1, f64::NAN), RECONNECT_FLOOR);
+    }
 }

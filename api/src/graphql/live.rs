@@ -12,6 +12,7 @@ use super::adopt;
 use super::caller_of;
 use super::queue_change::QueueChange;
 use super::shared::{Serving, Sharing};
+use super::socket::gate::{HandshakeGate, Turn};
 use crate::graphql::error_door::GqlResultExt;
 use crate::live::LiveHub;
 use crate::service::subscriptions::{self, Change};
@@ -24,19 +25,31 @@ pub const STARTS_AT_ONCE: usize = 2;
 /// them [`STARTS_AT_ONCE`] at a time, so it holds that many pooled connections at most: were the
 /// socket closed mid-burst, only those queries are cut off (a connection cut off mid-query is
 /// closed and must be opened again), and everyone else's requests never wait for the pool.
+/// Each start also takes a turn through the instance's handshake gate (`socket/gate.rs`), so
+/// the subscriptions of a reconnect storm's thousands of sockets do not queue for the pool ahead
+/// of a socket signing in now.
 #[derive(Clone)]
-pub struct SubscriptionStarts(Arc<Semaphore>);
+pub struct SubscriptionStarts {
+    per_socket: Arc<Semaphore>,
+    instance: Arc<HandshakeGate>,
+}
 
-impl Default for SubscriptionStarts {
-    fn default() -> Self {
-        Self(Arc::new(Semaphore::new(STARTS_AT_ONCE)))
+impl SubscriptionStarts {
+    /// The gate of a new socket on an instance whose handshake gate is `instance`.
+    pub fn new(instance: Arc<HandshakeGate>) -> Self {
+        Self {
+            per_socket: Arc::new(Semaphore::new(STARTS_AT_ONCE)),
+            instance,
+        }
     }
 }
 
-/// A turn to start a subscription, when the connection has a gate.
-async fn turn_to_start(ctx: &Context<'_>) -> Option<OwnedSemaphorePermit> {
+/// A turn to start a subscription, when the connection has a gate: its socket's, then the
+/// instance's.
+async fn turn_to_start(ctx: &Context<'_>) -> Option<(OwnedSemaphorePermit, Turn)> {
     let gate = ctx.data_opt::<SubscriptionStarts>()?;
-    gate.0.clone().acquire_owned().await.ok()
+    let per_socket = gate.per_socket.clone().acquire_owned().await.ok()?;
+    Some((per_socket, gate.instance.turn().await))
 }
 
 /// Live subscriptions.

@@ -28,6 +28,7 @@
 //! removes the operation from the state machine at once, so a hand-over that comes later is
 //! dropped and never served.
 
+pub mod gate;
 pub mod protocol;
 
 use std::collections::HashMap;
@@ -51,8 +52,9 @@ use super::GraphqlEndpoint;
 use super::adopt::{Adoptions, Served, Ticket};
 use super::live::SubscriptionStarts;
 use crate::admission::OpenSlot;
-use crate::auth::{Caller, ClientAddress, OriginCheck, bearer_token, resolve_caller};
+use crate::auth::{Caller, ClientAddress, OriginCheck, bearer_token, cookie_token, resolve_caller};
 use crate::service::sessions::{self, Lookup};
+use gate::HandshakeGate;
 use protocol::{AT_CAPACITY, InitRefusal, Input, Protocol, Step};
 
 /// The subprotocol askloop speaks.
@@ -87,11 +89,22 @@ pub async fn upgrade(
             .into_response();
     }
     let limits = state.config.live;
+    // A credential is looked up in its turn through the handshake gate, so a reconnect storm's
+    // thousands of lookups cannot keep a socket opened now waiting behind all of them.
+    let turn = if bearer_token(&headers).is_some() || cookie_token(&headers).is_some() {
+        match tokio::time::timeout(HANDSHAKE_WAIT, state.handshake_gate.turn()).await {
+            Ok(turn) => Some(turn),
+            Err(_) => return busy(),
+        }
+    } else {
+        None
+    };
     let upgrade_caller =
         match resolve_caller(&headers, &state.db, &state.config, chrono::Utc::now()).await {
             Ok(caller) if caller.origin == OriginCheck::Same || !caller.via_cookie => caller,
             _ => Caller::default(),
         };
+    drop(turn);
     let signed_in = upgrade_caller.viewer.is_some();
     // An anonymous upgrade passes its address's bounds first, answered before any upgrade: a
     // flood from one address costs a status line each, and nobody else's place.
@@ -178,6 +191,20 @@ pub async fn upgrade(
     }
 }
 
+/// How long an upgrade waits for its turn through the handshake gate before it is told to come
+/// back (`503`, `Retry-After: 1`).
+const HANDSHAKE_WAIT: Duration = Duration::from_secs(20);
+
+/// `503` with `Retry-After: 1`: too many sockets are signing in at once.
+fn busy() -> HttpResponse {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, HeaderValue::from_static("1"))],
+        "too many websockets are signing in at once; try again shortly",
+    )
+        .into_response()
+}
+
 /// 429 with `Retry-After` (whole seconds, at least one), before any upgrade.
 fn too_many(wait: Duration, why: &'static str) -> HttpResponse {
     let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
@@ -251,9 +278,10 @@ struct Accepted {
 /// Boxed: it is kept beside the socket only while it is being decided.
 fn decide_init(
     db: Db,
+    gate: Arc<HandshakeGate>,
     payload: serde_json::Value,
     upgrade_caller: Caller,
-) -> BoxFuture<'static, Result<Accepted, &'static str>> {
+) -> BoxFuture<'static, Result<Accepted, (InitRefusal, &'static str)>> {
     async move {
         let token = payload
             .get("token")
@@ -265,15 +293,22 @@ fn decide_init(
                     caller: upgrade_caller,
                     held: None,
                 }),
-                None => Err("sign in first"),
+                None => Err((InitRefusal::Forbidden, "sign in first")),
             };
+        };
+        let Ok(turn) = tokio::time::timeout(HANDSHAKE_WAIT, gate.turn()).await else {
+            return Err((
+                InitRefusal::AtCapacity,
+                "too many websockets are signing in at once; try again shortly",
+            ));
         };
         let resolved = sessions::resolve(&db, &token, chrono::Utc::now(), Lookup::Use)
             .await
             .ok()
             .flatten();
+        drop(turn);
         let Some((viewer, credential)) = resolved else {
-            return Err("that token is not valid");
+            return Err((InitRefusal::Forbidden, "that token is not valid"));
         };
         Ok(Accepted {
             held: Some(Held {
@@ -477,7 +512,7 @@ struct Connection {
     /// The subscriptions its resolvers hand over, once initialised.
     adoptions: Option<Adoptions>,
     /// The `connection_init` being decided.
-    init: Option<BoxFuture<'static, Result<Accepted, &'static str>>>,
+    init: Option<BoxFuture<'static, Result<Accepted, (InitRefusal, &'static str)>>>,
 }
 
 impl Connection {
@@ -489,7 +524,12 @@ impl Connection {
             Step::Close(code, reason) => Then::Close(code, reason),
             Step::Init(payload) => {
                 let caller = socket.upgrade_caller.take().unwrap_or_default();
-                self.init = Some(decide_init(socket.state.db.clone(), payload, caller));
+                self.init = Some(decide_init(
+                    socket.state.db.clone(),
+                    socket.state.handshake_gate.clone(),
+                    payload,
+                    caller,
+                ));
                 Then::Go
             }
             Step::Start {
@@ -550,7 +590,7 @@ impl Connection {
         if let Some(held) = accepted.held {
             *socket.credential = Some(held);
         }
-        let starts = SubscriptionStarts::default();
+        let starts = SubscriptionStarts::new(socket.state.handshake_gate.clone());
         // The data of one-shot runs (`adopt`) is the same, less the hand-overs: they hold it.
         let mut session = Data::default();
         session.insert(accepted.caller.clone());
@@ -678,9 +718,9 @@ async fn run(socket: Socket) {
                 connection.init = None;
                 match decided {
                     Ok(accepted) => connection.accepted(accepted, &mut side),
-                    Err(why) => connection
+                    Err((refusal, why)) => connection
                         .protocol
-                        .step(Input::InitRefused(InitRefusal::Forbidden, why)),
+                        .step(Input::InitRefused(refusal, why)),
                 }
             }
             event = connection.operations.next(), if !connection.operations.0.is_empty() => match event {

@@ -62,3 +62,65 @@ pub fn askloop_binary() -> anyhow::Result<PathBuf> {
     );
     Ok(binary)
 }
+
+/// askloop serving in a process of its own (`askloop serve` on a free port of 127.0.0.1), so a
+/// tool's load and the server do not share a runtime or an allocator; killed when dropped.
+pub struct Server {
+    child: std::process::Child,
+    /// Where it serves: `http://127.0.0.1:<port>`.
+    pub base: String,
+}
+
+impl Server {
+    /// Start the `askloop` binary built beside this tool on `database_url` (already migrated or
+    /// not), signing agents' requests with `secret`, with `env` set as well; returns once it says
+    /// where it serves. Every client of a tool connects from 127.0.0.1, so the cap on
+    /// connections from one address is lifted.
+    pub fn start(database_url: &str, secret: &str, env: &[(&str, &str)]) -> anyhow::Result<Self> {
+        use std::io::{BufRead, BufReader};
+        use std::process::{Command, Stdio};
+        let mut command = Command::new(askloop_binary()?);
+        command
+            .arg("serve")
+            .env("DATABASE_URL", database_url)
+            .env("CHOVY_SIGNING_SECRET", secret)
+            .env("ASKLOOP_BIND", "127.0.0.1:0")
+            .env("ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS", "1000000")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn()?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("askloop's output cannot be read"))?;
+        let mut lines = BufReader::new(stdout).lines();
+        let base = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|l| l.strip_prefix("askloop is serving on ").map(str::to_owned));
+        let Some(base) = base else {
+            let _ = child.kill();
+            let _ = child.wait();
+            anyhow::bail!("askloop did not start");
+        };
+        // Whatever it prints later is read and dropped, so it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Ok(Self { child, base })
+    }
+
+    /// The server's process id (its memory is read from /proc).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

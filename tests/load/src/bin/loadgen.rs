@@ -1,12 +1,15 @@
 //! `loadgen`: post N signed questions with concurrency C, report throughput and p50/p99,
-//! and the same number of plain inserts through the database driver (the floor under any web
-//! layer). With `--rate R` it runs open loop instead: request i is sent at start + i/R whatever
+//! and the same number of plain inserts through the database driver at the same concurrency, one
+//! row per transaction, twice: into the live `agent_questions` table with all its indexes
+//! (`driver`), and into a bare table of the same columns with no index at all (`bare`, the floor
+//! under any web layer). With `--rate R` it runs open loop instead: request i is sent at start + i/R whatever
 //! the earlier ones are doing, and its latency counts from that scheduled time, so a stall shows
 //! in every request that waited behind it. With `--similar` every question asks for similar
 //! knowledge (`"similar": true`), its title and text drawn from the vocabulary of
 //! `askloop_load::knowledge_seed`, and the niche first holds `--entries` verified entries of the
-//! same words, so each intake also searches them. It starts its own askloop on a free port
-//! against DATABASE_URL.
+//! same words, so each intake also searches them. askloop runs in a process of its own (the
+//! release `askloop` binary beside this one, `askloop serve` on a free port) against
+//! DATABASE_URL, so the load and the server share neither a runtime nor an allocator.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,12 +22,12 @@ use sea_orm::{DatabaseConnection, DbBackend};
 use serde_json::json;
 
 use askloop::config::Config;
-use askloop::domain::signing::{SIGNATURE_HEADER, SigningKeys};
+use askloop::domain::signing::SIGNATURE_HEADER;
 use askloop::domain::slug::Slug;
 use askloop::service::accounts::new_token;
 use askloop::service::audit::Actor;
 use askloop::service::niches::{NewNiche, create_niche};
-use askloop::startup::{self, Application};
+use askloop::startup;
 use askloop_load::knowledge_seed::{self, Rng, Vocabulary};
 
 #[global_allocator]
@@ -45,7 +48,7 @@ struct LoadgenArgs {
     /// How many requests in flight at once.
     #[arg(long, short = 'c', default_value_t = 32)]
     concurrency: usize,
-    /// Skip the plain driver inserts.
+    /// Skip the plain driver inserts (both floors).
     #[arg(long)]
     no_baseline: bool,
     /// Open loop: offer this many requests per second (on a schedule) instead of keeping C in
@@ -118,14 +121,10 @@ impl Report {
 }
 
 /// Run the load generator.
-async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
+async fn run(config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.requests > 0, "--requests must be at least 1");
     anyhow::ensure!(args.concurrency > 0, "--concurrency must be at least 1");
     let secret = new_token("");
-    config.signing = SigningKeys::new(Some(secret.clone()), None);
-    config.bind = "127.0.0.1:0".parse()?;
-    // Every client of this run connects from 127.0.0.1: one address, whatever the concurrency.
-    config.connections.max_per_address = 1_000_000;
     let db = startup::connect_and_migrate(&config).await?;
     // The baseline writes straight through the driver on a pool of its own, as large as the
     // server's (askloop's readers refuse to write, and its writer is one connection).
@@ -185,15 +184,8 @@ async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
     };
     let similar = args.similar.then_some(args.entries);
 
-    let app = Application::build_with(config, db.clone()).await?;
-    let url = format!(
-        "http://{}/api/v1/internal/expert-questions",
-        app.local_addr()
-    );
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until(async {
-        let _ = stop_rx.await;
-    }));
+    let server = askloop_load::Server::start(&config.database_url, &secret, &[])?;
+    let url = format!("{}/api/v1/internal/expert-questions", server.base);
 
     if let Some(rate) = args.rate {
         let mut open = offer_questions(
@@ -207,8 +199,6 @@ async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
         )
         .await?;
         open.print(backend, rate as usize, similar);
-        let _ = stop_tx.send(());
-        server.await??;
         return Ok(());
     }
     let mut intake = post_questions(
@@ -221,12 +211,15 @@ async fn run(mut config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
     )
     .await?;
     intake.print(backend, args.concurrency, similar);
+    // The floors are measured with askloop stopped, so the driver has the machine to itself.
+    drop(server);
     if !args.no_baseline {
-        let mut driver = driver_inserts(&driver_db, &run_id, &args).await?;
+        let mut driver = driver_inserts(&driver_db, &run_id, &args, Floor::Live).await?;
         driver.print(backend, args.concurrency, None);
+        create_bare_table(&driver_db).await?;
+        let mut bare = driver_inserts(&driver_db, &run_id, &args, Floor::Bare).await?;
+        bare.print(backend, args.concurrency, None);
     }
-    let _ = stop_tx.send(());
-    server.await??;
     Ok(())
 }
 
@@ -409,6 +402,7 @@ async fn driver_inserts(
     db: &DatabaseConnection,
     run_id: &str,
     args: &LoadgenArgs,
+    floor: Floor,
 ) -> anyhow::Result<Report> {
     let niche_id: i64 = {
         use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
@@ -434,7 +428,7 @@ async fn driver_inserts(
                     break;
                 }
                 let sent = Instant::now();
-                let ok = plain_insert(&db, niche_id, &format!("{run_id}-driver-{i}")).await;
+                let ok = plain_insert(&db, floor, niche_id, &format!("{run_id}-driver-{i}")).await;
                 latencies.push(sent.elapsed());
                 if ok.is_err() {
                     failures += 1;
@@ -444,7 +438,10 @@ async fn driver_inserts(
         }));
     }
     let mut report = Report {
-        label: "driver",
+        label: match floor {
+            Floor::Live => "driver",
+            Floor::Bare => "bare",
+        },
         count: args.requests,
         failures: 0,
         elapsed: Duration::ZERO,
@@ -460,21 +457,75 @@ async fn driver_inserts(
     Ok(report)
 }
 
+/// Which table the plain inserts go to.
+#[derive(Debug, Clone, Copy)]
+enum Floor {
+    /// `agent_questions`, with every index askloop keeps on it.
+    Live,
+    /// [`BARE_TABLE`]: the same columns, no index, no key, no constraint.
+    Bare,
+}
+
+/// The table of the bare floor.
+const BARE_TABLE: &str = "loadgen_bare_floor";
+
+/// Create (afresh) the bare floor's table: `agent_questions`' columns as the plain inserts fill
+/// them, and nothing else — no primary key, no index, no constraint.
+async fn create_bare_table(db: &DatabaseConnection) -> anyhow::Result<()> {
+    let json = match db.get_database_backend() {
+        DbBackend::Postgres => "json",
+        _ => "text",
+    };
+    let timestamp = match db.get_database_backend() {
+        DbBackend::Postgres => "timestamptz",
+        _ => "text",
+    };
+    let statements = [
+        format!("DROP TABLE IF EXISTS {BARE_TABLE}"),
+        format!(
+            "CREATE TABLE {BARE_TABLE} (niche_id bigint, external_id text, title text, \
+             question text, context text, options {json}, urgency text, related_resource_ids \
+             {json}, status text, bounty_minor bigint, expires_at {timestamp}, created_at \
+             {timestamp}, updated_at {timestamp})"
+        ),
+    ];
+    for sql in statements {
+        match db.get_database_backend() {
+            DbBackend::Postgres => {
+                sea_orm::sqlx::query(sea_orm::sqlx::AssertSqlSafe(sql))
+                    .execute(db.get_postgres_connection_pool())
+                    .await?;
+            }
+            _ => {
+                sea_orm::sqlx::query(sea_orm::sqlx::AssertSqlSafe(sql))
+                    .execute(db.get_sqlite_connection_pool())
+                    .await?;
+            }
+        }
+    }
+    Ok(())
+}
+
 async fn plain_insert(
     db: &DatabaseConnection,
+    floor: Floor,
     niche_id: i64,
     external_id: &str,
 ) -> anyhow::Result<()> {
+    let table = match floor {
+        Floor::Live => "agent_questions",
+        Floor::Bare => BARE_TABLE,
+    };
     let now = Utc::now();
     let expires = now + chrono::Duration::days(7);
     let options = r#"[{"id":"a","label":"A"},{"id":"b","label":"B"}]"#;
     match db.get_database_backend() {
         DbBackend::Postgres => {
-            sea_orm::sqlx::query(
-                "INSERT INTO agent_questions (niche_id, external_id, title, question, context, options, \
+            sea_orm::sqlx::query(sea_orm::sqlx::AssertSqlSafe(format!(
+                "INSERT INTO {table} (niche_id, external_id, title, question, context, options, \
                  urgency, related_resource_ids, status, bounty_minor, expires_at, created_at, updated_at) \
                  VALUES ($1, $2, 'Load question', 'Which?', 'Source A', $3::json, 'normal', '[]'::json, 'open', 0, $4, $5, $5)",
-            )
+            )))
             .bind(niche_id)
             .bind(external_id)
             .bind(options)
@@ -484,11 +535,11 @@ async fn plain_insert(
             .await?;
         }
         _ => {
-            sea_orm::sqlx::query(
-                "INSERT INTO agent_questions (niche_id, external_id, title, question, context, options, \
+            sea_orm::sqlx::query(sea_orm::sqlx::AssertSqlSafe(format!(
+                "INSERT INTO {table} (niche_id, external_id, title, question, context, options, \
                  urgency, related_resource_ids, status, bounty_minor, expires_at, created_at, updated_at) \
                  VALUES (?, ?, 'Load question', 'Which?', 'Source A', ?, 'normal', '[]', 'open', 0, ?, ?, ?)",
-            )
+            )))
             .bind(niche_id)
             .bind(external_id)
             .bind(options)
