@@ -140,10 +140,7 @@ fn sqlite_options(url: &str, max: u32, min: u32, query_only: bool) -> ConnectOpt
                 // Pages are read from the file's mapping (the OS's cache, shared by every
                 // connection) instead of being copied into each connection's own cache of 2 MiB
                 // with a system call per page: a search reads its index's pages over and over.
-                .pragma(
-                    "mmap_size",
-                    std::env::var("XMMAP").unwrap_or_else(|_| SQLITE_MMAP_BYTES.to_string()),
-                );
+                .pragma("mmap_size", SQLITE_MMAP_BYTES.to_string());
             if query_only {
                 opts.pragma("query_only", "ON")
             } else {

@@ -206,14 +206,17 @@ pub fn subscribe<Q: GraphQLQuery + 'static>(
     on_cleanup(move || live.unsubscribe(id));
 }
 
-fn socket_url() -> String {
+/// The socket's address; a reconnection says so (`?reconnect=1`): when thousands of dashboards
+/// reconnect at once, askloop serves sockets opened for the first time ahead of them.
+fn socket_url(reconnecting: bool) -> String {
     let location = window().location();
     let scheme = match location.protocol().as_deref() {
         Ok("https:") => "wss",
         _ => "ws",
     };
     let host = location.host().unwrap_or_default();
-    format!("{scheme}://{host}/graphql/ws")
+    let query = if reconnecting { "?reconnect=1" } else { "" };
+    format!("{scheme}://{host}/graphql/ws{query}")
 }
 
 fn send(socket: &WebSocket, message: &Value) {
@@ -301,7 +304,9 @@ fn close_quietly(c: &mut Client) {
 }
 
 fn connect(client: &Shared) {
-    let Ok(socket) = WebSocket::new_with_str(&socket_url(), "graphql-transport-ws") else {
+    let reconnecting = client.borrow().attempts > 0;
+    let Ok(socket) = WebSocket::new_with_str(&socket_url(reconnecting), "graphql-transport-ws")
+    else {
         schedule_reconnect(client);
         return;
     };

@@ -67,7 +67,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("build-web") => build_web().map(|_| ()),
-        Some("run") => build_web().and_then(|_| run(&args[1..])),
+        Some("run") => run(&args[1..]),
         Some("layers") => layers::run(&workspace_root()),
         Some("test") => {
             let options = test_options(&args[1..]);
@@ -75,7 +75,9 @@ fn main() -> ExitCode {
                 .and_then(|()| {
                     ensure_test_packages(options.install_deps, Needs::tests(options.fuzz))
                 })
-                .and_then(|()| build_web())
+                .and_then(|()| {
+                    build_web_beside(binaries(), "building the askloop binary and the examples")
+                })
                 .and_then(|_| AXE_CORE.install(&target_dir()).map(|_| ()))
                 .and_then(|()| STANDARD_WEBHOOKS.install(&target_dir()).map(|_| ()))
                 .and_then(|()| MCP_SDK.install(&target_dir()).map(|_| ()))
@@ -154,6 +156,8 @@ fn ensure_wasm_target() -> anyhow::Result<()> {
 fn build_web() -> anyhow::Result<PathBuf> {
     ensure_wasm_target()?;
     let root = workspace_root();
+    let target_dir = target_dir();
+    let web_target = target_dir.join("web");
     let mut build = cargo();
     build.args([
         "build",
@@ -163,11 +167,12 @@ fn build_web() -> anyhow::Result<PathBuf> {
         "web",
         "--target",
         WASM_TARGET,
+        "--target-dir",
     ]);
+    build.arg(&web_target);
     status(build, "building the dashboard")?;
 
-    let target_dir = target_dir();
-    let wasm = target_dir
+    let wasm = web_target
         .join(WASM_TARGET)
         .join("wasm-release")
         .join("web.wasm");
@@ -418,7 +423,30 @@ fn source_stamp(wasm: &Path) -> anyhow::Result<String> {
     Ok(format!("{} {modified}", meta.len()))
 }
 
+/// Build the dashboard while `other` (a cargo build of the server side) runs beside it: askloop
+/// reads the dashboard from `web/dist` when it serves, so neither build waits for the other, and
+/// the second core, idle while the server's biggest crate is compiled alone, builds the wasm.
+/// The wasm is built in a target folder of its own (`target/web`), so the two cargo processes
+/// never wait for each other's lock.
+fn build_web_beside(mut other: Command, what: &str) -> anyhow::Result<()> {
+    let mut running = other
+        .spawn()
+        .with_context(|| format!("cannot start {what}"))?;
+    let web = build_web();
+    let other = running
+        .wait()
+        .with_context(|| format!("waiting for {what}"))?;
+    web?;
+    if !other.success() {
+        bail!("{what} failed ({other})");
+    }
+    Ok(())
+}
+
 fn run(args: &[String]) -> anyhow::Result<()> {
+    let mut server = cargo();
+    server.args(["build", "--release", "--package", "askloop", "--bins"]);
+    build_web_beside(server, "building askloop")?;
     let mut serve = cargo();
     serve.args(["run", "--release", "--package", "askloop", "--", "serve"]);
     serve.args(args.iter().filter(|a| a.as_str() != "--"));
@@ -606,7 +634,8 @@ fn test_database_url() -> Option<String> {
 /// only test harnesses (an example too, under `--all-targets`), so build the programs first —
 /// over the same packages as the tests, so that features unify the same way and every
 /// dependency is compiled once for both.
-fn build_binaries() -> anyhow::Result<()> {
+/// The build of the binaries and examples the tests run (the dev profile).
+fn binaries() -> Command {
     let mut binary = cargo();
     binary.args([
         "build",
@@ -616,11 +645,14 @@ fn build_binaries() -> anyhow::Result<()> {
         "--bins",
         "--examples",
     ]);
-    status(binary, "building the askloop binary and the examples")
+    binary
+}
+
+fn build_binaries() -> anyhow::Result<()> {
+    status(binaries(), "building the askloop binary and the examples")
 }
 
 fn test(options: &TestOptions) -> anyhow::Result<()> {
-    build_binaries()?;
     let args = &options.cargo_test;
     let mut tests = cargo();
     if let Some(url) = test_database_url() {

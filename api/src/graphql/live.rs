@@ -12,7 +12,7 @@ use super::adopt;
 use super::caller_of;
 use super::queue_change::QueueChange;
 use super::shared::{Serving, Sharing};
-use super::socket::gate::{HandshakeGate, Turn};
+use super::socket::gate::{Class, HandshakeGate, Turn};
 use crate::graphql::error_door::GqlResultExt;
 use crate::live::LiveHub;
 use crate::service::subscriptions::{self, Change};
@@ -32,14 +32,16 @@ pub const STARTS_AT_ONCE: usize = 2;
 pub struct SubscriptionStarts {
     per_socket: Arc<Semaphore>,
     instance: Arc<HandshakeGate>,
+    class: Class,
 }
 
 impl SubscriptionStarts {
-    /// The gate of a new socket on an instance whose handshake gate is `instance`.
-    pub fn new(instance: Arc<HandshakeGate>) -> Self {
+    /// The gate of a new socket of `class` on an instance whose handshake gate is `instance`.
+    pub fn new(instance: Arc<HandshakeGate>, class: Class) -> Self {
         Self {
             per_socket: Arc::new(Semaphore::new(STARTS_AT_ONCE)),
             instance,
+            class,
         }
     }
 }
@@ -49,7 +51,7 @@ impl SubscriptionStarts {
 async fn turn_to_start(ctx: &Context<'_>) -> Option<(OwnedSemaphorePermit, Turn)> {
     let gate = ctx.data_opt::<SubscriptionStarts>()?;
     let per_socket = gate.per_socket.clone().acquire_owned().await.ok()?;
-    Some((per_socket, gate.instance.turn().await))
+    Some((per_socket, gate.instance.turn(gate.class).await))
 }
 
 /// Live subscriptions.

@@ -38,8 +38,8 @@ use std::time::Duration;
 
 use crate::db::Db;
 use async_graphql::{Data, Response};
-use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use futures::future::{BoxFuture, OptionFuture};
@@ -54,7 +54,7 @@ use super::live::SubscriptionStarts;
 use crate::admission::OpenSlot;
 use crate::auth::{Caller, ClientAddress, OriginCheck, bearer_token, cookie_token, resolve_caller};
 use crate::service::sessions::{self, Lookup};
-use gate::HandshakeGate;
+use gate::{Class, HandshakeGate};
 use protocol::{AT_CAPACITY, InitRefusal, Input, Protocol, Step};
 
 /// The subprotocol askloop speaks.
@@ -71,6 +71,7 @@ pub async fn upgrade(
     State(state): State<GraphqlEndpoint>,
     client: ClientAddress,
     headers: HeaderMap,
+    RawQuery(query): RawQuery,
     upgrade: WebSocketUpgrade,
 ) -> HttpResponse {
     // The one subprotocol askloop speaks (the legacy `graphql-ws` of subscriptions-transport-ws
@@ -89,10 +90,11 @@ pub async fn upgrade(
             .into_response();
     }
     let limits = state.config.live;
+    let class = class_of(query.as_deref());
     // A credential is looked up in its turn through the handshake gate, so a reconnect storm's
     // thousands of lookups cannot keep a socket opened now waiting behind all of them.
     let turn = if bearer_token(&headers).is_some() || cookie_token(&headers).is_some() {
-        match tokio::time::timeout(HANDSHAKE_WAIT, state.handshake_gate.turn()).await {
+        match tokio::time::timeout(HANDSHAKE_WAIT, state.handshake_gate.turn(class)).await {
             Ok(turn) => Some(turn),
             Err(_) => return busy(),
         }
@@ -179,6 +181,7 @@ pub async fn upgrade(
                 Opened {
                     caller: upgrade_caller,
                     token: upgrade_token,
+                    class,
                 },
                 client,
                 permits,
@@ -222,6 +225,23 @@ struct Opened {
     caller: Caller,
     /// The credential to look up again while the socket is open.
     token: Option<String>,
+    /// Whether it is a reconnection (its turns through the handshake gate come after others').
+    class: Class,
+}
+
+/// A socket whose address says `reconnect=1` (any value but `0`) is a reconnection.
+fn class_of(query: Option<&str>) -> Class {
+    let reconnecting = query.is_some_and(|query| {
+        query.split('&').any(|pair| match pair.split_once('=') {
+            Some((key, value)) => key == "reconnect" && value != "0",
+            None => pair == "reconnect",
+        })
+    });
+    if reconnecting {
+        Class::Reconnection
+    } else {
+        Class::First
+    }
 }
 
 type Sink = futures::stream::SplitSink<WebSocket, Message>;
@@ -278,7 +298,7 @@ struct Accepted {
 /// Boxed: it is kept beside the socket only while it is being decided.
 fn decide_init(
     db: Db,
-    gate: Arc<HandshakeGate>,
+    (gate, class): (Arc<HandshakeGate>, Class),
     payload: serde_json::Value,
     upgrade_caller: Caller,
 ) -> BoxFuture<'static, Result<Accepted, (InitRefusal, &'static str)>> {
@@ -296,7 +316,7 @@ fn decide_init(
                 None => Err((InitRefusal::Forbidden, "sign in first")),
             };
         };
-        let Ok(turn) = tokio::time::timeout(HANDSHAKE_WAIT, gate.turn()).await else {
+        let Ok(turn) = tokio::time::timeout(HANDSHAKE_WAIT, gate.turn(class)).await else {
             return Err((
                 InitRefusal::AtCapacity,
                 "too many websockets are signing in at once; try again shortly",
@@ -459,6 +479,7 @@ struct Socket {
     upgrade_caller: Option<Caller>,
     credential: Option<Held>,
     client: ClientAddress,
+    class: Class,
     permits: Permits,
     state: GraphqlEndpoint,
 }
@@ -477,7 +498,11 @@ fn serve(
     // The token the connection was opened with, and whose it is, checked again now and then
     // and whenever one of its owner's credentials ends here: a socket ends with its session or
     // key.
-    let Opened { caller, token } = opened;
+    let Opened {
+        caller,
+        token,
+        class,
+    } = opened;
     let credential = token
         .zip(caller.viewer.as_ref().map(|viewer| viewer.user_id))
         .map(|(token, user_id)| Held { token, user_id });
@@ -487,6 +512,7 @@ fn serve(
         upgrade_caller: Some(caller),
         credential,
         client,
+        class,
         permits,
         state,
     })
@@ -526,7 +552,7 @@ impl Connection {
                 let caller = socket.upgrade_caller.take().unwrap_or_default();
                 self.init = Some(decide_init(
                     socket.state.db.clone(),
-                    socket.state.handshake_gate.clone(),
+                    (socket.state.handshake_gate.clone(), socket.class),
                     payload,
                     caller,
                 ));
@@ -590,7 +616,7 @@ impl Connection {
         if let Some(held) = accepted.held {
             *socket.credential = Some(held);
         }
-        let starts = SubscriptionStarts::new(socket.state.handshake_gate.clone());
+        let starts = SubscriptionStarts::new(socket.state.handshake_gate.clone(), socket.class);
         // The data of one-shot runs (`adopt`) is the same, less the hand-overs: they hold it.
         let mut session = Data::default();
         session.insert(accepted.caller.clone());
@@ -657,6 +683,7 @@ struct SocketSide<'a> {
     credential: &'a mut Option<Held>,
     permits: &'a mut Permits,
     client: ClientAddress,
+    class: Class,
 }
 
 async fn run(socket: Socket) {
@@ -666,6 +693,7 @@ async fn run(socket: Socket) {
         mut upgrade_caller,
         mut credential,
         client,
+        class,
         mut permits,
         state,
     } = socket;
@@ -698,6 +726,7 @@ async fn run(socket: Socket) {
             credential: &mut credential,
             permits: &mut permits,
             client,
+            class,
         };
         let step = tokio::select! {
             message = incoming.next() => {
@@ -799,6 +828,7 @@ async fn run(socket: Socket) {
                 credential: &mut credential,
                 permits: &mut permits,
                 client,
+                class,
             };
             match connection.carry_out(next, &mut side) {
                 Then::Go => {}
@@ -839,4 +869,24 @@ async fn run(socket: Socket) {
 /// The credential held in `credential`, if any: its token and owner.
 fn held(credential: &Option<Held>) -> Option<(String, i64)> {
     credential.as_ref().map(|h| (h.token.clone(), h.user_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_is_a_reconnection_only_when_its_address_says_so() {
+        for query in [
+            None,
+            Some(""),
+            Some("reconnect=0"),
+            Some("reconnected=1&x=2"),
+        ] {
+            assert_eq!(class_of(query), Class::First, "{query:?}");
+        }
+        for query in ["reconnect=1", "reconnect", "a=b&reconnect=yes"] {
+            assert_eq!(class_of(Some(query)), Class::Reconnection, "{query}");
+        }
+    }
 }

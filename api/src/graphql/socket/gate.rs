@@ -12,6 +12,14 @@
 //! ("adaptive LIFO"): the socket that just arrived is acknowledged at once, and the storm's
 //! backlog is still worked through at the same rate behind it (each of those clients is already
 //! waiting; a few more moments cost it little). The wait is bounded by the caller.
+//!
+//! While the storm is still arriving, newest-first alone would let every later reconnection
+//! pass a socket opened a moment before. So a socket says when it is a reconnection (the
+//! dashboard adds `?reconnect=1` to the address when it comes back after a drop): waiting
+//! sockets opened for the first time ([`Class::First`]) are served before waiting
+//! reconnections, each line in the order above. Someone opening the dashboard during a storm is
+//! served at once; the dashboards coming back, already retrying on their own, wait a little
+//! more.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -26,6 +34,15 @@ pub const HANDSHAKES_AT_ONCE: usize = 64;
 /// newest first.
 pub const OVERLOADED_AFTER: Duration = Duration::from_millis(50);
 
+/// Whose turn comes first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// A socket opened for the first time (or a client that does not say).
+    First,
+    /// A socket coming back after its connection dropped.
+    Reconnection,
+}
+
 /// The gate (one per instance).
 #[derive(Debug)]
 pub struct HandshakeGate {
@@ -37,8 +54,10 @@ pub struct HandshakeGate {
 struct GateState {
     /// Turns free now.
     free: usize,
-    /// Who waits, oldest first.
-    waiting: VecDeque<Waiter>,
+    /// Sockets opened for the first time that wait, oldest first.
+    first: VecDeque<Waiter>,
+    /// Reconnections that wait, oldest first.
+    reconnections: VecDeque<Waiter>,
 }
 
 #[derive(Debug)]
@@ -68,7 +87,8 @@ impl HandshakeGate {
         Arc::new(Self {
             state: Mutex::new(GateState {
                 free: at_once.max(1),
-                waiting: VecDeque::new(),
+                first: VecDeque::new(),
+                reconnections: VecDeque::new(),
             }),
             overloaded_after,
         })
@@ -82,7 +102,7 @@ impl HandshakeGate {
 
     /// Wait for a turn (at once when one is free). Dropping the future gives up the place in
     /// line; a turn handed to it meanwhile goes on to the next waiter.
-    pub async fn turn(self: &Arc<Self>) -> Turn {
+    pub async fn turn(self: &Arc<Self>, class: Class) -> Turn {
         loop {
             let waiting = {
                 let mut state = self.lock();
@@ -93,7 +113,11 @@ impl HandshakeGate {
                     };
                 }
                 let (turn, waiting) = oneshot::channel();
-                state.waiting.push_back(Waiter {
+                let line = match class {
+                    Class::First => &mut state.first,
+                    Class::Reconnection => &mut state.reconnections,
+                };
+                line.push_back(Waiter {
                     since: Instant::now(),
                     turn,
                 });
@@ -109,22 +133,28 @@ impl HandshakeGate {
 
     /// How many wait now.
     pub fn waiting(&self) -> usize {
-        self.lock().waiting.len()
+        let state = self.lock();
+        state.first.len() + state.reconnections.len()
     }
 
-    /// A turn was given back: hand it to the next waiter still there (the oldest, or the
-    /// newest when the gate is overloaded), or keep it free.
+    /// A turn was given back: hand it to the next waiter still there — first-time sockets
+    /// before reconnections, in each line the oldest, or the newest when its oldest has waited
+    /// too long — or keep it free.
     fn hand_on(&self, this: &Arc<Self>) {
         let mut state = self.lock();
         loop {
-            let overloaded = state
-                .waiting
+            let line = if state.first.is_empty() {
+                &mut state.reconnections
+            } else {
+                &mut state.first
+            };
+            let overloaded = line
                 .front()
                 .is_some_and(|oldest| oldest.since.elapsed() > self.overloaded_after);
             let next = if overloaded {
-                state.waiting.pop_back()
+                line.pop_back()
             } else {
-                state.waiting.pop_front()
+                line.pop_front()
             };
             let Some(next) = next else {
                 state.free += 1;
@@ -152,11 +182,11 @@ mod tests {
     #[tokio::test]
     async fn turns_are_limited_and_given_back() {
         let gate = HandshakeGate::new(2, Duration::from_secs(60));
-        let first = gate.turn().await;
-        let second = gate.turn().await;
+        let first = gate.turn(Class::First).await;
+        let second = gate.turn(Class::First).await;
         let third = tokio::spawn({
             let gate = gate.clone();
-            async move { gate.turn().await }
+            async move { gate.turn(Class::First).await }
         });
         while gate.waiting() == 0 {
             tokio::task::yield_now().await;
@@ -168,8 +198,8 @@ mod tests {
             .expect("the third gets the turn the first gave back");
         drop((second, third));
         // Every turn is free again: two at once without waiting.
-        let _a = gate.turn().await;
-        let _b = gate.turn().await;
+        let _a = gate.turn(Class::First).await;
+        let _b = gate.turn(Class::First).await;
         assert_eq!(gate.waiting(), 0);
     }
 
@@ -177,19 +207,21 @@ mod tests {
     async fn queue(
         gate: &Arc<HandshakeGate>,
         n: usize,
+        class: Class,
     ) -> (
         tokio::sync::mpsc::UnboundedReceiver<(usize, Turn)>,
         Vec<tokio::task::JoinHandle<()>>,
     ) {
         let (order, served) = tokio::sync::mpsc::unbounded_channel();
         let mut waiters = Vec::new();
+        let already = gate.waiting();
         for i in 0..n {
             let (gate, order) = (gate.clone(), order.clone());
             waiters.push(tokio::spawn(async move {
-                let turn = gate.turn().await;
+                let turn = gate.turn(class).await;
                 let _ = order.send((i, turn));
             }));
-            while gate.waiting() < i + 1 {
+            while gate.waiting() < already + i + 1 {
                 tokio::task::yield_now().await;
             }
         }
@@ -199,8 +231,8 @@ mod tests {
     #[tokio::test]
     async fn first_come_first_served_while_the_wait_is_short() {
         let gate = HandshakeGate::new(1, Duration::from_secs(60));
-        let held = gate.turn().await;
-        let (mut served, _waiters) = queue(&gate, 3).await;
+        let held = gate.turn(Class::First).await;
+        let (mut served, _waiters) = queue(&gate, 3, Class::First).await;
         drop(held);
         let mut order = Vec::new();
         for _ in 0..3 {
@@ -214,8 +246,8 @@ mod tests {
     #[tokio::test]
     async fn newest_first_once_the_oldest_has_waited_too_long() {
         let gate = HandshakeGate::new(1, Duration::from_millis(1));
-        let held = gate.turn().await;
-        let (mut served, _waiters) = queue(&gate, 3).await;
+        let held = gate.turn(Class::First).await;
+        let (mut served, _waiters) = queue(&gate, 3, Class::First).await;
         tokio::time::sleep(Duration::from_millis(5)).await;
         drop(held);
         let (i, turn) = served.recv().await.expect("served");
@@ -234,8 +266,8 @@ mod tests {
     #[tokio::test]
     async fn a_waiter_that_gave_up_passes_its_turn_on() {
         let gate = HandshakeGate::new(1, Duration::from_secs(60));
-        let held = gate.turn().await;
-        let (mut served, waiters) = queue(&gate, 2).await;
+        let held = gate.turn(Class::First).await;
+        let (mut served, waiters) = queue(&gate, 2, Class::First).await;
         // The first in line goes away before its turn comes.
         waiters[0].abort();
         let _ = tokio::time::timeout(Duration::from_secs(5), async {
@@ -249,8 +281,28 @@ mod tests {
         assert_eq!(i, 1);
         drop(turn);
         // Nothing leaked: the turn is free again.
-        let _again = tokio::time::timeout(Duration::from_secs(5), gate.turn())
+        let _again = tokio::time::timeout(Duration::from_secs(5), gate.turn(Class::First))
             .await
             .expect("a free turn");
+    }
+
+    #[tokio::test]
+    async fn a_first_socket_goes_before_waiting_reconnections() {
+        let gate = HandshakeGate::new(1, Duration::from_secs(60));
+        let held = gate.turn(Class::First).await;
+        let (mut reconnections, _r) = queue(&gate, 2, Class::Reconnection).await;
+        let (mut first, _f) = queue(&gate, 1, Class::First).await;
+        drop(held);
+        let (i, turn) = first
+            .recv()
+            .await
+            .expect("the first-time socket is served first");
+        assert_eq!(i, 0);
+        drop(turn);
+        let (i, turn) = reconnections.recv().await.expect("then the reconnections");
+        assert_eq!(i, 0);
+        drop(turn);
+        let (i, _turn) = reconnections.recv().await.expect("every one of them");
+        assert_eq!(i, 1);
     }
 }

@@ -5,8 +5,9 @@
 //!
 //! Subscribers connect `--in-flight` at a time (256, a client pool's bound), or with `--storm`
 //! all at the same moment, as dashboards do when an instance restarts or a load balancer fails
-//! over: then it also reports how long until every socket was acknowledged, how long one more
-//! signed-in socket opened 200 ms into the storm waited for its `connection_ack`, how many
+//! over (they say they are reconnecting, `?reconnect=1`, as the dashboard does): then it also
+//! reports how long until every socket was acknowledged, how long one more signed-in socket
+//! opened for the first time 200 ms into the storm waited for its `connection_ack`, how many
 //! attempts it took (a failed one is retried after a jittered, growing pause, as the dashboard
 //! does), and the kernel's listen-overflow count before and after.
 //!
@@ -327,10 +328,16 @@ async fn main() -> anyhow::Result<()> {
     let (connected_rss, per_connection_kib, base_rss) = if storm {
         // Every socket at once; the memory per subscriber is then what all of them added to the
         // idle server.
+        // The storm's sockets come back as the dashboard does after a drop, saying so; the
+        // probe below is opened for the first time.
+        let reconnecting = Subscriber {
+            url: format!("{}?reconnect=1", subscriber.url),
+            ..subscriber.clone()
+        };
         let mut opening = tokio::task::JoinSet::new();
         for _ in 0..subscribers {
-            let subscriber = subscriber.clone();
-            opening.spawn(async move { subscriber.open().await.map(|_| ()) });
+            let reconnecting = reconnecting.clone();
+            opening.spawn(async move { reconnecting.open().await.map(|_| ()) });
         }
         // One more operator opens the dashboard while the storm is at its height: from a thread
         // and runtime of its own, as from another machine, so what it waits for is the server,
