@@ -387,8 +387,8 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             let fanout = find(&fanout, "fanout")?;
             let p99 = number(fanout, "p99Ms");
             let (goal, memory) = match subscribers {
-                ..=1_000 => (50.0, 16.0),
-                ..=10_000 => (100.0, 16.0),
+                0..=1_000 => (50.0, 16.0),
+                1_001..=10_000 => (100.0, 16.0),
                 _ => (250.0, 8.0),
             };
             let all = number(fanout, "received") == number(fanout, "expected");

@@ -216,9 +216,9 @@ mod tests {
         let mut waiters = Vec::new();
         let already = gate.waiting();
         for i in 0..n {
-            let (gate, order) = (gate.clone(), order.clone());
+            let (waiter, order) = (gate.clone(), order.clone());
             waiters.push(tokio::spawn(async move {
-                let turn = gate.turn(class).await;
+                let turn = waiter.turn(class).await;
                 let _ = order.send((i, turn));
             }));
             while gate.waiting() < already + i + 1 {
