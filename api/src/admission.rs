@@ -5,14 +5,35 @@
 //! cannot multiply itself by picking fresh addresses from its own network.
 //!
 //! Both are used by the connection layer (`serve.rs`) and the websocket (`graphql/socket.rs`);
-//! what they refuse and with which answer is in `docs/security.md`.
+//! what they refuse and with which answer is in `docs/security.md`. So is the order in which
+//! waiting connections and handshakes are served when more arrive than can be served at once
+//! ([`next_waiting`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::auth::ClientAddress;
+
+/// Take the next of `line` (oldest first) to serve: the oldest, unless it has waited (since
+/// `since` says) longer than `overloaded_after` — then the newest ("adaptive LIFO"). When more
+/// arrive than can be served, the backlog is worked through at the same rate either way, and
+/// whoever arrived just now is served at once instead of after all of it.
+pub fn next_waiting<T>(
+    line: &mut VecDeque<T>,
+    overloaded_after: Duration,
+    since: impl Fn(&T) -> Instant,
+) -> Option<T> {
+    let overloaded = line
+        .front()
+        .is_some_and(|oldest| since(oldest).elapsed() > overloaded_after);
+    if overloaded {
+        line.pop_back()
+    } else {
+        line.pop_front()
+    }
+}
 
 /// Counts what each address holds open, up to a cap per address.
 #[derive(Debug)]
@@ -165,6 +186,26 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waiters_go_oldest_first_until_the_oldest_has_waited_too_long() {
+        let after = Duration::from_millis(50);
+        let now = Instant::now();
+        let mut waiting: VecDeque<(u32, Instant)> = (0..3).map(|n| (n, now)).collect();
+        assert_eq!(
+            next_waiting(&mut waiting, after, |w| w.1).map(|w| w.0),
+            Some(0)
+        );
+        let long_ago = now - after * 2;
+        let mut waiting: VecDeque<(u32, Instant)> = (0..3).map(|n| (n, long_ago)).collect();
+        waiting.push_back((3, now));
+        let order: Vec<u32> = std::iter::from_fn(|| next_waiting(&mut waiting, after, |w| w.1))
+            .map(|w| w.0)
+            .collect();
+        // Overloaded: the newest first, and every one of them still served.
+        assert_eq!(order, [3, 2, 1, 0]);
+        assert!(next_waiting(&mut VecDeque::<(u32, Instant)>::new(), after, |w| w.1).is_none());
+    }
     use std::net::{Ipv4Addr, Ipv6Addr};
 
     fn v4(last: u8) -> ClientAddress {

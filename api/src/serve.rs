@@ -49,7 +49,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use crate::admission::{OpenPerAddress, OpenSlot};
+use crate::admission::{OpenPerAddress, OpenSlot, next_waiting};
 use crate::auth::{ClientAddress, bearer_token, cookie_token};
 use crate::config::ConnectionSettings;
 use crate::domain::signing::SIGNATURE_HEADER;
@@ -184,7 +184,7 @@ pub fn raise_file_limit() {
 /// connections arrive, instead of overflowing (an overflowed handshake is dropped silently and
 /// the client waits out its retransmission). Each admitted connection is then served on the
 /// runtime `serve` was called on, at most [`STARTING_AT_ONCE`] starting at a time, the newest
-/// first when the oldest has waited too long ([`next_to_start`]).
+/// first when the oldest has waited too long ([`next_waiting`]).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -279,7 +279,10 @@ fn accept_loop(listener: std::net::TcpListener, served: &Served, accepting: &Can
                 () = accepting.cancelled() => break,
                 started = served.starting.clone().acquire_owned(), if !waiting.is_empty() => {
                     let Ok(started) = started else { break };
-                    if let Some(next) = next_to_start(&mut waiting) {
+                    // Newest first once the oldest has waited too long: in a reconnect storm a
+                    // connection opened in the middle of it is served at once.
+                    let next = next_waiting(&mut waiting, START_OVERLOADED_AFTER, |a| a.since);
+                    if let Some(next) = next {
                         start(next, StartSlot::holding(started), served);
                     }
                 }
@@ -320,33 +323,6 @@ struct Accepted {
     place: ConnectionPlace,
     reserved: bool,
     since: Instant,
-}
-
-/// Which waiting connection starts next: the oldest, unless it has waited longer than
-/// [`START_OVERLOADED_AFTER`] — then the newest ("adaptive LIFO"). In a reconnect storm the
-/// thousands already waiting are started at the same rate either way, and a connection opened
-/// in the middle of it (someone opening the dashboard now) is served at once instead of after
-/// all of them.
-fn next_to_start<T: Since>(waiting: &mut VecDeque<T>) -> Option<T> {
-    let overloaded = waiting
-        .front()
-        .is_some_and(|oldest| oldest.since().elapsed() > START_OVERLOADED_AFTER);
-    if overloaded {
-        waiting.pop_back()
-    } else {
-        waiting.pop_front()
-    }
-}
-
-/// What has waited since some moment.
-trait Since {
-    fn since(&self) -> Instant;
-}
-
-impl Since for Accepted {
-    fn since(&self) -> Instant {
-        self.since
-    }
 }
 
 /// Hand an accepted connection to the serving runtime (its socket moves to that runtime's
@@ -698,30 +674,6 @@ impl AsyncWrite for Watched {
 mod tests {
     use super::*;
     use std::net::{IpAddr, Ipv4Addr};
-
-    struct Waiter(u32, Instant);
-
-    impl Since for Waiter {
-        fn since(&self) -> Instant {
-            self.1
-        }
-    }
-
-    #[test]
-    fn connections_start_oldest_first_until_the_oldest_has_waited_too_long() {
-        let now = Instant::now();
-        let mut waiting: VecDeque<Waiter> = (0..3).map(|n| Waiter(n, now)).collect();
-        assert_eq!(next_to_start(&mut waiting).map(|w| w.0), Some(0));
-        let long_ago = now - START_OVERLOADED_AFTER * 2;
-        let mut waiting: VecDeque<Waiter> = (0..3).map(|n| Waiter(n, long_ago)).collect();
-        waiting.push_back(Waiter(3, now));
-        let order: Vec<u32> = std::iter::from_fn(|| next_to_start(&mut waiting))
-            .map(|w| w.0)
-            .collect();
-        // Overloaded: the newest first, and every one of them still started.
-        assert_eq!(order, [3, 2, 1, 0]);
-        assert!(next_to_start(&mut VecDeque::<Waiter>::new()).is_none());
-    }
 
     fn from(last: u8) -> ClientAddress {
         ClientAddress::new(IpAddr::V4(Ipv4Addr::new(198, 51, 100, last)))

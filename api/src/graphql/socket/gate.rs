@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use crate::admission::next_waiting;
+
 /// How many sockets do their set-up reads at once.
 pub const HANDSHAKES_AT_ONCE: usize = 64;
 
@@ -148,15 +150,7 @@ impl HandshakeGate {
             } else {
                 &mut state.first
             };
-            let overloaded = line
-                .front()
-                .is_some_and(|oldest| oldest.since.elapsed() > self.overloaded_after);
-            let next = if overloaded {
-                line.pop_back()
-            } else {
-                line.pop_front()
-            };
-            let Some(next) = next else {
+            let Some(next) = next_waiting(line, self.overloaded_after, |w| w.since) else {
                 state.free += 1;
                 return;
             };
