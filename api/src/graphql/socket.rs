@@ -54,7 +54,7 @@ use super::live::SubscriptionStarts;
 use crate::admission::OpenSlot;
 use crate::auth::{Caller, ClientAddress, OriginCheck, bearer_token, cookie_token, resolve_caller};
 use crate::service::sessions::{self, Lookup};
-use gate::{Class, HandshakeGate};
+use gate::{Class, HandshakeGate, Turn};
 use protocol::{AT_CAPACITY, InitRefusal, Input, Protocol, Step};
 
 /// The subprotocol askloop speaks.
@@ -94,9 +94,9 @@ pub async fn upgrade(
     // A credential is looked up in its turn through the handshake gate, so a reconnect storm's
     // thousands of lookups cannot keep a socket opened now waiting behind all of them.
     let turn = if bearer_token(&headers).is_some() || cookie_token(&headers).is_some() {
-        match tokio::time::timeout(HANDSHAKE_WAIT, state.handshake_gate.turn(class)).await {
-            Ok(turn) => Some(turn),
-            Err(_) => return busy(),
+        match turn_within(&state.handshake_gate, class, HANDSHAKE_WAIT).await {
+            Some(turn) => Some(turn),
+            None => return busy(),
         }
     } else {
         None
@@ -198,12 +198,20 @@ pub async fn upgrade(
 /// back (`503`, `Retry-After: 1`).
 const HANDSHAKE_WAIT: Duration = Duration::from_secs(20);
 
+/// Why a socket that waited [`HANDSHAKE_WAIT`] for its turn is told to come back.
+const SIGNING_IN_BUSY: &str = "too many websockets are signing in at once; try again shortly";
+
+/// A turn through the handshake gate within `wait`, or none.
+async fn turn_within(gate: &Arc<HandshakeGate>, class: Class, wait: Duration) -> Option<Turn> {
+    tokio::time::timeout(wait, gate.turn(class)).await.ok()
+}
+
 /// `503` with `Retry-After: 1`: too many sockets are signing in at once.
 fn busy() -> HttpResponse {
     (
         StatusCode::SERVICE_UNAVAILABLE,
         [(header::RETRY_AFTER, HeaderValue::from_static("1"))],
-        "too many websockets are signing in at once; try again shortly",
+        SIGNING_IN_BUSY,
     )
         .into_response()
 }
@@ -316,11 +324,8 @@ fn decide_init(
                 None => Err((InitRefusal::Forbidden, "sign in first")),
             };
         };
-        let Ok(turn) = tokio::time::timeout(HANDSHAKE_WAIT, gate.turn(class)).await else {
-            return Err((
-                InitRefusal::AtCapacity,
-                "too many websockets are signing in at once; try again shortly",
-            ));
+        let Some(turn) = turn_within(&gate, class, HANDSHAKE_WAIT).await else {
+            return Err((InitRefusal::AtCapacity, SIGNING_IN_BUSY));
         };
         let resolved = sessions::resolve(&db, &token, chrono::Utc::now(), Lookup::Use)
             .await
@@ -874,6 +879,33 @@ fn held(credential: &Option<Held>) -> Option<(String, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_handshake_that_waits_too_long_for_its_turn_is_told_to_come_back() {
+        let gate = HandshakeGate::new(1, Duration::from_secs(60));
+        let held = turn_within(&gate, Class::First, Duration::from_millis(10))
+            .await
+            .expect("a free turn is taken at once");
+        assert!(
+            turn_within(&gate, Class::First, Duration::from_millis(20))
+                .await
+                .is_none(),
+            "every turn held: the wait runs out"
+        );
+        // The one that gave up left nothing behind: the turn given back is free again.
+        drop(held);
+        assert!(
+            turn_within(&gate, Class::Reconnection, Duration::from_millis(10))
+                .await
+                .is_some()
+        );
+        let refused = busy();
+        assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            refused.headers().get(header::RETRY_AFTER),
+            Some(&HeaderValue::from_static("1"))
+        );
+    }
 
     #[test]
     fn a_socket_is_a_reconnection_only_when_its_address_says_so() {
