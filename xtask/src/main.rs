@@ -665,11 +665,13 @@ fn test(options: &TestOptions) -> anyhow::Result<()> {
     tests.stdout(std::process::Stdio::piped());
     let mut child = tests.spawn().context("cannot start the tests")?;
     let (mut passed, mut failed) = (0u64, 0u64);
+    let mut failures = Failures::default();
     if let Some(stdout) = child.stdout.take() {
         use std::io::BufRead;
         for line in std::io::BufReader::new(stdout).lines() {
             let line = line.context("reading the test output")?;
             println!("{line}");
+            failures.read(&line);
             if let Some(rest) = line.strip_prefix("test result: ") {
                 passed += count_before(rest, " passed");
                 failed += count_before(rest, " failed");
@@ -679,6 +681,8 @@ fn test(options: &TestOptions) -> anyhow::Result<()> {
     let exit = child.wait().context("waiting for the tests")?;
     let tally = format!("tests: {passed} passed, {failed} failed");
     if !exit.success() {
+        // Each failure's panic again, last: a backtrace can push it out of a log's tail.
+        print!("{}", failures.summary());
         println!("{tally}");
         bail!("the tests failed ({exit})");
     }
@@ -692,6 +696,56 @@ fn test(options: &TestOptions) -> anyhow::Result<()> {
     // One closing line over every test binary, so a reader need not add them up.
     println!("{tally}");
     fuzzed
+}
+
+/// What each failed test printed before its backtrace, gathered from the test output.
+#[derive(Default)]
+struct Failures {
+    /// Each failed test's name and the first lines of what it printed.
+    seen: Vec<(String, Vec<String>)>,
+    /// Whether lines now belong to the last failure (until its backtrace or the next one).
+    reading: bool,
+}
+
+impl Failures {
+    /// The most lines, and characters a line, kept of one failure.
+    const LINES: usize = 8;
+    const CHARS: usize = 400;
+
+    fn read(&mut self, line: &str) {
+        if let Some(name) = line
+            .strip_prefix("---- ")
+            .and_then(|rest| rest.strip_suffix(" stdout ----"))
+        {
+            self.seen.push((name.to_owned(), Vec::new()));
+            self.reading = true;
+            return;
+        }
+        if line.starts_with("stack backtrace:")
+            || line.starts_with("failures:")
+            || line.starts_with("note: run with `RUST_BACKTRACE")
+        {
+            self.reading = false;
+            return;
+        }
+        if let Some((_, lines)) = self.seen.last_mut().filter(|_| self.reading)
+            && lines.len() < Self::LINES
+            && !line.trim().is_empty()
+        {
+            lines.push(line.chars().take(Self::CHARS).collect());
+        }
+    }
+
+    fn summary(&self) -> String {
+        let mut out = String::new();
+        for (name, lines) in &self.seen {
+            out.push_str(&format!("failed: {name}\n"));
+            for line in lines {
+                out.push_str(&format!("    {line}\n"));
+            }
+        }
+        out
+    }
 }
 
 /// The number just before `label` in a `test result:` line (`ok. 12 passed; 0 failed; …`).
@@ -708,8 +762,50 @@ mod tests {
     use std::path::Path;
 
     use super::{
-        MCP_SDK, STANDARD_WEBHOOKS, SWAGGER_PARSER, TestOptions, count_before, test_options,
+        Failures, MCP_SDK, STANDARD_WEBHOOKS, SWAGGER_PARSER, TestOptions, count_before,
+        test_options,
     };
+
+    #[test]
+    fn each_failures_panic_is_repeated_without_its_backtrace() {
+        let mut failures = Failures::default();
+        let long = "x".repeat(1_000);
+        for line in [
+            "test a::b ... ok",
+            "failures:",
+            "",
+            "---- pages::menu stdout ----",
+            "thread 'pages::menu' panicked at tests/suite/pages.rs:12:5:",
+            "timed out waiting for the menu; the page is:",
+            long.as_str(),
+            "stack backtrace:",
+            "   0: std::panicking::begin_panic",
+            "---- money::sum stdout ----",
+            "thread 'money::sum' panicked at tests/suite/money.rs:3:1:",
+            "assertion `left == right` failed",
+            "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
+            "",
+            "failures:",
+            "    pages::menu",
+            "    money::sum",
+        ] {
+            failures.read(line);
+        }
+        let summary = failures.summary();
+        let clipped = "x".repeat(400);
+        assert_eq!(
+            summary,
+            format!(
+                "failed: pages::menu\n    thread 'pages::menu' panicked at tests/suite/pages.rs:12:5:\n    timed out waiting for the menu; the page is:\n    {clipped}\n\
+                 failed: money::sum\n    thread 'money::sum' panicked at tests/suite/money.rs:3:1:\n    assertion `left == right` failed\n"
+            )
+        );
+        assert_eq!(
+            Failures::default().summary(),
+            "",
+            "nothing failed, nothing said"
+        );
+    }
 
     #[test]
     fn an_npm_tool_is_installed_in_a_folder_named_after_its_package() {
