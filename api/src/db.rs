@@ -31,14 +31,6 @@ pub const POSTGRES_CONNECTIONS: u32 = 20;
 pub const ONE_SHOT_CONNECTIONS: u32 = 2;
 /// How much of an SQLite file each connection maps into memory to read (`PRAGMA mmap_size`).
 pub const SQLITE_MMAP_BYTES: u64 = 1 << 30;
-/// How many pages a serving process's SQLite write-ahead log may hold before the writer's own
-/// commit copies them into the database file (`PRAGMA wal_autocheckpoint`; SQLite's default is
-/// 1,000). A serving process checkpoints in the background ([`Db::checkpoint`], every
-/// [`SQLITE_CHECKPOINT_EVERY`]) so that no commit waits for that copy and its `fsync`; this is
-/// the backstop should the background checkpoint fall behind. 16,384 pages of 4 KiB: 64 MiB.
-pub const SQLITE_WRITER_CHECKPOINT_PAGES: u32 = 16_384;
-/// How often a serving process checkpoints its SQLite write-ahead log in the background.
-pub const SQLITE_CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 /// The fewest connections a pool may be given: a write transaction holds one while a read
 /// beside it takes another, so with one the read would wait for the transaction forever.
 pub const MIN_POOL: u32 = 2;
@@ -84,13 +76,8 @@ pub async fn connect(url: &str, size: PoolSize) -> Result<Db, DbErr> {
         let readers = max.max(MIN_POOL) - 1;
         // The writer's pool opens first: it creates the file and switches it to WAL, which a
         // `query_only` connection could not.
-        let checkpoint = match size {
-            PoolSize::Serving(_) => Checkpoint::InTheBackground,
-            PoolSize::OneShot => Checkpoint::OnCommit,
-        };
-        let writes =
-            Database::connect(sqlite_options(url, 1, min, Role::Writer(checkpoint))).await?;
-        let reads = Database::connect(sqlite_options(url, readers, min, Role::Reader)).await?;
+        let writes = Database::connect(sqlite_options(url, 1, min, false)).await?;
+        let reads = Database::connect(sqlite_options(url, readers, min, true)).await?;
         return Ok(Db { reads, writes });
     }
     let (max, min, name) = match size {
@@ -119,13 +106,7 @@ pub async fn connect(url: &str, size: PoolSize) -> Result<Db, DbErr> {
 #[cfg(feature = "test-hooks")]
 pub async fn connect_for_tests(url: &str) -> Result<Db, DbErr> {
     let pool = if is_sqlite(url) {
-        Database::connect(sqlite_options(
-            url,
-            2,
-            0,
-            Role::Writer(Checkpoint::OnCommit),
-        ))
-        .await?
+        Database::connect(sqlite_options(url, 2, 0, false)).await?
     } else {
         Database::connect(postgres_options(url, 2, 0, "askloop-tests", ReadOnly::No)).await?
     };
@@ -139,27 +120,7 @@ fn is_sqlite(url: &str) -> bool {
     url.starts_with("sqlite:")
 }
 
-/// What an SQLite pool's connections do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
-    /// Read only (`PRAGMA query_only`).
-    Reader,
-    /// Write, checkpointing the write-ahead log as said.
-    Writer(Checkpoint),
-}
-
-/// Who copies an SQLite write-ahead log into the database file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Checkpoint {
-    /// The writer's commit, once the log holds SQLite's default 1,000 pages: a command, which
-    /// runs a few statements and exits.
-    OnCommit,
-    /// A serving process's background checkpoint ([`Db::checkpoint`]); the writer's commit
-    /// only past [`SQLITE_WRITER_CHECKPOINT_PAGES`].
-    InTheBackground,
-}
-
-fn sqlite_options(url: &str, max: u32, min: u32, role: Role) -> ConnectOptions {
+fn sqlite_options(url: &str, max: u32, min: u32, query_only: bool) -> ConnectOptions {
     let mut options = ConnectOptions::new(url.to_owned());
     // A file opened in this process cannot hang up: no ping before each use (it would be one
     // more hop to the connection's thread on every query's way).
@@ -180,13 +141,10 @@ fn sqlite_options(url: &str, max: u32, min: u32, role: Role) -> ConnectOptions {
                 // connection) instead of being copied into each connection's own cache of 2 MiB
                 // with a system call per page: a search reads its index's pages over and over.
                 .pragma("mmap_size", SQLITE_MMAP_BYTES.to_string());
-            match role {
-                Role::Reader => opts.pragma("query_only", "ON"),
-                Role::Writer(Checkpoint::OnCommit) => opts,
-                Role::Writer(Checkpoint::InTheBackground) => opts.pragma(
-                    "wal_autocheckpoint",
-                    SQLITE_WRITER_CHECKPOINT_PAGES.to_string(),
-                ),
+            if query_only {
+                opts.pragma("query_only", "ON")
+            } else {
+                opts
             }
         });
     options
@@ -253,27 +211,6 @@ impl Db {
     /// Check that the database answers.
     pub async fn ping(&self) -> Result<(), DbErr> {
         self.reads.ping().await
-    }
-
-    /// Copy what SQLite's write-ahead log holds into the database file, as far as no reader
-    /// still needs it, without waiting for anyone (`PRAGMA wal_checkpoint(PASSIVE)`, on a
-    /// reader's connection: it takes no write lock, so the writer goes on meanwhile). How many
-    /// pages the log held and how many of them are now copied; `None` on PostgreSQL.
-    pub async fn checkpoint(&self) -> Result<Option<(i64, i64)>, DbErr> {
-        if self.get_database_backend() != DbBackend::Sqlite {
-            return Ok(None);
-        }
-        let row = self
-            .reads
-            .query_one_raw(Statement::from_string(
-                DbBackend::Sqlite,
-                "PRAGMA wal_checkpoint(PASSIVE)",
-            ))
-            .await?
-            .ok_or_else(|| DbErr::Custom("the checkpoint answered nothing".into()))?;
-        let log: i64 = row.try_get_by_index(1)?;
-        let copied: i64 = row.try_get_by_index(2)?;
-        Ok(Some((log, copied)))
     }
 
     /// Close its pools.
@@ -734,13 +671,6 @@ pub(crate) mod scratch {
 
     /// The database's file, removed (with its WAL) when dropped.
     pub(crate) struct Scratch(std::path::PathBuf);
-
-    impl Scratch {
-        /// The database's file.
-        pub(crate) fn path(&self) -> &std::path::Path {
-            &self.0
-        }
-    }
 
     impl Drop for Scratch {
         fn drop(&mut self) {

@@ -1,6 +1,5 @@
-//! Background work of a serving askloop: the outbox worker (`delivery`), the expiry sweeper
-//! (`expiry`), the mailer (`mail`) and, on SQLite, the write-ahead log's checkpoint
-//! (`checkpoint`). Assembly starts them with [`spawn`] and stops them by cancelling the token it
+//! Background work of a serving askloop: the outbox worker (`delivery`) and the expiry sweeper
+//! (`expiry`). Assembly starts them with [`spawn`] and stops them by cancelling the token it
 //! passes in; each loop finishes the step it is in (a claimed delivery is sent again by another
 //! worker once its lease runs out if it is cut off).
 
@@ -12,7 +11,6 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::live::ChangeHint;
 
-mod checkpoint;
 mod delivery;
 mod expiry;
 mod lanes;
@@ -29,7 +27,7 @@ pub struct WorkerContext {
     pub hint: ChangeHint,
 }
 
-/// Start the expiry sweeper, the delivery worker, the mailer and the checkpoint; all stop when `stop` is cancelled.
+/// Start the expiry sweeper and the delivery worker; both stop when `stop` is cancelled.
 ///
 /// The delivery worker always runs, since registered agents have endpoints of their own; the
 /// default agent's events are sent only when `CHOVY_WEBHOOK_URL` is set.
@@ -53,9 +51,5 @@ pub fn spawn(context: WorkerContext, stop: CancellationToken) {
         }
         None => tracing::info!("ASKLOOP_SMTP_URL is not set: no mail is sent"),
     }
-    tokio::spawn(
-        stop.clone()
-            .run_until_cancelled_owned(checkpoint::checkpoint_forever(context.db.clone())),
-    );
     tokio::spawn(stop.run_until_cancelled_owned(delivery::deliver_forever(context)));
 }
