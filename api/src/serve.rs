@@ -338,6 +338,7 @@ fn start(accepted: Accepted, slot: Arc<StartSlot>, served: &Served) {
     let Ok(stream) = stream.into_std() else {
         return;
     };
+    without_delay(&stream);
     let connection = Connection {
         peer,
         reserved,
@@ -352,6 +353,17 @@ fn start(accepted: Accepted, slot: Arc<StartSlot>, served: &Served) {
         }
         drop(running);
     });
+}
+
+/// Send what a connection writes at once (`TCP_NODELAY`): a response, a websocket frame. With
+/// Nagle's algorithm on, a write made while an earlier one is not yet acknowledged waits for
+/// that acknowledgement — up to the peer's delayed-ACK timer, 40 ms on Linux — which is every
+/// second frame of a subscription that sends two in a row. askloop writes whole messages, so
+/// there is nothing for Nagle to coalesce.
+fn without_delay(stream: &std::net::TcpStream) {
+    if let Err(err) = stream.set_nodelay(true) {
+        tracing::debug!(error = %err, "TCP_NODELAY could not be set on a connection");
+    }
 }
 
 /// A connection's place among those starting: given back once, at its first read that finds
@@ -686,6 +698,20 @@ mod tests {
             max_per_address: per_address,
             ..ConnectionSettings::default()
         }
+    }
+
+    #[test]
+    fn an_accepted_connection_sends_without_delay() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a listener");
+        let _client = std::net::TcpStream::connect(listener.local_addr().expect("its address"))
+            .expect("connected");
+        let (accepted, _) = listener.accept().expect("accepted");
+        assert!(
+            !accepted.nodelay().expect("readable"),
+            "Nagle is on by default"
+        );
+        without_delay(&accepted);
+        assert!(accepted.nodelay().expect("readable"));
     }
 
     #[test]
