@@ -43,10 +43,14 @@ fn Header() -> impl IntoView {
     let on_login_page = move || location.pathname.get() == "/login";
     let open = RwSignal::new(false);
     let toggle = NodeRef::<leptos::html::Button>::new();
-    // A new page closes the menu.
-    Effect::new(move |_| {
-        location.pathname.track();
-        open.set(false);
+    // A new page closes the menu: only a change of page, not the effect's first run (which can
+    // come after a quick person has already opened it) nor a run that finds the same page.
+    Effect::new(move |shown: Option<String>| {
+        let path = location.pathname.get();
+        if shown.is_some_and(|shown| shown != path) {
+            open.set(false);
+        }
+        path
     });
     let close_on_escape = move |ev: leptos::ev::KeyboardEvent| {
         if ev.key() == "Escape" && open.get_untracked() {
