@@ -186,6 +186,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
 
     #[test]
     fn waiters_go_oldest_first_until_the_oldest_has_waited_too_long() {
@@ -206,7 +207,6 @@ mod tests {
         assert_eq!(order, [3, 2, 1, 0]);
         assert!(next_waiting(&mut VecDeque::<(u32, Instant)>::new(), after, |w| w.1).is_none());
     }
-    use std::net::{Ipv4Addr, Ipv6Addr};
 
     fn v4(last: u8) -> ClientAddress {
         ClientAddress::new(IpAddr::V4(Ipv4Addr::new(203, 0, 113, last)))
