@@ -12,8 +12,8 @@ use std::time::Duration;
 use migration::{Migrator, MigratorTrait};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
-    AccessMode, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction,
-    DbBackend, DbErr, ExecResult, QueryResult, RuntimeErr, SqliteTransactionMode, Statement,
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
+    DbErr, ExecResult, QueryResult, RuntimeErr, SqliteTransactionMode, Statement,
     TransactionOptions, TransactionTrait,
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
@@ -52,11 +52,13 @@ pub enum PoolSize {
 /// On SQLite it holds two pools on one file: the readers, whose connections refuse to write
 /// (`PRAGMA query_only = ON`, so a write that slips past the types fails loudly instead of
 /// racing the writer), and one connection for the writer, since the process writes one
-/// transaction at a time anyway (see [`Db::begin_write`]). On PostgreSQL it holds one pool,
-/// which does both: its connections start every transaction read-only
-/// (`default_transaction_read_only = on`), and only [`Db::begin_write`] and the migration begin
-/// one `READ WRITE`, so there too a write that slips past the types fails instead of running
-/// outside a write transaction.
+/// transaction at a time anyway (see [`Db::begin_write`]). On PostgreSQL it holds two pools
+/// too, [`postgres_writers`] of the connections for writing and the rest for reading: the
+/// readers' connections start every transaction read-only (`default_transaction_read_only =
+/// on`), so there too a write that slips past the types fails instead of running outside a
+/// write transaction; the writers' start them read-write, so [`Db::begin_write`] sends a bare
+/// `BEGIN` (a `BEGIN` followed by `SET TRANSACTION READ WRITE` on a read-only connection would
+/// be one more round trip in every write).
 #[derive(Debug, Clone)]
 pub struct Db {
     reads: DatabaseConnection,
@@ -91,12 +93,31 @@ pub async fn connect(url: &str, size: PoolSize) -> Result<Db, DbErr> {
         // A command runs a few statements and exits: nothing to keep warm.
         PoolSize::OneShot => (ONE_SHOT_CONNECTIONS, 0, "askloop-command"),
     };
-    let pool =
-        Database::connect(postgres_options(url, max, min, name, ReadOnly::ByDefault)).await?;
-    Ok(Db {
-        reads: pool.clone(),
-        writes: pool,
-    })
+    let writers = postgres_writers(max);
+    let reads = Database::connect(postgres_options(
+        url,
+        max - writers,
+        min.min(max - writers),
+        name,
+        ReadOnly::Yes,
+    ))
+    .await?;
+    let writes = Database::connect(postgres_options(
+        url,
+        writers,
+        min.min(writers),
+        name,
+        ReadOnly::No,
+    ))
+    .await?;
+    Ok(Db { reads, writes })
+}
+
+/// How many of a PostgreSQL pool's `max` connections (at least [`MIN_POOL`]) write: half, and
+/// at least one, so one is left to read. A write transaction holds its connection until it
+/// commits, and reads beside it take the readers'.
+pub fn postgres_writers(max: u32) -> u32 {
+    (max / 2).clamp(1, max.saturating_sub(1).max(1))
 }
 
 /// A [`Db`] for the test harness, which sets up and checks rows directly: on SQLite its reads
@@ -150,13 +171,13 @@ fn sqlite_options(url: &str, max: u32, min: u32, query_only: bool) -> ConnectOpt
     options
 }
 
-/// Whether a PostgreSQL pool's transactions are read-only unless begun `READ WRITE`.
+/// Whether a PostgreSQL pool's transactions are read-only (`default_transaction_read_only`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ReadOnly {
-    /// The server's and the commands' pools: only [`Db::begin_write`] and the migration write.
-    ByDefault,
-    /// The test harness's pool, which sets rows up directly.
-    #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
+    /// The readers' pool: a write through it fails.
+    Yes,
+    /// The writers' pool, which only [`Db::begin_write`] and the migration use, and the test
+    /// harness's, which sets rows up directly.
     No,
 }
 
@@ -178,12 +199,15 @@ fn postgres_options(
         .min_connections(min)
         .test_before_acquire_if_idle_for(Duration::from_secs(30))
         .map_sqlx_postgres_opts(move |opts| {
-            let opts = opts.application_name(name);
-            match read_only {
-                // Sent with the connection's start-up packet: no statement per connection.
-                ReadOnly::ByDefault => opts.options([("default_transaction_read_only", "on")]),
-                ReadOnly::No => opts,
-            }
+            // Sent with the connection's start-up packet: no statement per connection. Said
+            // either way, so a database whose own default is read-only still takes writes
+            // through the writers' pool.
+            let read_only = match read_only {
+                ReadOnly::Yes => "on",
+                ReadOnly::No => "off",
+            };
+            opts.application_name(name)
+                .options([("default_transaction_read_only", read_only)])
         });
     options
 }
@@ -213,14 +237,10 @@ impl Db {
         self.reads.ping().await
     }
 
-    /// Close its pools.
+    /// Close its pools (closing one twice, where they are one, is harmless).
     pub async fn close(self) -> Result<(), DbErr> {
-        let sqlite = self.get_database_backend() == DbBackend::Sqlite;
         self.reads.close().await?;
-        if sqlite {
-            self.writes.close().await?;
-        }
-        Ok(())
+        self.writes.close().await
     }
 
     /// Which database it opens — its SQLite file, or its PostgreSQL server and database — so
@@ -237,9 +257,9 @@ impl Db {
     /// served: SQLite has one writer at a time anyway, and writers queued here wait exactly as
     /// long as the one before them takes, where writers left to SQLite's busy handler poll with
     /// sleeps of up to 100 ms (the tail latency of every write under load). Writers in other
-    /// processes (the command line) still meet the busy timeout. PostgreSQL ignores the mode
-    /// and has no turn; there the transaction is begun `READ WRITE`, the one way past the pool's
-    /// read-only default.
+    /// processes (the command line) still meet the busy timeout. PostgreSQL has no turn; there
+    /// the transaction begins on a connection of the writers' pool, whose transactions are
+    /// read-write.
     pub async fn begin_write(&self) -> Result<WriteTxn, DbErr> {
         self.begin_write_checked(|| async { Ok::<(), DbErr>(()) })
             .await
@@ -443,8 +463,8 @@ pub async fn migrate(db: &Db) -> Result<(), DbErr> {
 }
 
 /// How a write transaction begins: `IMMEDIATE` on SQLite (where `sqlite` says this is SQLite
-/// and the process's turn is held), `READ WRITE` on PostgreSQL, past the pool's read-only
-/// default.
+/// and the process's turn is held); a bare `BEGIN` on PostgreSQL, whose writers' connections
+/// are read-write already.
 fn write_options(sqlite: bool) -> TransactionOptions {
     if sqlite {
         TransactionOptions {
@@ -452,10 +472,7 @@ fn write_options(sqlite: bool) -> TransactionOptions {
             ..Default::default()
         }
     } else {
-        TransactionOptions {
-            access_mode: Some(AccessMode::ReadWrite),
-            ..Default::default()
-        }
+        TransactionOptions::default()
     }
 }
 
@@ -699,6 +716,18 @@ mod tests {
 
     fn sqlite(sql: &str, values: Vec<sea_orm::Value>) -> Statement {
         Statement::from_sql_and_values(DbBackend::Sqlite, sql, values)
+    }
+
+    #[test]
+    fn a_postgres_pool_writes_on_half_its_connections_and_reads_on_the_rest() {
+        assert_eq!(postgres_writers(MIN_POOL), 1);
+        assert_eq!(postgres_writers(3), 1);
+        assert_eq!(postgres_writers(POSTGRES_CONNECTIONS), 10);
+        assert_eq!(postgres_writers(21), 10);
+        for max in MIN_POOL..=200 {
+            let writers = postgres_writers(max);
+            assert!(writers >= 1 && writers < max, "{max}: {writers} write");
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Writes cannot start outside a write transaction (docs/architecture.md#writes): the `Db` the
 //! server runs on refuses a statement that writes through its reading side — SQLite's readers
-//! are `query_only`, PostgreSQL's pool begins every transaction read-only — so a write that
+//! are `query_only`, PostgreSQL's readers' pool begins every transaction read-only — so a write that
 //! slips past the types fails the suite instead of racing the writer. `Db::begin_write` is the
 //! one way to write, on both stores.
 
@@ -67,4 +67,48 @@ async fn on_sqlite_only_begin_write_writes() {
 #[tokio::test]
 async fn on_postgres_only_begin_write_writes() {
     stray_writes_are_refused_and_begin_write_lands(Backend::Postgres).await;
+}
+
+/// PostgreSQL's writers' pool says `default_transaction_read_only = off` itself, so a database
+/// whose own default is read-only (set by its owner) still takes askloop's writes, and only
+/// those: the readers' pool still refuses them.
+#[tokio::test]
+async fn on_postgres_a_database_read_only_by_default_takes_writes_through_begin_write_only() {
+    let Some(database) = TestDatabase::create(Backend::Postgres).await else {
+        eprintln!("skipped: TEST_DATABASE_URL is not set");
+        return;
+    };
+    let setup = db::connect_for_tests(&database.url)
+        .await
+        .expect("connected");
+    setup
+        .execute_unprepared(
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = on', \
+             current_database()); END $$",
+        )
+        .await
+        .expect("the database's default made read-only");
+    setup.close().await.expect("closed");
+
+    let db: Db = db::connect(&database.url, PoolSize::Serving(Some(2)))
+        .await
+        .expect("connected");
+    db::migrate(&db)
+        .await
+        .expect("migrated under a read-only default");
+    let kind = db.get_database_backend();
+    let txn = db.begin_write().await.expect("begun");
+    txn.execute_raw(statement(kind, A_LINK_KEY))
+        .await
+        .expect("written inside begin_write");
+    txn.commit().await.expect("committed");
+    let refused = db
+        .execute_raw(statement(kind, A_LINK_KEY))
+        .await
+        .expect_err("the reading side still refuses");
+    assert!(
+        refused.to_string().contains("read-only transaction"),
+        "{refused}"
+    );
+    db.close().await.expect("closed");
 }
