@@ -51,6 +51,9 @@ pub struct TestApp {
     _database: Option<TestDatabase>,
 }
 
+/// How many connections each of the suite's servers holds on PostgreSQL.
+pub const TEST_POSTGRES_CONNECTIONS: u32 = 6;
+
 /// The config a test app starts from: a random port, the test secret, the built dashboard.
 pub fn test_config(database_url: &str) -> Config {
     let mut config = Config::defaults();
@@ -59,6 +62,12 @@ pub fn test_config(database_url: &str) -> Config {
     config.signing = SigningKeys::new(Some(SECRET.to_owned()), None);
     config.web_dir = web_dist();
     config.shutdown_grace = std::time::Duration::from_secs(5);
+    // A server on PostgreSQL opens all its connections up front (20 by default); the suite runs
+    // several servers at once against one PostgreSQL (`max_connections` 100 by default), so
+    // each of its servers holds six: three to write, three to read.
+    if database_url.starts_with("postgres") {
+        config.db_max_connections = Some(TEST_POSTGRES_CONNECTIONS);
+    }
     // Every client of the suite connects from 127.0.0.1, so the per-address bounds would be one
     // shared bound for all of a test's clients: they are lifted here, and the tests of those
     // bounds (connection_limits.rs) set their own.

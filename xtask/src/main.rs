@@ -120,7 +120,28 @@ fn workspace_root() -> PathBuf {
 fn cargo() -> Command {
     let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     command.current_dir(workspace_root());
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(is_cargo_run_variable) {
+            command.env_remove(name);
+        }
+    }
     command
+}
+
+/// Whether `name` is one of the variables `cargo run` sets for the program it runs (this one):
+/// the package's name, version and folder. Build scripts that watch them (`ring`'s does) would
+/// see them change between `cargo build` and `cargo xtask test`, and run again with everything
+/// that depends on them; so the cargo that xtask starts does not inherit them.
+fn is_cargo_run_variable(name: &str) -> bool {
+    [
+        "CARGO_PKG_",
+        "CARGO_MANIFEST_",
+        "CARGO_CRATE_",
+        "CARGO_BIN_",
+    ]
+    .iter()
+    .any(|prefix| name.starts_with(prefix))
+        || name == "CARGO_PRIMARY_PACKAGE"
 }
 
 fn status(mut command: Command, what: &str) -> anyhow::Result<()> {
@@ -634,17 +655,13 @@ fn test_database_url() -> Option<String> {
 /// only test harnesses (an example too, under `--all-targets`), so build the programs first —
 /// over the same packages as the tests, so that features unify the same way and every
 /// dependency is compiled once for both.
-/// The build of the binaries and examples the tests run (the dev profile).
+/// The dashboard's package is among them although it has no binary: the test run compiles its
+/// unit tests on the host, and its dependencies turn on features (of `proc-macro2`, say) that
+/// every derive macro and so nearly every crate depends on; left out here, the test run would
+/// compile the whole dependency tree a second time.
 fn binaries() -> Command {
     let mut binary = cargo();
-    binary.args([
-        "build",
-        "--workspace",
-        "--exclude",
-        "web",
-        "--bins",
-        "--examples",
-    ]);
+    binary.args(["build", "--workspace", "--bins", "--examples"]);
     binary
 }
 
@@ -662,6 +679,10 @@ fn test(options: &TestOptions) -> anyhow::Result<()> {
     // pause) run on the host with the rest.
     tests.args(["test", "--workspace", "--all-targets"]);
     tests.args(args.iter().skip_while(|a| a.as_str() == "--"));
+    if std::env::var_os("RUST_TEST_THREADS").is_none() {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        tests.env("RUST_TEST_THREADS", test_threads(cores).to_string());
+    }
     tests.stdout(std::process::Stdio::piped());
     let mut child = tests.spawn().context("cannot start the tests")?;
     let (mut passed, mut failed) = (0u64, 0u64);
@@ -697,6 +718,18 @@ fn test(options: &TestOptions) -> anyhow::Result<()> {
     println!("{tally}");
     fuzzed
 }
+
+/// How many tests run at once on `cores` processors (unless `RUST_TEST_THREADS` says): three a
+/// core, at most [`MOST_TEST_THREADS`]. The suite's tests mostly wait — for their servers, the
+/// browser, PostgreSQL — so one a core (the test harness's default) left this 2-core machine 30 %
+/// busy, and the suite took 664 s; six at once kept it 96 % busy and took 291 s.
+fn test_threads(cores: usize) -> usize {
+    (3 * cores).clamp(1, MOST_TEST_THREADS)
+}
+
+/// The most tests at once: each of the suite's servers holds connections to the one PostgreSQL
+/// the tests share (`tests/support/app.rs`), which takes 100 by default.
+const MOST_TEST_THREADS: usize = 6;
 
 /// What each failed test printed before its backtrace, gathered from the test output.
 #[derive(Default)]
@@ -762,8 +795,8 @@ mod tests {
     use std::path::Path;
 
     use super::{
-        Failures, MCP_SDK, STANDARD_WEBHOOKS, SWAGGER_PARSER, TestOptions, count_before,
-        test_options,
+        Failures, MCP_SDK, MOST_TEST_THREADS, STANDARD_WEBHOOKS, SWAGGER_PARSER, TestOptions,
+        count_before, is_cargo_run_variable, test_options, test_threads,
     };
 
     #[test]
@@ -805,6 +838,38 @@ mod tests {
             "",
             "nothing failed, nothing said"
         );
+    }
+
+    #[test]
+    fn tests_run_three_a_core_up_to_the_most_the_shared_database_allows() {
+        assert_eq!(test_threads(1), 3);
+        assert_eq!(test_threads(2), MOST_TEST_THREADS);
+        assert_eq!(test_threads(64), MOST_TEST_THREADS);
+        assert_eq!(test_threads(0), 1, "at least one");
+    }
+
+    #[test]
+    fn the_cargo_xtask_starts_inherits_no_variables_of_xtasks_own_package() {
+        for name in [
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+        ] {
+            assert!(is_cargo_run_variable(name), "{name} is dropped");
+        }
+        for name in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_TERM_COLOR",
+            "CARGO_BUILD_JOBS",
+        ] {
+            assert!(!is_cargo_run_variable(name), "{name} is kept");
+        }
     }
 
     #[test]
