@@ -94,7 +94,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let quick = choice.quick;
     let sizes = if quick { &QUICK } else { &FULL };
     let started = Instant::now();
-    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    let mut build = crate::cargo();
     build.current_dir(root).args([
         "build",
         "--release",
