@@ -15,6 +15,15 @@ fn statement(backend: DbBackend, sql: &str) -> Statement {
 const A_LINK_KEY: &str = "INSERT INTO link_keys (purpose, secret, created_at) \
                           VALUES ('links', '00', '2026-12-01T00:00:00Z')";
 
+/// Insert a link key through `Db::begin_write`, the one way to write, and commit it.
+async fn write_a_link_key(db: &Db) {
+    let txn = db.begin_write().await.expect("begun");
+    txn.execute_raw(statement(db.get_database_backend(), A_LINK_KEY))
+        .await
+        .expect("written inside begin_write");
+    txn.commit().await.expect("committed");
+}
+
 async fn stray_writes_are_refused_and_begin_write_lands(backend: Backend) {
     let Some(database) = TestDatabase::create(backend).await else {
         eprintln!("skipped: TEST_DATABASE_URL is not set");
@@ -37,11 +46,7 @@ async fn stray_writes_are_refused_and_begin_write_lands(backend: Backend) {
         // Unprepared text is refused alike.
         assert!(db.execute_unprepared(A_LINK_KEY).await.is_err(), "{size:?}");
 
-        let txn = db.begin_write().await.expect("begun");
-        txn.execute_raw(statement(kind, A_LINK_KEY))
-            .await
-            .expect("written inside begin_write");
-        txn.commit().await.expect("committed");
+        write_a_link_key(&db).await;
         let kept = db
             .query_all_raw(statement(kind, "SELECT purpose FROM link_keys"))
             .await
@@ -97,11 +102,7 @@ async fn on_postgres_a_database_read_only_by_default_takes_writes_through_begin_
         .await
         .expect("migrated under a read-only default");
     let kind = db.get_database_backend();
-    let txn = db.begin_write().await.expect("begun");
-    txn.execute_raw(statement(kind, A_LINK_KEY))
-        .await
-        .expect("written inside begin_write");
-    txn.commit().await.expect("committed");
+    write_a_link_key(&db).await;
     let refused = db
         .execute_raw(statement(kind, A_LINK_KEY))
         .await
