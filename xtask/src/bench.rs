@@ -122,6 +122,8 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         }
     }
     let mut rows = Vec::new();
+    // Every PostgreSQL database the run creates, dropped when it ends, however it ends.
+    let created = Created::default();
     for (store, postgres) in &stores {
         let mut run_number = 0;
         // A fresh database for every tool, so no run measures another's leftovers.
@@ -132,7 +134,11 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
                     "sqlite://{}?mode=rwc",
                     scratch.join(format!("{name}-{run_number}.db")).display()
                 )),
-                Some(base) => fresh_postgres(base, &format!("askloop_bench_{name}_{run_number}")),
+                Some(base) => {
+                    let name = format!("askloop_bench_{name}_{run_number}");
+                    created.note(base, &name);
+                    fresh_postgres(base, &name)
+                }
             }
         };
         // A tool of askloop-load, named by the first argument, on database `url`.
@@ -592,6 +598,34 @@ fn postgres_base() -> Option<String> {
 }
 
 /// Drop and create database `name` on `base`; its URL.
+/// The PostgreSQL databases a run created (server address, name): each is dropped when this
+/// is, so a run leaves none behind (one of them holds a million knowledge entries).
+#[derive(Default)]
+struct Created(std::cell::RefCell<Vec<(String, String)>>);
+
+impl Created {
+    fn note(&self, base: &str, name: &str) {
+        self.0.borrow_mut().push((base.to_owned(), name.to_owned()));
+    }
+}
+
+impl Drop for Created {
+    fn drop(&mut self) {
+        for (base, name) in self.0.take() {
+            let mut psql = Command::new("psql");
+            psql.args([
+                &format!("{base}/postgres"),
+                "-Atqc",
+                &format!("DROP DATABASE IF EXISTS {name}"),
+            ])
+            .env("PGOPTIONS", "--client-min-messages=warning");
+            if let Err(err) = crate::status(psql, "psql") {
+                eprintln!("bench: could not drop the database {name}: {err}");
+            }
+        }
+    }
+}
+
 fn fresh_postgres(base: &str, name: &str) -> anyhow::Result<String> {
     for sql in [
         format!("DROP DATABASE IF EXISTS {name}"),
