@@ -590,14 +590,20 @@ fn number(figures: &Value, key: &str) -> f64 {
 fn postgres_base() -> Option<String> {
     let base = std::env::var("ASKLOOP_BENCH_POSTGRES")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into());
-    let answers = Command::new("psql")
-        .args([&format!("{base}/postgres"), "-Atqc", "SELECT 1"])
+    let answers = psql(&base, "SELECT 1")
         .output()
         .is_ok_and(|o| o.status.success());
     answers.then_some(base)
 }
 
-/// Drop and create database `name` on `base`; its URL.
+/// `psql` running `sql` on the server at `base` (through its `postgres` database), quietly.
+fn psql(base: &str, sql: &str) -> Command {
+    let mut psql = Command::new("psql");
+    psql.args([&format!("{base}/postgres"), "-Atqc", sql])
+        .env("PGOPTIONS", "--client-min-messages=warning");
+    psql
+}
+
 /// The PostgreSQL databases a run created (server address, name): each is dropped when this
 /// is, so a run leaves none behind (one of them holds a million knowledge entries).
 #[derive(Default)]
@@ -612,14 +618,8 @@ impl Created {
 impl Drop for Created {
     fn drop(&mut self) {
         for (base, name) in self.0.take() {
-            let mut psql = Command::new("psql");
-            psql.args([
-                &format!("{base}/postgres"),
-                "-Atqc",
-                &format!("DROP DATABASE IF EXISTS {name}"),
-            ])
-            .env("PGOPTIONS", "--client-min-messages=warning");
-            if let Err(err) = crate::status(psql, "psql") {
+            let drop = psql(&base, &format!("DROP DATABASE IF EXISTS {name}"));
+            if let Err(err) = crate::status(drop, "psql") {
                 eprintln!("bench: could not drop the database {name}: {err}");
             }
         }
@@ -629,22 +629,16 @@ impl Drop for Created {
 /// A new, empty database `name` on `base`, after a checkpoint: each tool starts with none of the
 /// write-back the tools before it left behind (the intake runs write a few hundred megabytes of
 /// log; the checkpoint they bring on otherwise lands in the next tool's run, and in its p99).
+/// Its URL.
 fn fresh_postgres(base: &str, name: &str) -> anyhow::Result<String> {
     for sql in [
         format!("DROP DATABASE IF EXISTS {name}"),
         format!("CREATE DATABASE {name}"),
     ] {
-        let mut psql = Command::new("psql");
-        psql.args([&format!("{base}/postgres"), "-Atqc", &sql])
-            .env("PGOPTIONS", "--client-min-messages=warning");
-        crate::status(psql, "psql")?;
+        crate::status(psql(base, &sql), "psql")?;
     }
     // Only a superuser (or pg_checkpoint) may; without it the run goes on, noisier.
-    let mut checkpoint = Command::new("psql");
-    checkpoint
-        .args([&format!("{base}/postgres"), "-Atqc", "CHECKPOINT"])
-        .env("PGOPTIONS", "--client-min-messages=warning");
-    if let Err(err) = crate::status(checkpoint, "psql") {
+    if let Err(err) = crate::status(psql(base, "CHECKPOINT"), "psql") {
         eprintln!(
             "bench: no checkpoint before this run ({err}); its figures may carry earlier runs' write-back"
         );
@@ -706,5 +700,103 @@ fn print_table(rows: &[Row]) {
                 None => "—",
             }
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The server of `TEST_DATABASE_URL` (as `postgres://user@host:port`), or `None` to skip.
+    fn server() -> Option<String> {
+        let url = std::env::var("TEST_DATABASE_URL").ok()?;
+        let (base, _database) = url.rsplit_once('/')?;
+        base.starts_with("postgres").then(|| base.to_owned())
+    }
+
+    /// A database name no other test uses.
+    fn unique(what: &str) -> String {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("askloop_xtask_{what}_{}_{n}", std::process::id())
+    }
+
+    fn exists(base: &str, name: &str) -> bool {
+        let output = psql(
+            base,
+            &format!("SELECT 1 FROM pg_database WHERE datname = '{name}'"),
+        )
+        .output()
+        .expect("psql runs");
+        assert!(output.status.success(), "psql: {output:?}");
+        String::from_utf8_lossy(&output.stdout).trim() == "1"
+    }
+
+    #[test]
+    fn a_run_drops_every_database_it_created_when_it_ends() {
+        let Some(base) = server() else {
+            eprintln!("skipped: TEST_DATABASE_URL is not set");
+            return;
+        };
+        let names = [unique("first"), unique("second")];
+        {
+            let created = Created::default();
+            for name in &names {
+                created.note(&base, name);
+                let url = fresh_postgres(&base, name).expect("created");
+                assert_eq!(url, format!("{base}/{name}"));
+                assert!(exists(&base, name), "{name} was created");
+            }
+        }
+        for name in &names {
+            assert!(!exists(&base, name), "{name} is left behind");
+        }
+    }
+
+    #[test]
+    fn a_role_that_may_not_checkpoint_still_gets_its_database() {
+        let Some(base) = server() else {
+            eprintln!("skipped: TEST_DATABASE_URL is not set");
+            return;
+        };
+        let Some((scheme, host)) = base
+            .split_once("://")
+            .and_then(|(scheme, rest)| rest.split_once('@').map(|(_user, host)| (scheme, host)))
+        else {
+            eprintln!("skipped: TEST_DATABASE_URL names no user");
+            return;
+        };
+        let role = unique("role");
+        crate::status(
+            psql(&base, &format!("CREATE ROLE {role} LOGIN CREATEDB")),
+            "psql",
+        )
+        .expect("role created");
+        let as_role = format!("{scheme}://{role}@{host}");
+        let name = unique("unprivileged");
+        let made = fresh_postgres(&as_role, &name);
+        let made_it = exists(&base, &name);
+        for sql in [
+            format!("DROP DATABASE IF EXISTS {name}"),
+            format!("DROP ROLE {role}"),
+        ] {
+            crate::status(psql(&base, &sql), "psql").expect("cleaned up");
+        }
+        assert_eq!(
+            made.expect("a refused checkpoint is only a warning"),
+            format!("{as_role}/{name}")
+        );
+        assert!(made_it, "the database was created");
+    }
+
+    #[test]
+    fn a_database_that_cannot_be_dropped_is_reported_not_a_panic() {
+        let created = Created::default();
+        // Nothing listens on port 1: psql fails, and dropping the list says so and goes on.
+        created.note(
+            "postgres://postgres@127.0.0.1:1",
+            "askloop_xtask_unreachable",
+        );
+        drop(created);
     }
 }
