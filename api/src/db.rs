@@ -5,6 +5,8 @@
 //! helper that writes takes a `&WriteTxn`, so a write cannot start deferred or outside the
 //! process's turn to write.
 
+pub mod bulk;
+
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -13,7 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use entity::{agent_questions, anomaly_signals, audit_log, niche_members};
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, QueryTrait,
+};
 
 use super::{LiveEvent, LiveHub, QuestionChange};
 use entity::agent_questions::WAITING;
@@ -98,6 +101,17 @@ impl SignalWindow {
         })
     }
 
+    /// Mark the signals `ids` (the newest [`SIGNAL_WINDOW`]) seen without broadcasting them:
+    /// nobody was listening when they were read.
+    fn mark_seen(&mut self, ids: Vec<i64>) {
+        if ids.len() as u64 == SIGNAL_WINDOW
+            && let Some(oldest) = ids.iter().copied().min()
+        {
+            self.seen.retain(|id| *id >= oldest);
+        }
+        self.seen.extend(ids);
+    }
+
     /// The signals not broadcast yet, oldest first, now marked as seen.
     fn take_new(&mut self, mut rows: Vec<anomaly_signals::Model>) -> Vec<anomaly_signals::Model> {
         // Ids older than the window can no longer come back: forget them.
@@ -139,13 +153,8 @@ pub async fn run(hub: LiveHub, last: i64, mut signals: SignalWindow, poll: Durat
         let _ = tokio::time::timeout(poll, hub.wake().notified()).await;
         round_started = tokio::time::Instant::now();
         // One read of the signal log per round, shared by every subscriber of this instance.
-        match newest_signals(hub.db()).await {
-            Ok(rows) => {
-                for signal in signals.take_new(rows) {
-                    hub.publish(LiveEvent::Signal(Arc::new(signal)));
-                }
-            }
-            Err(err) => tracing::warn!(error = %err, "the signal feed could not read; retrying"),
+        if let Err(err) = read_signals(&hub, &mut signals).await {
+            tracing::warn!(error = %err, "the signal feed could not read; retrying");
         }
         loop {
             match read_after(&hub, &mut cursor).await {
@@ -160,10 +169,82 @@ pub async fn run(hub: LiveHub, last: i64, mut signals: SignalWindow, poll: Durat
     }
 }
 
+/// Broadcast the signals not broadcast yet. With nobody listening only their ids are read, to
+/// mark them seen (see [`read_after`]).
+async fn read_signals(hub: &LiveHub, signals: &mut SignalWindow) -> Result<(), sea_orm::DbErr> {
+    if hub.listeners() == 0 {
+        let ids = ids_of(
+            hub.db(),
+            anomaly_signals::Entity::find()
+                .order_by_desc(anomaly_signals::Column::Id)
+                .limit(SIGNAL_WINDOW),
+        )
+        .await?;
+        if hub.listeners() == 0 {
+            signals.mark_seen(ids);
+            return Ok(());
+        }
+    }
+    for signal in signals.take_new(newest_signals(hub.db()).await?) {
+        hub.publish(LiveEvent::Signal(Arc::new(signal)));
+    }
+    Ok(())
+}
+
+/// The ids `select` finds, and nothing else of its rows.
+async fn ids_of<E: EntityTrait>(
+    db: &DatabaseConnection,
+    select: sea_orm::Select<E>,
+) -> Result<Vec<i64>, sea_orm::DbErr> {
+    let stmt = crate::db::fixed_limits(
+        select
+            .select_only()
+            .column_as(sea_orm::sea_query::Expr::col("id"), "id")
+            .build(db.get_database_backend()),
+    );
+    db.query_all_raw(stmt)
+        .await?
+        .iter()
+        .map(|row| row.try_get::<i64>("", "id"))
+        .collect()
+}
+
 /// Broadcast the changes after the cursor and those among its gaps; returns whether the batch
 /// was full (more may follow at once).
+///
+/// With nobody listening (no subscription, no long poll) nothing would be broadcast to anyone,
+/// so only the ids are read, to move the cursor and keep its gaps: the rows and their questions
+/// are not read at all, which under a stream of intakes is most of what the feed costs both
+/// askloop and the database. Whether anyone listens is asked again after the ids are read: a
+/// listener that came meanwhile gets the round read in full; one that comes after reads its
+/// starting state after these rows were committed, so it has them.
 async fn read_after(hub: &LiveHub, cursor: &mut AuditCursor) -> Result<bool, sea_orm::DbErr> {
     let db = hub.db();
+    if hub.listeners() == 0 {
+        let late = if cursor.gaps.is_empty() {
+            Vec::new()
+        } else {
+            ids_of(
+                db,
+                audit_log::Entity::find()
+                    .filter(audit_log::Column::Id.is_in(cursor.gaps.keys().copied()))
+                    .order_by_asc(audit_log::Column::Id),
+            )
+            .await?
+        };
+        let fresh = ids_of(
+            db,
+            audit_log::Entity::find()
+                .filter(audit_log::Column::Id.gt(cursor.last))
+                .order_by_asc(audit_log::Column::Id)
+                .limit(BATCH),
+        )
+        .await?;
+        if hub.listeners() == 0 {
+            cursor.advance(&fresh, &late, Instant::now());
+            return Ok(fresh.len() as u64 == BATCH);
+        }
+    }
     let late = if cursor.gaps.is_empty() {
         Vec::new()
     } else {
@@ -293,6 +374,30 @@ mod tests {
         cursor.advance(&[1, 2, 3], &[], Instant::now());
         assert!(cursor.gaps.is_empty());
         assert_eq!(cursor.last, 3);
+    }
+
+    fn signal(id: i64) -> anomaly_signals::Model {
+        anomaly_signals::Model {
+            id,
+            signal_id: format!("s{id}"),
+            subject_type: "question".into(),
+            subject_id: "1".into(),
+            kind: "burst".into(),
+            severity: "low".into(),
+            finding: "seen".into(),
+            received_at: chrono::Utc::now(),
+        }
+    }
+
+    #[test]
+    fn signals_marked_seen_while_nobody_listened_are_not_broadcast_later() {
+        let mut window = SignalWindow {
+            seen: HashSet::new(),
+        };
+        window.mark_seen(vec![3, 2, 1]);
+        let new = window.take_new(vec![signal(4), signal(3), signal(2), signal(1)]);
+        assert_eq!(new.iter().map(|s| s.id).collect::<Vec<_>>(), [4]);
+        assert!(window.take_new(vec![signal(4)]).is_empty());
     }
 
     #[test]

@@ -3,9 +3,9 @@
 
 use chrono::{DateTime, Utc};
 use entity::audit_log;
-use sea_orm::{ActiveValue::Set, DbErr, EntityTrait, NotSet};
+use sea_orm::{ActiveValue::Set, ConnectionTrait, DbBackend, DbErr, EntityTrait, NotSet};
 
-use crate::db::WriteTxn;
+use crate::db::{WriteTxn, bulk};
 use serde_json::Value;
 
 /// Who did something.
@@ -75,13 +75,18 @@ pub fn row(entry: AuditEntry<'_>, at: DateTime<Utc>) -> audit_log::ActiveModel {
     }
 }
 
-/// Append `rows` in one statement, in their order (nothing for none).
+/// Append `rows` in one statement, in their order (nothing for none); on PostgreSQL one statement
+/// whatever their number ([`bulk`]).
 pub async fn record_all(conn: &WriteTxn, rows: Vec<audit_log::ActiveModel>) -> Result<(), DbErr> {
     if rows.is_empty() {
         return Ok(());
     }
-    audit_log::Entity::insert_many(rows)
-        .exec_without_returning(conn)
-        .await?;
+    if conn.get_database_backend() == DbBackend::Postgres {
+        conn.execute_raw(bulk::insert_rows(&rows, "")?).await?;
+    } else {
+        audit_log::Entity::insert_many(rows)
+            .exec_without_returning(conn)
+            .await?;
+    }
     Ok(())
 }

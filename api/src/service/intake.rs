@@ -7,11 +7,11 @@ use entity::niches::NicheStatus;
 use entity::{audit_log, niches};
 use std::collections::{HashMap, HashSet};
 
-use crate::db::{Db, WriteTxn};
+use crate::db::{Db, WriteTxn, bulk};
 use sea_orm::sea_query::{Expr, OnConflict, Query};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait, NotSet, QueryFilter,
-    QuerySelect, QueryTrait, TryInsertResult,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbBackend, EntityTrait, NotSet,
+    QueryFilter, QuerySelect, QueryTrait, TryInsertResult,
 };
 use serde_json::json;
 
@@ -401,16 +401,28 @@ async fn insert_new<'a>(
     if rows.is_empty() {
         return Ok(HashMap::new());
     }
-    let mut insert = agent_questions::Entity::insert_many(rows)
-        .on_conflict(on_external_id())
-        .into_query();
-    insert.returning(Query::returning().columns([
-        agent_questions::Column::Id,
-        agent_questions::Column::NicheId,
-        agent_questions::Column::ExternalId,
-    ]));
+    let inserted = if txn.get_database_backend() == DbBackend::Postgres {
+        // One statement whatever the batch's size (see `db::bulk`); the same conflict target
+        // and returned columns as below.
+        txn.query_all_raw(bulk::insert_rows(
+            &rows,
+            "ON CONFLICT (niche_id, external_id) WHERE external_id IS NOT NULL DO NOTHING \
+             RETURNING id, niche_id, external_id",
+        )?)
+        .await?
+    } else {
+        let mut insert = agent_questions::Entity::insert_many(rows)
+            .on_conflict(on_external_id())
+            .into_query();
+        insert.returning(Query::returning().columns([
+            agent_questions::Column::Id,
+            agent_questions::Column::NicheId,
+            agent_questions::Column::ExternalId,
+        ]));
+        txn.query_all(&insert).await?
+    };
     let mut ids = HashMap::with_capacity(seen.len());
-    for row in txn.query_all(&insert).await? {
+    for row in inserted {
         let id: i64 = row.try_get("", "id")?;
         let niche_id: i64 = row.try_get("", "niche_id")?;
         let external_id: Option<String> = row.try_get("", "external_id")?;
