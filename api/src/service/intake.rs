@@ -94,6 +94,33 @@ pub(crate) struct Request {
     now: DateTime<Utc>,
 }
 
+impl Request {
+    /// About how many bytes the intake adds to its batch's statements: its texts, and a fixed
+    /// share for its other columns and its audit row.
+    fn bytes(&self) -> usize {
+        const FIXED: usize = 512;
+        let new = &self.new;
+        let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        FIXED
+            + new.title.len()
+            + new.question.len()
+            + text(&new.context)
+            + text(&new.deliverable)
+            + text(&new.external_id)
+            + text(&new.agent_id)
+            + new
+                .options
+                .iter()
+                .map(|o| o.id.len() + o.label.len() + 24)
+                .sum::<usize>()
+            + new
+                .related_resource_ids
+                .iter()
+                .map(|id| id.len() + 4)
+                .sum::<usize>()
+    }
+}
+
 /// Check `request` against its niche (`None`: no such niche): what to store, or why nothing is.
 fn check(niche: Option<&niches::Model>, request: &Request) -> Result<Store, ServiceError> {
     let Request { asker, new, now } = request;

@@ -41,6 +41,14 @@ pub const MOST: usize = 128;
 /// over a Unix socket, where there is no such delay, 6,615.
 pub const MOST_POSTGRES: usize = 32;
 
+/// About how many bytes of questions one batch takes on PostgreSQL (one intake at least,
+/// however large): for the same reason as [`MOST_POSTGRES`], measured in bytes. The driver sends
+/// a statement over TLS one record (16 KiB) a write, so the tail of a larger one waits for the
+/// first record's acknowledgement, which PostgreSQL's side delays by about 40 ms. Measured with
+/// `loadgen -c 32 --context-bytes 1024` on this machine: batches of up to 32 such questions took
+/// 524–534 intakes a second (p50 53 ms); kept under this many bytes, 2,462–2,573 (p50 12 ms).
+pub const BYTES_POSTGRES: usize = 12 * 1024;
+
 /// How many batches one process writes at once on PostgreSQL. The second starts only while
 /// more intakes wait than one batch takes ([`starts_writer`]): each batch costs PostgreSQL a
 /// fixed five statements, so under light load fewer, larger batches win, and a second writer
@@ -85,6 +93,8 @@ struct Limits {
     writers: usize,
     /// The most intakes in one batch.
     most: usize,
+    /// About the most bytes of questions in one batch (one intake at least).
+    bytes: usize,
 }
 
 impl Limits {
@@ -93,10 +103,13 @@ impl Limits {
             DbBackend::Postgres => Self {
                 writers: POSTGRES_WRITERS,
                 most: MOST_POSTGRES,
+                bytes: BYTES_POSTGRES,
             },
+            // One process writes the file: no socket between them.
             _ => Self {
                 writers: 1,
                 most: MOST,
+                bytes: usize::MAX,
             },
         }
     }
@@ -106,6 +119,21 @@ impl Limits {
 /// limit are and more intakes wait than one batch takes (those writing are behind).
 fn starts_writer(writing: usize, waiting: usize, limits: Limits) -> bool {
     writing == 0 || (writing < limits.writers && waiting > limits.most)
+}
+
+/// How many of the waiting `jobs` (oldest first) the next batch takes: up to `limits.most`, and
+/// while their questions' bytes stay within `limits.bytes`; one at least.
+fn batch_len(jobs: &[Job], limits: Limits) -> usize {
+    let mut bytes = 0usize;
+    let mut take = 0;
+    for job in jobs.iter().take(limits.most) {
+        bytes = bytes.saturating_add(job.request.bytes());
+        if take > 0 && bytes > limits.bytes {
+            break;
+        }
+        take += 1;
+    }
+    take
 }
 
 /// The queue of the database `db` writes (a SQLite file, or a PostgreSQL database), shared by
@@ -142,7 +170,7 @@ pub(super) async fn submit(
         start
     };
     if start {
-        tokio::spawn(drain(db.clone(), hint.clone(), queue, limits.most));
+        tokio::spawn(drain(db.clone(), hint.clone(), queue, limits));
     }
     outcome.await.map_err(|_| {
         ServiceError::Internal(anyhow::anyhow!(
@@ -168,7 +196,7 @@ impl Drop for Writing {
 }
 
 /// Write batches until no intake waits.
-async fn drain(db: Db, hint: ChangeHint, queue: Shared, most: usize) {
+async fn drain(db: Db, hint: ChangeHint, queue: Shared, limits: Limits) {
     let mut writing = Writing {
         queue,
         counted_out: false,
@@ -183,7 +211,7 @@ async fn drain(db: Db, hint: ChangeHint, queue: Shared, most: usize) {
                 writing.counted_out = true;
                 return;
             }
-            let take = waiting.jobs.len().min(most);
+            let take = batch_len(&waiting.jobs, limits);
             waiting.jobs.drain(..take).collect()
         };
         write_batch(&db, &hint, batch).await;
@@ -274,6 +302,54 @@ mod tests {
         );
     }
 
+    /// A waiting intake whose context is `context` bytes long.
+    fn job(context: usize) -> Job {
+        let new = crate::domain::intake::parse_new_question(&serde_json::json!({
+            "nicheSlug": "roofing",
+            "externalId": "q",
+            "title": "Which?",
+            "question": "Which of the two?",
+            "context": "x".repeat(context),
+        }))
+        .expect("a valid question");
+        Job {
+            request: Request {
+                asker: crate::service::agents::Asker::Default,
+                new,
+                now: chrono::Utc::now(),
+            },
+            reply: oneshot::channel().0,
+        }
+    }
+
+    #[test]
+    fn a_postgres_batch_stops_before_its_questions_outgrow_one_tls_record() {
+        let postgres = Limits::of(DbBackend::Postgres);
+        let small: Vec<Job> = (0..2 * MOST_POSTGRES).map(|_| job(40)).collect();
+        assert_eq!(
+            batch_len(&small, postgres),
+            MOST_POSTGRES,
+            "small ones: by count"
+        );
+        let large: Vec<Job> = (0..MOST_POSTGRES).map(|_| job(2_000)).collect();
+        let take = batch_len(&large, postgres);
+        assert!(
+            (2..MOST_POSTGRES).contains(&take),
+            "large ones: by bytes ({take})"
+        );
+        let bytes: usize = large[..take].iter().map(|j| j.request.bytes()).sum();
+        assert!(bytes <= BYTES_POSTGRES, "{bytes}");
+        let huge = vec![job(60_000), job(40)];
+        assert_eq!(batch_len(&huge, postgres), 1, "one however large, alone");
+        assert_eq!(batch_len(&[], postgres), 0);
+        let sqlite = Limits::of(DbBackend::Sqlite);
+        assert_eq!(
+            batch_len(&large, sqlite),
+            MOST_POSTGRES,
+            "no byte limit on SQLite"
+        );
+    }
+
     #[test]
     fn sqlite_has_one_writer_however_many_wait() {
         let sqlite = Limits::of(DbBackend::Sqlite);
@@ -281,7 +357,8 @@ mod tests {
             sqlite,
             Limits {
                 writers: 1,
-                most: MOST
+                most: MOST,
+                bytes: usize::MAX,
             }
         );
         assert!(starts_writer(0, 1, sqlite));

@@ -62,6 +62,27 @@ struct LoadgenArgs {
     /// With `--similar`: how many verified entries the niche holds before the run.
     #[arg(long, default_value_t = 10_000)]
     entries: usize,
+    /// Pad each question's context to this many bytes (it is 38 bytes otherwise): questions as
+    /// large as real agents' research makes them.
+    #[arg(long)]
+    context_bytes: Option<usize>,
+}
+
+/// Every question's context: a short one, or padded to `--context-bytes`.
+fn question_context(args: &LoadgenArgs) -> Arc<str> {
+    const SHORT: &str = "Source A says 10%; source B says 15%.";
+    match args.context_bytes {
+        Some(bytes) if bytes > SHORT.len() => {
+            let mut context = String::with_capacity(bytes);
+            context.push_str(SHORT);
+            while context.len() < bytes {
+                context.push_str(" More research.");
+            }
+            context.truncate(bytes);
+            context.into()
+        }
+        _ => SHORT.into(),
+    }
 }
 
 /// Latency figures for one run.
@@ -235,10 +256,16 @@ async fn post_questions(
         .pool_max_idle_per_host(args.concurrency)
         .build()?;
     let next = Arc::new(AtomicUsize::new(0));
+    let context = question_context(args);
     let started = Instant::now();
     let mut workers = Vec::new();
     for _ in 0..args.concurrency {
-        let (client, next, url) = (client.clone(), next.clone(), url.to_owned());
+        let (client, next, url, context) = (
+            client.clone(),
+            next.clone(),
+            url.to_owned(),
+            context.clone(),
+        );
         let (secret, slug, run_id, total, vocabulary) = (
             secret.to_owned(),
             slug.to_owned(),
@@ -260,7 +287,7 @@ async fn post_questions(
                     &client,
                     &url,
                     &secret,
-                    (&slug, &run_id),
+                    (&slug, &run_id, &context),
                     i,
                     vocabulary.as_deref(),
                 )
@@ -292,14 +319,14 @@ async fn post_questions(
     Ok(report)
 }
 
-/// Post question `i` of the run to niche `slug`, signed: `None` unless it was stored (201), else
+/// Post question `i` of the run to niche `slug`, with `context`, signed: `None` unless it was stored (201), else
 /// how many similar entries the answer held. With a vocabulary the question's title and text are
 /// drawn from it (the same for the same `i`) and it asks for similar entries.
 async fn post_one(
     client: &reqwest::Client,
     url: &str,
     secret: &str,
-    (slug, run_id): (&str, &str),
+    (slug, run_id, context): (&str, &str, &str),
     i: usize,
     vocabulary: Option<&Vocabulary>,
 ) -> Option<usize> {
@@ -308,7 +335,7 @@ async fn post_one(
         "externalId": format!("{run_id}-{i}"),
         "title": format!("Load question {i}"),
         "question": "Which of the two sources is right?",
-        "context": "Source A says 10%; source B says 15%.",
+        "context": context,
         "urgency": "normal",
         "options": [{"id": "a", "label": "A"}, {"id": "b", "label": "B"}],
     });
@@ -351,25 +378,27 @@ async fn offer_questions(
         .pool_max_idle_per_host(256)
         .build()?;
     let period = Duration::from_secs_f64(1.0 / f64::from(rate));
+    let context = question_context(args);
     let started = tokio::time::Instant::now();
     let mut sent = tokio::task::JoinSet::new();
     for i in 0..args.requests {
         let scheduled = started + period.mul_f64(i as f64);
         tokio::time::sleep_until(scheduled).await;
-        let (client, url, secret, slug, run_id, vocabulary) = (
+        let (client, url, secret, slug, run_id, vocabulary, context) = (
             client.clone(),
             url.to_owned(),
             secret.to_owned(),
             slug.to_owned(),
             run_id.to_owned(),
             vocabulary.clone(),
+            context.clone(),
         );
         sent.spawn(async move {
             let stored = post_one(
                 &client,
                 &url,
                 &secret,
-                (&slug, &run_id),
+                (&slug, &run_id, &context),
                 i,
                 vocabulary.as_deref(),
             )
