@@ -95,15 +95,17 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    /// About how many bytes the intake adds to its batch's statements: its texts, and a fixed
-    /// share for its other columns and its audit row.
+    /// About how many bytes the intake adds to its batch's largest statement, the insert of its
+    /// question as one row of JSON (`db::bulk`): its texts as JSON writes them, its options
+    /// twice escaped (a JSON text inside the row), and a fixed share for the other columns
+    /// (numbers, timestamps, nulls: about 200 bytes as written).
     fn bytes(&self) -> usize {
-        const FIXED: usize = 512;
+        const FIXED: usize = 224;
         let new = &self.new;
-        let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        let text = |s: &Option<String>| s.as_deref().map_or(0, json_len);
         FIXED
-            + new.title.len()
-            + new.question.len()
+            + json_len(&new.title)
+            + json_len(&new.question)
             + text(&new.context)
             + text(&new.deliverable)
             + text(&new.external_id)
@@ -111,14 +113,28 @@ impl Request {
             + new
                 .options
                 .iter()
-                .map(|o| o.id.len() + o.label.len() + 24)
+                .map(|o| 2 * (json_len(&o.id) + json_len(&o.label)) + 32)
                 .sum::<usize>()
             + new
                 .related_resource_ids
                 .iter()
-                .map(|id| id.len() + 4)
+                .map(|id| 2 * json_len(id) + 8)
                 .sum::<usize>()
     }
+}
+
+/// How many bytes `text` takes as a JSON string's contents: a quote, a backslash or a common
+/// control character is escaped in two, any other control character in six.
+fn json_len(text: &str) -> usize {
+    text.len()
+        + text
+            .bytes()
+            .map(|b| match b {
+                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+                0..0x20 => 5,
+                _ => 0,
+            })
+            .sum::<usize>()
 }
 
 /// Check `request` against its niche (`None`: no such niche): what to store, or why nothing is.
