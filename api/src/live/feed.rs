@@ -209,6 +209,21 @@ async fn ids_of<E: EntityTrait>(
         .collect()
 }
 
+/// The audit rows among the cursor's gaps, oldest first.
+fn in_gaps(cursor: &AuditCursor) -> sea_orm::Select<audit_log::Entity> {
+    audit_log::Entity::find()
+        .filter(audit_log::Column::Id.is_in(cursor.gaps.keys().copied()))
+        .order_by_asc(audit_log::Column::Id)
+}
+
+/// The next [`BATCH`] audit rows after the cursor, oldest first.
+fn after_last(cursor: &AuditCursor) -> sea_orm::Select<audit_log::Entity> {
+    audit_log::Entity::find()
+        .filter(audit_log::Column::Id.gt(cursor.last))
+        .order_by_asc(audit_log::Column::Id)
+        .limit(BATCH)
+}
+
 /// Broadcast the changes after the cursor and those among its gaps; returns whether the batch
 /// was full (more may follow at once).
 ///
@@ -224,22 +239,9 @@ async fn read_after(hub: &LiveHub, cursor: &mut AuditCursor) -> Result<bool, sea
         let late = if cursor.gaps.is_empty() {
             Vec::new()
         } else {
-            ids_of(
-                db,
-                audit_log::Entity::find()
-                    .filter(audit_log::Column::Id.is_in(cursor.gaps.keys().copied()))
-                    .order_by_asc(audit_log::Column::Id),
-            )
-            .await?
+            ids_of(db, in_gaps(cursor)).await?
         };
-        let fresh = ids_of(
-            db,
-            audit_log::Entity::find()
-                .filter(audit_log::Column::Id.gt(cursor.last))
-                .order_by_asc(audit_log::Column::Id)
-                .limit(BATCH),
-        )
-        .await?;
+        let fresh = ids_of(db, after_last(cursor)).await?;
         if hub.listeners() == 0 {
             cursor.advance(&fresh, &late, Instant::now());
             return Ok(fresh.len() as u64 == BATCH);
@@ -248,20 +250,9 @@ async fn read_after(hub: &LiveHub, cursor: &mut AuditCursor) -> Result<bool, sea
     let late = if cursor.gaps.is_empty() {
         Vec::new()
     } else {
-        audit_log::Entity::find()
-            .filter(audit_log::Column::Id.is_in(cursor.gaps.keys().copied()))
-            .order_by_asc(audit_log::Column::Id)
-            .all(db)
-            .await?
+        in_gaps(cursor).all(db).await?
     };
-    let fresh = crate::db::all_with_fixed_limits(
-        db,
-        audit_log::Entity::find()
-            .filter(audit_log::Column::Id.gt(cursor.last))
-            .order_by_asc(audit_log::Column::Id)
-            .limit(BATCH),
-    )
-    .await?;
+    let fresh = crate::db::all_with_fixed_limits(db, after_last(cursor)).await?;
     let full = fresh.len() as u64 == BATCH;
     let filled: Vec<i64> = late.iter().map(|r| r.id).collect();
     let found: Vec<i64> = fresh.iter().map(|r| r.id).collect();
