@@ -7,8 +7,8 @@
 //! check: askloop only widens a check, and narrows it back (on `down`) only when no row uses
 //! what was added.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::{ConnectionTrait, DbBackend, Statement};
+use crate::prelude::*;
+use crate::sea_orm::{ConnectionTrait, DbBackend, Statement};
 
 /// Replace the CHECK on `table.column` whose condition is `from` with one whose condition is
 /// `to` (both written as SQLite stores them, with double-quoted column names).

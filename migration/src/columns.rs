@@ -1,7 +1,7 @@
 //! Column shapes every table repeats, so each is written (and checked) once.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_query::ExprTrait;
+use crate::prelude::*;
+use crate::sea_query::ExprTrait;
 
 /// A 64-bit auto-incrementing primary key.
 pub fn id<T: IntoIden>(name: T) -> ColumnDef {

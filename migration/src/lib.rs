@@ -1,9 +1,20 @@
-//! askloop's schema, as sea-orm migrations that run unchanged on SQLite and PostgreSQL.
+//! askloop's schema, as migrations that run unchanged on SQLite and PostgreSQL, written with
+//! sea-query's schema statements and run by [`runner`].
 //!
 //! Migrations never import `entity`: a migration describes the schema as it was on the day it
 //! was written, while entities follow the schema as it is now.
 
-pub use sea_orm_migration::prelude::*;
+pub use runner::{
+    Applied, MIGRATIONS_TABLE, MigrationName, MigrationTrait, MigratorTrait, SchemaManager,
+};
+pub use sea_orm::{self, DbErr, sea_query};
+
+/// What every migration file starts from.
+pub mod prelude {
+    pub use crate::runner::{MigrationName, MigrationTrait, SchemaManager};
+    pub use sea_orm::sea_query::{self, *};
+    pub use sea_orm::{self, ConnectionTrait, DbErr, DeriveIden};
+}
 
 mod checks;
 mod columns;
@@ -32,6 +43,7 @@ mod m20261204_000022_search_without_pending_list;
 mod m20261204_000023_weighed_answers;
 mod m20261205_000024_withdrawal;
 mod m20261205_000025_a2a;
+pub mod runner;
 
 /// Every migration askloop knows, oldest first.
 pub struct Migrator;

@@ -1,6 +1,6 @@
 //! People, their sessions and API keys, niches and who belongs to them.
 
-use sea_orm_migration::prelude::*;
+use crate::prelude::*;
 
 use crate::columns::{
     basis_points, foreign_key, id, non_negative, one_of, reference, timestamp, timestamp_null,

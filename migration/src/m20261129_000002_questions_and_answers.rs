@@ -1,7 +1,7 @@
 //! The questions agents ask and the answers (and declines) operators give.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_query::ExprTrait;
+use crate::prelude::*;
+use crate::sea_query::ExprTrait;
 
 use crate::columns::{foreign_key, id, non_negative, one_of, reference, timestamp, timestamp_null};
 

@@ -1,8 +1,8 @@
 //! Scored contributions: their types, the append-only events, the tier ladder, cached scores and
 //! the history of tier changes.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_query::ExprTrait;
+use crate::prelude::*;
+use crate::sea_query::ExprTrait;
 
 use crate::columns::{
     basis_points, foreign_key, id, non_negative, one_of, reference, timestamp, timestamp_null,

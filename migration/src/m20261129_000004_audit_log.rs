@@ -1,6 +1,6 @@
 //! The append-only audit log: every state change of a question, contribution, payout or budget.
 
-use sea_orm_migration::prelude::*;
+use crate::prelude::*;
 
 use crate::columns::{id, timestamp};
 

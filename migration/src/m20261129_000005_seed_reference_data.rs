@@ -2,7 +2,7 @@
 //! (docs/contract.md#scoring-and-review). They are data, not code, so that the ladder has exactly
 //! one source of truth.
 
-use sea_orm_migration::prelude::*;
+use crate::prelude::*;
 
 pub struct Migration;
 

@@ -1,7 +1,7 @@
 //! The outbox: every event for the agent is a delivery row written in the same transaction as
 //! the change that causes it, and every attempt to send it is recorded.
 
-use sea_orm_migration::prelude::*;
+use crate::prelude::*;
 
 use crate::columns::{foreign_key, id, non_negative, one_of, reference, timestamp, timestamp_null};
 

@@ -2,7 +2,7 @@
 //! their allocations, and the anomaly-signal log. Every table here is append-only except an
 //! allocation's status, which moves forward as it is paid out.
 
-use sea_orm_migration::prelude::*;
+use crate::prelude::*;
 
 use crate::columns::{basis_points, foreign_key, id, non_negative, one_of, reference, timestamp};
 

@@ -2,7 +2,7 @@
 //! An allocation points at the one payout it is in (none when owed); a failed payout lets its
 //! allocations go, owed again.
 
-use sea_orm_migration::prelude::*;
+use crate::prelude::*;
 
 use crate::columns::{foreign_key, id, non_negative, one_of, reference, timestamp, timestamp_null};
 

@@ -2,7 +2,7 @@
 //! billing systems may well number their invoices alike, and the second niche's revenue must
 //! book rather than be taken for the first one's.
 
-use sea_orm_migration::prelude::*;
+use crate::prelude::*;
 
 pub struct Migration;
 

@@ -6,7 +6,7 @@
 //! The outbox's event types widen to the events the review loop sends: `needs_context` now, and
 //! the verdicts on answers (`expert_answer.verified`, `expert_answer.rejected`).
 
-use sea_orm_migration::prelude::*;
+use crate::prelude::*;
 
 use crate::checks::{one_of, replace_check};
 

@@ -10,7 +10,7 @@
 //! - for the same reason a question may have one winning answer per round (a reopened question
 //!   advances its round) instead of one in all.
 
-use sea_orm_migration::prelude::*;
+use crate::prelude::*;
 
 use crate::checks::{one_of, replace_check};
 

@@ -4,8 +4,8 @@
 //! reserves with one conditional update of the niche's row instead of a lock and two sums over
 //! the ledger. The ledger stays the record; the balance is what it sums to, and starts from it.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::{ConnectionTrait, Statement};
+use crate::prelude::*;
+use crate::sea_orm::{ConnectionTrait, Statement};
 
 pub struct Migration;
 
@@ -66,7 +66,7 @@ impl MigrationTrait for Migration {
              budget_spent_minor = {spent}"
         );
         let backend = db.get_database_backend();
-        let sql = if backend == sea_orm_migration::sea_orm::DbBackend::Sqlite {
+        let sql = if backend == crate::sea_orm::DbBackend::Sqlite {
             sql.replace("$1", "?1")
         } else {
             sql

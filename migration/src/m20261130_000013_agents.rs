@@ -8,7 +8,7 @@
 //! The two added columns carry an index but no foreign key: SQLite cannot add one to an existing
 //! table, and agents are disabled, never deleted.
 
-use sea_orm_migration::prelude::*;
+use crate::prelude::*;
 
 use crate::columns::{foreign_key, id, one_of, reference, timestamp, timestamp_null};
 

@@ -4,7 +4,7 @@
 //! `revoked_at`; a revoked token never works again. An agent may hold several live tokens at
 //! once, so a new one can be rolled out before the old one is revoked.
 
-use sea_orm_migration::prelude::*;
+use crate::prelude::*;
 
 use crate::columns::{foreign_key, id, reference, timestamp, timestamp_null};
 

@@ -18,8 +18,8 @@
 //! - `link_keys`: the installation's secret for signed links (address verification,
 //!   unsubscribe), made on first use.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_query::ExprTrait;
+use crate::prelude::*;
+use crate::sea_query::ExprTrait;
 
 use crate::checks::{one_of as check_one_of, replace_check};
 use crate::columns::{foreign_key, id, non_negative, one_of, reference, timestamp, timestamp_null};

@@ -4,7 +4,7 @@
 //! columns are what the browser and the connection said at sign-in, shown back to the person;
 //! nothing is decided by them.
 
-use sea_orm_migration::prelude::*;
+use crate::prelude::*;
 
 use crate::columns::timestamp_null;
 

@@ -3,9 +3,9 @@
 //! deliverable hint; its completion is an answer row that also records the actual cost the
 //! person reported. The agent hears of a completion as `task.completed`.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::{ConnectionTrait, Statement};
-use sea_orm_migration::sea_query::ExprTrait;
+use crate::prelude::*;
+use crate::sea_orm::{ConnectionTrait, Statement};
+use crate::sea_query::ExprTrait;
 
 use crate::checks::{one_of as check_one_of, replace_check};
 

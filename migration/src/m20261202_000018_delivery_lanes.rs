@@ -4,8 +4,8 @@
 //! An index on `webhook_id` serves what reads one webhook's deliveries: the test-send limit's
 //! counts, dropping a departed member's pending ones, and the owner's delivery log.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::{ConnectionTrait, Statement};
+use crate::prelude::*;
+use crate::sea_orm::{ConnectionTrait, Statement};
 
 use crate::checks::{one_of as check_one_of, replace_check};
 

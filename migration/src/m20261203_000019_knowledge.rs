@@ -8,9 +8,9 @@
 //! folded by `unaccent` where the server has it) with a GIN index. Both change in the
 //! transaction that writes the entry. Today's verified answers are written as entries here.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::{ConnectionTrait, DbBackend, Statement};
-use sea_orm_migration::sea_query::ExprTrait;
+use crate::prelude::*;
+use crate::sea_orm::{ConnectionTrait, DbBackend, Statement};
+use crate::sea_query::ExprTrait;
 
 use crate::checks::{count, one_of as check_one_of, replace_check};
 use crate::columns::{foreign_key, id, one_of, reference, timestamp, timestamp_null};

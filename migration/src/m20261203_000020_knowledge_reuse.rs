@@ -9,9 +9,9 @@
 //! `knowledge_terms` counts, per niche, how many entries hold each word, as entries are written
 //! (entries written before this migration are not counted: their words count as rare).
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::ConnectionTrait;
-use sea_orm_migration::sea_query::ExprTrait;
+use crate::prelude::*;
+use crate::sea_orm::ConnectionTrait;
+use crate::sea_query::ExprTrait;
 
 use crate::checks::count;
 use crate::columns::{foreign_key, id, non_negative, one_of, reference, timestamp};

@@ -8,8 +8,8 @@
 //! table is refilled from `knowledge_entries`. PostgreSQL's index is unchanged: its vector is
 //! the row's own column, and the niche and status are the row's.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::{ConnectionTrait, DbBackend};
+use crate::prelude::*;
+use crate::sea_orm::{ConnectionTrait, DbBackend};
 
 pub struct Migration;
 

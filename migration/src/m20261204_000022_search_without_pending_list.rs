@@ -9,8 +9,8 @@
 //! cost belongs on the write. What is pending when the migration runs is moved into the index.
 //! SQLite's FTS5 index has no such list; nothing changes there.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::DbBackend;
+use crate::prelude::*;
+use crate::sea_orm::DbBackend;
 
 pub struct Migration;
 

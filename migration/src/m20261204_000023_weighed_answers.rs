@@ -14,8 +14,8 @@
 //! - `question_routes`: whom a question's first wave went to, in what order and why.
 //! - Deliveries may carry `expert_question.consensus` and `expert_question.disagreement`.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_query::ExprTrait;
+use crate::prelude::*;
+use crate::sea_query::ExprTrait;
 
 use crate::checks::{count, one_of as check_one_of, replace_check};
 use crate::columns::{basis_points, foreign_key, id, reference, timestamp};

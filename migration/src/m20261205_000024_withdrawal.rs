@@ -4,7 +4,7 @@
 //!   `dismissed` like one a person closed; this says who closed it, which the task protocols
 //!   tell apart (MCP `cancelled`, A2A `CANCELED`, against a person's `REJECTED`).
 
-use sea_orm_migration::prelude::*;
+use crate::prelude::*;
 
 use crate::columns::timestamp_null;
 

@@ -7,7 +7,7 @@
 //!   outbox sends it like any other (retries, log, redelivery).
 //! - Deliveries may carry `a2a.task_status`.
 
-use sea_orm_migration::prelude::*;
+use crate::prelude::*;
 
 use crate::checks::{count, one_of as check_one_of, replace_check};
 use crate::columns::{foreign_key, id, reference, timestamp};

@@ -706,3 +706,33 @@ async fn entries_written_before_the_pending_list_migration_are_found_after_it(ap
 }
 
 on_both_backends!(entries_written_before_the_pending_list_migration_are_found_after_it);
+
+async fn a_database_migrated_by_a_newer_build_is_refused_by_name_and_left_alone(app: TestApp) {
+    let future = "m29991231_000999_from_a_newer_build";
+    let insert =
+        format!("INSERT INTO seaql_migrations (version, applied_at) VALUES ('{future}', 0)");
+    assert!(accepts(&app, &insert).await);
+    let refused = askloop::db::migrate(&app.db)
+        .await
+        .expect_err("a schema this build does not know");
+    assert!(refused.to_string().contains(future), "{refused}");
+    let err = Migrator::down(app.db.reads(), Some(1))
+        .await
+        .expect_err("nor rolled back");
+    assert!(err.to_string().contains(future), "{err}");
+    // Nothing was undone: the newest migration's tables are all still there.
+    assert!(accepts(&app, "SELECT count(*) FROM a2a_push_configs").await);
+    assert!(
+        accepts(
+            &app,
+            &format!("DELETE FROM seaql_migrations WHERE version = '{future}'")
+        )
+        .await
+    );
+    let applied = Migrator::get_applied_migrations(app.db.reads())
+        .await
+        .expect("known again");
+    assert_eq!(applied.len(), Migrator::migrations().len());
+    askloop::db::migrate(&app.db).await.expect("nothing to do");
+}
+on_both_backends!(a_database_migrated_by_a_newer_build_is_refused_by_name_and_left_alone);
