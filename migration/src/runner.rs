@@ -120,11 +120,7 @@ pub trait MigratorTrait: Send {
     where
         C: IntoDatabaseExecutor<'c> + 'c,
     {
-        let db = db.into_database_executor();
-        install(&db).await?;
-        let applied = applied(&db).await?;
-        check_known(&Self::migrations(), &applied)?;
-        Ok(applied)
+        read_applied(&db.into_database_executor(), &Self::migrations()).await
     }
 
     /// Apply the pending migrations in order (at most `steps` of them).
@@ -133,17 +129,10 @@ pub trait MigratorTrait: Send {
         C: IntoDatabaseExecutor<'c> + 'c,
     {
         let db = db.into_database_executor();
-        install(&db).await?;
         let migrations = Self::migrations();
-        let applied = applied(&db).await?;
-        check_known(&migrations, &applied)?;
-        let done: HashSet<&str> = applied.iter().map(|a| a.version.as_str()).collect();
+        let done = applied_names(&db, &migrations).await?;
         let pending = migrations.iter().filter(|m| !done.contains(m.name()));
-        for migration in pending.take(limit(steps)) {
-            tracing::info!(migration = migration.name(), "applying migration");
-            run(&db, migration.as_ref(), Direction::Up).await?;
-        }
-        Ok(())
+        run_all(&db, pending, steps, Direction::Up).await
     }
 
     /// Roll back the newest applied migrations (at most `steps` of them), newest first.
@@ -152,18 +141,53 @@ pub trait MigratorTrait: Send {
         C: IntoDatabaseExecutor<'c> + 'c,
     {
         let db = db.into_database_executor();
-        install(&db).await?;
         let migrations = Self::migrations();
-        let applied = applied(&db).await?;
-        check_known(&migrations, &applied)?;
-        let done: HashSet<&str> = applied.iter().map(|a| a.version.as_str()).collect();
+        let done = applied_names(&db, &migrations).await?;
         let newest_first = migrations.iter().rev().filter(|m| done.contains(m.name()));
-        for migration in newest_first.take(limit(steps)) {
-            tracing::info!(migration = migration.name(), "rolling migration back");
-            run(&db, migration.as_ref(), Direction::Down).await?;
-        }
-        Ok(())
+        run_all(&db, newest_first, steps, Direction::Down).await
     }
+}
+
+/// The migrations applied to `db` (its record created if it has none), once every one of them
+/// is known to be among `migrations`.
+async fn read_applied(
+    db: &DatabaseExecutor<'_>,
+    migrations: &[Box<dyn MigrationTrait>],
+) -> Result<Vec<Applied>, DbErr> {
+    install(db).await?;
+    let applied = applied(db).await?;
+    check_known(migrations, &applied)?;
+    Ok(applied)
+}
+
+/// The names of the migrations applied to `db`, as [`read_applied`] reads them.
+async fn applied_names(
+    db: &DatabaseExecutor<'_>,
+    migrations: &[Box<dyn MigrationTrait>],
+) -> Result<HashSet<String>, DbErr> {
+    Ok(read_applied(db, migrations)
+        .await?
+        .into_iter()
+        .map(|applied| applied.version)
+        .collect())
+}
+
+/// Run the first `steps` of `chosen` (all of them without `steps`) in `direction`, in order.
+async fn run_all<'m>(
+    db: &DatabaseExecutor<'_>,
+    chosen: impl Iterator<Item = &'m Box<dyn MigrationTrait>>,
+    steps: Option<u32>,
+    direction: Direction,
+) -> Result<(), DbErr> {
+    for migration in chosen.take(limit(steps)) {
+        let doing = match direction {
+            Direction::Up => "applying migration",
+            Direction::Down => "rolling migration back",
+        };
+        tracing::info!(migration = migration.name(), "{doing}");
+        run(db, migration.as_ref(), direction).await?;
+    }
+    Ok(())
 }
 
 fn limit(steps: Option<u32>) -> usize {
