@@ -431,37 +431,53 @@ const MIGRATION_LOCK: i64 = 0x61_73_6b_6c_6f_6f_70;
 /// - SQLite: `BEGIN IMMEDIATE` on the writer's connection, the file's write lock, which
 ///   serialises every process (and every pool) on that file; one that waits longer than the
 ///   busy timeout tries again. It takes this process's turn to write first.
+pub async fn migrate(db: &Db) -> Result<(), DbErr> {
+    let (txn, _turn) = begin_migrating(db).await?;
+    Migrator::up(&txn, None).await?;
+    txn.commit().await
+}
+
+/// Undo the newest `steps` migrations exactly as [`migrate`] applies them: in one transaction
+/// on one connection, under the database's lock. For the suite's migration tests; askloop
+/// itself never goes down. Spread over a pool instead, a statement could be prepared on a
+/// connection that has not yet read the schema another one just changed (SQLite then answers
+/// that an index dropped a moment ago "already exists").
+#[cfg(feature = "test-hooks")]
+pub async fn migrate_down(db: &Db, steps: u32) -> Result<(), DbErr> {
+    let (txn, _turn) = begin_migrating(db).await?;
+    Migrator::down(&txn, Some(steps)).await?;
+    txn.commit().await
+}
+
+/// The transaction migrations run in, holding the database's lock (see [`migrate`]), and on
+/// SQLite this process's turn to write, to be held until it ends.
 #[expect(
     clippy::disallowed_methods,
     reason = "migrations run in their own transaction, under the database's lock"
 )]
-pub async fn migrate(db: &Db) -> Result<(), DbErr> {
-    let txn = match db.get_database_backend() {
-        DbBackend::Postgres => {
-            let txn = db.writes.begin_with_options(write_options(false)).await?;
-            txn.execute_unprepared(&format!("SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
-                .await?;
-            txn
-        }
+async fn begin_migrating(
+    db: &Db,
+) -> Result<(DatabaseTransaction, Option<OwnedMutexGuard<()>>), DbErr> {
+    match db.get_database_backend() {
         DbBackend::Sqlite => {
-            let _turn = writer_gate(&db.writes).lock_owned().await;
-            let txn = loop {
-                let begun = db.writes.begin_with_options(write_options(true)).await;
-                match begun {
-                    Ok(txn) => break txn,
+            let turn = writer_gate(&db.writes).lock_owned().await;
+            loop {
+                match db.writes.begin_with_options(write_options(true)).await {
+                    Ok(txn) => return Ok((txn, Some(turn))),
                     Err(err) if is_busy(&err) => {
                         tracing::info!("another process holds the database; waiting to migrate");
                     }
                     Err(err) => return Err(err),
                 }
-            };
-            Migrator::up(&txn, None).await?;
-            return txn.commit().await;
+            }
         }
-        _ => return Migrator::up(&db.writes, None).await,
-    };
-    Migrator::up(&txn, None).await?;
-    txn.commit().await
+        _ => {
+            let txn = db.writes.begin_with_options(write_options(false)).await?;
+            txn.execute_unprepared(&format!("SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
+                .await?;
+            Ok((txn, None))
+        }
+    }
 }
 
 /// How a write transaction begins: `IMMEDIATE` on SQLite (where `sqlite` says this is SQLite

@@ -32,8 +32,8 @@ pub struct QuestionChange {
     pub action: String,
     /// Who acted, when it was a person.
     pub actor_user_id: Option<i64>,
-    /// The question as it is now.
-    pub question: agent_questions::Model,
+    /// The question as it is now, shared by every subscriber it is handed to.
+    pub question: Arc<agent_questions::Model>,
 }
 
 /// One change the feed broadcasts.

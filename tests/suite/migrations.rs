@@ -30,7 +30,7 @@ async fn try_down_to_before(app: &TestApp, name: &str) -> Result<(), sea_orm::Db
         .position(|migration| migration.name() == name)
         .unwrap_or_else(|| panic!("no migration {name}"));
     let steps = u32::try_from(all.len() - position).expect("a few migrations");
-    Migrator::down(app.db.reads(), Some(steps)).await
+    askloop::db::migrate_down(&app.db, steps).await
 }
 
 /// Run `sql` on the app's database; whether the database accepted it.
@@ -88,7 +88,7 @@ async fn the_held_money_migration_goes_down_and_up_on_a_populated_database(app: 
         "the old check refuses charge_reversal"
     );
 
-    Migrator::up(app.db.reads(), None).await.expect("up again");
+    askloop::db::migrate(&app.db).await.expect("up again");
     assert_eq!(rows(&app).await, before);
     let games = entity::niches::Entity::find()
         .one(&app.db)
@@ -170,7 +170,7 @@ async fn the_agents_migration_goes_down_and_up_on_a_populated_database(app: Test
         "questions stay"
     );
 
-    Migrator::up(app.db.reads(), None).await.expect("up again");
+    askloop::db::migrate(&app.db).await.expect("up again");
     let question = entity::agent_questions::Entity::find_by_id(by_default)
         .one(&app.db)
         .await
@@ -210,7 +210,7 @@ async fn the_agent_tokens_migration_goes_down_and_up_on_a_populated_database(app
         "the agents stay"
     );
 
-    Migrator::up(app.db.reads(), None).await.expect("up again");
+    askloop::db::migrate(&app.db).await.expect("up again");
     // The tokens went with their table: the old one no longer resolves.
     assert_eq!(
         askloop::service::agent_tokens::resolve(&app.db, &token)
@@ -256,7 +256,7 @@ async fn the_reaching_operators_migration_goes_down_and_up_on_a_populated_databa
     ] {
         assert!(!accepts(&app, gone).await, "{gone} still answers");
     }
-    Migrator::up(app.db.reads(), None).await.expect("up again");
+    askloop::db::migrate(&app.db).await.expect("up again");
     let question = entity::agent_questions::Entity::find_by_id(before)
         .one(&app.db)
         .await
@@ -303,7 +303,7 @@ async fn the_access_settings_migration_goes_down_and_up_on_a_populated_database(
         "sessions stay"
     );
 
-    Migrator::up(app.db.reads(), None).await.expect("up again");
+    askloop::db::migrate(&app.db).await.expect("up again");
     let keys = entity::api_keys::Entity::find()
         .all(&app.db)
         .await
@@ -338,7 +338,7 @@ async fn the_delegated_tasks_migration_goes_down_only_without_tasks_and_up_again
     assert!(accepts(&app, columns).await, "the columns stay");
     assert!(accepts(&app, "SELECT actual_cost_minor FROM agent_answers").await);
     // The migrations after it went down before it refused; back up, to read with today's rows.
-    Migrator::up(app.db.reads(), None).await.expect("up again");
+    askloop::db::migrate(&app.db).await.expect("up again");
     assert_eq!(
         entity::agent_questions::Entity::find_by_id(task)
             .one(&app.db)
@@ -355,7 +355,7 @@ async fn the_delegated_tasks_migration_goes_down_only_without_tasks_and_up_again
     assert!(!accepts(&app, "SELECT kind FROM agent_questions").await);
     assert!(!accepts(&app, "SELECT deliverable FROM agent_questions").await);
     assert!(!accepts(&app, "SELECT actual_cost_minor FROM agent_answers").await);
-    Migrator::up(app.db.reads(), None).await.expect("up again");
+    askloop::db::migrate(&app.db).await.expect("up again");
     let stored = entity::agent_questions::Entity::find_by_id(question)
         .one(&app.db)
         .await
@@ -419,7 +419,7 @@ async fn the_delivery_lanes_migration_goes_down_only_without_dropped_deliveries_
         !accepts(&app, "UPDATE deliveries SET status = 'dropped'").await,
         "the status check is the old one"
     );
-    Migrator::up(app.db.reads(), None).await.expect("up again");
+    askloop::db::migrate(&app.db).await.expect("up again");
     let stored = entity::deliveries::Entity::find_by_id(delivery.id)
         .one(&app.db)
         .await
@@ -470,7 +470,7 @@ async fn the_knowledge_migration_goes_down_and_up_writing_todays_verified_answer
     down_to_before(&app, "m20261203_000019_knowledge").await;
     assert!(!accepts(&app, "SELECT id FROM knowledge_entries").await);
     assert!(!accepts(&app, "SELECT similarity_threshold_bps FROM niches").await);
-    Migrator::up(app.db.reads(), None).await.expect("up again");
+    askloop::db::migrate(&app.db).await.expect("up again");
 
     let entries = entity::knowledge_entries::Entity::find()
         .all(&app.db)
@@ -549,7 +549,7 @@ async fn the_reuse_migration_goes_down_and_up_and_is_kept_while_a_reuse_is_store
     assert!(!accepts(&app, "SELECT id FROM knowledge_reuses").await);
     assert!(!accepts(&app, "SELECT reuse_price_minor FROM niches").await);
     assert!(!accepts(&app, "SELECT knowledge_entry_id FROM agent_answers").await);
-    Migrator::up(app.db.reads(), None).await.expect("up again");
+    askloop::db::migrate(&app.db).await.expect("up again");
     assert!(accepts(&app, "SELECT reuse_price_minor FROM niches").await);
 
     let entry = entity::knowledge_entries::Entity::find()
@@ -605,7 +605,7 @@ async fn the_search_scope_migration_rebuilds_the_index_with_each_entrys_niche_an
         .await;
 
     down_to_before(&app, "m20261203_000021_search_scope").await;
-    Migrator::up(app.db.reads(), None).await.expect("up again");
+    askloop::db::migrate(&app.db).await.expect("up again");
 
     let search = |status: &'static str| {
         let app = &app;
@@ -716,7 +716,7 @@ async fn a_database_migrated_by_a_newer_build_is_refused_by_name_and_left_alone(
         .await
         .expect_err("a schema this build does not know");
     assert!(refused.to_string().contains(future), "{refused}");
-    let err = Migrator::down(app.db.reads(), Some(1))
+    let err = askloop::db::migrate_down(&app.db, 1)
         .await
         .expect_err("nor rolled back");
     assert!(err.to_string().contains(future), "{err}");

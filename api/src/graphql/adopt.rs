@@ -29,7 +29,7 @@ use async_graphql::extensions::{
     Extension, ExtensionContext, ExtensionFactory, NextPrepareRequest,
 };
 use async_graphql::{Context, Data, Name, Request, Response, ServerError, ServerResult, Value};
-use futures::future::BoxFuture;
+use futures::future::{self, BoxFuture, Either, Ready};
 use futures::{FutureExt, Stream, StreamExt};
 
 use super::AskloopSchema;
@@ -279,47 +279,67 @@ struct Plan {
 }
 
 impl Plan {
-    /// The protocol message for one change. Boxed: the stream keeps this future inline while
-    /// it runs, and every idle subscriber would be sized for it.
+    /// The protocol message for one change. A change whose payload is resolved already (every
+    /// subscriber's but the first's) is made at once, without a future of its own; any other is
+    /// boxed: the stream keeps this future inline while it runs, and every idle subscriber
+    /// would be sized for it.
     fn message(
         self: Arc<Self>,
         change: Result<Change, ServiceError>,
-    ) -> BoxFuture<'static, String> {
-        async move {
-            let change = match change {
-                Ok(change) => change,
-                Err(error) => return self.response_message(&self.run(Err(error)).await),
-            };
-            let class = Class {
-                change: kind_of(change.kind) as u8,
-                admin: self.sharing.admin,
-            };
-            let payloads = &self.sharing.payloads;
-            let cell = payloads.cell((change.event, class, self.sharing.fingerprint));
-            let mut own = None;
-            let resolved = cell
-                .get_or_init(|| async {
-                    let response = self.run(Ok(change.clone())).await;
-                    let shared = self.shareable(&response);
-                    if shared.is_some() {
-                        payloads.resolved.inc();
-                    }
-                    own = Some(response);
-                    shared
-                })
-                .await;
-            match (own, resolved) {
-                (_, Some(resolved)) => {
-                    payloads.shared.inc();
-                    self.shared_message(&resolved.json)
-                }
-                // This subscriber resolved it and it could not be shared: its own response.
-                (Some(response), None) => self.response_message(&response),
-                // Someone else's resolution could not be shared: resolve our own.
-                (None, None) => self.response_message(&self.run(Ok(change)).await),
+    ) -> Either<Ready<String>, BoxFuture<'static, String>> {
+        let change = match change {
+            Ok(change) => change,
+            Err(error) => {
+                return Either::Right(
+                    async move { self.response_message(&self.run(Err(error)).await) }.boxed(),
+                );
             }
+        };
+        let class = Class {
+            change: kind_of(change.kind) as u8,
+            admin: self.sharing.admin,
+        };
+        let cell = self
+            .sharing
+            .payloads
+            .cell((change.event, class, self.sharing.fingerprint));
+        if let Some(Some(resolved)) = cell.get() {
+            self.sharing.payloads.shared.inc();
+            return Either::Left(future::ready(self.shared_message(&resolved.json)));
         }
-        .boxed()
+        Either::Right(self.resolve(cell, change).boxed())
+    }
+
+    /// The message for a change whose payload `cell` holds once someone resolved it: this
+    /// subscriber, when first.
+    async fn resolve(
+        self: Arc<Self>,
+        cell: Arc<tokio::sync::OnceCell<Option<Resolved>>>,
+        change: Change,
+    ) -> String {
+        let payloads = &self.sharing.payloads;
+        let mut own = None;
+        let resolved = cell
+            .get_or_init(|| async {
+                let response = self.run(Ok(change.clone())).await;
+                let shared = self.shareable(&response);
+                if shared.is_some() {
+                    payloads.resolved.inc();
+                }
+                own = Some(response);
+                shared
+            })
+            .await;
+        match (own, resolved) {
+            (_, Some(resolved)) => {
+                payloads.shared.inc();
+                self.shared_message(&resolved.json)
+            }
+            // This subscriber resolved it and it could not be shared: its own response.
+            (Some(response), None) => self.response_message(&response),
+            // Someone else's resolution could not be shared: resolve our own.
+            (None, None) => self.response_message(&self.run(Ok(change)).await),
+        }
     }
 
     /// Run the subscription's document for one change, with the connection's data.

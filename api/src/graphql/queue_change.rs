@@ -58,7 +58,7 @@ impl From<Change> for QueueChange {
     fn from(change: Change) -> Self {
         Self {
             change: kind_of(change.kind),
-            question: change.question.into(),
+            question: std::sync::Arc::unwrap_or_clone(change.question).into(),
             actor_user_id: change.actor_user_id,
         }
     }

@@ -272,7 +272,7 @@ async fn read_after(hub: &LiveHub, cursor: &mut AuditCursor) -> Result<bool, sea
             .collect()
     };
     let (question_ids, member_ids) = (ids("question"), ids("member"));
-    let questions: HashMap<i64, agent_questions::Model> = if question_ids.is_empty() {
+    let questions: HashMap<i64, Arc<agent_questions::Model>> = if question_ids.is_empty() {
         HashMap::new()
     } else {
         agent_questions::Entity::find()
@@ -280,7 +280,7 @@ async fn read_after(hub: &LiveHub, cursor: &mut AuditCursor) -> Result<bool, sea
             .all(db)
             .await?
             .into_iter()
-            .map(|q| (q.id, q))
+            .map(|q| (q.id, Arc::new(q)))
             .collect()
     };
     let members: HashMap<i64, niche_members::Model> = if member_ids.is_empty() {

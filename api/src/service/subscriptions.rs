@@ -33,8 +33,8 @@ pub struct Change {
     pub event: i64,
     /// How.
     pub kind: ChangeKind,
-    /// The question as it is now.
-    pub question: agent_questions::Model,
+    /// The question as it is now: the feed's one copy, shared by every subscriber it reaches.
+    pub question: std::sync::Arc<agent_questions::Model>,
     /// Who made the change, when it was a person (who answered, declined or dismissed it).
     pub actor_user_id: Option<i64>,
 }
@@ -112,7 +112,11 @@ pub fn changes(
             // inline they would size it for a database query it is not making.
             match watch.rx.recv().await {
                 Ok(LiveEvent::Question(change)) => {
-                    match Box::pin(classify(&watch, &change)).await {
+                    let classified = match seen(&watch, &change) {
+                        Seen::Now(kind) => Ok(kind),
+                        _ => Box::pin(classify(&watch, &change)).await,
+                    };
+                    match classified {
                         Ok(Some(kind)) => {
                             let question = change.question.clone();
                             let event = change.event;
@@ -170,10 +174,19 @@ async fn recheck(watch: &mut Watch, niche_id: i64) -> Result<(), ServiceError> {
     }
 }
 
-async fn classify(
-    watch: &Watch,
-    change: &QuestionChange,
-) -> Result<Option<ChangeKind>, ServiceError> {
+/// How a change shows in one subscriber's view, as far as the change itself tells.
+enum Seen {
+    /// Known now: the kind, or nothing to show.
+    Now(Option<ChangeKind>),
+    /// A question back in "awaiting me": shown only to those who did not answer it before.
+    BackUnlessAnswered,
+    /// A question back from research: new again for those who had set it aside.
+    BackFromResearch,
+}
+
+/// How `change` shows to `watch`'s subscriber, without reading anything: the common case,
+/// decided for every subscriber of every event, so it allocates nothing.
+fn seen(watch: &Watch, change: &QuestionChange) -> Seen {
     // An answer to a question that takes several answers settles it only with its last place
     // (docs/contract.md#several-answers): until then it still waits, for everyone who has not
     // answered it.
@@ -187,9 +200,9 @@ async fn classify(
     match &watch.view {
         View::Niche(niche_id) => {
             if *niche_id != change.niche_id {
-                return Ok(None);
+                return Seen::Now(None);
             }
-            Ok(Some(match change.action.as_str() {
+            Seen::Now(Some(match change.action.as_str() {
                 "question.created" | "question.reopened" | "question.place_reopened" => {
                     ChangeKind::Added
                 }
@@ -199,9 +212,9 @@ async fn classify(
         }
         View::AwaitingMe(niches) => {
             if !niches.contains(&change.niche_id) {
-                return Ok(None);
+                return Seen::Now(None);
             }
-            Ok(Some(match change.action.as_str() {
+            Seen::Now(Some(match change.action.as_str() {
                 "question.created" => ChangeKind::Added,
                 _ if settled => ChangeKind::Removed,
                 "question.declined" | "question.research_requested" | "question.answered"
@@ -210,37 +223,45 @@ async fn classify(
                     ChangeKind::Removed
                 }
                 "question.reopened" | "question.place_reopened" => {
-                    // Back for everyone but whoever answered it before (their answer was
-                    // rejected, and they may not answer it again).
-                    let answered_before = agent_answers::Entity::find()
-                        .filter(agent_answers::Column::QuestionId.eq(change.question.id))
-                        .filter(agent_answers::Column::UserId.eq(watch.viewer.user_id))
-                        .filter(agent_answers::Column::Kind.eq(AnswerKind::Answered))
-                        .count(&watch.db)
-                        .await?;
-                    if answered_before > 0 {
-                        return Ok(None);
-                    }
-                    ChangeKind::Added
+                    return Seen::BackUnlessAnswered;
                 }
-                "question.research_returned" => {
-                    // Back for everyone; new again for those who had set it aside.
-                    let declined_before = agent_answers::Entity::find()
-                        .filter(agent_answers::Column::QuestionId.eq(change.question.id))
-                        .filter(agent_answers::Column::UserId.eq(watch.viewer.user_id))
-                        .filter(
-                            agent_answers::Column::ResearchRound
-                                .eq(change.question.research_round - 1),
-                        )
-                        .count(&watch.db)
-                        .await?;
-                    if declined_before > 0 {
-                        ChangeKind::Added
-                    } else {
-                        ChangeKind::Updated
-                    }
-                }
+                "question.research_returned" => return Seen::BackFromResearch,
                 _ => ChangeKind::Updated,
+            }))
+        }
+    }
+}
+
+/// How `change` shows to `watch`'s subscriber, reading their earlier answers when
+/// [`seen`] cannot tell.
+async fn classify(
+    watch: &Watch,
+    change: &QuestionChange,
+) -> Result<Option<ChangeKind>, ServiceError> {
+    match seen(watch, change) {
+        Seen::Now(kind) => Ok(kind),
+        Seen::BackUnlessAnswered => {
+            // Back for everyone but whoever answered it before (their answer was rejected,
+            // and they may not answer it again).
+            let answered_before = agent_answers::Entity::find()
+                .filter(agent_answers::Column::QuestionId.eq(change.question.id))
+                .filter(agent_answers::Column::UserId.eq(watch.viewer.user_id))
+                .filter(agent_answers::Column::Kind.eq(AnswerKind::Answered))
+                .count(&watch.db)
+                .await?;
+            Ok((answered_before == 0).then_some(ChangeKind::Added))
+        }
+        Seen::BackFromResearch => {
+            let declined_before = agent_answers::Entity::find()
+                .filter(agent_answers::Column::QuestionId.eq(change.question.id))
+                .filter(agent_answers::Column::UserId.eq(watch.viewer.user_id))
+                .filter(agent_answers::Column::ResearchRound.eq(change.question.research_round - 1))
+                .count(&watch.db)
+                .await?;
+            Ok(Some(if declined_before > 0 {
+                ChangeKind::Added
+            } else {
+                ChangeKind::Updated
             }))
         }
     }
