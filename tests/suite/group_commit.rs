@@ -203,8 +203,8 @@ macro_rules! on_sqlite_and_postgres {
 }
 
 /// Intakes written together each get the answer they would get alone: the niche they name is
-/// read and checked inside the batch's transaction (no such niche, an archived one), and of
-/// several copies of one external id in the same batch exactly one is stored.
+/// read and checked inside the batch's transaction (no such niche, an archived one), by slug or
+/// by id, and of several copies of one external id in the same batch exactly one is stored.
 async fn every_intake_of_a_mixed_batch_gets_its_own_answer(backend: Backend) {
     use askloop::domain::intake::parse_new_question;
     use askloop::error::{Conflict, ServiceError};
@@ -217,12 +217,28 @@ async fn every_intake_of_a_mixed_batch_gets_its_own_answer(backend: Backend) {
         return;
     };
     niche(&db, "old", NicheStatus::Archived).await;
+    let games = entity::niches::Entity::find()
+        .filter(entity::niches::Column::Slug.eq("games"))
+        .one(&db)
+        .await
+        .expect("read")
+        .expect("games");
+    // The same niche named by its id (and an id nobody has), in the same batches as slugs.
+    let by_id = |niche_id: i64, external_id: String| {
+        let mut body = question_body("games", &external_id);
+        let payload = body["payload"].as_object_mut().expect("a payload");
+        payload.remove("nicheSlug");
+        payload.insert("nicheId".into(), niche_id.into());
+        body
+    };
     let now = chrono::Utc::now();
     let bodies = (0..10)
         .map(|i| question_body("nowhere", &format!("lost-{i}")))
         .chain((0..10).map(|i| question_body("old", &format!("late-{i}"))))
         .chain((0..10).map(|_| question_body("games", "mixed-same")))
-        .chain((0..10).map(|i| question_body("games", &format!("mixed-{i}"))));
+        .chain((0..10).map(|i| question_body("games", &format!("mixed-{i}"))))
+        .chain((0..10).map(|i| by_id(games.id, format!("mixed-id-{i}"))))
+        .chain((0..5).map(|i| by_id(games.id + 1000, format!("lost-id-{i}"))));
     let asks = bodies.map(|body| {
         let db = db.clone();
         tokio::spawn(async move {
@@ -268,20 +284,32 @@ async fn every_intake_of_a_mixed_batch_gets_its_own_answer(backend: Backend) {
         same.iter().all(|o| o.question_id == same[0].question_id),
         "every copy names the one question"
     );
-    for outcome in &outcomes[30..] {
+    for outcome in &outcomes[30..50] {
         let outcome = outcome.as_ref().expect("a new question stored");
         assert!(!outcome.duplicate);
+        assert_eq!(outcome.niche_id, games.id, "in the niche it named");
+    }
+    for outcome in &outcomes[50..] {
+        assert!(
+            matches!(outcome, Err(ServiceError::NotFound(_))),
+            "an unknown niche id is refused: {outcome:?}"
+        );
     }
     let stored = stored(&db, "mixed-").await;
     assert_eq!(
         stored.len(),
-        11,
-        "ten distinct questions and one of the copies"
+        21,
+        "twenty distinct questions and one of the copies"
     );
     let elsewhere = agent_questions::Entity::find()
         .filter(
-            agent_questions::Column::ExternalId
-                .is_in((0..10).flat_map(|i| [format!("lost-{i}"), format!("late-{i}")])),
+            agent_questions::Column::ExternalId.is_in((0..10).flat_map(|i| {
+                [
+                    format!("lost-{i}"),
+                    format!("late-{i}"),
+                    format!("lost-id-{i}"),
+                ]
+            })),
         )
         .count(&db)
         .await
