@@ -114,7 +114,7 @@ pub fn changes(
                 Ok(LiveEvent::Question(change)) => {
                     let classified = match seen(&watch, &change) {
                         Seen::Now(kind) => Ok(kind),
-                        _ => Box::pin(classify(&watch, &change)).await,
+                        needs_read => Box::pin(read_back(&watch, &change, needs_read)).await,
                     };
                     match classified {
                         Ok(Some(kind)) => {
@@ -232,13 +232,14 @@ fn seen(watch: &Watch, change: &QuestionChange) -> Seen {
     }
 }
 
-/// How `change` shows to `watch`'s subscriber, reading their earlier answers when
-/// [`seen`] cannot tell.
-async fn classify(
+/// How `change` shows to `watch`'s subscriber when [`seen`] could not tell (`seen`): their
+/// earlier answers to it, read.
+async fn read_back(
     watch: &Watch,
     change: &QuestionChange,
+    seen: Seen,
 ) -> Result<Option<ChangeKind>, ServiceError> {
-    match seen(watch, change) {
+    match seen {
         Seen::Now(kind) => Ok(kind),
         Seen::BackUnlessAnswered => {
             // Back for everyone but whoever answered it before (their answer was rejected,
