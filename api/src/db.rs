@@ -287,6 +287,19 @@ impl Db {
         Ok(self.begin_in_turn(turn).await?)
     }
 
+    /// One statement that writes, as a transaction of its own (no `BEGIN`, no `COMMIT`: the
+    /// database commits it when it ends, all of it or nothing), on a writer's connection; the
+    /// rows it returns. For a write that is whole in one statement and worth the two round
+    /// trips a transaction adds (PostgreSQL's plain intake batches). On SQLite it waits for this
+    /// process's turn to write, as [`Db::begin_write`] does.
+    pub async fn write_alone(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
+        let _turn = match self.get_database_backend() {
+            DbBackend::Sqlite => Some(writer_gate(&self.writes).lock_owned().await),
+            _ => None,
+        };
+        self.writes.query_all_raw(stmt).await
+    }
+
     /// [`Db::begin_write`] if nobody is writing in this process now, else `None` at once: for a
     /// write worth skipping rather than waiting for (a credential's time of use). On
     /// PostgreSQL, which has no turn, it always begins.

@@ -317,7 +317,127 @@ async fn every_intake_of_a_mixed_batch_gets_its_own_answer(backend: Backend) {
     assert_eq!(elsewhere, 0, "nothing refused was stored");
 }
 
+/// A batch with nothing to reserve and no one to tell (on PostgreSQL written as one statement,
+/// with no transaction around it) leaves the rows a batch written in a transaction leaves (here,
+/// one with bounties to reserve): each new question exactly one `question.created` row — its
+/// actor, its id and niche, its external id, bounty and kind, the question's own time — appended
+/// in the questions' order; and a question asked again afterwards is the one stored.
+async fn a_plain_batch_leaves_the_rows_a_transaction_leaves(backend: Backend) {
+    use askloop::domain::intake::parse_new_question;
+    use askloop::service::agents::Asker;
+    use askloop::service::intake::receive_question;
+    use askloop_tests::fixtures::niche;
+    use entity::audit_log;
+    use entity::niches::NicheStatus;
+    use sea_orm::{ActiveModelTrait, ActiveValue::Set, IntoActiveModel, QueryOrder};
+
+    let Some((_database, db)) = a_database_with_games(backend).await else {
+        return;
+    };
+    let mut paid = niche(&db, "paid", NicheStatus::Open)
+        .await
+        .into_active_model();
+    paid.max_bounty_minor = Set(100);
+    paid.update(&db)
+        .await
+        .expect("paid niche's bounties allowed");
+
+    // To the microsecond, as both stores keep times.
+    let start = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 6);
+    let body = |i: i64| {
+        let (slug, external_id) = if i < 20 {
+            ("games", format!("plain-{i}"))
+        } else {
+            ("paid", format!("paid-{i}"))
+        };
+        let mut body = question_body(slug, &external_id);
+        let payload = body["payload"].as_object_mut().expect("a payload");
+        if i % 2 == 0 {
+            payload.insert("agentId".into(), "scout".into());
+        }
+        if slug == "paid" {
+            payload.insert("bountyMinor".into(), 25.into());
+        }
+        body
+    };
+    let ask = |i: i64| {
+        let db = db.clone();
+        let new = parse_new_question(&body(i)).expect("a valid question");
+        // Each intake its own time, so the audit row's time is seen to be its question's.
+        let now = start + chrono::Duration::milliseconds(i);
+        async move {
+            let hint = askloop::live::ChangeHint::none();
+            receive_question(&db, &hint, &Asker::Default, new, now).await
+        }
+    };
+    // The plain ones together first (on PostgreSQL a batch with one bounty among them is
+    // written in a transaction whole), then those with bounties.
+    let mut ids = Vec::new();
+    for asked in [0..20, 20..30] {
+        let outcomes = futures::future::join_all(asked.map(|i| tokio::spawn(ask(i)))).await;
+        for outcome in outcomes {
+            let outcome = outcome.expect("the intake ran").expect("stored");
+            assert!(!outcome.duplicate, "{outcome:?}");
+            ids.push(outcome.question_id);
+        }
+    }
+    let again = ask(3).await.expect("asked again");
+    assert!(again.duplicate, "the question stored before: {again:?}");
+    assert_eq!(again.question_id, ids[3]);
+
+    let questions = agent_questions::Entity::find()
+        .filter(agent_questions::Column::Id.is_in(ids.clone()))
+        .order_by_asc(agent_questions::Column::Id)
+        .all(&db)
+        .await
+        .expect("questions read");
+    assert_eq!(questions.len(), 30, "every question stored once");
+    let rows = audit_log::Entity::find()
+        .filter(audit_log::Column::Action.eq("question.created"))
+        .order_by_asc(audit_log::Column::Id)
+        .all(&db)
+        .await
+        .expect("audit read");
+    assert_eq!(rows.len(), 30, "one row a question, none for the repeat");
+    let subjects: Vec<String> = rows.iter().map(|row| row.subject_id.clone()).collect();
+    let in_order: Vec<String> = questions.iter().map(|q| q.id.to_string()).collect();
+    assert_eq!(subjects, in_order, "appended in the questions' order");
+    for (row, question) in rows.iter().zip(&questions) {
+        let external_id = question.external_id.clone().expect("an external id");
+        let i: i64 = external_id
+            .rsplit('-')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("numbered");
+        let actor = if i % 2 == 0 { "agent:scout" } else { "agent" };
+        assert_eq!(row.actor, actor, "{external_id}");
+        assert_eq!(row.subject_type, "question");
+        assert_eq!(row.niche_id, Some(question.niche_id));
+        assert_eq!(row.created_at, question.created_at, "{external_id}");
+        assert_eq!(
+            row.created_at,
+            start + chrono::Duration::milliseconds(i),
+            "the intake's own time"
+        );
+        assert_eq!(
+            row.detail,
+            serde_json::json!({
+                "externalId": external_id,
+                "bountyMinor": if i < 20 { 0 } else { 25 },
+                "kind": "question",
+            })
+        );
+    }
+    let reserved = audit_log::Entity::find()
+        .filter(audit_log::Column::Action.eq("budget.reserved"))
+        .count(&db)
+        .await
+        .expect("counted");
+    assert_eq!(reserved, 10, "each bounty reserved once");
+}
+
 on_sqlite_and_postgres!(
+    a_plain_batch_leaves_the_rows_a_transaction_leaves,
     a_batch_killed_before_its_commit_acknowledged_nothing,
     every_intake_acknowledged_before_a_kill_9_is_in_the_database,
     every_intake_of_a_mixed_batch_gets_its_own_answer,

@@ -100,7 +100,7 @@ fn pg_type(column: &ColumnType) -> Option<&'static str> {
 /// A value as its column reads it back from text: SQL `NULL` is JSON `null`, and a JSON value
 /// travels as its text (so a JSON `null` stays apart from SQL `NULL`). Timestamps are written to
 /// the microsecond, truncated, as the driver binds them.
-fn json_of(value: Value, column: &str) -> Result<Json, DbErr> {
+pub(crate) fn json_of(value: Value, column: &str) -> Result<Json, DbErr> {
     Ok(match value {
         Value::Bool(v) => v.map_or(Json::Null, Json::from),
         Value::TinyInt(v) => v.map_or(Json::Null, Json::from),

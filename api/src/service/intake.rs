@@ -26,6 +26,7 @@ use crate::service::operator_hooks::{self, HookEvent, QuestionFacts};
 use crate::service::{escalation, reach};
 
 mod batch;
+mod plain;
 
 /// What became of an intake.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,14 +97,21 @@ pub(crate) struct Request {
 
 impl Request {
     /// About how many bytes the intake adds to its batch's largest statement, the insert of its
-    /// question as one row of JSON (`db::bulk`): its texts as JSON writes them, its options
-    /// twice escaped (a JSON text inside the row), and a fixed share for the other columns
-    /// (numbers, timestamps, nulls: about 200 bytes as written).
+    /// question as one row of JSON (`db::bulk`) and, in a plain batch ([`plain`]), its audit row
+    /// beside it: its texts as JSON writes them, its options and the audit row's detail twice
+    /// escaped (a JSON text inside the row), and a fixed share for the other columns (numbers,
+    /// timestamps, nulls: about 200 bytes as written; the audit row's, about 90).
     fn bytes(&self) -> usize {
-        const FIXED: usize = 224;
+        const FIXED: usize = 224 + 96;
         let new = &self.new;
         let text = |s: &Option<String>| s.as_deref().map_or(0, json_len);
+        let actor = match &self.asker {
+            Asker::Default => text(&new.agent_id),
+            Asker::Registered { slug, .. } => json_len(slug),
+        };
         FIXED
+            + actor
+            + 2 * text(&new.external_id)
             + json_len(&new.title)
             + json_len(&new.question)
             + text(&new.context)
@@ -218,7 +226,7 @@ async fn store_alone(
 ) -> Result<IntakeOutcome, ServiceError> {
     let txn = db.begin_write().await?;
     let mut created = Vec::with_capacity(1);
-    let outcome = match write_all(&txn, &[request], &mut created).await {
+    let outcome = match write_all(&txn, &[request], None, &mut created).await {
         Ok(mut outcomes) => outcomes.pop().unwrap_or_else(|| {
             Err(ServiceError::Internal(anyhow::anyhow!(
                 "an intake written alone had no outcome"
@@ -249,12 +257,22 @@ async fn store_alone(
 /// questions (the first of each external id in the batch) are inserted in one statement. What
 /// that statement did not insert — a question stored before, or a second copy in the same batch
 /// — then goes through [`write`], which finds it (or, if the first copy was refused, stores it).
+///
+/// `read` is the batch's niches when they were read before the transaction began (PostgreSQL's
+/// batches, see [`plain`]); otherwise they are read here, inside it.
 async fn write_all(
     txn: &WriteTxn,
     requests: &[&Request],
+    read: Option<Niches>,
     created: &mut Vec<audit_log::ActiveModel>,
 ) -> Result<Vec<Result<IntakeOutcome, ServiceError>>, ServiceError> {
-    let (niches, reach) = load_niches(txn, requests.iter().map(|r| &r.new.niche)).await?;
+    let Niches {
+        rows: niches,
+        reach,
+    } = match read {
+        Some(read) => read,
+        None => load_niches(txn, requests).await?,
+    };
     let checked: Vec<Result<Store, ServiceError>> = requests
         .iter()
         .map(|request| check(niche_named(&niches, &request.new.niche), request))
@@ -339,14 +357,20 @@ fn urgency_of(urgency: intake::Urgency) -> Urgency {
     }
 }
 
-/// The niches `names` name, read in one query.
-async fn load_niches<'a, C: ConnectionTrait>(
+/// The niches a batch names, as one query read them.
+struct Niches {
+    rows: Vec<niches::Model>,
+    reach: Reach,
+}
+
+/// The niches `requests` name, read in one query.
+async fn load_niches<C: ConnectionTrait>(
     txn: &C,
-    names: impl Iterator<Item = &'a intake::NicheRef>,
-) -> Result<(Vec<niches::Model>, Reach), ServiceError> {
+    requests: &[&Request],
+) -> Result<Niches, ServiceError> {
     let (mut slugs, mut ids) = (Vec::new(), Vec::new());
-    for name in names {
-        match name {
+    for request in requests {
+        match &request.new.niche {
             intake::NicheRef::Slug(slug) => slugs.push(slug.clone()),
             intake::NicheRef::Id(id) => ids.push(*id),
         }
@@ -386,7 +410,10 @@ async fn load_niches<'a, C: ConnectionTrait>(
             row.niche
         })
         .collect();
-    Ok((niches, reach))
+    Ok(Niches {
+        rows: niches,
+        reach,
+    })
 }
 
 /// Whether a niche has a live operator webhook: the batch writes its events only then.
@@ -456,8 +483,7 @@ async fn insert_new<'a>(
         // and returned columns as below.
         txn.query_all_raw(bulk::insert_rows(
             &rows,
-            "ON CONFLICT (niche_id, external_id) WHERE external_id IS NOT NULL DO NOTHING \
-             RETURNING id, niche_id, external_id",
+            &format!("{ON_EXTERNAL_ID} RETURNING id, niche_id, external_id"),
         )?)
         .await?
     } else {
@@ -482,6 +508,15 @@ async fn insert_new<'a>(
     }
     Ok(ids)
 }
+
+/// The bulk insert's conflict clause on PostgreSQL: stop at the unique (niche, external id)
+/// index, as [`on_external_id`] does.
+const ON_EXTERNAL_ID: &str =
+    "ON CONFLICT (niche_id, external_id) WHERE external_id IS NOT NULL DO NOTHING";
+
+/// What a new question's audit row says happened, and to what.
+const CREATED_ACTION: &str = "question.created";
+const CREATED_SUBJECT: &str = "question";
 
 /// The unique (niche, external id) index the inserts stop at.
 fn on_external_id() -> OnConflict {
@@ -596,7 +631,6 @@ async fn settle_new(
         niche,
         actor,
         bounty,
-        lifetime,
         now,
         ..
     } = store;
@@ -627,29 +661,39 @@ async fn settle_new(
         // As the niche's row was read for this intake.
         budget::balance_of(niche, now)
     };
-    created.push(audit::row(
+    created.push(created_row(store, new, question_id));
+    Ok(stored_outcome(store, question_id, budget))
+}
+
+/// The `question.created` audit row of `new`, stored as `question_id`.
+fn created_row(store: &Store, new: &NewQuestion, question_id: i64) -> audit_log::ActiveModel {
+    audit::row(
         AuditEntry {
-            actor,
-            action: "question.created",
-            subject_type: "question",
+            actor: &store.actor,
+            action: CREATED_ACTION,
+            subject_type: CREATED_SUBJECT,
             subject_id: question_id,
-            niche_id: Some(niche.id),
+            niche_id: Some(store.niche.id),
             detail: json!({
                 "externalId": new.external_id,
-                "bountyMinor": bounty,
+                "bountyMinor": store.bounty,
                 "kind": new.kind.as_str(),
             }),
         },
-        now,
-    ));
-    Ok(IntakeOutcome {
+        store.now,
+    )
+}
+
+/// What an intake stored as `question_id` answers, the niche's budget then being `budget`.
+fn stored_outcome(store: &Store, question_id: i64, budget: Budget) -> IntakeOutcome {
+    IntakeOutcome {
         question_id,
         status: QuestionStatus::Open,
         duplicate: false,
-        niche_id: niche.id,
-        expires_at: now + Duration::seconds(*lifetime),
+        niche_id: store.niche.id,
+        expires_at: store.now + Duration::seconds(store.lifetime),
         budget,
-    })
+    }
 }
 
 fn describe(niche: &intake::NicheRef) -> String {

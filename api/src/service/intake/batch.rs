@@ -8,6 +8,10 @@
 //! reservation and audit rows), then one commit. Each request is answered
 //! only after that commit: nothing is acknowledged that is not in the database.
 //!
+//! - On PostgreSQL a batch's niches are read first, before any transaction, and a plain batch
+//!   (nothing to reserve, no one to mail or call, no wave to hold back) is then written as one
+//!   statement with no transaction around it ([`plain`]); the rest, and whatever that statement
+//!   did not store (a duplicate), are written in a transaction as above.
 //! - SQLite has one writer at a time: one batch is written at a time. PostgreSQL writes up to
 //!   [`POSTGRES_WRITERS`] batches at once (each on its own connection), the second only while
 //!   more intakes wait than one batch takes.
@@ -26,7 +30,7 @@ use crate::db::Db;
 use sea_orm::DbBackend;
 use tokio::sync::oneshot;
 
-use super::{IntakeOutcome, Request, store_alone, write_all};
+use super::{IntakeOutcome, Niches, Request, load_niches, plain, store_alone, write_all};
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
 use crate::service::audit;
@@ -41,13 +45,14 @@ pub const MOST: usize = 128;
 /// over a Unix socket, where there is no such delay, 6,615.
 pub const MOST_POSTGRES: usize = 32;
 
-/// About how many bytes of questions one batch takes on PostgreSQL (one intake at least,
-/// however large): for the same reason as [`MOST_POSTGRES`], measured in bytes. The driver sends
+/// About how many bytes of questions (and, in a plain batch, their audit rows, which travel in
+/// the same statement) one batch takes on PostgreSQL (one intake at least, however large): for
+/// the same reason as [`MOST_POSTGRES`], measured in bytes. The driver sends
 /// a statement over TLS one record (16 KiB) a write, so the tail of a larger one waits for the
 /// first record's acknowledgement, which PostgreSQL's side delays by about 40 ms. Measured with
 /// `loadgen -c 32 --context-bytes 1024` on this machine: batches of up to 32 such questions took
-/// 524–534 intakes a second (p50 53 ms); kept under 12 KiB, 2,462–2,573 (p50 12 ms). 32 of the
-/// load generator's short questions are about 10 KiB as sent, and stay one batch.
+/// 524–534 intakes a second (p50 53 ms); kept under 12 KiB, 2,462–2,573 (p50 12 ms). The load
+/// generator's short questions count about 510 bytes each with their audit rows: 28 a batch.
 pub const BYTES_POSTGRES: usize = 14 * 1024;
 
 /// How many batches one process writes at once on PostgreSQL. The second starts only while
@@ -220,35 +225,85 @@ async fn drain(db: Db, hint: ChangeHint, queue: Shared, limits: Limits) {
 }
 
 async fn write_batch(db: &Db, hint: &ChangeHint, batch: Vec<Job>) {
-    match write_together(db, &batch).await {
-        Ok(outcomes) => {
-            if outcomes.iter().any(|o| matches!(o, Ok(o) if !o.duplicate)) {
-                hint.changed();
+    let requests: Vec<&Request> = batch.iter().map(|job| &job.request).collect();
+    let (mut settled, read) = write_plain(db, &requests).await;
+    let left: Vec<usize> = (0..settled.len())
+        .filter(|&i| settled[i].is_none())
+        .collect();
+    if !left.is_empty() {
+        let left_requests: Vec<&Request> = left.iter().map(|&i| requests[i]).collect();
+        match write_together(db, &left_requests, read).await {
+            Ok(outcomes) => {
+                for (&i, outcome) in left.iter().zip(outcomes) {
+                    settled[i] = Some(outcome);
+                }
             }
-            for (job, outcome) in batch.into_iter().zip(outcomes) {
-                // A client that went away no longer waits; its question is stored all the same.
-                let _ = job.reply.send(outcome);
+            Err(err) => {
+                tracing::warn!(error = %err, intakes = left.len(), "an intake batch failed; writing its intakes one by one");
+                for &i in &left {
+                    settled[i] = Some(store_alone(db, hint, requests[i]).await);
+                }
             }
         }
+    }
+    if settled
+        .iter()
+        .any(|o| matches!(o, Some(Ok(o)) if !o.duplicate))
+    {
+        hint.changed();
+    }
+    for (job, outcome) in batch.into_iter().zip(settled) {
+        let outcome = outcome.unwrap_or_else(|| {
+            Err(ServiceError::Internal(anyhow::anyhow!(
+                "an intake of the batch was never written"
+            )))
+        });
+        // A client that went away no longer waits; its question is stored all the same.
+        let _ = job.reply.send(outcome);
+    }
+}
+
+/// On PostgreSQL, the batch's niches read and, if the batch is plain, its questions written in
+/// one statement ([`plain`]): each intake's outcome, `None` for those left to a transaction, and
+/// the niches read when nothing was written (for that transaction to use). On SQLite, or when
+/// the read or the statement fails, everything is left to the transaction.
+async fn write_plain(db: &Db, requests: &[&Request]) -> (Vec<plain::Settled>, Option<Niches>) {
+    let none = || requests.iter().map(|_| None).collect();
+    if db.get_database_backend() != DbBackend::Postgres {
+        return (none(), None);
+    }
+    // Read before any transaction, on a reader's connection: under read committed, a read
+    // inside the transaction would see no more than this one (it locks nothing either way).
+    let read = match load_niches(db.reads(), requests).await {
+        Ok(read) => read,
         Err(err) => {
-            tracing::warn!(error = %err, intakes = batch.len(), "an intake batch failed; writing its intakes one by one");
-            for job in batch {
-                let outcome = store_alone(db, hint, &job.request).await;
-                let _ = job.reply.send(outcome);
-            }
+            tracing::warn!(error = %err, "reading an intake batch's niches failed");
+            return (none(), None);
+        }
+    };
+    // The crash test's hook, before the plain batch's one statement is sent.
+    #[cfg(feature = "test-hooks")]
+    abort_if_asked();
+    match plain::write(db, requests, &read).await {
+        Ok(Some(settled)) => (settled, None),
+        Ok(None) => (none(), Some(read)),
+        Err(err) => {
+            tracing::warn!(error = %err, intakes = requests.len(), "a plain intake batch failed; writing it in a transaction");
+            (none(), None)
         }
     }
 }
 
-/// One transaction for the whole batch: every intake's outcome, or the error that rolled it back.
+/// One transaction for `requests` (their niches `read` before it began, or read inside it):
+/// every intake's outcome, or the error that rolled it back.
 async fn write_together(
     db: &Db,
-    batch: &[Job],
+    requests: &[&Request],
+    read: Option<Niches>,
 ) -> Result<Vec<Result<IntakeOutcome, ServiceError>>, ServiceError> {
     let txn = db.begin_write().await?;
-    let mut created = Vec::with_capacity(batch.len());
-    let requests: Vec<&Request> = batch.iter().map(|job| &job.request).collect();
-    let outcomes = match write_all(&txn, &requests, &mut created).await {
+    let mut created = Vec::with_capacity(requests.len());
+    let outcomes = match write_all(&txn, requests, read, &mut created).await {
         Ok(outcomes) => outcomes,
         Err(err) => {
             txn.rollback().await?;
@@ -266,8 +321,8 @@ async fn write_together(
     Ok(outcomes)
 }
 
-/// The crash test's hook: abort the process here, the batch written and not committed, when
-/// [`ABORT_BEFORE_COMMIT`] is set.
+/// The crash test's hook: abort the process here, the batch written and not committed (or, for a
+/// plain batch, its one statement not yet sent), when [`ABORT_BEFORE_COMMIT`] is set.
 #[cfg(feature = "test-hooks")]
 fn abort_if_asked() {
     static SET: OnceLock<bool> = OnceLock::new();
