@@ -66,8 +66,9 @@ pub fn refusal_reason(err: &ServiceError) -> &'static str {
 /// A registered agent asks only in its niches: another niche is refused (403) before anything is
 /// stored. The question records which agent asked, so its events go to that agent's endpoint.
 ///
-/// The niche is read, and the question checked against it, inside the transaction that stores
-/// the question: a niche archived or re-limited a moment before is seen as it is.
+/// The niche is read, and the question checked against it, as part of the write that stores the
+/// question (inside its transaction on SQLite; on PostgreSQL, under read committed, just before
+/// it, which sees no less): a niche archived or re-limited a moment before is seen as it is.
 pub async fn receive_question(
     db: &Db,
     hint: &ChangeHint,
