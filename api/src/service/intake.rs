@@ -498,8 +498,15 @@ async fn insert_new<'a>(
         ]));
         txn.query_all(&insert).await?
     };
-    let mut ids = HashMap::with_capacity(seen.len());
-    for row in inserted {
+    Ok(stored_ids(inserted)?)
+}
+
+/// The questions an insert returned (`id, niche_id, external_id`), by (niche, external id).
+fn stored_ids(
+    rows: Vec<sea_orm::QueryResult>,
+) -> Result<HashMap<(i64, String), i64>, sea_orm::DbErr> {
+    let mut ids = HashMap::with_capacity(rows.len());
+    for row in rows {
         let id: i64 = row.try_get("", "id")?;
         let niche_id: i64 = row.try_get("", "niche_id")?;
         let external_id: Option<String> = row.try_get("", "external_id")?;

@@ -14,7 +14,7 @@
 //! before, or a second copy in the same batch) is left to a transaction of the usual kind, which
 //! finds the question stored before, exactly as it would have inside one.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use entity::{agent_questions, niches};
 use sea_orm::sea_query::Value;
@@ -23,7 +23,7 @@ use serde_json::Value as Json;
 
 use super::{
     CREATED_ACTION, CREATED_SUBJECT, IntakeOutcome, Niches, ON_EXTERNAL_ID, Request, Store, check,
-    created_row, niche_named, question_row, stored_outcome,
+    created_row, niche_named, question_row, stored_ids, stored_outcome,
 };
 use crate::db::{Db, bulk};
 use crate::error::ServiceError;
@@ -80,20 +80,15 @@ pub(super) async fn write(
     } else {
         db.write_alone(statement(&questions, audits)?).await?
     };
-    let mut stored = HashMap::with_capacity(rows.len());
-    for row in rows {
-        let id: i64 = row.try_get("", "id")?;
-        let niche_id: i64 = row.try_get("", "niche_id")?;
-        let external_id: Option<String> = row.try_get("", "external_id")?;
-        stored.insert((niche_id, external_id), id);
-    }
+    let stored = stored_ids(rows)?;
     let mut settled = Vec::with_capacity(requests.len());
     for ((store, request), took) in checked.into_iter().zip(requests).zip(takes) {
         settled.push(match store {
             Err(refused) => Some(Err(refused)),
             Ok(store) => took
-                .then(|| stored.get(&(store.niche.id, request.new.external_id.clone())))
+                .then_some(request.new.external_id.as_ref())
                 .flatten()
+                .and_then(|external_id| stored.get(&(store.niche.id, external_id.clone())))
                 .map(|&question_id| {
                     let budget = budget::balance_of(&store.niche, store.now);
                     Ok(stored_outcome(&store, question_id, budget))
