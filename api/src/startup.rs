@@ -24,7 +24,7 @@ use crate::metrics::{self, Metrics};
 use crate::security_headers;
 use crate::serve::{self, Connections};
 use crate::service::passwords;
-use crate::state::AppState;
+use crate::state::{AppState, StateParts};
 use crate::worker::{self, WorkerContext};
 use crate::{a2a, db, mcp, rest};
 
@@ -96,13 +96,13 @@ impl Application {
             config.clone(),
             live.clone(),
         );
-        let state = AppState {
+        let state = AppState::new(StateParts {
             db,
             config,
             metrics,
             login_throttle,
             live,
-        };
+        });
         let router = router(state.clone(), endpoint);
         let connections = Connections::new(&state.config.connections, serve::file_limit());
         Ok(Self {

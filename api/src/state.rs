@@ -13,9 +13,29 @@ use crate::live::{ChangeHint, LiveHub};
 use crate::login_throttle::LoginThrottle;
 use crate::metrics::Metrics;
 
-/// What every REST handler can reach.
+/// What every REST handler can reach: one shared [`StateParts`]. Every request clones the state
+/// (axum hands each handler and middleware its own), so a clone is one reference count, not one
+/// for each pool, channel and registry inside.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<StateParts>);
+
+impl AppState {
+    /// The state made of `parts`.
+    pub fn new(parts: StateParts) -> Self {
+        Self(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = StateParts;
+
+    fn deref(&self) -> &StateParts {
+        &self.0
+    }
+}
+
+/// The parts of [`AppState`].
+pub struct StateParts {
     /// The database pool.
     pub db: Db,
     /// The configuration, built once.

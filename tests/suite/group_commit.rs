@@ -436,7 +436,111 @@ async fn a_plain_batch_leaves_the_rows_a_transaction_leaves(backend: Backend) {
     assert_eq!(reserved, 10, "each bounty reserved once");
 }
 
+/// A niche changed after a batch read it is read again before anything relies on it (on
+/// PostgreSQL a batch of niches read before skips the read, and its statement checks that they
+/// are unchanged): archived, it refuses; opened again, it takes questions; given a default
+/// bounty, the bounty is reserved; given a webhook, its operator hears of the question.
+async fn a_niche_changed_after_a_batch_read_it_is_read_again(backend: Backend) {
+    use askloop::domain::intake::parse_new_question;
+    use askloop::error::{Conflict, ServiceError};
+    use askloop::service::agents::Asker;
+    use askloop::service::intake::{IntakeOutcome, receive_question};
+    use askloop_tests::people::person;
+    use entity::niches::{self, NicheStatus};
+    use entity::{deliveries, operator_webhooks};
+    use sea_orm::{ActiveModelTrait, ActiveValue::Set, IntoActiveModel, NotSet};
+
+    let Some((_database, db)) = a_database_with_games(backend).await else {
+        return;
+    };
+    let ask = |external_id: &str| {
+        let db = db.clone();
+        let new = parse_new_question(&question_body("games", external_id)).expect("valid");
+        async move {
+            let hint = askloop::live::ChangeHint::none();
+            receive_question(&db, &hint, &Asker::Default, new, chrono::Utc::now()).await
+        }
+    };
+    let stored = |outcome: Result<IntakeOutcome, ServiceError>| {
+        let outcome = outcome.expect("stored");
+        assert!(!outcome.duplicate, "{outcome:?}");
+        outcome.question_id
+    };
+    async fn games(db: &Db) -> niches::ActiveModel {
+        niches::Entity::find()
+            .filter(niches::Column::Slug.eq("games"))
+            .one(db)
+            .await
+            .expect("read")
+            .expect("games")
+            .into_active_model()
+    }
+    async fn set_status(db: &Db, status: NicheStatus) {
+        let mut niche = games(db).await;
+        niche.status = Set(status);
+        niche.update(db).await.expect("status set");
+    }
+    stored(ask("seen-1").await);
+
+    set_status(&db, NicheStatus::Archived).await;
+    let refused = ask("seen-2").await;
+    assert!(
+        matches!(
+            refused,
+            Err(ServiceError::Conflict(Conflict::NicheClosed {
+                state: "archived",
+                ..
+            }))
+        ),
+        "archived since the last batch: {refused:?}"
+    );
+    set_status(&db, NicheStatus::Open).await;
+    stored(ask("seen-3").await);
+
+    let mut niche = games(&db).await;
+    niche.bounty_minor = Set(40);
+    niche.max_bounty_minor = Set(100);
+    niche.monthly_budget_minor = Set(Some(10_000));
+    niche.update(&db).await.expect("a default bounty");
+    let paid = ask("seen-4").await.expect("stored with its bounty");
+    assert_eq!(paid.budget.reserved, 40, "the bounty is reserved: {paid:?}");
+    let question = agent_questions::Entity::find_by_id(paid.question_id)
+        .one(&db)
+        .await
+        .expect("read")
+        .expect("the question");
+    assert_eq!(question.bounty_minor, 40, "the niche's new default");
+    let mut niche = games(&db).await;
+    niche.bounty_minor = Set(0);
+    niche.update(&db).await.expect("no bounty again");
+    stored(ask("seen-5").await);
+
+    // A webhook is no change to the niche's row: the statement asks whether the niche has one.
+    let admin = person(&db, "root", true).await;
+    let games_id = *games(&db).await.id.as_ref();
+    operator_webhooks::ActiveModel {
+        id: NotSet,
+        user_id: Set(admin.id),
+        niche_id: Set(games_id),
+        url: Set("https://hooks.example.com/askloop".into()),
+        secret: Set("whsec_test".into()),
+        created_at: Set(chrono::Utc::now()),
+        revoked_at: Set(None),
+    }
+    .insert(&db)
+    .await
+    .expect("a webhook");
+    let heard = stored(ask("seen-6").await);
+    let events = deliveries::Entity::find()
+        .filter(deliveries::Column::QuestionId.eq(heard))
+        .count(&db)
+        .await
+        .expect("deliveries read");
+    assert_eq!(events, 1, "the webhook's event for the new question");
+}
+
 on_sqlite_and_postgres!(
+    a_niche_changed_after_a_batch_read_it_is_read_again,
     a_plain_batch_leaves_the_rows_a_transaction_leaves,
     a_batch_killed_before_its_commit_acknowledged_nothing,
     every_intake_acknowledged_before_a_kill_9_is_in_the_database,

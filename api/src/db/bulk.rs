@@ -33,6 +33,16 @@ use serde_json::Value as Json;
 /// `tail` (an `ON CONFLICT` clause, a `RETURNING` list, or nothing). Every row must set the same
 /// columns; a column left unset in all of them takes its default (an identity, say).
 pub fn insert_rows<A: ActiveModelTrait>(rows: &[A], tail: &str) -> Result<Statement, DbErr> {
+    insert_rows_where(rows, None, tail)
+}
+
+/// As [`insert_rows`], inserting the rows only where `filter` (an SQL condition, which may read
+/// the row as `r.v`) holds.
+pub fn insert_rows_where<A: ActiveModelTrait>(
+    rows: &[A],
+    filter: Option<&str>,
+    tail: &str,
+) -> Result<Statement, DbErr> {
     let columns: Vec<<A::Entity as EntityTrait>::Column> =
         <<A::Entity as EntityTrait>::Column as Iterable>::iter()
             .filter(|column| rows.first().is_some_and(|row| row.get(*column).is_set()))
@@ -69,9 +79,10 @@ pub fn insert_rows<A: ActiveModelTrait>(rows: &[A], tail: &str) -> Result<Statem
         })?;
         reads.push(format!("(r.v->>{i})::{pg_type}"));
     }
+    let filter = filter.map(|f| format!("WHERE {f} ")).unwrap_or_default();
     let sql = format!(
         "INSERT INTO \"{table}\" ({}) SELECT {} \
-         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(v, n) ORDER BY r.n {tail}",
+         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(v, n) {filter}ORDER BY r.n {tail}",
         names.join(", "),
         reads.join(", "),
     );

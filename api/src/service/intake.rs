@@ -26,6 +26,7 @@ use crate::service::operator_hooks::{self, HookEvent, QuestionFacts};
 use crate::service::{escalation, reach};
 
 mod batch;
+mod known;
 mod plain;
 
 /// What became of an intake.
@@ -270,6 +271,7 @@ async fn write_all(
     let Niches {
         rows: niches,
         reach,
+        ..
     } = match read {
         Some(read) => read,
         None => load_niches(txn, requests).await?,
@@ -358,10 +360,15 @@ fn urgency_of(urgency: intake::Urgency) -> Urgency {
     }
 }
 
-/// The niches a batch names, as one query read them.
+/// The niches a batch names, as one query read them (or as the batch writer last read them, see
+/// [`batch`]).
+#[derive(Clone, Default)]
 struct Niches {
     rows: Vec<niches::Model>,
     reach: Reach,
+    /// Each niche's row version when it was read (PostgreSQL's `xmin`: any change to the row
+    /// gives it another): what a plain batch's statement checks is still so ([`plain`]).
+    versions: HashMap<i64, String>,
 }
 
 /// The niches `requests` name, read in one query.
@@ -391,31 +398,36 @@ async fn load_niches<C: ConnectionTrait>(
     if !ids.is_empty() {
         named = named.add(niches::Column::Id.is_in(ids));
     }
+    let version = match txn.get_database_backend() {
+        DbBackend::Postgres => ROW_VERSION,
+        _ => "NULL",
+    };
     let rows = niches::Entity::find()
         .filter(named)
         .column_as(Expr::cust(HAS_HOOKS), "reach_hooks")
         .column_as(Expr::cust(HAS_READERS), "reach_mail")
+        .column_as(Expr::cust(version), "row_version")
         .into_model::<NicheRow>()
         .all(txn)
         .await?;
-    let mut reach = Reach::default();
-    let niches = rows
-        .into_iter()
-        .map(|row| {
-            if row.hooks {
-                reach.hooks.insert(row.niche.id);
-            }
-            if row.mail {
-                reach.mail.insert(row.niche.id);
-            }
-            row.niche
-        })
-        .collect();
-    Ok(Niches {
-        rows: niches,
-        reach,
-    })
+    let mut read = Niches::default();
+    for row in rows {
+        if row.hooks {
+            read.reach.hooks.insert(row.niche.id);
+        }
+        if row.mail {
+            read.reach.mail.insert(row.niche.id);
+        }
+        if let Some(version) = row.version {
+            read.versions.insert(row.niche.id, version);
+        }
+        read.rows.push(row.niche);
+    }
+    Ok(read)
 }
+
+/// A niche row's version on PostgreSQL: the transaction that wrote it last.
+const ROW_VERSION: &str = "niches.xmin::text";
 
 /// Whether a niche has a live operator webhook: the batch writes its events only then.
 const HAS_HOOKS: &str = "EXISTS (SELECT 1 FROM operator_webhooks w \
@@ -428,7 +440,7 @@ const HAS_READERS: &str = "EXISTS (SELECT 1 FROM niche_members m \
      WHERE m.niche_id = niches.id AND m.status = 'active' AND s.verified_email IS NOT NULL)";
 
 /// Which of a batch's niches someone is to hear of (by mail, by webhook).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Reach {
     hooks: HashSet<i64>,
     mail: HashSet<i64>,
@@ -439,6 +451,7 @@ struct NicheRow {
     niche: niches::Model,
     hooks: bool,
     mail: bool,
+    version: Option<String>,
 }
 
 impl sea_orm::FromQueryResult for NicheRow {
@@ -447,6 +460,7 @@ impl sea_orm::FromQueryResult for NicheRow {
             niche: niches::Model::from_query_result(row, pre)?,
             hooks: row.try_get(pre, "reach_hooks")?,
             mail: row.try_get(pre, "reach_mail")?,
+            version: row.try_get(pre, "row_version")?,
         })
     }
 }
@@ -507,7 +521,10 @@ fn stored_ids(
 ) -> Result<HashMap<(i64, String), i64>, sea_orm::DbErr> {
     let mut ids = HashMap::with_capacity(rows.len());
     for row in rows {
-        let id: i64 = row.try_get("", "id")?;
+        // A row with no question: the plain statement's answer when it stored none.
+        let Some(id) = row.try_get::<Option<i64>>("", "id")? else {
+            continue;
+        };
         let niche_id: i64 = row.try_get("", "niche_id")?;
         let external_id: Option<String> = row.try_get("", "external_id")?;
         if let Some(external_id) = external_id {

@@ -8,10 +8,11 @@
 //! reservation and audit rows), then one commit. Each request is answered
 //! only after that commit: nothing is acknowledged that is not in the database.
 //!
-//! - On PostgreSQL a batch's niches are read first, before any transaction, and a plain batch
-//!   (nothing to reserve, no one to mail or call, no wave to hold back) is then written as one
-//!   statement with no transaction around it ([`plain`]); the rest, and whatever that statement
-//!   did not store (a duplicate), are written in a transaction as above.
+//! - On PostgreSQL a plain batch (nothing to reserve, no one to mail or call, no wave to hold
+//!   back) is written as one statement with no transaction around it ([`plain`]), relying on
+//!   its niches as the queue's batches last read them ([`Known`]) — the statement checks they
+//!   are unchanged — or on a read of them first, before any transaction; the rest, and whatever
+//!   that statement did not store (a duplicate), are written in a transaction as above.
 //! - SQLite has one writer at a time: one batch is written at a time. PostgreSQL writes up to
 //!   [`POSTGRES_WRITERS`] batches at once (each on its own connection), the second only while
 //!   more intakes wait than one batch takes.
@@ -25,11 +26,14 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use crate::db::Db;
 use sea_orm::DbBackend;
 use tokio::sync::oneshot;
 
+use super::known::Known;
+use super::plain::Written;
 use super::{IntakeOutcome, Niches, Request, load_niches, plain, store_alone, write_all};
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
@@ -82,6 +86,8 @@ struct Job {
 struct Queue {
     jobs: Vec<Job>,
     writers: usize,
+    /// The niches its batches read last (PostgreSQL's plain batches rely on them, checked).
+    known: Known,
 }
 
 type Shared = Arc<Mutex<Queue>>;
@@ -220,13 +226,13 @@ async fn drain(db: Db, hint: ChangeHint, queue: Shared, limits: Limits) {
             let take = batch_len(&waiting.jobs, limits);
             waiting.jobs.drain(..take).collect()
         };
-        write_batch(&db, &hint, batch).await;
+        write_batch(&db, &hint, &writing.queue, batch).await;
     }
 }
 
-async fn write_batch(db: &Db, hint: &ChangeHint, batch: Vec<Job>) {
+async fn write_batch(db: &Db, hint: &ChangeHint, queue: &Shared, batch: Vec<Job>) {
     let requests: Vec<&Request> = batch.iter().map(|job| &job.request).collect();
-    let (mut settled, read) = write_plain(db, &requests).await;
+    let (mut settled, read) = write_plain(db, queue, &requests).await;
     let left: Vec<usize> = (0..settled.len())
         .filter(|&i| settled[i].is_none())
         .collect();
@@ -263,14 +269,29 @@ async fn write_batch(db: &Db, hint: &ChangeHint, batch: Vec<Job>) {
     }
 }
 
-/// On PostgreSQL, the batch's niches read and, if the batch is plain, its questions written in
-/// one statement ([`plain`]): each intake's outcome, `None` for those left to a transaction, and
+/// On PostgreSQL, if the batch is plain, its questions written in one statement ([`plain`]),
+/// relying on the niches as the queue's batches read them last when it knows them all, or else
+/// on the niches read now: each intake's outcome, `None` for those left to a transaction, and
 /// the niches read when nothing was written (for that transaction to use). On SQLite, or when
 /// the read or the statement fails, everything is left to the transaction.
-async fn write_plain(db: &Db, requests: &[&Request]) -> (Vec<plain::Settled>, Option<Niches>) {
+async fn write_plain(
+    db: &Db,
+    queue: &Shared,
+    requests: &[&Request],
+) -> (Vec<plain::Settled>, Option<Niches>) {
     let none = || requests.iter().map(|_| None).collect();
     if db.get_database_backend() != DbBackend::Postgres {
         return (none(), None);
+    }
+    let known = lock(queue).known.niches_of(requests, Instant::now());
+    if let Some(known) = known {
+        match write_plain_with(db, requests, &known, true).await {
+            Ok(Written::Settled(settled)) => return (settled, None),
+            // Read again below: a transaction relies on no niche read before it.
+            Ok(Written::NotPlain) => {}
+            Ok(Written::Stale) => lock(queue).known.forget(&known),
+            Err(()) => return (none(), None),
+        }
     }
     // Read before any transaction, on a reader's connection: under read committed, a read
     // inside the transaction would see no more than this one (it locks nothing either way).
@@ -281,17 +302,29 @@ async fn write_plain(db: &Db, requests: &[&Request]) -> (Vec<plain::Settled>, Op
             return (none(), None);
         }
     };
-    // The crash test's hook, before the plain batch's one statement is sent.
+    lock(queue).known.remember(&read, Instant::now());
+    match write_plain_with(db, requests, &read, false).await {
+        Ok(Written::Settled(settled)) => (settled, None),
+        Ok(Written::NotPlain) => (none(), Some(read)),
+        // Changed since this very read: the transaction reads the niches itself.
+        Ok(Written::Stale) | Err(()) => (none(), None),
+    }
+}
+
+/// [`plain::write`], with the crash test's hook before its statement; a failure logged.
+async fn write_plain_with(
+    db: &Db,
+    requests: &[&Request],
+    read: &Niches,
+    earlier: bool,
+) -> Result<Written, ()> {
     #[cfg(feature = "test-hooks")]
     abort_if_asked();
-    match plain::write(db, requests, &read).await {
-        Ok(Some(settled)) => (settled, None),
-        Ok(None) => (none(), Some(read)),
-        Err(err) => {
+    plain::write(db, requests, read, earlier)
+        .await
+        .map_err(|err| {
             tracing::warn!(error = %err, intakes = requests.len(), "a plain intake batch failed; writing it in a transaction");
-            (none(), None)
-        }
-    }
+        })
 }
 
 /// One transaction for `requests` (their niches `read` before it began, or read inside it):

@@ -7,12 +7,19 @@
 //! scheduled again, not only the server's work: measured under `loadgen -c 32`, about 0.4 ms
 //! each of a 2.8 ms batch. Most batches need nothing of a transaction but that the questions and
 //! their `question.created` rows are stored together: no bounty to reserve, nobody to mail or
-//! call, no wave to hold back. Such a batch is written as the niche read (before, on a reader's
-//! connection) and one statement — the questions' insert, and in the same statement
-//! (a data-modifying `WITH`) the audit row of each question it stored — which PostgreSQL commits
-//! when it ends: two round trips. An intake the statement did not store (its external id stored
+//! call, no wave to hold back. Such a batch is written as one statement — the questions' insert,
+//! and in the same statement (a data-modifying `WITH`) the audit row of each question it stored
+//! — which PostgreSQL commits when it ends: one round trip, two when its niches are read first. An intake the statement did not store (its external id stored
 //! before, or a second copy in the same batch) is left to a transaction of the usual kind, which
 //! finds the question stored before, exactly as it would have inside one.
+//!
+//! The niches need not have been read for this batch: a writer keeps those it read last
+//! (`known`), and a batch of niches it knows skips the read. Either way the statement checks,
+//! before it inserts anything, that every niche it relies on is still the row that was read
+//! (PostgreSQL's row version, `xmin`, which any change to the row moves) and still has no one to
+//! hear of its questions; if one is not, it inserts nothing and says so ([`Written::Stale`]), and
+//! the batch reads its niches again. What a niche says — whether it is open, its default bounty,
+//! its questions' lifetime — is therefore never older than the statement that relies on it.
 
 use std::collections::HashSet;
 
@@ -22,8 +29,9 @@ use sea_orm::{ActiveValue, DbErr, Statement};
 use serde_json::Value as Json;
 
 use super::{
-    CREATED_ACTION, CREATED_SUBJECT, IntakeOutcome, Niches, ON_EXTERNAL_ID, Request, Store, check,
-    created_row, niche_named, question_row, stored_ids, stored_outcome,
+    CREATED_ACTION, CREATED_SUBJECT, HAS_HOOKS, HAS_READERS, IntakeOutcome, Niches, ON_EXTERNAL_ID,
+    ROW_VERSION, Request, Store, check, created_row, niche_named, question_row, stored_ids,
+    stored_outcome,
 };
 use crate::db::{Db, bulk};
 use crate::error::ServiceError;
@@ -32,18 +40,33 @@ use crate::service::budget;
 /// One intake's outcome, or `None` when it is left to a transaction.
 pub(super) type Settled = Option<Result<IntakeOutcome, ServiceError>>;
 
-/// Write `requests`, whose niches are `read`, if the batch is plain: each intake's outcome (a
-/// refusal included), or `None` for one left to a transaction (see the module). `Ok(None)`: the
-/// batch is not plain and nothing was written.
+/// What [`write`] did.
+pub(super) enum Written {
+    /// The batch is not plain: nothing was written.
+    NotPlain,
+    /// A niche is not as it was read (or, read earlier, would refuse an intake): nothing was
+    /// written, and the niches are to be read again.
+    Stale,
+    /// Each intake's outcome (a refusal included), or `None` for one left to a transaction.
+    Settled(Vec<Settled>),
+}
+
+/// Write `requests`, whose niches are `read` (`earlier`: read for an earlier batch, not this
+/// one), if the batch is plain (see the module).
 pub(super) async fn write(
     db: &Db,
     requests: &[&Request],
     read: &Niches,
-) -> Result<Option<Vec<Settled>>, ServiceError> {
+    earlier: bool,
+) -> Result<Written, ServiceError> {
     let checked: Vec<Result<Store, ServiceError>> = requests
         .iter()
         .map(|request| check(niche_named(&read.rows, &request.new.niche), request))
         .collect();
+    // Only a niche read for this batch refuses: one read earlier may have been opened since.
+    if earlier && checked.iter().any(Result::is_err) {
+        return Ok(Written::Stale);
+    }
     if !checked
         .iter()
         .zip(requests)
@@ -52,7 +75,21 @@ pub(super) async fn write(
             Err(_) => true,
         })
     {
-        return Ok(None);
+        return Ok(Written::NotPlain);
+    }
+    // The version of each niche the batch relies on, for the statement to check.
+    let mut relied = HashSet::new();
+    let mut versions = Vec::new();
+    for store in checked.iter().flatten() {
+        if relied.insert(store.niche.id) {
+            let Some(version) = read.versions.get(&store.niche.id) else {
+                return Ok(Written::Stale);
+            };
+            versions.push(Json::Array(vec![
+                Json::from(store.niche.id),
+                Json::from(version.as_str()),
+            ]));
+        }
     }
     // The first question of each (niche, external id) is inserted; a second copy waits.
     let mut first = HashSet::new();
@@ -78,7 +115,17 @@ pub(super) async fn write(
     let rows = if questions.is_empty() {
         Vec::new()
     } else {
-        db.write_alone(statement(&questions, audits)?).await?
+        let rows = db
+            .write_alone(statement(&questions, audits, versions)?)
+            .await?;
+        let as_read = match rows.first() {
+            Some(row) => row.try_get::<bool>("", "as_read")?,
+            None => false,
+        };
+        if !as_read {
+            return Ok(Written::Stale);
+        }
+        rows
     };
     let stored = stored_ids(rows)?;
     let mut settled = Vec::with_capacity(requests.len());
@@ -95,7 +142,7 @@ pub(super) async fn write(
                 }),
         });
     }
-    Ok(Some(settled))
+    Ok(Written::Settled(settled))
 }
 
 /// Whether `store` needs nothing of a transaction but its question and its audit row: an
@@ -139,27 +186,36 @@ where
 
 /// The questions' insert and, in the same statement, the `question.created` row of each
 /// question it stored, in the questions' order, at the question's time: what a transaction
-/// appends for them ([`created_row`]). It returns each stored question's id, niche and external
-/// id.
+/// appends for them ([`created_row`]). Both only if every niche of `versions` (`[id, version]`)
+/// is still the row that was read and has no one to hear of its questions. It returns whether
+/// they were (`as_read`), and each stored question's id, niche and external id (one row with
+/// no question when it stored none).
 fn statement(
     questions: &[agent_questions::ActiveModel],
     audits: Vec<Json>,
+    versions: Vec<Json>,
 ) -> Result<Statement, DbErr> {
-    let insert = bulk::insert_rows(
+    let insert = bulk::insert_rows_where(
         questions,
+        Some("(SELECT as_read FROM g)"),
         &format!("{ON_EXTERNAL_ID} RETURNING id, niche_id, external_id, created_at"),
     )?;
     let mut values = insert.values.map(|v| v.0).unwrap_or_default();
     values.push(Value::String(Some(Json::Array(audits).to_string())));
     values.push(Value::from(CREATED_ACTION));
     values.push(Value::from(CREATED_SUBJECT));
+    values.push(Value::String(Some(Json::Array(versions).to_string())));
     let sql = format!(
-        "WITH q AS ({}), \
+        "WITH g AS (SELECT NOT EXISTS (SELECT 1 FROM jsonb_array_elements($5::jsonb) AS c(v) \
+         LEFT JOIN niches ON niches.id = (c.v->>0)::bigint \
+         WHERE niches.id IS NULL OR {ROW_VERSION} <> c.v->>1 OR {HAS_HOOKS} OR {HAS_READERS}) \
+         AS as_read), \
+         q AS ({}), \
          a AS (INSERT INTO audit_log (actor, action, subject_type, subject_id, niche_id, detail, \
          created_at) SELECT e.v->>2, $3, $4, q.id::text, q.niche_id, (e.v->>3)::json, \
          q.created_at FROM q JOIN jsonb_array_elements($2::jsonb) AS e(v) \
          ON (e.v->>0)::bigint = q.niche_id AND e.v->>1 = q.external_id ORDER BY q.id) \
-         SELECT id, niche_id, external_id FROM q",
+         SELECT g.as_read, q.id, q.niche_id, q.external_id FROM g LEFT JOIN q ON true",
         insert.sql
     );
     Ok(Statement::from_sql_and_values(
