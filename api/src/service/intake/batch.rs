@@ -307,7 +307,11 @@ async fn write_plain(
         Ok(Written::Settled(settled)) => (settled, None),
         Ok(Written::NotPlain) => (none(), Some(read)),
         // Changed since this very read: the transaction reads the niches itself.
-        Ok(Written::Stale) | Err(()) => (none(), None),
+        Ok(Written::Stale) => {
+            lock(queue).known.forget(&read);
+            (none(), None)
+        }
+        Err(()) => (none(), None),
     }
 }
 

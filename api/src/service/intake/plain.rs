@@ -9,9 +9,10 @@
 //! their `question.created` rows are stored together: no bounty to reserve, nobody to mail or
 //! call, no wave to hold back. Such a batch is written as one statement — the questions' insert,
 //! and in the same statement (a data-modifying `WITH`) the audit row of each question it stored
-//! — which PostgreSQL commits when it ends: one round trip, two when its niches are read first. An intake the statement did not store (its external id stored
-//! before, or a second copy in the same batch) is left to a transaction of the usual kind, which
-//! finds the question stored before, exactly as it would have inside one.
+//! — which PostgreSQL commits when it ends: one round trip, two when its niches are read first.
+//! An intake the statement did not store (its external id stored before, or a second copy in
+//! the same batch) is left to a transaction of the usual kind, which finds the question stored
+//! before, exactly as it would have inside one.
 //!
 //! The niches need not have been read for this batch: a writer keeps those it read last
 //! (`known`), and a batch of niches it knows skips the read. Either way the statement checks,
