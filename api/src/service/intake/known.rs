@@ -69,14 +69,24 @@ impl Known {
 
     /// Keep the niches of `read` (those with a version: read on PostgreSQL), read at `now`.
     pub(super) fn remember(&mut self, read: &Niches, now: Instant) {
-        if self.niches.len().saturating_add(read.rows.len()) > MOST {
-            self.slugs.clear();
-            self.niches.clear();
-        }
         for niche in &read.rows {
             let Some(version) = read.versions.get(&niche.id) else {
                 continue;
             };
+            match self.niches.get(&niche.id) {
+                // Renamed since: its old slug no longer names it.
+                Some(kept) if kept.niche.slug != niche.slug => {
+                    if self.slugs.get(&kept.niche.slug) == Some(&niche.id) {
+                        self.slugs.remove(&kept.niche.slug);
+                    }
+                }
+                Some(_) => {}
+                None if self.niches.len() >= MOST => {
+                    self.slugs.clear();
+                    self.niches.clear();
+                }
+                None => {}
+            }
             self.slugs.insert(niche.slug.clone(), niche.id);
             self.niches.insert(
                 niche.id,
@@ -206,5 +216,19 @@ mod tests {
             .collect();
         known.remember(&read(&many), now);
         assert!(known.niches.len() <= MOST, "{}", known.niches.len());
+        assert!(known.slugs.len() <= MOST, "{}", known.slugs.len());
+    }
+
+    #[test]
+    fn a_renamed_niche_is_no_longer_known_by_its_old_slug() {
+        let now = Instant::now();
+        let mut known = Known::default();
+        known.remember(&read(&[(1, "roofing", Some("7"))]), now);
+        known.remember(&read(&[(1, "roofs", Some("8"))]), now);
+        let old = request(serde_json::json!({"nicheSlug": "roofing"}));
+        let new = request(serde_json::json!({"nicheSlug": "roofs"}));
+        assert!(known.niches_of(&[&old], now).is_none(), "the old slug");
+        let found = known.niches_of(&[&new], now).expect("the new slug");
+        assert_eq!(found.versions.get(&1).map(String::as_str), Some("8"));
     }
 }
