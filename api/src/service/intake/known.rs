@@ -75,10 +75,11 @@ impl Known {
             };
             match self.niches.get(&niche.id) {
                 // Renamed since: its old slug no longer names it.
-                Some(kept) if kept.niche.slug != niche.slug => {
-                    if self.slugs.get(&kept.niche.slug) == Some(&niche.id) {
-                        self.slugs.remove(&kept.niche.slug);
-                    }
+                Some(kept)
+                    if kept.niche.slug != niche.slug
+                        && self.slugs.get(&kept.niche.slug) == Some(&niche.id) =>
+                {
+                    self.slugs.remove(&kept.niche.slug);
                 }
                 Some(_) => {}
                 None if self.niches.len() >= MOST => {
