@@ -527,7 +527,8 @@ fn reserve_refusal() -> Response<Body> {
 /// When a connection last moved a byte, and how many of its requests are in flight.
 struct Activity {
     started: Instant,
-    /// Milliseconds after `started`.
+    /// Microseconds after `started`. (Whole milliseconds, truncated, made a connection look
+    /// quiet for up to a millisecond longer than it was: it was closed that much early.)
     last: AtomicU64,
     in_flight: AtomicUsize,
 }
@@ -542,13 +543,13 @@ impl Activity {
     }
 
     fn touch(&self) {
-        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let now = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
         self.last.store(now, Ordering::Release);
     }
 
     /// How long since a byte last moved.
     fn quiet_for(&self) -> Duration {
-        let last = Duration::from_millis(self.last.load(Ordering::Acquire));
+        let last = Duration::from_micros(self.last.load(Ordering::Acquire));
         self.started.elapsed().saturating_sub(last)
     }
 
@@ -685,6 +686,24 @@ impl AsyncWrite for Watched {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_connection_is_never_quiet_for_longer_than_it_was() {
+        let activity = Activity::new();
+        // Touched half a millisecond or more into a millisecond, where a count of whole
+        // milliseconds would lose that half.
+        while activity.started.elapsed().subsec_micros() % 1000 < 500 {
+            std::hint::spin_loop();
+        }
+        let before = Instant::now();
+        activity.touch();
+        let quiet = activity.quiet_for();
+        assert!(
+            quiet <= before.elapsed() + Duration::from_micros(1),
+            "quiet for {quiet:?}, touched {:?} ago",
+            before.elapsed()
+        );
+    }
     use std::net::{IpAddr, Ipv4Addr};
 
     fn from(last: u8) -> ClientAddress {
