@@ -15,18 +15,15 @@ use askloop::config::Config;
 use askloop::domain::addresses::NOT_PUBLIC;
 use askloop::service::operator_hooks::OWNER_DEPARTED;
 use askloop_tests::fixtures::open_niche;
-use askloop_tests::people::{Person, operator, person};
+use askloop_tests::people::{Person, operator, person, verified_address};
 use askloop_tests::receiver::{Receiver, Reply, reserve_port};
 use askloop_tests::resolver::fixed_names;
 use askloop_tests::wait;
 use askloop_tests::{TestApp, error_code, on_both_backends};
 use entity::agents::WebhookScheme;
 use entity::deliveries::{self, DeliveryStatus};
-use entity::{delivery_attempts, notification_settings, notifications};
-use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, NotSet, PaginatorTrait,
-    QueryFilter,
-};
+use entity::{delivery_attempts, notifications};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 
 use crate::agents::{ask_as, register};
@@ -545,7 +542,7 @@ async fn mail_is_checked_again_when_it_is_sent(app: TestApp) {
     use askloop::service::mail;
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
-    verified_address(&app, &ana).await;
+    verified_address(&app.db, &ana).await;
     let question = app.ask("games", "q-1").await;
     let rows = notifications::Entity::find()
         .filter(notifications::Column::QuestionId.eq(question))
@@ -581,29 +578,11 @@ async fn mail_is_checked_again_when_it_is_sent(app: TestApp) {
     assert!(worth(rows).await, "reinstated, she is again");
 }
 
-/// Mark `person`'s address verified, as following the link does.
-async fn verified_address(app: &TestApp, person: &Person) {
-    notification_settings::ActiveModel {
-        id: NotSet,
-        user_id: Set(person.id),
-        verified_email: Set(Some(format!("{}@example.com", person.handle))),
-        email_verified_at: Set(Some(chrono::Utc::now())),
-        time_zone: Set("UTC".into()),
-        quiet_start_minute: Set(None),
-        quiet_end_minute: Set(None),
-        quiet_includes_high: Set(false),
-        updated_at: Set(chrono::Utc::now()),
-    }
-    .insert(&app.db)
-    .await
-    .expect("a verified address");
-}
-
 async fn a_suspended_member_is_mailed_nothing_more_about_the_niche(app: TestApp) {
     open_niche(&app.db, "games").await;
     let root = person(&app.db, "root", true).await;
     let ana = operator(&app.db, "games", "ana").await;
-    verified_address(&app, &ana).await;
+    verified_address(&app.db, &ana).await;
     let question = app.ask("games", "q-1").await;
     let planned = notifications::Entity::find()
         .filter(notifications::Column::QuestionId.eq(question))

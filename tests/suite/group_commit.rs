@@ -447,7 +447,7 @@ async fn a_niche_changed_after_a_batch_read_it_is_read_again(backend: Backend) {
     use askloop::service::intake::{IntakeOutcome, receive_question};
     use askloop_tests::people::person;
     use entity::niches::{self, NicheStatus};
-    use entity::{deliveries, notification_settings, notifications, operator_webhooks};
+    use entity::{deliveries, notifications, operator_webhooks};
     use sea_orm::{ActiveModelTrait, ActiveValue::Set, IntoActiveModel, NotSet};
 
     let Some((_database, db)) = a_database_with_games(backend).await else {
@@ -549,20 +549,7 @@ async fn a_niche_changed_after_a_batch_read_it_is_read_again(backend: Backend) {
         .expect("the webhook removed");
     stored(ask("seen-7").await);
     let reader = askloop_tests::people::operator(&db, "games", "ann").await;
-    notification_settings::ActiveModel {
-        id: NotSet,
-        user_id: Set(reader.id),
-        verified_email: Set(Some("ann@example.com".into())),
-        email_verified_at: Set(Some(chrono::Utc::now())),
-        time_zone: Set("UTC".into()),
-        quiet_start_minute: Set(None),
-        quiet_end_minute: Set(None),
-        quiet_includes_high: Set(false),
-        updated_at: Set(chrono::Utc::now()),
-    }
-    .insert(&db)
-    .await
-    .expect("a verified address");
+    askloop_tests::people::verified_address(&db, &reader).await;
     let mailed = stored(ask("seen-8").await);
     let planned = notifications::Entity::find()
         .filter(notifications::Column::QuestionId.eq(mailed))

@@ -10,17 +10,14 @@ use askloop::config::{Config, MailSettings};
 use askloop::live::ChangeHint;
 use askloop::service::{escalation, expiry};
 use askloop_tests::fixtures::{open_niche, question_body};
-use askloop_tests::people::{Person, operator, person};
+use askloop_tests::people::{Person, operator, person, verified_address};
 use askloop_tests::receiver::{Receiver, Reply, reserve_port};
 use askloop_tests::smtp::{Mail, SmtpServer};
 use askloop_tests::wait;
 use askloop_tests::{TestApp, error_code, on_both_backends};
 use chrono::Utc;
-use entity::{deliveries, escalations, notification_settings, notifications};
-use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, NotSet, PaginatorTrait,
-    QueryFilter, QueryOrder,
-};
+use entity::{deliveries, escalations, notifications};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -39,24 +36,6 @@ fn fast(config: &mut Config) {
     config.delivery.lease = Duration::from_secs(3);
     config.delivery.retry_base = Duration::from_millis(100);
     config.delivery.poll = Duration::from_millis(50);
-}
-
-/// Mark `person`'s current address verified, as following the link does.
-async fn verified(app: &TestApp, person: &Person) {
-    notification_settings::ActiveModel {
-        id: NotSet,
-        user_id: Set(person.id),
-        verified_email: Set(Some(format!("{}@example.com", person.handle))),
-        email_verified_at: Set(Some(Utc::now())),
-        time_zone: Set("UTC".into()),
-        quiet_start_minute: Set(None),
-        quiet_end_minute: Set(None),
-        quiet_includes_high: Set(false),
-        updated_at: Set(Utc::now()),
-    }
-    .insert(&app.db)
-    .await
-    .expect("settings");
 }
 
 /// Ask a question in `games` with `urgency` and `title`; its id.
@@ -302,7 +281,7 @@ async fn a_digest_gathers_what_still_waits_and_quiet_hours_hold_the_rest() {
         .expect("sqlite");
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
-    verified(&app, &ana).await;
+    verified_address(&app.db, &ana).await;
 
     // Normal and low go to the hourly digest (the defaults).
     let first = ask(&app, "d-1", "normal", "First of the digest").await;
@@ -415,7 +394,7 @@ async fn mail_sent_while_the_server_is_down_arrives_once_it_is_back() {
         .expect("sqlite");
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
-    verified(&app, &ana).await;
+    verified_address(&app.db, &ana).await;
     let id = ask(&app, "down-1", "high", "Asked while mail is down").await;
     let shared = &app;
     wait::until("two failed attempts recorded", || async move {
@@ -545,8 +524,8 @@ async fn escalation_steps_in_order_once_each_and_never_for_an_answered_question(
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     let root = person(&app.db, "root", true).await;
-    verified(app, &ana).await;
-    verified(app, &root).await;
+    verified_address(&app.db, &ana).await;
+    verified_address(&app.db, &root).await;
     let hint = ChangeHint::none();
     let t0 = Utc::now();
     let answered = ask(app, "e-1", "high", "Answered in time").await;
@@ -1157,7 +1136,7 @@ async fn a_first_wave_mails_the_best_placed_first(backend: askloop_tests::Backen
     crate::weighing::seed_history(&app, "games", &ana, &[(None, true); 30]).await;
     crate::weighing::seed_history(&app, "games", &bob, &[(None, true); 20]).await;
     for who in [&ana, &bob, &cara] {
-        verified(&app, who).await;
+        verified_address(&app.db, who).await;
     }
     let set = app
         .graphql(

@@ -8,7 +8,7 @@ use askloop::service::audit::Actor;
 use askloop::service::sessions::SESSION_PREFIX;
 use chrono::{Duration, Utc};
 use entity::niche_members::{self, MemberRole, MemberStatus};
-use entity::sessions;
+use entity::{notification_settings, sessions};
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, NotSet, QueryFilter};
 
 /// The password every test person has.
@@ -106,4 +106,22 @@ pub async fn operator(db: &Db, slug: &str, handle: &str) -> Person {
     let p = person(db, handle, false).await;
     member(db, slug, &p, MemberRole::Operator, MemberStatus::Active).await;
     p
+}
+
+/// Mark `person`'s address verified, as following the link in their mail does.
+pub async fn verified_address(db: &Db, person: &Person) {
+    notification_settings::ActiveModel {
+        id: NotSet,
+        user_id: Set(person.id),
+        verified_email: Set(Some(format!("{}@example.com", person.handle))),
+        email_verified_at: Set(Some(Utc::now())),
+        time_zone: Set("UTC".into()),
+        quiet_start_minute: Set(None),
+        quiet_end_minute: Set(None),
+        quiet_includes_high: Set(false),
+        updated_at: Set(Utc::now()),
+    }
+    .insert(db)
+    .await
+    .expect("a verified address");
 }
