@@ -14,9 +14,10 @@
 //!
 //! The dashboard is compiled with cargo for `wasm32-unknown-unknown` and bound with the
 //! `wasm-bindgen-cli-support` library pinned to the same version as the `wasm-bindgen` crate, so
-//! the two can never drift apart. The bound wasm is then shrunk with `wasm-opt -Oz` from the npm
-//! package `binaryen` (pinned; installed once under `target/tools`, since Debian's older binaryen
-//! produces a bundle that breaks at run time). The browser tests check pages with axe-core, the
+//! the two can never drift apart. The bound wasm is then shrunk as `wasm-opt -Oz` would, byte for
+//! byte, by `xtask/shrink-wasm.mjs` over the JavaScript API of the npm package `binaryen` (pinned;
+//! installed once under `target/tools`, since Debian's older binaryen produces a bundle that
+//! breaks at run time), every file in one node process. The browser tests check pages with axe-core, the
 //! npm package `axe-core` (pinned, installed the same way; the tests find it under
 //! `target/tools`, or at `ASKLOOP_AXE`). A delivery askloop signed with the Standard Webhooks
 //! scheme is checked by that scheme's own npm library, `standardwebhooks` (pinned, installed the
@@ -259,7 +260,7 @@ fn gzipped_size(file: &Path) -> anyhow::Result<u64> {
 ///    which the page fetches the first time it is needed; what is left is the main module;
 /// 2. bind the main module with wasm-bindgen into `web.js` + `web_bg.wasm` (the chunks'
 ///    loader, `__wasm_split.js`, imports from `web.js`);
-/// 3. shrink every wasm file with `wasm-opt -Oz`.
+/// 3. shrink every wasm file as `wasm-opt -Oz` would (`xtask/shrink-wasm.mjs`).
 fn bundle(wasm: &Path, pkg: &Path, target_dir: &Path) -> anyhow::Result<()> {
     // Chunks from an earlier build must not linger next to the new ones.
     for entry in std::fs::read_dir(pkg).with_context(|| format!("cannot list {}", pkg.display()))? {
@@ -295,11 +296,9 @@ fn bundle(wasm: &Path, pkg: &Path, target_dir: &Path) -> anyhow::Result<()> {
         .generate(pkg)
         .context("wasm-bindgen could not bind the dashboard")?;
 
-    optimise_for_size(&pkg.join("web_bg.wasm"), target_dir)?;
-    for chunk in &split.split_modules {
-        optimise_for_size(chunk, target_dir)?;
-    }
-    Ok(())
+    let mut files = vec![pkg.join("web_bg.wasm")];
+    files.extend(split.split_modules.iter().cloned());
+    optimise_for_size(&files, target_dir)
 }
 
 /// The wasm files of the bundle with their sizes, main module first.
@@ -335,9 +334,10 @@ struct NpmTool {
     with: &'static [&'static str],
 }
 
-const WASM_OPT: NpmTool = NpmTool {
+/// binaryen's JavaScript API, which `xtask/shrink-wasm.mjs` drives.
+const BINARYEN_JS: NpmTool = NpmTool {
     package: BINARYEN,
-    file: &[".bin", "wasm-opt"],
+    file: &["binaryen", "index.js"],
     needed_by: "the dashboard's size optimiser",
     with: &[],
 };
@@ -422,14 +422,18 @@ impl NpmTool {
     }
 }
 
-/// Shrink the bound wasm in place with `wasm-opt -Oz`.
-fn optimise_for_size(wasm: &Path, target_dir: &Path) -> anyhow::Result<()> {
-    let optimiser = WASM_OPT.install(target_dir)?;
-    let optimised = wasm.with_extension("opt.wasm");
-    let mut run = Command::new(&optimiser);
-    run.arg("-Oz").arg(wasm).arg("-o").arg(&optimised);
-    status(run, "wasm-opt")?;
-    std::fs::rename(&optimised, wasm).with_context(|| format!("cannot replace {}", wasm.display()))
+/// Shrink `files` in place, each as `wasm-opt -Oz` would, in one node process
+/// (`xtask/shrink-wasm.mjs`, beside this crate): what is wrong with a file is an error naming it.
+fn optimise_for_size(files: &[PathBuf], target_dir: &Path) -> anyhow::Result<()> {
+    let binaryen = BINARYEN_JS.install(target_dir)?;
+    let mut run = Command::new("node");
+    run.arg(workspace_root().join("xtask").join("shrink-wasm.mjs"))
+        .arg(binaryen)
+        .args(files);
+    status(
+        run,
+        "node xtask/shrink-wasm.mjs (the dashboard's size optimiser)",
+    )
 }
 
 /// What identifies a compiled wasm: its size and modification time.
@@ -531,8 +535,8 @@ impl Needs {
 }
 
 /// What a command needs from the system and does not have. The suite: Chromium for the browser
-/// tests (the binary in `CHROMIUM`, else `chromium`) and npm for installing the dashboard's
-/// `wasm-opt`, unless that is installed under `target/tools` already. The fuzzer: Python with
+/// tests (the binary in `CHROMIUM`, else `chromium`) and npm for installing the dashboard's size
+/// optimiser (binaryen), unless that is installed under `target/tools` already. The fuzzer: Python with
 /// its `venv` module, unless its venv is there already.
 fn missing_test_packages(needs: Needs) -> Vec<Package> {
     let mut missing = Vec::new();
@@ -557,7 +561,7 @@ fn missing_test_packages(needs: Needs) -> Vec<Package> {
         });
     }
     let installed = [
-        WASM_OPT,
+        BINARYEN_JS,
         AXE_CORE,
         STANDARD_WEBHOOKS,
         MCP_SDK,
@@ -569,7 +573,7 @@ fn missing_test_packages(needs: Needs) -> Vec<Package> {
     if !installed && !runs("npm") {
         missing.push(Package {
             name: "npm",
-            why: "it installs the dashboard's size optimiser, wasm-opt, the browser tests' \
+            why: "it installs the dashboard's size optimiser, binaryen, the browser tests' \
                   accessibility checker, axe-core, the Standard Webhooks library the \
                   delivery tests verify with, the MCP TypeScript SDK the MCP test \
                   drives askloop with, the graphql-ws client the websocket test drives \
@@ -792,11 +796,13 @@ fn count_before(line: &str, label: &str) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
 
     use super::{
-        Failures, MCP_SDK, MOST_TEST_THREADS, STANDARD_WEBHOOKS, SWAGGER_PARSER, TestOptions,
-        count_before, is_cargo_run_variable, test_options, test_threads,
+        BINARYEN_JS, Failures, MCP_SDK, MOST_TEST_THREADS, STANDARD_WEBHOOKS, SWAGGER_PARSER,
+        TestOptions, count_before, is_cargo_run_variable, optimise_for_size, target_dir,
+        test_options, test_threads, workspace_root,
     };
 
     #[test]
@@ -931,5 +937,96 @@ mod tests {
         assert_eq!(count_before(line, " failed"), 2);
         assert_eq!(count_before("FAILED. 0 passed; 7 failed;", " failed"), 7);
         assert_eq!(count_before("garbage", " passed"), 0);
+    }
+
+    /// A folder of its own under the target folder for one test, emptied first.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = target_dir()
+            .join("xtask-tests")
+            .join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// binaryen's package, installed once for all the tests that shrink (two npm installs into
+    /// one folder at once would trip over each other).
+    fn binaryen() -> PathBuf {
+        static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+        INSTALLED
+            .get_or_init(|| BINARYEN_JS.install(&target_dir()).unwrap())
+            .clone()
+    }
+
+    /// The fixture is a lazily loaded page's chunk as `wasm-split` leaves it, before shrinking;
+    /// it is one where leaving out wasm-opt's Stack IR passes shows (a dozen bytes more).
+    #[test]
+    fn shrinking_gives_what_wasm_opt_gives_byte_for_byte() {
+        let wasm_opt = binaryen().parent().unwrap().join("bin").join("wasm-opt");
+        let fixture = workspace_root().join("xtask/fixtures/unshrunk-chunk.wasm");
+        let original = std::fs::read(&fixture).unwrap();
+        let dir = scratch("shrink");
+        let ours = dir.join("ours.wasm");
+        std::fs::write(&ours, &original).unwrap();
+        let theirs = dir.join("theirs.wasm");
+        let ran = Command::new(&wasm_opt)
+            .arg("-Oz")
+            .arg(&fixture)
+            .arg("-o")
+            .arg(&theirs)
+            .status()
+            .unwrap();
+        assert!(ran.success(), "wasm-opt failed: {ran}");
+
+        optimise_for_size(std::slice::from_ref(&ours), &target_dir()).unwrap();
+
+        let ours = std::fs::read(&ours).unwrap();
+        let theirs = std::fs::read(&theirs).unwrap();
+        assert!(
+            ours.len() < original.len(),
+            "shrunk to {} bytes from {}",
+            ours.len(),
+            original.len()
+        );
+        assert!(
+            ours == theirs,
+            "{} bytes where wasm-opt -Oz gives {}",
+            ours.len(),
+            theirs.len()
+        );
+        assert!(
+            !dir.join("ours.wasm.shrinking").exists(),
+            "nothing is left beside it"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_is_not_wasm_is_an_error_naming_it_and_is_left_as_it_was() {
+        binaryen();
+        let dir = scratch("shrink-bad");
+        let good = dir.join("good.wasm");
+        let fixture = workspace_root().join("xtask/fixtures/unshrunk-chunk.wasm");
+        std::fs::copy(&fixture, &good).unwrap();
+        let bad = dir.join("bad.wasm");
+        std::fs::write(&bad, b"\0asm but not really a module").unwrap();
+
+        let err = optimise_for_size(&[good.clone(), bad.clone()], &target_dir()).unwrap_err();
+
+        assert!(
+            format!("{err:#}").contains("shrink-wasm.mjs"),
+            "the error names the step: {err:#}"
+        );
+        assert_eq!(
+            std::fs::read(&bad).unwrap(),
+            b"\0asm but not really a module",
+            "the file is left as it was"
+        );
+        assert!(!dir.join("bad.wasm.shrinking").exists());
+        // The file before it was shrunk: binaryen itself ran, and stopped at the bad one.
+        let shrunk = std::fs::metadata(&good).unwrap().len();
+        let before = std::fs::metadata(&fixture).unwrap().len();
+        assert!(shrunk < before, "{shrunk} bytes from {before}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
