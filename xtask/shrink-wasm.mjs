@@ -2,11 +2,11 @@
 // release would (byte for byte; xtask's tests compare the two), but all of them in one node
 // process. The bundle is a main module and a chunk for every lazily loaded page, 150 files or
 // so: started once per file, the wasm-opt of binaryen's npm package (binaryen compiled to wasm,
-// run by node) spent most of its time loading itself and running unoptimised code, about four
+// run by node) spent most of its time loading itself and running unoptimised code, about five
 // times the CPU this takes.
 //
 // usage: node shrink-wasm.mjs <binaryen's index.js> <file.wasm>...
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 
 const [binaryenPath, ...files] = process.argv.slice(2);
@@ -24,6 +24,8 @@ binaryen.setGenerateStackIR(true);
 binaryen.setOptimizeStackIR(true);
 
 for (const file of files) {
+  // Written beside it, then renamed over it: a file is never left half written.
+  const partial = `${file}.shrinking`;
   let module;
   try {
     module = binaryen.readBinary(readFileSync(file));
@@ -31,11 +33,10 @@ for (const file of files) {
       throw new Error('binaryen found it invalid');
     }
     module.optimize();
-    // Written beside it, then renamed over it: a file is never left half written.
-    const partial = `${file}.shrinking`;
     writeFileSync(partial, module.emitBinary());
     renameSync(partial, file);
   } catch (err) {
+    rmSync(partial, { force: true });
     console.error(`shrink-wasm: ${file}: ${err?.message ?? err}`);
     process.exit(1);
   } finally {

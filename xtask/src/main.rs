@@ -267,7 +267,8 @@ fn bundle(wasm: &Path, pkg: &Path, target_dir: &Path) -> anyhow::Result<()> {
         let path = entry?.path();
         if path
             .extension()
-            .is_some_and(|ext| ext == "wasm" || ext == "js")
+            // `shrinking`: a file shrink-wasm.mjs was writing when a run was killed.
+            .is_some_and(|ext| ext == "wasm" || ext == "js" || ext == "shrinking")
         {
             std::fs::remove_file(&path)
                 .with_context(|| format!("cannot remove {}", path.display()))?;
@@ -423,17 +424,48 @@ impl NpmTool {
 }
 
 /// Shrink `files` in place, each as `wasm-opt -Oz` would, in one node process
-/// (`xtask/shrink-wasm.mjs`, beside this crate): what is wrong with a file is an error naming it.
+/// (`xtask/shrink-wasm.mjs`, beside this crate). A file it cannot shrink stops it with an error
+/// naming that file; binaryen's warnings (it does not know every custom name section rustc
+/// writes) are not repeated when all went well.
 fn optimise_for_size(files: &[PathBuf], target_dir: &Path) -> anyhow::Result<()> {
+    shrink_with("node", files, target_dir)
+}
+
+/// [`optimise_for_size`] with the node binary named (the tests name one that is not there).
+fn shrink_with(node: &str, files: &[PathBuf], target_dir: &Path) -> anyhow::Result<()> {
     let binaryen = BINARYEN_JS.install(target_dir)?;
-    let mut run = Command::new("node");
-    run.arg(workspace_root().join("xtask").join("shrink-wasm.mjs"))
+    let output = Command::new(node)
+        .arg(workspace_root().join("xtask").join("shrink-wasm.mjs"))
         .arg(binaryen)
-        .args(files);
-    status(
-        run,
-        "node xtask/shrink-wasm.mjs (the dashboard's size optimiser)",
-    )
+        .args(files)
+        .output()
+        .map_err(|err| {
+            if err.kind() == std::io::ErrorKind::NotFound {
+                anyhow::anyhow!(
+                    "the dashboard's size optimiser runs on node, which is not installed \
+                     (Debian package `nodejs`; npm brings it)"
+                )
+            } else {
+                anyhow::Error::new(err).context("cannot start node for the size optimiser")
+            }
+        })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let why: Vec<&str> = stderr
+            .lines()
+            .filter(|line| line.starts_with("shrink-wasm:"))
+            .collect();
+        let why = if why.is_empty() {
+            stderr.trim().to_owned()
+        } else {
+            why.join("; ")
+        };
+        bail!(
+            "shrinking the dashboard's wasm failed ({}): {why}",
+            output.status
+        );
+    }
+    Ok(())
 }
 
 /// What identifies a compiled wasm: its size and modification time.
@@ -801,8 +833,8 @@ mod tests {
 
     use super::{
         BINARYEN_JS, Failures, MCP_SDK, MOST_TEST_THREADS, STANDARD_WEBHOOKS, SWAGGER_PARSER,
-        TestOptions, count_before, is_cargo_run_variable, optimise_for_size, target_dir,
-        test_options, test_threads, workspace_root,
+        TestOptions, count_before, is_cargo_run_variable, optimise_for_size, shrink_with,
+        target_dir, test_options, test_threads, workspace_root,
     };
 
     #[test]
@@ -1013,10 +1045,12 @@ mod tests {
 
         let err = optimise_for_size(&[good.clone(), bad.clone()], &target_dir()).unwrap_err();
 
+        let err = format!("{err:#}");
         assert!(
-            format!("{err:#}").contains("shrink-wasm.mjs"),
-            "the error names the step: {err:#}"
+            err.contains("shrinking the dashboard's wasm failed") && err.contains("bad.wasm"),
+            "the error names the step and the file: {err}"
         );
+        assert!(!err.contains("good.wasm"), "and only that file: {err}");
         assert_eq!(
             std::fs::read(&bad).unwrap(),
             b"\0asm but not really a module",
@@ -1027,6 +1061,30 @@ mod tests {
         let shrunk = std::fs::metadata(&good).unwrap().len();
         let before = std::fs::metadata(&fixture).unwrap().len();
         assert!(shrunk < before, "{shrunk} bytes from {before}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn without_node_the_error_says_what_to_install_and_nothing_changes() {
+        binaryen();
+        let dir = scratch("shrink-no-node");
+        let file = dir.join("chunk.wasm");
+        let fixture = workspace_root().join("xtask/fixtures/unshrunk-chunk.wasm");
+        std::fs::copy(&fixture, &file).unwrap();
+
+        let err = shrink_with(
+            "askloop-no-such-node",
+            std::slice::from_ref(&file),
+            &target_dir(),
+        )
+        .unwrap_err();
+
+        let err = format!("{err:#}");
+        assert!(err.contains("nodejs"), "names the package: {err}");
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            std::fs::read(&fixture).unwrap()
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }
