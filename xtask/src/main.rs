@@ -981,6 +981,18 @@ mod tests {
         dir
     }
 
+    /// A lazily loaded page's chunk as `wasm-split` leaves it, before shrinking.
+    fn fixture() -> PathBuf {
+        workspace_root().join("xtask/fixtures/unshrunk-chunk.wasm")
+    }
+
+    /// A copy of `file` named `name` in `dir`.
+    fn copy_of(file: &Path, dir: &Path, name: &str) -> PathBuf {
+        let copy = dir.join(name);
+        std::fs::copy(file, &copy).unwrap();
+        copy
+    }
+
     /// binaryen's package, installed once for all the tests that shrink (two npm installs into
     /// one folder at once would trip over each other).
     fn binaryen() -> PathBuf {
@@ -995,11 +1007,10 @@ mod tests {
     #[test]
     fn shrinking_gives_what_wasm_opt_gives_byte_for_byte() {
         let wasm_opt = binaryen().parent().unwrap().join("bin").join("wasm-opt");
-        let fixture = workspace_root().join("xtask/fixtures/unshrunk-chunk.wasm");
+        let fixture = fixture();
         let original = std::fs::read(&fixture).unwrap();
         let dir = scratch("shrink");
-        let ours = dir.join("ours.wasm");
-        std::fs::write(&ours, &original).unwrap();
+        let ours = copy_of(&fixture, &dir, "ours.wasm");
         let theirs = dir.join("theirs.wasm");
         let ran = Command::new(&wasm_opt)
             .arg("-Oz")
@@ -1037,9 +1048,8 @@ mod tests {
     fn a_file_that_is_not_wasm_is_an_error_naming_it_and_is_left_as_it_was() {
         binaryen();
         let dir = scratch("shrink-bad");
-        let good = dir.join("good.wasm");
-        let fixture = workspace_root().join("xtask/fixtures/unshrunk-chunk.wasm");
-        std::fs::copy(&fixture, &good).unwrap();
+        let fixture = fixture();
+        let good = copy_of(&fixture, &dir, "good.wasm");
         let bad = dir.join("bad.wasm");
         std::fs::write(&bad, b"\0asm but not really a module").unwrap();
 
@@ -1068,9 +1078,8 @@ mod tests {
     fn without_node_the_error_says_what_to_install_and_nothing_changes() {
         binaryen();
         let dir = scratch("shrink-no-node");
-        let file = dir.join("chunk.wasm");
-        let fixture = workspace_root().join("xtask/fixtures/unshrunk-chunk.wasm");
-        std::fs::copy(&fixture, &file).unwrap();
+        let fixture = fixture();
+        let file = copy_of(&fixture, &dir, "chunk.wasm");
 
         let err = shrink_with(
             "askloop-no-such-node",
