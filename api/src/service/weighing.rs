@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use entity::agent_answers;
 use entity::contribution_events::{self, ContributionStatus};
+use entity::contribution_types;
 use sea_orm::sea_query::JoinType;
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
 use serde_json::{Value, json};
@@ -24,7 +25,9 @@ pub async fn records<C: ConnectionTrait>(
     niche_id: i64,
     user_ids: Option<&[i64]>,
 ) -> Result<HashMap<i64, Record>, ServiceError> {
-    let answer_type = scores::contribution_type(conn, ANSWER_TYPE).await?;
+    // The answer type is matched by its key in the same statement: a settling answer reads this
+    // record inside its transaction, and a separate look-up of the type would be one more round
+    // trip there.
     let mut query = contribution_events::Entity::find()
         .select_only()
         .column(contribution_events::Column::UserId)
@@ -37,8 +40,15 @@ pub async fn records<C: ConnectionTrait>(
                 .to(agent_answers::Column::ContributionEventId)
                 .into(),
         )
+        .join(
+            JoinType::InnerJoin,
+            contribution_events::Entity::belongs_to(contribution_types::Entity)
+                .from(contribution_events::Column::TypeId)
+                .to(contribution_types::Column::Id)
+                .into(),
+        )
         .filter(contribution_events::Column::NicheId.eq(niche_id))
-        .filter(contribution_events::Column::TypeId.eq(answer_type.id))
+        .filter(contribution_types::Column::Key.eq(ANSWER_TYPE))
         .filter(contribution_events::Column::Status.is_in(scores::JUDGED));
     if let Some(ids) = user_ids {
         if ids.is_empty() {
