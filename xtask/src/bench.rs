@@ -275,9 +275,11 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
                 store: store.clone(),
                 goal: "≤ 25 ms".into(),
                 measured: format!(
-                    "{p99:.1} ms (max {:.1}; {} bad rounds)",
+                    "{p99:.1} ms (max {:.1}; {} bad rounds; the {} warm-up rounds before, slowest {:.1})",
                     number(contention, "maxMs"),
-                    number(contention, "badRounds")
+                    number(contention, "badRounds"),
+                    number(contention, "warmUpRounds"),
+                    number(contention, "warmUpMaxMs")
                 ),
                 ratio: None,
                 met: Some(p99 <= 25.0 && number(contention, "badRounds") == 0.0),

@@ -1,8 +1,9 @@
 //! `contention`: N operators answer one question at the same instant. Each operator has
 //! its own HTTP connection, opened and used once before the round; then all N wait on a barrier
 //! and send `answerQuestion` together. Exactly one must win and the others get `CONFLICT`; the
-//! figures are the latencies of all N responses over every round after a first, uncounted
-//! warm-up round (whose slowest response is printed apart). It starts `askloop serve` as a child
+//! figures are the latencies of all N responses over every round after the uncounted warm-up
+//! rounds, one more than the server's write connections (their slowest response is printed
+//! apart). It starts `askloop serve` as a child
 //! process on a free port against DATABASE_URL, so the load generator never shares the server's
 //! runtime.
 
@@ -35,9 +36,28 @@ struct ContentionArgs {
     /// How many operators answer each question at once.
     #[arg(long, default_value_t = 50)]
     operators: usize,
-    /// How many questions (rounds).
+    /// How many questions (rounds) are counted.
     #[arg(long, default_value_t = 10)]
     rounds: usize,
+    /// How many rounds before them warm the server up and are not counted. By default one more
+    /// than the server's write connections, so every connection an answer can land on has run
+    /// the answer's statements once before a counted round.
+    #[arg(long)]
+    warm_up: Option<usize>,
+}
+
+/// How many connections the server started below writes with: SQLite has one writer, and
+/// PostgreSQL's pool gives half of its connections to writing.
+fn write_connections(config: &Config) -> u32 {
+    if config.database_url.starts_with("sqlite:") {
+        1
+    } else {
+        let pool = config
+            .db_max_connections
+            .unwrap_or(askloop::db::POSTGRES_CONNECTIONS)
+            .max(askloop::db::MIN_POOL);
+        askloop::db::postgres_writers(pool)
+    }
 }
 
 const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"a\"}) { points } }";
@@ -54,6 +74,10 @@ enum Outcome {
 async fn run(mut config: Config, args: ContentionArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.operators >= 2, "--operators must be at least 2");
     anyhow::ensure!(args.rounds >= 1, "--rounds must be at least 1");
+    let warm_up_rounds = args
+        .warm_up
+        .unwrap_or_else(|| write_connections(&config) as usize + 1);
+    anyhow::ensure!(warm_up_rounds >= 1, "--warm-up must be at least 1");
     let secret = new_token("");
     config.signing = SigningKeys::new(Some(secret.clone()), None);
     config.bind = "127.0.0.1:0".parse()?;
@@ -90,10 +114,14 @@ async fn run(mut config: Config, args: ContentionArgs) -> anyhow::Result<()> {
 
     let mut latencies = Vec::with_capacity(args.operators * args.rounds);
     let mut bad_rounds = 0;
-    // Round 0 warms up and is not counted: the first time each pooled connection runs the
-    // answer's statements it prepares them, which a server that has been answering does once.
+    // The first rounds warm up and are not counted: the first time a pooled connection runs
+    // the answer's statements it prepares them and its server process loads the tables' catalog
+    // entries, which a server that has been answering has done once per connection. Each round
+    // takes the next writer of the pool's queue, so it takes as many rounds as there are
+    // writers (PostgreSQL's ten by default, where one round warmed one of them) before every
+    // connection a counted round may land on is warm.
     let mut warm_up = Duration::ZERO;
-    for round in 0..=args.rounds {
+    for round in 0..warm_up_rounds + args.rounds {
         let question = ask(&asker, &base, &secret, &slug, round).await?;
         let barrier = Arc::new(Barrier::new(tokens.len()));
         let mut answering = Vec::with_capacity(tokens.len());
@@ -110,7 +138,7 @@ async fn run(mut config: Config, args: ContentionArgs) -> anyhow::Result<()> {
         let mut outcomes = Vec::with_capacity(tokens.len());
         for task in answering {
             let (latency, outcome) = task.await?;
-            if round == 0 {
+            if round < warm_up_rounds {
                 warm_up = warm_up.max(latency);
             } else {
                 latencies.push(latency);
@@ -136,12 +164,12 @@ async fn run(mut config: Config, args: ContentionArgs) -> anyhow::Result<()> {
     };
     let max = latencies.last().map_or(0.0, |d| ms(*d));
     println!(
-        "contention {backend:<8} {} operators × {} rounds (after one warm-up round, slowest {:.2} ms): one winner in {} of {} rounds; all responses p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        "contention {backend:<8} {} operators × {} rounds (after {warm_up_rounds} warm-up rounds, slowest {:.2} ms): one winner in {} of {} rounds; all responses p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
         args.operators,
         args.rounds,
         ms(warm_up),
-        args.rounds + 1 - bad_rounds,
-        args.rounds + 1,
+        warm_up_rounds + args.rounds - bad_rounds,
+        warm_up_rounds + args.rounds,
         pick(0.5),
         pick(0.99),
         max
@@ -149,7 +177,7 @@ async fn run(mut config: Config, args: ContentionArgs) -> anyhow::Result<()> {
     println!(
         "bench: {}",
         json!({"run": "contention", "store": backend, "operators": args.operators,
-            "rounds": args.rounds, "badRounds": bad_rounds, "p50Ms": pick(0.5),
+            "rounds": args.rounds, "warmUpRounds": warm_up_rounds, "badRounds": bad_rounds, "p50Ms": pick(0.5),
             "p99Ms": pick(0.99), "maxMs": max, "warmUpMaxMs": ms(warm_up)})
     );
     server.stop();
