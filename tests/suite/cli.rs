@@ -610,12 +610,15 @@ async fn the_contention_tool_finds_one_winner_per_round() {
     ));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", stderr(&output));
-    // Two counted rounds after the uncounted warm-up round: three in all.
-    assert!(stdout.contains("one winner in 3 of 3 rounds"), "{stdout}");
-    assert!(stdout.contains("after one warm-up round"), "{stdout}");
+    // Two counted rounds after the uncounted warm-up rounds, one more than SQLite's one writing
+    // connection: four in all.
+    assert!(stdout.contains("one winner in 4 of 4 rounds"), "{stdout}");
+    assert!(stdout.contains("after 2 warm-up rounds"), "{stdout}");
     let figures = bench_line(&stdout, "contention");
     assert_eq!(figures["badRounds"], 0, "{figures}");
     assert_eq!(figures["operators"], 5, "{figures}");
+    assert_eq!(figures["rounds"], 2, "{figures}");
+    assert_eq!(figures["warmUpRounds"], 2, "{figures}");
     for (args, says) in [
         (
             &["contention", "--operators", "1"][..],
@@ -624,6 +627,10 @@ async fn the_contention_tool_finds_one_winner_per_round() {
         (
             &["contention", "--rounds", "0"][..],
             "--rounds must be at least 1",
+        ),
+        (
+            &["contention", "--warm-up", "0"][..],
+            "--warm-up must be at least 1",
         ),
     ] {
         let output = run(measuring(&database.url, args));

@@ -565,3 +565,30 @@ async fn main() -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::question_number;
+
+    #[test]
+    fn a_next_message_gives_its_questions_number_and_nothing_else_does() {
+        let card = r#"{"id":"q","type":"next","payload":{"data":{"questionQueue":{"change":"ADDED","question":{"id":"7","title":"a \"quoted\" title","options":[{"id":"a","label":"A"}],"externalId":"fan-12"}}}}}"#;
+        assert_eq!(question_number(card), Some(12));
+        // An escaped id is still read.
+        let escaped = r#"{"type":"next","payload":{"data":{"questionQueue":{"question":{"externalId":"fan-\u0033"}}}}}"#;
+        assert_eq!(question_number(escaped), Some(3));
+        for other in [
+            r#"{"type":"connection_ack"}"#,
+            r#"{"type":"ping","payload":{}}"#,
+            r#"{"id":"q","type":"complete"}"#,
+            r#"{"id":"q","type":"error","payload":[{"message":"no"}]}"#,
+            r#"{"type":"next","payload":{"data":null,"errors":[{"message":"no"}]}}"#,
+            r#"{"type":"next","payload":{"data":{"questionQueue":{"question":{"externalId":"other-1"}}}}}"#,
+            r#"{"type":"next","payload":{"data":{"questionQueue":{"question":{"externalId":"fan-x"}}}}}"#,
+            r#"{"type":"next""#,
+            "",
+        ] {
+            assert_eq!(question_number(other), None, "{other}");
+        }
+    }
+}
