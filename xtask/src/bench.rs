@@ -11,7 +11,8 @@
 //!   into the live, indexed table; askloop runs in a process of its own;
 //! - `loadgen --rate R`: open loop, latency from each request's scheduled time, at rising rates
 //!   up to the goal's (3,000/s on SQLite, 2,000/s on PostgreSQL) and past it while p99 holds;
-//! - `contention`: 50 operators answering one question at once, 10 times;
+//! - `contention`: 50 operators answering one question at once, 10 times after warm-up rounds
+//!   that let every write connection run the answer once;
 //! - `bench-queue`: the waiting-queue page, first and deep;
 //! - `knowledge-search`: an agent's knowledge search over 1,000,000 entries of one niche, and
 //!   whether its plan uses the full-text index;
