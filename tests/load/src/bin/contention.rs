@@ -46,8 +46,8 @@ struct ContentionArgs {
     warm_up: Option<usize>,
 }
 
-/// How many connections the server started below writes with: SQLite has one writer, and
-/// PostgreSQL's pool gives half of its connections to writing.
+/// How many write connections the server this tool starts will hold: one on SQLite, and on
+/// PostgreSQL half of its pool (`db::postgres_writers`).
 fn write_connections(config: &Config) -> u32 {
     if config.database_url.starts_with("sqlite:") {
         1
