@@ -74,7 +74,7 @@ pub struct Db {
 pub async fn connect(url: &str, size: PoolSize) -> Result<Db, DbErr> {
     if is_sqlite(url) {
         let (max, min) = match size {
-            PoolSize::Serving(max) => (max.unwrap_or(SQLITE_CONNECTIONS), 1),
+            PoolSize::Serving(max) => (serving_connections(url, max), 1),
             PoolSize::OneShot => (ONE_SHOT_CONNECTIONS, 0),
         };
         let readers = max.max(MIN_POOL) - 1;
@@ -89,7 +89,7 @@ pub async fn connect(url: &str, size: PoolSize) -> Result<Db, DbErr> {
         // request path (tens of milliseconds each, more while several open at once), and one
         // closed (say, cut off mid-query) is opened again in the background.
         PoolSize::Serving(max) => {
-            let max = max.unwrap_or(POSTGRES_CONNECTIONS).max(MIN_POOL);
+            let max = serving_connections(url, max);
             (max, max, "askloop")
         }
         // A command runs a few statements and exits: nothing to keep warm.
@@ -113,6 +113,26 @@ pub async fn connect(url: &str, size: PoolSize) -> Result<Db, DbErr> {
     ))
     .await?;
     Ok(Db { reads, writes })
+}
+
+/// How many connections a server's pool on `url` holds, given `ASKLOOP_DB_MAX_CONNECTIONS`
+/// (`None`: the store's default): at least [`MIN_POOL`].
+pub fn serving_connections(url: &str, max: Option<u32>) -> u32 {
+    let default = if is_sqlite(url) {
+        SQLITE_CONNECTIONS
+    } else {
+        POSTGRES_CONNECTIONS
+    };
+    max.unwrap_or(default).max(MIN_POOL)
+}
+
+/// How many of those connections write: SQLite's one writer, or [`postgres_writers`] of them.
+pub fn serving_writers(url: &str, max: Option<u32>) -> u32 {
+    if is_sqlite(url) {
+        1
+    } else {
+        postgres_writers(serving_connections(url, max))
+    }
 }
 
 /// How many of a PostgreSQL pool's `max` connections (at least [`MIN_POOL`]) write: half, and
@@ -759,6 +779,20 @@ mod tests {
             let writers = postgres_writers(max);
             assert!(writers >= 1 && writers < max, "{max}: {writers} write");
         }
+    }
+
+    #[test]
+    fn a_servers_pool_is_the_stores_default_or_what_was_asked_and_never_under_two() {
+        let (lite, pg) = ("sqlite://askloop.db", "postgres://h/askloop");
+        assert_eq!(serving_connections(lite, None), SQLITE_CONNECTIONS);
+        assert_eq!(serving_connections(pg, None), POSTGRES_CONNECTIONS);
+        assert_eq!(serving_connections(pg, Some(7)), 7);
+        assert_eq!(serving_connections(lite, Some(1)), MIN_POOL);
+        assert_eq!(serving_writers(lite, None), 1);
+        assert_eq!(serving_writers(lite, Some(30)), 1);
+        assert_eq!(serving_writers(pg, None), 10);
+        assert_eq!(serving_writers(pg, Some(6)), 3);
+        assert_eq!(serving_writers(pg, Some(0)), 1);
     }
 
     #[test]

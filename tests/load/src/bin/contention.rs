@@ -46,20 +46,6 @@ struct ContentionArgs {
     warm_up: Option<usize>,
 }
 
-/// How many write connections the server this tool starts will hold: one on SQLite, and on
-/// PostgreSQL half of its pool (`db::postgres_writers`).
-fn write_connections(config: &Config) -> u32 {
-    if config.database_url.starts_with("sqlite:") {
-        1
-    } else {
-        let pool = config
-            .db_max_connections
-            .unwrap_or(askloop::db::POSTGRES_CONNECTIONS)
-            .max(askloop::db::MIN_POOL);
-        askloop::db::postgres_writers(pool)
-    }
-}
-
 const ANSWER: &str = "mutation($id: ID!) { answerQuestion(input: {questionId: $id, kind: ANSWERED, optionId: \"a\"}) { points } }";
 
 /// How one operator's answer ended.
@@ -74,9 +60,9 @@ enum Outcome {
 async fn run(mut config: Config, args: ContentionArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.operators >= 2, "--operators must be at least 2");
     anyhow::ensure!(args.rounds >= 1, "--rounds must be at least 1");
-    let warm_up_rounds = args
-        .warm_up
-        .unwrap_or_else(|| write_connections(&config) as usize + 1);
+    let warm_up_rounds = args.warm_up.unwrap_or_else(|| {
+        askloop::db::serving_writers(&config.database_url, config.db_max_connections) as usize + 1
+    });
     anyhow::ensure!(warm_up_rounds >= 1, "--warm-up must be at least 1");
     let secret = new_token("");
     config.signing = SigningKeys::new(Some(secret.clone()), None);

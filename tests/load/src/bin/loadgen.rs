@@ -150,16 +150,10 @@ async fn run(config: Config, args: LoadgenArgs) -> anyhow::Result<()> {
     // The baseline writes straight through the driver on a pool of its own, as large as the
     // server's (askloop's readers refuse to write, and its writer is one connection).
     let driver_pool =
-        config
-            .db_max_connections
-            .unwrap_or(if config.database_url.starts_with("sqlite:") {
-                askloop::db::SQLITE_CONNECTIONS
-            } else {
-                askloop::db::POSTGRES_CONNECTIONS
-            });
+        askloop::db::serving_connections(&config.database_url, config.db_max_connections);
     let driver_db = sea_orm::Database::connect(
         sea_orm::ConnectOptions::new(config.database_url.clone())
-            .max_connections(driver_pool.max(askloop::db::MIN_POOL))
+            .max_connections(driver_pool)
             .sqlx_logging(false)
             .to_owned(),
     )
