@@ -276,6 +276,11 @@ pub enum Conflict {
     /// A knowledge entry was superseded or retracted: only the current version may be corrected.
     #[error("that knowledge entry is no longer current; correct its current version")]
     KnowledgeNotCurrent,
+    /// Another request changed the same thing at the same moment and the database let only one
+    /// through (a unique key taken meanwhile, a serialization failure, a deadlock): nothing of
+    /// this request was stored, and sending it again decides it against the state that won.
+    #[error("someone else changed this at the same moment; nothing was stored, try again")]
+    ConcurrentChange,
 }
 
 impl Conflict {
@@ -303,6 +308,7 @@ impl Conflict {
             Conflict::DeliveryInFlight => "DELIVERY_IN_FLIGHT",
             Conflict::SubscriptionFellBehind => "SUBSCRIPTION_FELL_BEHIND",
             Conflict::KnowledgeNotCurrent => "KNOWLEDGE_NOT_CURRENT",
+            Conflict::ConcurrentChange => "CONCURRENT_CHANGE",
         }
     }
 
@@ -328,6 +334,7 @@ impl Conflict {
         "DELIVERY_IN_FLIGHT",
         "SUBSCRIPTION_FELL_BEHIND",
         "KNOWLEDGE_NOT_CURRENT",
+        "CONCURRENT_CHANGE",
     ];
 }
 
@@ -347,10 +354,32 @@ impl From<DbErr> for ServiceError {
     fn from(err: DbErr) -> Self {
         if out_of_reach(&err) {
             ServiceError::TemporarilyUnavailable(err.into())
+        } else if lost_a_race(&err) {
+            // Said at warn level: a race the code does not decide itself yet shows up in the log.
+            tracing::warn!(error = %err, "a write lost a race in the database; answered CONFLICT");
+            ServiceError::Conflict(Conflict::ConcurrentChange)
         } else {
             ServiceError::Internal(err.into())
         }
     }
+}
+
+/// Whether `err` says that a concurrent transaction won: PostgreSQL's `23505` unique violation
+/// (two inserts of one key), `40001` serialization failure and `40P01` deadlock; SQLite's
+/// extended codes 2067 (`SQLITE_CONSTRAINT_UNIQUE`) and 1555 (`SQLITE_CONSTRAINT_PRIMARYKEY`).
+/// The transaction was rolled back whole, so the request changed nothing.
+fn lost_a_race(err: &DbErr) -> bool {
+    let cause = match err {
+        DbErr::Exec(RuntimeErr::SqlxError(cause)) | DbErr::Query(RuntimeErr::SqlxError(cause)) => {
+            cause
+        }
+        _ => return false,
+    };
+    let sea_orm::sqlx::Error::Database(db) = cause.as_ref() else {
+        return false;
+    };
+    db.code()
+        .is_some_and(|code| matches!(code.as_ref(), "23505" | "40001" | "40P01" | "2067" | "1555"))
 }
 
 /// Whether `err` says the database cannot be reached for now, rather than that a statement
@@ -583,14 +612,27 @@ mod tests {
     }
 
     #[test]
+    fn a_write_that_lost_a_race_in_the_database_is_a_coded_conflict() {
+        // PostgreSQL: unique violation, serialization failure, deadlock; SQLite: unique and
+        // primary-key constraints (extended codes).
+        for code in ["23505", "40001", "40P01", "2067", "1555"] {
+            let err = coded(code);
+            assert_eq!(err.code(), ErrorCode::Conflict, "{code}");
+            assert_eq!(err.reason(), Some("CONCURRENT_CHANGE"), "{code}");
+            assert_eq!(err.retry_after(), None);
+            assert!(!err.body().to_string().contains(code), "{}", err.body());
+        }
+    }
+
+    #[test]
     fn a_statement_the_database_refused_stays_internal() {
         for err in [
-            coded("23505"),
             coded("42P01"),
             coded("22P02"),
-            // SQLite: a constraint (19) and its extended form (2067, unique).
+            coded("23503"),
+            // SQLite: a constraint (19) and its check form (275).
             coded("19"),
-            coded("2067"),
+            coded("275"),
             query(sqlx::Error::RowNotFound),
             ServiceError::from(DbErr::Custom("x".into())),
             ServiceError::from(DbErr::Query(RuntimeErr::Internal("x".into()))),

@@ -43,6 +43,7 @@ mod m20261204_000022_search_without_pending_list;
 mod m20261204_000023_weighed_answers;
 mod m20261205_000024_withdrawal;
 mod m20261205_000025_a2a;
+mod m20261207_000026_answer_path_indexes;
 pub mod runner;
 
 /// Every migration askloop knows, oldest first.
@@ -77,6 +78,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_000023_weighed_answers::Migration),
             Box::new(m20261205_000024_withdrawal::Migration),
             Box::new(m20261205_000025_a2a::Migration),
+            Box::new(m20261207_000026_answer_path_indexes::Migration),
         ]
     }
 }

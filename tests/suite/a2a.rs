@@ -946,7 +946,102 @@ on_both_backends!(
     an_agent_cannot_see_or_touch_another_agents_task,
     a2a_refuses_a_request_without_a_live_agent_token,
     malformed_requests_get_the_json_rpc_errors_and_change_nothing,
+    a_message_with_a_push_config_askloop_refuses_asks_nothing,
+    push_configs_created_at_once_keep_the_cap_and_one_id_replaces,
 );
+
+async fn a_message_with_a_push_config_askloop_refuses_asks_nothing(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let agent = client(&app, "agent-a", &["games"]).await;
+    for config in [
+        json!({"url": "http://127.0.0.1:9/hook"}),
+        json!({"url": "not a url"}),
+        json!({"url": "https://example.com/hook", "token": "x".repeat(5_000)}),
+    ] {
+        let mut message = asking("m-refused");
+        message["configuration"] = json!({"taskPushNotificationConfig": config});
+        let (code, _) = agent.refused("SendMessage", message).await;
+        assert_eq!(code, -32602, "{config}");
+        assert_eq!(question_count(&app).await, 0, "nothing is asked: {config}");
+    }
+    let budget = entity::budget_entries::Entity::find()
+        .count(&app.db)
+        .await
+        .expect("count");
+    assert_eq!(budget, 0, "no bounty is reserved");
+    // The same message with a good config asks once and keeps the config.
+    let mut message = asking("m-refused");
+    message["configuration"] =
+        json!({"taskPushNotificationConfig": {"id": "c", "url": "https://example.com/hook"}});
+    let task = agent.ok("SendMessage", message).await["task"].clone();
+    assert_eq!(question_count(&app).await, 1);
+    let listed = agent
+        .ok(
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": task["id"]}),
+        )
+        .await;
+    assert_eq!(
+        listed["configs"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+}
+
+async fn push_configs_created_at_once_keep_the_cap_and_one_id_replaces(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let agent = client(&app, "agent-a", &["games"]).await;
+    let task = agent.ok("SendMessage", asking("m-1")).await["task"].clone();
+    let create = |id: String| {
+        let agent = &agent;
+        let task = &task;
+        async move {
+            agent
+                .call(
+                    "CreateTaskPushNotificationConfig",
+                    json!({"taskId": task["id"], "id": id, "url": "https://example.com/hook"}),
+                )
+                .await
+        }
+    };
+    let created = futures::future::join_all((0..25).map(|i| create(format!("cfg-{i}")))).await;
+    for body in &created {
+        if !body["error"].is_null() {
+            assert_eq!(
+                body["error"]["code"], -32602,
+                "refused over the cap: {body}"
+            );
+        }
+    }
+    let stored = || async {
+        entity::a2a_push_configs::Entity::find()
+            .count(&app.db)
+            .await
+            .expect("count")
+    };
+    assert_eq!(stored().await, 10, "a task keeps at most ten configs");
+    let ok = created.iter().filter(|b| b["error"].is_null()).count();
+    assert_eq!(ok, 10);
+
+    let other = agent.ok("SendMessage", asking("m-2")).await["task"].clone();
+    let same = futures::future::join_all((0..10).map(|_| {
+        let agent = &agent;
+        let other = &other;
+        async move {
+            agent
+                .call(
+                    "CreateTaskPushNotificationConfig",
+                    json!({"taskId": other["id"], "id": "one", "url": "https://example.com/hook"}),
+                )
+                .await
+        }
+    }))
+    .await;
+    for body in &same {
+        assert!(body["error"].is_null(), "the same id replaces: {body}");
+    }
+    assert_eq!(stored().await, 11);
+}
 
 /// The a2a-sdk release `cargo xtask test` installs (xtask's `a2a_sdk::VERSION`).
 const SDK_VERSION: &str = "1.3.0";

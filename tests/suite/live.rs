@@ -277,7 +277,62 @@ async fn a_reopened_question_comes_back_live_for_everyone_but_its_rejected_answe
     );
 }
 
+const ANSWERING_NOW: &str =
+    "subscription($slug: String!) { answeringNow(nicheSlug: $slug) { questionId handles } }";
+const MARK: &str = "mutation($id: ID!) { answering(questionId: $id, open: true) }";
+
+async fn a_member_suspended_mid_subscription_stops_hearing_who_is_answering(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let bo = operator(&app.db, "games", "bo").await;
+    let admin = person(&app.db, "root", true).await;
+    let first = app.ask("games", "first").await;
+    let marked = app
+        .graphql(Some(&bo.token), MARK, json!({"id": first.to_string()}))
+        .await;
+    assert_eq!(marked["data"]["answering"], true, "{marked}");
+    let mut socket = GqlSocket::connect(&app.base, Some(&ana.token)).await;
+    socket
+        .subscribe("p", ANSWERING_NOW, json!({"slug": "games"}))
+        .await;
+    // The mark standing now arrives first: the subscription is live.
+    let now = socket.next_data("p").await;
+    assert_eq!(
+        now["data"]["answeringNow"]["handles"],
+        json!(["bo"]),
+        "{now}"
+    );
+
+    let suspended = app
+        .graphql(
+            Some(&admin.token),
+            "mutation { suspendMember(nicheSlug: \"games\", handle: \"ana\") { status } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        suspended["data"]["suspendMember"]["status"], "SUSPENDED",
+        "{suspended}"
+    );
+    let cut = socket.next_data("p").await;
+    assert_eq!(cut["errors"][0]["extensions"]["code"], "FORBIDDEN", "{cut}");
+    match socket.receive(Duration::from_secs(5)).await {
+        Received::Json(message) => assert_eq!(message["type"], "complete", "{message}"),
+        other => panic!("expected complete, got {other:?}"),
+    }
+    let second = app.ask("games", "second").await;
+    let marked = app
+        .graphql(Some(&bo.token), MARK, json!({"id": second.to_string()}))
+        .await;
+    assert_eq!(marked["data"]["answering"], true, "{marked}");
+    match socket.receive(Duration::from_millis(700)).await {
+        Received::Nothing => {}
+        other => panic!("a suspended member heard {other:?}"),
+    }
+}
+
 on_both_backends!(
+    a_member_suspended_mid_subscription_stops_hearing_who_is_answering,
     a_reopened_question_comes_back_live_for_everyone_but_its_rejected_answerer,
     a_subscriber_sees_a_new_question_arrive,
     a_subscriber_sees_a_question_leave_once_someone_answers_it,

@@ -27,6 +27,7 @@ mod held_money;
 mod intake;
 mod knowledge;
 mod knowledge_page;
+mod knowledge_races;
 mod knowledge_reuse;
 mod ledger_properties;
 mod live;

@@ -239,8 +239,26 @@ async fn send_message(
     if let Some(refused) = first_control_character(&json!({"text": text, "data": data})) {
         return Err(ServiceError::from(refused).into());
     }
+    // Everything is checked before anything is stored: a refused config must not leave a
+    // question asked, with its bounty reserved, behind a -32602.
+    if let Some(push) = &push {
+        a2a_tasks::check_push_config(&state.db, asker, push)
+            .await
+            .map_err(RpcError::from)?;
+    }
+    let mut push = push;
     let sent = match message.task_id.as_deref().filter(|id| !id.is_empty()) {
-        Some(task_id) => reply_on_task(state, asker, task_id, &text, data.as_ref()).await,
+        Some(task_id) => {
+            // On a task that exists the config is set first: one the task cannot take (its
+            // configs are full) refuses the message before its research is stored.
+            if let Some(push) = push.take() {
+                let question = task_question(state, asker, task_id).await?;
+                a2a_tasks::set_push_config(&state.db, asker, question, push, Utc::now())
+                    .await
+                    .map_err(push_refusal(task_id))?;
+            }
+            reply_on_task(state, asker, task_id, &text, data.as_ref()).await
+        }
         None => ask(state, asker, &message.message_id, text, data).await,
     }?;
     if let Some(push) = push {

@@ -126,7 +126,19 @@ pub fn verify(text: &str) -> Result<Verified, Break> {
             line: index + 1,
             why: why.to_owned(),
         };
-        let Ok(Value::Object(mut record)) = serde_json::from_str::<Value>(line) else {
+        let Ok(parsed @ Value::Object(_)) = serde_json::from_str::<Value>(line) else {
+            return Err(at("not a JSON object"));
+        };
+        // Only the canonical form is hashed, so only it is accepted: a key written twice (a
+        // reader keeping the first would read text the chain never covered), other spacing,
+        // key order or escapes are all a line that is not what its hash says.
+        if canonical(&parsed) != line {
+            return Err(at(
+                "it is not in canonical form (a key written twice, or spacing, key order or \
+                 escapes changed)",
+            ));
+        }
+        let Value::Object(mut record) = parsed else {
             return Err(at("not a JSON object"));
         };
         let Some(Value::String(hash)) = record.remove("hash") else {
@@ -216,5 +228,22 @@ mod tests {
             let text = [lines[0].clone(), lines[1].clone(), line].join("\n");
             assert_eq!(verify(&text).map_err(|b| b.line), Err(3), "byte {at}");
         }
+    }
+
+    #[test]
+    fn a_line_with_a_key_written_twice_or_not_canonical_is_refused() {
+        let lines = seal(records());
+        // The first value of a key written twice would be read by a reader that keeps the
+        // first; the last (the one hashed) by serde_json. Either way the line is refused.
+        let smuggled = lines[1].replacen('{', r#"{"answer":"SMUGGLED","#, 1);
+        let text = [lines[0].clone(), smuggled, lines[2].clone()].join("\n");
+        let refused = verify(&text).expect_err("a key written twice");
+        assert_eq!(refused.line, 2);
+        assert!(refused.why.contains("canonical"), "{}", refused.why);
+        // The same content with a space, or its keys in another order, is not what was hashed.
+        let spaced = lines[0].replacen(':', ": ", 1);
+        assert_eq!(verify(&spaced).expect_err("spaced").line, 1);
+        let escaped = lines[0].replacen("answer 1", r"\u0061nswer 1", 1);
+        assert_eq!(verify(&escaped).expect_err("escaped").line, 1);
     }
 }

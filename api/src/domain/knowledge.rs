@@ -50,11 +50,18 @@ pub struct Search {
     pub terms: Vec<Term>,
 }
 
-/// The words of `text`: runs of letters and digits, lower-cased. Everything else (punctuation,
-/// quotes, operators, control characters) separates words.
+/// The longest word, in characters, that is a search term or counted under `knowledge_terms`. A
+/// longer run of letters (a pasted token, a hash, a hostile question's filler) is no word anyone
+/// searches for, and left in it would reach a B-tree index whose keys PostgreSQL caps at 2,704
+/// bytes; 64 characters are at most 256 bytes.
+pub const WORD_MAX: usize = 64;
+
+/// The words of `text`: runs of letters and digits, lower-cased, of at most [`WORD_MAX`]
+/// characters (a longer run is dropped, not cut: its first characters are not a word it holds).
+/// Everything else (punctuation, quotes, operators, control characters) separates words.
 pub fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
+        .filter(|w| !w.is_empty() && w.chars().nth(WORD_MAX).is_none())
         .map(str::to_lowercase)
         .collect()
 }
@@ -361,6 +368,30 @@ mod tests {
 
     fn phrase(words: &[&str]) -> Term {
         Term::Phrase(words.iter().map(|w| (*w).to_owned()).collect())
+    }
+
+    #[test]
+    fn a_word_longer_than_the_cap_is_no_term_of_any_query_or_count() {
+        let long = "x".repeat(3_000);
+        let at_cap = "y".repeat(WORD_MAX);
+        let text = format!("roof {long} {at_cap} membrane");
+        assert_eq!(words(&text), vec!["roof", at_cap.as_str(), "membrane"]);
+        assert_eq!(
+            content_words(&text),
+            vec!["roof", at_cap.as_str(), "membrane"]
+        );
+        assert!(
+            counted_terms(&[&text])
+                .iter()
+                .all(|t| t.chars().count() <= WORD_MAX)
+        );
+        assert_eq!(
+            parse_search(&format!("\"{long}\" -{long} roof")),
+            Some(Search {
+                terms: vec![phrase(&["roof"])]
+            })
+        );
+        assert_eq!(parse_search(&long), None);
     }
 
     #[test]

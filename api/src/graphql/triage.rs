@@ -16,9 +16,10 @@ use super::types::{Answer, Question, QuestionOption};
 use crate::db::Db;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
+use crate::live::LiveHub;
 use crate::service::presence::{Answering, Presence};
 use crate::service::triage;
-use crate::service::{access, queue};
+use crate::service::{access, queue, subscriptions};
 
 /// One thing I did to a question.
 #[derive(SimpleObject)]
@@ -161,12 +162,14 @@ impl PresenceSubscription {
         &self,
         ctx: &Context<'_>,
         niche_slug: String,
-    ) -> Result<BoxStream<'static, AnsweringNow>> {
+    ) -> Result<BoxStream<'static, Result<AnsweringNow>>> {
         let db = ctx.data::<Db>()?;
+        // Subscribed before access is checked: a suspension committed after the check is heard.
+        let members = ctx.data::<LiveHub>()?.subscribe();
         let niche = queue::niche_by_slug(db, &niche_slug).await.gql()?;
-        access::can_read_questions(db, caller_of(ctx)?.viewer(), &niche)
-            .await
-            .gql()?;
+        let viewer = caller_of(ctx)?.viewer();
+        access::can_read_questions(db, viewer, &niche).await.gql()?;
+        let viewer = access::signed_in(viewer).gql()?.clone();
         let presence = ctx.data::<Arc<Presence>>()?.clone();
         let rx = presence.subscribe();
         let now: Vec<AnsweringNow> = presence
@@ -186,6 +189,13 @@ impl PresenceSubscription {
                 }
             }
         });
-        Ok(futures::stream::iter(now).chain(later).boxed())
+        let items = futures::stream::iter(now).chain(later).boxed();
+        // Ends with FORBIDDEN when the subscriber's access to the niche ends, by the same rule
+        // and watcher as every niche subscription.
+        Ok(
+            subscriptions::while_reading(items, members, db.clone(), viewer, niche_id)
+                .map(|item| item.gql())
+                .boxed(),
+        )
     }
 }

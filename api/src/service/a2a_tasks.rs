@@ -226,21 +226,21 @@ fn is_agents_own_host(url: &str, endpoint: Option<&str>) -> bool {
     }
 }
 
-/// Set (or replace, by id) a push config on `asker`'s task `question_id`.
-pub async fn set_push_config(
+/// Check everything about `config` that does not depend on the task: `asker` is a registered
+/// agent (403), the fields' lengths and form, and a public address (or the agent's own
+/// endpoint's host) (400). `SendMessage` calls it before it stores a question, so a config
+/// it would refuse never leaves a question asked (and paid for) behind. The agent's id.
+pub async fn check_push_config(
     db: &Db,
     asker: &Asker,
-    question_id: i64,
-    config: NewPushConfig,
-    now: DateTime<Utc>,
-) -> Result<a2a_push_configs::Model, ServiceError> {
-    let question = find_own(db, asker, &QuestionRef::Id(question_id)).await?;
+    config: &NewPushConfig,
+) -> Result<i64, ServiceError> {
     let Some(agent_id) = asker.agent_id() else {
         return Err(ServiceError::Forbidden(
             "push notifications are for registered agents".into(),
         ));
     };
-    check_form(&config)?;
+    check_form(config)?;
     let agent = entity::agents::Entity::find_by_id(agent_id)
         .one(db)
         .await?
@@ -254,6 +254,22 @@ pub async fn set_push_config(
                 .into(),
         ));
     }
+    Ok(agent_id)
+}
+
+/// Set (or replace, by id) a push config on `asker`'s task `question_id`. Creates of one task
+/// take turns on its question's row (locked on PostgreSQL; SQLite has one writer), so under any
+/// race a task keeps at most [`CONFIGS_PER_TASK`] configs and a second create with the same id
+/// replaces the first.
+pub async fn set_push_config(
+    db: &Db,
+    asker: &Asker,
+    question_id: i64,
+    config: NewPushConfig,
+    now: DateTime<Utc>,
+) -> Result<a2a_push_configs::Model, ServiceError> {
+    let question = find_own(db, asker, &QuestionRef::Id(question_id)).await?;
+    let agent_id = check_push_config(db, asker, &config).await?;
     let config_id = config
         .config_id
         .filter(|id| !id.is_empty())
@@ -263,6 +279,16 @@ pub async fn set_push_config(
         None => (None, None),
     };
     let txn = db.begin_write().await?;
+    if sea_orm::ConnectionTrait::get_database_backend(&txn) == sea_orm::DbBackend::Postgres {
+        use sea_orm::QuerySelect;
+        entity::agent_questions::Entity::find_by_id(question.id)
+            .select_only()
+            .column(entity::agent_questions::Column::Id)
+            .lock_exclusive()
+            .into_tuple::<i64>()
+            .one(&txn)
+            .await?;
+    }
     let existing = a2a_push_configs::Entity::find()
         .filter(a2a_push_configs::Column::QuestionId.eq(question.id))
         .filter(a2a_push_configs::Column::ConfigId.eq(config_id.as_str()))

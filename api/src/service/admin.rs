@@ -450,7 +450,12 @@ async fn money_follows_the_verdict(
         detail,
     };
     if decision == Decision::Verify {
-        let verdict = revenue::release_held_bounty(txn, question.niche_id, answer.id, now).await?;
+        let mut verdict =
+            revenue::release_held_bounty(txn, question.niche_id, answer.id, now).await?;
+        // An answer from knowledge: its author's reuse credit was held with it.
+        verdict
+            .moved
+            .extend(reuse::release_for_answer(txn, answer.id, now).await?);
         if !verdict.moved.is_empty() {
             audit::record(
                 txn,

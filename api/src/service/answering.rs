@@ -13,7 +13,7 @@ use entity::agent_answers::{self, AnswerKind};
 use entity::agent_questions::{self, ExchangeKind, QuestionStatus};
 use entity::budget_entries::BudgetEntryKind;
 use entity::contribution_events::{self, ContributionStatus};
-use entity::knowledge_entries::{self, KnowledgeStatus};
+use entity::knowledge_entries;
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::niches;
 use sea_orm::sea_query::{Alias, Expr, JoinType, OnConflict};
@@ -563,12 +563,46 @@ async fn pointed_entry(
     if question.answers_wanted > 1 {
         return bad("a question asking for several answers takes each person's own answer");
     }
-    knowledge_entries::Entity::find_by_id(entry_id)
+    let entry = knowledge_entries::Entity::find_by_id(entry_id)
         .one(db)
         .await?
         .filter(|e| e.niche_id == question.niche_id && e.question_id != question.id)
         .ok_or_else(|| {
             ServiceError::NotFound(format!("no knowledge entry {entry_id} in this niche"))
+        })?;
+    option_for_entry(question, &entry)?;
+    Ok(entry)
+}
+
+/// The question's option an entry's chosen option stands for, matched by label (ignoring case
+/// and surrounding spaces): an entry answers a question with options only when it chose one of
+/// them (400 otherwise, naming the entry's choice). `None` for a question without options.
+fn option_for_entry(
+    question: &agent_questions::Model,
+    entry: &knowledge_entries::Model,
+) -> Result<Option<String>, ServiceError> {
+    let options = options_of(question);
+    if options.is_empty() {
+        return Ok(None);
+    }
+    let same = |a: &str, b: &str| a.trim().to_lowercase() == b.trim().to_lowercase();
+    let chosen = entry.option_label.as_deref().unwrap_or_default();
+    options
+        .iter()
+        .find(|o| !chosen.trim().is_empty() && same(&o.label, chosen))
+        .map(|o| Some(o.id.clone()))
+        .ok_or_else(|| {
+            ServiceError::BadInput(if chosen.trim().is_empty() {
+                format!(
+                    "knowledge entry {} chose no option, and this question asks for one of its options",
+                    entry.id
+                )
+            } else {
+                format!(
+                    "knowledge entry {} chose \"{chosen}\", which is not one of this question's options",
+                    entry.id
+                )
+            })
         })
 }
 
@@ -585,14 +619,24 @@ async fn settle_from_knowledge(
     entry: &knowledge_entries::Model,
     now: DateTime<Utc>,
 ) -> Result<AnswerOutcome, ServiceError> {
-    let entry = knowledge_entries::Entity::find_by_id(entry.id)
-        .one(txn)
+    let entry = knowledge::current_for_update(txn, entry.id)
         .await?
-        .filter(|e| e.status == KnowledgeStatus::Current)
         .ok_or(ServiceError::Conflict(Conflict::KnowledgeNotCurrent))?;
+    let option_id = option_for_entry(question, &entry)?;
     let Some(closed) = close_if_waiting(txn, question.id, Closing::Answered, now).await? else {
         return Err(not_waiting(&find_question(txn, question.id).await?));
     };
+    // An answer like any other (docs/contract.md#knowledge): verified on arrival only for an
+    // operator the niche trusts, and never when it points at their own entry (four eyes: the
+    // pointer earns its author a reuse credit).
+    let niche = niche_of(txn, question).await?;
+    let trusted = answerer_is_trusted(txn, &niche, viewer.user_id).await?;
+    let status = if trusted && entry.answered_by != viewer.user_id {
+        ContributionStatus::Verified
+    } else {
+        ContributionStatus::Pending
+    };
+    let verified = status == ContributionStatus::Verified;
     let pointer = scores::contribution_type(txn, knowledge::POINTER_TYPE).await?;
     let contribution = contribution_events::Entity::insert(contribution_events::ActiveModel {
         id: NotSet,
@@ -600,11 +644,11 @@ async fn settle_from_knowledge(
         user_id: Set(viewer.user_id),
         type_id: Set(pointer.id),
         points: Set(pointer.default_points),
-        status: Set(ContributionStatus::Verified),
+        status: Set(status),
         source: Set("answer".into()),
         evidence: Set(json!({ "questionId": question.id, "entryId": entry.id })),
         dedupe_key: Set(None),
-        verified_at: Set(Some(now)),
+        verified_at: Set(verified.then_some(now)),
         verified_by: Set(None),
         reverses: Set(None),
         created_at: Set(now),
@@ -614,7 +658,7 @@ async fn settle_from_knowledge(
     .last_insert_id;
     let valid = ValidAnswer {
         kind: Kind::Answered,
-        option_id: entry.option_id.clone(),
+        option_id: option_id.clone().or_else(|| entry.option_id.clone()),
         body: entry.answer.clone(),
         actual_cost_minor: None,
     };
@@ -636,7 +680,7 @@ async fn settle_from_knowledge(
     let booked = Contribution {
         id: contribution,
         points: pointer.default_points,
-        status: ContributionStatus::Verified,
+        status,
     };
     audit_the_answer(txn, &actor, question, &answer, &valid, &booked, now).await?;
     if let Some(released) = budget::settle(
@@ -650,9 +694,11 @@ async fn settle_from_knowledge(
     {
         budget_audit(txn, &actor, question, "budget.released", released, now).await?;
     }
-    let niche = niche_of(txn, question).await?;
-    let reuse =
-        reuse::credit_pointer(txn, &niche, &entry, question, answer.id, &actor, now).await?;
+    // The author's credit is held until this pointer is verified (docs/contract.md#held-money).
+    let reuse = reuse::credit_pointer(
+        txn, &niche, &entry, question, answer.id, !verified, &actor, now,
+    )
+    .await?;
     if reuse.amount_minor > 0 {
         budget_audit(
             txn,
@@ -674,10 +720,10 @@ async fn settle_from_knowledge(
             "externalId": question.external_id,
             "answerId": answer.id,
             "answer": entry.answer,
-            "optionId": entry.option_id,
+            "optionId": valid.option_id,
             "optionLabel": entry.option_label,
             "answeredBy": viewer.handle,
-            "review": "verified",
+            "review": if verified { "verified" } else { "pending" },
             "entryId": entry.id,
             "version": entry.version,
             "verdict": knowledge::verdict_word(&entry),
@@ -685,17 +731,36 @@ async fn settle_from_knowledge(
         }),
     };
     outbox::enqueue_to(txn, event, question.registered_agent_id, now).await?;
+    let notice = if verified {
+        format!(
+            "Thanks. The agent has the answer from knowledge. That is {} point{}.",
+            pointer.default_points,
+            if pointer.default_points == 1 { "" } else { "s" }
+        )
+    } else {
+        "Thanks. The agent has the answer from knowledge; it goes to review before it counts."
+            .to_owned()
+    };
     Ok(AnswerOutcome {
         answer,
         question: closed,
         points: pointer.default_points,
-        contribution_status: Some(ContributionStatus::Verified),
-        notice: format!(
-            "Thanks. The agent has the answer from knowledge. That is {} point{}.",
-            pointer.default_points,
-            if pointer.default_points == 1 { "" } else { "s" }
-        ),
+        contribution_status: Some(status),
+        notice,
     })
+}
+
+/// Whether the niche trusts `user_id`'s answers on arrival: the Wilson lower bound of their
+/// verified rate there against the niche's threshold (docs/contract.md#weighing-answers).
+async fn answerer_is_trusted(
+    txn: &WriteTxn,
+    niche: &niches::Model,
+    user_id: i64,
+) -> Result<bool, ServiceError> {
+    let answer_type = scores::contribution_type(txn, "agent_answer").await?;
+    let counts = scores::answer_counts(txn, niche.id, user_id, answer_type.id, None).await?;
+    let lower_bound = weighing::wilson_lower_bound(counts.verified, counts.judged);
+    Ok(weighing::trusted(lower_bound, niche.trust_lower_bound_bps))
 }
 
 /// What every answer that counts writes, alone or one of several: its contribution (points and

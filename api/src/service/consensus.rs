@@ -178,6 +178,8 @@ pub async fn conclude(
     }
     let standing = standing_answers(txn, question).await?;
     let Some(consensus) = consensus_of(question, &standing) else {
+        // No option to agree on: its first verified answer is its knowledge.
+        crate::service::knowledge::record_concluded(txn, question.id, now).await?;
         return Ok(());
     };
     let answers = answers_json(question, &standing);
@@ -229,6 +231,8 @@ pub async fn conclude(
     if !consensus.reached {
         reach::plan_admin_escalation(txn, question.id, now).await?;
     }
+    // Only now may its answers become knowledge (docs/contract.md#several-answers).
+    crate::service::knowledge::record_concluded(txn, question.id, now).await?;
     Ok(())
 }
 

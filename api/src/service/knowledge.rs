@@ -103,6 +103,10 @@ pub struct FoundPage {
 /// an answer (not a decline) to a question (not a task) is knowledge; anything else writes
 /// nothing. Written once per contribution: a second call returns the entry the first wrote. The
 /// question's last entry, if any, is the one this replaces (and stops being current).
+///
+/// A several-answer question is one piece of knowledge, written when it concludes
+/// ([`record_concluded`]): while its places are open no answer of it becomes an entry, so no
+/// search, similar-knowledge offer or entry page shows anyone its choice before they answer.
 pub async fn record_verified_answer(
     txn: &WriteTxn,
     question: &agent_questions::Model,
@@ -111,30 +115,170 @@ pub async fn record_verified_answer(
     verified_by: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<Option<knowledge_entries::Model>, ServiceError> {
-    if question.kind != ExchangeKind::Question || answer.kind != AnswerKind::Answered {
+    // An answer from knowledge is that entry again, not a new piece of knowledge.
+    if question.kind != ExchangeKind::Question
+        || answer.kind != AnswerKind::Answered
+        || answer.knowledge_entry_id.is_some()
+    {
         return Ok(None);
     }
-    if let Some(written) = knowledge_entries::Entity::find()
-        .filter(knowledge_entries::Column::ContributionEventId.eq(contribution_id))
-        .one(txn)
-        .await?
-    {
+    if let Some(written) = written_from(txn, contribution_id).await? {
         return Ok(Some(written));
     }
-    let last = knowledge_entries::Entity::find()
-        .filter(knowledge_entries::Column::QuestionId.eq(question.id))
-        .order_by_desc(knowledge_entries::Column::Version)
-        .one(txn)
-        .await?;
-    // A several-answer question is one piece of knowledge: its first verified answer writes
-    // it, and the others verified beside it do not replace it.
-    if question.answers_wanted > 1
-        && let Some(current) = last
-            .as_ref()
-            .filter(|e| e.status == KnowledgeStatus::Current)
+    if question.answers_wanted > 1 {
+        return record_concluded(txn, question.id, now).await;
+    }
+    let Some(question) = lock_question(txn, question.id).await? else {
+        return Ok(None);
+    };
+    let last = last_version(txn, question.id).await?;
+    write_version(
+        txn,
+        &question,
+        last,
+        answer,
+        contribution_id,
+        verified_by,
+        json!(null),
+        now,
+    )
+    .await
+    .map(Some)
+}
+
+/// The knowledge of a several-answer question once it has concluded (its places filled, or
+/// expired with what came), in the transaction that concluded it or that verified one of its
+/// answers after: nothing while it still waits, the current entry when one stands, else an entry
+/// from the first verified standing answer that chose the consensus option (with no options, the
+/// first verified answer). A disagreement writes nothing: half its answerers would contradict
+/// it. The entry's audit row lists every standing answer (who, which option, its review).
+pub async fn record_concluded(
+    txn: &WriteTxn,
+    question_id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<knowledge_entries::Model>, ServiceError> {
+    let Some(question) = lock_question(txn, question_id).await? else {
+        return Ok(None);
+    };
+    if question.kind != ExchangeKind::Question
+        || question.answers_wanted <= 1
+        || agent_questions::WAITING.contains(&question.status)
+    {
+        return Ok(None);
+    }
+    let last = last_version(txn, question.id).await?;
+    if let Some(current) = last
+        .as_ref()
+        .filter(|e| e.status == KnowledgeStatus::Current)
     {
         return Ok(Some(current.clone()));
     }
+    let standing = crate::service::consensus::standing_answers(txn, &question).await?;
+    let wanted = match crate::service::consensus::consensus_of(&question, &standing) {
+        Some(consensus) if consensus.reached => Some(Some(consensus.option_id)),
+        Some(_) => None,
+        None => Some(None),
+    };
+    let Some(wanted) = wanted else {
+        return Ok(None);
+    };
+    let verified = |s: &&crate::service::consensus::Standing| {
+        s.review == ContributionStatus::Verified
+            && s.answer.kind == AnswerKind::Answered
+            && wanted
+                .as_ref()
+                .is_none_or(|option| s.answer.option_id.as_ref() == Some(option))
+    };
+    let Some(chosen) = standing.iter().find(verified) else {
+        return Ok(None);
+    };
+    let Some(contribution_id) = chosen.answer.contribution_event_id else {
+        return Ok(None);
+    };
+    let verified_by = contribution_events::Entity::find_by_id(contribution_id)
+        .one(txn)
+        .await?
+        .and_then(|c| c.verified_by);
+    let provenance = json!(
+        standing
+            .iter()
+            .map(|s| json!({
+                "answerId": s.answer.id,
+                "answeredBy": s.handle,
+                "optionId": s.answer.option_id,
+                "review": s.review,
+            }))
+            .collect::<Vec<_>>()
+    );
+    write_version(
+        txn,
+        &question,
+        last,
+        &chosen.answer,
+        contribution_id,
+        verified_by,
+        provenance,
+        now,
+    )
+    .await
+    .map(Some)
+}
+
+/// The entry written from contribution `contribution_id`, if one was.
+async fn written_from(
+    txn: &WriteTxn,
+    contribution_id: i64,
+) -> Result<Option<knowledge_entries::Model>, ServiceError> {
+    Ok(knowledge_entries::Entity::find()
+        .filter(knowledge_entries::Column::ContributionEventId.eq(contribution_id))
+        .one(txn)
+        .await?)
+}
+
+/// The question's row as `txn` may now write its knowledge. On PostgreSQL it is locked until the
+/// transaction ends: two verifications of one question's answers (two admins at once) write its
+/// versions one after the other, the second reading what the first wrote, instead of both
+/// taking the same version number. SQLite's one writer orders them already.
+async fn lock_question(
+    txn: &WriteTxn,
+    question_id: i64,
+) -> Result<Option<agent_questions::Model>, ServiceError> {
+    let mut find = agent_questions::Entity::find_by_id(question_id);
+    if txn.get_database_backend() == DbBackend::Postgres {
+        find = find.lock_exclusive();
+    }
+    Ok(find.one(txn).await?)
+}
+
+/// The question's newest entry, whatever its status.
+async fn last_version(
+    txn: &WriteTxn,
+    question_id: i64,
+) -> Result<Option<knowledge_entries::Model>, ServiceError> {
+    Ok(knowledge_entries::Entity::find()
+        .filter(knowledge_entries::Column::QuestionId.eq(question_id))
+        .order_by_desc(knowledge_entries::Column::Version)
+        .one(txn)
+        .await?)
+}
+
+/// Append `answer` (its contribution `contribution_id`) as the question's next version after
+/// `last`, which stops being current; `answers` is the provenance of a several-answer
+/// question's entry (`null` for one answer), kept in the audit row.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one version's parts, each from its caller"
+)]
+async fn write_version(
+    txn: &WriteTxn,
+    question: &agent_questions::Model,
+    last: Option<knowledge_entries::Model>,
+    answer: &agent_answers::Model,
+    contribution_id: i64,
+    verified_by: Option<i64>,
+    answers: serde_json::Value,
+    now: DateTime<Utc>,
+) -> Result<knowledge_entries::Model, ServiceError> {
     let superseded = match last
         .as_ref()
         .filter(|e| e.status == KnowledgeStatus::Current)
@@ -163,6 +307,15 @@ pub async fn record_verified_answer(
     if let Some(old) = superseded {
         tell_superseded(txn, question, old, entry.id, now).await?;
     }
+    let mut detail = json!({
+        "questionId": question.id,
+        "answerId": answer.id,
+        "version": entry.version,
+        "replaces": entry.replaces,
+    });
+    if !answers.is_null() {
+        detail["answers"] = answers;
+    }
     audit::record(
         txn,
         AuditEntry {
@@ -171,17 +324,32 @@ pub async fn record_verified_answer(
             subject_type: "knowledge_entry",
             subject_id: entry.id,
             niche_id: Some(entry.niche_id),
-            detail: json!({
-                "questionId": question.id,
-                "answerId": answer.id,
-                "version": entry.version,
-                "replaces": entry.replaces,
-            }),
+            detail,
         },
         now,
     )
     .await?;
-    Ok(Some(entry))
+    Ok(entry)
+}
+
+/// Entry `entry_id` if it is current, read in `txn` so that no status change can pass between
+/// this read and the transaction's commit: on PostgreSQL the row is locked (`FOR UPDATE`), so a
+/// retraction or supersession either committed before (and this reads its status) or waits for
+/// this transaction (and its refund pass then sees what this one wrote); SQLite's one writer
+/// already orders them. Every write that relies on an entry being current (a reuse, a question
+/// settled from it) reads it here.
+pub async fn current_for_update(
+    txn: &WriteTxn,
+    entry_id: i64,
+) -> Result<Option<knowledge_entries::Model>, ServiceError> {
+    let mut find = knowledge_entries::Entity::find_by_id(entry_id);
+    if txn.get_database_backend() == DbBackend::Postgres {
+        find = find.lock_exclusive();
+    }
+    Ok(find
+        .one(txn)
+        .await?
+        .filter(|e| e.status == KnowledgeStatus::Current))
 }
 
 /// Retract the current entry written from `contribution_id`, in the transaction that rejects or

@@ -25,7 +25,7 @@ use crate::domain::text::{IDENTIFIER_MAX, char_len};
 use crate::error::{Conflict, ServiceError};
 use crate::service::agents::Asker;
 use crate::service::audit::{self, Actor, AuditEntry};
-use crate::service::{budget, revenue, scores, standing};
+use crate::service::{budget, knowledge, revenue, scores, standing};
 
 /// A reuse as an agent sends it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,11 +129,12 @@ pub async fn reuse(
         .one(&txn)
         .await?
         .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("niche vanished")))?;
-    let still_current = knowledge_entries::Entity::find_by_id(entry.id)
-        .one(&txn)
+    // Locked until this reuse commits: a retraction cannot read the reuses between this check
+    // and the reuse's row (docs/contract.md#knowledge).
+    if knowledge::current_for_update(&txn, entry.id)
         .await?
-        .is_some_and(|e| e.status == KnowledgeStatus::Current);
-    if !still_current {
+        .is_none()
+    {
         txn.rollback().await?;
         return Err(Conflict::KnowledgeNotCurrent.into());
     }
@@ -153,7 +154,7 @@ pub async fn reuse(
         Asker::Default => Actor::Agent(None),
         Asker::Registered { slug, .. } => Actor::Agent(Some(slug.clone())),
     };
-    let Some(reuse) = book(&txn, &niche, &entry, reliance, price, &actor, now).await? else {
+    let Some(reuse) = book(&txn, &niche, &entry, reliance, price, false, &actor, now).await? else {
         // Another call with the same external id got there first.
         txn.rollback().await?;
         return recorded(db, asker, niche.id, &new.external_id)
@@ -217,13 +218,18 @@ async fn refund_of<C: ConnectionTrait>(
 /// Credit entry `entry`'s author for a question settled by pointing to it, inside the answer's
 /// transaction: a reuse by the question's agent, costing the niche's reuse price up to the
 /// question's bounty (whose reservation the caller released in the same transaction, so it is
-/// covered). The reuse row.
+/// covered), the author's part `held` while the pointer waits for review. The reuse row.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the answer's parts, each from its caller"
+)]
 pub async fn credit_pointer(
     txn: &WriteTxn,
     niche: &niches::Model,
     entry: &knowledge_entries::Model,
     question: &entity::agent_questions::Model,
     answer_id: i64,
+    held: bool,
     actor: &Actor,
     now: DateTime<Utc>,
 ) -> Result<knowledge_reuses::Model, ServiceError> {
@@ -235,19 +241,46 @@ pub async fn credit_pointer(
         question_id: Some(question.id),
         answer_id: Some(answer_id),
     };
-    book(txn, niche, entry, reliance, price, actor, now)
+    book(txn, niche, entry, reliance, price, held, actor, now)
         .await?
         .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("an answer credited twice")))
 }
 
+/// The pointer answer `answer_id` was verified: the author's held credit from its reuse becomes
+/// owed. The allocations moved.
+pub async fn release_for_answer(
+    txn: &WriteTxn,
+    answer_id: i64,
+    now: DateTime<Utc>,
+) -> Result<Vec<i64>, ServiceError> {
+    let events: Vec<i64> = knowledge_reuses::Entity::find()
+        .filter(knowledge_reuses::Column::AnswerId.eq(answer_id))
+        .filter(knowledge_reuses::Column::Kind.eq(ReuseKind::Reuse))
+        .all(txn)
+        .await?
+        .into_iter()
+        .filter_map(|r| r.revenue_event_id)
+        .collect();
+    let mut moved = Vec::new();
+    for event in events {
+        moved.extend(revenue::release_held_event(txn, event, now).await?);
+    }
+    Ok(moved)
+}
+
 /// Write a reuse: the revenue for the author (when it cost something), the ledger row and its
 /// audit row. `None` when the reuse was recorded already (its external id or answer taken).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one reuse's parts, each from its caller"
+)]
 async fn book(
     txn: &WriteTxn,
     niche: &niches::Model,
     entry: &knowledge_entries::Model,
     reliance: Reliance<'_>,
     amount: i64,
+    held: bool,
     actor: &Actor,
     now: DateTime<Utc>,
 ) -> Result<Option<knowledge_reuses::Model>, ServiceError> {
@@ -269,6 +302,7 @@ async fn book(
             &external_id,
             (entry.answered_by, share),
             amount,
+            held,
             now,
         )
         .await?

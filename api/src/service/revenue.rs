@@ -277,13 +277,15 @@ pub const REUSE_SOURCE: &str = "knowledge_reuse";
 /// Book what a knowledge reuse cost (inside the reuse's transaction): a revenue event of source
 /// `knowledge_reuse` under askloop's own external id `external_id`, split as a bounty is — the
 /// entry's author (`author`, their share now) and the platform the rest — and owed at once (the
-/// entry is verified). The event's id; none when the reuse was free.
+/// entry is verified), or `held` while the answer that relied on it waits for review. The
+/// event's id; none when the reuse was free.
 pub async fn book_reuse(
     conn: &WriteTxn,
     niche: &niches::Model,
     external_id: &str,
     author: (i64, u32),
     amount: i64,
+    held: bool,
     now: DateTime<Utc>,
 ) -> Result<Option<i64>, ServiceError> {
     if amount <= 0 {
@@ -306,8 +308,35 @@ pub async fn book_reuse(
             "a reuse's revenue id {external_id} is taken"
         )));
     };
-    finalise(conn, &event, &[author], AllocationStatus::Accrued, now).await?;
+    let status = if held {
+        AllocationStatus::Held
+    } else {
+        AllocationStatus::Accrued
+    };
+    finalise(conn, &event, &[author], status, now).await?;
     Ok(Some(event.id))
+}
+
+/// Verify → the held parts of revenue event `event_id` become owed (a held reuse credit).
+pub async fn release_held_event(
+    conn: &WriteTxn,
+    event_id: i64,
+    now: DateTime<Utc>,
+) -> Result<Vec<i64>, ServiceError> {
+    let ids: Vec<i64> = allocations_of(conn, event_id)
+        .await?
+        .iter()
+        .filter(|a| a.status == AllocationStatus::Held)
+        .map(|a| a.id)
+        .collect();
+    move_allocations(
+        conn,
+        &ids,
+        &[AllocationStatus::Held],
+        AllocationStatus::Accrued,
+        now,
+    )
+    .await
 }
 
 /// What a verdict did to the money of an answer's bounty.

@@ -157,14 +157,8 @@ pub fn changes(
 /// A membership of the subscriber changed: re-read what they may see.
 async fn recheck(watch: &mut Watch, niche_id: i64) -> Result<(), ServiceError> {
     match &mut watch.view {
-        View::Niche(watched) if *watched == niche_id && !watch.viewer.is_admin => {
-            let member = access::membership(&watch.db, &watch.viewer, niche_id).await?;
-            if !access::reads_questions(member.as_ref()) {
-                return Err(ServiceError::Forbidden(
-                    "you are no longer an active member of this niche".into(),
-                ));
-            }
-            Ok(())
+        View::Niche(watched) if *watched == niche_id => {
+            still_reads(&watch.db, &watch.viewer, niche_id).await
         }
         View::Niche(_) => Ok(()),
         View::AwaitingMe(niches) => {
@@ -172,6 +166,82 @@ async fn recheck(watch: &mut Watch, niche_id: i64) -> Result<(), ServiceError> {
             Ok(())
         }
     }
+}
+
+/// Whether `viewer` may still read niche `niche_id`'s questions (an admin, or an active
+/// member): the one rule every niche subscription is held to while it lives, FORBIDDEN once not.
+pub async fn still_reads(db: &Db, viewer: &Viewer, niche_id: i64) -> Result<(), ServiceError> {
+    if viewer.is_admin {
+        return Ok(());
+    }
+    let member = access::membership(db, viewer, niche_id).await?;
+    if access::reads_questions(member.as_ref()) {
+        Ok(())
+    } else {
+        Err(ServiceError::Forbidden(
+            "you are no longer an active member of this niche".into(),
+        ))
+    }
+}
+
+/// `items` for as long as `viewer` may read niche `niche_id`'s questions, by the rule of
+/// [`still_reads`], checked each time the hub (`rx`) says one of the viewer's memberships
+/// changed, or that this subscriber missed events (it may have missed that one): the stream
+/// ends with FORBIDDEN the moment access ends, as `questionQueue` does. Any niche subscription
+/// whose items are not the live feed's own (presence, say) is wrapped in it.
+pub fn while_reading<T: Send + 'static>(
+    items: futures::stream::BoxStream<'static, T>,
+    rx: broadcast::Receiver<LiveEvent>,
+    db: Db,
+    viewer: Viewer,
+    niche_id: i64,
+) -> impl Stream<Item = Result<T, ServiceError>> {
+    struct Guarded<T> {
+        items: futures::stream::BoxStream<'static, T>,
+        rx: Option<broadcast::Receiver<LiveEvent>>,
+        db: Db,
+        viewer: Viewer,
+        niche_id: i64,
+        done: bool,
+    }
+    let guarded = Guarded {
+        items,
+        rx: Some(rx),
+        db,
+        viewer,
+        niche_id,
+        done: false,
+    };
+    futures::stream::unfold(guarded, |mut g| async move {
+        use futures::StreamExt;
+        if g.done {
+            return None;
+        }
+        loop {
+            let heard = match g.rx.as_mut() {
+                Some(rx) => tokio::select! {
+                    item = g.items.next() => return item.map(|item| (Ok(item), g)),
+                    heard = rx.recv() => heard,
+                },
+                None => return g.items.next().await.map(|item| (Ok(item), g)),
+            };
+            let check = match heard {
+                Ok(LiveEvent::Member { niche_id, user_id }) => {
+                    niche_id == g.niche_id && user_id == g.viewer.user_id
+                }
+                Ok(_) => false,
+                Err(RecvError::Lagged(_)) => true,
+                Err(RecvError::Closed) => {
+                    g.rx = None;
+                    false
+                }
+            };
+            if check && let Err(err) = Box::pin(still_reads(&g.db, &g.viewer, g.niche_id)).await {
+                g.done = true;
+                return Some((Err(err), g));
+            }
+        }
+    })
 }
 
 /// How a change shows in one subscriber's view, as far as the change itself tells.
