@@ -989,6 +989,10 @@ pub struct SignInSettings {
     pub address_refill: Duration,
     /// How many of one address's passwords are checked at once (1).
     pub checks_per_address: usize,
+    /// How long one handle waits after its free allowance of failures, doubling with each
+    /// failure after it (a second). Not an environment variable: the tests hold it long, so a
+    /// slow machine cannot outlast it.
+    pub first_hold: Duration,
 }
 
 impl SignInSettings {
@@ -1002,6 +1006,7 @@ impl Default for SignInSettings {
             address_burst: 20,
             address_refill: Duration::from_secs(3),
             checks_per_address: 1,
+            first_hold: Duration::from_secs(1),
         }
     }
 }

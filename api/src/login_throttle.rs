@@ -163,6 +163,9 @@ impl LoginThrottle {
                     .address_refill
                     .clamp(Duration::from_millis(1), Self::LONGEST_REFILL),
                 checks_per_address: settings.checks_per_address.max(1),
+                first_hold: settings
+                    .first_hold
+                    .clamp(Duration::from_millis(1), Self::LONGEST_WAIT),
             },
         }
     }
@@ -178,27 +181,34 @@ impl LoginThrottle {
         self.counts.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn delay(count: u32) -> Option<Duration> {
+    /// The hold after `count` failures: none within the free allowance, then the first hold
+    /// (a second by default), doubling with each failure, at most [`Self::LONGEST_WAIT`].
+    fn delay(&self, count: u32) -> Option<Duration> {
         let over = count.checked_sub(Self::FREE_FAILURES)?;
-        let seconds = 2u64.saturating_pow(over.min(20));
-        Some(Duration::from_secs(seconds).min(Self::LONGEST_WAIT))
+        let factor = 2u32.saturating_pow(over.min(20));
+        Some(
+            self.settings
+                .first_hold
+                .saturating_mul(factor)
+                .min(Self::LONGEST_WAIT),
+        )
     }
 
     fn forgotten(failures: &Failures, now: Instant) -> bool {
         now.saturating_duration_since(failures.last) >= Self::FORGET_AFTER
     }
 
-    fn wait_of(failures: &Failures, now: Instant) -> Option<Duration> {
+    fn wait_of(&self, failures: &Failures, now: Instant) -> Option<Duration> {
         if Self::forgotten(failures, now) {
             return None;
         }
-        let ready = failures.last + Self::delay(failures.count)?;
+        let ready = failures.last + self.delay(failures.count)?;
         (ready > now).then(|| ready - now)
     }
 
     /// How long sign-ins under `key` must still wait, if at all.
     pub fn wait_for(&self, key: &ThrottleKey, now: Instant) -> Option<Duration> {
-        Self::wait_of(self.lock().by_key.get(key)?, now)
+        self.wait_of(self.lock().by_key.get(key)?, now)
     }
 
     /// How far ahead of `now` a bucket may be and still let an attempt through: the burst, less
@@ -260,7 +270,7 @@ impl LoginThrottle {
         if let Some(wait) = counts
             .by_key
             .get(key)
-            .and_then(|failures| Self::wait_of(failures, now))
+            .and_then(|failures| self.wait_of(failures, now))
         {
             return Err(Refused::Handle(wait));
         }
@@ -403,6 +413,7 @@ mod tests {
             address_burst: burst,
             address_refill: Duration::from_secs(1),
             checks_per_address: 1,
+            ..SignInSettings::default()
         }
     }
 
