@@ -243,6 +243,20 @@ impl Db {
         }
     }
 
+    /// Call `callback` with every statement either pool runs from now on (in transactions too),
+    /// with its values: for measuring tools that explain what a path asks the database
+    /// (`answer-path`). Clones of this `Db` made after the call share it; askloop itself never
+    /// sets one.
+    pub fn on_each_statement(
+        &mut self,
+        callback: impl Fn(&Statement) + Clone + Send + Sync + 'static,
+    ) {
+        for pool in [&mut self.reads, &mut self.writes] {
+            let callback = callback.clone();
+            pool.set_metric_callback(move |info| callback(info.statement));
+        }
+    }
+
     /// Which store it is.
     pub fn get_database_backend(&self) -> DbBackend {
         self.reads.get_database_backend()

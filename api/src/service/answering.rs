@@ -515,6 +515,8 @@ async fn settle_one_of_several(
     tell_the_agent(txn, viewer, &claimed, &answer, valid, &contribution, now).await?;
     if claimed.status == QuestionStatus::Answered {
         crate::service::consensus::conclude(txn, &claimed, now).await?;
+        // Only now may its answers become knowledge (docs/contract.md#several-answers).
+        knowledge::record_concluded(txn, claimed.id, now).await?;
     }
     let count = format!(
         "{} of {} answers are in",
@@ -619,7 +621,7 @@ async fn settle_from_knowledge(
     entry: &knowledge_entries::Model,
     now: DateTime<Utc>,
 ) -> Result<AnswerOutcome, ServiceError> {
-    let entry = knowledge::current_for_update(txn, entry.id)
+    let entry = reuse::current_for_update(txn, entry.id)
         .await?
         .ok_or(ServiceError::Conflict(Conflict::KnowledgeNotCurrent))?;
     let option_id = option_for_entry(question, &entry)?;

@@ -165,7 +165,8 @@ pub async fn several_json<C: ConnectionTrait>(
 }
 
 /// Conclude a several-answer question whose places are filled (or which expired with answers
-/// in), inside the transaction that did it: the agent hears `expert_question.consensus` or
+/// in), inside the transaction that did it (whose caller then writes its knowledge,
+/// `knowledge::record_concluded`): the agent hears `expert_question.consensus` or
 /// `expert_question.disagreement`; a disagreement escalates to askloop's admins (§17.3) and is
 /// audited as `question.disagreement`.
 pub async fn conclude(
@@ -178,8 +179,6 @@ pub async fn conclude(
     }
     let standing = standing_answers(txn, question).await?;
     let Some(consensus) = consensus_of(question, &standing) else {
-        // No option to agree on: its first verified answer is its knowledge.
-        crate::service::knowledge::record_concluded(txn, question.id, now).await?;
         return Ok(());
     };
     let answers = answers_json(question, &standing);
@@ -231,8 +230,6 @@ pub async fn conclude(
     if !consensus.reached {
         reach::plan_admin_escalation(txn, question.id, now).await?;
     }
-    // Only now may its answers become knowledge (docs/contract.md#several-answers).
-    crate::service::knowledge::record_concluded(txn, question.id, now).await?;
     Ok(())
 }
 

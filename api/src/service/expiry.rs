@@ -91,6 +91,7 @@ pub async fn sweep(
         // A several-answer question that expires with answers in concludes with what came.
         if closed.answers_in > 0 {
             crate::service::consensus::conclude(&txn, &closed, now).await?;
+            crate::service::knowledge::record_concluded(&txn, closed.id, now).await?;
         }
         txn.commit().await?;
         hint.changed();

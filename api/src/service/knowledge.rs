@@ -332,26 +332,6 @@ async fn write_version(
     Ok(entry)
 }
 
-/// Entry `entry_id` if it is current, read in `txn` so that no status change can pass between
-/// this read and the transaction's commit: on PostgreSQL the row is locked (`FOR UPDATE`), so a
-/// retraction or supersession either committed before (and this reads its status) or waits for
-/// this transaction (and its refund pass then sees what this one wrote); SQLite's one writer
-/// already orders them. Every write that relies on an entry being current (a reuse, a question
-/// settled from it) reads it here.
-pub async fn current_for_update(
-    txn: &WriteTxn,
-    entry_id: i64,
-) -> Result<Option<knowledge_entries::Model>, ServiceError> {
-    let mut find = knowledge_entries::Entity::find_by_id(entry_id);
-    if txn.get_database_backend() == DbBackend::Postgres {
-        find = find.lock_exclusive();
-    }
-    Ok(find
-        .one(txn)
-        .await?
-        .filter(|e| e.status == KnowledgeStatus::Current))
-}
-
 /// Retract the current entry written from `contribution_id`, in the transaction that rejects or
 /// reverses it; `reason` is the reviewer's note. The entry retracted, or `None` when it had none
 /// (a pending answer has no entry) or it was no longer current.

@@ -25,7 +25,7 @@ use crate::domain::text::{IDENTIFIER_MAX, char_len};
 use crate::error::{Conflict, ServiceError};
 use crate::service::agents::Asker;
 use crate::service::audit::{self, Actor, AuditEntry};
-use crate::service::{budget, knowledge, revenue, scores, standing};
+use crate::service::{budget, revenue, scores, standing};
 
 /// A reuse as an agent sends it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,10 +131,7 @@ pub async fn reuse(
         .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("niche vanished")))?;
     // Locked until this reuse commits: a retraction cannot read the reuses between this check
     // and the reuse's row (docs/contract.md#knowledge).
-    if knowledge::current_for_update(&txn, entry.id)
-        .await?
-        .is_none()
-    {
+    if current_for_update(&txn, entry.id).await?.is_none() {
         txn.rollback().await?;
         return Err(Conflict::KnowledgeNotCurrent.into());
     }
@@ -170,6 +167,26 @@ pub async fn reuse(
         duplicate: false,
         refunded: false,
     })
+}
+
+/// Entry `entry_id` if it is current, read in `txn` so that no status change can pass between
+/// this read and the transaction's commit: on PostgreSQL the row is locked (`FOR UPDATE`), so a
+/// retraction or supersession either committed before (and this reads its status) or waits for
+/// this transaction (and its refund pass then sees what this one wrote); SQLite's one writer
+/// already orders them. Every write that relies on an entry being current (a reuse, a question
+/// settled from it) reads it here.
+pub async fn current_for_update(
+    txn: &WriteTxn,
+    entry_id: i64,
+) -> Result<Option<knowledge_entries::Model>, ServiceError> {
+    let mut find = knowledge_entries::Entity::find_by_id(entry_id);
+    if txn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        find = find.lock_exclusive();
+    }
+    Ok(find
+        .one(txn)
+        .await?
+        .filter(|e| e.status == KnowledgeStatus::Current))
 }
 
 /// The reuse recorded under `external_id` in the niche, if any: another agent's is 409.

@@ -8,7 +8,7 @@
 //! same entries and ask the same queries.
 //!
 //! Entries are written as verifying answers would leave them, but in bulk: for each one an
-//! answered question, a verified `agent_answer` contribution and a current entry (version 1, the
+//! answered question, its answer, a verified `agent_answer` contribution and a current entry (version 1, the
 //! niche trusting the answerer), in multi-row INSERTs inside large transactions. On SQLite the
 //! same words go into the `knowledge_search` FTS5 table that `service::knowledge` indexes (title,
 //! question, and the option's label then the answer's words, at the rowid that names the entry's
@@ -386,6 +386,32 @@ async fn write_batch(
         texts.len(),
         contributions.len()
     );
+
+    // The answers the contributions were earned by: an answerer's record joins them.
+    entity::agent_answers::Entity::insert_many(
+        questions.iter().zip(&contributions).zip(texts).map(
+            |((question, contribution), (_, _, option, answer))| {
+                entity::agent_answers::ActiveModel {
+                    id: NotSet,
+                    question_id: Set(*question),
+                    user_id: Set(answerer),
+                    kind: Set(entity::agent_answers::AnswerKind::Answered),
+                    option_id: Set(Some(OPTIONS[*option].0.into())),
+                    body: Set(Some(answer.clone())),
+                    actual_cost_minor: Set(None),
+                    contribution_event_id: Set(Some(*contribution)),
+                    research_round: Set(0),
+                    knowledge_entry_id: Set(None),
+                    confidence: Set(Some(90)),
+                    one_of_several: Set(false),
+                    created_at: Set(now),
+                    updated_at: Set(now),
+                }
+            },
+        ),
+    )
+    .exec_without_returning(txn)
+    .await?;
 
     let before = last_id(txn, "knowledge_entries").await?;
     knowledge_entries::Entity::insert_many(questions.iter().zip(&contributions).zip(texts).map(
