@@ -1,4 +1,4 @@
-//! Indexes for the answer and verification path (docs/architecture.md#answer-path): every
+//! Indexes for the answer and verification path (docs/benchmarks.md, "The answer path"): every
 //! statement an answer or a verdict runs reads through an index, so its cost does not grow with
 //! the author's history or the niche's size.
 //!

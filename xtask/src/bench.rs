@@ -16,6 +16,9 @@
 //! - `bench-queue`: the waiting-queue page, first and deep;
 //! - `knowledge-search`: an agent's knowledge search over 1,000,000 entries of one niche, and
 //!   whether its plan uses the full-text index;
+//! - `answer-path`: a member with 3,000 judged answers in a niche of 10,000 entries answering,
+//!   against a newcomer in an empty niche; another agent's intake alone and beside them; and
+//!   every statement of an answer and a verification explained, none scanning a growing table;
 //! - `loadgen --rate 1000 --similar`: open-loop intake asking for similar knowledge, over 10,000
 //!   entries;
 //! - `fanout`: websocket subscribers (1,000, 10,000 and 15,000), connecting 256 at a time;
@@ -23,7 +26,7 @@
 //!
 //! Each tool prints a `bench: {json}` line; this reads those lines and judges them against the
 //! goals. `--quick` runs smaller loads (a smoke run, not a measurement); `--only a,b` runs only
-//! those parts (intake, open, contention, queue, knowledge, similar, fanout, storm) and
+//! those parts (intake, open, contention, queue, knowledge, answers, similar, fanout, storm) and
 //! `--store sqlite|postgres` only that store.
 
 use std::path::Path;
@@ -47,6 +50,10 @@ struct Sizes {
     knowledge_requests: u32,
     similar_entries: u32,
     similar_requests: u32,
+    /// The answer path: the niche's entries, the veteran's history, answers timed each.
+    answer_entries: u32,
+    answer_history: u32,
+    answer_rounds: u32,
 }
 
 const FULL: Sizes = Sizes {
@@ -64,6 +71,9 @@ const FULL: Sizes = Sizes {
     knowledge_requests: 100,
     similar_entries: 10_000,
     similar_requests: 5_000,
+    answer_entries: 10_000,
+    answer_history: 3_000,
+    answer_rounds: 200,
 };
 
 const QUICK: Sizes = Sizes {
@@ -79,6 +89,9 @@ const QUICK: Sizes = Sizes {
     knowledge_requests: 50,
     similar_entries: 2_000,
     similar_requests: 1_000,
+    answer_entries: 1_000,
+    answer_history: 300,
+    answer_rounds: 20,
 };
 
 /// One line of the table.
@@ -347,6 +360,63 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             });
         }
 
+        if choice.part("answers") {
+            let path = tool(
+                &fresh("answers")?,
+                &[
+                    "answer-path".into(),
+                    "--entries".into(),
+                    n(sizes.answer_entries),
+                    "--history".into(),
+                    n(sizes.answer_history),
+                    "--rounds".into(),
+                    n(sizes.answer_rounds),
+                ],
+            )?;
+            let path = find(&path, "answer-path")?;
+            let ratio = number(path, "ratio");
+            rows.push(Row {
+                figure: format!(
+                    "answer p50: {} judged answers in a niche of {} entries vs a newcomer",
+                    thousands(sizes.answer_history),
+                    thousands(sizes.answer_entries)
+                ),
+                store: store.clone(),
+                goal: "≤ 2× the newcomer's".into(),
+                measured: format!(
+                    "{:.1} ms vs {:.1} ms",
+                    number(path, "veteranP50Ms"),
+                    number(path, "newcomerP50Ms")
+                ),
+                ratio: Some(ratio),
+                met: Some(ratio <= 2.0),
+            });
+            let (alone, beside) = (
+                number(path, "intakeAloneP99Ms"),
+                number(path, "intakeBesideP99Ms"),
+            );
+            rows.push(Row {
+                figure: "another agent's intake p99: alone, beside that member answering".into(),
+                store: store.clone(),
+                goal: "≤ 2× alone, or ≤ 20 ms".into(),
+                measured: format!("{alone:.1} ms alone, {beside:.1} ms beside"),
+                ratio: Some(beside / alone.max(f64::EPSILON)),
+                met: Some(beside <= 20.0 || beside <= 2.0 * alone),
+            });
+            let scans = number(path, "growingScans");
+            rows.push(Row {
+                figure: "answer and verification statements scanning a growing table".into(),
+                store: store.clone(),
+                goal: "none".into(),
+                measured: format!(
+                    "{scans} of {} explained",
+                    number(path, "statementsExplained")
+                ),
+                ratio: None,
+                met: Some(scans == 0.0),
+            });
+        }
+
         if choice.part("similar") {
             let similar = tool(
                 &fresh("similar")?,
@@ -493,12 +563,13 @@ struct Choice {
 }
 
 /// The parts `--only` takes.
-const PARTS: [&str; 8] = [
+const PARTS: [&str; 9] = [
     "intake",
     "open",
     "contention",
     "queue",
     "knowledge",
+    "answers",
     "similar",
     "fanout",
     "storm",

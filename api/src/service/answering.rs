@@ -352,6 +352,15 @@ pub async fn answer_question(
         ));
     }
 
+    // The answerer's judged history is read here, before the write begins: on SQLite the one
+    // writer would otherwise wait on a read that grows with the person's history. A verdict
+    // landing between this read and the write is counted from the next answer on.
+    let history = match valid.kind {
+        Kind::Answered => {
+            crate::service::weighing::history(db, question.niche_id, viewer.user_id).await?
+        }
+        Kind::InsufficientContext | Kind::NeedsResearch => Default::default(),
+    };
     let txn = db
         .begin_write_checked(|| async {
             let now_it_is = find_question(db, question.id).await?;
@@ -362,11 +371,18 @@ pub async fn answer_question(
             }
         })
         .await?;
+    let answering = Answering {
+        viewer,
+        question: &question,
+        valid: &valid,
+        confidence,
+        history: &history,
+    };
     let result = match valid.kind {
         Kind::Answered if question.answers_wanted > 1 => {
-            settle_one_of_several(&txn, viewer, &question, &valid, confidence, now).await
+            settle_one_of_several(&txn, &answering, now).await
         }
-        Kind::Answered => settle(&txn, viewer, &question, &valid, confidence, now).await,
+        Kind::Answered => settle(&txn, &answering, now).await,
         Kind::InsufficientContext | Kind::NeedsResearch => {
             decline(&txn, viewer, &question, &valid, now).await
         }
@@ -390,24 +406,31 @@ pub async fn answer_question(
     }
 }
 
+/// One person's answer as the write transaction takes it: who, to what, what they said, and
+/// their judged history read before the transaction began.
+struct Answering<'a> {
+    viewer: &'a Viewer,
+    question: &'a agent_questions::Model,
+    valid: &'a ValidAnswer,
+    confidence: Option<i32>,
+    history: &'a crate::service::weighing::History,
+}
+
 /// The winning answer, step by step in one transaction: close the question, book the
 /// contribution, store the answer and the score, audit both, charge the agent, pay the answerer
 /// their share, write the knowledge entry when it is verified on arrival, and tell the agent.
 async fn settle(
     txn: &WriteTxn,
-    viewer: &Viewer,
-    question: &agent_questions::Model,
-    valid: &ValidAnswer,
-    confidence: Option<i32>,
+    answering: &Answering<'_>,
     now: DateTime<Utc>,
 ) -> Result<AnswerOutcome, ServiceError> {
+    let (viewer, question, valid) = (answering.viewer, answering.question, answering.valid);
     // The question as this transaction leaves it: nothing below changes its row.
     let Some(closed) = close_if_waiting(txn, question.id, Closing::Answered, now).await? else {
         // Someone else won (or the clock ran out) between our read and our write.
         return Err(not_waiting(&find_question(txn, question.id).await?));
     };
-    let (contribution, answer) =
-        record_the_answer(txn, viewer, question, valid, confidence, now).await?;
+    let (contribution, answer) = record_the_answer(txn, answering, now).await?;
     let actor = Actor::User(viewer.user_id);
     if let Some(amount) = charge_the_agent(txn, &actor, question, valid, now).await? {
         pay_the_answerer(txn, viewer, question, &answer, amount, &contribution, now).await?;
@@ -418,7 +441,7 @@ async fn settle(
         knowledge::record_verified_answer(txn, question, &answer, contribution.id, None, now)
             .await?;
     }
-    tell_the_agent(txn, viewer, question, &answer, valid, &contribution, now).await?;
+    tell_the_agent(txn, answering, question, &answer, &contribution, now).await?;
     let notice = if contribution.verified() {
         format!("Thanks. That is {} points.", contribution.points)
     } else {
@@ -486,17 +509,14 @@ async fn claim_a_place(
 /// and when this answer fills the last place, conclude: consensus or disagreement.
 async fn settle_one_of_several(
     txn: &WriteTxn,
-    viewer: &Viewer,
-    question: &agent_questions::Model,
-    valid: &ValidAnswer,
-    confidence: Option<i32>,
+    answering: &Answering<'_>,
     now: DateTime<Utc>,
 ) -> Result<AnswerOutcome, ServiceError> {
+    let (viewer, question) = (answering.viewer, answering.question);
     let Some(claimed) = claim_a_place(txn, question.id, now).await? else {
         return Err(not_waiting(&find_question(txn, question.id).await?));
     };
-    let (contribution, answer) =
-        record_the_answer(txn, viewer, question, valid, confidence, now).await?;
+    let (contribution, answer) = record_the_answer(txn, answering, now).await?;
     let actor = Actor::User(viewer.user_id);
     let part = weighing::bounty_part(
         question.bounty_minor,
@@ -512,7 +532,7 @@ async fn settle_one_of_several(
         knowledge::record_verified_answer(txn, question, &answer, contribution.id, None, now)
             .await?;
     }
-    tell_the_agent(txn, viewer, &claimed, &answer, valid, &contribution, now).await?;
+    tell_the_agent(txn, answering, &claimed, &answer, &contribution, now).await?;
     if claimed.status == QuestionStatus::Answered {
         crate::service::consensus::conclude(txn, &claimed, now).await?;
         // Only now may its answers become knowledge (docs/contract.md#several-answers).
@@ -769,13 +789,16 @@ async fn answerer_is_trusted(
 /// review state by the rules), the answer row, the answerer's score, and the audit rows.
 async fn record_the_answer(
     txn: &WriteTxn,
-    viewer: &Viewer,
-    question: &agent_questions::Model,
-    valid: &ValidAnswer,
-    confidence: Option<i32>,
+    answering: &Answering<'_>,
     now: DateTime<Utc>,
 ) -> Result<(Contribution, agent_answers::Model), ServiceError> {
-    let contribution = book_contribution(txn, viewer, question, valid, confidence, now).await?;
+    let (viewer, question, valid, confidence) = (
+        answering.viewer,
+        answering.question,
+        answering.valid,
+        answering.confidence,
+    );
+    let contribution = book_contribution(txn, answering, now).await?;
     let answer = store_answer(
         txn,
         viewer,
@@ -815,24 +838,20 @@ impl Contribution {
 /// question (the dedupe key derives from it, so even a double-scored path books once).
 async fn book_contribution(
     txn: &WriteTxn,
-    viewer: &Viewer,
-    question: &agent_questions::Model,
-    valid: &ValidAnswer,
-    confidence: Option<i32>,
+    answering: &Answering<'_>,
     now: DateTime<Utc>,
 ) -> Result<Contribution, ServiceError> {
+    let (viewer, question, valid, confidence) = (
+        answering.viewer,
+        answering.question,
+        answering.valid,
+        answering.confidence,
+    );
     let answer_type = scores::contribution_type(txn, "agent_answer").await?;
     let window_start = answer_type
         .diminish_window_days
         .map(|days| now - Duration::days(i64::from(days)));
-    let counts = scores::answer_counts(
-        txn,
-        question.niche_id,
-        viewer.user_id,
-        answer_type.id,
-        window_start,
-    )
-    .await?;
+    let counts = answering.history.counts(window_start);
     let points = scoring::diminished_points(
         answer_type.default_points,
         counts.verified_in_window,
@@ -1032,20 +1051,26 @@ async fn pay_the_answerer(
 /// The agent's event, in the outbox: `expert_answer.created`, or `task.completed` for a task.
 async fn tell_the_agent(
     txn: &WriteTxn,
-    viewer: &Viewer,
+    answering: &Answering<'_>,
     question: &agent_questions::Model,
     answer: &agent_answers::Model,
-    valid: &ValidAnswer,
     contribution: &Contribution,
     now: DateTime<Utc>,
 ) -> Result<(), ServiceError> {
+    let (viewer, valid) = (answering.viewer, answering.valid);
     let review = if contribution.verified() {
         "verified"
     } else {
         "pending"
     };
-    // How much the answer weighs: the answerer's record in the niche as it stands now.
-    let record = crate::service::weighing::record(txn, question.niche_id, viewer.user_id).await?;
+    // How much the answer weighs: the answerer's record in the niche as it stands now — the
+    // history read before the write, and this answer when it was verified on arrival.
+    let record = answering
+        .history
+        .record_with(contribution.verified().then_some(weighing::Judged {
+            confidence: answer.confidence,
+            verified: true,
+        }));
     let answerer = crate::service::weighing::answerer_json(&record);
     let event = if question.kind == ExchangeKind::Task {
         NewEvent {

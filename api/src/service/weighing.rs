@@ -74,6 +74,94 @@ pub async fn records<C: ConnectionTrait>(
     Ok(out)
 }
 
+/// One person's judged answers in a niche, read before an answer's write transaction so the
+/// single writer does not wait on a read of the person's whole history
+/// (docs/contract.md#weighing-answers): what the trust rule, diminishing returns and the record
+/// the agent receives are computed from.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    /// Each judged answer: when it was booked, whether it was verified, the confidence stated.
+    judged: Vec<(chrono::DateTime<chrono::Utc>, Judged)>,
+}
+
+impl History {
+    /// The counts for diminishing returns (verified since `since`) and the trust rule.
+    pub fn counts(&self, since: Option<chrono::DateTime<chrono::Utc>>) -> scores::AnswerCounts {
+        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        let verified = self.judged.iter().filter(|(_, j)| j.verified);
+        scores::AnswerCounts {
+            verified_in_window: count(
+                verified
+                    .clone()
+                    .filter(|(at, _)| since.is_none_or(|since| *at >= since))
+                    .count(),
+            ),
+            verified: count(verified.count()),
+            judged: count(self.judged.len()),
+        }
+    }
+
+    /// The record, with `this` answer counted when it was judged on arrival (verified).
+    pub fn record_with(&self, this: Option<Judged>) -> Record {
+        let mut judged: Vec<Judged> = self.judged.iter().map(|(_, j)| *j).collect();
+        judged.extend(this);
+        Record::of(&judged)
+    }
+}
+
+/// `user_id`'s judged answers in `niche_id`: one statement, through the contributions' member
+/// index and the answers' contribution index.
+pub async fn history<C: ConnectionTrait>(
+    conn: &C,
+    niche_id: i64,
+    user_id: i64,
+) -> Result<History, ServiceError> {
+    let rows: Vec<(
+        ContributionStatus,
+        Option<i32>,
+        chrono::DateTime<chrono::Utc>,
+    )> = contribution_events::Entity::find()
+        .select_only()
+        .column(contribution_events::Column::Status)
+        .column(agent_answers::Column::Confidence)
+        .column(contribution_events::Column::CreatedAt)
+        .join(
+            JoinType::LeftJoin,
+            contribution_events::Entity::belongs_to(agent_answers::Entity)
+                .from(contribution_events::Column::Id)
+                .to(agent_answers::Column::ContributionEventId)
+                .into(),
+        )
+        .join(
+            JoinType::InnerJoin,
+            contribution_events::Entity::belongs_to(contribution_types::Entity)
+                .from(contribution_events::Column::TypeId)
+                .to(contribution_types::Column::Id)
+                .into(),
+        )
+        .filter(contribution_events::Column::NicheId.eq(niche_id))
+        .filter(contribution_events::Column::UserId.eq(user_id))
+        .filter(contribution_types::Column::Key.eq(ANSWER_TYPE))
+        .filter(contribution_events::Column::Status.is_in(scores::JUDGED))
+        .into_tuple()
+        .all(conn)
+        .await?;
+    Ok(History {
+        judged: rows
+            .into_iter()
+            .map(|(status, confidence, at)| {
+                (
+                    at,
+                    Judged {
+                        confidence,
+                        verified: status == ContributionStatus::Verified,
+                    },
+                )
+            })
+            .collect(),
+    })
+}
+
 /// One person's record in a niche.
 pub async fn record<C: ConnectionTrait>(
     conn: &C,
