@@ -449,7 +449,8 @@ async fn a_question_settled_from_knowledge_is_settled_once_and_names_its_entry(a
     assert_eq!(won.len(), 1, "{results:?}");
     let settled = &won[0]["data"]["answerQuestion"];
     assert_eq!(settled["points"], 1, "{settled}");
-    assert_eq!(settled["contributionStatus"], "VERIFIED");
+    // An answer like any other: a new operator's pointer waits for review.
+    assert_eq!(settled["contributionStatus"], "PENDING");
     assert_eq!(settled["question"]["status"], "ANSWERED");
     assert_eq!(settled["answer"]["optionId"], "ea");
     for lost in results.iter().filter(|r| !r["errors"].is_null()) {
@@ -500,7 +501,7 @@ async fn a_question_settled_from_knowledge_is_settled_once_and_names_its_entry(a
     assert_eq!(event["entryId"], entry, "{event}");
     assert_eq!(event["version"], 1);
     assert_eq!(event["verdict"], "review");
-    assert_eq!(event["review"], "verified");
+    assert_eq!(event["review"], "pending");
     assert_eq!(event["optionLabel"], "Early access");
     let lookup = post_as(
         &app,
@@ -629,6 +630,9 @@ async fn a_retraction_reaches_everyone_who_relied_on_it_and_gives_the_money_back
         )
         .await;
     assert!(settled["errors"].is_null(), "{settled}");
+    // bob's pointer is reviewed like an answer; verified, ana's credit from it is owed.
+    app.decide_newest_contribution(&root.token, "verifyContribution", None)
+        .await;
     // Three reuses paid ana; the money of the first is paid out before the retraction.
     let paid_parts: Vec<i64> = reuse_events(&app)
         .await

@@ -352,13 +352,16 @@ async fn check_reuses(
                 refund.id
             );
         }
-        let pointer_undone = match reuse.answer_id {
-            Some(answer) => matches!(
-                review_of_answer(app, answer).await,
-                ContributionStatus::Rejected | ContributionStatus::Reversed
-            ),
-            None => false,
+        let pointer_review = match reuse.answer_id {
+            Some(answer) => Some(review_of_answer(app, answer).await),
+            None => None,
         };
+        let pointer_undone = matches!(
+            pointer_review,
+            Some(ContributionStatus::Rejected | ContributionStatus::Reversed)
+        );
+        // A pointer waiting for review holds its author's credit (docs/contract.md#held-money).
+        let pointer_pending = pointer_review == Some(ContributionStatus::Pending);
         let withdrawn = entries.get(&reuse.entry_id) == Some(&KnowledgeStatus::Retracted);
         assert_eq!(
             !refunds.is_empty(),
@@ -381,7 +384,9 @@ async fn check_reuses(
             a.revenue_event_id == event && a.user_id.is_some() && a.claws_back.is_none()
         }) {
             let clawed_back = all.iter().any(|c| c.claws_back == Some(part.id));
-            let fine = if refunds.is_empty() {
+            let fine = if refunds.is_empty() && pointer_pending {
+                part.status == allocations::AllocationStatus::Held && !clawed_back
+            } else if refunds.is_empty() {
                 matches!(
                     part.status,
                     allocations::AllocationStatus::Accrued
