@@ -146,6 +146,31 @@ impl Record {
         }
     }
 
+    /// The record from its sums alone: `answers` judged, `verified` of them, and over the
+    /// `with_confidence` that stated a confidence the sum of squared differences of stated
+    /// confidence and outcome (`squared_errors`). What an answer's path needs (the trust rule and
+    /// the record an agent receives), read as one row; the calibration bins, read only on the
+    /// standing page, are left empty.
+    pub fn of_sums(answers: u64, verified: u64, with_confidence: u64, squared_errors: f64) -> Self {
+        #[allow(clippy::cast_precision_loss)]
+        let verified_rate = if answers == 0 {
+            0.0
+        } else {
+            verified as f64 / answers as f64
+        };
+        #[allow(clippy::cast_precision_loss)]
+        let brier = (with_confidence > 0).then(|| squared_errors / with_confidence as f64);
+        Record {
+            answers,
+            verified,
+            verified_rate,
+            lower_bound: wilson_lower_bound(verified, answers),
+            brier,
+            with_confidence,
+            calibration: Vec::new(),
+        }
+    }
+
     /// Whether the record earns trust (answers verify on arrival) at `threshold_bps`.
     pub fn trusted(&self, threshold_bps: i32) -> bool {
         trusted(self.lower_bound, threshold_bps)
@@ -281,6 +306,47 @@ mod tests {
 
     fn close(a: f64, b: f64, tolerance: f64) -> bool {
         (a - b).abs() <= tolerance
+    }
+
+    #[test]
+    fn a_record_from_its_sums_is_the_record_of_its_answers_but_for_the_bins() {
+        let judged = [
+            Judged {
+                confidence: Some(95),
+                verified: true,
+            },
+            Judged {
+                confidence: Some(80),
+                verified: false,
+            },
+            Judged {
+                confidence: None,
+                verified: true,
+            },
+            Judged {
+                confidence: Some(60),
+                verified: true,
+            },
+        ];
+        let whole = Record::of(&judged);
+        let squared: f64 = judged
+            .iter()
+            .filter_map(|j| {
+                let outcome = if j.verified { 1.0 } else { 0.0 };
+                j.confidence
+                    .map(|c| (f64::from(c) / 100.0 - outcome).powi(2))
+            })
+            .sum();
+        let summed = Record::of_sums(4, 3, 3, squared);
+        assert_eq!(
+            Record {
+                calibration: Vec::new(),
+                ..whole
+            },
+            summed
+        );
+        let none = Record::of_sums(0, 0, 0, 0.0);
+        assert_eq!(none, Record::of(&[]));
     }
 
     #[test]

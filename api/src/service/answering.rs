@@ -355,9 +355,14 @@ pub async fn answer_question(
     // The answerer's judged history is read here, before the write begins: on SQLite the one
     // writer would otherwise wait on a read that grows with the person's history. A verdict
     // landing between this read and the write is counted from the next answer on.
+    let answer_type = scores::contribution_type(db, "agent_answer").await?;
+    let window_start = answer_type
+        .diminish_window_days
+        .map(|days| now - Duration::days(i64::from(days)));
     let history = match valid.kind {
         Kind::Answered => {
-            crate::service::weighing::history(db, question.niche_id, viewer.user_id).await?
+            crate::service::weighing::history(db, question.niche_id, viewer.user_id, window_start)
+                .await?
         }
         Kind::InsufficientContext | Kind::NeedsResearch => Default::default(),
     };
@@ -377,6 +382,7 @@ pub async fn answer_question(
         valid: &valid,
         confidence,
         history: &history,
+        answer_type: &answer_type,
     };
     let result = match valid.kind {
         Kind::Answered if question.answers_wanted > 1 => {
@@ -414,6 +420,7 @@ struct Answering<'a> {
     valid: &'a ValidAnswer,
     confidence: Option<i32>,
     history: &'a crate::service::weighing::History,
+    answer_type: &'a entity::contribution_types::Model,
 }
 
 /// The winning answer, step by step in one transaction: close the question, book the
@@ -847,11 +854,8 @@ async fn book_contribution(
         answering.valid,
         answering.confidence,
     );
-    let answer_type = scores::contribution_type(txn, "agent_answer").await?;
-    let window_start = answer_type
-        .diminish_window_days
-        .map(|days| now - Duration::days(i64::from(days)));
-    let counts = answering.history.counts(window_start);
+    let answer_type = answering.answer_type;
+    let counts = answering.history.counts();
     let points = scoring::diminished_points(
         answer_type.default_points,
         counts.verified_in_window,

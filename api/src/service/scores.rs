@@ -75,19 +75,44 @@ pub async fn recompute(
     user_id: i64,
     now: DateTime<Utc>,
 ) -> Result<Standing, ServiceError> {
-    let events: Vec<(ContributionStatus, i64)> = contribution_events::Entity::find()
-        .select_only()
-        .column(contribution_events::Column::Status)
-        .column(contribution_events::Column::Points)
-        .filter(contribution_events::Column::NicheId.eq(niche_id))
-        .filter(contribution_events::Column::UserId.eq(user_id))
-        .into_tuple()
-        .all(conn)
-        .await?;
-    let score = scoring::score(events.iter().map(|(s, p)| (state_of(*s), *p)));
-    let count = |status| events.iter().filter(|(s, _)| *s == status).count() as i64;
-    let verified_count = count(ContributionStatus::Verified);
-    let pending_count = count(ContributionStatus::Pending);
+    // Added up by the database in one row (the score is the verified points, at least 0:
+    // `scoring::score`), so a long history is never sent across the connection of the
+    // transaction that holds the writer.
+    let status = || contribution_events::Column::Status;
+    let count_of = |status: SimpleExpr| -> SimpleExpr {
+        Func::count(Expr::case(status, Expr::val(1)).finally(Expr::null())).into()
+    };
+    let (verified_points, verified_count, pending_count): (Option<i64>, i64, i64) =
+        contribution_events::Entity::find()
+            .select_only()
+            .column_as(
+                SimpleExpr::from(Func::cast_as(
+                    Func::sum(
+                        Expr::case(
+                            status().eq(ContributionStatus::Verified),
+                            Expr::col(contribution_events::Column::Points),
+                        )
+                        .finally(Expr::val(0)),
+                    ),
+                    sea_orm::sea_query::Alias::new("BIGINT"),
+                )),
+                "verified_points",
+            )
+            .column_as(
+                count_of(status().eq(ContributionStatus::Verified)),
+                "verified",
+            )
+            .column_as(
+                count_of(status().eq(ContributionStatus::Pending)),
+                "pending",
+            )
+            .filter(contribution_events::Column::NicheId.eq(niche_id))
+            .filter(contribution_events::Column::UserId.eq(user_id))
+            .into_tuple()
+            .one(conn)
+            .await?
+            .unwrap_or((None, 0, 0));
+    let score = verified_points.unwrap_or(0).max(0);
     let ladder = ladder(conn).await?;
     let tier = scoring::tier_for(score, &ladder)
         .cloned()

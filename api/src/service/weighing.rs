@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use entity::agent_answers;
 use entity::contribution_events::{self, ContributionStatus};
 use entity::contribution_types;
-use sea_orm::sea_query::JoinType;
+use sea_orm::sea_query::{Expr, JoinType};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
 use serde_json::{Value, json};
 
@@ -74,57 +74,102 @@ pub async fn records<C: ConnectionTrait>(
     Ok(out)
 }
 
-/// One person's judged answers in a niche, read before an answer's write transaction so the
-/// single writer does not wait on a read of the person's whole history
-/// (docs/contract.md#weighing-answers): what the trust rule, diminishing returns and the record
-/// the agent receives are computed from.
+/// One person's judged answers in a niche, summed: read before an answer's write transaction,
+/// in one row the database adds up, so neither the single writer nor the answer waits on the
+/// person's whole history (docs/contract.md#weighing-answers). What the trust rule, diminishing
+/// returns and the record the agent receives are computed from.
 #[derive(Debug, Clone, Default)]
 pub struct History {
-    /// Each judged answer: when it was booked, whether it was verified, the confidence stated.
-    judged: Vec<(chrono::DateTime<chrono::Utc>, Judged)>,
+    /// Judged answers (verified, rejected or reversed).
+    judged: u64,
+    /// Of which verified.
+    verified: u64,
+    /// Of which verified since the diminishing window's start.
+    verified_in_window: u64,
+    /// Of the judged, those that stated a confidence.
+    with_confidence: u64,
+    /// Over those, the sum of (stated confidence − outcome)².
+    squared_errors: f64,
 }
 
 impl History {
-    /// The counts for diminishing returns (verified since `since`) and the trust rule.
-    pub fn counts(&self, since: Option<chrono::DateTime<chrono::Utc>>) -> scores::AnswerCounts {
-        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
-        let verified = self.judged.iter().filter(|(_, j)| j.verified);
+    /// The counts for diminishing returns and the trust rule.
+    pub fn counts(&self) -> scores::AnswerCounts {
         scores::AnswerCounts {
-            verified_in_window: count(
-                verified
-                    .clone()
-                    .filter(|(at, _)| since.is_none_or(|since| *at >= since))
-                    .count(),
-            ),
-            verified: count(verified.count()),
-            judged: count(self.judged.len()),
+            verified_in_window: self.verified_in_window,
+            verified: self.verified,
+            judged: self.judged,
         }
     }
 
     /// The record, with `this` answer counted when it was judged on arrival (verified).
     pub fn record_with(&self, this: Option<Judged>) -> Record {
-        let mut judged: Vec<Judged> = self.judged.iter().map(|(_, j)| *j).collect();
-        judged.extend(this);
-        Record::of(&judged)
+        let mut sums = self.clone();
+        if let Some(this) = this {
+            sums.judged += 1;
+            sums.verified += u64::from(this.verified);
+            if let Some(confidence) = this.confidence {
+                let outcome = if this.verified { 1.0 } else { 0.0 };
+                let error = f64::from(confidence) / 100.0 - outcome;
+                sums.with_confidence += 1;
+                sums.squared_errors += error * error;
+            }
+        }
+        Record::of_sums(
+            sums.judged,
+            sums.verified,
+            sums.with_confidence,
+            sums.squared_errors,
+        )
     }
 }
 
-/// `user_id`'s judged answers in `niche_id`: one statement, through the contributions' member
-/// index and the answers' contribution index.
+/// `user_id`'s judged answers in `niche_id` summed, those verified since `since` counted apart:
+/// one row, added up by the database over the contributions' member index.
 pub async fn history<C: ConnectionTrait>(
     conn: &C,
     niche_id: i64,
     user_id: i64,
+    since: Option<chrono::DateTime<chrono::Utc>>,
 ) -> Result<History, ServiceError> {
-    let rows: Vec<(
-        ContributionStatus,
-        Option<i32>,
-        chrono::DateTime<chrono::Utc>,
-    )> = contribution_events::Entity::find()
+    use sea_orm::sea_query::{Func, SimpleExpr};
+    let verified = || contribution_events::Column::Status.eq(ContributionStatus::Verified);
+    // COUNT skips the NULLs the CASE gives every other row; SUM adds what it gives.
+    let count_of = |when: SimpleExpr| -> SimpleExpr {
+        Func::count(Expr::case(when, Expr::val(1)).finally(Expr::null())).into()
+    };
+    let mut in_window = verified();
+    if let Some(since) = since {
+        in_window =
+            sea_orm::ExprTrait::and(in_window, contribution_events::Column::CreatedAt.gte(since));
+    }
+    let confidence = || Expr::col((agent_answers::Entity, agent_answers::Column::Confidence));
+    // (confidence / 100 − outcome)², as a float on both stores (built from parts: a custom
+    // SQL string's placeholders differ between them).
+    let float = || sea_orm::sea_query::Alias::new("DOUBLE PRECISION");
+    let error = || {
+        sea_orm::ExprTrait::sub(
+            sea_orm::ExprTrait::div(
+                SimpleExpr::from(Func::cast_as(confidence(), float())),
+                Expr::val(100.0),
+            ),
+            Expr::case(verified(), Expr::val(1.0)).finally(Expr::val(0.0)),
+        )
+    };
+    let squared = sea_orm::ExprTrait::mul(error(), error());
+    let row: Option<(i64, i64, i64, i64, Option<f64>)> = contribution_events::Entity::find()
         .select_only()
-        .column(contribution_events::Column::Status)
-        .column(agent_answers::Column::Confidence)
-        .column(contribution_events::Column::CreatedAt)
+        .column_as(contribution_events::Column::Id.count(), "judged")
+        .column_as(count_of(verified()), "verified")
+        .column_as(count_of(in_window), "in_window")
+        .column_as(
+            SimpleExpr::from(Func::count(confidence())),
+            "with_confidence",
+        )
+        .column_as(
+            SimpleExpr::from(Func::cast_as(Func::sum(squared), float())),
+            "squared_errors",
+        )
         .join(
             JoinType::LeftJoin,
             contribution_events::Entity::belongs_to(agent_answers::Entity)
@@ -144,22 +189,19 @@ pub async fn history<C: ConnectionTrait>(
         .filter(contribution_types::Column::Key.eq(ANSWER_TYPE))
         .filter(contribution_events::Column::Status.is_in(scores::JUDGED))
         .into_tuple()
-        .all(conn)
+        .one(conn)
         .await?;
-    Ok(History {
-        judged: rows
-            .into_iter()
-            .map(|(status, confidence, at)| {
-                (
-                    at,
-                    Judged {
-                        confidence,
-                        verified: status == ContributionStatus::Verified,
-                    },
-                )
-            })
-            .collect(),
-    })
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok(row.map_or_else(
+        History::default,
+        |(judged, verified, in_window, with_confidence, squared)| History {
+            judged: count(judged),
+            verified: count(verified),
+            verified_in_window: count(in_window),
+            with_confidence: count(with_confidence),
+            squared_errors: squared.unwrap_or(0.0),
+        },
+    ))
 }
 
 /// One person's record in a niche.
