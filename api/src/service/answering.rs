@@ -307,6 +307,11 @@ pub async fn answer_question(
     }
     if request.kind.trim().eq_ignore_ascii_case(FROM_KNOWLEDGE) {
         let entry = pointed_entry(db, &question, &request).await?;
+        // Read before the write begins, as for any answer.
+        let trusted = crate::service::weighing::history(db, niche.id, viewer.user_id, None)
+            .await?
+            .record_with(None)
+            .trusted(niche.trust_lower_bound_bps);
         let txn = db
             .begin_write_checked(|| async {
                 let now_it_is = find_question(db, question.id).await?;
@@ -316,7 +321,7 @@ pub async fn answer_question(
                 Ok(())
             })
             .await?;
-        let result = settle_from_knowledge(&txn, viewer, &question, &entry, now).await;
+        let result = settle_from_knowledge(&txn, viewer, &question, &entry, trusted, now).await;
         return match result {
             Ok(outcome) => {
                 txn.commit().await?;
@@ -646,6 +651,7 @@ async fn settle_from_knowledge(
     viewer: &Viewer,
     question: &agent_questions::Model,
     entry: &knowledge_entries::Model,
+    trusted: bool,
     now: DateTime<Utc>,
 ) -> Result<AnswerOutcome, ServiceError> {
     let entry = reuse::current_for_update(txn, entry.id)
@@ -659,7 +665,6 @@ async fn settle_from_knowledge(
     // operator the niche trusts, and never when it points at their own entry (four eyes: the
     // pointer earns its author a reuse credit).
     let niche = niche_of(txn, question).await?;
-    let trusted = answerer_is_trusted(txn, &niche, viewer.user_id).await?;
     let status = if trusted && entry.answered_by != viewer.user_id {
         ContributionStatus::Verified
     } else {
@@ -777,19 +782,6 @@ async fn settle_from_knowledge(
         contribution_status: Some(status),
         notice,
     })
-}
-
-/// Whether the niche trusts `user_id`'s answers on arrival: the Wilson lower bound of their
-/// verified rate there against the niche's threshold (docs/contract.md#weighing-answers).
-async fn answerer_is_trusted(
-    txn: &WriteTxn,
-    niche: &niches::Model,
-    user_id: i64,
-) -> Result<bool, ServiceError> {
-    let answer_type = scores::contribution_type(txn, "agent_answer").await?;
-    let counts = scores::answer_counts(txn, niche.id, user_id, answer_type.id, None).await?;
-    let lower_bound = weighing::wilson_lower_bound(counts.verified, counts.judged);
-    Ok(weighing::trusted(lower_bound, niche.trust_lower_bound_bps))
 }
 
 /// What every answer that counts writes, alone or one of several: its contribution (points and

@@ -6,8 +6,8 @@ use entity::contribution_events::{self, ContributionStatus};
 use entity::{contribution_scores, contribution_tiers, contribution_types, tier_history};
 use sea_orm::sea_query::{Expr, Func, OnConflict, SimpleExpr};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait, NotSet, QueryFilter,
-    QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, NotSet, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 
 use crate::db::WriteTxn;
@@ -181,46 +181,6 @@ pub struct AnswerCounts {
     pub verified: u64,
     /// Answers with a verdict (verified, rejected or reversed): the trust rule's trials.
     pub judged: u64,
-}
-
-/// `user_id`'s contributions of `type_id` (answers) in `niche_id`, counted for diminishing
-/// returns and the trust rule. One statement: answering counts inside the winner's transaction,
-/// where every round trip is one more wait for the others.
-pub async fn answer_counts<C: ConnectionTrait>(
-    conn: &C,
-    niche_id: i64,
-    user_id: i64,
-    type_id: i64,
-    since: Option<DateTime<Utc>>,
-) -> Result<AnswerCounts, ServiceError> {
-    let verified = contribution_events::Column::Status.eq(ContributionStatus::Verified);
-    let mut in_window = Condition::all().add(verified.clone());
-    if let Some(since) = since {
-        in_window = in_window.add(contribution_events::Column::CreatedAt.gte(since));
-    }
-    // COUNT skips the NULLs the CASE gives every other row.
-    let count_of = |when: Condition| -> SimpleExpr {
-        Func::count(Expr::case(when, Expr::val(1)).finally(Expr::null())).into()
-    };
-    let counted = contribution_events::Entity::find()
-        .select_only()
-        .column_as(count_of(in_window), "in_window")
-        .column_as(count_of(Condition::all().add(verified)), "verified")
-        .column_as(contribution_events::Column::Id.count(), "judged")
-        .filter(contribution_events::Column::NicheId.eq(niche_id))
-        .filter(contribution_events::Column::UserId.eq(user_id))
-        .filter(contribution_events::Column::TypeId.eq(type_id))
-        .filter(contribution_events::Column::Status.is_in(JUDGED))
-        .into_tuple::<(i64, i64, i64)>()
-        .one(conn)
-        .await?
-        .unwrap_or((0, 0, 0));
-    let count = |n: i64| u64::try_from(n).unwrap_or(0);
-    Ok(AnswerCounts {
-        verified_in_window: count(counted.0),
-        verified: count(counted.1),
-        judged: count(counted.2),
-    })
 }
 
 /// The states that are a verdict on an answer: verified counts for it, the others against.
