@@ -2,9 +2,13 @@
 //! statement an answer or a verdict runs reads through an index, so its cost does not grow with
 //! the author's history or the niche's size.
 //!
-//! - `agent_answers(contribution_event_id)`: an answerer's record joins their contributions to
-//!   their answers by it (`service::weighing::records`), and a verdict finds its answer by it;
-//!   without it each contribution scanned every answer.
+//! - `agent_answers(contribution_event_id, confidence)`: an answerer's record joins their
+//!   contributions to their answers by it for the confidence each stated
+//!   (`service::weighing::history`), read from the index alone, and a verdict finds its answer
+//!   by it; without it each contribution scanned every answer.
+//! - `contribution_events(niche_id, user_id, status, type_id, points, created_at, id)`: a
+//!   person's record and score in a niche are added up from this index alone, without reading
+//!   a row of the table for each contribution they ever made.
 //! - `allocations(revenue_event_id)`: a verdict moves the allocations of the answer's revenue
 //!   event (held → owed, or reversed), read by it; without it each verdict scanned every
 //!   allocation.
@@ -23,6 +27,19 @@ impl MigrationName for Migration {
 enum AgentAnswers {
     Table,
     ContributionEventId,
+    Confidence,
+}
+
+#[derive(DeriveIden, Clone)]
+enum ContributionEvents {
+    Table,
+    Id,
+    NicheId,
+    UserId,
+    Status,
+    TypeId,
+    Points,
+    CreatedAt,
 }
 
 #[derive(DeriveIden, Clone)]
@@ -33,6 +50,7 @@ enum Allocations {
 
 const ANSWERS: &str = "agent_answers_contribution_idx";
 const ALLOCATIONS: &str = "allocations_revenue_event_idx";
+const RECORDS: &str = "contribution_events_record_idx";
 
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
@@ -43,6 +61,7 @@ impl MigrationTrait for Migration {
                     .name(ANSWERS)
                     .table(AgentAnswers::Table)
                     .col(AgentAnswers::ContributionEventId)
+                    .col(AgentAnswers::Confidence)
                     .to_owned(),
             )
             .await?;
@@ -54,10 +73,33 @@ impl MigrationTrait for Migration {
                     .col(Allocations::RevenueEventId)
                     .to_owned(),
             )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name(RECORDS)
+                    .table(ContributionEvents::Table)
+                    .col(ContributionEvents::NicheId)
+                    .col(ContributionEvents::UserId)
+                    .col(ContributionEvents::Status)
+                    .col(ContributionEvents::TypeId)
+                    .col(ContributionEvents::Points)
+                    .col(ContributionEvents::CreatedAt)
+                    .col(ContributionEvents::Id)
+                    .to_owned(),
+            )
             .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .drop_index(
+                Index::drop()
+                    .name(RECORDS)
+                    .table(ContributionEvents::Table)
+                    .to_owned(),
+            )
+            .await?;
         manager
             .drop_index(
                 Index::drop()

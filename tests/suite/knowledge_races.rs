@@ -46,6 +46,19 @@ const PROPOSE: &str = r#"mutation($input: KnowledgeCorrectionInput!) {
   proposeKnowledgeCorrection(input: $input) { id }
 }"#;
 
+/// Question `question` as `who` reads it: its status, knowledge entry and similar knowledge.
+async fn question_as(app: &TestApp, who: &Person, question: i64) -> Value {
+    let read = app
+        .graphql(
+            Some(&who.token),
+            QUESTION_ENTRY,
+            json!({"id": question.to_string()}),
+        )
+        .await;
+    assert!(read["errors"].is_null(), "{read}");
+    read
+}
+
 /// The newest entry of question `question`, if any.
 async fn entry_of(app: &TestApp, question: i64) -> Option<knowledge_entries::Model> {
     knowledge_entries::Entity::find()
@@ -347,14 +360,7 @@ async fn a_several_answer_question_is_knowledge_only_once_its_places_are_filled(
     let (_ana, bob, question) = half_answered_by_a_trusted_member(&app).await;
     // bob has not answered: nothing anywhere tells him ana's choice.
     assert!(entry_of(&app, question).await.is_none());
-    let read = app
-        .graphql(
-            Some(&bob.token),
-            QUESTION_ENTRY,
-            json!({"id": question.to_string()}),
-        )
-        .await;
-    assert!(read["errors"].is_null(), "{read}");
+    let read = question_as(&app, &bob, question).await;
     assert!(
         read["data"]["question"]["knowledgeEntry"].is_null(),
         "{read}"
@@ -372,13 +378,7 @@ async fn a_several_answer_question_is_knowledge_only_once_its_places_are_filled(
         "{searched}"
     );
     let similar = app.ask("games", "alike").await;
-    let read = app
-        .graphql(
-            Some(&bob.token),
-            QUESTION_ENTRY,
-            json!({"id": similar.to_string()}),
-        )
-        .await;
+    let read = question_as(&app, &bob, similar).await;
     assert_eq!(
         read["data"]["question"]["similarKnowledge"],
         json!([]),
@@ -407,13 +407,7 @@ async fn a_several_answer_question_is_knowledge_only_once_its_places_are_filled(
         .expect("written at the conclusion");
     assert_eq!(entry.option_id.as_deref(), Some("ea"));
     assert_eq!(entry.status, KnowledgeStatus::Current);
-    let read = app
-        .graphql(
-            Some(&bob.token),
-            QUESTION_ENTRY,
-            json!({"id": question.to_string()}),
-        )
-        .await;
+    let read = question_as(&app, &bob, question).await;
     assert_eq!(
         read["data"]["question"]["knowledgeEntry"]["id"],
         entry.id.to_string(),
@@ -456,13 +450,7 @@ async fn an_untrusted_answer_verified_while_places_are_open_is_not_yet_knowledge
         .await;
     assert!(verified["errors"].is_null(), "{verified}");
     assert!(entry_of(&app, question).await.is_none());
-    let read = app
-        .graphql(
-            Some(&bob.token),
-            QUESTION_ENTRY,
-            json!({"id": question.to_string()}),
-        )
-        .await;
+    let read = question_as(&app, &bob, question).await;
     assert!(
         read["data"]["question"]["knowledgeEntry"].is_null(),
         "{read}"
@@ -601,13 +589,7 @@ async fn an_entry_whose_choice_the_question_does_not_offer_cannot_settle_it(app:
             .is_some_and(|m| m.contains("Early access")),
         "{refused}"
     );
-    let read = app
-        .graphql(
-            Some(&bob.token),
-            QUESTION_ENTRY,
-            json!({"id": question.to_string()}),
-        )
-        .await;
+    let read = question_as(&app, &bob, question).await;
     assert_eq!(read["data"]["question"]["status"], "OPEN", "{read}");
     // The same label under another id (and another case) is the same choice.
     let mut body = question_body("games", "same-label");

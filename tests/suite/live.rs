@@ -124,6 +124,33 @@ async fn a_non_member_is_refused_the_queue_and_hears_nothing_of_it(app: TestApp)
     refused_then_a_question_asked(&app, &stranger.token, "FORBIDDEN").await;
 }
 
+/// `admin` suspends ana from games: her subscription `id` on `socket` ends with FORBIDDEN, then
+/// completes.
+async fn suspend_ana_and_see_it_cut(
+    app: &TestApp,
+    admin: &Person,
+    socket: &mut GqlSocket,
+    id: &str,
+) {
+    let suspended = app
+        .graphql(
+            Some(&admin.token),
+            "mutation { suspendMember(nicheSlug: \"games\", handle: \"ana\") { status } }",
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        suspended["data"]["suspendMember"]["status"], "SUSPENDED",
+        "{suspended}"
+    );
+    let cut = socket.next_data(id).await;
+    assert_eq!(cut["errors"][0]["extensions"]["code"], "FORBIDDEN", "{cut}");
+    match socket.receive(Duration::from_secs(5)).await {
+        Received::Json(message) => assert_eq!(message["type"], "complete", "{message}"),
+        other => panic!("expected complete, got {other:?}"),
+    }
+}
+
 async fn a_member_suspended_mid_subscription_stops_receiving(app: TestApp) {
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
@@ -137,23 +164,7 @@ async fn a_member_suspended_mid_subscription_stops_receiving(app: TestApp) {
         "ADDED"
     );
 
-    let suspended = app
-        .graphql(
-            Some(&admin.token),
-            "mutation { suspendMember(nicheSlug: \"games\", handle: \"ana\") { status } }",
-            json!({}),
-        )
-        .await;
-    assert_eq!(
-        suspended["data"]["suspendMember"]["status"], "SUSPENDED",
-        "{suspended}"
-    );
-    let cut = socket.next_data("q").await;
-    assert_eq!(cut["errors"][0]["extensions"]["code"], "FORBIDDEN", "{cut}");
-    match socket.receive(Duration::from_secs(5)).await {
-        Received::Json(message) => assert_eq!(message["type"], "complete", "{message}"),
-        other => panic!("expected complete, got {other:?}"),
-    }
+    suspend_ana_and_see_it_cut(&app, &admin, &mut socket, "q").await;
     app.ask("games", "after").await;
     match socket.receive(Duration::from_millis(700)).await {
         Received::Nothing => {}
@@ -303,23 +314,7 @@ async fn a_member_suspended_mid_subscription_stops_hearing_who_is_answering(app:
         "{now}"
     );
 
-    let suspended = app
-        .graphql(
-            Some(&admin.token),
-            "mutation { suspendMember(nicheSlug: \"games\", handle: \"ana\") { status } }",
-            json!({}),
-        )
-        .await;
-    assert_eq!(
-        suspended["data"]["suspendMember"]["status"], "SUSPENDED",
-        "{suspended}"
-    );
-    let cut = socket.next_data("p").await;
-    assert_eq!(cut["errors"][0]["extensions"]["code"], "FORBIDDEN", "{cut}");
-    match socket.receive(Duration::from_secs(5)).await {
-        Received::Json(message) => assert_eq!(message["type"], "complete", "{message}"),
-        other => panic!("expected complete, got {other:?}"),
-    }
+    suspend_ana_and_see_it_cut(&app, &admin, &mut socket, "p").await;
     let second = app.ask("games", "second").await;
     let marked = app
         .graphql(Some(&bo.token), MARK, json!({"id": second.to_string()}))

@@ -18,21 +18,12 @@ use crate::service::scores;
 /// The contribution type every answer (and task completion) books.
 pub const ANSWER_TYPE: &str = "agent_answer";
 
-/// The records of `user_ids` in `niche_id` (everyone with a judged answer there when `None`);
-/// a person with no judged answer has an empty record.
-pub async fn records<C: ConnectionTrait>(
-    conn: &C,
-    niche_id: i64,
-    user_ids: Option<&[i64]>,
-) -> Result<HashMap<i64, Record>, ServiceError> {
-    // The answer type is matched by its key in the same statement: a settling answer reads this
-    // record inside its transaction, and a separate look-up of the type would be one more round
-    // trip there.
-    let mut query = contribution_events::Entity::find()
+/// The judged answers of niche `niche_id`, each contribution joined to its answer (for the
+/// confidence stated) and its type (matched by key in the same statement), selecting nothing
+/// yet: what a record is read from.
+fn judged_answers(niche_id: i64) -> sea_orm::Select<contribution_events::Entity> {
+    contribution_events::Entity::find()
         .select_only()
-        .column(contribution_events::Column::UserId)
-        .column(contribution_events::Column::Status)
-        .column(agent_answers::Column::Confidence)
         .join(
             JoinType::LeftJoin,
             contribution_events::Entity::belongs_to(agent_answers::Entity)
@@ -49,7 +40,23 @@ pub async fn records<C: ConnectionTrait>(
         )
         .filter(contribution_events::Column::NicheId.eq(niche_id))
         .filter(contribution_types::Column::Key.eq(ANSWER_TYPE))
-        .filter(contribution_events::Column::Status.is_in(scores::JUDGED));
+        .filter(contribution_events::Column::Status.is_in(scores::JUDGED))
+}
+
+/// The records of `user_ids` in `niche_id` (everyone with a judged answer there when `None`);
+/// a person with no judged answer has an empty record.
+pub async fn records<C: ConnectionTrait>(
+    conn: &C,
+    niche_id: i64,
+    user_ids: Option<&[i64]>,
+) -> Result<HashMap<i64, Record>, ServiceError> {
+    // The answer type is matched by its key in the same statement: a settling answer reads this
+    // record inside its transaction, and a separate look-up of the type would be one more round
+    // trip there.
+    let mut query = judged_answers(niche_id)
+        .column(contribution_events::Column::UserId)
+        .column(contribution_events::Column::Status)
+        .column(agent_answers::Column::Confidence);
     if let Some(ids) = user_ids {
         if ids.is_empty() {
             return Ok(HashMap::new());
@@ -157,8 +164,7 @@ pub async fn history<C: ConnectionTrait>(
         )
     };
     let squared = sea_orm::ExprTrait::mul(error(), error());
-    let row: Option<(i64, i64, i64, i64, Option<f64>)> = contribution_events::Entity::find()
-        .select_only()
+    let row: Option<(i64, i64, i64, i64, Option<f64>)> = judged_answers(niche_id)
         .column_as(contribution_events::Column::Id.count(), "judged")
         .column_as(count_of(verified()), "verified")
         .column_as(count_of(in_window), "in_window")
@@ -170,24 +176,7 @@ pub async fn history<C: ConnectionTrait>(
             SimpleExpr::from(Func::cast_as(Func::sum(squared), float())),
             "squared_errors",
         )
-        .join(
-            JoinType::LeftJoin,
-            contribution_events::Entity::belongs_to(agent_answers::Entity)
-                .from(contribution_events::Column::Id)
-                .to(agent_answers::Column::ContributionEventId)
-                .into(),
-        )
-        .join(
-            JoinType::InnerJoin,
-            contribution_events::Entity::belongs_to(contribution_types::Entity)
-                .from(contribution_events::Column::TypeId)
-                .to(contribution_types::Column::Id)
-                .into(),
-        )
-        .filter(contribution_events::Column::NicheId.eq(niche_id))
         .filter(contribution_events::Column::UserId.eq(user_id))
-        .filter(contribution_types::Column::Key.eq(ANSWER_TYPE))
-        .filter(contribution_events::Column::Status.is_in(scores::JUDGED))
         .into_tuple()
         .one(conn)
         .await?;

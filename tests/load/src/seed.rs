@@ -45,6 +45,16 @@ pub async fn niche_with_operator(db: &Db, prefix: &str, name: &str) -> anyhow::R
 
 /// Create `handle`, make them an operator of niche `slug` and sign them in; their session token.
 pub async fn signed_in_operator(db: &Db, slug: &str, handle: &str) -> anyhow::Result<String> {
+    signed_in(db, handle, Some(slug)).await
+}
+
+/// Create `handle`, an admin, and sign them in; their session token.
+pub async fn signed_in_admin(db: &Db, handle: &str) -> anyhow::Result<String> {
+    signed_in(db, handle, None).await
+}
+
+/// Create `handle` — an operator of niche `slug`, or an admin without one — and sign them in.
+async fn signed_in(db: &Db, handle: &str, operator_of: Option<&str>) -> anyhow::Result<String> {
     let now = Utc::now();
     let handle = handle.to_owned();
     let password = new_token("");
@@ -54,22 +64,24 @@ pub async fn signed_in_operator(db: &Db, slug: &str, handle: &str) -> anyhow::Re
             handle: handle.clone(),
             email: format!("{handle}@askloop.invalid"),
             password: password.clone(),
-            admin: false,
+            admin: operator_of.is_none(),
         },
         &Actor::Cli,
         now,
     )
     .await?;
-    accounts::add_member(
-        db,
-        &ChangeHint::none(),
-        slug,
-        &handle,
-        MemberRole::Operator,
-        &Actor::Cli,
-        now,
-    )
-    .await?;
+    if let Some(slug) = operator_of {
+        accounts::add_member(
+            db,
+            &ChangeHint::none(),
+            slug,
+            &handle,
+            MemberRole::Operator,
+            &Actor::Cli,
+            now,
+        )
+        .await?;
+    }
     Ok(sessions::login(
         db,
         &Handle::parse(&handle)?,
