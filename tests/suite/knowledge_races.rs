@@ -468,6 +468,39 @@ async fn an_untrusted_answer_verified_while_places_are_open_is_not_yet_knowledge
     assert_eq!(entry.verified_by, Some(root.id));
 }
 
+async fn a_several_answer_question_that_disagrees_is_no_knowledge(app: TestApp) {
+    open_niche(&app.db, "games").await;
+    let ana = operator(&app.db, "games", "ana").await;
+    let bob = operator(&app.db, "games", "bob").await;
+    let root = person(&app.db, "root", true).await;
+    let question = ask_several(&app, "split", 2, 1.0).await;
+    for (who, option) in [(&ana, "ea"), (&bob, "full")] {
+        let answered = app
+            .answer(
+                &who.token,
+                answer_input(question, "ANSWERED", Some(option), Some("Mine.")),
+            )
+            .await;
+        assert!(answered["errors"].is_null(), "{answered}");
+    }
+    // Concluded in disagreement; verifying either answer still writes nothing.
+    for who in [&ana, &bob] {
+        let verified = app
+            .verify(
+                &root.token,
+                &contribution_of(&app, question, who).await.to_string(),
+            )
+            .await;
+        assert!(verified["errors"].is_null(), "{verified}");
+    }
+    assert!(entry_of(&app, question).await.is_none());
+    let read = question_as(&app, &bob, question).await;
+    assert!(
+        read["data"]["question"]["knowledgeEntry"].is_null(),
+        "{read}"
+    );
+}
+
 /// An entry in games written by `author`, answering a question with options ea / full by ea.
 async fn an_entry_by(app: &TestApp, author: &Person, root: &Person, external_id: &str) -> i64 {
     let question = app.ask("games", external_id).await;
@@ -616,6 +649,7 @@ on_both_backends!(
     a_word_of_thousands_of_letters_is_no_term_and_breaks_nothing,
     a_several_answer_question_is_knowledge_only_once_its_places_are_filled,
     an_untrusted_answer_verified_while_places_are_open_is_not_yet_knowledge,
+    a_several_answer_question_that_disagrees_is_no_knowledge,
     settling_from_knowledge_is_reviewed_unless_trusted_and_never_for_ones_own_entry,
     an_entry_whose_choice_the_question_does_not_offer_cannot_settle_it,
 );
