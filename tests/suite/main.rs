@@ -41,6 +41,7 @@ mod openapi;
 mod properties;
 mod query_limits;
 mod queue;
+mod queue_mine;
 mod reaching;
 mod reopen;
 mod replicas;

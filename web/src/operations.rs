@@ -12,7 +12,7 @@ use graphql_client::GraphQLQuery;
 pub use crate::vocab::{
     AgentStatus, AllocationStatus, AnswerKind, AttemptOutcome, BudgetEntryKind, BudgetState,
     ContributionStatus, DeliveryStatus, DigestFrequency, ExchangeKind, KnowledgeStatus, MemberRole,
-    MemberStatus, NicheStatus, PayoutStatus, QuestionStatus, QueueChangeKind, QueueSort, Severity,
+    MemberStatus, MyPart, NicheStatus, PayoutStatus, QuestionStatus, QueueChangeKind, QueueSort, Severity,
     SignalSubject, Urgency, Verification, WebhookScheme,
 };
 
@@ -38,7 +38,7 @@ macro_rules! operations {
                     "MemberRole", "MemberStatus", "Urgency", "NicheStatus", "ContributionStatus",
                     "AllocationStatus", "PayoutStatus", "AttemptOutcome", "BudgetEntryKind", "Severity",
                     "SignalSubject", "AgentStatus", "WebhookScheme", "DigestFrequency", "ExchangeKind",
-                    "KnowledgeStatus", "Verification", "QueueSort"
+                    "KnowledgeStatus", "Verification", "QueueSort", "MyPart"
                 )
             )]
             pub struct $name;
@@ -243,6 +243,7 @@ macro_rules! card_as_first_read {
             fn from(card: $operation::QuestionCard) -> Self {
                 Self {
                     id: card.id,
+                    agent_name: card.agent_name,
                     title: card.title,
                     question: card.question,
                     context: card.context,

@@ -76,7 +76,7 @@ macro_rules! vocabulary {
 
 vocabulary! {
     /// The order of the triage queue (schema enum `QueueSort`).
-    QueueSort { Expiring = "expiring", Newest = "newest", Bounty = "bounty" }
+    QueueSort { Urgency = "urgency", Expiring = "expiring", Newest = "newest", Bounty = "bounty" }
 }
 
 vocabulary! {
@@ -233,4 +233,9 @@ impl ContributionKind {
             Self::Other(word) => word.replace('_', " "),
         }
     }
+}
+
+vocabulary! {
+    /// What I did to a waiting question (schema enum `MyPart`): the queue's "Handled by you".
+    MyPart { Declined = "declined", SentBack = "sent_back", Answered = "answered", Rejected = "rejected", ResearchBack = "research_back" }
 }

@@ -405,7 +405,7 @@ impl Walk<'_> {
             | (Shape::QueueChange, "change" | "by")
             | (
                 Shape::Question,
-                "id" | "externalId" | "title" | "question" | "context" | "urgency" | "status"
+                "id" | "externalId" | "agentName" | "title" | "question" | "context" | "urgency" | "status"
                 | "bountyMinor" | "kind" | "budgetLimitMinor" | "deliverable" | "researchRound"
                 | "escalationStep" | "createdAt" | "answeredAt" | "updatedAt" | "expiresAt"
                 | "answersWanted" | "answersIn" | "agreement",

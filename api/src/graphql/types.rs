@@ -360,8 +360,8 @@ impl Niche {
     }
 
     /// The niche's waiting questions as the dashboard triages them: filtered (urgency, task or
-    /// question, has a bounty, characters of the title in any case), sorted (`EXPIRING` soonest
-    /// first by default, `NEWEST`, `BOUNTY`), with `totalCount` of what the filters match. A
+    /// question, has a bounty, characters of the title in any case), sorted (`URGENCY` by
+    /// default: high first, then expiring soonest; `EXPIRING`, `NEWEST`, `BOUNTY`), with `totalCount` of what the filters match. A
     /// cursor reads back only in the sort it was given in. Only for its active members and
     /// admins.
     #[allow(clippy::too_many_arguments)]
@@ -399,6 +399,27 @@ impl Niche {
         counts_of(ctx, &niche).await
     }
 
+    /// My part in each of the niche's waiting questions I have acted on ("Handled by you" on
+    /// the queue, and which came back from research): questions I never acted on are not
+    /// listed. Only for its active members and admins, each about themselves.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
+    async fn my_parts(&self, ctx: &Context<'_>) -> Result<Vec<MyPartIn>> {
+        let db = ctx.data::<Db>()?;
+        let niche = self.model(ctx).await?;
+        let parts = queue::my_parts(db, caller_of(ctx)?.viewer(), &niche, Utc::now())
+            .await
+            .gql()?;
+        Ok(parts
+            .into_iter()
+            .map(|p| MyPartIn {
+                question_id: ID(p.question_id.to_string()),
+                part: p.part.into(),
+                needs_me: p.part.needs_me(),
+                round: p.round,
+            })
+            .collect())
+    }
+
     /// The niche's members, by handle (admins only).
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn members(&self, ctx: &Context<'_>) -> Result<Vec<Member>> {
@@ -432,6 +453,8 @@ pub struct Question {
     pub niche_id: i64,
     /// The agent's own id for it.
     pub external_id: Option<String>,
+    /// Which agent asked, as it named itself (UNTRUSTED text); none when it did not say.
+    pub agent_name: Option<String>,
     /// Up to 300 characters.
     pub title: String,
     /// Up to 8000 characters.
@@ -514,6 +537,7 @@ impl From<agent_questions::Model> for Question {
             id: ID(q.id.to_string()),
             niche_id: q.niche_id,
             external_id: q.external_id,
+            agent_name: q.agent_id,
             title: q.title,
             question: q.question,
             context: q.context,
@@ -1236,8 +1260,10 @@ use async_graphql::connection::{ConnectionNameType, EdgeNameType, EmptyFields};
 /// The order of the triage queue.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug, Default)]
 pub enum QueueSort {
-    /// Expiring soonest first.
+    /// Most urgent first, then expiring soonest (the default).
     #[default]
+    Urgency,
+    /// Expiring soonest first.
     Expiring,
     /// Newest first.
     Newest,
@@ -1248,6 +1274,7 @@ pub enum QueueSort {
 impl From<QueueSort> for TriageSort {
     fn from(sort: QueueSort) -> Self {
         match sort {
+            QueueSort::Urgency => TriageSort::Urgency,
             QueueSort::Expiring => TriageSort::Expiring,
             QueueSort::Newest => TriageSort::Newest,
             QueueSort::Bounty => TriageSort::Bounty,
@@ -1291,6 +1318,53 @@ pub struct WaitingCounts {
     pub total: i64,
     /// Those of high urgency.
     pub high: i64,
+    /// Those that need me: not declined, sent back or answered by me in their current research
+    /// round (an answer of mine, rejected or not, keeps a question off it). The count the
+    /// queue's heading, the document title and the niches page show.
+    pub needs_me: i64,
+    /// Those of high urgency among them.
+    pub needs_me_high: i64,
+}
+
+/// What I did to a waiting question (`Niche.myParts`).
+#[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
+pub enum MyPart {
+    /// I declined it ("not enough context") in its current research round.
+    Declined,
+    /// I sent it back for research in its current round: waiting for the agent's research.
+    SentBack,
+    /// I answered it; my answer is awaiting review.
+    Answered,
+    /// My answer was rejected (or reversed); I may not answer it again.
+    Rejected,
+    /// I declined it or sent it back before, and the agent's research has come back since: it
+    /// needs me again.
+    ResearchBack,
+}
+
+impl From<queue::MyPart> for MyPart {
+    fn from(part: queue::MyPart) -> Self {
+        match part {
+            queue::MyPart::Declined => MyPart::Declined,
+            queue::MyPart::SentBack => MyPart::SentBack,
+            queue::MyPart::Answered => MyPart::Answered,
+            queue::MyPart::Rejected => MyPart::Rejected,
+            queue::MyPart::ResearchBack => MyPart::ResearchBack,
+        }
+    }
+}
+
+/// My part in one waiting question.
+#[derive(SimpleObject)]
+pub struct MyPartIn {
+    /// The question.
+    pub question_id: ID,
+    /// What I did.
+    pub part: MyPart,
+    /// Whether it needs me (only `RESEARCH_BACK` does).
+    pub needs_me: bool,
+    /// The question's research round now (the agent's round of findings it is on).
+    pub round: i64,
 }
 
 /// A page of `niche`'s triage queue, for `Niche.queue`.
@@ -1356,5 +1430,7 @@ pub async fn counts_of(ctx: &Context<'_>, niche: &entity::niches::Model) -> Resu
     Ok(WaitingCounts {
         total: i64::try_from(counts.total).unwrap_or(i64::MAX),
         high: i64::try_from(counts.high).unwrap_or(i64::MAX),
+        needs_me: i64::try_from(counts.needs_me).unwrap_or(i64::MAX),
+        needs_me_high: i64::try_from(counts.needs_me_high).unwrap_or(i64::MAX),
     })
 }

@@ -253,7 +253,8 @@ pub async fn awaiting_me(
 
 /// Not acted on by `viewer` in the question's current research round (nor answered at all:
 /// an answer rejected from a reopened question bars its author from answering it again).
-fn not_acted_on_by(viewer: &Viewer) -> sea_orm::sea_query::SimpleExpr {
+/// What "needs me" means everywhere: the niches page, the queue's heading and its groups.
+pub(crate) fn not_acted_on_by(viewer: &Viewer) -> sea_orm::sea_query::SimpleExpr {
     let acted = Query::select()
         .expr(Expr::val(1))
         .from(agent_answers::Entity)
@@ -430,4 +431,118 @@ pub async fn answered_question(
     };
     let (question, _) = question(db, viewer, answer.question_id).await?;
     Ok(Some((answer, question)))
+}
+
+/// What I did to a waiting question, as the queue's "Handled by you" group shows it; or, for
+/// [`MyPart::ResearchBack`], that it needs me again because the agent's research came back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MyPart {
+    /// I declined it ("not enough context") in this research round.
+    Declined,
+    /// I sent it back for research in this round: waiting for the agent's research.
+    SentBack,
+    /// I answered it; the answer is awaiting review (or verified, on a several-answer
+    /// question still filling its places).
+    Answered,
+    /// My answer was rejected; I may not answer it again.
+    Rejected,
+    /// I declined or sent it back in an earlier round and the agent's research has come back
+    /// since: it needs me again.
+    ResearchBack,
+}
+
+impl MyPart {
+    /// Whether the question still needs me (only once research came back).
+    pub fn needs_me(self) -> bool {
+        self == MyPart::ResearchBack
+    }
+}
+
+/// My part in one waiting question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MyPartOf {
+    /// The question.
+    pub question_id: i64,
+    /// What I did.
+    pub part: MyPart,
+    /// The question's research round now.
+    pub round: i64,
+}
+
+/// My part in each waiting question of `niche` I have acted on at any time, by question id
+/// (questions I never touched are not listed: they need me). The rule is the one of
+/// [`not_acted_on_by`]: every part but [`MyPart::ResearchBack`] is "handled by me".
+pub async fn my_parts(
+    db: &Db,
+    viewer: Option<&Viewer>,
+    niche: &niches::Model,
+    now: DateTime<Utc>,
+) -> Result<Vec<MyPartOf>, ServiceError> {
+    access::can_read_questions(db, viewer, niche).await?;
+    let viewer = access::signed_in(viewer)?;
+    let waiting = Query::select()
+        .column(agent_questions::Column::Id)
+        .from(agent_questions::Entity)
+        .and_where(agent_questions::Column::NicheId.eq(niche.id))
+        .and_where(Expr::cust(WAITING_PREDICATE))
+        .and_where(agent_questions::Column::ExpiresAt.gt(now))
+        .to_owned();
+    let answers = agent_answers::Entity::find()
+        .filter(agent_answers::Column::UserId.eq(viewer.user_id))
+        .filter(agent_answers::Column::QuestionId.in_subquery(waiting))
+        .order_by_asc(agent_answers::Column::Id)
+        .all(db)
+        .await?;
+    if answers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rounds: HashMap<i64, i64> = agent_questions::Entity::find()
+        .filter(agent_questions::Column::Id.is_in(answers.iter().map(|a| a.question_id)))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|q| (q.id, q.research_round))
+        .collect();
+    let reviews = reviews_of(db, answers.iter().filter_map(|a| a.contribution_event_id)).await?;
+    let mut by_question: Vec<(i64, Vec<agent_answers::Model>)> = Vec::new();
+    for answer in answers {
+        match by_question.iter_mut().find(|(id, _)| *id == answer.question_id) {
+            Some((_, list)) => list.push(answer),
+            None => by_question.push((answer.question_id, vec![answer])),
+        }
+    }
+    let mut parts = Vec::with_capacity(by_question.len());
+    for (question_id, mine) in by_question {
+        let Some(&round) = rounds.get(&question_id) else {
+            continue;
+        };
+        parts.push(MyPartOf {
+            question_id,
+            part: part_of(&mine, round, &reviews),
+            round,
+        });
+    }
+    Ok(parts)
+}
+
+/// My part in a question at research round `round`, from my answers to it (oldest first).
+fn part_of(
+    mine: &[agent_answers::Model],
+    round: i64,
+    reviews: &HashMap<i64, ContributionStatus>,
+) -> MyPart {
+    if let Some(answer) = mine.iter().rev().find(|a| a.kind == AnswerKind::Answered) {
+        let review = answer
+            .contribution_event_id
+            .and_then(|c| reviews.get(&c).copied());
+        return match review {
+            Some(ContributionStatus::Rejected | ContributionStatus::Reversed) => MyPart::Rejected,
+            _ => MyPart::Answered,
+        };
+    }
+    match mine.iter().rev().find(|a| a.research_round == round) {
+        Some(a) if a.kind == AnswerKind::NeedsResearch => MyPart::SentBack,
+        Some(_) => MyPart::Declined,
+        None => MyPart::ResearchBack,
+    }
 }

@@ -1,6 +1,6 @@
 //! The dashboard's triage queue: a niche's waiting questions filtered (urgency, task or
-//! question, has a bounty, words of the title), sorted (expiring soonest, newest, largest
-//! bounty), paged by a keyset cursor of the sort's own key, with the total the filters match;
+//! question, has a bounty, words of the title), sorted (most urgent then expiring soonest,
+//! expiring soonest, newest, largest bounty), paged by a keyset cursor of the sort's own key, with the total the filters match;
 //! and the niche's waiting counts for its heading ("57 waiting · 5 high").
 //!
 //! Only waiting questions (open or researching, not yet expired) are listed, through the same
@@ -28,8 +28,10 @@ pub const MAX_SEARCH: usize = 200;
 /// The order of a triage page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TriageSort {
-    /// Expiring soonest first (the dashboard's default).
+    /// Most urgent first, then expiring soonest (the dashboard's default).
     #[default]
+    Urgency,
+    /// Expiring soonest first.
     Expiring,
     /// Newest first.
     Newest,
@@ -40,6 +42,7 @@ pub enum TriageSort {
 impl TriageSort {
     fn letter(self) -> char {
         match self {
+            TriageSort::Urgency => 'u',
             TriageSort::Expiring => 'e',
             TriageSort::Newest => 'n',
             TriageSort::Bounty => 'b',
@@ -89,7 +92,10 @@ impl TriageFilter {
 pub struct TriageCursor {
     /// The sort the cursor was given out in.
     pub sort: TriageSort,
-    /// The sort's key: the expiry in nanoseconds, the bounty, or 0 (newest).
+    /// The urgency rank (high 0, normal 1, low 2) in the urgency sort; 0 in the others.
+    pub rank: i16,
+    /// The sort's key: the expiry in nanoseconds (urgency, expiring), the bounty, or 0
+    /// (newest).
     pub key: i64,
     /// The question id.
     pub id: i64,
@@ -98,7 +104,12 @@ pub struct TriageCursor {
 impl TriageCursor {
     /// The opaque text clients pass back.
     pub fn encode(self) -> String {
-        format!("t{}{}.{}", self.sort.letter(), self.key, self.id)
+        match self.sort {
+            TriageSort::Urgency => {
+                format!("t{}{}:{}.{}", self.sort.letter(), self.rank, self.key, self.id)
+            }
+            _ => format!("t{}{}.{}", self.sort.letter(), self.key, self.id),
+        }
     }
 
     /// Read a cursor a client passed back for a page in `sort`.
@@ -113,8 +124,16 @@ impl TriageCursor {
             ));
         }
         let (key, id) = chars.as_str().split_once('.').ok_or_else(bad)?;
+        let (rank, key) = match sort {
+            TriageSort::Urgency => {
+                let (rank, key) = key.split_once(':').ok_or_else(bad)?;
+                (rank.parse().map_err(|_| bad())?, key)
+            }
+            _ => (0, key),
+        };
         Ok(Self {
             sort,
+            rank,
             key: key.parse().map_err(|_| bad())?,
             id: id.parse().map_err(|_| bad())?,
         })
@@ -123,7 +142,7 @@ impl TriageCursor {
     /// The cursor of `question` in `sort`.
     pub fn of(question: &agent_questions::Model, sort: TriageSort) -> Self {
         let key = match sort {
-            TriageSort::Expiring => question
+            TriageSort::Urgency | TriageSort::Expiring => question
                 .expires_at
                 .timestamp_nanos_opt()
                 .unwrap_or(i64::MAX),
@@ -132,6 +151,10 @@ impl TriageCursor {
         };
         Self {
             sort,
+            rank: match sort {
+                TriageSort::Urgency => question.urgency_rank,
+                _ => 0,
+            },
             key,
             id: question.id,
         }
@@ -154,13 +177,19 @@ pub struct TriagePage {
     pub total: u64,
 }
 
-/// How many questions of a niche wait, and how many of them are urgent.
+/// How many questions of a niche wait, how many of them are urgent, and how many need the
+/// viewer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WaitingCounts {
     /// Every waiting question.
     pub total: u64,
     /// Those of high urgency.
     pub high: u64,
+    /// Those the viewer has not acted on in their current research round (nor answered):
+    /// the count of "Needs me", as the niches page counts it.
+    pub needs_me: u64,
+    /// Those of high urgency among them.
+    pub needs_me_high: u64,
 }
 
 fn waiting(niche_id: i64, now: DateTime<Utc>) -> Select<agent_questions::Entity> {
@@ -217,6 +246,20 @@ fn after_cursor(
 ) -> Select<agent_questions::Entity> {
     use agent_questions::Column as C;
     match after.sort {
+        TriageSort::Urgency => {
+            let at = DateTime::from_timestamp_nanos(after.key);
+            select.filter(
+                Condition::any().add(C::UrgencyRank.gt(after.rank)).add(
+                    Condition::all().add(C::UrgencyRank.eq(after.rank)).add(
+                        Condition::any().add(C::ExpiresAt.gt(at)).add(
+                            Condition::all()
+                                .add(C::ExpiresAt.eq(at))
+                                .add(C::Id.gt(after.id)),
+                        ),
+                    ),
+                ),
+            )
+        }
         TriageSort::Expiring => {
             let at = DateTime::from_timestamp_nanos(after.key);
             select.filter(
@@ -252,6 +295,10 @@ fn ordered(
 ) -> Select<agent_questions::Entity> {
     use agent_questions::Column as C;
     match sort {
+        TriageSort::Urgency => select
+            .order_by_asc(C::UrgencyRank)
+            .order_by_asc(C::ExpiresAt)
+            .order_by_asc(C::Id),
         TriageSort::Expiring => select.order_by_asc(C::ExpiresAt).order_by_asc(C::Id),
         TriageSort::Newest => select.order_by_desc(C::Id),
         TriageSort::Bounty => select.order_by_desc(price_expr()).order_by_asc(C::Id),
@@ -308,7 +355,26 @@ pub async fn waiting_counts(
         .filter(agent_questions::Column::Urgency.eq(Urgency::High))
         .count(db)
         .await?;
-    Ok(WaitingCounts { total, high })
+    let (needs_me, needs_me_high) = match viewer {
+        Some(viewer) => {
+            let mine = || {
+                waiting(niche.id, now).filter(crate::service::queue::not_acted_on_by(viewer))
+            };
+            let all = mine().count(db).await?;
+            let high = mine()
+                .filter(agent_questions::Column::Urgency.eq(Urgency::High))
+                .count(db)
+                .await?;
+            (all, high)
+        }
+        None => (total, high),
+    };
+    Ok(WaitingCounts {
+        total,
+        high,
+        needs_me,
+        needs_me_high,
+    })
 }
 
 /// One thing I did to a question: my answer or decline, the question as it is now, its niche's
@@ -401,6 +467,7 @@ mod tests {
     fn a_cursor_reads_back_only_in_its_own_sort() {
         let cursor = TriageCursor {
             sort: TriageSort::Bounty,
+            rank: 0,
             key: 2500,
             id: 42,
         };
@@ -413,6 +480,22 @@ mod tests {
         for bad in ["", "t", "tb", "tb1", "tbx.1", "q1.2", "tb1.x", "te-1"] {
             assert!(
                 TriageCursor::decode(bad, TriageSort::Bounty).is_err(),
+                "{bad}"
+            );
+        }
+        let urgent = TriageCursor {
+            sort: TriageSort::Urgency,
+            rank: 1,
+            key: 1_700_000_000_000_000_000,
+            id: 7,
+        };
+        assert_eq!(
+            TriageCursor::decode(&urgent.encode(), TriageSort::Urgency).ok(),
+            Some(urgent)
+        );
+        for bad in ["tu1.7", "tux:1.7", "tu1:x.7", "te1:1.7"] {
+            assert!(
+                TriageCursor::decode(bad, TriageSort::Urgency).is_err(),
                 "{bad}"
             );
         }

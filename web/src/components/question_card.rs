@@ -87,6 +87,91 @@ pub fn PriceBadge(kind: ExchangeKind, budget_limit: Option<i64>, bounty: i64) ->
         .into_any()
 }
 
+/// The agent's context split into what it found first and each round of research it sent back
+/// since (askloop writes each under a `Research, 2026-11-30 14:05 UTC:` line), oldest first:
+/// `(first, [(when, findings)])`.
+pub fn split_findings(context: &str) -> (String, Vec<(String, String)>) {
+    let heading = |line: &str| {
+        line.strip_prefix("Research, ")
+            .and_then(|rest| rest.strip_suffix(" UTC:"))
+            .filter(|at| {
+                at.len() == 16
+                    && at.chars().enumerate().all(|(i, c)| match i {
+                        4 | 7 => c == '-',
+                        10 => c == ' ',
+                        13 => c == ':',
+                        _ => c.is_ascii_digit(),
+                    })
+            })
+            .map(|at| format!("{at} UTC"))
+    };
+    let mut first = Vec::new();
+    let mut rounds: Vec<(String, Vec<&str>)> = Vec::new();
+    for line in context.lines() {
+        if let Some(at) = heading(line) {
+            rounds.push((at, Vec::new()));
+            continue;
+        }
+        match rounds.last_mut() {
+            Some((_, body)) => body.push(line),
+            None => first.push(line),
+        }
+    }
+    (
+        first.join("\n").trim().to_owned(),
+        rounds
+            .into_iter()
+            .map(|(at, body)| (at, body.join("\n").trim().to_owned()))
+            .collect(),
+    )
+}
+
+/// The agent's context: once research came back, its findings first, newest round first, each
+/// labelled with its round, above what the agent found first.
+#[component]
+fn AgentContext(context: String, round: i64) -> impl IntoView {
+    let (first, rounds) = if round > 0 {
+        split_findings(&context)
+    } else {
+        (context.clone(), Vec::new())
+    };
+    if rounds.is_empty() {
+        return view! {
+            <details class="context" open>
+                <summary>"What the agent found"</summary>
+                <LongText text=context class="" tag_quote=true/>
+            </details>
+        }
+        .into_any();
+    }
+    let count = rounds.len();
+    let findings = rounds
+        .into_iter()
+        .enumerate()
+        .rev()
+        .map(|(i, (at, text))| {
+            let n = i + 1;
+            view! {
+                <section class="findings" data-round=n.to_string()>
+                    <h3>{format!("The agent's research, round {n}")}</h3>
+                    <p class="muted">{format!("Sent {at}.")}{(n == count).then_some(" The newest: read this first.")}</p>
+                    <LongText text=text class="" tag_quote=true/>
+                </section>
+            }
+        })
+        .collect_view();
+    view! {
+        {findings}
+        {(!first.is_empty()).then(|| view! {
+            <details class="context">
+                <summary>"What the agent found first"</summary>
+                <LongText text=first class="" tag_quote=true/>
+            </details>
+        })}
+    }
+    .into_any()
+}
+
 /// What a task should deliver, in the agent's (untrusted) words.
 #[component]
 pub fn Deliverable(text: String) -> impl IntoView {
@@ -298,6 +383,8 @@ pub fn QuestionCard(
         (question.answers_wanted > 1).then_some((question.answers_in, question.answers_wanted));
     let asking_research = RwSignal::new(!draft.note.trim().is_empty());
     let (error, set_error) = signal(None::<String>);
+    let (note_error, set_note_error) = signal(None::<String>);
+    let note_error_id = format!("research-note-error-{id}");
     let restored = !draft.is_empty();
     let sent = RwSignal::new(false);
 
@@ -454,13 +541,14 @@ pub fn QuestionCard(
         }
         let written = note.get_untracked().trim().to_owned();
         if written.is_empty() {
-            set_error.set(Some(
+            set_note_error.set(Some(
                 "Say what the agent should find out: it is sent with the question.".to_owned(),
             ));
             focus_by_id(&note_field);
             return;
         }
         set_error.set(None);
+        set_note_error.set(None);
         held.hold(
             research_id.clone(),
             round,
@@ -511,6 +599,7 @@ pub fn QuestionCard(
                         name=option_name.clone()
                         value=option.id
                         prop:checked=move || choice.get().as_deref() == Some(checked_value.as_str())
+                        prop:disabled=is_settled
                         on:change=move |_| { if !is_settled() { set_choice.set(Some(value.clone())) } }
                     />
                     " "
@@ -585,12 +674,7 @@ pub fn QuestionCard(
             <div class="card-main" class:hidden=move || holding.with(Option::is_some)>
                 <LongText text=question.question class="question-text" tag_quote=false/>
                 {question.deliverable.map(|text| view! { <Deliverable text=text/> })}
-                {question.context.map(|context| view! {
-                    <details class="context" open>
-                        <summary>"What the agent found"</summary>
-                        <LongText text=context class="" tag_quote=true/>
-                    </details>
-                })}
+                {question.context.map(|context| view! { <AgentContext context=context round=round/> })}
                 {from_knowledge}
                 <form class="answer" on:submit=|ev| ev.prevent_default() aria-describedby=described_by aria-busy=move || busy.get().to_string()>
                     {restored.then(|| view! { <p class="muted draft-restored">"Your draft from earlier is restored."</p> })}
@@ -694,7 +778,8 @@ pub fn QuestionCard(
                     <Show when=move || asking_research.get()>
                         <div class="research-note">
                             <label for=note_id.clone()>"What should the agent find out? (required; the agent is told)"</label>
-                            <textarea id=note_id.clone() name="note" maxlength="2000" rows="2" prop:readOnly=is_settled prop:value=note on:input=move |ev| set_note.set(event_target_value(&ev))></textarea>
+                            <textarea id=note_id.clone() name="note" maxlength="2000" rows="2" aria-describedby=note_error_id.clone() aria-invalid=move || note_error.with(Option::is_some).to_string() prop:readOnly=is_settled prop:value=note on:input=move |ev| { set_note_error.set(None); set_note.set(event_target_value(&ev)) }></textarea>
+                            <p class="error field-error" id=note_error_id.clone() role="alert">{move || note_error.get()}</p>
                             <div class="actions">
                                 <button type="button" data-kind="send_research" aria-disabled=move || locked.get().to_string() on:click=send_research.clone()>"Send back for research"</button>
                                 <button type="button" class="secondary" on:click=move |_| asking_research.set(false)>"Cancel"</button>
@@ -704,8 +789,9 @@ pub fn QuestionCard(
                     <p class="muted">"Declining costs nothing: only answer what you know. Declines and research wait 10 s for Undo."</p>
                     <details class="dismiss">
                         <summary>"Dismiss…"</summary>
+                        <p class="muted">"Dismissing ends the question for everyone: nobody is asked about it again and the agent is told. “Not enough context” only takes it off your own queue; others can still answer it."</p>
                         <label for=reason_id.clone()>"Why (optional; the agent is told)"</label>
-                        <input id=reason_id type="text" maxlength="500" prop:value=reason on:input=move |ev| set_reason.set(event_target_value(&ev))/>
+                        <input id=reason_id type="text" maxlength="500" prop:readOnly=is_settled prop:value=reason on:input=move |ev| set_reason.set(event_target_value(&ev))/>
                         <button type="button" class="secondary" data-kind="dismiss" aria-disabled=move || locked.get().to_string() on:click=move |_| { if !locked.get_untracked() { dismiss.dispatch(()); } }>"Dismiss question"</button>
                     </details>
                 </form>

@@ -1,13 +1,21 @@
 //! `/dashboard/niches/:slug/questions`: the niche's triage queue and "Settled".
 //!
-//! Waiting questions show as compact rows (urgency, bounty or task limit, title, age, time
-//! left) that open in place into the full card. Filters (urgency, task or question, has a
-//! bounty), the sort (expiring soonest by default, newest, bounty) and a title search live in
+//! Waiting questions show as compact rows (urgency, bounty or task limit, title, the agent and
+//! the question's first words, age, time left) that open in place into the full card. The
+//! queue is the person's own: what they declined, sent back for research or answered (and
+//! whose answer was rejected) leaves "Needs me" for "Handled by you", saying which
+//! (`Niche.myParts`), and comes back only when the agent's research does ("research is
+//! back"). Filters (urgency, task or question, has a bounty), the sort (most urgent then
+//! expiring soonest by default, expiring soonest, newest, bounty) and a title search live in
 //! the URL (`?urgency=high&sort=newest&q=roof`), are read by the server (`Niche.queue`) and
-//! carry into "Load more"; live arrivals (`questionQueue`) join only when they match. The
-//! heading and the document title count what waits ("57 waiting · 5 high"), re-read after each
-//! live change. Keys: `j`/`k` move between rows, `Enter` opens one, `a`/`d`/`r` answer,
-//! decline or send back the current row, `?` lists them.
+//! carry into "Load more"; live arrivals (`questionQueue`) join only when they match. A search
+//! longer than the server takes is refused beside the search box, the rest of the view kept.
+//! The heading and the document title count what needs me ("57 waiting · 5 high"), as the
+//! niches page does, re-read after each live change. On a phone the filters fold away. Keys:
+//! `j`/`k` move between rows, `Enter` opens one, `a`/`d`/`r` answer, decline or send back
+//! the current row, Ctrl/Cmd+`Enter` sends an open answer, `Esc` closes it, `u` undoes a
+//! pending decline or research, `/` goes to the search, `?` lists them (not offered on touch
+//! screens).
 //!
 //! A question someone else settles while this person has its row open or a draft on it stays
 //! in place, read-only, saying who did it, until they close it. Others with a question's form
@@ -31,7 +39,7 @@ use crate::components::held::{Held, Sent};
 use crate::components::loaded::Loaded;
 use crate::components::notice::Notice;
 use crate::components::question_card::{
-    Acted, PriceBadge, QuestionCard, SettledElsewhere, answering_words, visible_controls,
+    Acted, PriceBadge, QuestionCard, SettledElsewhere, answering_words, shorten, visible_controls,
 };
 use crate::components::time_ago::{TimeAgo, exact};
 use crate::components::title::page_title;
@@ -41,7 +49,7 @@ use crate::operations::{
     queue_changes, queue_counts, queue_more, queue_page,
 };
 use crate::vocab::{
-    ContributionStatus, ExchangeKind, QuestionStatus, QueueChangeKind, QueueSort, Urgency,
+    ContributionStatus, ExchangeKind, MyPart, QuestionStatus, QueueChangeKind, QueueSort, Urgency,
 };
 
 type Question = queue_page::QuestionCard;
@@ -70,9 +78,33 @@ struct View {
     search: String,
 }
 
+/// The longest title search the server takes, in characters.
+const MAX_SEARCH: usize = 200;
+
 impl View {
     fn sort(&self) -> QueueSort {
-        self.sort.clone().unwrap_or(QueueSort::Expiring)
+        self.sort.clone().unwrap_or(QueueSort::Urgency)
+    }
+
+    /// Why the search from the URL cannot be sent, if it cannot (too long, or not text).
+    fn search_refusal(&self) -> Option<String> {
+        let search = self.search.trim();
+        let length = search.chars().count();
+        if length > MAX_SEARCH {
+            Some(format!(
+                "A search is at most {MAX_SEARCH} characters; this one has {length}. Shorten it and search again: the queue below is not searched."
+            ))
+        } else if search.chars().any(char::is_control) {
+            Some("A search cannot hold control characters. Retype it and search again: the queue below is not searched.".to_owned())
+        } else {
+            None
+        }
+    }
+
+    /// The search the server is asked for: none when blank or refused.
+    fn sent_search(&self) -> Option<String> {
+        Some(self.search.trim().to_owned())
+            .filter(|s| !s.is_empty() && self.search_refusal().is_none())
     }
 
     /// Whether `q` belongs in this view (a live arrival joins only then).
@@ -82,17 +114,16 @@ impl View {
             .is_none_or(|u| Urgency::of(&q.urgency) == *u)
             && self.kind.as_ref().is_none_or(|k| q.kind == *k)
             && self.bounty.is_none_or(|b| (q.bounty_minor > 0) == b)
-            && (self.search.trim().is_empty()
-                || q.title
-                    .to_lowercase()
-                    .contains(&self.search.trim().to_lowercase()))
+            && self.sent_search().is_none_or(|search| {
+                q.title.to_lowercase().contains(&search.to_lowercase())
+            })
     }
 
     fn filtered(&self) -> bool {
         self.urgency.is_some()
             || self.kind.is_some()
             || self.bounty.is_some()
-            || !self.search.trim().is_empty()
+            || self.sent_search().is_some()
     }
 
     /// The query string for this view (empty values left out).
@@ -107,7 +138,7 @@ impl View {
         if let Some(b) = self.bounty {
             parts.push(format!("bounty={}", if b { "yes" } else { "no" }));
         }
-        if let Some(s) = self.sort.as_ref().filter(|s| **s != QueueSort::Expiring) {
+        if let Some(s) = self.sort.as_ref().filter(|s| **s != QueueSort::Urgency) {
             parts.push(format!("sort={s}"));
         }
         if !self.search.trim().is_empty() {
@@ -134,7 +165,7 @@ macro_rules! with_view {
             urgency: $v.urgency.clone(),
             kind: $v.kind.clone(),
             has_bounty: $v.bounty,
-            search: Some($v.search.trim().to_owned()).filter(|s| !s.is_empty()),
+            search: $v.sent_search(),
         }
     };
 }
@@ -211,13 +242,59 @@ const MAX_READ: usize = 100;
 
 /// Where a question sorts in `sort` (the server's order, so the client's merge and the
 /// server's cursor agree).
-fn sort_key(sort: &QueueSort, q: &Question) -> (i64, i64) {
+fn sort_key(sort: &QueueSort, q: &Question) -> (i64, i64, i64) {
     let id = q.id.parse::<i64>().unwrap_or(i64::MAX);
+    let expires = js_sys::Date::parse(&q.expires_at) as i64;
     match sort {
-        QueueSort::Newest => (0, -id),
-        QueueSort::Bounty => (-q.bounty_minor, id),
-        _ => (js_sys::Date::parse(&q.expires_at) as i64, id),
+        QueueSort::Newest => (0, 0, -id),
+        QueueSort::Bounty => (0, -q.bounty_minor, id),
+        QueueSort::Expiring => (0, expires, id),
+        _ => {
+            let rank = match Urgency::of(&q.urgency) {
+                Urgency::High => 0,
+                Urgency::Low => 2,
+                _ => 1,
+            };
+            (rank, expires, id)
+        }
     }
+}
+
+/// My part in the waiting questions I acted on, by question id.
+type Parts = HashMap<String, MyPart>;
+
+/// Whether my part in a question takes it off "Needs me".
+fn handled(part: Option<&MyPart>) -> bool {
+    part.is_some_and(|p| *p != MyPart::ResearchBack)
+}
+
+/// What "Handled by you" says of my part.
+fn part_words(part: &MyPart) -> &'static str {
+    match part {
+        MyPart::Declined => "You declined: not enough context.",
+        MyPart::SentBack => "You sent it back for research — waiting for the agent's research.",
+        MyPart::Answered => "You answered — awaiting review.",
+        MyPart::Rejected => "Your answer was rejected; others may answer it.",
+        _ => "You acted on it.",
+    }
+}
+
+/// Whether this browser is used by touch with no keyboard in sight (no hover, a coarse pointer).
+fn touch_only() -> bool {
+    window()
+        .match_media("(hover: none) and (pointer: coarse)")
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.matches())
+}
+
+/// Whether the window is phone-width.
+fn narrow() -> bool {
+    window()
+        .match_media("(max-width: 40em)")
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.matches())
 }
 
 /// The question page's path.
@@ -273,6 +350,7 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
     let link = RwSignal::new(Link::Connecting);
     let link_message = RwSignal::new(None::<String>);
     let counts = RwSignal::new(None::<(i64, i64)>);
+    let parts = RwSignal::new(Parts::new());
     let matching = RwSignal::new(None::<i64>);
     let niche_name = RwSignal::new(String::new());
     let answering = RwSignal::new(HashMap::<String, (Vec<String>, f64)>::new());
@@ -283,9 +361,6 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
         .flatten()
         .map(|p| p.handle)
         .unwrap_or_default();
-    // What I acted on, with the research round I saw: it stays out of my view until it comes
-    // back from research.
-    let acted = StoredValue::new(HashSet::<(String, i64)>::new());
     let read_once = StoredValue::new(false);
     let more = RwSignal::new(None::<String>);
     let more_said = RwSignal::new(None::<String>);
@@ -317,9 +392,16 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
             };
             niche_name.set(niche.name.clone());
             counts.set(Some((
-                niche.waiting_counts.total,
-                niche.waiting_counts.high,
+                niche.waiting_counts.needs_me,
+                niche.waiting_counts.needs_me_high,
             )));
+            parts.set(
+                niche
+                    .my_parts
+                    .iter()
+                    .map(|p| (p.question_id.clone(), p.part.clone()))
+                    .collect(),
+            );
             matching.set(Some(niche.waiting.total_count));
             let waiting = niche.waiting;
             let first_read = !read_once.get_value();
@@ -337,9 +419,6 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                 let mut next: Vec<Row> = waiting
                     .nodes
                     .into_iter()
-                    .filter(|q| {
-                        !acted.with_value(|a| a.contains(&(q.id.clone(), q.research_round)))
-                    })
                     .map(|q| match previous.get(&q.id) {
                         Some(old) => Row {
                             question: q,
@@ -389,9 +468,16 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                 && let Some(niche) = data.niche
             {
                 counts.set(Some((
-                    niche.waiting_counts.total,
-                    niche.waiting_counts.high,
+                    niche.waiting_counts.needs_me,
+                    niche.waiting_counts.needs_me_high,
                 )));
+                parts.set(
+                    niche
+                        .my_parts
+                        .iter()
+                        .map(|p| (p.question_id.clone(), p.part.clone()))
+                        .collect(),
+                );
                 matching.set(Some(niche.waiting.total_count));
             }
             reading_counts.set_value(false);
@@ -422,22 +508,22 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                         .find(|r| r.question.id == id)
                         .map(|r| (r.outcome, r.settled))
                 });
+                let gone = SettledElsewhere {
+                    status: QuestionStatus::of(&question.status),
+                    by: by.clone(),
+                    at: String::from(js_sys::Date::new_0().to_iso_string()),
+                };
                 match row {
-                    Some((outcome, _)) if outcome.with_untracked(Option::is_some) => {}
-                    Some((_, settled)) if keep => settled.set(Some(SettledElsewhere {
-                        status: QuestionStatus::of(&question.status),
-                        by: by.clone(),
-                        at: String::from(js_sys::Date::new_0().to_iso_string()),
-                    })),
+                    // My own notice stays until closed; closing it then lets the row go.
+                    Some((outcome, settled)) if outcome.with_untracked(Option::is_some) => {
+                        settled.set(Some(gone));
+                    }
+                    Some((_, settled)) if keep => settled.set(Some(gone)),
                     _ => rows.update(|list| list.retain(|r| r.question.id != id)),
                 }
                 queue.refetch();
             }
             _ => {
-                if acted.with_value(|a| a.contains(&(question.id.clone(), question.research_round)))
-                {
-                    return;
-                }
                 let admitted = view.with_value(|v| v.admits(&question));
                 let sort = view.with_value(View::sort);
                 let key = sort_key(&sort, &question);
@@ -485,8 +571,7 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
             let mut added = 0;
             rows.update(|list| {
                 for q in page.nodes.into_iter().map(Question::from) {
-                    let seen = list.iter().any(|r| r.question.id == q.id)
-                        || acted.with_value(|a| a.contains(&(q.id.clone(), q.research_round)));
+                    let seen = list.iter().any(|r| r.question.id == q.id);
                     if !seen {
                         added += 1;
                         list.push(Row {
@@ -572,8 +657,22 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
     // What my last action did shows in its row's place; it replaces the one before (one notice
     // at a time, never over anything).
     let show_outcome = move |id: &str, outcome: (String, Option<String>)| {
+        // The notice before goes; its question, if it still waits and I handled it, stays
+        // under "Handled by you".
         rows.update(|list| {
-            list.retain(|r| r.question.id == id || r.outcome.with_untracked(Option::is_none));
+            list.retain(|r| {
+                r.question.id == id
+                    || r.outcome.with_untracked(Option::is_none)
+                    || (r.settled.with_untracked(Option::is_none)
+                        && parts.with_untracked(|p| handled(p.get(&r.question.id))))
+            });
+        });
+        rows.with_untracked(|list| {
+            for row in list.iter().filter(|r| r.question.id != id) {
+                if row.outcome.with_untracked(Option::is_some) {
+                    row.outcome.set(None);
+                }
+            }
         });
         rows.with_untracked(|list| {
             if let Some(row) = list.iter().find(|r| r.question.id == id) {
@@ -581,10 +680,14 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
             }
         });
     };
-    let on_done = Callback::new(move |(id, round, result): Acted| {
-        acted.update_value(|a| {
-            a.insert((id.clone(), round));
-        });
+    let on_done = Callback::new(move |(id, _round, result): Acted| {
+        // Mine now, until the server's next word on it (re-read after the live change).
+        if result.contribution_status.is_some() {
+            parts.update(|p| {
+                p.insert(id.clone(), MyPart::Answered);
+            });
+        }
+        recount();
         let points = result.contribution_status.map(|status| {
             format!(
                 "{} points, {}",
@@ -605,7 +708,24 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
     });
     let on_close = Callback::new(move |id: String| {
         let next = close_focus_target(&id);
-        rows.update(|list| list.retain(|r| r.question.id != id));
+        // A question I acted on that still waits moves to "Handled by you" (the next read of
+        // my parts places it); any other goes.
+        let still_waits = rows.with_untracked(|list| {
+            list.iter().find(|r| r.question.id == id).is_some_and(|r| {
+                r.settled.with_untracked(Option::is_none)
+                    && (r.outcome.with_untracked(Option::is_some)
+                        || parts.with_untracked(|p| handled(p.get(&id))))
+            })
+        });
+        if still_waits {
+            rows.with_untracked(|list| {
+                if let Some(row) = list.iter().find(|r| r.question.id == id) {
+                    row.outcome.set(None);
+                }
+            });
+        } else {
+            rows.update(|list| list.retain(|r| r.question.id != id));
+        }
         open.update(|o| {
             o.remove(&id);
         });
@@ -627,12 +747,12 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                 })
                 .collect()
         });
-        for (id, round, notice) in done {
-            acted.update_value(|a| {
-                a.insert((id.clone(), round));
-            });
+        for (id, _round, notice) in done {
             held.forget(&id);
+            // Sent: the note is no longer a draft, and the form will not come back filled.
+            drafts::forget(&id);
             show_outcome(&id, (notice, None));
+            recount();
         }
     });
 
@@ -642,10 +762,49 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
 
     // The queue's keys.
     let keys = window_event_listener(leptos::ev::keydown, move |ev| {
+        let key = ev.key();
+        // In an open card: Ctrl/Cmd+Enter sends what is written, Esc closes the card.
+        if let Some(row) = row_of(ev.target()) {
+            if key == "Enter" && (ev.ctrl_key() || ev.meta_key()) && !ev.alt_key() {
+                let in_note = ev
+                    .target()
+                    .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                    .and_then(|el| el.closest(".research-note").ok().flatten())
+                    .is_some();
+                let kind = if in_note { "send_research" } else { "answered" };
+                if let Some(button) = row
+                    .query_selector(&format!("form.answer button[data-kind={kind}]"))
+                    .ok()
+                    .flatten()
+                    .and_then(html)
+                {
+                    ev.prevent_default();
+                    button.click();
+                }
+                return;
+            }
+            if key == "Escape"
+                && let Some(id) = row.get_attribute("data-question-id")
+                && open.with_untracked(|o| o.contains(&id))
+            {
+                ev.prevent_default();
+                open.update(|o| {
+                    o.remove(&id);
+                });
+                if let Some(toggle) = row
+                    .query_selector("button.row-toggle")
+                    .ok()
+                    .flatten()
+                    .and_then(html)
+                {
+                    let _ = toggle.focus();
+                }
+                return;
+            }
+        }
         if ev.ctrl_key() || ev.meta_key() || ev.alt_key() || typing_in(ev.target()) {
             return;
         }
-        let key = ev.key();
         let toggles = || {
             document()
                 .query_selector_all("section.waiting article.question button.row-toggle")
@@ -657,6 +816,35 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                 show_keys.update(|s| *s = !*s);
             }
             "Escape" => show_keys.set(false),
+            "/" => {
+                if let Some(fold) = document()
+                    .query_selector("details.filters-fold")
+                    .ok()
+                    .flatten()
+                {
+                    let _ = fold.set_attribute("open", "");
+                }
+                if let Some(search) = document()
+                    .query_selector("form.filters input[type=search]")
+                    .ok()
+                    .flatten()
+                    .and_then(html)
+                {
+                    ev.prevent_default();
+                    let _ = search.focus();
+                }
+            }
+            "u" => {
+                // Undo the pending decline or research: the current row's, else the only one.
+                let undo = current_row()
+                    .and_then(|row| row.query_selector(".held button.undo").ok().flatten())
+                    .or_else(|| document().query_selector(".held button.undo").ok().flatten())
+                    .and_then(html);
+                if let Some(undo) = undo {
+                    ev.prevent_default();
+                    undo.click();
+                }
+            }
             "j" | "k" => {
                 let Some(list) = toggles() else { return };
                 let n = list.length();
@@ -748,7 +936,7 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                     Some(name) => view! {
                         <LinkBanner link=link message=link_message/>
                         <div class="queue-head">
-                            <h1>{name}</h1>
+                            <h1><bdi>{name}</bdi></h1>
                             <p class="counts" aria-live="polite">{move || counts.get().map(|(total, high)| {
                                 if high > 0 { format!("{total} waiting · {high} high") } else { format!("{total} waiting") }
                             })}</p>
@@ -756,13 +944,16 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                         <p class="links">
                             <A href=page_slug.with_value(|slug| crate::pages::knowledge::knowledge_path(slug))>"Knowledge"</A>
                             " · "<A href="/dashboard/activity">"My activity"</A>
-                            " · "<button type="button" class="link-like" aria-expanded=move || show_keys.get().to_string() on:click=move |_| show_keys.update(|s| *s = !*s)>"Keyboard keys (?)"</button>
+                            {(!touch_only()).then(|| view! {
+                                " · "<button type="button" class="link-like keys-offer" aria-expanded=move || show_keys.get().to_string() on:click=move |_| show_keys.update(|s| *s = !*s)>"Keyboard keys (?)"</button>
+                            })}
                         </p>
                         <Show when=move || show_keys.get()>
                             <KeyList close=Callback::new(move |()| show_keys.set(false))/>
                         </Show>
                         <Filters slug=page_slug.get_value() current=view.get_value()/>
-                        <section class="waiting" aria-label="Waiting questions">
+                        <section class="waiting" aria-labelledby="needs-me-title">
+                            <h2 id="needs-me-title" class="group-title">"Needs me"</h2>
                             <p class="muted shown" role="status">{move || matching.get().map(|total| {
                                 let shown = rows.with(|l| l.iter().filter(|r| r.outcome.with(Option::is_none) && r.settled.with(Option::is_none)).count());
                                 if view.with_value(View::filtered) {
@@ -777,26 +968,51 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                             >
                                 <ol class="rows">
                                     <For
-                                        each=move || rows.get()
+                                        each=move || {
+                                            let mine = parts.get();
+                                            rows.get().into_iter().filter(|r| {
+                                                !handled(mine.get(&r.question.id))
+                                                    || r.outcome.with(Option::is_some)
+                                                    || r.settled.with(Option::is_some)
+                                            }).collect::<Vec<_>>()
+                                        }
                                         key=|row| (row.question.id.clone(), row.question.research_round, row.question.status.clone())
                                         children=move |row| {
                                             let page = page_slug.with_value(|slug| question_path(slug, &row.question.id));
-                                            view! { <QueueRow row=row page=page open=open answering=answering on_done=on_done on_dismissed=on_dismissed on_close=on_close/> }
+                                            let back_id = row.question.id.clone();
+                                            let back = Signal::derive(move || parts.with(|p| p.get(&back_id) == Some(&MyPart::ResearchBack)));
+                                            view! { <QueueRow row=row page=page open=open answering=answering back=back on_done=on_done on_dismissed=on_dismissed on_close=on_close/> }
                                         }
                                     />
                                 </ol>
                             </Show>
-                            {move || rows.with(|l| l.iter().all(|r| r.outcome.with(Option::is_some))).then(|| view! {
-                                <p class="empty">{if view.with_value(View::filtered) { "Nothing waiting matches these filters." } else { "Nothing is waiting. New questions appear here." }}</p>
+                            {move || {
+                                let mine = parts.get();
+                                rows.with(|l| l.iter().all(|r| r.outcome.with(Option::is_some) || (handled(mine.get(&r.question.id)) && r.settled.with(Option::is_none))))
+                            }.then(|| view! {
+                                <p class="empty">{if view.with_value(View::filtered) { "Nothing that needs you matches these filters." } else { "Nothing needs you now. New questions appear here." }}</p>
                             })}
                             <LoadMore more=more said=more_said load=load_more/>
                         </section>
+                        <HandledList rows=rows parts=parts page_slug=page_slug/>
                         <SettledList settled=settled page_slug=page_slug/>
                     }.into_any(),
                 }))}
             </Loaded>
         </main>
     }
+}
+
+/// The open question card `target` is in, if any.
+fn row_of(target: Option<web_sys::EventTarget>) -> Option<web_sys::Element> {
+    target
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .and_then(|el| {
+            el.closest("article.question[data-question-id] .card-body")
+                .ok()
+                .flatten()
+        })
+        .and_then(|body| body.closest("article.question").ok().flatten())
 }
 
 /// Whether a row's form has something to send: an option chosen or words typed.
@@ -832,6 +1048,65 @@ fn close_focus_target(id: &str) -> Option<web_sys::HtmlElement> {
         .and_then(html)
 }
 
+/// "Handled by you": the waiting questions I declined, sent back or answered, each saying which;
+/// one comes back to "Needs me" when the agent's research does.
+#[component]
+fn HandledList(
+    rows: RwSignal<Vec<Row>>,
+    parts: RwSignal<Parts>,
+    page_slug: StoredValue<String>,
+) -> impl IntoView {
+    let mine = move || {
+        let mine = parts.get();
+        rows.get()
+            .into_iter()
+            .filter(|r| r.outcome.with(Option::is_none) && r.settled.with(Option::is_none))
+            .filter_map(|r| {
+                let part = mine.get(&r.question.id).filter(|p| handled(Some(p)))?;
+                Some((r.question, part.clone()))
+            })
+            .collect::<Vec<_>>()
+    };
+    view! {
+        <Show when=move || !mine().is_empty()>
+            <section class="handled" aria-labelledby="handled-title">
+                <h2 id="handled-title" class="group-title">"Handled by you"</h2>
+                <p class="muted">"Still waiting for others. One comes back to “Needs me” when something new happens to it, such as the agent's research arriving."</p>
+                <ul class="handled-list">
+                    <For
+                        each=mine
+                        key=|(q, part)| (q.id.clone(), q.research_round, part.to_string())
+                        children=move |(q, part)| {
+                            let href = page_slug.with_value(|slug| question_path(slug, &q.id));
+                            view! {
+                                <li data-question-id=q.id.clone() data-part=part.to_string()>
+                                    <A href=href><bdi>{visible_controls(&q.title)}</bdi></A>
+                                    <p class="handled-state">{part_words(&part)}</p>
+                                    <p class="muted tell"><RowTell question=q.clone()/></p>
+                                </li>
+                            }
+                        }
+                    />
+                </ul>
+            </section>
+        </Show>
+    }
+}
+
+/// What tells two questions of the same title apart: the agent that asked, the question's
+/// first words and when it was asked.
+#[component]
+fn RowTell(question: Question) -> impl IntoView {
+    let first_words = shorten(&question.question, 60);
+    view! {
+        {question.agent_name.filter(|a| !a.trim().is_empty()).map(|agent| view! {
+            <span class="agent">"from "<bdi>{visible_controls(&shorten(&agent, 60))}</bdi></span>" · "
+        })}
+        <span class="first-words">"“"<bdi>{visible_controls(&first_words)}</bdi>"”"</span>
+        " · "<span>"asked "<TimeAgo at=question.created_at.clone()/></span>
+    }
+}
+
 /// One row: the compact line that opens in place into the full card.
 #[component]
 fn QueueRow(
@@ -839,6 +1114,8 @@ fn QueueRow(
     page: String,
     open: RwSignal<HashSet<String>>,
     answering: RwSignal<HashMap<String, (Vec<String>, f64)>>,
+    /// Back from the agent's research after I had set it aside.
+    back: Signal<bool>,
     on_done: Callback<Acted>,
     on_dismissed: Callback<String>,
     on_close: Callback<String>,
@@ -907,12 +1184,12 @@ fn QueueRow(
                         <span class=urgency_class>{urgency.to_string()}</span>
                         {row.fresh.then(|| view! { <span class="badge new">"new"</span> })}
                         {researching.then(|| view! { <span class="badge researching">"sent back for research"</span> })}
+                        {move || back.get().then(|| view! { <span class="badge research-back">"research is back"</span> })}
                         {(q.escalation_step > 0).then(|| view! { <span class="badge escalated">"escalated"</span> })}
                         <PriceBadge kind=q.kind.clone() budget_limit=q.budget_limit_minor bounty=q.bounty_minor/>
                         {has_draft.then(|| view! { <span class="badge draft">"draft"</span> })}
-                        <span class="muted">"asked "<TimeAgo at=q.created_at.clone()/></span>
-                        " · "
                         <TimeLeft at=expires title=expires_title/>
+                        " · "<span class="tell"><RowTell question=q.clone()/></span>
                         {move || {
                             let o = others.get();
                             (!o.is_empty()).then(|| view! { " · "<span class="presence-mark">{answering_words(&o)}</span> })
@@ -995,7 +1272,28 @@ fn Filters(slug: String, current: View) -> impl IntoView {
         None => "",
     };
     let s = current.sort().to_string();
+    let refusal = current.search_refusal();
+    let active = [
+        current.urgency.is_some(),
+        current.kind.is_some(),
+        current.bounty.is_some(),
+        current.sent_search().is_some(),
+        current.sort() != QueueSort::Urgency,
+    ]
+    .into_iter()
+    .filter(|on| *on)
+    .count();
+    let summary = match active {
+        0 => "Filters and sort".to_owned(),
+        1 => "Filters and sort (1 in use)".to_owned(),
+        n => format!("Filters and sort ({n} in use)"),
+    };
+    // On a phone the filters fold away so the questions show in the first screen.
+    let unfolded = !narrow() || refusal.is_some();
+    let invalid = refusal.is_some();
     view! {
+        <details class="filters-fold" open=unfolded>
+        <summary>{summary}</summary>
         <form class="filters" role="search" aria-label="Filter the queue" on:submit=on_search>
             <label>"Urgency "
                 <select name="urgency" on:change=on_urgency prop:value=u.clone()>
@@ -1021,16 +1319,21 @@ fn Filters(slug: String, current: View) -> impl IntoView {
             </label>
             <label>"Sort "
                 <select name="sort" on:change=on_sort prop:value=s.clone()>
+                    <option value="urgency" selected=s == "urgency">"Most urgent, then expiring soonest"</option>
                     <option value="expiring" selected=s == "expiring">"Expiring soonest"</option>
                     <option value="newest" selected=s == "newest">"Newest"</option>
                     <option value="bounty" selected=s == "bounty">"Largest bounty"</option>
                 </select>
             </label>
-            <label class="grow">"Search titles "
-                <input type="search" name="q" maxlength="200" prop:value=search on:input=move |ev| search.set(event_target_value(&ev))/>
-            </label>
-            <button type="submit" class="secondary">"Search"</button>
+            <div class="search-row">
+                <label class="grow">"Search titles "
+                    <input type="search" name="q" maxlength="200" aria-invalid=invalid.to_string() aria-describedby=invalid.then_some("search-refusal") prop:value=search on:input=move |ev| search.set(event_target_value(&ev))/>
+                </label>
+                <button type="submit" class="secondary">"Search"</button>
+            </div>
+            {refusal.map(|why| view! { <p class="error field-error" id="search-refusal" role="alert">{why}</p> })}
         </form>
+        </details>
     }
 }
 
@@ -1046,6 +1349,10 @@ fn KeyList(close: Callback<()>) -> impl IntoView {
                 <dt><kbd>"a"</kbd></dt><dd>"Answer (goes to the answer's first field when nothing is chosen or written yet)"</dd>
                 <dt><kbd>"d"</kbd></dt><dd>"Not enough context (10 s to undo)"</dd>
                 <dt><kbd>"r"</kbd></dt><dd>"Ask the agent to research more"</dd>
+                <dt><kbd>"Ctrl"</kbd>" / "<kbd>"⌘"</kbd>" + "<kbd>"Enter"</kbd></dt><dd>"Send the open answer (or the research request being written)"</dd>
+                <dt><kbd>"Esc"</kbd></dt><dd>"Close the open question"</dd>
+                <dt><kbd>"u"</kbd></dt><dd>"Undo the decline or research request waiting to be sent"</dd>
+                <dt><kbd>"/"</kbd></dt><dd>"Search titles"</dd>
                 <dt><kbd>"?"</kbd></dt><dd>"Show or hide these keys"</dd>
             </dl>
             <button type="button" class="secondary small" on:click=move |_| close.run(())>"Close"</button>
