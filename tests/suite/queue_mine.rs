@@ -614,8 +614,8 @@ async fn a_search_past_the_limit_from_the_url_keeps_the_page_and_its_filters() {
         .unwrap_or(f64::MAX);
     assert!(top < 844.0, "the first question starts at {top} px");
     assert_eq!(
-        cara.eval("!!document.querySelector('.keys-offer')").await,
-        json!(false)
+        cara.eval("getComputedStyle(document.querySelector('.keys-offer')).display").await,
+        json!("none")
     );
     assert_no_sideways_scroll(&mut cara, "the phone queue").await;
     cara.screenshot("queue-mine-390").await;

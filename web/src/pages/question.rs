@@ -513,6 +513,7 @@ fn DeliveryList(deliveries: Vec<Delivery>) -> impl IntoView {
 fn as_card(q: &Question) -> queue_page::QuestionCard {
     queue_page::QuestionCard {
         id: q.id.clone(),
+        agent_name: None,
         title: q.title.clone(),
         question: q.question.clone(),
         context: q.context.clone(),

@@ -279,22 +279,13 @@ fn part_words(part: &MyPart) -> &'static str {
     }
 }
 
-/// Whether this browser is used by touch with no keyboard in sight (no hover, a coarse pointer).
-fn touch_only() -> bool {
-    window()
-        .match_media("(hover: none) and (pointer: coarse)")
-        .ok()
-        .flatten()
-        .is_some_and(|m| m.matches())
-}
-
-/// Whether the window is phone-width.
+/// Whether the window is phone-width (under 640 CSS pixels).
 fn narrow() -> bool {
     window()
-        .match_media("(max-width: 40em)")
+        .inner_width()
         .ok()
-        .flatten()
-        .is_some_and(|m| m.matches())
+        .and_then(|w| w.as_f64())
+        .is_some_and(|w| w < 640.0)
 }
 
 /// The question page's path.
@@ -944,9 +935,8 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                         <p class="links">
                             <A href=page_slug.with_value(|slug| crate::pages::knowledge::knowledge_path(slug))>"Knowledge"</A>
                             " · "<A href="/dashboard/activity">"My activity"</A>
-                            {(!touch_only()).then(|| view! {
-                                " · "<button type="button" class="link-like keys-offer" aria-expanded=move || show_keys.get().to_string() on:click=move |_| show_keys.update(|s| *s = !*s)>"Keyboard keys (?)"</button>
-                            })}
+                            // Not offered on touch screens (the style sheet hides it there).
+                            <span class="keys-offer">" · "<button type="button" class="link-like" aria-expanded=move || show_keys.get().to_string() on:click=move |_| show_keys.update(|s| *s = !*s)>"Keyboard keys (?)"</button></span>
                         </p>
                         <Show when=move || show_keys.get()>
                             <KeyList close=Callback::new(move |()| show_keys.set(false))/>
@@ -1078,9 +1068,10 @@ fn HandledList(
                         key=|(q, part)| (q.id.clone(), q.research_round, part.to_string())
                         children=move |(q, part)| {
                             let href = page_slug.with_value(|slug| question_path(slug, &q.id));
+                            let title = visible_controls(&q.title);
                             view! {
                                 <li data-question-id=q.id.clone() data-part=part.to_string()>
-                                    <A href=href><bdi>{visible_controls(&q.title)}</bdi></A>
+                                    <A href=href><bdi>{title}</bdi></A>
                                     <p class="handled-state">{part_words(&part)}</p>
                                     <p class="muted tell"><RowTell question=q.clone()/></p>
                                 </li>
