@@ -12,8 +12,8 @@ use graphql_client::GraphQLQuery;
 pub use crate::vocab::{
     AgentStatus, AllocationStatus, AnswerKind, AttemptOutcome, BudgetEntryKind, BudgetState,
     ContributionStatus, DeliveryStatus, DigestFrequency, ExchangeKind, KnowledgeStatus, MemberRole,
-    MemberStatus, MyPart, NicheStatus, PayoutStatus, QuestionStatus, QueueChangeKind, QueueSort, Severity,
-    SignalSubject, Urgency, Verification, WebhookScheme,
+    MemberStatus, MyPart, NicheStatus, PayoutStatus, QuestionStatus, QueueChangeKind, QueueSort,
+    Severity, SignalSubject, Urgency, Verification, WebhookScheme,
 };
 
 /// The `DateTime` scalar: RFC 3339 text, shown through `components::time_ago`.

@@ -405,10 +405,10 @@ impl Walk<'_> {
             | (Shape::QueueChange, "change" | "by")
             | (
                 Shape::Question,
-                "id" | "externalId" | "agentName" | "title" | "question" | "context" | "urgency" | "status"
-                | "bountyMinor" | "kind" | "budgetLimitMinor" | "deliverable" | "researchRound"
-                | "escalationStep" | "createdAt" | "answeredAt" | "updatedAt" | "expiresAt"
-                | "answersWanted" | "answersIn" | "agreement",
+                "id" | "externalId" | "agentName" | "title" | "question" | "context" | "urgency"
+                | "status" | "bountyMinor" | "kind" | "budgetLimitMinor" | "deliverable"
+                | "researchRound" | "escalationStep" | "createdAt" | "answeredAt" | "updatedAt"
+                | "expiresAt" | "answersWanted" | "answersIn" | "agreement",
             )
             | (Shape::Niche, "slug" | "name" | "status" | "description") => None,
             (Shape::QueueChange, "question") => Some(Shape::Question),

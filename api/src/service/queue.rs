@@ -506,7 +506,10 @@ pub async fn my_parts(
     let reviews = reviews_of(db, answers.iter().filter_map(|a| a.contribution_event_id)).await?;
     let mut by_question: Vec<(i64, Vec<agent_answers::Model>)> = Vec::new();
     for answer in answers {
-        match by_question.iter_mut().find(|(id, _)| *id == answer.question_id) {
+        match by_question
+            .iter_mut()
+            .find(|(id, _)| *id == answer.question_id)
+        {
             Some((_, list)) => list.push(answer),
             None => by_question.push((answer.question_id, vec![answer])),
         }

@@ -106,7 +106,13 @@ impl TriageCursor {
     pub fn encode(self) -> String {
         match self.sort {
             TriageSort::Urgency => {
-                format!("t{}{}:{}.{}", self.sort.letter(), self.rank, self.key, self.id)
+                format!(
+                    "t{}{}:{}.{}",
+                    self.sort.letter(),
+                    self.rank,
+                    self.key,
+                    self.id
+                )
             }
             _ => format!("t{}{}.{}", self.sort.letter(), self.key, self.id),
         }
@@ -357,9 +363,8 @@ pub async fn waiting_counts(
         .await?;
     let (needs_me, needs_me_high) = match viewer {
         Some(viewer) => {
-            let mine = || {
-                waiting(niche.id, now).filter(crate::service::queue::not_acted_on_by(viewer))
-            };
+            let mine =
+                || waiting(niche.id, now).filter(crate::service::queue::not_acted_on_by(viewer));
             let all = mine().count(db).await?;
             let high = mine()
                 .filter(agent_questions::Column::Urgency.eq(Urgency::High))

@@ -114,9 +114,9 @@ impl View {
             .is_none_or(|u| Urgency::of(&q.urgency) == *u)
             && self.kind.as_ref().is_none_or(|k| q.kind == *k)
             && self.bounty.is_none_or(|b| (q.bounty_minor > 0) == b)
-            && self.sent_search().is_none_or(|search| {
-                q.title.to_lowercase().contains(&search.to_lowercase())
-            })
+            && self
+                .sent_search()
+                .is_none_or(|search| q.title.to_lowercase().contains(&search.to_lowercase()))
     }
 
     fn filtered(&self) -> bool {
@@ -829,7 +829,12 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                 // Undo the pending decline or research: the current row's, else the only one.
                 let undo = current_row()
                     .and_then(|row| row.query_selector(".held button.undo").ok().flatten())
-                    .or_else(|| document().query_selector(".held button.undo").ok().flatten())
+                    .or_else(|| {
+                        document()
+                            .query_selector(".held button.undo")
+                            .ok()
+                            .flatten()
+                    })
                     .and_then(html);
                 if let Some(undo) = undo {
                     ev.prevent_default();
