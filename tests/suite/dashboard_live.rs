@@ -213,7 +213,14 @@ async fn declining_and_sending_back_leave_the_question_with_the_agent_or_the_oth
     let card = QueuePage::card(sent_back);
     cara.click(&button_in(&card, "Send back for research"))
         .await;
-    let refusal = QueuePage(&mut cara).refusal(sent_back).await;
+    // Refused beside the note's own box.
+    let note_alert = format!("{card}.querySelector('.research-note [role=alert]')");
+    cara.wait_for(
+        &format!("{note_alert}.textContent.length > 0"),
+        "the refusal beside the note",
+    )
+    .await;
+    let refusal = text(&mut cara, &format!("{note_alert}.textContent")).await;
     assert!(
         refusal.contains("Say what the agent should find out"),
         "{refusal}"

@@ -61,8 +61,10 @@ async fn the_queue_filters_sorts_counts_and_pages_in_each_sort(app: TestApp) {
         "{all}"
     );
     assert_eq!(all["data"]["niche"]["queue"]["totalCount"], 4, "{all}");
-    // Expiring soonest first: all expire alike, so in the order asked.
-    assert_eq!(external_ids(&all), ["a", "b", "c", "d"]);
+    // Most urgent first, then expiring soonest: all expire alike, so in the order asked.
+    assert_eq!(external_ids(&all), ["a", "d", "b", "c"]);
+    let expiring = q(json!({"sort": "EXPIRING"})).await;
+    assert_eq!(external_ids(&expiring), ["a", "b", "c", "d"]);
     let newest = q(json!({"sort": "NEWEST"})).await;
     assert_eq!(external_ids(&newest), ["d", "c", "b", "a"]);
     let high = q(json!({"urgency": "HIGH"})).await;
@@ -81,7 +83,7 @@ async fn the_queue_filters_sorts_counts_and_pages_in_each_sort(app: TestApp) {
     assert_eq!(no_bounty["data"]["niche"]["queue"]["totalCount"], 4);
 
     // Pages by cursor in every sort, each question once.
-    for sort in ["EXPIRING", "NEWEST", "BOUNTY"] {
+    for sort in ["URGENCY", "EXPIRING", "NEWEST", "BOUNTY"] {
         let mut seen = Vec::new();
         let mut after = Value::Null;
         loop {
