@@ -327,7 +327,9 @@ async fn a_corrected_option_is_previewed_reviewed_side_by_side_and_reused_with_i
     let mut browser = signed_in(&app, "bob", &entry_path(entry)).await;
     browser
         .wait_for(
-            &format!("{FORM} && document.querySelector('#correction-answer').value === {OLD_WORDS:?}"),
+            &format!(
+                "{FORM} && document.querySelector('#correction-answer').value === {OLD_WORDS:?}"
+            ),
             "the correction form, starting from the current version",
         )
         .await;
@@ -346,14 +348,20 @@ async fn a_corrected_option_is_previewed_reviewed_side_by_side_and_reused_with_i
 
     // Another option and other words: the whole proposed version, before anything is sent.
     change(&mut browser, "full", NEW_WORDS).await;
-    browser.fill(&labelled("Why (for the reviewer; optional)"), NOTE).await;
+    browser
+        .fill(&labelled("Why (for the reviewer; optional)"), NOTE)
+        .await;
     preview(&mut browser).await;
     let option = browser
-        .text(&format!("{PREVIEW}.querySelector('[data-fact=proposed-option]')"))
+        .text(&format!(
+            "{PREVIEW}.querySelector('[data-fact=proposed-option]')"
+        ))
         .await;
     assert_eq!(option, "1.0 (changed)");
     let words = browser
-        .text(&format!("{PREVIEW}.querySelector('[data-fact=proposed-answer]')"))
+        .text(&format!(
+            "{PREVIEW}.querySelector('[data-fact=proposed-answer]')"
+        ))
         .await;
     assert!(words.contains(NEW_WORDS), "{words}");
     assert_eq!(filed(&app).await, (0, 0), "a preview sends nothing");
@@ -367,7 +375,9 @@ async fn a_corrected_option_is_previewed_reviewed_side_by_side_and_reused_with_i
 
     // A double click files one.
     browser
-        .eval(&format!("(() => {{ const b = {SEND}; b.click(); b.click(); return true; }})()"))
+        .eval(&format!(
+            "(() => {{ const b = {SEND}; b.click(); b.click(); return true; }})()"
+        ))
         .await;
     browser
         .wait_for(
@@ -432,15 +442,29 @@ async fn a_corrected_option_is_previewed_reviewed_side_by_side_and_reused_with_i
         marked[3].as_str().unwrap_or_default(),
     );
     assert!(removed.contains("storefronts show it first."), "{marked}");
-    assert!(added.contains("full release") && added.contains("preview."), "{marked}");
-    assert!(!removed.contains("Count") && !added.contains("Count"), "an unchanged word is marked: {marked}");
+    assert!(
+        added.contains("full release") && added.contains("preview."),
+        "{marked}"
+    );
+    assert!(
+        !removed.contains("Count") && !added.contains("Count"),
+        "an unchanged word is marked: {marked}"
+    );
     let card_text = browser.text(&item).await;
     assert!(card_text.contains(NOTE), "{card_text}");
-    assert!(card_text.contains("bob proposes a correction"), "{card_text}");
-    assert!(!card_text.contains("entryId"), "raw evidence shown: {card_text}");
+    assert!(
+        card_text.contains("bob proposes a correction"),
+        "{card_text}"
+    );
+    assert!(
+        !card_text.contains("entryId"),
+        "raw evidence shown: {card_text}"
+    );
     assert_eq!(
         browser
-            .eval(&format!("{item}.querySelector('[data-entry-link]').getAttribute('href')"))
+            .eval(&format!(
+                "{item}.querySelector('[data-entry-link]').getAttribute('href')"
+            ))
             .await,
         json!(entry_path(entry))
     );
@@ -468,7 +492,12 @@ async fn a_corrected_option_is_previewed_reviewed_side_by_side_and_reused_with_i
         .await;
     let corrected = current_entry(&app).await;
     assert_eq!(
-        (corrected.option_id.as_deref(), corrected.option_label.as_deref(), corrected.answer.as_deref(), corrected.version),
+        (
+            corrected.option_id.as_deref(),
+            corrected.option_label.as_deref(),
+            corrected.answer.as_deref(),
+            corrected.version
+        ),
         (Some("full"), Some("1.0"), Some(NEW_WORDS), 2),
         "the new version holds the new option and words together"
     );
@@ -486,7 +515,13 @@ async fn a_corrected_option_is_previewed_reviewed_side_by_side_and_reused_with_i
     browser
         .wait_for("location.pathname === '/login'", "the login page")
         .await;
-    sign_in_to(&mut browser, &app, "bob", "/dashboard/niches/games/questions").await;
+    sign_in_to(
+        &mut browser,
+        &app,
+        "bob",
+        "/dashboard/niches/games/questions",
+    )
+    .await;
     let block = |id: i64| format!("{}?.querySelector('section.already-answered')", card(id));
 
     QueuePage(&mut browser).open(other).await;
@@ -498,7 +533,10 @@ async fn a_corrected_option_is_previewed_reviewed_side_by_side_and_reused_with_i
         .await;
     assert_eq!(
         browser
-            .eval(&format!("!!{}.querySelector('[data-kind=from_knowledge]')", block(other)))
+            .eval(&format!(
+                "!!{}.querySelector('[data-kind=from_knowledge]')",
+                block(other)
+            ))
             .await,
         json!(false),
         "\"Use this answer\" is offered where the option does not fit"
@@ -507,11 +545,17 @@ async fn a_corrected_option_is_previewed_reviewed_side_by_side_and_reused_with_i
     QueuePage(&mut browser).open(undone).await;
     let use_it = |id: i64| format!("{}?.querySelector('[data-kind=from_knowledge]')", block(id));
     browser
-        .wait_for(&use_it(undone), "\"Use this answer\" on the second question")
+        .wait_for(
+            &use_it(undone),
+            "\"Use this answer\" on the second question",
+        )
         .await;
     assert_eq!(
         browser
-            .text(&format!("{}.querySelector('[data-receives]')", block(undone)))
+            .text(&format!(
+                "{}.querySelector('[data-receives]')",
+                block(undone)
+            ))
             .await,
         "The agent will receive the option 1.0 with these words."
     );
@@ -540,7 +584,10 @@ async fn a_corrected_option_is_previewed_reviewed_side_by_side_and_reused_with_i
         "sent before its ten seconds"
     );
     browser
-        .wait_for(&format!("!{}", card(used)), "the settled question's card to go")
+        .wait_for(
+            &format!("!{}", card(used)),
+            "the settled question's card to go",
+        )
         .await;
     let answers = answers_to(&app, used).await;
     assert_eq!(answers.len(), 1, "{answers:?}");
@@ -558,7 +605,11 @@ async fn a_corrected_option_is_previewed_reviewed_side_by_side_and_reused_with_i
         .collect();
     assert_eq!(told.len(), 1, "{told:?}");
     assert_eq!(
-        (&told[0]["optionId"], &told[0]["optionLabel"], &told[0]["answer"]),
+        (
+            &told[0]["optionId"],
+            &told[0]["optionLabel"],
+            &told[0]["answer"]
+        ),
         (&json!("full"), &json!("1.0"), &json!(NEW_WORDS)),
         "{told:?}"
     );

@@ -255,7 +255,10 @@ pub fn parse_loose(text: &str) -> Option<Loose> {
         .collect();
     let any = if content.is_empty() {
         let mut seen = BTreeSet::new();
-        plain.into_iter().filter(|w| seen.insert(w.clone())).collect()
+        plain
+            .into_iter()
+            .filter(|w| seen.insert(w.clone()))
+            .collect()
     } else {
         content
     };
@@ -486,7 +489,10 @@ mod tests {
             loose.tsquery(),
             "(roof | felt) & (flat <-> membrane) & !(tar)"
         );
-        assert_eq!(parse_loose("the how").map(|l| l.any), Some(vec!["the".to_owned(), "how".to_owned()]));
+        assert_eq!(
+            parse_loose("the how").map(|l| l.any),
+            Some(vec!["the".to_owned(), "how".to_owned()])
+        );
         assert_eq!(parse_loose("-tar"), None);
         assert_eq!(parse_loose(""), None);
     }

@@ -241,7 +241,10 @@ mod tests {
                 Run::Same("edition is best".into()),
             ]
         );
-        assert_eq!(word_diff("", "new words"), vec![Run::Added("new words".into())]);
+        assert_eq!(
+            word_diff("", "new words"),
+            vec![Run::Added("new words".into())]
+        );
         assert_eq!(word_diff("same", "same"), vec![Run::Same("same".into())]);
     }
 }

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use leptos::Params;
 use leptos::prelude::*;
-use leptos_router::components::A;
 use leptos_router::NavigateOptions;
+use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_params, use_query_map};
 use leptos_router::params::Params;
 use leptos_router::{LazyRoute, lazy_route};
@@ -185,10 +185,7 @@ fn KnowledgePage(slug: String) -> impl IntoView {
     }
     // What is in the box now, and what was last settled on (sent once typing pauses); both
     // start from the address's `q`.
-    let from_address = use_query_map()
-        .get_untracked()
-        .get("q")
-        .unwrap_or_default();
+    let from_address = use_query_map().get_untracked().get("q").unwrap_or_default();
     let typed = RwSignal::new(from_address.clone());
     let settled = RwSignal::new(from_address);
     // The settled search is written into the address, replacing the entry in the history.
@@ -530,8 +527,14 @@ struct Current {
 }
 
 /// What a correction would send: the option and the words that differ from the current version.
-fn changes(current: &Current, option: &Option<String>, answer: &str) -> (Option<String>, Option<String>) {
-    let option = option.clone().filter(|o| current.option.as_ref() != Some(o));
+fn changes(
+    current: &Current,
+    option: &Option<String>,
+    answer: &str,
+) -> (Option<String>, Option<String>) {
+    let option = option
+        .clone()
+        .filter(|o| current.option.as_ref() != Some(o));
     let answer = Some(answer.trim().to_owned())
         .filter(|a| !a.is_empty() && a.as_str() != current.answer.trim());
     (option, answer)
@@ -562,35 +565,42 @@ fn CorrectionForm(current: Current, options: Vec<EntryOption>) -> impl IntoView 
     );
     let label_of = move |id: &Option<String>| {
         id.as_ref().and_then(|id| {
-            labels.with_value(|l| l.iter().find(|(i, _)| i == id).map(|(_, label)| label.clone()))
+            labels.with_value(|l| {
+                l.iter()
+                    .find(|(i, _)| i == id)
+                    .map(|(_, label)| label.clone())
+            })
         })
     };
-    let propose = Action::new_local(move |(option, words, why): &(Option<String>, Option<String>, String)| {
-        let variables = propose_knowledge_correction::Variables {
-            input: propose_knowledge_correction::KnowledgeCorrectionInput {
-                entry_id: start.with_value(|c| c.entry.clone()),
-                option_id: option.clone(),
-                answer: words.clone(),
-                note: Some(why.clone()).filter(|n| !n.trim().is_empty()),
-            },
-        };
-        async move {
-            let sent = api::run::<ProposeKnowledgeCorrection>(variables).await;
-            if sent.is_ok() {
-                // Filed (or already waiting): the form starts again from the current version.
-                let c = start.get_value();
-                choice.set(c.option);
-                answer.set(c.answer);
-                note.set(String::new());
-                previewing.set(false);
+    let propose = Action::new_local(
+        move |(option, words, why): &(Option<String>, Option<String>, String)| {
+            let variables = propose_knowledge_correction::Variables {
+                input: propose_knowledge_correction::KnowledgeCorrectionInput {
+                    entry_id: start.with_value(|c| c.entry.clone()),
+                    option_id: option.clone(),
+                    answer: words.clone(),
+                    note: Some(why.clone()).filter(|n| !n.trim().is_empty()),
+                },
+            };
+            async move {
+                let sent = api::run::<ProposeKnowledgeCorrection>(variables).await;
+                if sent.is_ok() {
+                    // Filed (or already waiting): the form starts again from the current version.
+                    let c = start.get_value();
+                    choice.set(c.option);
+                    answer.set(c.answer);
+                    note.set(String::new());
+                    previewing.set(false);
+                }
+                sent.map(|data| data.propose_knowledge_correction.already_pending)
             }
-            sent.map(|data| data.propose_knowledge_correction.already_pending)
-        }
-    });
+        },
+    );
     let busy = propose.pending();
     let preview = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let (option, words) = start.with_value(|c| changes(c, &choice.get_untracked(), &answer.get_untracked()));
+        let (option, words) =
+            start.with_value(|c| changes(c, &choice.get_untracked(), &answer.get_untracked()));
         if option.is_none() && words.is_none() {
             problem.set(Some(
                 "The correction changes nothing: choose another option, change the words, or both."
@@ -613,7 +623,8 @@ fn CorrectionForm(current: Current, options: Vec<EntryOption>) -> impl IntoView 
         if busy.get_untracked() {
             return;
         }
-        let (option, words) = start.with_value(|c| changes(c, &choice.get_untracked(), &answer.get_untracked()));
+        let (option, words) =
+            start.with_value(|c| changes(c, &choice.get_untracked(), &answer.get_untracked()));
         propose.dispatch((option, words, note.get_untracked()));
     };
     let has_options = !options.is_empty();

@@ -134,11 +134,11 @@ fn ReviewCard(
                             .await
                             .map(|_| verdict_words(&source, true))
                     }
-                    Decision::Reject(note) => api::send::<RejectContribution>(
-                        reject_contribution::Variables { id, note },
-                    )
-                    .await
-                    .map(|_| verdict_words(&source, false)),
+                    Decision::Reject(note) => {
+                        api::send::<RejectContribution>(reject_contribution::Variables { id, note })
+                            .await
+                            .map(|_| verdict_words(&source, false))
+                    }
                 };
                 // Only a decision that took leaves the queue at once; a refused one stays, with
                 // its refusal, until the admin moves on (the counts follow either way).
