@@ -11,7 +11,6 @@ use entity::knowledge_entries;
 
 use super::caller_of;
 use super::enums::{KnowledgeStatus, Verification};
-use super::types::QuestionOption;
 use crate::db::Db;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
@@ -102,6 +101,15 @@ impl KnowledgeEntry {
     }
 }
 
+/// One of the options an entry's question offered.
+#[derive(SimpleObject, Clone)]
+pub struct KnowledgeOption {
+    /// The option's id.
+    pub id: String,
+    /// What a person reads.
+    pub label: String,
+}
+
 /// An entry with every version of its question's line.
 #[derive(SimpleObject)]
 pub struct KnowledgeEntryWithVersions {
@@ -113,7 +121,7 @@ pub struct KnowledgeEntryWithVersions {
     /// The options its question offered (none when it offered none): what a correction may
     /// choose from.
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
-    pub options: Vec<QuestionOption>,
+    pub options: Vec<KnowledgeOption>,
 }
 
 /// What `entries` are shown with, in three reads.
@@ -290,7 +298,7 @@ impl KnowledgeQuery {
             .await
             .gql()?
             .into_iter()
-            .map(|o| QuestionOption {
+            .map(|o| KnowledgeOption {
                 id: o.id,
                 label: o.label,
             })
