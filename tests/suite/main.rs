@@ -26,6 +26,7 @@ mod health;
 mod held_money;
 mod intake;
 mod knowledge;
+mod knowledge_corrections_page;
 mod knowledge_page;
 mod knowledge_races;
 mod knowledge_reuse;

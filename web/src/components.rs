@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod clipboard;
+pub mod correction;
 pub mod countdown;
 pub mod drafts;
 pub mod held;

@@ -233,6 +233,8 @@ operations!("graphql/knowledge.graphql":
     KnowledgeEntryPage,
     /// Propose a correction to a current knowledge entry; it waits for someone else's review.
     ProposeKnowledgeCorrection,
+    /// A correction awaiting review: the version it corrects and the one it proposes.
+    CorrectionReview,
 );
 
 /// A card from another operation, as the queue's first read shapes it: the same `QuestionCard`

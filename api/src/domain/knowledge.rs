@@ -192,6 +192,114 @@ impl Search {
     }
 }
 
+/// A person's search on the knowledge page, read loosely: the plain words are ranked on any of
+/// them (as an agent's search is: a paraphrase finds the entry), while a quoted phrase or word
+/// must appear and a `-word` or `-"phrase"` must not. `or` between words changes nothing (any
+/// word already counts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loose {
+    /// The plain words: any of them.
+    pub any: Vec<String>,
+    /// Quoted phrases: each must appear.
+    pub required: Vec<Vec<String>>,
+    /// Excluded words and phrases.
+    pub excluded: Vec<Vec<String>>,
+}
+
+/// Parse a search loosely ([`Loose`]): `None` when nothing is wanted. The plain words leave out
+/// the stop words unless they are all there is.
+pub fn parse_loose(text: &str) -> Option<Loose> {
+    let mut plain = Vec::new();
+    let mut required = Vec::new();
+    let mut excluded = Vec::new();
+    let mut rest = text;
+    let mut count = 0usize;
+    while count < TERMS_MAX {
+        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || is_separator(c));
+        if rest.is_empty() {
+            break;
+        }
+        let negated = rest.starts_with('-');
+        if negated {
+            rest = &rest[1..];
+        }
+        let (raw, after, quoted) = if let Some(inside) = rest.strip_prefix('"') {
+            match inside.find('"') {
+                Some(end) => (&inside[..end], &inside[end + 1..], true),
+                None => (inside, "", true),
+            }
+        } else {
+            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            (&rest[..end], &rest[end..], false)
+        };
+        rest = after;
+        let phrase = words(raw);
+        if phrase.is_empty() {
+            continue;
+        }
+        count += 1;
+        if negated {
+            excluded.push(phrase);
+        } else if quoted {
+            required.push(phrase);
+        } else if !(phrase.len() == 1 && phrase[0] == "or") {
+            plain.extend(phrase);
+        }
+    }
+    let mut seen = BTreeSet::new();
+    let content: Vec<String> = plain
+        .iter()
+        .filter(|w| w.chars().count() > 1 && !STOP_WORDS.contains(&w.as_str()))
+        .filter(|w| seen.insert((*w).clone()))
+        .cloned()
+        .collect();
+    let any = if content.is_empty() {
+        let mut seen = BTreeSet::new();
+        plain
+            .into_iter()
+            .filter(|w| seen.insert(w.clone()))
+            .collect()
+    } else {
+        content
+    };
+    (!any.is_empty() || !required.is_empty()).then_some(Loose {
+        any,
+        required,
+        excluded,
+    })
+}
+
+impl Loose {
+    /// The search as an FTS5 query: any of the plain words, AND each quoted phrase, then `NOT`
+    /// each excluded one.
+    pub fn fts5(&self) -> String {
+        let mut wanted = Vec::new();
+        if !self.any.is_empty() {
+            wanted.push(format!("({})", fts5_any(&self.any)));
+        }
+        wanted.extend(self.required.iter().map(|p| fts5_phrase(p)));
+        let mut query = format!("({})", wanted.join(" AND "));
+        for not in &self.excluded {
+            query.push_str(" NOT ");
+            query.push_str(&fts5_phrase(not));
+        }
+        query
+    }
+
+    /// The search for PostgreSQL's `to_tsquery`: words are letters and digits only, so none is
+    /// an operator; a phrase's words follow each other (`<->`).
+    pub fn tsquery(&self) -> String {
+        let phrase = |words: &[String]| format!("({})", words.join(" <-> "));
+        let mut parts = Vec::new();
+        if !self.any.is_empty() {
+            parts.push(format!("({})", tsquery_any(&self.any)));
+        }
+        parts.extend(self.required.iter().map(|p| phrase(p)));
+        parts.extend(self.excluded.iter().map(|p| format!("!{}", phrase(p))));
+        parts.join(" & ")
+    }
+}
+
 /// A likes query for FTS5: any of `words`, each quoted.
 pub fn fts5_any(words: &[String]) -> String {
     words
@@ -364,6 +472,31 @@ fn stem(word: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_loose_search_ranks_any_plain_word_and_narrows_by_quotes_and_minus() {
+        let loose = parse_loose(r#"when is the roof "flat membrane" -tar or felt"#).expect("terms");
+        assert_eq!(loose.any, vec!["roof".to_owned(), "felt".to_owned()]);
+        assert_eq!(
+            loose.required,
+            vec![vec!["flat".to_owned(), "membrane".to_owned()]]
+        );
+        assert_eq!(loose.excluded, vec![vec!["tar".to_owned()]]);
+        assert_eq!(
+            loose.fts5(),
+            r#"(("roof" OR "felt") AND "flat membrane") NOT "tar""#
+        );
+        assert_eq!(
+            loose.tsquery(),
+            "(roof | felt) & (flat <-> membrane) & !(tar)"
+        );
+        assert_eq!(
+            parse_loose("the how").map(|l| l.any),
+            Some(vec!["the".to_owned(), "how".to_owned()])
+        );
+        assert_eq!(parse_loose("-tar"), None);
+        assert_eq!(parse_loose(""), None);
+    }
+
     use super::*;
 
     fn phrase(words: &[&str]) -> Term {

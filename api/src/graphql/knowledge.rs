@@ -101,6 +101,15 @@ impl KnowledgeEntry {
     }
 }
 
+/// One of the options an entry's question offered.
+#[derive(SimpleObject, Clone)]
+pub struct KnowledgeOption {
+    /// The option's id.
+    pub id: String,
+    /// What a person reads.
+    pub label: String,
+}
+
 /// An entry with every version of its question's line.
 #[derive(SimpleObject)]
 pub struct KnowledgeEntryWithVersions {
@@ -109,6 +118,10 @@ pub struct KnowledgeEntryWithVersions {
     /// Every version of its line, oldest first (the entry among them).
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     pub versions: Vec<KnowledgeEntry>,
+    /// The options its question offered (none when it offered none): what a correction may
+    /// choose from.
+    #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
+    pub options: Vec<KnowledgeOption>,
 }
 
 /// What `entries` are shown with, in three reads.
@@ -210,6 +223,62 @@ impl KnowledgeQuery {
         Ok(connection)
     }
 
+    /// The correction a contribution awaiting review is, for admins: the version it corrects
+    /// and the version it proposes; none when the contribution is no correction.
+    async fn correction_review(
+        &self,
+        ctx: &Context<'_>,
+        contribution_id: ID,
+    ) -> Result<Option<CorrectionReview>> {
+        let db = ctx.data::<Db>()?;
+        let id: i64 = contribution_id
+            .parse()
+            .map_err(|_| {
+                ServiceError::BadInput(format!(
+                    "'{}' is not a contribution id",
+                    contribution_id.as_str()
+                ))
+            })
+            .gql()?;
+        let Some(found) = knowledge::correction_for_review(db, caller_of(ctx)?.viewer(), id)
+            .await
+            .gql()?
+        else {
+            return Ok(None);
+        };
+        let c = found.correction;
+        let label = |id: &str| {
+            found
+                .options
+                .iter()
+                .find(|o| o.id == id)
+                .map(|o| o.label.clone())
+        };
+        let proposed_by = names::handles(db, [c.proposed_by])
+            .await
+            .gql()?
+            .remove(&c.proposed_by)
+            .unwrap_or_default();
+        let known = known_of(db, &[&found.entry]).await?;
+        let proposed_option_label = c
+            .option_id
+            .as_deref()
+            .and_then(label)
+            .or(found.entry.option_label.clone());
+        let proposed_answer = c.answer.clone().or(found.entry.answer.clone());
+        Ok(Some(CorrectionReview {
+            id: ID(c.id.to_string()),
+            status: sea_orm::ActiveEnum::to_value(&c.status),
+            proposed_by,
+            note: c.note,
+            option_changed: c.option_id.is_some(),
+            answer_changed: c.answer.is_some(),
+            proposed_option_label,
+            proposed_answer,
+            entry: KnowledgeEntry::from_model(found.entry, &known, 0.0),
+        }))
+    }
+
     /// One knowledge entry with its versions, for members of its niche and admins.
     async fn knowledge_entry(
         &self,
@@ -225,7 +294,17 @@ impl KnowledgeQuery {
             .await
             .gql()?;
         let known = known_of(db, &versions.iter().collect::<Vec<_>>()).await?;
+        let options = knowledge::options_of(db, &entry)
+            .await
+            .gql()?
+            .into_iter()
+            .map(|o| KnowledgeOption {
+                id: o.id,
+                label: o.label,
+            })
+            .collect();
         Ok(KnowledgeEntryWithVersions {
+            options,
             entry: KnowledgeEntry::from_model(entry, &known, 0.0),
             versions: versions
                 .into_iter()
@@ -240,7 +319,7 @@ impl KnowledgeQuery {
 pub struct KnowledgeCorrectionInput {
     /// The entry to correct (its current version).
     pub entry_id: ID,
-    /// Another of the question's options.
+    /// Another of the question's options, by its id or its label.
     pub option_id: Option<String>,
     /// New words (at most 8000 characters).
     pub answer: Option<String>,
@@ -266,6 +345,9 @@ pub struct KnowledgeCorrection {
     pub answer: Option<String>,
     /// Why.
     pub note: Option<String>,
+    /// Whether its author had already proposed it and it was still pending: proposing again
+    /// returned it unchanged, and nothing new was filed.
+    pub already_pending: bool,
 }
 
 impl From<knowledge_corrections::Model> for KnowledgeCorrection {
@@ -278,6 +360,7 @@ impl From<knowledge_corrections::Model> for KnowledgeCorrection {
             option_id: c.option_id,
             answer: c.answer,
             note: c.note,
+            already_pending: false,
         }
     }
 }
@@ -307,7 +390,7 @@ impl KnowledgeMutation {
                 ServiceError::BadInput(format!("'{}' is not an entry id", input.entry_id.as_str()))
             })
             .gql()?;
-        let (correction, _) = knowledge::propose_correction(
+        let proposed = knowledge::propose_correction(
             db,
             caller.viewer(),
             knowledge::NewCorrection {
@@ -320,6 +403,33 @@ impl KnowledgeMutation {
         )
         .await
         .gql()?;
-        Ok(correction.into())
+        Ok(KnowledgeCorrection {
+            already_pending: proposed.already_pending,
+            ..proposed.correction.into()
+        })
     }
+}
+
+/// A correction as its reviewer weighs it: the version it corrects and the whole version it
+/// proposes (what it does not change is kept from the entry).
+#[derive(SimpleObject)]
+pub struct CorrectionReview {
+    /// The correction's id.
+    pub id: ID,
+    /// Pending, verified or rejected.
+    pub status: String,
+    /// Who proposed it, by handle.
+    pub proposed_by: String,
+    /// Why, for the reviewer.
+    pub note: Option<String>,
+    /// The version it corrects.
+    pub entry: KnowledgeEntry,
+    /// Whether it chooses another option.
+    pub option_changed: bool,
+    /// Whether it gives new words.
+    pub answer_changed: bool,
+    /// The proposed version's option label.
+    pub proposed_option_label: Option<String>,
+    /// The proposed version's words.
+    pub proposed_answer: Option<String>,
 }

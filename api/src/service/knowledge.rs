@@ -59,8 +59,9 @@ pub struct Found {
 pub enum Looking {
     /// Every entry, newest verified first.
     All,
-    /// What a person typed, in web-search syntax.
-    Typed(knowledge::Search),
+    /// What a person typed: any of its plain words, ranked; quoted phrases required, `-word`s
+    /// left out ([`knowledge::Loose`]).
+    Typed(knowledge::Loose),
     /// Entries like a question: any of its content words.
     Like(Vec<String>),
 }
@@ -70,7 +71,7 @@ impl Looking {
     /// for finds nothing (never an error).
     pub fn typed(text: &str) -> Result<Option<Self>, ServiceError> {
         check_length(text)?;
-        Ok(knowledge::parse_search(text).map(Looking::Typed))
+        Ok(knowledge::parse_loose(text).map(Looking::Typed))
     }
 
     /// Entries like `text` (a question's title and words): `None` when it has no content word.
@@ -821,9 +822,7 @@ pub fn search_statement(
             // how often they occur (`ts_rank`), which is what cover density comes to for single
             // words, at a quarter of the cost per ranked row (3.2 ms against 0.4 ms for 310).
             let (function, text, rank) = match looking {
-                Looking::Typed(search) => {
-                    ("websearch_to_tsquery", search.websearch(), "ts_rank_cd")
-                }
+                Looking::Typed(search) => ("to_tsquery", search.tsquery(), "ts_rank_cd"),
                 Looking::Like(words) => ("to_tsquery", knowledge::tsquery_any(words), "ts_rank"),
                 Looking::All => unreachable!("matched above"),
             };
@@ -875,8 +874,8 @@ async fn readable_niche(
     Ok(niche)
 }
 
-/// A niche's knowledge for its members and admins: `search` in web-search syntax (none lists
-/// the newest first), of one status (none: current), a page of `first` after `skip`.
+/// A niche's knowledge for its members and admins: `search` ranked on any of its words, quoted
+/// phrases required and `-word`s left out ([`knowledge::Loose`]; none lists the newest first), of one status (none: current), a page of `first` after `skip`.
 pub async fn for_members(
     db: &Db,
     viewer: Option<&Viewer>,
@@ -1200,14 +1199,15 @@ pub const NOTE_MAX: usize = 2000;
 /// someone other than its author verifies it (`admin::review`); nothing of the entry changes
 /// until then. Refused: not signed in (401), not a member (403, and another niche's entry is not
 /// found), an entry no longer current (409 `KNOWLEDGE_NOT_CURRENT`), a correction that changes
-/// nothing or names an option the question does not have, or words or a note over their caps
-/// (400).
+/// nothing (an option or words the same as the entry's are no change) or names an option the
+/// question does not have (by id or label), or words or a note over their caps (400). One
+/// pending correction per person per entry: proposing again returns the pending one, unchanged.
 pub async fn propose_correction(
     db: &Db,
     viewer: Option<&Viewer>,
     new: NewCorrection,
     now: DateTime<Utc>,
-) -> Result<(knowledge_corrections::Model, knowledge_entries::Model), ServiceError> {
+) -> Result<Proposed, ServiceError> {
     let viewer = access::signed_in(viewer)?;
     let not_found = || ServiceError::NotFound("no such knowledge entry".into());
     let entry = knowledge_entries::Entity::find_by_id(new.entry_id)
@@ -1232,16 +1232,11 @@ pub async fn propose_correction(
         trimmed(new.answer),
         trimmed(new.note),
     );
-    if option_id.is_none() && answer.is_none() {
-        return Err(ServiceError::BadInput(
-            "a correction gives another option, new words, or both".into(),
-        ));
-    }
     if let Some(words) = &answer
         && char_len(words) > crate::domain::text::ANSWER_BODY_MAX
     {
         return Err(ServiceError::BadInput(format!(
-            "answer is longer than {} characters",
+            "The corrected answer is longer than {} characters.",
             crate::domain::text::ANSWER_BODY_MAX
         )));
     }
@@ -1249,35 +1244,62 @@ pub async fn propose_correction(
         && char_len(note) > NOTE_MAX
     {
         return Err(ServiceError::BadInput(format!(
-            "note is longer than {NOTE_MAX} characters"
+            "The note is longer than {NOTE_MAX} characters."
         )));
     }
     let question = agent_questions::Entity::find_by_id(entry.question_id)
         .one(db)
         .await?
         .ok_or_else(not_found)?;
-    if let Some(chosen) = &option_id
-        && option_label(&question.options, chosen).is_none()
-    {
-        return Err(ServiceError::BadInput(format!(
-            "optionId '{}' is not one of the question's options",
-            chosen.chars().take(60).collect::<String>()
-        )));
-    }
-    if option_id == entry.option_id && answer.is_some() && answer == entry.answer {
+    // The option is named by its id or its label, as the question offers it.
+    let option_id = match option_id {
+        None => None,
+        Some(chosen) => Some(option_of(&question.options, &chosen).ok_or_else(|| {
+            ServiceError::BadInput(format!(
+                "“{}” is not one of the question's options.",
+                chosen.chars().take(60).collect::<String>()
+            ))
+        })?),
+    };
+    // What is the same as the entry is no change.
+    let option_id = option_id.filter(|o| entry.option_id.as_ref() != Some(o));
+    let answer = answer.filter(|a| entry.answer.as_deref().map(str::trim) != Some(a.as_str()));
+    if option_id.is_none() && answer.is_none() {
         return Err(ServiceError::BadInput(
-            "the correction gives the entry's own option and words".into(),
+            "The correction changes nothing: choose another option, change the words, or both."
+                .into(),
         ));
     }
     let txn = db.begin_write().await?;
-    // Still current now that this writer holds the turn (a review may have just ended it).
-    let current = knowledge_entries::Entity::find_by_id(entry.id)
+    // Still current now that this writer holds the turn (a review may have just ended it). On
+    // PostgreSQL the entry's row stays locked until the end, so two proposals of one person at
+    // once (a double click, two tabs) run one after the other and the second finds the first.
+    let mut find = knowledge_entries::Entity::find_by_id(entry.id);
+    if txn.get_database_backend() == DbBackend::Postgres {
+        find = find.lock_exclusive();
+    }
+    let current = find
         .one(&txn)
         .await?
         .is_some_and(|e| e.status == KnowledgeStatus::Current);
     if !current {
         txn.rollback().await?;
         return Err(Conflict::KnowledgeNotCurrent.into());
+    }
+    // One pending correction per person per entry: a second proposal returns the first.
+    if let Some(pending) = knowledge_corrections::Entity::find()
+        .filter(knowledge_corrections::Column::EntryId.eq(entry.id))
+        .filter(knowledge_corrections::Column::ProposedBy.eq(viewer.user_id))
+        .filter(knowledge_corrections::Column::Status.eq(CorrectionStatus::Pending))
+        .one(&txn)
+        .await?
+    {
+        txn.rollback().await?;
+        return Ok(Proposed {
+            correction: pending,
+            entry,
+            already_pending: true,
+        });
     }
     let kind = crate::service::scores::contribution_type(&txn, CORRECTION_TYPE).await?;
     let contribution = contribution_events::Entity::insert(contribution_events::ActiveModel {
@@ -1326,7 +1348,32 @@ pub async fn propose_correction(
     )
     .await?;
     txn.commit().await?;
-    Ok((correction, entry))
+    Ok(Proposed {
+        correction,
+        entry,
+        already_pending: false,
+    })
+}
+
+/// The id of the option of `options` named `chosen` by its id or, failing that, its label.
+fn option_of(options: &serde_json::Value, chosen: &str) -> Option<String> {
+    let stored = crate::domain::intake::stored_options(options);
+    stored
+        .iter()
+        .find(|o| o.id == chosen)
+        .or_else(|| stored.iter().find(|o| o.label.trim() == chosen))
+        .map(|o| o.id.clone())
+}
+
+/// A correction proposed, or the one its author already has pending on the entry.
+#[derive(Debug, Clone)]
+pub struct Proposed {
+    /// The correction.
+    pub correction: knowledge_corrections::Model,
+    /// The entry it corrects.
+    pub entry: knowledge_entries::Model,
+    /// Whether it was already pending (nothing new was written).
+    pub already_pending: bool,
 }
 
 /// The contribution type of settling a question by pointing to an entry (1 point).
@@ -1438,4 +1485,58 @@ async fn latest_version(txn: &WriteTxn, question_id: i64) -> Result<i64, Service
         .one(txn)
         .await?
         .map_or(0, |e| e.version))
+}
+
+/// The options of the question entry `entry` answers, as it offered them (none when it has
+/// none): what a correction may choose from.
+pub async fn options_of<C: ConnectionTrait>(
+    conn: &C,
+    entry: &knowledge_entries::Model,
+) -> Result<Vec<crate::domain::intake::QuestionOption>, ServiceError> {
+    Ok(agent_questions::Entity::find_by_id(entry.question_id)
+        .one(conn)
+        .await?
+        .map(|q| crate::domain::intake::stored_options(&q.options))
+        .unwrap_or_default())
+}
+
+/// A correction as its reviewer weighs it: the correction, the version it corrects, and the
+/// question's options (for the labels of both choices).
+#[derive(Debug, Clone)]
+pub struct ForReview {
+    /// The correction.
+    pub correction: knowledge_corrections::Model,
+    /// The version it corrects, as it stands.
+    pub entry: knowledge_entries::Model,
+    /// The question's options.
+    pub options: Vec<crate::domain::intake::QuestionOption>,
+}
+
+/// The correction that contribution `contribution_id` is, for admins (403 otherwise); `None`
+/// when the contribution is no correction.
+pub async fn correction_for_review(
+    db: &Db,
+    viewer: Option<&Viewer>,
+    contribution_id: i64,
+) -> Result<Option<ForReview>, ServiceError> {
+    access::admin(viewer)?;
+    let Some(correction) = knowledge_corrections::Entity::find()
+        .filter(knowledge_corrections::Column::ContributionEventId.eq(contribution_id))
+        .one(db)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let Some(entry) = knowledge_entries::Entity::find_by_id(correction.entry_id)
+        .one(db)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let options = options_of(db, &entry).await?;
+    Ok(Some(ForReview {
+        correction,
+        entry,
+        options,
+    }))
 }

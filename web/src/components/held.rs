@@ -1,5 +1,5 @@
-//! Intent before consequence: "Not enough context" and "Ask the agent to research more" are
-//! held in this browser tab for [`HOLD`] with an "Undo" beside the question, and only then sent.
+//! Intent before consequence: "Not enough context", "Ask the agent to research more" and "Use
+//! this answer" (settling from knowledge) are held in this browser tab for [`HOLD`] with an "Undo" beside the question, and only then sent.
 //!
 //! Held here rather than by the server with a grace period: until the window closes nothing
 //! has happened anywhere — no decline row, no event for the agent, no change in the other
@@ -30,6 +30,8 @@ pub struct HeldAction {
     pub kind: AnswerKind,
     /// What the agent should find out (research).
     pub note: Option<String>,
+    /// The knowledge entry that settles the question ("Use this answer").
+    pub entry: Option<String>,
     /// When it will be sent (ms since the epoch).
     pub send_at: f64,
     /// Each hold's own number, so an undone and redone action is a new one.
@@ -41,6 +43,7 @@ impl HeldAction {
     pub fn describe(&self) -> &'static str {
         match self.kind {
             AnswerKind::NeedsResearch => "Sent back for research",
+            AnswerKind::FromKnowledge => "Settling with a verified answer",
             _ => "Declined: not enough context",
         }
     }
@@ -80,6 +83,29 @@ impl Held {
 
     /// Hold `kind` on question `question_id` (round `round`) for [`HOLD`], then send it.
     pub fn hold(self, question_id: String, round: i64, kind: AnswerKind, note: Option<String>) {
+        self.hold_action(question_id, round, kind, note, None);
+    }
+
+    /// Hold settling question `question_id` (round `round`) with knowledge entry `entry_id` for
+    /// [`HOLD`], then send it ("Use this answer").
+    pub fn hold_entry(self, question_id: String, round: i64, entry_id: String) {
+        self.hold_action(
+            question_id,
+            round,
+            AnswerKind::FromKnowledge,
+            None,
+            Some(entry_id),
+        );
+    }
+
+    fn hold_action(
+        self,
+        question_id: String,
+        round: i64,
+        kind: AnswerKind,
+        note: Option<String>,
+        entry: Option<String>,
+    ) {
         let serial = self.serial.get_value() + 1;
         self.serial.set_value(serial);
         let action = HeldAction {
@@ -87,6 +113,7 @@ impl Held {
             round,
             kind,
             note,
+            entry,
             send_at: js_sys::Date::now() + HOLD.as_millis() as f64,
             serial,
         };
@@ -141,7 +168,7 @@ impl Held {
             body: action.note.clone(),
             actual_cost_minor: None,
             confidence: None,
-            entry_id: None,
+            entry_id: action.entry.clone(),
         };
         leptos::task::spawn_local(async move {
             let result = api::run::<AnswerQuestion>(answer_question::Variables { input }).await;

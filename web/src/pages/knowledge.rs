@@ -2,22 +2,28 @@
 //! knowledge (docs/contract.md#knowledge) as its active members and admins read it.
 //!
 //! The search page searches as the person types: the text is sent once typing pauses (250 ms),
-//! each search replaces the results in place, and the number found is announced. Every search
+//! each search replaces the results in place, and the number found is announced. A search ranks
+//! entries holding any of its words (a paraphrase finds an entry); a quoted phrase must appear
+//! and a `-word` must not. The settled search is kept in the address (`?q=`), so a reload or a
+//! shared link shows the same results. Every search
 //! is numbered and only the newest one's reply is shown, so a reply to an older keystroke never
 //! overwrites a newer one's results. "Load more" follows the server's cursor for the search the
 //! results show.
 //!
 //! The entry page shows one version with who answered and verified it, and every version of its
-//! question's line; a current one has a form to propose a correction (new words and a note),
-//! which waits for review by someone other than its author. Everything the API returns is shown as text, never as markup. Both pages are
-//! one lazily loaded route chunk.
+//! question's line; a current one has a form to propose a correction: another of the question's
+//! options, new words, or both, with a note. The whole proposed version is shown before it is
+//! sent; it waits for review by someone other than its author, and a person has at most one
+//! correction of an entry waiting (sending again returns the waiting one). Everything the API
+//! returns is shown as text, never as markup. Both pages are one lazily loaded route chunk.
 
 use std::time::Duration;
 
 use leptos::Params;
 use leptos::prelude::*;
+use leptos_router::NavigateOptions;
 use leptos_router::components::A;
-use leptos_router::hooks::use_params;
+use leptos_router::hooks::{use_navigate, use_params, use_query_map};
 use leptos_router::params::Params;
 use leptos_router::{LazyRoute, lazy_route};
 
@@ -35,6 +41,7 @@ use crate::vocab::{KnowledgeStatus, Verification};
 type Hit = knowledge_search::KnowledgeHit;
 type Entry = knowledge_entry_page::KnowledgeEntryPageKnowledgeEntryEntry;
 type Version = knowledge_entry_page::KnowledgeEntryPageKnowledgeEntryVersions;
+type EntryOption = knowledge_entry_page::KnowledgeEntryPageKnowledgeEntryOptions;
 
 /// How long typing must pause before the text is searched.
 const DEBOUNCE: Duration = Duration::from_millis(250);
@@ -176,9 +183,33 @@ fn KnowledgePage(slug: String) -> impl IntoView {
         let slug = slug.clone();
         crate::components::title::page_title(move || format!("Knowledge · {slug}"));
     }
-    // What is in the box now, and what was last settled on (sent once typing pauses).
-    let typed = RwSignal::new(String::new());
-    let settled = RwSignal::new(String::new());
+    // What is in the box now, and what was last settled on (sent once typing pauses); both
+    // start from the address's `q`.
+    let from_address = use_query_map().get_untracked().get("q").unwrap_or_default();
+    let typed = RwSignal::new(from_address.clone());
+    let settled = RwSignal::new(from_address);
+    // The settled search is written into the address, replacing the entry in the history.
+    let navigate = use_navigate();
+    let address_slug = slug.clone();
+    Effect::new(move |previous: Option<String>| {
+        let text = settled.get().trim().to_owned();
+        if previous.as_ref().is_some_and(|p| *p != text) {
+            let query = if text.is_empty() {
+                String::new()
+            } else {
+                format!("?q={}", String::from(js_sys::encode_uri_component(&text)))
+            };
+            navigate(
+                &format!("{}{query}", knowledge_path(&address_slug)),
+                NavigateOptions {
+                    replace: true,
+                    scroll: false,
+                    ..NavigateOptions::default()
+                },
+            );
+        }
+        text
+    });
     let status = RwSignal::new(KnowledgeStatus::Current);
     let keystrokes = StoredValue::new(0_u64);
     let asked = Memo::new(move |_| Asked {
@@ -283,7 +314,7 @@ fn KnowledgePage(slug: String) -> impl IntoView {
                     <input id="knowledge-search" type="search" maxlength="1000" autocomplete="off"
                         aria-describedby="knowledge-search-hint" prop:value=typed on:input=on_input/>
                     <p id="knowledge-search-hint" class="muted">
-                        "Every word must appear. Put a phrase in quotes, a minus before a word to leave it out, or “or” between two words."
+                        "Entries holding any of the words are found, the closest first. Put a phrase in quotes to require it, or a minus before a word to leave it out."
                     </p>
                 </div>
                 <div class="field">
@@ -299,8 +330,9 @@ fn KnowledgePage(slug: String) -> impl IntoView {
             <section class="knowledge-results" aria-label="Entries found">
                 <Loaded loading="Searching…" forbidden="Only the niche's active members and admins read its knowledge">
                     {move || shown().map(|result| result.map(|(hits, next)| {
+                        // The count above already says so.
                         if hits.is_empty() {
-                            return view! { <p class="empty">"No entries match"</p> }.into_any();
+                            return ().into_any();
                         }
                         view! {
                             <ol class="knowledge-list">
@@ -382,7 +414,7 @@ fn EntryPage(slug: String, id: String) -> impl IntoView {
                         entry.get().map(|result| result.map(move |data| {
                             let found = data.knowledge_entry;
                             named.set(visible_controls(&found.entry.title));
-                            view! { <EntryView entry=found.entry versions=found.versions slug=slug/> }
+                            view! { <EntryView entry=found.entry versions=found.versions options=found.options slug=slug/> }
                         }))
                     }
                 }
@@ -394,7 +426,12 @@ fn EntryPage(slug: String, id: String) -> impl IntoView {
 /// An entry: what was asked and answered, by whom, how it was verified, where it is in its life,
 /// and every version of its line.
 #[component]
-fn EntryView(entry: Entry, versions: Vec<Version>, slug: String) -> impl IntoView {
+fn EntryView(
+    entry: Entry,
+    versions: Vec<Version>,
+    options: Vec<EntryOption>,
+    slug: String,
+) -> impl IntoView {
     let e = entry;
     let status = KnowledgeStatus::of(&e.status);
     let ended = match (&status, e.ended_at.clone()) {
@@ -423,8 +460,14 @@ fn EntryView(entry: Entry, versions: Vec<Version>, slug: String) -> impl IntoVie
     };
     let question_href = question_path(&slug, &e.question_id);
     let this_id = e.id.clone();
-    let correct = (status == KnowledgeStatus::Current)
-        .then(|| view! { <CorrectionForm entry=e.id.clone()/> });
+    let correct = (status == KnowledgeStatus::Current).then(|| {
+        let current = Current {
+            entry: e.id.clone(),
+            option: e.option_id.clone(),
+            answer: e.answer.clone().unwrap_or_default(),
+        };
+        view! { <CorrectionForm current=current options=options/> }
+    });
     view! {
         <article class="knowledge-entry" data-entry-id=e.id.clone()>
             <p class="meta">
@@ -475,43 +518,207 @@ fn EntryView(entry: Entry, versions: Vec<Version>, slug: String) -> impl IntoVie
     }
 }
 
-/// "Propose a correction" for a current entry: new words and a note for the reviewer. What the
-/// server says — proposed, or why not — is shown beside the form.
+/// The version a correction starts from.
+#[derive(Clone, PartialEq)]
+struct Current {
+    entry: String,
+    option: Option<String>,
+    answer: String,
+}
+
+/// What a correction would send: the option and the words that differ from the current version.
+fn changes(
+    current: &Current,
+    option: &Option<String>,
+    answer: &str,
+) -> (Option<String>, Option<String>) {
+    let option = option
+        .clone()
+        .filter(|o| current.option.as_ref() != Some(o));
+    let answer = Some(answer.trim().to_owned())
+        .filter(|a| !a.is_empty() && a.as_str() != current.answer.trim());
+    (option, answer)
+}
+
+/// The longest corrected answer and note the server takes.
+const ANSWER_MAX: usize = 8000;
+const NOTE_MAX: usize = 2000;
+
+/// "Propose a correction" for a current entry: another of the question's options, new words, or
+/// both (starting from the current version), and a note for the reviewer. "Preview" shows the
+/// whole proposed version; only "Send the correction" sends it. A correction that changes
+/// nothing is refused here, beside the form. What the server says — proposed, already waiting,
+/// or why not — is shown beside the form; sent, the form starts again from the current version.
 #[component]
-fn CorrectionForm(entry: String) -> impl IntoView {
-    let answer = RwSignal::new(String::new());
+fn CorrectionForm(current: Current, options: Vec<EntryOption>) -> impl IntoView {
+    let start = StoredValue::new(current.clone());
+    let choice = RwSignal::new(current.option.clone());
+    let answer = RwSignal::new(current.answer.clone());
     let note = RwSignal::new(String::new());
-    let propose = Action::new_local(move |(entry_id, answer, note): &(String, String, String)| {
-        let variables = propose_knowledge_correction::Variables {
-            input: propose_knowledge_correction::KnowledgeCorrectionInput {
-                entry_id: entry_id.clone(),
-                option_id: None,
-                answer: Some(answer.clone()),
-                note: Some(note.clone()).filter(|n| !n.trim().is_empty()),
-            },
-        };
-        async move { api::send::<ProposeKnowledgeCorrection>(variables).await }
-    });
+    let previewing = RwSignal::new(false);
+    let problem = RwSignal::new(None::<String>);
+    let labels = StoredValue::new(
+        options
+            .iter()
+            .map(|o| (o.id.clone(), o.label.clone()))
+            .collect::<Vec<_>>(),
+    );
+    let label_of = move |id: &Option<String>| {
+        id.as_ref().and_then(|id| {
+            labels.with_value(|l| {
+                l.iter()
+                    .find(|(i, _)| i == id)
+                    .map(|(_, label)| label.clone())
+            })
+        })
+    };
+    let propose = Action::new_local(
+        move |(option, words, why): &(Option<String>, Option<String>, String)| {
+            let variables = propose_knowledge_correction::Variables {
+                input: propose_knowledge_correction::KnowledgeCorrectionInput {
+                    entry_id: start.with_value(|c| c.entry.clone()),
+                    option_id: option.clone(),
+                    answer: words.clone(),
+                    note: Some(why.clone()).filter(|n| !n.trim().is_empty()),
+                },
+            };
+            async move {
+                let sent = api::run::<ProposeKnowledgeCorrection>(variables).await;
+                if sent.is_ok() {
+                    // Filed (or already waiting): the form starts again from the current version.
+                    let c = start.get_value();
+                    choice.set(c.option);
+                    answer.set(c.answer);
+                    note.set(String::new());
+                    previewing.set(false);
+                }
+                sent.map(|data| data.propose_knowledge_correction.already_pending)
+            }
+        },
+    );
     let busy = propose.pending();
+    let preview = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let (option, words) =
+            start.with_value(|c| changes(c, &choice.get_untracked(), &answer.get_untracked()));
+        if option.is_none() && words.is_none() {
+            problem.set(Some(
+                "The correction changes nothing: choose another option, change the words, or both."
+                    .to_owned(),
+            ));
+            return;
+        }
+        problem.set(None);
+        previewing.set(true);
+        request_animation_frame(|| {
+            if let Some(el) = document().get_element_by_id("correction-preview-title") {
+                use wasm_bindgen::JsCast;
+                if let Ok(el) = el.dyn_into::<web_sys::HtmlElement>() {
+                    let _ = el.focus();
+                }
+            }
+        });
+    };
+    let send = move |_| {
+        if busy.get_untracked() {
+            return;
+        }
+        let (option, words) =
+            start.with_value(|c| changes(c, &choice.get_untracked(), &answer.get_untracked()));
+        propose.dispatch((option, words, note.get_untracked()));
+    };
+    let has_options = !options.is_empty();
+    let radios = options
+        .into_iter()
+        .map(|o| {
+            let (value, checked) = (o.id.clone(), o.id.clone());
+            let is_current = current.option.as_deref() == Some(o.id.as_str());
+            view! {
+                <label class="option">
+                    <input type="radio" name="correction-option" value=o.id.clone()
+                        prop:checked=move || choice.get().as_deref() == Some(checked.as_str())
+                        disabled=move || previewing.get()
+                        on:change=move |_| choice.set(Some(value.clone()))/>
+                    " "<bdi>{visible_controls(&o.label)}</bdi>
+                    {is_current.then_some(" (now)")}
+                </label>
+            }
+        })
+        .collect_view();
+    let proposed = move || {
+        previewing.get().then(|| {
+            let c = start.get_value();
+            let (option, words) = changes(&c, &choice.get_untracked(), &answer.get_untracked());
+            let option_changed = option.is_some();
+            let words_changed = words.is_some();
+            let shown_option = label_of(&choice.get_untracked());
+            let shown_words = answer.get_untracked().trim().to_owned();
+            let why = note.get_untracked().trim().to_owned();
+            view! {
+                <section class="correction-preview" aria-labelledby="correction-preview-title">
+                    <h3 id="correction-preview-title" tabindex="-1">"The proposed version"</h3>
+                    <dl class="facts">
+                        {shown_option.map(|label| view! {
+                            <dt>"Chosen option"</dt>
+                            <dd data-fact="proposed-option">
+                                <bdi>{visible_controls(&label)}</bdi>
+                                {if option_changed { " (changed)" } else { " (unchanged)" }}
+                            </dd>
+                        })}
+                        <dt>"In words"</dt>
+                        <dd data-fact="proposed-answer">
+                            <LongText text=shown_words class="answer-words" tag_quote=false/>
+                            <span class="muted">{if words_changed { "Changed." } else { "Unchanged." }}</span>
+                        </dd>
+                        <dt>"Note"</dt>
+                        <dd data-fact="proposed-note">
+                            {if why.is_empty() { view! { <span class="muted">"No note."</span> }.into_any() } else { view! { <bdi>{why}</bdi> }.into_any() }}
+                        </dd>
+                    </dl>
+                    <div class="actions">
+                        <button type="button" data-action="send-correction" disabled=busy aria-busy=move || busy.get().to_string() on:click=send>
+                            {move || if busy.get() { "Sending…" } else { "Send the correction" }}
+                        </button>
+                        <button type="button" class="secondary" disabled=busy on:click=move |_| previewing.set(false)>"Edit"</button>
+                    </div>
+                </section>
+            }
+        })
+    };
     view! {
         <section aria-labelledby="correct-title" class="correction">
             <h2 id="correct-title">"Propose a correction"</h2>
-            <form on:submit=move |ev| {
-                ev.prevent_default();
-                propose.dispatch((entry.clone(), answer.get_untracked(), note.get_untracked()));
-            }>
-                <label for="correction-answer">"The corrected answer"</label>
-                <textarea id="correction-answer" required maxlength="8000" rows="4"
+            <p class="muted">"Start from the current version: choose another option, change the words, or both. You see the whole proposed version before it is sent."</p>
+            <form on:submit=preview aria-describedby="correction-problem">
+                {has_options.then(|| view! {
+                    <fieldset class="options">
+                        <legend>"Chosen option"</legend>
+                        {radios}
+                    </fieldset>
+                })}
+                <label for="correction-answer">"The answer in words"</label>
+                <textarea id="correction-answer" maxlength=ANSWER_MAX.to_string() rows="4" readonly=move || previewing.get()
+                    aria-describedby="correction-answer-count"
                     prop:value=answer on:input=move |ev| answer.set(event_target_value(&ev))></textarea>
+                <p id="correction-answer-count" class="muted counter">{move || format!("{} of {ANSWER_MAX} characters", answer.with(|a| a.chars().count()))}</p>
                 <label for="correction-note">"Why (for the reviewer; optional)"</label>
-                <input id="correction-note" type="text" maxlength="2000"
+                <input id="correction-note" type="text" maxlength=NOTE_MAX.to_string() readonly=move || previewing.get()
                     prop:value=note on:input=move |ev| note.set(event_target_value(&ev))/>
-                <button type="submit" disabled=busy>"Propose the correction"</button>
+                <div id="correction-problem" aria-live="polite">
+                    {move || problem.get().map(|p| view! { <p class="error form-error" role="alert">{p}</p> })}
+                </div>
+                <Show when=move || !previewing.get()>
+                    <button type="submit" data-action="preview-correction">"Preview the correction"</button>
+                </Show>
             </form>
-            <div aria-live="polite">
+            {proposed}
+            <div aria-live="polite" class="correction-outcome">
                 {move || propose.value().get().map(|result| match result {
-                    Ok(()) => view! {
+                    Ok(false) => view! {
                         <p class="notice" role="status">"Proposed. It becomes the next version once someone other than you verifies it."</p>
+                    }.into_any(),
+                    Ok(true) => view! {
+                        <p class="notice" role="status" data-already-pending="">"You already have a correction of this entry waiting for review, so nothing new was filed. It becomes the next version once someone other than you verifies it."</p>
                     }.into_any(),
                     Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
                 })}

@@ -8,6 +8,7 @@
 use leptos::prelude::*;
 
 use crate::api::{self, ApiError};
+use crate::components::correction::{CorrectionReview, kind_words, reject_warning, verdict_words};
 use crate::components::loaded::Loaded;
 use crate::components::money::money;
 use crate::components::question_card::{LongText, visible_controls};
@@ -118,30 +119,32 @@ fn ReviewCard(
     let c = item;
     let id = c.id.clone();
     let whose = c.contributor.handle.clone();
+    let source = c.source.clone();
+    let is_correction = source == "correction";
+    let warning = reject_warning(&source);
     // Each item decides on its own; what came back shows inside it.
     let decide: Action<Decision, Result<&'static str, ApiError>> =
         Action::new_local(move |decision: &Decision| {
-            let (id, decision, whose) = (id.clone(), decision.clone(), whose.clone());
+            let (id, decision, whose, source) =
+                (id.clone(), decision.clone(), whose.clone(), source.clone());
             async move {
                 let result = match decision {
                     Decision::Verify(note) => {
                         api::send::<VerifyContribution>(verify_contribution::Variables { id, note })
                             .await
-                            .map(|_| "Verified: its points count now.")
+                            .map(|_| verdict_words(&source, true))
                     }
-                    Decision::Reject(note) => api::send::<RejectContribution>(
-                        reject_contribution::Variables { id, note },
-                    )
-                    .await
-                    .map(
-                        |_| "Rejected: the agent's charge is given back and the question reopens.",
-                    ),
+                    Decision::Reject(note) => {
+                        api::send::<RejectContribution>(reject_contribution::Variables { id, note })
+                            .await
+                            .map(|_| verdict_words(&source, false))
+                    }
                 };
                 // Only a decision that took leaves the queue at once; a refused one stays, with
                 // its refusal, until the admin moves on (the counts follow either way).
                 match &result {
                     Ok(done) => {
-                        said.set(Some(format!("{whose}'s answer — {done}")));
+                        said.set(Some(format!("{whose}'s {} — {done}", kind_words(&source))));
                         reread();
                     }
                     Err(_) => said.set(None),
@@ -288,15 +291,18 @@ fn ReviewCard(
                 <p class="took" data-seconds=s.to_string()>"Answered "{duration_words(s)}" after the question arrived"</p>
             })}
             {question_tail}
-            <details>
-                <summary>"Evidence"</summary>
-                <pre class="evidence">{c.evidence}</pre>
-            </details>
+            {is_correction.then(|| view! { <CorrectionReview contribution_id=c.id.clone()/> })}
+            {(!is_correction).then(|| view! {
+                <details>
+                    <summary>"Evidence"</summary>
+                    <pre class="evidence">{c.evidence}</pre>
+                </details>
+            })}
             <Show
                 when=move || !mine()
                 fallback=|| view! { <p class="own-answer" data-own-answer="">"Your answer — another admin reviews it."</p> }
             >
-                <Decide id=card_id.clone() decide=decide/>
+                <Decide id=card_id.clone() decide=decide warning=warning/>
             </Show>
         </article>
     }
@@ -305,7 +311,11 @@ fn ReviewCard(
 /// An item's decision controls: verify with an optional note, or reject with a required reason
 /// after a confirmation; and what the server said, inside the item, announced.
 #[component]
-fn Decide(id: String, decide: Action<Decision, Result<&'static str, ApiError>>) -> impl IntoView {
+fn Decide(
+    id: String,
+    decide: Action<Decision, Result<&'static str, ApiError>>,
+    warning: &'static str,
+) -> impl IntoView {
     let busy = decide.pending();
     let note_id = format!("note-{id}");
     let reason_id = format!("reason-{id}");
@@ -347,7 +357,7 @@ fn Decide(id: String, decide: Action<Decision, Result<&'static str, ApiError>>) 
             </Show>
             <Show when=move || rejecting.get()>
                 <form class="reject-confirm" on:submit=confirm_reject aria-label="Reject this answer">
-                    <p class="warning">"Rejecting gives the agent's charge back and reopens the question. The answerer and the agent are told your reason."</p>
+                    <p class="warning">{warning}</p>
                     <label for=reason_id.clone()>"Reason (required)"</label>
                     <textarea
                         id=reason_id.clone()
