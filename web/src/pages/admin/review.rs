@@ -81,6 +81,13 @@ pub fn ReviewSection() -> impl IntoView {
             });
         }
     });
+    // Whether there is anything, or a failure: the list below is built again only when this
+    // changes, never when the inbox is merely read again.
+    let shape = Memo::new(move |_| {
+        queue
+            .get()
+            .map(|read| read.map(|r| r.review_queue.is_empty()))
+    });
     let show_keys = RwSignal::new(false);
     let keys = window_event_listener(leptos::ev::keydown, move |ev| {
         if ev.ctrl_key() || ev.meta_key() || ev.alt_key() || typing_in(ev.target()) {
@@ -107,7 +114,6 @@ pub fn ReviewSection() -> impl IntoView {
                 if let Some(card) = cards.get(next).and_then(|c| c.clone().dyn_into::<web_sys::HtmlElement>().ok()) {
                     ev.prevent_default();
                     let _ = card.focus();
-                    card.scroll_into_view_with_bool(false);
                 }
             }
             "v" | "x" => {
@@ -195,15 +201,15 @@ pub fn ReviewSection() -> impl IntoView {
                     {niche_options}
                 </select>
                 <label for="review-answerer">"Answerer"</label>
-                <input id="review-answerer" type="text" placeholder="handle" maxlength="64" prop:value=answerer on:input=move |ev| answerer.set(event_target_value(&ev))/>
+                <input id="review-answerer" type="text" placeholder="handle" maxlength="40" prop:value=answerer on:input=move |ev| answerer.set(event_target_value(&ev))/>
                 <button type="submit" class="secondary">"Filter"</button>
             </form>
             <div class="review-said" aria-live="polite">
                 {move || said.get().map(|text| view! { <p class="notice" role="status">{text}</p> })}
             </div>
             <Loaded forbidden=FORBIDDEN>
-                {move || queue.get().map(|read| read.map(|r| {
-                    if r.review_queue.is_empty() {
+                {move || shape.get().map(|read| read.map(|empty| {
+                    if empty {
                         view! { <p class="empty">"Nothing awaits review."</p> }.into_any()
                     } else {
                         // Keyed by contribution: an item still there keeps what was typed in it
@@ -339,7 +345,7 @@ fn ReviewCard(
                         if let (Some(focus), Some(card)) = (focus, card_of(&here)) {
                             let inside = document()
                                 .active_element()
-                                .is_some_and(|a| card.contains(Some(&a)));
+                                .is_some_and(|a| card.contains(Some(a.as_ref())));
                             if inside {
                                 focus.0.set(neighbour_of(&card));
                             }
