@@ -372,7 +372,7 @@ async fn the_timeline_tells_verdicts_as_sentences_and_no_internal_name(app: Test
     for said in [
         "The agent asked",
         "ana answered",
-        "Rejected by root (ana's answer): \u{201c}The date is a guess.\u{201d}",
+        "Rejected by root (ana's answer): The date is a guess.",
         "Reopened after root rejected or reversed the answer",
         "ben answered",
         "Verified by root (ben's answer)",
