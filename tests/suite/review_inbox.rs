@@ -27,7 +27,12 @@ async fn answered(app: &TestApp, ana: &Person, id: i64) -> String {
     let body = app
         .answer(
             &ana.token,
-            answer_input(id, "ANSWERED", Some("ea"), Some("Early access opens first.")),
+            answer_input(
+                id,
+                "ANSWERED",
+                Some("ea"),
+                Some("Early access opens first."),
+            ),
         )
         .await;
     assert!(body["errors"].is_null(), "{body}");
@@ -74,7 +79,10 @@ async fn desk(app: &TestApp) -> (Person, Person) {
 /// The Review tab's count, in words.
 async fn review_tab(browser: &mut Browser) -> String {
     browser
-        .text(&format!("{}.querySelector('.tab-count')", AdminPage::tab("review")))
+        .text(&format!(
+            "{}.querySelector('.tab-count')",
+            AdminPage::tab("review")
+        ))
         .await
 }
 
@@ -97,7 +105,9 @@ async fn an_admin_signing_in_lands_on_the_review_inbox_and_an_operator_on_their_
                 "the review inbox, for the admin",
             )
             .await;
-        let heading = browser.text("document.querySelector('#review-title')").await;
+        let heading = browser
+            .text("document.querySelector('#review-title')")
+            .await;
         assert!(heading.starts_with("Review inbox"), "{heading}");
     }
     // A page that asked for sign-in is where an admin comes back to.
@@ -222,7 +232,9 @@ async fn keys_move_between_items_verify_and_reject_with_the_reason_first() {
     // x asks for the reason first, in its labelled box; Esc cancels and nothing changes.
     browser.press_key("x").await;
     let reason_box = "document.activeElement && document.activeElement.tagName === 'TEXTAREA' && document.activeElement.closest('form.reject-confirm')";
-    browser.wait_for(reason_box, "the reason's box, focused").await;
+    browser
+        .wait_for(reason_box, "the reason's box, focused")
+        .await;
     browser.press_key("Escape").await;
     browser
         .wait_for(
@@ -230,16 +242,17 @@ async fn keys_move_between_items_verify_and_reject_with_the_reason_first() {
             "the reason cancelled, the focus back on Reject",
         )
         .await;
-    assert_eq!(status_of(&app, &order[0]).await, ContributionStatus::Pending);
+    assert_eq!(
+        status_of(&app, &order[0]).await,
+        ContributionStatus::Pending
+    );
     // Keys are not commands while typing: an x typed into a field stays text.
     browser.press_key("x").await;
     browser.wait_for(reason_box, "the reason's box again").await;
     let item = AdminPage::review_item(&order[0]);
     browser.press_key("v").await;
     assert_eq!(
-        browser
-            .eval("document.activeElement.value")
-            .await,
+        browser.eval("document.activeElement.value").await,
         json!("v"),
         "v typed into the reason is text"
     );
@@ -388,7 +401,10 @@ async fn the_timeline_tells_verdicts_as_sentences_and_no_internal_name(app: Test
         "knowledge.",
         "{\"",
     ] {
-        assert!(!page.contains(internal), "{internal:?} on the page:\n{page}");
+        assert!(
+            !page.contains(internal),
+            "{internal:?} on the page:\n{page}"
+        );
     }
     assert_accessible(&mut browser, "the question page with its story").await;
 
@@ -453,7 +469,9 @@ async fn a_sole_admins_own_answer_says_how_a_second_admin_is_added() {
     AdminPage(&mut browser).review_text(&id).await;
     browser
         .wait_for(
-            &format!("document.querySelector('.tab-count') && !{item}.querySelector('[data-sole-admin]')"),
+            &format!(
+                "document.querySelector('.tab-count') && !{item}.querySelector('[data-sole-admin]')"
+            ),
             "no word for a sole admin once there are two",
         )
         .await;
@@ -493,7 +511,10 @@ async fn suspending_a_member_asks_first_and_cancelling_changes_nothing() {
     browser.press_key("Escape").await;
     browser
         .wait_for(
-            &format!("!{asking} && document.activeElement === {}", button("Suspend ana")),
+            &format!(
+                "!{asking} && document.activeElement === {}",
+                button("Suspend ana")
+            ),
             "the question gone, the focus on Suspend",
         )
         .await;
@@ -502,7 +523,9 @@ async fn suspending_a_member_asks_first_and_cancelling_changes_nothing() {
     // Cancel does the same.
     browser.click(&button("Suspend ana")).await;
     browser.click(&button("Cancel suspending ana")).await;
-    browser.wait_for(&format!("!{asking}"), "the question gone").await;
+    browser
+        .wait_for(&format!("!{asking}"), "the question gone")
+        .await;
     assert_eq!(status().await, MemberStatus::Active);
 
     // Yes suspends.

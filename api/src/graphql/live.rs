@@ -8,8 +8,8 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::adopt;
 use super::admin::ReviewInboxChange;
+use super::adopt;
 use super::caller_of;
 use super::queue_change::QueueChange;
 use super::shared::{Serving, Sharing};

@@ -22,10 +22,10 @@ use crate::api::{self, ApiError, ErrorCode};
 use crate::components::title::page_title;
 use crate::live::{self, LiveEvent};
 use crate::operations::{
-    AddMember, AdminCounts, MarkPayoutFailed, ReviewInboxChanges, review_inbox_changes, MarkPayoutPaid, Redeliver, ReinstateMember,
-    SchedulePayout, SetNicheBudget, SuspendMember, VerifyPayoutAddress, add_member, admin_counts,
-    mark_payout_failed, mark_payout_paid, redeliver, reinstate_member, schedule_payout,
-    set_niche_budget, suspend_member, verify_payout_address,
+    AddMember, AdminCounts, MarkPayoutFailed, MarkPayoutPaid, Redeliver, ReinstateMember,
+    ReviewInboxChanges, SchedulePayout, SetNicheBudget, SuspendMember, VerifyPayoutAddress,
+    add_member, admin_counts, mark_payout_failed, mark_payout_paid, redeliver, reinstate_member,
+    review_inbox_changes, schedule_payout, set_niche_budget, suspend_member, verify_payout_address,
 };
 use crate::vocab::MemberRole;
 
@@ -163,8 +163,9 @@ fn AdminPage() -> impl IntoView {
     // the inbox are read again. (Re)connected, they are read again too: what changed while the
     // connection was away was not delivered. A refusal (not an admin) is shown by the counts.
     let dropped = RwSignal::new(false);
-    live::subscribe::<ReviewInboxChanges>(review_inbox_changes::Variables, move |event| {
-        match event {
+    live::subscribe::<ReviewInboxChanges>(
+        review_inbox_changes::Variables,
+        move |event| match event {
             LiveEvent::Connected | LiveEvent::Next(_) => {
                 dropped.set(false);
                 counts.refetch();
@@ -172,8 +173,8 @@ fn AdminPage() -> impl IntoView {
             }
             LiveEvent::Dropped => dropped.set(true),
             LiveEvent::Failed(_) => {}
-        }
-    });
+        },
+    );
     page_title(move || format!("{} · Admin", section.get().name()));
     // Someone who is not an admin is told so, and offered none of the desk. (A memo: the desk
     // is built again only when this changes, never when the counts are merely read again.)

@@ -88,7 +88,10 @@ mod tests {
     fn an_admin_sent_home_lands_on_the_review_inbox_and_anywhere_else_where_asked() {
         assert_eq!(landing("/dashboard/niches".into(), true), "/admin/review");
         assert_eq!(landing("/".into(), true), "/admin/review");
-        assert_eq!(landing("/dashboard/niches".into(), false), "/dashboard/niches");
+        assert_eq!(
+            landing("/dashboard/niches".into(), false),
+            "/dashboard/niches"
+        );
         assert_eq!(landing("/admin/members".into(), true), "/admin/members");
         assert_eq!(
             landing("/dashboard/activity".into(), false),

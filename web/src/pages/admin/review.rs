@@ -74,7 +74,9 @@ pub fn ReviewSection() -> impl IntoView {
         queue.track();
         if let Some(id) = focus_next.get_untracked() {
             request_animation_frame(move || {
-                if let Some(card) = card_of(&id).and_then(|c| c.dyn_into::<web_sys::HtmlElement>().ok()) {
+                if let Some(card) =
+                    card_of(&id).and_then(|c| c.dyn_into::<web_sys::HtmlElement>().ok())
+                {
                     let _ = card.focus();
                     focus_next.set(None);
                 }
@@ -111,7 +113,10 @@ pub fn ReviewSection() -> impl IntoView {
                     (Some(i), "j") => (i + 1).min(cards.len() - 1),
                     (Some(i), _) => i.saturating_sub(1),
                 };
-                if let Some(card) = cards.get(next).and_then(|c| c.clone().dyn_into::<web_sys::HtmlElement>().ok()) {
+                if let Some(card) = cards
+                    .get(next)
+                    .and_then(|c| c.clone().dyn_into::<web_sys::HtmlElement>().ok())
+                {
                     ev.prevent_default();
                     let _ = card.focus();
                 }
@@ -571,7 +576,11 @@ fn Decide(id: String, decide: Action<Decision, Result<&'static str, ApiError>>) 
         request_animation_frame(move || {
             if let Some(button) = decide_ref
                 .get_untracked()
-                .and_then(|d| d.query_selector("button[data-action=reject]").ok().flatten())
+                .and_then(|d| {
+                    d.query_selector("button[data-action=reject]")
+                        .ok()
+                        .flatten()
+                })
                 .and_then(|b| b.dyn_into::<web_sys::HtmlElement>().ok())
             {
                 let _ = button.focus();
