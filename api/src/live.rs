@@ -50,6 +50,9 @@ pub enum LiveEvent {
     },
     /// An anomaly signal was logged (read from the signal log, which is not audited).
     Signal(Arc<anomaly_signals::Model>),
+    /// Something the admins review arrived or was decided (a contribution was recorded,
+    /// verified, rejected or reversed, or a correction was proposed): the audit row's id.
+    Review(i64),
 }
 
 /// What a writer holds to tell the live feed it committed something subscribers may see. The

@@ -452,6 +452,7 @@ async fn admins_review_contributions_and_manage_members_in_the_browser() {
     let ana_row = AdminPage::member("games", "ana");
     root.wait_for(&ana_row, "ana in the members table").await;
     AdminPage(&mut root).press("Suspend ana").await;
+    AdminPage(&mut root).press("Yes, suspend ana").await;
     root.wait_for(
         &format!("{ana_row} && {ana_row}.innerText.includes('suspended')"),
         "ana suspended",

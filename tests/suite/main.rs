@@ -47,6 +47,7 @@ mod reaching;
 mod reopen;
 mod replicas;
 mod review;
+mod review_inbox;
 mod review_pages;
 mod sdk;
 mod settings_page;

@@ -343,7 +343,9 @@ async fn a_newcomer_is_told_how_to_join_and_an_admin_sees_who_waits() {
         .await;
     accessible_everywhere(&mut browser, "the newcomer's niches page").await;
 
-    let mut admin = signed_in(&app, "root", "/dashboard/niches").await;
+    // An admin signing in lands on the review inbox; their niches page is one step away.
+    let mut admin = signed_in(&app, "root", "/admin/review").await;
+    admin.goto(&app.url("/dashboard/niches")).await;
     admin
         .wait_for(
             "document.querySelector('.waiting-to-join li[data-waiting=cat]')",

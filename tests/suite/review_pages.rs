@@ -151,7 +151,7 @@ async fn the_review_item_shows_the_question_the_chosen_option_the_words_and_the_
     let deliveries = QuestionPage(&mut browser)
         .section("Deliveries to the agent")
         .await;
-    assert!(deliveries.contains("expert_answer.created"), "{deliveries}");
+    assert!(deliveries.contains("The answer"), "{deliveries}");
     for (width, height, mobile) in [(1280, 900, false), (390, 844, true)] {
         browser.viewport(width, height, mobile).await;
         assert_no_sideways_scroll(&mut browser, &format!("the question page at {width} px")).await;

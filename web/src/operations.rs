@@ -120,6 +120,8 @@ operations!("graphql/question.graphql":
 operations!("graphql/review.graphql":
     /// Contributions awaiting review, each with its question, answer and answerer's record.
     ReviewQueue,
+    /// Changes to the review inbox, live (admins only).
+    ReviewInboxChanges,
 );
 
 operations!("graphql/admin.graphql":

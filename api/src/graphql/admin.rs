@@ -111,6 +111,15 @@ pub struct AdminCounts {
     pub owed: i64,
     /// Anomaly signals nobody has acknowledged.
     pub new_signals: i64,
+    /// How many admins askloop has: an admin's own answer waits for another one.
+    pub admins: i64,
+}
+
+/// Something in the review inbox arrived or was decided: read the inbox and its counts again.
+#[derive(SimpleObject)]
+pub struct ReviewInboxChange {
+    /// The event, in the order askloop recorded them.
+    pub event: ID,
 }
 
 /// What one person is owed in one currency, not yet in a payout.
@@ -145,6 +154,7 @@ impl AdminDeskQuery {
             failed_deliveries: counts.failed_deliveries,
             owed: counts.owed,
             new_signals: counts.new_signals,
+            admins: counts.admins,
         })
     }
 

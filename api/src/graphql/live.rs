@@ -8,6 +8,7 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::admin::ReviewInboxChange;
 use super::adopt;
 use super::caller_of;
 use super::queue_change::QueueChange;
@@ -15,6 +16,7 @@ use super::shared::{Serving, Sharing};
 use super::socket::gate::{Class, HandshakeGate, Turn};
 use crate::graphql::error_door::GqlResultExt;
 use crate::live::LiveHub;
+use crate::service::admin_desk;
 use crate::service::subscriptions::{self, Change};
 
 /// How many of one connection's subscriptions may be starting (reading the database to check
@@ -102,6 +104,36 @@ impl LiveSubscription {
                 .await
                 .gql()?;
             Ok(shared(ctx, changes))
+        })
+        .await
+    }
+
+    /// Changes to the review inbox: an answer or correction arrived for review, or one was
+    /// decided (admins only, as the inbox itself; ends with FORBIDDEN once the viewer is not
+    /// an admin).
+    async fn review_inbox(
+        &self,
+        ctx: &Context<'_>,
+    ) -> Result<BoxStream<'static, Result<ReviewInboxChange>>> {
+        Box::pin(async move {
+            let _turn = turn_to_start(ctx).await;
+            let db = ctx.data::<Db>()?.clone();
+            let rx = ctx.data::<LiveHub>()?.subscribe();
+            let changes = admin_desk::watch_review(db, caller_of(ctx)?.viewer(), rx)
+                .await
+                .gql()?;
+            // Registered with the hub: counted in askloop_live_subscriptions_served from now.
+            let serving = Serving::of(ctx);
+            Ok(changes
+                .map(move |event| {
+                    let _held = &serving;
+                    event
+                        .map(|event| ReviewInboxChange {
+                            event: event.to_string().into(),
+                        })
+                        .gql()
+                })
+                .boxed())
         })
         .await
     }

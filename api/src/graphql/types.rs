@@ -765,15 +765,24 @@ impl Question {
         let db = ctx.data::<Db>()?;
         let id: i64 = self.id.parse()?;
         let entries = queue::timeline_of(db, id).await.gql()?;
-        let handles = names::handles(db, entries.iter().filter_map(|e| user_of(&e.actor)))
-            .await
-            .gql()?;
+        let people = entries
+            .iter()
+            .flat_map(|(e, answerer)| user_of(&e.actor).into_iter().chain(*answerer));
+        let handles = names::handles(db, people).await.gql()?;
+        let viewer = caller_of(ctx)?.viewer();
         Ok(entries
             .into_iter()
-            .map(|entry| {
+            .map(|(entry, answerer)| {
                 let handle = user_of(&entry.actor).and_then(|u| handles.get(&u).cloned());
+                // A review's reason is read by admins and the answerer, as on their record.
+                let note = answerer
+                    .filter(|owner| viewer.is_some_and(|v| v.is_admin || v.user_id == *owner))
+                    .and_then(|_| entry.detail.get("note")?.as_str().map(str::to_owned))
+                    .filter(|note| !note.trim().is_empty());
                 TimelineEntry {
                     actor_handle: handle,
+                    answerer_handle: answerer.and_then(|u| handles.get(&u).cloned()),
+                    note,
                     ..TimelineEntry::from(entry)
                 }
             })
@@ -860,8 +869,13 @@ pub struct TimelineEntry {
     pub actor: String,
     /// The person's handle, when a person did it.
     pub actor_handle: Option<String>,
-    /// What (`question.created`, `question.answered`, …).
+    /// What (`question.created`, `question.answered`, `contribution.verified`,
+    /// `knowledge.corrected`, …).
     pub action: String,
+    /// Whose answer a verdict (`contribution.*`) was on.
+    pub answerer_handle: Option<String>,
+    /// The reason a verdict gave, for admins and the answerer.
+    pub note: Option<String>,
 }
 
 impl From<audit_log::Model> for TimelineEntry {
@@ -871,6 +885,8 @@ impl From<audit_log::Model> for TimelineEntry {
             actor: entry.actor,
             actor_handle: None,
             action: entry.action,
+            answerer_handle: None,
+            note: None,
         }
     }
 }

@@ -227,6 +227,12 @@ fn after_last(cursor: &AuditCursor) -> sea_orm::Select<audit_log::Entity> {
 /// Broadcast the changes after the cursor and those among its gaps; returns whether the batch
 /// was full (more may follow at once).
 ///
+/// Whether audit row `row` changes what the admins' review inbox holds: a contribution
+/// recorded or decided, or a correction proposed (its contribution is recorded with it).
+fn for_review(row: &audit_log::Model) -> bool {
+    row.subject_type == "contribution" || row.action == "knowledge.correction_proposed"
+}
+
 /// With nobody listening (no subscription, no long poll) nothing would be broadcast to anyone,
 /// so only the ids are read, to move the cursor and keep its gaps: the rows and their questions
 /// are not read at all, which under a stream of intakes is most of what the feed costs both
@@ -257,9 +263,12 @@ async fn read_after(hub: &LiveHub, cursor: &mut AuditCursor) -> Result<bool, sea
     let filled: Vec<i64> = late.iter().map(|r| r.id).collect();
     let found: Vec<i64> = fresh.iter().map(|r| r.id).collect();
     cursor.advance(&found, &filled, Instant::now());
-    let rows: Vec<audit_log::Model> = late
+    let rows: Vec<audit_log::Model> = late.into_iter().chain(fresh).collect();
+    for row in rows.iter().filter(|r| for_review(r)) {
+        hub.publish(LiveEvent::Review(row.id));
+    }
+    let rows: Vec<audit_log::Model> = rows
         .into_iter()
-        .chain(fresh)
         .filter(|r| matches!(r.subject_type.as_str(), "question" | "member"))
         .collect();
     if rows.is_empty() {

@@ -13,7 +13,8 @@ use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
 use serde_json::{Value, json};
 
 use crate::db::Db;
-use crate::error::ServiceError;
+use crate::error::{Conflict, ServiceError};
+use crate::live::LiveEvent;
 use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::names;
@@ -394,6 +395,8 @@ pub struct Counts {
     pub owed: i64,
     /// Anomaly signals nobody has acknowledged.
     pub new_signals: i64,
+    /// How many admins askloop has (an admin's own answer needs another one to review it).
+    pub admins: i64,
 }
 
 /// The numbers on the admin tabs (admins only).
@@ -408,6 +411,10 @@ pub async fn counts(db: &Db, viewer: Option<&Viewer>) -> Result<Counts, ServiceE
         .count(db)
         .await?;
     let owed = owed_rows(db).await?.len();
+    let admins = users::Entity::find()
+        .filter(users::Column::Role.eq(users::UserRole::Admin))
+        .count(db)
+        .await?;
     let signals = anomaly_signals::Entity::find().count(db).await?;
     let acknowledged = audit_log::Entity::find()
         .filter(audit_log::Column::Action.eq(SIGNAL_ACKNOWLEDGED))
@@ -427,7 +434,57 @@ pub async fn counts(db: &Db, viewer: Option<&Viewer>) -> Result<Counts, ServiceE
         new_signals: wide(signals)
             .saturating_sub(wide(acknowledged as u64))
             .max(0),
+        admins: wide(admins),
     })
+}
+
+/// Changes to the review inbox from `rx` on (admins only, as the inbox itself): the audit
+/// row's id each time something to review arrives or is decided, for the page to read the
+/// inbox and its counts again. Whether the viewer is an admin is read again whenever the hub
+/// says they missed events, and the stream ends with FORBIDDEN once they are not; a viewer
+/// whose session ends loses the socket the stream runs on.
+pub async fn watch_review(
+    db: Db,
+    viewer: Option<&Viewer>,
+    rx: tokio::sync::broadcast::Receiver<LiveEvent>,
+) -> Result<impl futures::Stream<Item = Result<i64, ServiceError>> + use<>, ServiceError> {
+    use tokio::sync::broadcast::error::RecvError;
+    let viewer = access::admin(viewer)?.clone();
+    still_admin(&db, viewer.user_id).await?;
+    Ok(futures::stream::unfold(Some(rx), move |rx| {
+        let db = db.clone();
+        let user_id = viewer.user_id;
+        async move {
+            let mut rx = rx?;
+            loop {
+                match rx.recv().await {
+                    Ok(LiveEvent::Review(event)) => return Some((Ok(event), Some(rx))),
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => {
+                        let ended = match Box::pin(still_admin(&db, user_id)).await {
+                            Ok(()) => Conflict::SubscriptionFellBehind.into(),
+                            Err(err) => err,
+                        };
+                        return Some((Err(ended), None));
+                    }
+                    Err(RecvError::Closed) => return None,
+                }
+            }
+        }
+    }))
+}
+
+/// FORBIDDEN unless person `user_id` is an admin now.
+async fn still_admin(db: &Db, user_id: i64) -> Result<(), ServiceError> {
+    let admin = users::Entity::find_by_id(user_id)
+        .one(db)
+        .await?
+        .is_some_and(|u| u.role == users::UserRole::Admin);
+    if admin {
+        Ok(())
+    } else {
+        Err(ServiceError::Forbidden("only admins may do that".into()))
+    }
 }
 
 /// The note of the newest review decision on contribution `id` (owned by `owner`), for the

@@ -375,14 +375,68 @@ pub async fn reviews_of<C: ConnectionTrait>(
         .collect())
 }
 
-/// A question's timeline: its audit entries, oldest first.
-pub async fn timeline_of(db: &Db, question_id: i64) -> Result<Vec<audit_log::Model>, ServiceError> {
+/// A question's timeline, oldest first: its own audit entries, the verdicts on its answers
+/// (verified, rejected, reversed; each with the id of the person whose answer it was) and what
+/// happened to the knowledge written from it.
+pub async fn timeline_of(
+    db: &Db,
+    question_id: i64,
+) -> Result<Vec<(audit_log::Model, Option<i64>)>, ServiceError> {
+    let answerers: HashMap<String, i64> = agent_answers::Entity::find()
+        .select_only()
+        .column(agent_answers::Column::ContributionEventId)
+        .column(agent_answers::Column::UserId)
+        .filter(agent_answers::Column::QuestionId.eq(question_id))
+        .filter(agent_answers::Column::ContributionEventId.is_not_null())
+        .into_tuple::<(Option<i64>, i64)>()
+        .all(db)
+        .await?
+        .into_iter()
+        .filter_map(|(contribution, user)| Some((contribution?.to_string(), user)))
+        .collect();
+    let entries: Vec<String> = entity::knowledge_entries::Entity::find()
+        .select_only()
+        .column(entity::knowledge_entries::Column::Id)
+        .filter(entity::knowledge_entries::Column::QuestionId.eq(question_id))
+        .into_tuple::<i64>()
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|id| id.to_string())
+        .collect();
+    let subject = |kind: &str, ids: Vec<String>| {
+        Condition::all()
+            .add(audit_log::Column::SubjectType.eq(kind))
+            .add(audit_log::Column::SubjectId.is_in(ids))
+    };
+    let mut about = Condition::any().add(subject("question", vec![question_id.to_string()]));
+    if !answerers.is_empty() {
+        about = about.add(
+            subject("contribution", answerers.keys().cloned().collect()).add(
+                audit_log::Column::Action.is_in([
+                    "contribution.verified",
+                    "contribution.rejected",
+                    "contribution.reversed",
+                ]),
+            ),
+        );
+    }
+    if !entries.is_empty() {
+        about = about.add(subject("knowledge_entry", entries));
+    }
     Ok(audit_log::Entity::find()
-        .filter(audit_log::Column::SubjectType.eq("question"))
-        .filter(audit_log::Column::SubjectId.eq(question_id.to_string()))
+        .filter(about)
         .order_by_asc(audit_log::Column::Id)
         .all(db)
-        .await?)
+        .await?
+        .into_iter()
+        .map(|row| {
+            let answerer = (row.subject_type == "contribution")
+                .then(|| answerers.get(&row.subject_id).copied())
+                .flatten();
+            (row, answerer)
+        })
+        .collect())
 }
 
 /// A question's budget ledger rows (reserve, charge, release, …), oldest first. Who may read

@@ -143,7 +143,7 @@ pub fn changes(
                         return Some((Err(err), watch));
                     }
                 }
-                Ok(LiveEvent::Member { .. } | LiveEvent::Signal(_)) => {}
+                Ok(LiveEvent::Member { .. } | LiveEvent::Signal(_) | LiveEvent::Review(_)) => {}
                 Err(RecvError::Lagged(_)) => {
                     watch.done = true;
                     return Some((Err(fell_behind()), watch));

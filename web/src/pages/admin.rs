@@ -2,6 +2,9 @@
 //! (`/admin`, `/admin/review`), Members & budgets, Deliveries, Payouts, Revenue, Signals and
 //! Audit — and a link to the agents page (`/admin/agents`). Every change goes through an admin
 //! mutation, which checks for an admin on the server; these pages only decide what to show.
+//! The desk is live for review: whatever section is open, the `reviewInbox` subscription reads
+//! the tabs' counts again when something arrives for review or is decided, and the Review
+//! section reads its items again.
 
 mod audit;
 mod deliveries;
@@ -17,11 +20,12 @@ use leptos_router::{LazyRoute, lazy_route};
 
 use crate::api::{self, ApiError, ErrorCode};
 use crate::components::title::page_title;
+use crate::live::{self, LiveEvent};
 use crate::operations::{
     AddMember, AdminCounts, MarkPayoutFailed, MarkPayoutPaid, Redeliver, ReinstateMember,
-    SchedulePayout, SetNicheBudget, SuspendMember, VerifyPayoutAddress, add_member, admin_counts,
-    mark_payout_failed, mark_payout_paid, redeliver, reinstate_member, schedule_payout,
-    set_niche_budget, suspend_member, verify_payout_address,
+    ReviewInboxChanges, SchedulePayout, SetNicheBudget, SuspendMember, VerifyPayoutAddress,
+    add_member, admin_counts, mark_payout_failed, mark_payout_paid, redeliver, reinstate_member,
+    review_inbox_changes, schedule_payout, set_niche_budget, suspend_member, verify_payout_address,
 };
 use crate::vocab::MemberRole;
 
@@ -114,6 +118,23 @@ impl Counts {
     }
 }
 
+/// How many times the review inbox changed (live) since the desk opened: the Review section
+/// reads its items again on each.
+#[derive(Clone, Copy)]
+struct ReviewPulse(RwSignal<u64>);
+
+impl ReviewPulse {
+    /// The desk's pulse (call while a section is built).
+    fn of_desk() -> Option<Self> {
+        use_context::<ReviewPulse>()
+    }
+
+    /// Subscribe the caller to it.
+    fn track(self) {
+        self.0.track();
+    }
+}
+
 /// `/admin/*` as a lazily loaded route: the desk's code is its own wasm chunk, fetched the first
 /// time someone opens one of its sections, so the operators' dashboard never downloads it.
 pub struct AdminRoute;
@@ -136,6 +157,24 @@ fn AdminPage() -> impl IntoView {
     let section = Memo::new(move |_| Section::of(&location.pathname.get()));
     let counts = LocalResource::new(|| api::run::<AdminCounts>(admin_counts::Variables));
     provide_context(Counts(counts));
+    let pulse = RwSignal::new(0_u64);
+    provide_context(ReviewPulse(pulse));
+    // Something arrived for review or was decided, here or by another admin: the counts and
+    // the inbox are read again. (Re)connected, they are read again too: what changed while the
+    // connection was away was not delivered. A refusal (not an admin) is shown by the counts.
+    let dropped = RwSignal::new(false);
+    live::subscribe::<ReviewInboxChanges>(
+        review_inbox_changes::Variables,
+        move |event| match event {
+            LiveEvent::Connected | LiveEvent::Next(_) => {
+                dropped.set(false);
+                counts.refetch();
+                pulse.update(|n| *n += 1);
+            }
+            LiveEvent::Dropped => dropped.set(true),
+            LiveEvent::Failed(_) => {}
+        },
+    );
     page_title(move || format!("{} · Admin", section.get().name()));
     // Someone who is not an admin is told so, and offered none of the desk. (A memo: the desk
     // is built again only when this changes, never when the counts are merely read again.)
@@ -156,6 +195,9 @@ fn AdminPage() -> impl IntoView {
         <main class="admin">
             <h1>"Admin"</h1>
             <Show when=move || refused.with(Option::is_none) fallback=refusal>
+                {move || dropped.get().then(|| view! {
+                    <p class="banner" role="status">"Connection lost. Reconnecting…"</p>
+                })}
                 <nav class="admin-tabs" aria-label="Admin sections">
                     <ul>
                         {Section::ALL.into_iter().map(|s| view! { <Tab section=s current=section counts=counts/> }).collect_view()}

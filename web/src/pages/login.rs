@@ -1,4 +1,6 @@
-//! `/login`: sign in, then go back where you were (`?next=`, a path on this site).
+//! `/login`: sign in, then go back where you were (`?next=`, a path on this site). Sent to the
+//! home page (no `next`, or the niches page the header's "Sign in" names), an admin lands on
+//! the review inbox instead, where their work waits; everyone else on their niches.
 
 use leptos::prelude::*;
 use leptos_router::NavigateOptions;
@@ -26,8 +28,9 @@ pub fn LoginPage() -> impl IntoView {
         async move {
             api::send::<Login>(variables).await?;
             let person = api::run::<Me>(me::Variables).await?.viewer.map(|v| v.user);
+            let admin = person.as_ref().is_some_and(|p| p.is_admin);
             session.set(person);
-            let next = safe_next(query.get_untracked().get("next"));
+            let next = landing(safe_next(query.get_untracked().get("next")), admin);
             navigate(&next, NavigateOptions::default());
             Ok::<(), ApiError>(())
         }
@@ -61,5 +64,38 @@ pub fn LoginPage() -> impl IntoView {
                 <button type="submit" disabled=busy>{move || if busy.get() { "Signing in…" } else { "Sign in" }}</button>
             </form>
         </main>
+    }
+}
+
+/// Where someone bound for `next` lands: an admin sent home lands on the review inbox.
+fn landing(next: String, admin: bool) -> String {
+    let home = matches!(next.as_str(), "/" | "/dashboard" | "/dashboard/niches");
+    if admin && home {
+        REVIEW_INBOX.to_owned()
+    } else {
+        next
+    }
+}
+
+/// Where an admin's work waits.
+const REVIEW_INBOX: &str = "/admin/review";
+
+#[cfg(test)]
+mod tests {
+    use super::landing;
+
+    #[test]
+    fn an_admin_sent_home_lands_on_the_review_inbox_and_anywhere_else_where_asked() {
+        assert_eq!(landing("/dashboard/niches".into(), true), "/admin/review");
+        assert_eq!(landing("/".into(), true), "/admin/review");
+        assert_eq!(
+            landing("/dashboard/niches".into(), false),
+            "/dashboard/niches"
+        );
+        assert_eq!(landing("/admin/members".into(), true), "/admin/members");
+        assert_eq!(
+            landing("/dashboard/activity".into(), false),
+            "/dashboard/activity"
+        );
     }
 }

@@ -311,15 +311,19 @@ fn QuestionView(
             </p>
             <h1><bdi>{visible_controls(&q.title)}</bdi></h1>
             {q.external_id.map(|e| view! { <p class="muted">"The agent's id: "<code><bdi>{visible_controls(&e)}</bdi></code></p> })}
-            <LongText text=q.question class="question-text" tag_quote=false/>
-            {q.deliverable.map(|text| view! { <Deliverable text=text/> })}
-            {q.context.map(|context| view! {
-                <details class="context" open>
-                    <summary>"What the agent found"</summary>
-                    <LongText text=context class="" tag_quote=true/>
-                </details>
+            // While it waits, its card below shows the question, what the agent found and the
+            // options to choose from: said once, there.
+            {(!waiting).then(|| view! {
+                <LongText text=q.question class="question-text" tag_quote=false/>
+                {q.deliverable.map(|text| view! { <Deliverable text=text/> })}
+                {q.context.map(|context| view! {
+                    <details class="context" open>
+                        <summary>"What the agent found"</summary>
+                        <LongText text=context class="" tag_quote=true/>
+                    </details>
+                })}
             })}
-            {offered.then(|| view! {
+            {(offered && !(waiting && none_chosen)).then(|| view! {
                 <h2>"Options"</h2>
                 {none_chosen.then(|| view! { <p class="muted">"None chosen yet."</p> })}
                 <ul class="options-list">{options}</ul>
@@ -340,13 +344,13 @@ fn QuestionView(
                 view! {
                     <ol class="timeline">
                         {q.timeline.into_iter().map(|t| {
-                            let who = t.actor_handle.clone().unwrap_or_else(|| t.actor.clone());
-                            let said = sentence(&t.action, &who);
-                            let code = t.action.clone();
+                            let who = who_of(&t.actor, t.actor_handle.as_deref());
+                            let said = sentence(&t.action, &who, t.answerer_handle.as_deref());
                             view! {
-                                <li data-action=code>
-                                    {said}" · "<TimeAgo at=t.at/>
-                                    <details class="raw"><summary>"Details"<span class="visually-hidden">" of this entry"</span></summary><code>{t.action}</code>" · "<code>{t.actor}</code></details>
+                                <li data-action=t.action>
+                                    <bdi>{said}</bdi>
+                                    {t.note.map(|why| view! { ": "<q class="why"><bdi>{visible_controls(&why)}</bdi></q> })}
+                                    " · "<TimeAgo at=t.at/>
                                 </li>
                             }
                         }).collect_view()}
@@ -478,6 +482,7 @@ fn DeliveryList(deliveries: Vec<Delivery>) -> impl IntoView {
                     {deliveries.into_iter().map(|d| {
                         let status = d.status.clone();
                         let count = d.attempts.len();
+                        let by_lookup = d.reads_by_lookup;
                         let attempts = d.attempts.into_iter().map(|a| {
                             let what = match (a.status_code, a.error) {
                                 (Some(code), None) => format!("HTTP {code}"),
@@ -486,20 +491,33 @@ fn DeliveryList(deliveries: Vec<Delivery>) -> impl IntoView {
                             };
                             view! { <li><TimeAgo at=a.at/>" · "{AttemptOutcome::of(&a.outcome).to_string()}" · "{what}" · "{a.duration_ms}" ms"</li> }
                         }).collect_view();
-                        view! {
-                            <tr data-delivery-id=d.id.clone()>
-                                <td>
-                                    <code>{d.event_type}</code>
-                                    <details>
-                                        <summary>"Envelope "{d.envelope_id}</summary>
-                                        <ol class="attempts">{attempts}</ol>
-                                    </details>
+                        // Worded as the admin's deliveries page words it.
+                        let status_cells = if by_lookup {
+                            view! {
+                                <td colspan="2" data-no-endpoint="">
+                                    <span class="badge status-no-endpoint">"no endpoint"</span>
+                                    <span class="muted">": the agent reads these with the lookup route"</span>
                                 </td>
+                            }.into_any()
+                        } else {
+                            view! {
                                 <td><span class=format!("badge status-{status}")>{status.to_string()}</span></td>
                                 <td class="num">{count}</td>
-                                <td>{d.last_error.unwrap_or_default()}</td>
-                                <td><TimeAgo at=d.created_at/></td>
-                            </tr>
+                            }.into_any()
+                        };
+                        view! {
+                        <tr data-delivery-id=d.id.clone()>
+                            <td>
+                                {event_words(&d.event_type)}
+                                <details>
+                                    <summary>"Envelope "{d.envelope_id}</summary>
+                                    <ol class="attempts">{attempts}</ol>
+                                </details>
+                            </td>
+                            {status_cells}
+                            <td>{d.last_error.unwrap_or_default()}</td>
+                            <td><TimeAgo at=d.created_at/></td>
+                        </tr>
                         }
                     }).collect_view()}
                 </tbody>
@@ -551,8 +569,42 @@ fn status_words(status: &QuestionStatus, task: bool, reopened: bool) -> String {
     }
 }
 
-/// A timeline entry as a sentence, with who did it.
-fn sentence(action: &str, who: &str) -> String {
+/// What a delivery told the agent, in words.
+fn event_words(event_type: &str) -> &'static str {
+    match event_type {
+        "expert_answer.created" => "The answer",
+        "expert_answer.verified" => "The answer was verified",
+        "expert_answer.rejected" => "The answer was rejected",
+        "agent.research_requested" => "A request for research",
+        "expert_question.expired" => "It expired",
+        "expert_question.dismissed" => "It was dismissed",
+        "expert_question.needs_context" => "Nobody had enough context",
+        "expert_question.escalated" => "More people were told",
+        "expert_question.consensus" => "The answers reached a consensus",
+        "expert_question.disagreement" => "The answers disagreed",
+        "task.completed" => "The task was completed",
+        "knowledge.superseded" => "The knowledge it used was replaced",
+        "knowledge.retracted" => "The knowledge it used was withdrawn",
+        _ => "A message about it",
+    }
+}
+
+/// Who did something, as people name them: a person's handle, "The agent", or askloop itself.
+fn who_of(actor: &str, handle: Option<&str>) -> String {
+    match handle {
+        Some(handle) => handle.to_owned(),
+        None if actor.starts_with("agent:") || actor == "agent" => "The agent".to_owned(),
+        None if actor.starts_with("user:") => "Someone".to_owned(),
+        None if actor == "cli" => "An admin on the server's command line".to_owned(),
+        None => "askloop".to_owned(),
+    }
+}
+
+/// A timeline entry as a sentence, with who did it (`who`) and, for a verdict, whose answer
+/// it was on (`answerer`). Never the event's own name: an event without words of its own is
+/// told as a change.
+fn sentence(action: &str, who: &str, answerer: Option<&str>) -> String {
+    let whose = answerer.map_or_else(|| "the answer".to_owned(), |a| format!("{a}'s answer"));
     match action {
         "question.created" => "The agent asked".to_owned(),
         "question.answered" => format!("{who} answered"),
@@ -561,11 +613,54 @@ fn sentence(action: &str, who: &str) -> String {
         "question.research_requested" => format!("{who} sent it back for research"),
         "question.research_returned" => "The agent came back with its research".to_owned(),
         "question.reopened" => format!("Reopened after {who} rejected or reversed the answer"),
+        "question.place_reopened" => {
+            format!("A place for another answer opened after {who} rejected or reversed one")
+        }
         "question.dismissed" => format!("{who} dismissed it"),
         "question.withdrawn" => "The agent withdrew it".to_owned(),
         "question.expired" => "It expired unanswered".to_owned(),
         "question.escalated" => "Nobody answered in time: more people were told".to_owned(),
         "question.waiting" => "The agent is still waiting".to_owned(),
-        other => format!("{who}: {}", other.replace(['.', '_'], " ")),
+        "question.consensus" => "The answers reached a consensus".to_owned(),
+        "question.disagreement" => "The answers disagreed; the admins were told".to_owned(),
+        "contribution.verified" => format!("Verified by {who} ({whose})"),
+        "contribution.rejected" => format!("Rejected by {who} ({whose})"),
+        "contribution.reversed" => format!("Reversed by {who} ({whose})"),
+        "knowledge.written" => "Its answer became knowledge of the niche".to_owned(),
+        "knowledge.correction_proposed" => {
+            format!("{who} proposed a correction to its knowledge entry")
+        }
+        "knowledge.corrected" => "Its knowledge entry was corrected".to_owned(),
+        "knowledge.superseded" => "Its knowledge entry was replaced by a newer version".to_owned(),
+        "knowledge.retracted" => "Its knowledge entry was withdrawn".to_owned(),
+        "knowledge.reused" => "An agent was answered from its knowledge entry".to_owned(),
+        "knowledge.reuse_refunded" => "A reuse of its knowledge entry was refunded".to_owned(),
+        _ if action.starts_with("knowledge.") => "Its knowledge entry changed".to_owned(),
+        _ => format!("{who} changed it"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{sentence, who_of};
+
+    #[test]
+    fn every_entry_reads_as_a_sentence_without_internal_names() {
+        assert_eq!(who_of("user:1", Some("ana")), "ana");
+        assert_eq!(who_of("user:1", None), "Someone");
+        assert_eq!(who_of("agent:4", None), "The agent");
+        assert_eq!(who_of("system", None), "askloop");
+        assert_eq!(
+            sentence("contribution.rejected", "bo", Some("ana")),
+            "Rejected by bo (ana's answer)"
+        );
+        assert_eq!(
+            sentence("contribution.verified", "bo", None),
+            "Verified by bo (the answer)"
+        );
+        for action in ["question.frobbed", "thing.done", "knowledge.archived"] {
+            let said = sentence(action, "ana", None);
+            assert!(!said.contains('.') && !said.contains('_'), "{said}");
+        }
     }
 }

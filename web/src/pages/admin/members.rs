@@ -58,21 +58,22 @@ fn NicheMembers(niche: admin_members::AdminMembersAllNiches, act: Act) -> impl I
         .into_iter()
         .map(|m| {
             let status = MemberStatus::of(&m.status);
-            let (label, command) = if status == MemberStatus::Active {
-                ("Suspend", Command::Suspend { slug: slug.clone(), handle: m.handle.clone() })
+            let control = if status == MemberStatus::Active {
+                view! { <SuspendMember slug=slug.clone() handle=m.handle.clone() act=act/> }.into_any()
             } else {
-                ("Reinstate", Command::Reinstate { slug: slug.clone(), handle: m.handle.clone() })
+                let command = Command::Reinstate { slug: slug.clone(), handle: m.handle.clone() };
+                view! {
+                    <button type="button" class="secondary small" disabled=busy on:click=move |_| { act.dispatch(command.clone()); }>
+                        "Reinstate"<span class="visually-hidden">" "{m.handle.clone()}</span>
+                    </button>
+                }.into_any()
             };
             view! {
                 <tr data-member=m.handle.clone()>
                     <td>{m.handle.clone()}</td>
                     <td>{MemberRole::of(&m.role).to_string()}</td>
                     <td>{status.to_string()}</td>
-                    <td>
-                        <button type="button" class="secondary small" disabled=busy on:click=move |_| { act.dispatch(command.clone()); }>
-                            {label}<span class="visually-hidden">" "{m.handle.clone()}</span>
-                        </button>
-                    </td>
+                    <td>{control}</td>
                 </tr>
             }
         })
@@ -254,5 +255,77 @@ fn BudgetEditor(slug: String, act: Act) -> impl IntoView {
             </Show>
             <button type="submit" disabled=busy>"Save budget"</button>
         </form>
+    }
+}
+
+/// "Suspend", asking first: what suspending does, then "Yes, suspend" or "Cancel" (Esc). The
+/// question takes the focus; cancelling changes nothing and gives it back to "Suspend".
+#[component]
+fn SuspendMember(slug: String, handle: String, act: Act) -> impl IntoView {
+    let busy = act.pending();
+    let asking = RwSignal::new(false);
+    let ask_ref = NodeRef::<leptos::html::Button>::new();
+    let confirm_ref = NodeRef::<leptos::html::Div>::new();
+    let prompt_id = format!("suspend-{slug}-{handle}");
+    let cancel = move || {
+        asking.set(false);
+        request_animation_frame(move || {
+            if let Some(button) = ask_ref.get_untracked() {
+                let _ = button.focus();
+            }
+        });
+    };
+    let ask = move |_| {
+        asking.set(true);
+        request_animation_frame(move || {
+            if let Some(question) = confirm_ref.get_untracked() {
+                let _ = question.focus();
+            }
+        });
+    };
+    let command = Command::Suspend {
+        slug: slug.clone(),
+        handle: handle.clone(),
+    };
+    let question = format!(
+        "Suspend {handle} from {slug}? They stop receiving its questions and cannot answer \
+         them until they are reinstated; what they answered before stays."
+    );
+    let (hidden, yes_hidden, no_hidden) = (handle.clone(), handle.clone(), handle.clone());
+    view! {
+        <Show
+            when=move || asking.get()
+            fallback=move || {
+                let hidden = hidden.clone();
+                view! {
+                    <button type="button" class="secondary small" node_ref=ask_ref disabled=busy on:click=ask>
+                        "Suspend"<span class="visually-hidden">" "{hidden}</span>
+                    </button>
+                }
+            }
+        >
+            <div class="member-confirm" role="group" aria-labelledby=prompt_id.clone() tabindex="-1" node_ref=confirm_ref
+                on:keydown=move |ev: leptos::ev::KeyboardEvent| {
+                    if ev.key() == "Escape" {
+                        ev.prevent_default();
+                        cancel();
+                    }
+                }>
+                <p id=prompt_id.clone()>{question.clone()}</p>
+                <button type="button" class="danger small" disabled=busy on:click={
+                    let command = command.clone();
+                    move |_| {
+                        asking.set(false);
+                        act.dispatch(command.clone());
+                    }
+                }>
+                    "Yes, suspend"<span class="visually-hidden">" "{yes_hidden.clone()}</span>
+                </button>
+                " "
+                <button type="button" class="secondary small" on:click=move |_| cancel()>
+                    "Cancel"<span class="visually-hidden">" suspending "{no_hidden.clone()}</span>
+                </button>
+            </div>
+        </Show>
     }
 }

@@ -2,10 +2,14 @@
 //! reviewer weighs (the question, the options, the answer, a task's reported cost against its
 //! limit, the answerer's record, how long it took and the other members' declines). Each item
 //! decides on its own: what the server says to a decision (a refusal, a stale item) shows inside
-//! that item, announced. An admin's own answer offers no decision (another admin reviews it),
-//! and rejecting asks for a reason and a confirmation first.
+//! that item, announced. An admin's own answer offers no decision (another admin reviews it;
+//! a sole admin is told how to add one), and rejecting asks for a reason and a confirmation
+//! first. The inbox is live (the desk's `reviewInbox` subscription re-reads it, keeping what is
+//! typed in the items still there), and has keys: `j`/`k` move between items, `v` verifies, `x`
+//! rejects (asking for the reason; Esc cancels), `?` lists them.
 
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 
 use crate::api::{self, ApiError};
 use crate::components::correction::{CorrectionReview, kind_words, reject_warning, verdict_words};
@@ -20,7 +24,7 @@ use crate::operations::{
 use crate::session::Session;
 use crate::vocab::ExchangeKind;
 
-use super::{Counts, FORBIDDEN};
+use super::{Counts, FORBIDDEN, ReviewPulse};
 
 type ReviewItem = review_queue::ReviewQueueReviewQueue;
 
@@ -42,7 +46,13 @@ pub fn ReviewSection() -> impl IntoView {
     let answerer = RwSignal::new(String::new());
     // The answerer filter applies when its form is sent, not on every key.
     let answerer_applied = RwSignal::new(String::new());
+    let pulse = ReviewPulse::of_desk();
+    // Read again whenever the filters change or the live inbox says something arrived or was
+    // decided.
     let queue = LocalResource::new(move || {
+        if let Some(pulse) = pulse {
+            pulse.track();
+        }
         let niche = Some(niche.get()).filter(|n| !n.is_empty());
         let answerer = Some(answerer_applied.get()).filter(|a| !a.trim().is_empty());
         api::run::<ReviewRead>(review_queue::Variables { niche, answerer })
@@ -58,6 +68,97 @@ pub fn ReviewSection() -> impl IntoView {
     // A decision that took leaves the queue with its item: what it did is said here, where it
     // stays. A refusal stays inside its item.
     let said = RwSignal::new(None::<String>);
+    // The item to focus once the queue is read again (the one after an item decided by key).
+    let focus_next = RwSignal::new(None::<String>);
+    provide_context(FocusNext(focus_next));
+    Effect::new(move |_| {
+        queue.track();
+        if let Some(id) = focus_next.get_untracked() {
+            request_animation_frame(move || {
+                if let Some(card) =
+                    card_of(&id).and_then(|c| c.dyn_into::<web_sys::HtmlElement>().ok())
+                {
+                    let _ = card.focus();
+                    focus_next.set(None);
+                }
+            });
+        }
+    });
+    // Whether there is anything, or a failure: the list below is built again only when this
+    // changes, never when the inbox is merely read again.
+    let shape = Memo::new(move |_| {
+        queue
+            .get()
+            .map(|read| read.map(|r| r.review_queue.is_empty()))
+    });
+    let show_keys = RwSignal::new(false);
+    let keys = window_event_listener(leptos::ev::keydown, move |ev| {
+        if ev.ctrl_key() || ev.meta_key() || ev.alt_key() || typing_in(ev.target()) {
+            return;
+        }
+        let key = ev.key();
+        match key.as_str() {
+            "?" => {
+                ev.prevent_default();
+                show_keys.update(|s| *s = !*s);
+            }
+            "Escape" => show_keys.set(false),
+            "j" | "k" => {
+                let cards = cards();
+                if cards.is_empty() {
+                    return;
+                }
+                let at = current_card().and_then(|c| cards.iter().position(|x| *x == c));
+                let next = match (at, key.as_str()) {
+                    (None, _) => 0,
+                    (Some(i), "j") => (i + 1).min(cards.len() - 1),
+                    (Some(i), _) => i.saturating_sub(1),
+                };
+                if let Some(card) = cards
+                    .get(next)
+                    .and_then(|c| c.clone().dyn_into::<web_sys::HtmlElement>().ok())
+                {
+                    ev.prevent_default();
+                    let _ = card.focus();
+                }
+            }
+            "v" | "x" => {
+                let Some(card) = current_card() else { return };
+                let action = if key == "v" { "verify" } else { "reject" };
+                let Some(button) = card
+                    .query_selector(&format!("button[data-action={action}]"))
+                    .ok()
+                    .flatten()
+                    .and_then(|b| b.dyn_into::<web_sys::HtmlButtonElement>().ok())
+                else {
+                    return;
+                };
+                if button.disabled() {
+                    return;
+                }
+                ev.prevent_default();
+                if key == "v" {
+                    focus_next.set(neighbour_of(&card));
+                }
+                button.click();
+                if key == "x" {
+                    // The reason first: its box takes the focus once it shows.
+                    request_animation_frame(move || {
+                        if let Some(reason) = card
+                            .query_selector("form.reject-confirm textarea")
+                            .ok()
+                            .flatten()
+                            .and_then(|t| t.dyn_into::<web_sys::HtmlElement>().ok())
+                        {
+                            let _ = reason.focus();
+                        }
+                    });
+                }
+            }
+            _ => {}
+        }
+    });
+    on_cleanup(move || keys.remove());
     let niche_options = move || {
         niches.get().and_then(Result::ok).map(|n| {
             n.all_niches
@@ -69,9 +170,33 @@ pub fn ReviewSection() -> impl IntoView {
                 .collect_view()
         })
     };
+    // How many wait, as the tab counts them (every niche, every answerer).
+    let waiting = move || {
+        counts
+            .and_then(|c| c.0.get())
+            .and_then(Result::ok)
+            .map(|c| c.admin_counts.review)
+    };
+    let heading_count = move || {
+        waiting().map(|n| {
+            let words = match n {
+                0 => "nothing waits".to_owned(),
+                1 => "1 waits".to_owned(),
+                n => format!("{n} wait"),
+            };
+            view! { " "<span class="heading-count" data-waiting=n.to_string()>"("{words}")"</span> }
+        })
+    };
     view! {
-        <section aria-labelledby="review-title">
-            <h2 id="review-title">"Review queue"</h2>
+        <section aria-labelledby="review-title" class="review-inbox">
+            <h2 id="review-title">"Review inbox"{heading_count}</h2>
+            // Not offered on a touch screen (the style sheet hides it there).
+            <p class="keys-offer">
+                <button type="button" class="link-like" aria-expanded=move || show_keys.get().to_string() on:click=move |_| show_keys.update(|s| *s = !*s)>"Keyboard keys (?)"</button>
+            </p>
+            <Show when=move || show_keys.get()>
+                <ReviewKeys close=Callback::new(move |()| show_keys.set(false))/>
+            </Show>
             <form class="inline filters" aria-label="Filter the review queue" on:submit=move |ev| {
                 ev.prevent_default();
                 answerer_applied.set(answerer.get_untracked());
@@ -82,22 +207,99 @@ pub fn ReviewSection() -> impl IntoView {
                     {niche_options}
                 </select>
                 <label for="review-answerer">"Answerer"</label>
-                <input id="review-answerer" type="text" placeholder="handle" prop:value=answerer on:input=move |ev| answerer.set(event_target_value(&ev))/>
+                <input id="review-answerer" type="text" placeholder="handle" maxlength="40" prop:value=answerer on:input=move |ev| answerer.set(event_target_value(&ev))/>
                 <button type="submit" class="secondary">"Filter"</button>
             </form>
             <div class="review-said" aria-live="polite">
                 {move || said.get().map(|text| view! { <p class="notice" role="status">{text}</p> })}
             </div>
             <Loaded forbidden=FORBIDDEN>
-                {move || queue.get().map(|read| read.map(|r| {
-                    let items = r.review_queue;
-                    if items.is_empty() {
+                {move || shape.get().map(|read| read.map(|empty| {
+                    if empty {
                         view! { <p class="empty">"Nothing awaits review."</p> }.into_any()
                     } else {
-                        items.into_iter().map(|c| view! { <ReviewCard item=c reread=reread said=said/> }).collect_view().into_any()
+                        // Keyed by contribution: an item still there keeps what was typed in it
+                        // when the inbox is read again.
+                        view! {
+                            <For
+                                each=move || queue.get().and_then(Result::ok).map(|r| r.review_queue).unwrap_or_default()
+                                key=|c| c.id.clone()
+                                children=move |c| view! { <ReviewCard item=c reread=reread said=said/> }
+                            />
+                        }.into_any()
                     }
                 }))}
             </Loaded>
+        </section>
+    }
+}
+
+/// The item to focus once the inbox is read again.
+#[derive(Clone, Copy)]
+struct FocusNext(RwSignal<Option<String>>);
+
+/// The inbox's items, in order.
+fn cards() -> Vec<web_sys::Element> {
+    let Ok(list) = document().query_selector_all("section.review-inbox article.review") else {
+        return Vec::new();
+    };
+    (0..list.length())
+        .filter_map(|i| list.get(i)?.dyn_into::<web_sys::Element>().ok())
+        .collect()
+}
+
+/// The item the focus is in, if any.
+fn current_card() -> Option<web_sys::Element> {
+    document()
+        .active_element()?
+        .closest("section.review-inbox article.review")
+        .ok()
+        .flatten()
+}
+
+/// Contribution `id`'s item.
+fn card_of(id: &str) -> Option<web_sys::Element> {
+    document()
+        .query_selector(&format!("article.review[data-contribution-id=\"{id}\"]"))
+        .ok()
+        .flatten()
+}
+
+/// The id of the item to go to once `card` leaves: the next one, else the one before.
+fn neighbour_of(card: &web_sys::Element) -> Option<String> {
+    card.next_element_sibling()
+        .or_else(|| card.previous_element_sibling())
+        .and_then(|c| c.get_attribute("data-contribution-id"))
+}
+
+/// Whether the person is typing (keys then type, they do not command).
+fn typing_in(target: Option<web_sys::EventTarget>) -> bool {
+    target
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .is_some_and(|el| {
+            let tag = el.tag_name().to_ascii_lowercase();
+            let input_type = el.get_attribute("type").unwrap_or_default();
+            tag == "textarea"
+                || tag == "select"
+                || (tag == "input"
+                    && !matches!(input_type.as_str(), "radio" | "checkbox" | "button"))
+                || el.get_attribute("contenteditable").is_some()
+        })
+}
+
+/// The inbox's keys, listed.
+#[component]
+fn ReviewKeys(close: Callback<()>) -> impl IntoView {
+    view! {
+        <section class="key-list" role="dialog" aria-label="Keyboard keys">
+            <h3>"Keyboard keys"</h3>
+            <dl class="facts">
+                <dt><kbd>"j"</kbd>" / "<kbd>"k"</kbd></dt><dd>"Next / previous item"</dd>
+                <dt><kbd>"v"</kbd></dt><dd>"Verify it (with the note, if one is written)"</dd>
+                <dt><kbd>"x"</kbd></dt><dd>"Reject it: asks for the reason first; Esc cancels"</dd>
+                <dt><kbd>"?"</kbd></dt><dd>"Show or hide these keys"</dd>
+            </dl>
+            <button type="button" class="secondary small" on:click=move |_| close.run(())>"Close"</button>
         </section>
     }
 }
@@ -123,10 +325,12 @@ fn ReviewCard(
     let is_correction = source == "correction";
     let warning = reject_warning(&source);
     // Each item decides on its own; what came back shows inside it.
+    let focus = use_context::<FocusNext>();
     let decide: Action<Decision, Result<&'static str, ApiError>> =
         Action::new_local(move |decision: &Decision| {
             let (id, decision, whose, source) =
                 (id.clone(), decision.clone(), whose.clone(), source.clone());
+            let here = id.clone();
             async move {
                 let result = match decision {
                     Decision::Verify(note) => {
@@ -145,6 +349,15 @@ fn ReviewCard(
                 match &result {
                     Ok(done) => {
                         said.set(Some(format!("{whose}'s {} — {done}", kind_words(&source))));
+                        // Whoever decided from inside the item goes on to the next one.
+                        if let (Some(focus), Some(card)) = (focus, card_of(&here)) {
+                            let inside = document()
+                                .active_element()
+                                .is_some_and(|a| card.contains(Some(a.as_ref())));
+                            if inside {
+                                focus.0.set(neighbour_of(&card));
+                            }
+                        }
                         reread();
                     }
                     Err(_) => said.set(None),
@@ -276,7 +489,7 @@ fn ReviewCard(
     });
     let card_id = c.id.clone();
     view! {
-        <article class="card review" data-contribution-id=c.id.clone() aria-busy=move || busy.get().to_string()>
+        <article class="card review" tabindex="-1" data-contribution-id=c.id.clone() aria-busy=move || busy.get().to_string()>
             <p class="meta">
                 <strong>{c.niche_slug}</strong>
                 " · "{c.points}" points · "{c.source}" · "
@@ -300,11 +513,37 @@ fn ReviewCard(
             })}
             <Show
                 when=move || !mine()
-                fallback=|| view! { <p class="own-answer" data-own-answer="">"Your answer — another admin reviews it."</p> }
+                fallback=move || view! { <OwnAnswer/> }
             >
                 <Decide id=card_id.clone() decide=decide warning=warning/>
             </Show>
         </article>
+    }
+}
+
+/// What an admin's own answer says instead of a decision: another admin reviews it; a sole
+/// admin is told there is none yet, and how one is added.
+#[component]
+fn OwnAnswer() -> impl IntoView {
+    let counts = Counts::of_desk();
+    let sole = move || {
+        counts
+            .and_then(|c| c.0.get())
+            .and_then(Result::ok)
+            .is_some_and(|c| c.admin_counts.admins <= 1)
+    };
+    view! {
+        <div class="own-answer" data-own-answer="">
+            <p>"Your answer — another admin reviews it."</p>
+            <Show when=sole>
+                <p class="sole-admin" data-sole-admin="">
+                    "You are askloop's only admin, so it stays pending until there is a second one. "
+                    "Whoever runs askloop's server adds one with "
+                    <code>"askloop user create --handle NAME --email ADDRESS --admin"</code>
+                    "; once they have signed in, this answer waits in their review inbox."
+                </p>
+            </Show>
+        </div>
     }
 }
 
@@ -339,8 +578,27 @@ fn Decide(
         decide.dispatch(Decision::Reject(why));
     };
     let reason_error_ref = reason_error_id.clone();
+    let decide_ref = NodeRef::<leptos::html::Div>::new();
+    // Cancelling changes nothing and gives the focus back to "Reject…".
+    let cancel = move || {
+        rejecting.set(false);
+        reason_missing.set(false);
+        request_animation_frame(move || {
+            if let Some(button) = decide_ref
+                .get_untracked()
+                .and_then(|d| {
+                    d.query_selector("button[data-action=reject]")
+                        .ok()
+                        .flatten()
+                })
+                .and_then(|b| b.dyn_into::<web_sys::HtmlElement>().ok())
+            {
+                let _ = button.focus();
+            }
+        });
+    };
     view! {
-        <div class="decide">
+        <div class="decide" node_ref=decide_ref>
             <div class="decision-outcome" aria-live="polite">
                 {move || decide.value().get().map(|result| match result {
                     Ok(text) => view! { <p class="notice" role="status">{text}</p> }.into_any(),
@@ -356,7 +614,13 @@ fn Decide(
                 </div>
             </Show>
             <Show when=move || rejecting.get()>
-                <form class="reject-confirm" on:submit=confirm_reject aria-label="Reject this answer">
+                <form class="reject-confirm" on:submit=confirm_reject aria-label="Reject this answer" on:keydown=move |ev: leptos::ev::KeyboardEvent| {
+                    if ev.key() == "Escape" {
+                        ev.prevent_default();
+                        ev.stop_propagation();
+                        cancel();
+                    }
+                }>
                     <p class="warning">{warning}</p>
                     <label for=reason_id.clone()>"Reason (required)"</label>
                     <textarea
@@ -379,7 +643,7 @@ fn Decide(
                     }
                     <div class="actions">
                         <button type="submit" class="danger" data-action="confirm-reject" disabled=busy>"Reject with this reason"</button>
-                        <button type="button" class="secondary" data-action="cancel-reject" on:click=move |_| { rejecting.set(false); reason_missing.set(false); }>"Cancel"</button>
+                        <button type="button" class="secondary" data-action="cancel-reject" on:click=move |_| cancel()>"Cancel"</button>
                     </div>
                 </form>
             </Show>
