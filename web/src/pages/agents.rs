@@ -388,12 +388,15 @@ fn Register(niches: Vec<Niche>, act: Act, draft: Draft) -> impl IntoView {
             <form class="card agent-form" on:submit=submit>
                 <label for="new-agent-slug">"Slug"</label>
                 <input id="new-agent-slug" type="text" required maxlength="40" autocomplete="off" spellcheck="false"
-                    aria-describedby="new-agent-slug-help"
+                    aria-describedby="new-agent-slug-help new-agent-slug-limit"
                     prop:value=draft.slug on:input=move |ev| draft.slug.set(event_target_value(&ev))/>
                 <p class="muted hint" id="new-agent-slug-help">"2 to 40 of a–z, 0–9 and “-”: what the agent sends in X-Askloop-Agent."</p>
+                <crate::components::notice::LimitNote id="new-agent-slug-limit".to_owned() value=draft.slug max=40/>
                 <label for="new-agent-name">"Name"</label>
                 <input id="new-agent-name" type="text" required maxlength="120" autocomplete="off"
+                    aria-describedby="new-agent-name-limit"
                     prop:value=draft.name on:input=move |ev| draft.name.set(event_target_value(&ev))/>
+                <crate::components::notice::LimitNote id="new-agent-name-limit".to_owned() value=draft.name max=120/>
                 <NicheChoice legend="Niches it may ask in" id_prefix="new-agent-niche".to_owned() niches=niches chosen=draft.niches/>
                 <EndpointFields id_prefix="new-agent".to_owned() url=draft.url scheme=draft.scheme/>
                 <p class="muted">"It receives every event; choose fewer with “Edit endpoint” once it is registered."</p>
