@@ -88,7 +88,7 @@ async fn check_everywhere(browser: &mut Browser, route: &str, inside: &str) -> V
             browser.viewport(width, height, mobile).await;
             browser
                 .wait_for(
-                    &format!("document.documentElement.clientWidth === {width} && {}", loaded(inside)),
+                    &format!("window.innerWidth === {width} && {}", loaded(inside)),
                     &format!("{route} at {width} px"),
                 )
                 .await;
@@ -190,7 +190,7 @@ async fn demo(app: &TestApp) -> (Person, Person, i64, String) {
     ok(
         app,
         &ana,
-        "mutation { createApiKey(name: \"Laptop script\") { secret } }",
+        "mutation { createApiKey(name: \"Laptop script\") { token } }",
         json!({}),
     )
     .await;
@@ -340,8 +340,12 @@ async fn browser_signed_in_as(app: &TestApp, handle: &str) -> Browser {
     browser
 }
 
-/// The members form of `games` on the admin desk.
-const ADD: &str = ".niche-admin[data-slug=games] form.inline";
+/// The "Add a member" form of `games` on the admin desk, as a JavaScript expression.
+const ADD: &str = "document.querySelector('.niche-admin[data-slug=games] form.inline')";
+
+/// Its submit button.
+const ADD_BUTTON: &str =
+    "document.querySelector('.niche-admin[data-slug=games] form.inline button[type=submit]')";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_handle_keeps_what_was_typed_beside_its_refusal_and_a_success_clears_it() {
@@ -367,7 +371,7 @@ async fn a_refused_handle_keeps_what_was_typed_beside_its_refusal_and_a_success_
     // A handle no one has: refused, said beside the field, what was typed kept.
     browser.fill(&field, "carlq").await;
     browser
-        .click(&format!("{ADD} button[type=submit]"))
+        .click(ADD_BUTTON)
         .await;
     browser
         .wait_for(
@@ -405,7 +409,7 @@ async fn a_refused_handle_keeps_what_was_typed_beside_its_refusal_and_a_success_
     // Fixed and sent again: the refusal goes, the field empties, the member is listed.
     browser.fill(&field, "carla").await;
     browser
-        .click(&format!("{ADD} button[type=submit]"))
+        .click(ADD_BUTTON)
         .await;
     browser
         .wait_for(
@@ -435,7 +439,7 @@ async fn a_notice_clears_when_the_next_action_succeeds_and_an_over_long_paste_is
 
     // A refusal, then a budget saved: the refusal does not outlive the next success.
     browser.fill(&field, "nobody-here").await;
-    browser.click(&format!("{ADD} button[type=submit]")).await;
+    browser.click(ADD_BUTTON).await;
     browser
         .wait_for(
             "document.querySelector('.niche-admin[data-slug=games] .error')",
@@ -443,7 +447,7 @@ async fn a_notice_clears_when_the_next_action_succeeds_and_an_over_long_paste_is
         )
         .await;
     browser
-        .click(".niche-admin[data-slug=games] .budget-editor button[type=submit]")
+        .click("document.querySelector('.niche-admin[data-slug=games] .budget-editor button[type=submit]')")
         .await;
     browser
         .wait_for(

@@ -14,6 +14,9 @@ use crate::vocab::{MemberRole, MemberStatus, NicheStatus};
 
 use super::{Act, Command, FORBIDDEN, Outcome, desk};
 
+/// The longest amount a budget field takes: more digits than the largest amount askloop keeps.
+const AMOUNT_MAX: usize = 24;
+
 /// The money every niche's budget is kept in.
 const CURRENCY: &str = "USD";
 
@@ -359,14 +362,24 @@ fn BudgetEditor(slug: String, act: Act) -> impl IntoView {
     };
     let field = move |id: String, label: String, value: RwSignal<String>, required: bool| {
         let described = described.clone();
+        let limit_id = format!("{id}-limit");
+        let named = {
+            let limit_id = limit_id.clone();
+            move || match described() {
+                Some(error_id) => format!("{limit_id} {error_id}"),
+                None => limit_id.clone(),
+            }
+        };
         view! {
             <label for=id.clone()>{label}</label>
             <span class="money-field">
                 <input id=id type="text" inputmode="decimal" autocomplete="off" required=required
-                    aria-invalid=invalid aria-describedby=described
+                    maxlength=AMOUNT_MAX.to_string()
+                    aria-invalid=invalid aria-describedby=named
                     prop:value=value on:input=move |ev| value.set(event_target_value(&ev))/>
                 " "<span class="unit" aria-hidden="true">{CURRENCY}</span>
             </span>
+            <LimitNote id=limit_id value=value max=AMOUNT_MAX/>
         }
     };
     view! {
