@@ -9,10 +9,10 @@ use leptos_router::{LazyRoute, lazy_route};
 
 use crate::api;
 use crate::components::loaded::Loaded;
-use crate::components::notice::LimitNote;
 use crate::components::money::{
     BudgetBar, EarningsChart, ExchangeBar, SpendSplit, money, share_of,
 };
+use crate::components::notice::LimitNote;
 use crate::components::question_card::visible_controls;
 use crate::components::time_ago::TimeAgo;
 use crate::components::title::page_title;

@@ -7,8 +7,8 @@ use leptos::prelude::*;
 
 use crate::api::{self, ApiError, ErrorCode};
 use crate::components::loaded::Loaded;
-use crate::components::notice::LimitNote;
 use crate::components::money::{money, parse_money};
+use crate::components::notice::LimitNote;
 use crate::operations::{AdminMembers, NicheBudget, admin_members, niche_budget};
 use crate::vocab::{MemberRole, MemberStatus, NicheStatus};
 
