@@ -377,9 +377,7 @@ async fn a_refused_handle_keeps_what_was_typed_beside_its_refusal_and_a_success_
     let mut admin = AdminPage(&mut browser);
     admin.open_section("members").await;
     let field = labelled_in(ADD, "Add a member");
-    browser
-        .wait_for(&format!("{field}"), "the add-a-member field")
-        .await;
+    browser.wait_for(&field, "the add-a-member field").await;
 
     // The field carries the server's limit, so 20,000 characters cannot be typed.
     let limit = browser

@@ -462,12 +462,14 @@ fn EndpointFields(
 ) -> impl IntoView {
     let url_id = format!("{id_prefix}-url");
     let help_id = format!("{id_prefix}-url-help");
+    let limit_id = format!("{id_prefix}-url-limit");
     let scheme_id = format!("{id_prefix}-scheme");
     view! {
         <label for=url_id.clone()>"Endpoint URL (optional)"</label>
         <input id=url_id type="url" maxlength="2000" autocomplete="off" spellcheck="false" placeholder="https://agent.example/hooks"
-            aria-describedby=help_id.clone()
+            aria-describedby=format!("{help_id} {limit_id}")
             prop:value=url on:input=move |ev| url.set(event_target_value(&ev))/>
+        <crate::components::notice::LimitNote id=limit_id value=url max=2000/>
         <p class="muted hint" id=help_id>"Where its events are POSTed. Without one they wait in the outbox and the agent reads answers with the lookup route."</p>
         <label for=scheme_id.clone()>"Signature scheme"</label>
         <select id=scheme_id

@@ -120,6 +120,7 @@ fn PayoutLine(payout: admin_payouts::AdminPayoutsPayouts, act: Act) -> impl Into
     let scheduled = status == PayoutStatus::Scheduled;
     let (note, set_note) = signal(String::new());
     let note_id = format!("payout-note-{}", payout.id);
+    let limit_id = format!("payout-note-limit-{}", payout.id);
     let (paid_id, failed_id) = (payout.id.clone(), payout.id.clone());
     view! {
         <li data-payout-id=payout.id.clone()>
@@ -130,13 +131,14 @@ fn PayoutLine(payout: admin_payouts::AdminPayoutsPayouts, act: Act) -> impl Into
             {scheduled.then(|| view! {
                 <div class="inline">
                     <label for=note_id.clone()>"Reference or reason"</label>
-                    <input id=note_id type="text" maxlength="200" prop:value=note on:input=move |ev| set_note.set(event_target_value(&ev))/>
+                    <input id=note_id type="text" maxlength="200" aria-describedby=limit_id.clone() prop:value=note on:input=move |ev| set_note.set(event_target_value(&ev))/>
                     <button type="button" class="small" data-action="mark-paid" disabled=busy on:click=move |_| {
                         act.dispatch(Command::MarkPaid { id: paid_id.clone(), reference: note.get_untracked() });
                     }>"Mark paid"</button>
                     <button type="button" class="secondary small" data-action="mark-failed" disabled=busy on:click=move |_| {
                         act.dispatch(Command::MarkFailed { id: failed_id.clone(), reason: note.get_untracked() });
                     }>"Mark failed"</button>
+                    <crate::components::notice::LimitNote id=limit_id value=note max=200/>
                 </div>
             })}
         </li>
