@@ -906,7 +906,9 @@ async fn a_refusal_shows_inside_the_review_item_it_belongs_to() {
     browser.wait_for(&alert, "the refusal in the item").await;
     let refusal = browser.text(&alert).await;
     assert!(
-        refusal.contains("only pending contributions can be verified"),
+        refusal
+            .to_lowercase()
+            .contains("only pending contributions can be verified"),
         "{refusal}"
     );
     assert_eq!(

@@ -254,7 +254,9 @@ async fn a_refused_registration_keeps_what_was_typed(browser: &mut Browser) {
     .await;
     let refusal = page.page_error().await;
     assert!(
-        refusal.contains("an agent with slug 'research-bot' already exists"),
+        refusal
+            .to_lowercase()
+            .contains("an agent with slug 'research-bot' already exists"),
         "{refusal}"
     );
     assert_eq!(

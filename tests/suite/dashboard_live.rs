@@ -848,7 +848,9 @@ async fn admins_set_a_niche_budget_in_the_browser() {
         .await;
     let refusal = AdminPage(&mut root).page_error().await;
     assert!(
-        refusal.contains("the default bounty cannot be above the largest bounty"),
+        refusal
+            .to_lowercase()
+            .contains("the default bounty cannot be above the largest bounty"),
         "{refusal}"
     );
     let unchanged = entity::niches::Entity::find()

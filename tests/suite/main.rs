@@ -17,6 +17,7 @@ mod declines;
 mod delivery;
 mod delivery_lanes;
 mod error_door;
+mod every_page;
 mod four_eyes;
 mod graphql;
 mod graphql_ws;

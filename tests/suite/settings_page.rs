@@ -104,7 +104,9 @@ async fn a_person_makes_a_key_sees_it_once_revokes_it_and_manages_their_sessions
     page.make_key("   ").await;
     let refusal = page.page_error().await;
     assert!(
-        refusal.contains("a key name is 1 to 80 characters"),
+        refusal
+            .to_lowercase()
+            .contains("a key name is 1 to 80 characters"),
         "{refusal}"
     );
 

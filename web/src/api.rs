@@ -72,13 +72,35 @@ impl ApiError {
     }
 }
 
+/// The error as a sentence, whatever the server's wording: a capital first letter (askloop's own
+/// name stays lower case) and a full stop at the end.
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.code {
-            ErrorCode::Network => write!(f, "askloop could not be reached ({})", self.message),
-            _ => f.write_str(&self.message),
-        }
+        let words = match self.code {
+            ErrorCode::Network => format!("askloop could not be reached ({})", self.message),
+            _ => self.message.trim().to_owned(),
+        };
+        f.write_str(&sentence(&words))
     }
+}
+
+/// `words` as a sentence: its first letter a capital (unless it starts with "askloop") and a
+/// full stop at its end unless it already ends a sentence.
+pub fn sentence(words: &str) -> String {
+    let words = words.trim();
+    let mut out = String::with_capacity(words.len() + 1);
+    let mut chars = words.chars();
+    match chars.next() {
+        Some(first) if !words.starts_with("askloop") => {
+            out.extend(first.to_uppercase());
+            out.push_str(chars.as_str());
+        }
+        _ => out.push_str(words),
+    }
+    if !out.is_empty() && !out.ends_with(['.', '!', '?', '…']) {
+        out.push('.');
+    }
+    out
 }
 
 impl std::error::Error for ApiError {}

@@ -44,7 +44,7 @@ fn Failure(errors: ArcRwSignal<Errors>, forbidden: Option<&'static str>) -> impl
                     Some(err) if session.ended(&err) => ().into_any(),
                     // The stable reason, where the server gives one, is there for tools and tests.
                     Some(err) if err.code == ErrorCode::Forbidden && forbidden.is_some() => view! {
-                        <p class="error" role="alert" data-reason=err.reason.clone()>{forbidden.unwrap_or_default()}": "{err.to_string()}"."</p>
+                        <p class="error" role="alert" data-reason=err.reason.clone()>{forbidden.unwrap_or_default()}". "{err.to_string()}</p>
                     }
                     .into_any(),
                     Some(err) => view! {

@@ -116,7 +116,7 @@ fn ActivityRow(item: Item) -> impl IntoView {
                 <A href=href><bdi>{visible_controls(&q.title)}</bdi></A>
             </p>
             <p class="muted">
-                <TimeAgo at=a.created_at/>" · "<span class="niche">{item.niche_slug.clone()}</span>
+                <TimeAgo at=a.created_at/>" · "<span class="niche-slug">{item.niche_slug.clone()}</span>
                 " · the question is "<span class=format!("badge status-{status}")>{state(&status)}</span>
                 {a.review.map(|r| {
                     let r = ContributionStatus::of(&r);

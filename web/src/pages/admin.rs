@@ -188,7 +188,7 @@ fn AdminPage() -> impl IntoView {
     });
     let refusal = move || {
         refused.get().map(|(words, reason)| {
-            view! { <p class="error" role="alert" data-reason=reason>{FORBIDDEN}": "{words}"."</p> }
+            view! { <p class="error" role="alert" data-reason=reason>{FORBIDDEN}". "{words}</p> }
         })
     };
     view! {

@@ -388,12 +388,15 @@ fn Register(niches: Vec<Niche>, act: Act, draft: Draft) -> impl IntoView {
             <form class="card agent-form" on:submit=submit>
                 <label for="new-agent-slug">"Slug"</label>
                 <input id="new-agent-slug" type="text" required maxlength="40" autocomplete="off" spellcheck="false"
-                    aria-describedby="new-agent-slug-help"
+                    aria-describedby="new-agent-slug-help new-agent-slug-limit"
                     prop:value=draft.slug on:input=move |ev| draft.slug.set(event_target_value(&ev))/>
                 <p class="muted hint" id="new-agent-slug-help">"2 to 40 of a–z, 0–9 and “-”: what the agent sends in X-Askloop-Agent."</p>
+                <crate::components::notice::LimitNote id="new-agent-slug-limit".to_owned() value=draft.slug max=40/>
                 <label for="new-agent-name">"Name"</label>
                 <input id="new-agent-name" type="text" required maxlength="120" autocomplete="off"
+                    aria-describedby="new-agent-name-limit"
                     prop:value=draft.name on:input=move |ev| draft.name.set(event_target_value(&ev))/>
+                <crate::components::notice::LimitNote id="new-agent-name-limit".to_owned() value=draft.name max=120/>
                 <NicheChoice legend="Niches it may ask in" id_prefix="new-agent-niche".to_owned() niches=niches chosen=draft.niches/>
                 <EndpointFields id_prefix="new-agent".to_owned() url=draft.url scheme=draft.scheme/>
                 <p class="muted">"It receives every event; choose fewer with “Edit endpoint” once it is registered."</p>
@@ -459,12 +462,14 @@ fn EndpointFields(
 ) -> impl IntoView {
     let url_id = format!("{id_prefix}-url");
     let help_id = format!("{id_prefix}-url-help");
+    let limit_id = format!("{id_prefix}-url-limit");
     let scheme_id = format!("{id_prefix}-scheme");
     view! {
         <label for=url_id.clone()>"Endpoint URL (optional)"</label>
         <input id=url_id type="url" maxlength="2000" autocomplete="off" spellcheck="false" placeholder="https://agent.example/hooks"
-            aria-describedby=help_id.clone()
+            aria-describedby=format!("{help_id} {limit_id}")
             prop:value=url on:input=move |ev| url.set(event_target_value(&ev))/>
+        <crate::components::notice::LimitNote id=limit_id value=url max=2000/>
         <p class="muted hint" id=help_id>"Where its events are POSTed. Without one they wait in the outbox and the agent reads answers with the lookup route."</p>
         <label for=scheme_id.clone()>"Signature scheme"</label>
         <select id=scheme_id

@@ -19,6 +19,13 @@ pub fn LoginPage() -> impl IntoView {
     let navigate = use_navigate();
     let (handle, set_handle) = signal(String::new());
     let (password, set_password) = signal(String::new());
+    // The handle field holds the focus from the start: a person types their handle at once.
+    let handle_field = NodeRef::<leptos::html::Input>::new();
+    Effect::new(move |_| {
+        if let Some(field) = handle_field.get() {
+            let _ = field.focus();
+        }
+    });
     let sign_in = Action::new_local(move |(handle, password): &(String, String)| {
         let variables = login::Variables {
             handle: handle.clone(),
@@ -44,7 +51,7 @@ pub fn LoginPage() -> impl IntoView {
         sign_in.value().get().and_then(Result::err).map(|err| {
             // Matched on the code, never on the wording.
             match err.code {
-                ErrorCode::Unauthenticated => err.message.clone(),
+                ErrorCode::Unauthenticated => err.to_string(),
                 ErrorCode::Forbidden => "Sign in from askloop's own page.".to_owned(),
                 _ => format!("Could not sign in: {err}"),
             }
@@ -55,7 +62,7 @@ pub fn LoginPage() -> impl IntoView {
             <h1>"Sign in"</h1>
             <form class="login" on:submit=submit>
                 <label for="handle">"Handle"</label>
-                <input id="handle" name="handle" autocomplete="username" required
+                <input id="handle" name="handle" autocomplete="username" required maxlength="40" node_ref=handle_field
                     prop:value=handle on:input=move |ev| set_handle.set(event_target_value(&ev))/>
                 <label for="password">"Password"</label>
                 <input id="password" name="password" type="password" autocomplete="current-password" required

@@ -255,18 +255,18 @@ fn Contributions(
             } else {
                 view! {
                     <div class="table-wrap" tabindex="0" role="region" aria-label="Your contributions">
-                        <table>
+                        <table class="stack">
                             <thead><tr><th scope="col">"When"</th><th scope="col">"Niche"</th><th scope="col">"What"</th><th scope="col" class="num">"Points"</th><th scope="col">"Status"</th></tr></thead>
                             <tbody>
                                 {contributions.into_iter().map(|c| {
                                     let status = ContributionStatus::of(&c.status);
                                     view! {
                                         <tr data-contribution-id=c.id>
-                                            <td><TimeAgo at=c.created_at/></td>
-                                            <td>{c.niche_slug}</td>
-                                            <td>{ContributionKind::of(&c.kind).describe()}</td>
-                                            <td class="num">{c.points}</td>
-                                            <td>
+                                            <td data-label="When"><TimeAgo at=c.created_at/></td>
+                                            <td data-label="Niche">{c.niche_slug}</td>
+                                            <td data-label="What">{ContributionKind::of(&c.kind).describe()}</td>
+                                            <td class="num" data-label="Points">{c.points}</td>
+                                            <td data-label="Status">
                                                 <span class=format!("badge status-{status}")>{status.to_string()}</span>
                                                 {c.review_note.map(|note| view! { <span class="review-note" data-review-note="">" — "<bdi>{note}</bdi></span> })}
                                             </td>

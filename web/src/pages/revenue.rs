@@ -12,6 +12,7 @@ use crate::components::loaded::Loaded;
 use crate::components::money::{
     BudgetBar, EarningsChart, ExchangeBar, SpendSplit, money, share_of,
 };
+use crate::components::notice::LimitNote;
 use crate::components::question_card::visible_controls;
 use crate::components::time_ago::TimeAgo;
 use crate::components::title::page_title;
@@ -21,6 +22,9 @@ use crate::operations::{
 use crate::pages::queue::niche_slug;
 use crate::session::Session;
 use crate::vocab::{AllocationStatus, BudgetEntryKind, PayoutStatus};
+
+/// The longest payout address the server keeps.
+const ADDRESS_MAX: usize = 200;
 
 type Allocation = my_revenue::AllocationRow;
 type Event = niche_money::EventRow;
@@ -129,7 +133,7 @@ fn Allocations(allocations: Vec<Allocation>, title: &'static str) -> impl IntoVi
                 view! { <p class="empty">"None yet."</p> }.into_any()
             } else {
                 view! {
-                    <div class="table-wrap" tabindex="0" role="region" aria-label=title><table>
+                    <div class="table-wrap" tabindex="0" role="region" aria-label=title><table class="stack allocations-table">
                         <thead><tr><th scope="col">"When"</th><th scope="col">"Niche"</th><th scope="col">"From"</th><th scope="col">"For"</th><th scope="col" class="num">"Share of the event's net"</th><th scope="col" class="num">"Amount"</th><th scope="col">"Status"</th></tr></thead>
                         <tbody>
                             {allocations.into_iter().map(|a| {
@@ -137,13 +141,13 @@ fn Allocations(allocations: Vec<Allocation>, title: &'static str) -> impl IntoVi
                                 let anchor = format!("allocation-{}", a.id);
                                 view! {
                                     <tr data-allocation-id=a.id id=anchor>
-                                        <td><TimeAgo at=a.created_at/></td>
-                                        <td>{a.niche_slug.clone()}</td>
-                                        <td>{a.source_type.replace('_', " ")}</td>
-                                        <td><SourceLink slug=a.niche_slug question_id=a.question_id event_id=a.revenue_event_id/></td>
-                                        <td class="num">{crate::components::money::percent(a.share_bps)}</td>
-                                        <td class="num">{money(a.amount_minor, &a.currency)}</td>
-                                        <td><span class=format!("badge status-{status}")>{status.to_string()}</span></td>
+                                        <td data-label="When"><TimeAgo at=a.created_at/></td>
+                                        <td data-label="Niche">{a.niche_slug.clone()}</td>
+                                        <td data-label="From">{a.source_type.replace('_', " ")}</td>
+                                        <td data-label="For"><SourceLink slug=a.niche_slug question_id=a.question_id event_id=a.revenue_event_id/></td>
+                                        <td class="num" data-label="Share of the event's net">{crate::components::money::percent(a.share_bps)}</td>
+                                        <td class="num" data-label="Amount">{money(a.amount_minor, &a.currency)}</td>
+                                        <td data-label="Status"><span class=format!("badge status-{status}")>{status.to_string()}</span></td>
                                     </tr>
                                 }
                             }).collect_view()}
@@ -176,7 +180,7 @@ fn Payouts(
                                     <span class=format!("badge status-{status}")>{status.to_string()}</span>
                                     " "{money(p.amount_minor, &p.currency)}" · "<TimeAgo at=p.created_at/>
                                     {p.external_reference.map(|r| view! { " · ref "<code>{r}</code> })}
-                                    {p.failure_reason.map(|r| view! { " · "<span class="error">{r}</span> })}
+                                    {p.failure_reason.map(|r| view! { " · "<span class="error"><bdi>{r}</bdi></span> })}
                                     {(!parts.is_empty()).then(|| view! {
                                         " · pays for "
                                         {parts.into_iter().enumerate().map(|(i, a)| {
@@ -209,19 +213,30 @@ fn PayoutAddress(account: Option<my_revenue::MyRevenueMyRevenuePayoutAccount>) -
         ev.prevent_default();
         save.dispatch(address.get_untracked());
     };
+    let refused = move || save.value().with(|v| matches!(v, Some(Err(_))));
+    let described = move || {
+        if refused() {
+            "payout-address-limit payout-address-error"
+        } else {
+            "payout-address-limit"
+        }
+    };
     view! {
         <section aria-labelledby="address-title">
             <h2 id="address-title">"Where you are paid"</h2>
             <p class="muted">{if verified { "Verified by an admin." } else { "Not verified yet: payouts wait until it is." }}</p>
             <form class="inline" on:submit=submit>
                 <label for="payout-address">"Payout address"</label>
-                <input id="payout-address" type="text" maxlength="200" required prop:value=address on:input=move |ev| set_address.set(event_target_value(&ev))/>
+                <input id="payout-address" type="text" maxlength=ADDRESS_MAX.to_string() required autocomplete="off"
+                    aria-invalid=move || refused().to_string() aria-describedby=described
+                    prop:value=address on:input=move |ev| set_address.set(event_target_value(&ev))/>
                 <button type="submit" disabled=busy>{move || if busy.get() { "Saving…" } else { "Save" }}</button>
+                <LimitNote id="payout-address-limit".to_owned() value=address max=ADDRESS_MAX/>
+                {move || save.value().get().map(|result| match result {
+                    Ok(_) => view! { <p class="notice" role="status">"Saved. An admin verifies it before the next payout."</p> }.into_any(),
+                    Err(err) => view! { <p class="error field-error" role="alert" id="payout-address-error">{err.to_string()}</p> }.into_any(),
+                })}
             </form>
-            {move || save.value().get().map(|result| match result {
-                Ok(_) => view! { <p class="notice" role="status">"Saved. An admin verifies it before the next payout."</p> }.into_any(),
-                Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
-            })}
         </section>
     }
 }
@@ -254,7 +269,7 @@ fn NicheMoneyPage(slug: String) -> impl IntoView {
                     let name = d.niche.map_or_else(|| slug.clone(), |n| n.name);
                     named.set(name.clone());
                     view! {
-                        <h1>{name}" — revenue and budget"</h1>
+                        <h1><bdi>{name}</bdi>" — revenue and budget"</h1>
                         <NicheRevenueView slug=slug.clone() revenue=d.niche_revenue zone=session.time_zone()/>
                         <BudgetView slug=slug.clone() budget=d.budget/>
                     }
@@ -330,19 +345,19 @@ fn NicheRevenueView(
             } else {
                 let slug = slug.clone();
                 view! {
-                    <div class="table-wrap" tabindex="0" role="region" aria-label="Recent revenue events"><table class="events">
+                    <div class="table-wrap" tabindex="0" role="region" aria-label="Recent revenue events"><table class="events stack">
                         <thead><tr><th scope="col">"When"</th><th scope="col">"Source"</th><th scope="col">"For"</th><th scope="col">"Reference"</th><th scope="col" class="num">"Gross"</th><th scope="col" class="num">"Net"</th></tr></thead>
                         <tbody>
                             {revenue.recent_events.into_iter().map(|e: Event| {
                                 let reversed = reversed_ids.contains(&e.id);
                                 view! {
                                     <tr id=format!("event-{}", e.id) data-event-id=e.id.clone() data-reversed=reversed.to_string()>
-                                        <td><TimeAgo at=e.created_at/></td>
-                                        <td>{e.source_type.replace('_', " ")}{reversed.then(|| view! { " "<span class="badge status-reversed">"reversed"</span> })}</td>
-                                        <td><SourceLink slug=slug.clone() question_id=e.question_id.clone() event_id=e.id.clone()/></td>
-                                        <td><code>{e.external_id}</code></td>
-                                        <td class="num">{money(e.gross_minor, &e.currency)}</td>
-                                        <td class="num">{money(e.net_minor, &e.currency)}</td>
+                                        <td data-label="When"><TimeAgo at=e.created_at/></td>
+                                        <td data-label="Source">{e.source_type.replace('_', " ")}{reversed.then(|| view! { " "<span class="badge status-reversed">"reversed"</span> })}</td>
+                                        <td data-label="For"><SourceLink slug=slug.clone() question_id=e.question_id.clone() event_id=e.id.clone()/></td>
+                                        <td data-label="Reference"><code>{e.external_id}</code></td>
+                                        <td class="num" data-label="Gross">{money(e.gross_minor, &e.currency)}</td>
+                                        <td class="num" data-label="Net">{money(e.net_minor, &e.currency)}</td>
                                     </tr>
                                 }
                             }).collect_view()}
@@ -392,7 +407,7 @@ fn BudgetView(slug: String, budget: niche_money::NicheMoneyBudget) -> impl IntoV
                 view! { <p class="empty">"No bounties this month."</p> }.into_any()
             } else {
                 view! {
-                    <div class="table-wrap" tabindex="0" role="region" aria-label="Budget entries"><table class="entries">
+                    <div class="table-wrap" tabindex="0" role="region" aria-label="Budget entries"><table class="entries stack">
                         <thead><tr><th scope="col">"When"</th><th scope="col">"What"</th><th scope="col">"Question"</th><th scope="col" class="num">"Amount"</th></tr></thead>
                         <tbody>
                             {budget.entries.into_iter().map(|e| {
@@ -400,10 +415,10 @@ fn BudgetView(slug: String, budget: niche_money::NicheMoneyBudget) -> impl IntoV
                                 let label = kind.clone();
                                 view! {
                                 <tr data-entry-kind=kind>
-                                    <td><TimeAgo at=e.created_at/></td>
-                                    <td>{label}</td>
-                                    <td><A href=question_path(&slug, &e.question_id)>"Question #"{e.question_id.clone()}</A></td>
-                                    <td class="num">{money(e.amount_minor, currency)}</td>
+                                    <td data-label="When"><TimeAgo at=e.created_at/></td>
+                                    <td data-label="What">{label}</td>
+                                    <td data-label="Question"><A href=question_path(&slug, &e.question_id)>"Question #"{e.question_id.clone()}</A></td>
+                                    <td class="num" data-label="Amount">{money(e.amount_minor, currency)}</td>
                                 </tr>
                             }}).collect_view()}
                         </tbody>
@@ -426,7 +441,7 @@ fn Exchanges(
             .into_any();
     }
     view! {
-        <div class="table-wrap" tabindex="0" role="region" aria-label="Questions and tasks this month"><table class="exchanges">
+        <div class="table-wrap" tabindex="0" role="region" aria-label="Questions and tasks this month"><table class="exchanges stack">
             <thead><tr>
                 <th scope="col">"Exchange"</th><th scope="col">"Kind"</th>
                 <th scope="col" class="num">"Limit"</th><th scope="col" class="num">"Actual"</th>
@@ -440,13 +455,13 @@ fn Exchanges(
                     let page = format!("/dashboard/niches/{slug}/questions/{}", e.question_id);
                     view! {
                         <tr data-exchange-id=e.question_id.clone() data-exchange-kind=kind>
-                            <td><A href=page><bdi>{visible_controls(&e.title)}</bdi></A></td>
-                            <td>{label}</td>
-                            <td class="num" data-exchange="limit">{money(e.limit_minor, currency)}</td>
-                            <td class="num" data-exchange="actual">{money(e.actual_minor, currency)}</td>
-                            <td class="num" data-exchange="released">{money(e.released_minor, currency)}</td>
-                            <td class="num" data-exchange="outstanding">{money(e.outstanding_minor, currency)}</td>
-                            <td><ExchangeBar limit=e.limit_minor actual=e.actual_minor released=e.released_minor outstanding=e.outstanding_minor/></td>
+                            <td data-label="Exchange"><A href=page><bdi>{visible_controls(&e.title)}</bdi></A></td>
+                            <td data-label="Kind">{label}</td>
+                            <td class="num" data-label="Limit" data-exchange="limit">{money(e.limit_minor, currency)}</td>
+                            <td class="num" data-label="Actual" data-exchange="actual">{money(e.actual_minor, currency)}</td>
+                            <td class="num" data-label="Released" data-exchange="released">{money(e.released_minor, currency)}</td>
+                            <td class="num" data-label="Still reserved" data-exchange="outstanding">{money(e.outstanding_minor, currency)}</td>
+                            <td data-label="Of its limit"><ExchangeBar limit=e.limit_minor actual=e.actual_minor released=e.released_minor outstanding=e.outstanding_minor/></td>
                         </tr>
                     }
                 }).collect_view()}

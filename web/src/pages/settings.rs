@@ -230,9 +230,10 @@ fn ApiKeys() -> impl IntoView {
                 <h3>"Make a key"</h3>
                 <label for="new-key-name">"Key name"</label>
                 <input id="new-key-name" type="text" required maxlength="80" autocomplete="off"
-                    aria-describedby="new-key-name-help"
+                    aria-describedby="new-key-name-help new-key-name-limit"
                     prop:value=name on:input=move |ev| name.set(event_target_value(&ev))/>
                 <p class="muted hint" id="new-key-name-help">"What it is for, e.g. “CI” or “laptop script”."</p>
+                <crate::components::notice::LimitNote id="new-key-name-limit".to_owned() value=name max=80/>
                 <label for="new-key-expiry">"Last day it works (optional)"</label>
                 <input id="new-key-expiry" type="date" min=today()
                     aria-describedby="new-key-expiry-help"

@@ -6,10 +6,14 @@
 use leptos::prelude::*;
 
 use crate::api::{self, ApiError, ErrorCode};
+use crate::components::notice::LimitNote;
 use crate::components::time_ago::{TimeAgo, exact};
 use crate::operations::{AdminAudit, admin_audit};
 
 use super::FORBIDDEN;
+
+/// The longest filter a text field takes (the server's longest identifier).
+const FILTER_MAX: usize = 200;
 
 type Entry = admin_audit::AdminAuditAuditEntriesEdgesNode;
 
@@ -128,10 +132,14 @@ pub fn AuditSection() -> impl IntoView {
                            label: &'static str,
                            hint: &'static str,
                            value: RwSignal<String>| {
+        let limit_id = format!("{id}-limit");
         view! {
             <div class="field">
                 <label for=id>{label}</label>
-                <input id=id type="text" placeholder=hint autocomplete="off" prop:value=value on:input=move |ev| value.set(event_target_value(&ev))/>
+                <input id=id type="text" placeholder=hint autocomplete="off" maxlength=FILTER_MAX.to_string()
+                    aria-describedby=limit_id.clone()
+                    prop:value=value on:input=move |ev| value.set(event_target_value(&ev))/>
+                <LimitNote id=limit_id value=value max=FILTER_MAX/>
             </div>
         }
     };
@@ -161,7 +169,7 @@ pub fn AuditSection() -> impl IntoView {
                 {move || form_problem.get().map(|why| view! { <p class="error form-error" role="alert">{why}</p> })}
             </form>
             {move || problem.get().map(|err| {
-                let words = if err.code == ErrorCode::Forbidden { format!("{FORBIDDEN}: {err}.") } else { err.to_string() };
+                let words = if err.code == ErrorCode::Forbidden { format!("{FORBIDDEN}. {err}") } else { err.to_string() };
                 view! { <p class="error" role="alert">{words}</p> }
             })}
             <p class="muted" role="status">{move || {
@@ -177,7 +185,7 @@ pub fn AuditSection() -> impl IntoView {
                 <p class="empty">"No entry matches."</p>
             </Show>
             <Show when=move || !rows.with(Vec::is_empty)>
-                <div class="table-wrap" tabindex="0" role="region" aria-label="Audit entries"><table class="audit">
+                <div class="table-wrap" tabindex="0" role="region" aria-label="Audit entries"><table class="audit stack">
                     <thead><tr><th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"What"</th><th scope="col">"Subject"</th><th scope="col">"Details"</th></tr></thead>
                     <tbody>
                         <For each=move || rows.get() key=|a| a.id.clone() children=|a| view! { <AuditRow entry=a/> }/>
@@ -210,11 +218,11 @@ fn AuditRow(entry: Entry) -> impl IntoView {
     };
     view! {
         <tr data-audit-id=a.id.clone() data-action=action>
-            <td><TimeAgo at=a.created_at.clone()/><span class="visually-hidden">" ("{at}")"</span></td>
-            <td data-actor="">{a.actor_name}</td>
-            <td><code>{a.action}</code></td>
-            <td>{a.subject_name}</td>
-            <td>
+            <td data-label="When"><TimeAgo at=a.created_at.clone()/><span class="visually-hidden">" ("{at}")"</span></td>
+            <td data-actor="" data-label="Who"><bdi>{a.actor_name}</bdi></td>
+            <td data-label="What"><code class="action-name">{a.action}</code></td>
+            <td data-label="Subject"><bdi>{a.subject_name}</bdi></td>
+            <td data-label="Details">
                 {details}
                 <details class="raw">
                     <summary>"Raw"</summary>

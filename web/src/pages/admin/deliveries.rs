@@ -37,7 +37,7 @@ fn DeliveryTable(deliveries: Vec<Delivery>, act: Act) -> impl IntoView {
     }
     view! {
         <div class="table-wrap" tabindex="0" role="region" aria-label="Deliveries">
-            <table class="deliveries">
+            <table class="deliveries stack">
                 <thead><tr>
                     <th scope="col">"Event"</th><th scope="col">"Status"</th><th scope="col">"Attempts"</th>
                     <th scope="col">"Last error"</th><th scope="col">"Written"</th><th scope="col"><span class="visually-hidden">"Redeliver"</span></th>
@@ -74,7 +74,7 @@ fn DeliveryRow(delivery: Delivery, act: Act) -> impl IntoView {
         .collect_view();
     let status_cell = if by_lookup {
         view! {
-            <td colspan="2" data-no-endpoint="">
+            <td colspan="2" data-no-endpoint="" data-label="Status">
                 <span class="badge status-no-endpoint">"no endpoint"</span>
                 <span class="muted">": the agent reads these with the lookup route"</span>
             </td>
@@ -82,27 +82,27 @@ fn DeliveryRow(delivery: Delivery, act: Act) -> impl IntoView {
         .into_any()
     } else {
         view! {
-            <td>
+            <td data-label="Status">
                 <span class=format!("badge status-{status}")>{status.to_string()}</span>
                 {(status == DeliveryStatus::Pending).then(|| view! { <span class="muted">" next "<TimeAgo at=delivery.next_attempt_at/></span> })}
             </td>
-            <td class="num">{count}</td>
+            <td class="num" data-label="Attempts">{count}</td>
         }
         .into_any()
     };
     view! {
         <tr data-delivery-id=delivery.id.clone() class=format!("delivery-{status}")>
-            <td>
+            <td data-label="Event">
                 <code>{delivery.event_type}</code>
                 <details>
-                    <summary>{delivery.envelope_id}</summary>
+                    <summary><span class="visually-hidden">"Envelope "</span><span class="envelope">{delivery.envelope_id}</span></summary>
                     <ol class="attempts">{attempts}</ol>
                 </details>
             </td>
             {status_cell}
-            <td>{delivery.last_error.unwrap_or_default()}</td>
-            <td><TimeAgo at=delivery.created_at/></td>
-            <td>
+            <td class="last-error" data-label="Last error"><bdi>{delivery.last_error.unwrap_or_default()}</bdi></td>
+            <td data-label="Written"><TimeAgo at=delivery.created_at/></td>
+            <td class="row-action">
                 {(!by_lookup).then(|| view! {
                     <button type="button" class="secondary small" data-action="redeliver" disabled=busy on:click=move |_| {
                         act.dispatch(Command::Redeliver { id: id.clone() });

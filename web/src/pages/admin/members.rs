@@ -1,31 +1,110 @@
 //! Members & budgets: every niche with its members (add, suspend, reinstate) and its agent
 //! budget, edited and shown in the niche's money ("25.30 USD"), never in minor units.
 
+use std::collections::HashMap;
+
 use leptos::prelude::*;
 
-use crate::api;
+use crate::api::{self, ApiError, ErrorCode};
 use crate::components::loaded::Loaded;
 use crate::components::money::{money, parse_money};
+use crate::components::notice::LimitNote;
 use crate::operations::{AdminMembers, NicheBudget, admin_members, niche_budget};
 use crate::vocab::{MemberRole, MemberStatus, NicheStatus};
 
 use super::{Act, Command, FORBIDDEN, Outcome, desk};
 
+/// The longest amount a budget field takes: more digits than the largest amount askloop keeps.
+const AMOUNT_MAX: usize = 24;
+
 /// The money every niche's budget is kept in.
 const CURRENCY: &str = "USD";
+
+/// The longest handle (the server's `HANDLE_MAX`): the "Add a member" field's limit.
+const HANDLE_MAX: usize = 40;
+
+/// The "Add a member" forms of every niche, kept by the section: what is typed in each survives
+/// the list being read again, and a refusal stays in the form it answers, beside its field.
+#[derive(Clone, Copy)]
+struct Adding {
+    /// Adds a member; the list is read again only when it worked (a refusal changes nothing).
+    act: Act,
+    /// The niche and the handle of the last add sent.
+    sent: RwSignal<(String, String)>,
+    /// What is typed in each niche's field, by slug; emptied when its add works.
+    typed: RwSignal<HashMap<String, String>>,
+}
+
+impl Adding {
+    fn new(refresh: impl Fn() + Copy + 'static) -> Self {
+        let typed = RwSignal::new(HashMap::<String, String>::new());
+        let act = Action::new_local(move |command: &Command| {
+            let command = command.clone();
+            async move {
+                let slug = match &command {
+                    Command::AddMember { slug, .. } => Some(slug.clone()),
+                    _ => None,
+                };
+                let result = command.run().await;
+                if result.is_ok() {
+                    if let Some(slug) = slug {
+                        typed.update(|t| {
+                            t.remove(&slug);
+                        });
+                    }
+                    refresh();
+                }
+                result
+            }
+        });
+        Self {
+            act,
+            sent: RwSignal::new((String::new(), String::new())),
+            typed,
+        }
+    }
+
+    /// Why adding `handle` was refused, as a sentence about what was typed.
+    fn refusal(handle: &str, err: &ApiError) -> String {
+        let shown: String = handle.chars().take(HANDLE_MAX).collect();
+        match err.code {
+            ErrorCode::NotFound => format!(
+                "No one has the handle \u{201c}{shown}\u{201d}: check its spelling, or ask them to sign up first."
+            ),
+            _ => err.to_string(),
+        }
+    }
+}
+
+/// A success of `done` clears what the others last said: a notice or a refusal does not outlive
+/// the next thing that worked.
+fn clears_on_success(done: Act, others: Vec<Act>) {
+    Effect::new(move |_| {
+        if matches!(done.value().get(), Some(Ok(_))) {
+            for other in &others {
+                if other.value().with_untracked(Option::is_some) {
+                    other.value().set(None);
+                }
+            }
+        }
+    });
+}
 
 /// The Members & budgets section.
 #[component]
 pub fn MembersSection() -> impl IntoView {
     let read = LocalResource::new(|| api::run::<AdminMembers>(admin_members::Variables));
     let act = desk(move || read.refetch());
+    let adding = Adding::new(move || read.refetch());
+    clears_on_success(act, vec![adding.act]);
+    clears_on_success(adding.act, vec![act]);
     view! {
         <section aria-labelledby="niches-title">
             <h2 id="niches-title">"Niches, members and budgets"</h2>
             <Outcome act=act/>
             <Loaded forbidden=FORBIDDEN>
                 {move || read.get().map(|r| r.map(|r| {
-                    r.all_niches.into_iter().map(|n| view! { <NicheMembers niche=n act=act/> }).collect_view()
+                    r.all_niches.into_iter().map(|n| view! { <NicheMembers niche=n act=act adding=adding/> }).collect_view()
                 }))}
             </Loaded>
         </section>
@@ -33,25 +112,70 @@ pub fn MembersSection() -> impl IntoView {
 }
 
 #[component]
-fn NicheMembers(niche: admin_members::AdminMembersAllNiches, act: Act) -> impl IntoView {
+fn NicheMembers(
+    niche: admin_members::AdminMembersAllNiches,
+    act: Act,
+    adding: Adding,
+) -> impl IntoView {
     let busy = act.pending();
     // The budget form has its own action: saving it re-reads its figures, not the whole list
     // (which would rebuild the form under the admin's hands), and what it says shows in it.
     let budget_act = desk(|| ());
+    clears_on_success(budget_act, vec![act, adding.act]);
     let slug = niche.slug.clone();
     let handle_id = format!("add-{}", niche.slug);
+    let limit_id = format!("add-limit-{}", niche.slug);
+    let error_id = format!("add-error-{}", niche.slug);
     let role_id = format!("role-{}", niche.slug);
-    let (handle, set_handle) = signal(String::new());
     let (role, set_role) = signal(MemberRole::Operator);
+    let typed_slug = slug.clone();
+    let handle = Signal::derive(move || {
+        adding
+            .typed
+            .with(|t| t.get(&typed_slug).cloned().unwrap_or_default())
+    });
+    // What the last add said, when it was for this niche.
+    let said_slug = slug.clone();
+    let said = Memo::new(move |_| {
+        let (for_slug, handle) = adding.sent.get();
+        if for_slug != said_slug {
+            return None;
+        }
+        adding.act.value().with(|v| {
+            v.as_ref().map(|result| match result {
+                Ok(done) => Ok(done.clone()),
+                Err(err) => Err(Adding::refusal(&handle, err)),
+            })
+        })
+    });
+    let refused = move || said.with(|s| matches!(s, Some(Err(_))));
+    let described = {
+        let (limit_id, error_id) = (limit_id.clone(), error_id.clone());
+        move || {
+            if refused() {
+                format!("{limit_id} {error_id}")
+            } else {
+                limit_id.clone()
+            }
+        }
+    };
     let add_slug = slug.clone();
     let add = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        act.dispatch(Command::AddMember {
+        let handle = handle.get_untracked().trim().to_owned();
+        adding.sent.set((add_slug.clone(), handle.clone()));
+        adding.act.dispatch(Command::AddMember {
             slug: add_slug.clone(),
-            handle: handle.get_untracked().trim().to_owned(),
+            handle,
             role: role.get_untracked(),
         });
-        set_handle.set(String::new());
+    };
+    let input_slug = slug.clone();
+    let on_input = move |ev: leptos::ev::Event| {
+        let value = event_target_value(&ev);
+        adding.typed.update(|t| {
+            t.insert(input_slug.clone(), value);
+        });
     };
     let members = niche
         .members
@@ -70,10 +194,10 @@ fn NicheMembers(niche: admin_members::AdminMembersAllNiches, act: Act) -> impl I
             };
             view! {
                 <tr data-member=m.handle.clone()>
-                    <td>{m.handle.clone()}</td>
-                    <td>{MemberRole::of(&m.role).to_string()}</td>
-                    <td>{status.to_string()}</td>
-                    <td>{control}</td>
+                    <td data-label="Handle">{m.handle.clone()}</td>
+                    <td data-label="Role">{MemberRole::of(&m.role).to_string()}</td>
+                    <td data-label="Status">{status.to_string()}</td>
+                    <td class="row-action">{control}</td>
                 </tr>
             }
         })
@@ -106,24 +230,32 @@ fn NicheMembers(niche: admin_members::AdminMembersAllNiches, act: Act) -> impl I
     });
     view! {
         <article class="card niche-admin" data-slug=niche.slug.clone()>
-            <h3>{niche.name}" "<code>{niche.slug.clone()}</code>" "<span class="status">{NicheStatus::of(&niche.status).to_string()}</span></h3>
+            <h3><bdi>{niche.name}</bdi>" "<code>{niche.slug.clone()}</code>" "<span class="status">{NicheStatus::of(&niche.status).to_string()}</span></h3>
             <div class="table-wrap" tabindex="0" role="region" aria-label=format!("Members of {}", niche.slug)>
-                <table>
+                <table class="stack members">
                     <thead><tr><th scope="col">"Handle"</th><th scope="col">"Role"</th><th scope="col">"Status"</th><th scope="col"><span class="visually-hidden">"Change"</span></th></tr></thead>
                     <tbody>{members}</tbody>
                 </table>
             </div>
             {agreement}
-            <form class="inline" on:submit=add>
+            <form class="inline add-member" on:submit=add>
                 <label for=handle_id.clone()>"Add a member"</label>
-                <input id=handle_id type="text" required placeholder="handle" prop:value=handle on:input=move |ev| set_handle.set(event_target_value(&ev))/>
+                <input id=handle_id type="text" required maxlength=HANDLE_MAX.to_string() placeholder="handle"
+                    autocomplete="off" spellcheck="false"
+                    aria-invalid=move || refused().to_string() aria-describedby=described
+                    prop:value=handle on:input=on_input/>
                 <label for=role_id.clone() class="visually-hidden">"Role"</label>
                 <select id=role_id on:change=move |ev| set_role.set(MemberRole::of(event_target_value(&ev)))>
                     <option value="operator" selected>"operator"</option>
                     <option value="specialist">"specialist"</option>
                     <option value="observer">"observer"</option>
                 </select>
-                <button type="submit" disabled=busy>"Add"</button>
+                <button type="submit" disabled=move || busy.get() || adding.act.pending().get()>"Add"</button>
+                <LimitNote id=limit_id value=handle max=HANDLE_MAX/>
+                {move || said.get().map(|said| match said {
+                    Ok(done) => view! { <p class="notice" role="status">{done}</p> }.into_any(),
+                    Err(why) => view! { <p class="error field-error" role="alert" id=error_id.clone()>{why}</p> }.into_any(),
+                })}
             </form>
             <BudgetEditor slug=slug act=budget_act/>
         </article>
@@ -231,14 +363,24 @@ fn BudgetEditor(slug: String, act: Act) -> impl IntoView {
     };
     let field = move |id: String, label: String, value: RwSignal<String>, required: bool| {
         let described = described.clone();
+        let limit_id = format!("{id}-limit");
+        let named = {
+            let limit_id = limit_id.clone();
+            move || match described() {
+                Some(error_id) => format!("{limit_id} {error_id}"),
+                None => limit_id.clone(),
+            }
+        };
         view! {
             <label for=id.clone()>{label}</label>
             <span class="money-field">
                 <input id=id type="text" inputmode="decimal" autocomplete="off" required=required
-                    aria-invalid=invalid aria-describedby=described
+                    maxlength=AMOUNT_MAX.to_string()
+                    aria-invalid=invalid aria-describedby=named
                     prop:value=value on:input=move |ev| value.set(event_target_value(&ev))/>
                 " "<span class="unit" aria-hidden="true">{CURRENCY}</span>
             </span>
+            <LimitNote id=limit_id value=value max=AMOUNT_MAX/>
         }
     };
     view! {

@@ -64,10 +64,10 @@ fn Owed(owed: Vec<admin_payouts::AdminPayoutsOwed>, act: Act) -> impl IntoView {
             };
             view! {
                 <tr data-owed=format!("{}:{}", o.handle, o.currency)>
-                    <td>{o.handle.clone()}</td>
-                    <td class="num">{money(o.amount_minor, &o.currency)}</td>
-                    <td class="num">{o.allocations}</td>
-                    <td>{action}</td>
+                    <td data-label="Person">{o.handle.clone()}</td>
+                    <td class="num" data-label="Owed">{money(o.amount_minor, &o.currency)}</td>
+                    <td class="num" data-label="Allocations">{o.allocations}</td>
+                    <td class="row-action">{action}</td>
                 </tr>
             }
         })
@@ -75,7 +75,7 @@ fn Owed(owed: Vec<admin_payouts::AdminPayoutsOwed>, act: Act) -> impl IntoView {
     view! {
         <h3>"Owed"</h3>
         <div class="table-wrap" tabindex="0" role="region" aria-label="Who is owed what">
-            <table class="owed">
+            <table class="owed stack">
                 <thead><tr>
                     <th scope="col">"Person"</th><th scope="col" class="num">"Owed"</th>
                     <th scope="col" class="num">"Allocations"</th><th scope="col"><span class="visually-hidden">"Settle"</span></th>
@@ -102,7 +102,7 @@ fn Addresses(accounts: Vec<admin_payouts::AdminPayoutsPayoutAccounts>, act: Act)
                 let command = Command::VerifyAddress { handle: who.clone(), address: a.address.clone() };
                 view! {
                     <li data-account=who.clone()>
-                        <strong>{who.clone()}</strong>" "<code>{a.address}</code>" "
+                        <strong>{who.clone()}</strong>" "<code class="address"><bdi>{a.address}</bdi></code>" "
                         <button type="button" class="secondary small" data-action="verify-address" disabled=busy on:click=move |_| {
                             act.dispatch(command.clone());
                         }>"Verify"<span class="visually-hidden">" "{who.clone()}</span></button>
@@ -120,23 +120,25 @@ fn PayoutLine(payout: admin_payouts::AdminPayoutsPayouts, act: Act) -> impl Into
     let scheduled = status == PayoutStatus::Scheduled;
     let (note, set_note) = signal(String::new());
     let note_id = format!("payout-note-{}", payout.id);
+    let limit_id = format!("payout-note-limit-{}", payout.id);
     let (paid_id, failed_id) = (payout.id.clone(), payout.id.clone());
     view! {
         <li data-payout-id=payout.id.clone()>
             <span class=format!("badge status-{status}")>{status.to_string()}</span>
             " "<strong>{payout.handle}</strong>" "{money(payout.amount_minor, &payout.currency)}" · "<TimeAgo at=payout.created_at/>
             {payout.external_reference.map(|r| view! { " · ref "<code>{r}</code> })}
-            {payout.failure_reason.map(|r| view! { " · "<span class="error">{r}</span> })}
+            {payout.failure_reason.map(|r| view! { " · "<span class="error"><bdi>{r}</bdi></span> })}
             {scheduled.then(|| view! {
                 <div class="inline">
                     <label for=note_id.clone()>"Reference or reason"</label>
-                    <input id=note_id type="text" maxlength="200" prop:value=note on:input=move |ev| set_note.set(event_target_value(&ev))/>
+                    <input id=note_id type="text" maxlength="200" aria-describedby=limit_id.clone() prop:value=note on:input=move |ev| set_note.set(event_target_value(&ev))/>
                     <button type="button" class="small" data-action="mark-paid" disabled=busy on:click=move |_| {
                         act.dispatch(Command::MarkPaid { id: paid_id.clone(), reference: note.get_untracked() });
                     }>"Mark paid"</button>
                     <button type="button" class="secondary small" data-action="mark-failed" disabled=busy on:click=move |_| {
                         act.dispatch(Command::MarkFailed { id: failed_id.clone(), reason: note.get_untracked() });
                     }>"Mark failed"</button>
+                    <crate::components::notice::LimitNote id=limit_id value=note max=200/>
                 </div>
             })}
         </li>

@@ -21,11 +21,11 @@ pub fn RevenueSection() -> impl IntoView {
                 {move || read.get().map(|r| r.map(|r| if r.revenue_events.is_empty() {
                     view! { <p class="empty">"No revenue yet."</p> }.into_any()
                 } else {
-                    view! { <div class="table-wrap" tabindex="0" role="region" aria-label="Revenue events"><table class="admin-events">
+                    view! { <div class="table-wrap" tabindex="0" role="region" aria-label="Revenue events"><table class="admin-events stack">
                         <thead><tr><th scope="col">"When"</th><th scope="col">"Niche"</th><th scope="col">"Source"</th><th scope="col">"Reference"</th><th scope="col" class="num">"Gross"</th><th scope="col" class="num">"Net"</th></tr></thead>
                         <tbody>{r.revenue_events.into_iter().map(|e| view! {
-                            <tr><td><TimeAgo at=e.created_at/></td><td>{e.niche_slug}</td><td>{e.source_type}</td><td><code>{e.external_id}</code></td>
-                            <td class="num">{money(e.gross_minor, &e.currency)}</td><td class="num">{money(e.net_minor, &e.currency)}</td></tr>
+                            <tr><td data-label="When"><TimeAgo at=e.created_at/></td><td data-label="Niche">{e.niche_slug}</td><td data-label="Source">{e.source_type.replace('_', " ")}</td><td data-label="Reference"><code>{e.external_id}</code></td>
+                            <td class="num" data-label="Gross">{money(e.gross_minor, &e.currency)}</td><td class="num" data-label="Net">{money(e.net_minor, &e.currency)}</td></tr>
                         }).collect_view()}</tbody>
                     </table></div> }.into_any()
                 }))}

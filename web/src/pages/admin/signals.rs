@@ -70,7 +70,7 @@ pub fn SignalsSection() -> impl IntoView {
             <p class="muted">"Logged for a person to look at; they change nothing by themselves. Acknowledge one once you have."</p>
             {move || problem.get().map(|err| {
                 let words = if err.code == crate::api::ErrorCode::Forbidden {
-                    format!("{FORBIDDEN}: {err}.")
+                    format!("{FORBIDDEN}. {err}")
                 } else {
                     err.to_string()
                 };

@@ -138,9 +138,10 @@ fn EmailForm(
             <label for="email-address">"Email address"</label>
             <input id="email-address" type="email" required maxlength="254" autocomplete="email"
                 aria-invalid=move || change_error.get().is_some().to_string()
-                aria-describedby=move || described_by("email-address-help", "email-address-error", change_error.get().is_some())
+                aria-describedby=move || format!("{} email-address-limit", described_by("email-address-help", "email-address-error", change_error.get().is_some()))
                 prop:value=address on:input=move |ev| address.set(event_target_value(&ev))/>
             <p class="muted hint" id="email-address-help">"A new address is unverified until you follow the link mailed to it."</p>
+            <crate::components::notice::LimitNote id="email-address-limit".to_owned() value=address max=254/>
             <FieldError id="email-address-error" error=change_error/>
             <button type="submit" disabled=changing>"Save address"</button>
             <Done said=change.value().into()/>
@@ -349,8 +350,9 @@ fn QuietHoursForm(
             <input id="time-zone" type="text" required maxlength="60" autocomplete="off" spellcheck="false"
                 list="time-zones"
                 aria-invalid=move || zone_invalid().to_string()
-                aria-describedby=move || described_by("time-zone-help", "time-zone-error", zone_invalid())
+                aria-describedby=move || format!("{} time-zone-limit", described_by("time-zone-help", "time-zone-error", zone_invalid()))
                 prop:value=time_zone on:input=move |ev| time_zone.set(event_target_value(&ev))/>
+            <crate::components::notice::LimitNote id="time-zone-limit".to_owned() value=time_zone max=60/>
             <datalist id="time-zones">
                 {known_time_zones().into_iter().map(|zone| view! { <option value=zone/> }).collect_view()}
             </datalist>

@@ -185,8 +185,9 @@ fn RegisterForm(
             <input id="hook-url" type="url" required maxlength="2000" autocomplete="off" spellcheck="false"
                 placeholder="https://chat.example.com/hooks/askloop"
                 aria-invalid=move || refused().to_string()
-                aria-describedby=move || described_by("hook-url-help", "hook-url-error", refused())
+                aria-describedby=move || format!("{} hook-url-limit", described_by("hook-url-help", "hook-url-error", refused()))
                 prop:value=url on:input=move |ev| url.set(event_target_value(&ev))/>
+            <crate::components::notice::LimitNote id="hook-url-limit".to_owned() value=url max=2000/>
             <p class="muted hint" id="hook-url-help">"An https:// address where your chat bridge or script listens (plain http:// only for an admin's webhook to this server or a local host). At most five per niche."</p>
             <FieldError id="hook-url-error" error=error/>
             <button type="submit" disabled=busy>"Register webhook"</button>
