@@ -550,6 +550,9 @@ async fn admins_see_failed_deliveries_first_and_redeliver_in_the_browser() {
     )
     .await;
     assert!(first.contains("HTTP 503"), "{first}");
+    // The event in words, as the question page says it; never its code.
+    assert!(first.contains("The answer"), "{first}");
+    assert!(!first.contains("expert_answer"), "{first}");
     root.screenshot("admin-deliveries-desktop").await;
     root.click(&button_in(
         "document.querySelector('tr.delivery-exhausted')",

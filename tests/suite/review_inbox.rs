@@ -111,7 +111,14 @@ async fn an_admin_signing_in_lands_on_the_review_inbox_and_an_operator_on_their_
         assert!(heading.starts_with("Review inbox"), "{heading}");
     }
     // A page that asked for sign-in is where an admin comes back to.
-    signed_in(&app, "root", "/admin/members").await;
+    let mut root = signed_in(&app, "root", "/admin/members").await;
+    // An admin in no niche who opens the niches page is led back to the inbox.
+    root.goto(&app.url("/dashboard/niches")).await;
+    root.wait_for(
+        "document.querySelector('#join-title') && document.querySelector('[data-admin-lead] a[href=\"/admin/review\"]')",
+        "the niches page leading an admin to the review inbox",
+    )
+    .await;
     // An operator goes to their niches, as before.
     let mut ana = askloop_tests::pages::browser().await;
     ana.goto(&app.url("/login")).await;

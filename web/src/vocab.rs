@@ -239,3 +239,24 @@ vocabulary! {
     /// What I did to a waiting question (schema enum `MyPart`): the queue's "Handled by you".
     MyPart { Declined = "declined", SentBack = "sent_back", Answered = "answered", Rejected = "rejected", ResearchBack = "research_back" }
 }
+
+/// What a delivery told its receiver, in words (the question page and the admin's deliveries
+/// show the event so, never its code).
+pub fn event_words(event_type: &str) -> &'static str {
+    match event_type {
+        "expert_answer.created" => "The answer",
+        "expert_answer.verified" => "The answer was verified",
+        "expert_answer.rejected" => "The answer was rejected",
+        "agent.research_requested" => "A request for research",
+        "expert_question.expired" => "It expired",
+        "expert_question.dismissed" => "It was dismissed",
+        "expert_question.needs_context" => "Nobody had enough context",
+        "expert_question.escalated" => "More people were told",
+        "expert_question.consensus" => "The answers reached a consensus",
+        "expert_question.disagreement" => "The answers disagreed",
+        "task.completed" => "The task was completed",
+        "knowledge.superseded" => "The knowledge it used was replaced",
+        "knowledge.retracted" => "The knowledge it used was withdrawn",
+        _ => "A message about it",
+    }
+}

@@ -37,7 +37,7 @@ pub fn NichesPage() -> impl IntoView {
         <main>
             <Loaded>
                 {move || standing.get().map(|result| result.map(|data| match data.viewer {
-                    Some(viewer) if viewer.memberships.is_empty() => view! { <Newcomer handle=viewer.user.handle/> }.into_any(),
+                    Some(viewer) if viewer.memberships.is_empty() => view! { <Newcomer handle=viewer.user.handle admin=viewer.user.is_admin/> }.into_any(),
                     Some(viewer) => view! { <SignedIn memberships=viewer.memberships/> }.into_any(),
                     None => view! { <SignedOut/> }.into_any(),
                 }))}
@@ -89,11 +89,14 @@ fn NicheList(niches: Vec<niches::NichesNiches>) -> impl IntoView {
 
 /// A person in no niche: how membership works, and the niches they could ask to join.
 #[component]
-fn Newcomer(handle: String) -> impl IntoView {
+fn Newcomer(handle: String, admin: bool) -> impl IntoView {
     let niches = LocalResource::new(|| api::run::<Niches>(niches::Variables));
     view! {
         <section class="newcomer" aria-labelledby="join-title">
             <h1 id="join-title">"You are not in a niche yet"</h1>
+            {admin.then(|| view! {
+                <p class="lede" data-admin-lead="">"As an admin you review what members send: "<A href="/admin/review">"open the review inbox"</A>"."</p>
+            })}
             <p class="lede">"Questions reach you through the niches you are a member of, and only an admin of this askloop adds members."</p>
             <ol class="join-steps">
                 <li>"Pick a niche below where you have done the job its agent asks about."</li>

@@ -508,7 +508,7 @@ fn DeliveryList(deliveries: Vec<Delivery>) -> impl IntoView {
                         view! {
                         <tr data-delivery-id=d.id.clone()>
                             <td>
-                                {event_words(&d.event_type)}
+                                {crate::vocab::event_words(&d.event_type)}
                                 <details>
                                     <summary>"Envelope "{d.envelope_id}</summary>
                                     <ol class="attempts">{attempts}</ol>
@@ -566,26 +566,6 @@ fn status_words(status: &QuestionStatus, task: bool, reopened: bool) -> String {
         QuestionStatus::Open if reopened => "reopened".to_owned(),
         QuestionStatus::Researching => "with the agent for research".to_owned(),
         other => other.to_string(),
-    }
-}
-
-/// What a delivery told the agent, in words.
-fn event_words(event_type: &str) -> &'static str {
-    match event_type {
-        "expert_answer.created" => "The answer",
-        "expert_answer.verified" => "The answer was verified",
-        "expert_answer.rejected" => "The answer was rejected",
-        "agent.research_requested" => "A request for research",
-        "expert_question.expired" => "It expired",
-        "expert_question.dismissed" => "It was dismissed",
-        "expert_question.needs_context" => "Nobody had enough context",
-        "expert_question.escalated" => "More people were told",
-        "expert_question.consensus" => "The answers reached a consensus",
-        "expert_question.disagreement" => "The answers disagreed",
-        "task.completed" => "The task was completed",
-        "knowledge.superseded" => "The knowledge it used was replaced",
-        "knowledge.retracted" => "The knowledge it used was withdrawn",
-        _ => "A message about it",
     }
 }
 

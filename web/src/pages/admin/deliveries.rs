@@ -93,7 +93,7 @@ fn DeliveryRow(delivery: Delivery, act: Act) -> impl IntoView {
     view! {
         <tr data-delivery-id=delivery.id.clone() class=format!("delivery-{status}")>
             <td data-label="Event">
-                <code>{delivery.event_type}</code>
+                <span class="event" data-event-type=delivery.event_type.clone()>{crate::vocab::event_words(&delivery.event_type)}</span>
                 <details>
                     <summary><span class="visually-hidden">"Envelope "</span><span class="envelope">{delivery.envelope_id}</span></summary>
                     <ol class="attempts">{attempts}</ol>

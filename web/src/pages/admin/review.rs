@@ -322,6 +322,7 @@ fn ReviewCard(
     let id = c.id.clone();
     let whose = c.contributor.handle.clone();
     let source = c.source.clone();
+    let own_source = source.clone();
     let is_correction = source == "correction";
     let warning = reject_warning(&source);
     // Each item decides on its own; what came back shows inside it.
@@ -492,7 +493,7 @@ fn ReviewCard(
         <article class="card review" tabindex="-1" data-contribution-id=c.id.clone() aria-busy=move || busy.get().to_string()>
             <p class="meta">
                 <strong>{c.niche_slug}</strong>
-                " · "{c.points}" points · "{c.source}" · "
+                " · "{c.points}" points · "{kind_words(&c.source)}" · "
                 <TimeAgo at=c.created_at/>
             </p>
             {question_head}
@@ -513,7 +514,7 @@ fn ReviewCard(
             })}
             <Show
                 when=move || !mine()
-                fallback=move || view! { <OwnAnswer/> }
+                fallback=move || view! { <OwnAnswer kind=kind_words(&own_source)/> }
             >
                 <Decide id=card_id.clone() decide=decide warning=warning/>
             </Show>
@@ -524,7 +525,7 @@ fn ReviewCard(
 /// What an admin's own answer says instead of a decision: another admin reviews it; a sole
 /// admin is told there is none yet, and how one is added.
 #[component]
-fn OwnAnswer() -> impl IntoView {
+fn OwnAnswer(kind: &'static str) -> impl IntoView {
     let counts = Counts::of_desk();
     let sole = move || {
         counts
@@ -534,13 +535,13 @@ fn OwnAnswer() -> impl IntoView {
     };
     view! {
         <div class="own-answer" data-own-answer="">
-            <p>"Your answer — another admin reviews it."</p>
+            <p>"Your "{kind}" — another admin reviews it."</p>
             <Show when=sole>
                 <p class="sole-admin" data-sole-admin="">
                     "You are askloop's only admin, so it stays pending until there is a second one. "
                     "Whoever runs askloop's server adds one with "
                     <code>"askloop user create --handle NAME --email ADDRESS --admin"</code>
-                    "; once they have signed in, this answer waits in their review inbox."
+                    "; once they have signed in, this "{kind}" waits in their review inbox."
                 </p>
             </Show>
         </div>
