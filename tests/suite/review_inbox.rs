@@ -171,6 +171,15 @@ async fn the_inbox_receives_a_new_answer_and_its_counts_without_a_reload(app: Te
         json!(true),
         "no reload"
     );
+    // The card shows the question and the answer; the evidence they were recorded with is
+    // not put in front of the reviewer as raw data.
+    assert_eq!(
+        browser
+            .eval(&format!("{item}.querySelectorAll('pre.evidence').length"))
+            .await,
+        json!(0),
+        "raw evidence on an answer's card"
+    );
 
     // Decided elsewhere (another admin, over the API): it leaves, and the counts follow.
     let lee = person(&app.db, "lee", true).await;

@@ -477,6 +477,9 @@ fn ReviewCard(
         };
         (head, tail)
     });
+    // A card that shows its question and answer says all its evidence does; only a
+    // contribution without one (recorded by hand) shows what was recorded with it.
+    let show_evidence = question.is_none() && !is_correction;
     let (question_head, question_tail) = question.unzip();
     let answer = c.answer.map(|a| {
         view! {
@@ -506,7 +509,7 @@ fn ReviewCard(
             })}
             {question_tail}
             {is_correction.then(|| view! { <CorrectionReview contribution_id=c.id.clone()/> })}
-            {(!is_correction).then(|| view! {
+            {show_evidence.then(|| view! {
                 <details>
                     <summary>"Evidence"</summary>
                     <pre class="evidence">{c.evidence}</pre>
