@@ -6,6 +6,7 @@ pub mod correction;
 pub mod countdown;
 pub mod drafts;
 pub mod held;
+pub mod keys;
 pub mod loaded;
 pub mod money;
 pub mod notice;

@@ -293,21 +293,6 @@ pub fn question_path(slug: &str, id: &str) -> String {
     format!("/dashboard/niches/{slug}/questions/{id}")
 }
 
-/// Whether the person is typing (keys then type, they do not command).
-fn typing_in(target: Option<web_sys::EventTarget>) -> bool {
-    target
-        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-        .is_some_and(|el| {
-            let tag = el.tag_name().to_ascii_lowercase();
-            let input_type = el.get_attribute("type").unwrap_or_default();
-            tag == "textarea"
-                || tag == "select"
-                || (tag == "input"
-                    && !matches!(input_type.as_str(), "radio" | "checkbox" | "button"))
-                || el.get_attribute("contenteditable").is_some()
-        })
-}
-
 fn html(el: web_sys::Element) -> Option<web_sys::HtmlElement> {
     el.dyn_into::<web_sys::HtmlElement>().ok()
 }
@@ -793,7 +778,11 @@ fn QueuePage(slug: String, view: View) -> impl IntoView {
                 return;
             }
         }
-        if ev.ctrl_key() || ev.meta_key() || ev.alt_key() || typing_in(ev.target()) {
+        if ev.ctrl_key()
+            || ev.meta_key()
+            || ev.alt_key()
+            || crate::components::keys::typing_in(ev.target())
+        {
             return;
         }
         let toggles = || {

@@ -93,7 +93,11 @@ pub fn ReviewSection() -> impl IntoView {
     });
     let show_keys = RwSignal::new(false);
     let keys = window_event_listener(leptos::ev::keydown, move |ev| {
-        if ev.ctrl_key() || ev.meta_key() || ev.alt_key() || typing_in(ev.target()) {
+        if ev.ctrl_key()
+            || ev.meta_key()
+            || ev.alt_key()
+            || crate::components::keys::typing_in(ev.target())
+        {
             return;
         }
         let key = ev.key();
@@ -270,21 +274,6 @@ fn neighbour_of(card: &web_sys::Element) -> Option<String> {
     card.next_element_sibling()
         .or_else(|| card.previous_element_sibling())
         .and_then(|c| c.get_attribute("data-contribution-id"))
-}
-
-/// Whether the person is typing (keys then type, they do not command).
-fn typing_in(target: Option<web_sys::EventTarget>) -> bool {
-    target
-        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-        .is_some_and(|el| {
-            let tag = el.tag_name().to_ascii_lowercase();
-            let input_type = el.get_attribute("type").unwrap_or_default();
-            tag == "textarea"
-                || tag == "select"
-                || (tag == "input"
-                    && !matches!(input_type.as_str(), "radio" | "checkbox" | "button"))
-                || el.get_attribute("contenteditable").is_some()
-        })
 }
 
 /// The inbox's keys, listed.
