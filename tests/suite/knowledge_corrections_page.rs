@@ -137,10 +137,80 @@ async fn propose(
 }
 
 on_both_backends!(
+    the_correction_under_review_is_read_by_admins_only,
     two_proposals_at_once_file_one_correction,
     a_correction_that_is_no_change_or_names_no_option_or_is_too_long_is_refused_and_files_nothing,
     a_search_finds_a_paraphrase_and_quotes_and_minus_still_narrow,
 );
+
+const REVIEW_READ: &str = r#"query($id: ID!) {
+  correctionReview(contributionId: $id) { proposedBy note optionChanged answerChanged entry { id } }
+}"#;
+
+/// What the admin's card reads: the proposal beside its entry, for admins only; a malformed id
+/// is refused, and a contribution that is not a correction reads as nothing.
+async fn the_correction_under_review_is_read_by_admins_only(app: TestApp) {
+    let (entry, Cast { bob, .. }) = scene_with_cast(&app).await;
+    let root = person(&app.db, "lee", true).await;
+    let filed = propose(&app, &bob, entry, Some("full"), None, Some(NOTE)).await;
+    assert!(filed["errors"].is_null(), "{filed}");
+    let contribution = contribution_events::Entity::find()
+        .filter(contribution_events::Column::Source.eq("correction"))
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the correction's contribution");
+    let id = contribution.id.to_string();
+
+    let read = app
+        .graphql(Some(&root.token), REVIEW_READ, json!({"id": id}))
+        .await;
+    assert!(read["errors"].is_null(), "{read}");
+    assert_eq!(
+        read["data"]["correctionReview"],
+        json!({"proposedBy": "bob", "note": NOTE, "optionChanged": true,
+               "answerChanged": false, "entry": {"id": entry.to_string()}})
+    );
+    // The proposer and other members may not read the review card.
+    let refused = app
+        .graphql(Some(&bob), REVIEW_READ, json!({"id": id}))
+        .await;
+    assert_eq!(
+        askloop_tests::error_code(&refused),
+        Some("FORBIDDEN"),
+        "{refused}"
+    );
+    let signed_out = app.graphql(None, REVIEW_READ, json!({"id": id})).await;
+    assert!(
+        signed_out["data"]["correctionReview"].is_null(),
+        "{signed_out}"
+    );
+    assert!(signed_out["errors"].is_array(), "{signed_out}");
+    // Not an id; an answer's contribution, which is not a correction.
+    let malformed = app
+        .graphql(Some(&root.token), REVIEW_READ, json!({"id": "seven"}))
+        .await;
+    assert_eq!(
+        askloop_tests::error_code(&malformed),
+        Some("BAD_USER_INPUT"),
+        "{malformed}"
+    );
+    let answer = contribution_events::Entity::find()
+        .filter(contribution_events::Column::Source.ne("correction"))
+        .one(&app.db)
+        .await
+        .expect("read")
+        .expect("the answer's contribution");
+    let none = app
+        .graphql(
+            Some(&root.token),
+            REVIEW_READ,
+            json!({"id": answer.id.to_string()}),
+        )
+        .await;
+    assert!(none["errors"].is_null(), "{none}");
+    assert!(none["data"]["correctionReview"].is_null(), "{none}");
+}
 
 /// A double click or two tabs: two proposals of one person at once file one correction and one
 /// contribution; both answers name it, one saying it was already waiting. Another person's
