@@ -558,18 +558,19 @@ pub async fn my_parts(
         .map(|q| (q.id, q.research_round))
         .collect();
     let reviews = reviews_of(db, answers.iter().filter_map(|a| a.contribution_event_id)).await?;
-    let mut by_question: Vec<(i64, Vec<agent_answers::Model>)> = Vec::new();
+    // Grouped by question, in the order each question first appears (its oldest answer).
+    let mut order: Vec<i64> = Vec::new();
+    let mut by_question: HashMap<i64, Vec<agent_answers::Model>> = HashMap::new();
     for answer in answers {
-        match by_question
-            .iter_mut()
-            .find(|(id, _)| *id == answer.question_id)
-        {
-            Some((_, list)) => list.push(answer),
-            None => by_question.push((answer.question_id, vec![answer])),
+        let list = by_question.entry(answer.question_id).or_default();
+        if list.is_empty() {
+            order.push(answer.question_id);
         }
+        list.push(answer);
     }
-    let mut parts = Vec::with_capacity(by_question.len());
-    for (question_id, mine) in by_question {
+    let mut parts = Vec::with_capacity(order.len());
+    for question_id in order {
+        let mine = by_question.remove(&question_id).unwrap_or_default();
         let Some(&round) = rounds.get(&question_id) else {
             continue;
         };
