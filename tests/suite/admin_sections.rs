@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use askloop_tests::browser::{Browser, button_in, labelled, labelled_in};
 use askloop_tests::fixtures::open_niche;
-use askloop_tests::pages::{AdminPage, require_built_dashboard, signed_in};
+use askloop_tests::pages::{
+    AdminPage, HOLD_LIVE, browser, require_built_dashboard, sign_in_to, signed_in,
+};
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::receiver::Receiver;
 use askloop_tests::{Backend, TestApp, error_code, on_both_backends};
@@ -887,11 +889,15 @@ async fn a_refusal_shows_inside_the_review_item_it_belongs_to() {
     let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
     let scene = review_scene(&app).await;
     let lee = person(&app.db, "lee", true).await;
-    let mut browser = signed_in(&app, "root", "/admin/review").await;
+    let mut browser = browser().await;
+    browser.add_init_script(HOLD_LIVE).await;
+    sign_in_to(&mut browser, &app, "root", "/admin/review").await;
     AdminPage(&mut browser)
         .review_text(&scene.contribution)
         .await;
-    // Another admin decides first: root's item is stale.
+    // Another admin decides first, and the news of it is slow to reach root's page (the live
+    // inbox would otherwise take the item away): root's item is stale.
+    browser.eval("window.__liveHeld = true").await;
     let verified = app
         .graphql(
             Some(&lee.token),
@@ -929,6 +935,11 @@ async fn a_refusal_shows_inside_the_review_item_it_belongs_to() {
         json!(true),
         "announced"
     );
+    // When the news arrives, the decided item leaves the inbox.
+    browser.eval("window.__releaseLive()").await;
+    browser
+        .wait_for(&format!("!{item}"), "the decided item to leave")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

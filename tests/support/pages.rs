@@ -115,6 +115,19 @@ pub const COUNT_SOCKETS: &str = "(() => { const Native = window.WebSocket; windo
     window.WebSocket = new Proxy(Native, { construct(target, args) { window.__sockets += 1; \
     return new target(...args); } }); })()";
 
+/// Lets a test hold back what the live connection receives, as a slow network would: while
+/// `window.__liveHeld` is true, every message a `WebSocket` receives waits; `window.__releaseLive()`
+/// hands the waiting ones to the page in order. (Installed before the page's own listeners, so it
+/// runs first and stops the others.)
+pub const HOLD_LIVE: &str = "(() => { const Native = window.WebSocket; window.__liveHeld = false; \
+    const waiting = []; window.__releaseLive = () => { window.__liveHeld = false; \
+    while (waiting.length) { const [socket, data] = waiting.shift(); \
+    socket.dispatchEvent(new MessageEvent('message', { data })); } }; \
+    window.WebSocket = new Proxy(Native, { construct(target, args) { \
+    const socket = new target(...args); socket.addEventListener('message', (event) => { \
+    if (window.__liveHeld && event.isTrusted) { event.stopImmediatePropagation(); \
+    waiting.push([socket, event.data]); } }); return socket; } }); })()";
+
 /// A browser on `app`, 1280×900.
 pub async fn browser() -> Browser {
     let mut browser = Browser::start().await;
