@@ -12,6 +12,7 @@ use super::writer;
 use crate::config::Config;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
+use crate::service::agents;
 use crate::service::outbox::{self, EventType};
 use crate::service::queue::page_size;
 use std::sync::Arc;
@@ -149,7 +150,6 @@ impl Delivery {
     /// True when it is for an agent with no endpoint: nothing is sent, and the agent reads it
     /// with the lookup route (so its attempts and next try mean nothing).
     async fn reads_by_lookup(&self, ctx: &Context<'_>) -> Result<bool> {
-        use sea_orm::EntityTrait;
         if self.to_webhook {
             return Ok(false);
         }
@@ -158,12 +158,7 @@ impl Delivery {
             return Ok(ctx.data::<Arc<Config>>()?.webhook_url.is_none());
         };
         let db = ctx.data::<Db>()?;
-        let agent = entity::agents::Entity::find_by_id(agent_id)
-            .one(db)
-            .await
-            .map_err(ServiceError::from)
-            .gql()?;
-        Ok(agent.is_some_and(|a| a.webhook_url.is_none()))
+        agents::reads_by_lookup(db, agent_id).await.gql()
     }
 
     /// Every attempt, oldest first.

@@ -518,6 +518,15 @@ pub async fn set_endpoint(
     })
 }
 
+/// Whether agent `agent_id` reads its answers by lookup (it exists and has no webhook).
+pub async fn reads_by_lookup<C: ConnectionTrait>(
+    conn: &C,
+    agent_id: i64,
+) -> Result<bool, ServiceError> {
+    let agent = agents::Entity::find_by_id(agent_id).one(conn).await?;
+    Ok(agent.is_some_and(|a| a.webhook_url.is_none()))
+}
+
 /// The slugs of each agent's niches, sorted, in one query.
 pub async fn niche_slugs<C: ConnectionTrait>(
     conn: &C,

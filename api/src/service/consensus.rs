@@ -84,6 +84,22 @@ pub async fn standing_answers<C: ConnectionTrait>(
         .collect())
 }
 
+/// What question `question_id`'s standing answers come to, with how many there are; none when
+/// there is no such question or they come to nothing.
+pub async fn consensus_of_question<C: ConnectionTrait>(
+    conn: &C,
+    question_id: i64,
+) -> Result<Option<(Consensus, usize)>, ServiceError> {
+    let Some(question) = agent_questions::Entity::find_by_id(question_id)
+        .one(conn)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let standing = standing_answers(conn, &question).await?;
+    Ok(consensus_of(&question, &standing).map(|c| (c, standing.len())))
+}
+
 /// What `standing` came to against the question's agreement; `None` with no answer.
 pub fn consensus_of(question: &agent_questions::Model, standing: &[Standing]) -> Option<Consensus> {
     let votes: Vec<Vote> = standing
