@@ -637,12 +637,8 @@ async fn count_terms(txn: &WriteTxn, entry: &knowledge_entries::Model) -> Result
         "INSERT INTO knowledge_terms (niche_id, term, entries) VALUES {rows} \
          ON CONFLICT (niche_id, term) DO UPDATE SET entries = knowledge_terms.entries + 1"
     );
-    txn.execute_raw(Statement::from_sql_and_values(
-        backend,
-        placeholders(backend, &sql),
-        values,
-    ))
-    .await?;
+    txn.execute_raw(crate::db::statement(backend, &sql, values))
+        .await?;
     Ok(())
 }
 
@@ -669,11 +665,7 @@ pub async fn narrowed<C: ConnectionTrait>(
     let mut values: Vec<Value> = vec![niche_id.into()];
     values.extend(terms.into_iter().map(Value::from));
     let rows = conn
-        .query_all_raw(Statement::from_sql_and_values(
-            backend,
-            placeholders(backend, &sql),
-            values,
-        ))
+        .query_all_raw(crate::db::statement(backend, &sql, values))
         .await?;
     let mut counts = HashMap::with_capacity(rows.len());
     for row in rows {
@@ -703,24 +695,6 @@ fn entry_columns() -> String {
         .map(|c| format!("e.{}", c.as_str()))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// `sql` with its `?` placeholders numbered for PostgreSQL (`$1`, `$2`, …); unchanged for SQLite.
-fn placeholders(backend: DbBackend, sql: &str) -> String {
-    if backend != DbBackend::Postgres {
-        return sql.to_owned();
-    }
-    let mut out = String::with_capacity(sql.len() + 8);
-    let mut n = 0;
-    for c in sql.chars() {
-        if c == '?' {
-            n += 1;
-            out.push_str(&format!("${n}"));
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// Search `niche_id`'s entries of `status`: one page of `first` after skipping `skip`.
@@ -855,7 +829,7 @@ pub fn search_statement(
             )
         }
     };
-    Statement::from_sql_and_values(backend, placeholders(backend, &sql), values)
+    crate::db::statement(backend, &sql, values)
 }
 
 /// The word a status is stored as.

@@ -275,7 +275,7 @@ fn candidates(request: &ClaimRequest, backend: DbBackend, now: DateTime<Utc>) ->
          ORDER BY due.rn, due.next_attempt_at, due.id \
          LIMIT ?"
     );
-    crate::service::reach::statement(backend, &sql, values)
+    crate::db::statement(backend, &sql, values)
 }
 
 /// Claim for `request.lease` what [`candidates`] finds due. Two workers never hold the same row

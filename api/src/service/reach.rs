@@ -17,7 +17,6 @@ pub use crate::domain::placement::{Digest, Placement, Recipient, Wanted, place, 
 pub use links::{
     unsubscribe, unsubscribe_target, unsubscribe_token, verification_token, verify_email,
 };
-pub(crate) use planning::statement;
 pub use planning::{
     drop_mail_for_departed, plan_admin_escalation, plan_escalation, plan_for_new_questions,
     recipient_of, wanted_of,

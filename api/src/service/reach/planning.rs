@@ -4,9 +4,9 @@
 
 use chrono::{DateTime, Utc};
 use entity::{notification_preferences, notification_settings, notifications};
-use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, Statement};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 
-use crate::db::WriteTxn;
+use crate::db::{WriteTxn, statement};
 use crate::domain::placement::{Recipient, Wanted};
 use crate::error::ServiceError;
 
@@ -56,27 +56,6 @@ pub async fn drop_mail_for_departed(
         .exec(txn)
         .await?;
     Ok(())
-}
-
-/// `sql` with `?` placeholders, as `backend` takes it.
-pub(crate) fn statement(backend: DbBackend, sql: &str, values: Vec<sea_orm::Value>) -> Statement {
-    let sql = match backend {
-        DbBackend::Postgres => {
-            let mut out = String::with_capacity(sql.len() + 16);
-            let mut n = 0;
-            for c in sql.chars() {
-                if c == '?' {
-                    n += 1;
-                    out.push_str(&format!("${n}"));
-                } else {
-                    out.push(c);
-                }
-            }
-            out
-        }
-        _ => sql.to_owned(),
-    };
-    Statement::from_sql_and_values(backend, sql, values)
 }
 
 /// Inside the transaction that stored `question_ids`: one planned notification per question and
