@@ -7,8 +7,9 @@
 //! `postgres://postgres@127.0.0.1:5432`) runs:
 //!
 //! - `loadgen -n N -c 32` and `-c 256`: intake throughput next to plain driver inserts at the
-//!   same concurrency, one row per transaction, into a bare table with no index (the floor) and
-//!   into the live, indexed table; askloop runs in a process of its own;
+//!   same concurrency, one row per transaction, into the live, indexed table (the floor judged)
+//!   and into a bare table with no index (shown for comparison; its goal is retired); askloop
+//!   runs in a process of its own;
 //! - `loadgen --rate R`: open loop, latency from each request's scheduled time, at rising rates
 //!   up to the goal's (3,000/s on SQLite, 2,000/s on PostgreSQL) and past it while p99 holds;
 //! - `contention`: 50 operators answering one question at once, 10 times after warm-up rounds
@@ -182,18 +183,20 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             let intake = find(&closed, "intake")?;
             let ours = number(intake, "perSecond");
             let clean = number(intake, "failures") == 0.0;
+            // The bare floor's goal (≥ 1.0×) is retired: it measured the two shared cores, not
+            // askloop (docs/benchmarks.md#goals). Its ratio is still printed, not judged.
             for (run, floor, goal) in [
-                ("bare", "bare table, no index", 1.0),
-                ("driver", "live table, indexed", 0.5),
+                ("bare", "bare table, no index", None),
+                ("driver", "live table, indexed", Some(0.5)),
             ] {
                 let floor_rate = number(find(&closed, run)?, "perSecond");
                 rows.push(Row {
                     figure: format!("intake throughput, c={concurrency} (vs {floor} floor)"),
                     store: store.clone(),
-                    goal: format!("≥ {goal:.1}× floor"),
+                    goal: goal.map_or_else(|| "retired".into(), |g| format!("≥ {g:.1}× floor")),
                     measured: format!("{ours:.0}/s vs {floor_rate:.0}/s"),
                     ratio: Some(ours / floor_rate),
-                    met: Some(ours >= goal * floor_rate && clean),
+                    met: goal.map(|g| ours >= g * floor_rate && clean),
                 });
             }
             rows.push(Row {
