@@ -289,8 +289,8 @@ impl LiveHub {
 /// so a notification sooner would not reach anyone sooner. Hints that arrive meanwhile fold into
 /// the next one, so a stream of writes costs a hundred NOTIFYs a second at most, not one a
 /// batch, and the last write is always followed by one. Each `NOTIFY` is a transaction of its
-/// own, committed to the write-ahead log like any other: under `loadgen -c 32`, one a batch took
-/// 6–10 % more of PostgreSQL's CPU than this, and intake 3–7 % of its rate.
+/// own, committed to the write-ahead log like any other: one a batch cost PostgreSQL's CPU and
+/// intake's rate measurably more than this (docs/benchmarks.md#intake).
 async fn notify_loop(db: DatabaseConnection, pending: Arc<Notify>) {
     use sea_orm::ConnectionTrait;
     loop {

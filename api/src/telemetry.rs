@@ -11,7 +11,13 @@ use crate::config::LogFormat;
 
 /// Keeps the log thread running; dropping it writes out what is still buffered.
 #[must_use = "logs written after the guard is dropped are lost"]
-pub struct LogGuard(#[allow(dead_code)] WorkerGuard);
+pub struct LogGuard(
+    #[expect(
+        dead_code,
+        reason = "held only for its drop, which flushes the log thread"
+    )]
+    WorkerGuard,
+);
 
 /// How many lines may wait for the log thread before writers wait for it.
 const BUFFERED_LINES: usize = 64 * 1024;

@@ -3,8 +3,9 @@
 //!
 //! With the pending list (GIN's default), new entries' words wait, unsorted, until a vacuum or
 //! 4 MB of them move them into the index, and every search reads the whole list meanwhile: after
-//! 10,000 entries written in a burst a one-word search read 472 pending pages (3.4 ms instead of
-//! 0.04 ms), and the planner, seeing the cost, scanned the table instead. Knowledge is written
+//! entries written in a burst a one-word search read hundreds of pending pages
+//! (docs/benchmarks.md#knowledge-search), and the planner, seeing the cost, scanned the table
+//! instead. Knowledge is written
 //! once per verified answer and searched on every intake that asks for similar entries, so the
 //! cost belongs on the write. What is pending when the migration runs is moved into the index.
 //! SQLite's FTS5 index has no such list; nothing changes there.

@@ -37,8 +37,8 @@ fn address(app: &TestApp, last: u8) -> Ipv4Addr {
 /// The wrong guesses the flood keeps in flight at once.
 const FLOOD_SIZE: usize = 200;
 
-/// The bound a real sign-in is held to during the flood. A sign-in takes 20–40 ms on a quiet
-/// two-core machine (one argon2 check, then the session's write), and the flood's one check at
+/// The bound a real sign-in is held to during the flood. A sign-in on a quiet machine is one
+/// argon2 check and then the session's write, tens of milliseconds, and the flood's one check at
 /// a time competes with it for the cores; the bound leaves room for a loaded machine, and is
 /// taken as the best of up to ten sign-ins, each measured while the flood is seen queued for
 /// its checks.
@@ -47,7 +47,7 @@ const OWNER_BOUND: Duration = Duration::from_millis(100);
 /// [`OWNER_BOUND`]; or, on a machine so busy that a sign-in with no flood at all (the best of
 /// `quiet`) already takes more than half of it, twice that: the flood may cost the owner no
 /// more than the machine's own slowness does. Before the permits were shared, the flood cost
-/// the owner 1.7–1.8 s, far past either.
+/// the owner seconds, far past either.
 fn bound_on_this_machine(quiet: &[Duration]) -> Duration {
     let quiet_best = quiet.iter().min().copied().unwrap_or_default();
     OWNER_BOUND.max(quiet_best * 2)

@@ -23,8 +23,8 @@ macro_rules! on_both_backends {
     (config: $config:expr; $($name:ident),+ $(,)?) => {
         $(
             mod $name {
-                // The config is written in the test's module and may name its helpers.
-                #[allow(unused_imports, reason = "a config may name nothing from the test's module")]
+                // The config is written in the test's module and may name its helpers; the test
+                // itself is reached through this import too, so it is always used.
                 use super::*;
 
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -32,13 +32,13 @@ macro_rules! on_both_backends {
                     let app = $crate::TestApp::spawn_with($crate::Backend::Sqlite, $config)
                         .await
                         .expect("SQLite is always available");
-                    super::$name(app).await;
+                    $name(app).await;
                 }
 
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn postgres() {
                     match $crate::TestApp::spawn_with($crate::Backend::Postgres, $config).await {
-                        Some(app) => super::$name(app).await,
+                        Some(app) => $name(app).await,
                         None => eprintln!("skipped: TEST_DATABASE_URL is not set"),
                     }
                 }

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::Package;
 use super::fuzz_api::{python, python_with_venv};
+use crate::deps::Package;
 
 /// The a2a-sdk release the tests use (it speaks A2A 1.0).
 pub const VERSION: &str = "1.3.0";

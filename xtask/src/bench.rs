@@ -7,8 +7,9 @@
 //! `postgres://postgres@127.0.0.1:5432`) runs:
 //!
 //! - `loadgen -n N -c 32` and `-c 256`: intake throughput next to plain driver inserts at the
-//!   same concurrency, one row per transaction, into a bare table with no index (the floor) and
-//!   into the live, indexed table; askloop runs in a process of its own;
+//!   same concurrency, one row per transaction, into the live, indexed table (the floor judged)
+//!   and into a bare table with no index (shown for comparison; its goal is retired); askloop
+//!   runs in a process of its own;
 //! - `loadgen --rate R`: open loop, latency from each request's scheduled time, at rising rates
 //!   up to the goal's (3,000/s on SQLite, 2,000/s on PostgreSQL) and past it while p99 holds;
 //! - `contention`: 50 operators answering one question at once, 10 times after warm-up rounds
@@ -180,22 +181,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
                 ],
             )?;
             let intake = find(&closed, "intake")?;
-            let ours = number(intake, "perSecond");
-            let clean = number(intake, "failures") == 0.0;
-            for (run, floor, goal) in [
-                ("bare", "bare table, no index", 1.0),
-                ("driver", "live table, indexed", 0.5),
-            ] {
-                let floor_rate = number(find(&closed, run)?, "perSecond");
-                rows.push(Row {
-                    figure: format!("intake throughput, c={concurrency} (vs {floor} floor)"),
-                    store: store.clone(),
-                    goal: format!("≥ {goal:.1}× floor"),
-                    measured: format!("{ours:.0}/s vs {floor_rate:.0}/s"),
-                    ratio: Some(ours / floor_rate),
-                    met: Some(ours >= goal * floor_rate && clean),
-                });
-            }
+            rows.extend(floor_rows(store, concurrency, &closed)?);
             rows.push(Row {
                 figure: format!("intake p50 / p99, c={concurrency}"),
                 store: store.clone(),
@@ -555,6 +541,33 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The intake throughput rows of one `loadgen` run at `concurrency`: askloop's rate against each
+/// floor measured in the same run. Only the live-table floor is judged (≥ 0.5×, and no intake
+/// failed); the bare floor's goal (≥ 1.0×) is retired — it measured the two cores the database,
+/// askloop and the load generator share, not askloop (docs/benchmarks.md#goals) — so its ratio
+/// is printed and not judged.
+fn floor_rows(store: &str, concurrency: u32, figures: &[Value]) -> anyhow::Result<Vec<Row>> {
+    let intake = find(figures, "intake")?;
+    let ours = number(intake, "perSecond");
+    let clean = number(intake, "failures") == 0.0;
+    let mut rows = Vec::new();
+    for (run, floor, goal) in [
+        ("bare", "bare table, no index", None),
+        ("driver", "live table, indexed", Some(0.5)),
+    ] {
+        let floor_rate = number(find(figures, run)?, "perSecond");
+        rows.push(Row {
+            figure: format!("intake throughput, c={concurrency} (vs {floor} floor)"),
+            store: store.to_owned(),
+            goal: goal.map_or_else(|| "retired".into(), |g| format!("≥ {g:.1}× floor")),
+            measured: format!("{ours:.0}/s vs {floor_rate:.0}/s"),
+            ratio: Some(ours / floor_rate),
+            met: goal.map(|g| ours >= g * floor_rate && clean),
+        });
+    }
+    Ok(rows)
+}
+
 /// What `cargo xtask bench` was asked to run.
 struct Choice {
     quick: bool,
@@ -863,6 +876,46 @@ mod tests {
             format!("{as_role}/{name}")
         );
         assert!(made_it, "the database was created");
+    }
+
+    /// `loadgen`'s three figure lines, at the rates given.
+    fn loadgen(ours: f64, failures: u32, bare: f64, driver: f64) -> Vec<Value> {
+        vec![
+            serde_json::json!({"run": "intake", "perSecond": ours, "failures": failures}),
+            serde_json::json!({"run": "bare", "perSecond": bare}),
+            serde_json::json!({"run": "driver", "perSecond": driver}),
+        ]
+    }
+
+    #[test]
+    fn the_bare_floor_is_shown_but_not_judged_and_the_live_floor_is() {
+        // Below the bare floor, above half the live one: met, whatever the bare floor says.
+        let rows = floor_rows("postgres", 32, &loadgen(6_000.0, 0, 12_000.0, 7_000.0)).unwrap();
+        let [bare, live] = rows.as_slice() else {
+            panic!("two rows, one a floor");
+        };
+        assert_eq!(
+            bare.figure,
+            "intake throughput, c=32 (vs bare table, no index floor)"
+        );
+        assert_eq!(bare.goal, "retired");
+        assert_eq!(bare.ratio, Some(0.5));
+        assert_eq!(bare.met, None, "a retired goal is not judged");
+        assert_eq!(live.goal, "≥ 0.5× floor");
+        assert_eq!(live.measured, "6000/s vs 7000/s");
+        assert_eq!(live.met, Some(true));
+
+        let slow = floor_rows("sqlite", 256, &loadgen(3_000.0, 0, 1_000.0, 7_000.0)).unwrap();
+        assert_eq!(slow[1].met, Some(false), "under half the live floor");
+        let failed = floor_rows("sqlite", 256, &loadgen(9_000.0, 1, 1_000.0, 7_000.0)).unwrap();
+        assert_eq!(failed[1].met, Some(false), "an intake failed");
+    }
+
+    #[test]
+    fn a_run_that_printed_no_floor_is_an_error_naming_it() {
+        let figures = vec![serde_json::json!({"run": "intake", "perSecond": 1.0, "failures": 0})];
+        let err = floor_rows("sqlite", 32, &figures).err().expect("refused");
+        assert_eq!(err.to_string(), "no 'bare' figures were printed");
     }
 
     #[test]

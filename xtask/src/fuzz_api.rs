@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
-use super::{Package, runs, target_dir, workspace_root};
+use crate::deps::{Package, runs};
+use crate::{target_dir, workspace_root};
 
 /// The schemathesis release the runs use.
 const SCHEMATHESIS_VERSION: &str = "4.32.5";

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::Package;
 use super::fuzz_api::{python, python_with_venv};
+use crate::deps::Package;
 
 /// The aiosmtpd release the tests use.
 pub const VERSION: &str = "1.4.6";

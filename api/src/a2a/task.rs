@@ -3,7 +3,7 @@
 //!
 //! A task is not stored apart from its question: its id is `question-<id>` (the same id MCP's
 //! tasks use), its context id the same, and its state is read from the question each time, so
-//! any instance answers for it and nothing can drift. States follow docs/design §21.2: open →
+//! any instance answers for it and nothing can drift. States follow docs/contract.md#a2a: open →
 //! `WORKING`; researching → `INPUT_REQUIRED` (with an agent message saying what to send);
 //! answered → `COMPLETED`; dismissed → `REJECTED`, or `CANCELED` when its agent withdrew it;
 //! expired → `FAILED`.

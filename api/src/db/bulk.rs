@@ -2,21 +2,21 @@
 //! there are.
 //!
 //! A multi-row `INSERT … VALUES (…), (…)` is a different statement for every number of rows: on
-//! PostgreSQL each is prepared on its own, kept in the driver's statement cache of each
-//! connection (where the intake's sizes, 1 to 32 rows of two tables, crowd out one another), and
-//! planned afresh five times on each connection before PostgreSQL settles on a generic plan.
-//! Measured under `loadgen`, planning was 14 % of PostgreSQL's time in intake. Here the rows
-//! travel as one JSON array in one parameter — each row an array of its values in column order,
-//! so the parameter is hardly larger than the values bound one by one — and are unpacked by
-//! `jsonb_array_elements`, each value cast to its column's type: one statement per table and set
-//! of columns, prepared and planned once a connection, whatever the batch. `jsonb`, not `json`:
-//! reading the i-th value of a `json` array parses its text again from the start, which made
-//! unpacking 32 rows of 27 columns take 2 ms; as `jsonb`, 0.2 ms.
+//! PostgreSQL each is prepared on its own, kept in the driver's statement cache of each connection
+//! (where the intake's sizes, 1 to 32 rows of two tables, crowd out one another), and planned
+//! afresh five times on each connection before PostgreSQL settles on a generic plan. Planning was a
+//! large share of PostgreSQL's time in intake (docs/benchmarks.md#intake). Here the rows travel as
+//! one JSON array in one parameter — each row an array of its values in column order, so the
+//! parameter is hardly larger than the values bound one by one — and are unpacked by
+//! `jsonb_array_elements`, each value cast to its column's type: one statement per table and set of
+//! columns, prepared and planned once a connection, whatever the batch. `jsonb`, not `json`:
+//! reading the i-th value of a `json` array parses its text again from the start, so unpacking a
+//! batch as `json` took ten times as long as `jsonb`.
 //!
 //! The size matters: the driver does not set `TCP_NODELAY`, so a statement larger than one TLS
 //! record (16 KiB) waits for the server's delayed acknowledgement, about 40 ms (see
 //! `service::intake::batch::MOST_POSTGRES`). Rows keyed by column name (`json_populate_recordset`)
-//! were twice the size and crossed it at 32 loadgen questions: 757 intakes a second, p50 52 ms.
+//! were twice the size and crossed it at 32 loadgen questions.
 //!
 //! The rows keep their order (`WITH ORDINALITY`): identities are drawn in it, so an append-only
 //! log such as the audit log reads back in the order its rows were given.

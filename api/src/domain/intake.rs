@@ -193,11 +193,7 @@ fn parse_answers(
     let agreement_bps = match object.get("agreement") {
         None | Some(Value::Null) => DEFAULT_AGREEMENT_BPS,
         Some(Value::Number(n)) => match n.as_f64() {
-            Some(a) if (0.5..=1.0).contains(&a) => {
-                #[allow(clippy::cast_possible_truncation)]
-                let bps = (a * 10_000.0).round() as i32;
-                bps
-            }
+            Some(a) if (0.5..=1.0).contains(&a) => (a * 10_000.0).round() as i32,
             _ => return Err(bad("answers.agreement must be from 0.5 to 1.0")),
         },
         Some(_) => return Err(bad("answers.agreement must be a number from 0.5 to 1.0")),

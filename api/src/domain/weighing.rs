@@ -40,7 +40,6 @@ pub fn wilson_lower_bound(successes: u64, trials: u64) -> f64 {
     if trials == 0 {
         return 0.0;
     }
-    #[allow(clippy::cast_precision_loss)]
     let (k, n) = (successes.min(trials) as f64, trials as f64);
     let p = k / n;
     let z2 = Z_95 * Z_95;
@@ -98,7 +97,6 @@ impl Record {
     pub fn of(judged: &[Judged]) -> Self {
         let answers = judged.len() as u64;
         let verified = judged.iter().filter(|j| j.verified).count() as u64;
-        #[allow(clippy::cast_precision_loss)]
         let verified_rate = if answers == 0 {
             0.0
         } else {
@@ -111,7 +109,6 @@ impl Record {
                     .map(|c| (f64::from(c) / 100.0, if j.verified { 1.0 } else { 0.0 }))
             })
             .collect();
-        #[allow(clippy::cast_precision_loss)]
         let brier = (!stated.is_empty()).then(|| {
             stated.iter().map(|(p, o)| (p - o) * (p - o)).sum::<f64>() / stated.len() as f64
         });
@@ -124,7 +121,6 @@ impl Record {
                 bin.2 += if j.verified { 1.0 } else { 0.0 };
             }
         }
-        #[allow(clippy::cast_precision_loss)]
         let calibration = bins
             .into_iter()
             .map(|(from, (n, stated, observed))| CalibrationBin {
@@ -152,13 +148,11 @@ impl Record {
     /// the record an agent receives), read as one row; the calibration bins, read only on the
     /// standing page, are left empty.
     pub fn of_sums(answers: u64, verified: u64, with_confidence: u64, squared_errors: f64) -> Self {
-        #[allow(clippy::cast_precision_loss)]
         let verified_rate = if answers == 0 {
             0.0
         } else {
             verified as f64 / answers as f64
         };
-        #[allow(clippy::cast_precision_loss)]
         let brier = (with_confidence > 0).then(|| squared_errors / with_confidence as f64);
         Record {
             answers,
@@ -185,7 +179,6 @@ fn bin_of(confidence: i32) -> i32 {
 /// Trust holds when the lower bound reaches the threshold (basis points).
 pub fn trusted(lower_bound: f64, threshold_bps: i32) -> bool {
     // Compared in basis points, rounded down, so 0.8668 against 8500 is exactly what it reads.
-    #[allow(clippy::cast_possible_truncation)]
     let bound_bps = (lower_bound * 10_000.0).floor() as i64;
     bound_bps >= i64::from(threshold_bps)
 }
@@ -244,14 +237,12 @@ pub fn consensus(votes: &[Vote], agreement_bps: i32) -> Option<Consensus> {
         .enumerate()
         .max_by(|(ia, a), (ib, b)| a.1.cmp(&b.1).then(a.2.total_cmp(&b.2)).then(ib.cmp(ia)))?;
     let (option, count, weight) = *best.1;
-    #[allow(clippy::cast_precision_loss)]
     let agreement = count as f64 / votes.len() as f64;
     let weighted_agreement = if total_weight > 0.0 {
         weight / total_weight
     } else {
         agreement
     };
-    #[allow(clippy::cast_possible_truncation)]
     let reached = (agreement * 10_000.0).round() as i64 >= i64::from(agreement_bps);
     Some(Consensus {
         option_id: option.to_owned(),
@@ -270,7 +261,6 @@ pub fn krippendorff_alpha_nominal<T: Eq + std::hash::Hash>(units: &[Vec<T>]) -> 
     // observers' values adds 1/(m-1).
     let mut coincidences: HashMap<(&T, &T), f64> = HashMap::new();
     for unit in units.iter().filter(|u| u.len() >= 2) {
-        #[allow(clippy::cast_precision_loss)]
         let each = 1.0 / (unit.len() - 1) as f64;
         for (i, a) in unit.iter().enumerate() {
             for (j, b) in unit.iter().enumerate() {

@@ -684,7 +684,10 @@ impl MoneyQuery {
     /// Sign-ins and sign-outs (`session.*`) are left out unless `signIns` is true or
     /// `action` names one.
     #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "each filter of the audit log is an argument of the GraphQL field"
+    )]
     async fn audit_entries(
         &self,
         ctx: &Context<'_>,

@@ -89,7 +89,7 @@ impl TaskState {
         Self::ALL.into_iter().find(|state| state.as_str() == name)
     }
 
-    /// The state of `question` (docs/design §21.2).
+    /// The state of `question` (the table of task states in docs/contract.md#a2a).
     pub fn of(question: &agent_questions::Model) -> Self {
         match question.status {
             QuestionStatus::Open => TaskState::Working,

@@ -183,8 +183,9 @@ pub async fn several_json<C: ConnectionTrait>(
 /// Conclude a several-answer question whose places are filled (or which expired with answers
 /// in), inside the transaction that did it (whose caller then writes its knowledge,
 /// `knowledge::record_concluded`): the agent hears `expert_question.consensus` or
-/// `expert_question.disagreement`; a disagreement escalates to askloop's admins (§17.3) and is
-/// audited as `question.disagreement`.
+/// `expert_question.disagreement`; a disagreement escalates to the niche's admins as an
+/// escalation's second step does (docs/contract.md#several-answers) and is audited as
+/// `question.disagreement`.
 pub async fn conclude(
     txn: &WriteTxn,
     question: &agent_questions::Model,

@@ -791,10 +791,10 @@ pub fn search_statement(
             )
         }
         (Looking::Typed(_) | Looking::Like(_), _) => {
-            // A person's search is ranked by cover density (`ts_rank_cd`: how close together
-            // its terms stand, which a phrase is about); a likes query, any one of its words, by
-            // how often they occur (`ts_rank`), which is what cover density comes to for single
-            // words, at a quarter of the cost per ranked row (3.2 ms against 0.4 ms for 310).
+            // A person's search is ranked by cover density (`ts_rank_cd`: how close together its
+            // terms stand, which a phrase is about); a likes query, any one of its words, by how
+            // often they occur (`ts_rank`), which is what cover density comes to for single words,
+            // at a fraction of the cost per ranked row (docs/benchmarks.md#knowledge-search).
             let (function, text, rank) = match looking {
                 Looking::Typed(search) => ("to_tsquery", search.tsquery(), "ts_rank_cd"),
                 Looking::Like(words) => ("to_tsquery", knowledge::tsquery_any(words), "ts_rank"),

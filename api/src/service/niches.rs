@@ -112,7 +112,6 @@ pub fn trust_bps(bound: f64) -> Result<i32, ServiceError> {
             "trustLowerBound is from 0.5 to 1.0 (1.0: every answer is reviewed); got {bound}"
         )));
     }
-    #[allow(clippy::cast_possible_truncation)]
     Ok((bound * 10_000.0).round() as i32)
 }
 

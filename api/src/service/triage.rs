@@ -313,7 +313,10 @@ fn ordered(
 
 /// A page of `niche`'s waiting questions as `filter` and `sort` say, for someone allowed to
 /// read them.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the niche, viewer, filter, sort and page of one triage request, each its own input"
+)]
 pub async fn triage(
     db: &Db,
     viewer: Option<&Viewer>,

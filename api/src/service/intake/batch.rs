@@ -44,28 +44,26 @@ pub const MOST: usize = 128;
 
 /// The most on PostgreSQL. Its statements travel over TCP, and the driver (sqlx 0.9) does not
 /// set `TCP_NODELAY`: a statement too large for one write leaves its tail waiting for the
-/// server's delayed acknowledgement, about 40 ms a statement. Measured with `loadgen -c 256`
-/// on this machine's loopback: batches of up to 128 took 1,051 intakes a second (p50 242 ms);
-/// over a Unix socket, where there is no such delay, 6,615.
+/// server's delayed acknowledgement, about 40 ms a statement; batches of up to 128 took a
+/// fraction of the rate of batches of 32 (docs/benchmarks.md#intake).
 pub const MOST_POSTGRES: usize = 32;
 
 /// About how many bytes of questions (and, in a plain batch, their audit rows, which travel in
 /// the same statement) one batch takes on PostgreSQL (one intake at least, however large): for
 /// the same reason as [`MOST_POSTGRES`], measured in bytes. The driver sends
 /// a statement over TLS one record (16 KiB) a write, so the tail of a larger one waits for the
-/// first record's acknowledgement, which PostgreSQL's side delays by about 40 ms. Measured with
-/// `loadgen -c 32 --context-bytes 1024` on this machine: batches of up to 32 such questions took
-/// 524–534 intakes a second (p50 53 ms); kept under 12 KiB, 2,462–2,573 (p50 12 ms). The load
-/// generator's short questions count about 510 bytes each with their audit rows: 28 a batch.
+/// first record's acknowledgement, which PostgreSQL's side delays by about 40 ms: large
+/// questions (`loadgen --context-bytes 1024`) met it at 32 a batch and no longer under this
+/// limit (docs/benchmarks.md#intake). The load generator's short questions count about 510
+/// bytes each with their audit rows: 28 a batch.
 pub const BYTES_POSTGRES: usize = 14 * 1024;
 
 /// How many batches one process writes at once on PostgreSQL. The second starts only while
 /// more intakes wait than one batch takes ([`starts_writer`]): each batch costs PostgreSQL a
 /// fixed five statements, so under light load fewer, larger batches win, and a second writer
 /// then only splits them; under heavy load one writer's statements leave the database idle
-/// between them, and a second fills the gaps. Measured with `loadgen` on two cores: always two
-/// writers took 2,739–2,751 intakes a second at c=32 where one took 2,934–3,017, and 5,591–5,759
-/// at c=256 where one took 4,223–4,351. Other instances write batches of their own.
+/// between them, and a second fills the gaps (always two writers were slower at c=32 and
+/// faster at c=256: docs/benchmarks.md#intake). Other instances write batches of their own.
 pub const POSTGRES_WRITERS: usize = 2;
 
 /// The environment variable that makes the process abort after writing a batch and before

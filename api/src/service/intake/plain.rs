@@ -1,18 +1,17 @@
 //! A plain batch on PostgreSQL: its questions and their audit rows in one statement that is its
 //! own transaction (docs/architecture.md#intake-group-commit).
 //!
-//! A batch written in a transaction costs five round trips to the database — `BEGIN`, the read
-//! of its niches, the insert of its questions, the insert of their audit rows, `COMMIT` — and on
-//! a busy machine each is a wait for the server's process and then for askloop's to be
-//! scheduled again, not only the server's work: measured under `loadgen -c 32`, about 0.4 ms
-//! each of a 2.8 ms batch. Most batches need nothing of a transaction but that the questions and
-//! their `question.created` rows are stored together: no bounty to reserve, nobody to mail or
-//! call, no wave to hold back. Such a batch is written as one statement — the questions' insert,
-//! and in the same statement (a data-modifying `WITH`) the audit row of each question it stored
-//! — which PostgreSQL commits when it ends: one round trip, two when its niches are read first.
-//! An intake the statement did not store (its external id stored before, or a second copy in
-//! the same batch) is left to a transaction of the usual kind, which finds the question stored
-//! before, exactly as it would have inside one.
+//! A batch written in a transaction costs five round trips to the database — `BEGIN`, the read of
+//! its niches, the insert of its questions, the insert of their audit rows, `COMMIT` — and on a
+//! busy machine each is a wait for the server's process and then for askloop's to be scheduled
+//! again, not only the server's work (docs/benchmarks.md#intake). Most batches need nothing of a
+//! transaction but that the questions and their `question.created` rows are stored together: no
+//! bounty to reserve, nobody to mail or call, no wave to hold back. Such a batch is written as one
+//! statement — the questions' insert, and in the same statement (a data-modifying `WITH`) the audit
+//! row of each question it stored — which PostgreSQL commits when it ends: one round trip, two when
+//! its niches are read first. An intake the statement did not store (its external id stored before,
+//! or a second copy in the same batch) is left to a transaction of the usual kind, which finds the
+//! question stored before, exactly as it would have inside one.
 //!
 //! The niches need not have been read for this batch: a writer keeps those it read last
 //! (`known`), and a batch of niches it knows skips the read. Either way the statement checks,

@@ -40,9 +40,9 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// What each subscriber reads into at a time. The library's default (128 KiB) is zeroed before
-/// every read: with 10,000 sockets sharing the server's two cores, that alone was two fifths of
-/// the load generator's time (`perf`), taken from the server it measures. A delivery is about a
-/// kilobyte.
+/// every read: with 10,000 sockets sharing the server's cores, that zeroing took much of the
+/// load generator's time, taken from the server it measures
+/// (docs/benchmarks.md#fan-out-and-reconnect-storms). A delivery is about a kilobyte.
 const READ_BUFFER: usize = 4 * 1024;
 
 const SECRET: &str = "fanout-bench-secret";
