@@ -591,6 +591,27 @@ mod tests {
         assert!(!config.signing.is_configured());
         assert_eq!(config.bind.port(), 8080);
         assert_eq!(config.database_url, DEFAULT_DATABASE_URL);
+        let spaces = Config::from_lookup(|name| (name == "ASKLOOP_BIND").then(|| "   ".into()))
+            .expect("only spaces count as unset too");
+        assert_eq!(spaces.bind.to_string(), DEFAULT_BIND);
+    }
+
+    #[test]
+    fn a_value_is_taken_as_given_whatever_it_looks_like() {
+        // Values reach the parser as `--field=value`: one that looks like another field's flag,
+        // or holds '=' or starts with '-', is still only its own variable's value.
+        let config = Config::from_lookup(|name| match name {
+            "ASKLOOP_PUBLIC_ORIGIN" => Some("--bind=10.0.0.1:1".into()),
+            "CHOVY_WEBHOOK_URL" => Some("-https://agent.example/hook?a=b=c".into()),
+            _ => None,
+        })
+        .expect("valid");
+        assert_eq!(config.public_origin.as_deref(), Some("--bind=10.0.0.1:1"));
+        assert_eq!(config.bind.to_string(), DEFAULT_BIND);
+        assert_eq!(
+            config.webhook_url.as_deref(),
+            Some("-https://agent.example/hook?a=b=c")
+        );
     }
 
     #[test]
@@ -779,6 +800,25 @@ mod tests {
             is_variable(name).then_some(name)
         });
         assert_lists_the_table(".env.example", &in_example);
+
+        // The README's configuration section names a few variables as examples: each must be one.
+        let readme = include_str!("../../README.md");
+        let section = readme
+            .split("\n## ")
+            .find(|part| part.starts_with("Configuring"))
+            .expect("README.md has a Configuring section");
+        let settings = names_of_the_settings();
+        for name in section
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|word| is_variable(word) && word.contains('_'))
+        {
+            assert!(
+                settings.iter().any(|setting| setting == name),
+                "README.md names {name}, which is no setting"
+            );
+        }
     }
 
     #[test]
