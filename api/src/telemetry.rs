@@ -22,11 +22,10 @@ pub struct LogGuard(
 /// How many lines may wait for the log thread before writers wait for it.
 const BUFFERED_LINES: usize = 64 * 1024;
 
-/// Install the global subscriber (once, in `main`). `RUST_LOG` overrides the default filter.
-/// Hold the guard until the process ends.
-pub fn init(format: LogFormat) -> LogGuard {
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,sea_orm=warn,tower_http=info"));
+/// Install the global subscriber (once, in `main`), writing the lines `filter` lets through
+/// (`RUST_LOG`, checked when the configuration was read). Hold the guard until the process ends.
+pub fn init(format: LogFormat, filter: &str) -> LogGuard {
+    let filter = EnvFilter::new(filter);
     let (writer, guard) = NonBlockingBuilder::default()
         .lossy(false)
         .buffered_lines_limit(BUFFERED_LINES)

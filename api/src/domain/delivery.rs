@@ -164,7 +164,8 @@ impl<T: Copy + Ord + std::ops::Add<Duration, Output = T>> Breaker<T> {
     }
 }
 
-/// How many test events a person may send to their webhooks (docs/security.md#limits).
+/// How many test events a person may send to their webhooks (docs/security.md#limits); the
+/// defaults are those of the `ASKLOOP_WEBHOOK_TEST*` settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TestSendLimits {
     /// Per webhook, within `window`.
@@ -173,16 +174,6 @@ pub struct TestSendLimits {
     pub per_person: u32,
     /// The sliding window both are counted over.
     pub window: Duration,
-}
-
-impl Default for TestSendLimits {
-    fn default() -> Self {
-        Self {
-            per_webhook: 3,
-            per_person: 10,
-            window: Duration::from_secs(10 * 60),
-        }
-    }
 }
 
 /// When one more test event may be sent, if not now: `sent` were sent within the window, the

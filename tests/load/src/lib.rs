@@ -29,7 +29,7 @@ where
             return ExitCode::from(2);
         }
     };
-    let _logs = askloop::telemetry::init(config.log_format);
+    let _logs = askloop::telemetry::init(config.log_format, &config.log_filter);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(err) => {

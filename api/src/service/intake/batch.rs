@@ -69,7 +69,7 @@ pub const POSTGRES_WRITERS: usize = 2;
 /// The environment variable that makes the process abort after writing a batch and before
 /// committing it: for the test that shows no intake is acknowledged before it is durable. Only
 /// a build with the `test-hooks` feature (which the black-box suite turns on) reads it; it is no
-/// setting of askloop's, so it is not in `config::ENVIRONMENT`.
+/// setting of askloop's, so it is not a field of `config::Settings`.
 #[cfg(feature = "test-hooks")]
 pub const ABORT_BEFORE_COMMIT: &str = "ASKLOOP_TEST_ABORT_BEFORE_COMMIT";
 
