@@ -282,6 +282,15 @@ pub mod env {
                   listen backlog, at most 65535; the kernel also caps it at net.core.somaxconn); \
                   a reconnect storm past it loses handshakes until clients retry",
     };
+    /// The proxies whose forwarding headers are believed.
+    pub const ASKLOOP_TRUSTED_PROXIES: EnvVar = EnvVar {
+        name: "ASKLOOP_TRUSTED_PROXIES",
+        default: "unset: none; every client is its connection's peer",
+        meaning: "the reverse proxies in front of askloop, as addresses and CIDR ranges separated \
+                  by commas (10.0.0.5,10.1.0.0/16); only for a connection from one of them is \
+                  the client read from Forwarded or X-Forwarded-For, and every per-address limit \
+                  and the audit log use that client",
+    };
     /// How long a request's head may take.
     pub const ASKLOOP_HEADER_TIMEOUT_MS: EnvVar = EnvVar {
         name: "ASKLOOP_HEADER_TIMEOUT_MS",
@@ -367,6 +376,7 @@ pub const ENVIRONMENT: &[EnvVar] = &[
     env::ASKLOOP_RESERVED_CONNECTIONS,
     env::ASKLOOP_MAX_CONNECTIONS_PER_ADDRESS,
     env::ASKLOOP_LISTEN_BACKLOG,
+    env::ASKLOOP_TRUSTED_PROXIES,
     env::ASKLOOP_HEADER_TIMEOUT_MS,
     env::ASKLOOP_IDLE_TIMEOUT_MS,
     env::ASKLOOP_MONITOR_SECRET,
@@ -450,6 +460,8 @@ pub struct Config {
     pub sign_in: SignInSettings,
     /// How connections are admitted, and when quiet ones are closed.
     pub connections: ConnectionSettings,
+    /// The proxies whose forwarding headers are believed (`ASKLOOP_TRUSTED_PROXIES`, none).
+    pub trusted_proxies: crate::domain::proxies::TrustedProxies,
     /// How events are delivered to the agent and questions expired.
     pub delivery: DeliverySettings,
     /// How outbound webhooks' host names are resolved (the system's resolver; a test's own).
@@ -698,6 +710,7 @@ impl Config {
             live: LiveSettings::default(),
             sign_in: SignInSettings::default(),
             connections: ConnectionSettings::default(),
+            trusted_proxies: Default::default(),
             delivery: DeliverySettings::default(),
             resolver: NameResolver::system(),
             webhook_tests: TestSendLimits::default(),
@@ -838,6 +851,12 @@ impl Config {
             get(&env::ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND),
         )? {
             config.live.handshakes_per_second = rate;
+        }
+        if let Some(list) = get(&env::ASKLOOP_TRUSTED_PROXIES) {
+            config.trusted_proxies = list.parse().map_err(|e| ConfigError {
+                name: env::ASKLOOP_TRUSTED_PROXIES.name,
+                problem: format!("{e}"),
+            })?;
         }
         let connections = &mut config.connections;
         connections.max_connections = count(
@@ -1659,6 +1678,25 @@ mod tests {
         assert_eq!(connections.max_connections_for(10), 1);
         assert_eq!(connections.reserved_of(17_500), 1_750);
         assert_eq!(connections.reserved_of(1), 0);
+    }
+
+    #[test]
+    fn trusted_proxies_are_read_and_a_bad_item_stops_start_up_naming_it() {
+        let config = Config::from_lookup(|name| {
+            (name == "ASKLOOP_TRUSTED_PROXIES").then(|| "127.0.0.1, 10.0.0.0/8".into())
+        })
+        .expect("valid");
+        assert_eq!(config.trusted_proxies.to_string(), "127.0.0.1/32,10.0.0.0/8");
+        assert!(Config::defaults().trusted_proxies.is_empty());
+        let err = Config::from_lookup(|name| {
+            (name == "ASKLOOP_TRUSTED_PROXIES").then(|| "10.0.0.1,proxy.internal".into())
+        })
+        .expect_err("a host name");
+        assert!(
+            err.to_string()
+                .starts_with("ASKLOOP_TRUSTED_PROXIES: 'proxy.internal' is not an IP address"),
+            "{err}"
+        );
     }
 
     #[test]
