@@ -1686,7 +1686,10 @@ mod tests {
             (name == "ASKLOOP_TRUSTED_PROXIES").then(|| "127.0.0.1, 10.0.0.0/8".into())
         })
         .expect("valid");
-        assert_eq!(config.trusted_proxies.to_string(), "127.0.0.1/32,10.0.0.0/8");
+        assert_eq!(
+            config.trusted_proxies.to_string(),
+            "127.0.0.1/32,10.0.0.0/8"
+        );
         assert!(Config::defaults().trusted_proxies.is_empty());
         let err = Config::from_lookup(|name| {
             (name == "ASKLOOP_TRUSTED_PROXIES").then(|| "10.0.0.1,proxy.internal".into())

@@ -37,8 +37,8 @@ use std::convert::Infallible;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -631,10 +631,7 @@ fn too_many_from_client() -> Response<Body> {
     *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
     let headers = response.headers_mut();
     headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain"),
-    );
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     response
 }
 
@@ -901,6 +898,85 @@ mod tests {
             connections.admit(from(2)),
             Admission::Admitted { .. }
         ));
+    }
+
+    #[test]
+    fn a_proxys_connections_hold_no_place_under_its_address_but_its_requests_hold_their_clients() {
+        let connections = Connections::new(&settings(2, 0, 1), 20_000);
+        let proxy = from(1);
+        let _a = connections.admit_from_proxy();
+        let _b = connections.admit_from_proxy();
+        assert_eq!(
+            connections.held_by(proxy),
+            0,
+            "more than its cap of one, uncounted"
+        );
+        assert!(
+            matches!(connections.admit_from_proxy(), Admission::Full),
+            "the instance-wide cap still holds"
+        );
+        let client = from(7);
+        let place = connections.hold_for(client).expect("a place");
+        assert!(
+            connections.hold_for(client).is_none(),
+            "past the client's cap"
+        );
+        assert!(connections.hold_for(from(8)).is_some(), "another client");
+        drop(place);
+        assert!(
+            connections.hold_for(client).is_some(),
+            "the place came back"
+        );
+    }
+
+    #[test]
+    fn forwarding_headers_are_read_from_a_trusted_peer_only_and_unreadable_ones_leave_the_peer() {
+        let trusted: TrustedProxies = "198.51.100.1".parse().expect("a list");
+        let proxy: IpAddr = "198.51.100.1".parse().expect("an address");
+        let stranger: IpAddr = "198.51.100.2".parse().expect("an address");
+        let client = |peer: IpAddr, headers: &[(&str, &[u8])]| {
+            let mut map = HeaderMap::new();
+            for (name, value) in headers {
+                map.append(
+                    header::HeaderName::from_bytes(name.as_bytes()).expect("a name"),
+                    HeaderValue::from_bytes(value).expect("a value"),
+                );
+            }
+            client_of(&trusted, peer, &map)
+                .ip()
+                .map(|ip| ip.to_string())
+        };
+        let forwarded_for: &[(&str, &[u8])] = &[("x-forwarded-for", b"203.0.113.5")];
+        assert_eq!(client(proxy, forwarded_for).as_deref(), Some("203.0.113.5"));
+        assert_eq!(
+            client(stranger, forwarded_for).as_deref(),
+            Some("198.51.100.2")
+        );
+        assert_eq!(
+            client(
+                proxy,
+                &[
+                    ("x-forwarded-for", b"203.0.113.5"),
+                    ("forwarded", b"for=203.0.113.6"),
+                ]
+            )
+            .as_deref(),
+            Some("203.0.113.6"),
+            "Forwarded first"
+        );
+        assert_eq!(
+            client(
+                proxy,
+                &[
+                    ("x-forwarded-for", b"203.0.113.5"),
+                    ("x-forwarded-for", b"\xff")
+                ]
+            )
+            .as_deref(),
+            Some("198.51.100.1"),
+            "a line that is not text"
+        );
+        assert_eq!(client(proxy, &[]).as_deref(), Some("198.51.100.1"));
     }
 
     #[test]

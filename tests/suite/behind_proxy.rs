@@ -105,7 +105,10 @@ async fn recorded_addresses(app: &TestApp, user_id: i64) -> (Option<String>, Val
         .await
         .expect("read")
         .expect("the session's audit entry");
-    (session.client_address, entry.detail["clientAddress"].clone())
+    (
+        session.client_address,
+        entry.detail["clientAddress"].clone(),
+    )
 }
 
 /// Where dashboard `n` of the 300 connects from.
@@ -178,7 +181,10 @@ async fn three_hundred_dashboards_through_the_proxy_are_all_served_under_the_nor
     let proxy = ClientAddress::new(IpAddr::V4(PROXY_ADDRESS));
     assert_eq!(app.connections.held_by(proxy), 0);
     assert_eq!(app.connections.held_by(ClientAddress::new(dashboard(0))), 1);
-    assert_eq!(app.connections.held_by(ClientAddress::new(dashboard(299))), 1);
+    assert_eq!(
+        app.connections.held_by(ClientAddress::new(dashboard(299))),
+        1
+    );
     drop(sockets);
     drop(nginx);
 }
@@ -261,7 +267,14 @@ async fn a_sign_in_flood_from_one_forwarded_client_leaves_another_forwarded_clie
     assert!(message(&body).starts_with(ADDRESS_WAIT), "{body}");
     // Another client behind the same proxy is not held back by it.
     let elsewhere = address(&app, 2);
-    let body = sign_in(&nginx.base, &client_from(elsewhere), "owner", PASSWORD, None).await;
+    let body = sign_in(
+        &nginx.base,
+        &client_from(elsewhere),
+        "owner",
+        PASSWORD,
+        None,
+    )
+    .await;
     signed_in(&body, "owner");
     let (session, audited) = recorded_addresses(&app, owner.id).await;
     assert_eq!(session, Some(elsewhere.to_string()));

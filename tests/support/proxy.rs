@@ -134,8 +134,9 @@ impl Nginx {
         let deadline = Instant::now() + crate::wait::PATIENCE;
         loop {
             if let Ok(Some(_)) = self.child.try_wait() {
-                return Err(std::fs::read_to_string(self.folder.join("error.log"))
-                    .unwrap_or_default());
+                return Err(
+                    std::fs::read_to_string(self.folder.join("error.log")).unwrap_or_default()
+                );
             }
             if TcpStream::connect(("127.0.0.1", port)).is_ok() {
                 return Ok(());

@@ -274,9 +274,7 @@ fn forwarded_hops(lines: &[&[u8]]) -> Option<Vec<Hop>> {
 
 /// A token (RFC 9110 §5.6.2) at the start of `text`, and what follows it.
 fn split_token(text: &str) -> Option<(&str, &str)> {
-    let end = text
-        .find(|c: char| !is_tchar(c))
-        .unwrap_or(text.len());
+    let end = text.find(|c: char| !is_tchar(c)).unwrap_or(text.len());
     (end > 0).then(|| text.split_at(end))
 }
 
@@ -410,7 +408,10 @@ mod tests {
         let list = trusted(" 127.0.0.1, 10.0.0.0/8 ,fd00::/8,::1");
         assert_eq!(list.to_string(), "127.0.0.1/32,10.0.0.0/8,fd00::/8,::1/128");
         assert!(list.contains(ip("10.200.3.4")));
-        assert!(list.contains(ip("::ffff:127.0.0.1")), "IPv4 written as IPv6");
+        assert!(
+            list.contains(ip("::ffff:127.0.0.1")),
+            "IPv4 written as IPv6"
+        );
         assert!(list.contains(ip("fd12::1")));
         assert!(!list.contains(ip("127.0.0.2")));
         assert!(!list.contains(ip("11.0.0.1")));
@@ -437,7 +438,10 @@ mod tests {
 
     #[test]
     fn an_untrusted_peer_is_the_client_whatever_it_says() {
-        assert_eq!(client("203.0.113.9", &["for=198.51.100.1"], &[]), "203.0.113.9");
+        assert_eq!(
+            client("203.0.113.9", &["for=198.51.100.1"], &[]),
+            "203.0.113.9"
+        );
         assert_eq!(client("203.0.113.9", &[], &["198.51.100.1"]), "203.0.113.9");
         assert_eq!(
             TrustedProxies::default()
@@ -503,14 +507,25 @@ mod tests {
         );
         // Quoted values may hold commas and semicolons, and escapes.
         assert_eq!(
-            client(PROXY, &[r#"for=198.51.100.1;host="a,b;c\"d", for=10.0.0.7"#], &[]),
+            client(
+                PROXY,
+                &[r#"for=198.51.100.1;host="a,b;c\"d", for=10.0.0.7"#],
+                &[]
+            ),
             "198.51.100.1"
         );
         // Empty elements and pairs are allowed by the list rule.
-        assert_eq!(client(PROXY, &[" , for=198.51.100.1 ;; ,"], &[]), "198.51.100.1");
+        assert_eq!(
+            client(PROXY, &[" , for=198.51.100.1 ;; ,"], &[]),
+            "198.51.100.1"
+        );
         // A trusted IPv6 hop is walked past.
         assert_eq!(
-            client(PROXY, &[r#"for=198.51.100.1, for="[2001:db8:ffff::1]""#], &[]),
+            client(
+                PROXY,
+                &[r#"for=198.51.100.1, for="[2001:db8:ffff::1]""#],
+                &[]
+            ),
             "198.51.100.1"
         );
     }
@@ -521,7 +536,11 @@ mod tests {
         // writing, so the client is the proxy that said so.
         assert_eq!(client(PROXY, &["for=192.0.2.66, for=unknown"], &[]), PROXY);
         assert_eq!(
-            client(PROXY, &["for=192.0.2.66, for=_hidden.1", "for=10.0.0.7"], &[]),
+            client(
+                PROXY,
+                &["for=192.0.2.66, for=_hidden.1", "for=10.0.0.7"],
+                &[]
+            ),
             "10.0.0.7"
         );
         assert_eq!(client(PROXY, &["for=192.0.2.66, proto=https"], &[]), PROXY);
