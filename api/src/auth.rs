@@ -212,9 +212,10 @@ pub fn clear_session_cookie() -> HeaderValue {
     HeaderValue::from_static("askloop_session=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0")
 }
 
-/// Where a request came from: the peer address of its connection. askloop has no setting that
-/// names a trusted proxy, so `X-Forwarded-For` and its kin are never believed; behind a proxy,
-/// every request comes from the proxy's address.
+/// Where a request came from: the client address the serving layer (`serve.rs`) worked out once
+/// for the request — the connection's peer, or, when the peer is a trusted proxy
+/// (`ASKLOOP_TRUSTED_PROXIES`), the client it forwards for (`domain/proxies.rs`). Every limit
+/// keyed by address, the sessions' sign-in address and the audit log use this one value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ClientAddress(Option<IpAddr>);
 
@@ -249,6 +250,11 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddress {
     type Rejection = Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        // The serving layer inserts the client it worked out; a router served some other way
+        // (without it) falls back to the peer, never to a header.
+        if let Some(client) = parts.extensions.get::<ClientAddress>() {
+            return Ok(*client);
+        }
         Ok(Self(
             parts
                 .extensions

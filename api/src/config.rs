@@ -15,6 +15,7 @@ use std::time::Duration;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 use crate::domain::delivery::{BreakerPolicy, TestSendLimits};
+use crate::domain::proxies::TrustedProxies;
 use crate::domain::sealing::DataKey;
 use crate::domain::signing::SigningKeys;
 
@@ -84,6 +85,8 @@ pub struct Config {
     pub sign_in: SignInSettings,
     /// How connections are admitted, and when quiet ones are closed.
     pub connections: ConnectionSettings,
+    /// The proxies whose forwarding headers are believed (`ASKLOOP_TRUSTED_PROXIES`, none).
+    pub trusted_proxies: TrustedProxies,
     /// How events are delivered to the agent and questions expired.
     pub delivery: DeliverySettings,
     /// How outbound webhooks' host names are resolved (the system's resolver; a test's own).
@@ -313,6 +316,7 @@ impl Config {
             reserved_connections,
             max_connections_per_address,
             listen_backlog,
+            trusted_proxies,
             header_timeout,
             idle_timeout,
             monitor_secret,
@@ -382,6 +386,7 @@ impl Config {
                 checks_per_address: login_checks_per_address,
                 first_hold: Duration::from_secs(1),
             },
+            trusted_proxies: trusted_proxies.unwrap_or_default(),
             connections: ConnectionSettings {
                 header_timeout,
                 idle_timeout,
@@ -1153,6 +1158,28 @@ mod tests {
         assert_eq!(connections.max_connections_for(10), 1);
         assert_eq!(connections.reserved_of(17_500), 1_750);
         assert_eq!(connections.reserved_of(1), 0);
+    }
+
+    #[test]
+    fn trusted_proxies_are_read_and_a_bad_item_stops_start_up_naming_it() {
+        let config = Config::from_lookup(|name| {
+            (name == "ASKLOOP_TRUSTED_PROXIES").then(|| "127.0.0.1, 10.0.0.0/8".into())
+        })
+        .expect("valid");
+        assert_eq!(
+            config.trusted_proxies.to_string(),
+            "127.0.0.1/32,10.0.0.0/8"
+        );
+        assert!(Config::defaults().trusted_proxies.is_empty());
+        let err = Config::from_lookup(|name| {
+            (name == "ASKLOOP_TRUSTED_PROXIES").then(|| "10.0.0.1,proxy.internal".into())
+        })
+        .expect_err("a host name");
+        assert!(
+            err.to_string()
+                .starts_with("ASKLOOP_TRUSTED_PROXIES: 'proxy.internal' is not an IP address"),
+            "{err}"
+        );
     }
 
     #[test]

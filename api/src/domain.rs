@@ -11,6 +11,7 @@ pub mod intake;
 pub mod knowledge;
 pub mod ledger;
 pub mod placement;
+pub mod proxies;
 pub mod research;
 pub mod revenue;
 pub mod scoring;

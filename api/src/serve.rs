@@ -23,23 +23,29 @@
 //! - on shutdown, accepting stops, idle connections close at once and in-flight requests finish
 //!   (the grace period is `startup`'s); websockets are closed with 1001 by the live hub.
 //!
-//! Handlers still get the peer's address as `ConnectInfo<SocketAddr>`. The limits and their
-//! variables are in `docs/security.md`.
+//! Each request's client address is worked out once, here, and handed to the handlers as a
+//! [`ClientAddress`] extension (beside the peer's `ConnectInfo<SocketAddr>`): the peer, or, when
+//! the peer is a trusted proxy (`ASKLOOP_TRUSTED_PROXIES`), the client it forwards for
+//! (`domain/proxies.rs`). A trusted proxy's connections count under the instance-wide cap only,
+//! never under its own address's: each request it forwards holds a place under its client's
+//! address instead, for as long as the request is in flight and, for a websocket, as long as
+//! the socket lives; past that cap the request is answered 429. The limits and their variables
+//! are in `docs/security.md`.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
-use axum::http::{HeaderValue, Request, Response, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
 use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -52,6 +58,7 @@ use tower::ServiceExt;
 use crate::admission::{OpenPerAddress, OpenSlot, next_waiting};
 use crate::auth::{ClientAddress, bearer_token, cookie_token};
 use crate::config::ConnectionSettings;
+use crate::domain::proxies::{ForwardingHeaders, TrustedProxies};
 use crate::domain::signing::SIGNATURE_HEADER;
 
 /// The instance-wide and per-address caps on open connections.
@@ -83,7 +90,9 @@ pub enum Admission {
 /// One connection's place in the caps.
 #[derive(Debug)]
 pub struct ConnectionPlace {
-    _address: OpenSlot,
+    /// Its place under its address's cap; none for a trusted proxy's connection, whose
+    /// requests hold places under their clients' addresses instead.
+    _address: Option<OpenSlot>,
     open: Arc<AtomicUsize>,
 }
 
@@ -118,11 +127,40 @@ impl Connections {
         };
         Admission::Admitted {
             place: ConnectionPlace {
-                _address: address,
+                _address: Some(address),
                 open: self.open.clone(),
             },
             reserved: before >= self.reserve_from,
         }
+    }
+
+    /// Admit a connection from a trusted proxy: under the instance-wide cap only. Its address is
+    /// every forwarded client's, so a cap on it would be one cap for all of them; each request
+    /// it forwards is held to its client's cap instead ([`Connections::hold_for`]).
+    pub fn admit_from_proxy(&self) -> Admission {
+        let before = self.open.fetch_add(1, Ordering::AcqRel);
+        if before >= self.max {
+            self.open.fetch_sub(1, Ordering::AcqRel);
+            return Admission::Full;
+        }
+        Admission::Admitted {
+            place: ConnectionPlace {
+                _address: None,
+                open: self.open.clone(),
+            },
+            reserved: before >= self.reserve_from,
+        }
+    }
+
+    /// A place under `client`'s per-address cap for a request a trusted proxy forwards, unless
+    /// that address holds as many as it may.
+    pub fn hold_for(&self, client: ClientAddress) -> Option<OpenSlot> {
+        self.per_address.try_open(client)
+    }
+
+    /// How many places `client`'s address holds under the per-address cap.
+    pub fn held_by(&self, client: ClientAddress) -> usize {
+        self.per_address.held_by(client)
     }
 
     /// How many connections are open.
@@ -190,6 +228,7 @@ pub async fn serve(
     router: Router,
     connections: Arc<Connections>,
     settings: ConnectionSettings,
+    trusted: TrustedProxies,
     stop: CancellationToken,
 ) {
     // Each connection task holds a sender; the channel closes once the last one has ended.
@@ -203,6 +242,7 @@ pub async fn serve(
         router,
         connections,
         settings,
+        trusted: Arc::new(trusted),
         stop,
         running,
         starting: Arc::new(Semaphore::new(STARTING_AT_ONCE)),
@@ -241,6 +281,8 @@ struct Served {
     router: Router,
     connections: Arc<Connections>,
     settings: ConnectionSettings,
+    /// The peers whose forwarding headers are believed.
+    trusted: Arc<TrustedProxies>,
     stop: CancellationToken,
     running: tokio::sync::mpsc::Sender<Infallible>,
     /// Places among the connections starting ([`STARTING_AT_ONCE`]).
@@ -288,10 +330,17 @@ fn accept_loop(listener: std::net::TcpListener, served: &Served, accepting: &Can
                 }
                 accepted = listener.accept() => match accepted {
                     Ok((stream, peer)) => {
-                        match served.connections.admit(ClientAddress::new(peer.ip())) {
+                        let from_proxy = served.trusted.contains(peer.ip());
+                        let admission = if from_proxy {
+                            served.connections.admit_from_proxy()
+                        } else {
+                            served.connections.admit(ClientAddress::new(peer.ip()))
+                        };
+                        match admission {
                             Admission::Admitted { place, reserved } => waiting.push_back(Accepted {
                                 stream,
                                 peer,
+                                from_proxy,
                                 place,
                                 reserved,
                                 since: Instant::now(),
@@ -320,6 +369,7 @@ pub const START_OVERLOADED_AFTER: Duration = Duration::from_millis(50);
 struct Accepted {
     stream: TcpStream,
     peer: SocketAddr,
+    from_proxy: bool,
     place: ConnectionPlace,
     reserved: bool,
     since: Instant,
@@ -331,6 +381,7 @@ fn start(accepted: Accepted, slot: Arc<StartSlot>, served: &Served) {
     let Accepted {
         stream,
         peer,
+        from_proxy,
         place,
         reserved,
         ..
@@ -341,7 +392,10 @@ fn start(accepted: Accepted, slot: Arc<StartSlot>, served: &Served) {
     without_delay(&stream);
     let connection = Connection {
         peer,
+        from_proxy,
         reserved,
+        trusted: served.trusted.clone(),
+        connections: served.connections.clone(),
         router: served.router.clone(),
         settings: served.settings,
         stop: served.stop.clone(),
@@ -429,7 +483,11 @@ fn turn_away(stream: &TcpStream, answer: &[u8]) {
 /// One admitted connection.
 struct Connection {
     peer: SocketAddr,
+    /// Whether the peer is a trusted proxy.
+    from_proxy: bool,
     reserved: bool,
+    trusted: Arc<TrustedProxies>,
+    connections: Arc<Connections>,
     router: Router,
     settings: ConnectionSettings,
     stop: CancellationToken,
@@ -438,15 +496,22 @@ struct Connection {
 impl Connection {
     async fn serve(self, stream: TcpStream, place: ConnectionPlace, slot: Arc<StartSlot>) {
         let activity = Arc::new(Activity::new());
+        // The place a websocket forwarded by a trusted proxy holds under its client's cap, kept
+        // with the stream, which outlives the upgrade for as long as the socket does.
+        let upgraded_client: Arc<Mutex<Option<OpenSlot>>> = Arc::default();
         let io = TokioIo::new(Watched {
             stream,
             activity: activity.clone(),
             _place: place,
+            _upgraded_client: upgraded_client.clone(),
             start: Some(slot.clone()),
         });
         let Self {
             peer,
+            from_proxy,
             reserved,
+            trusted,
+            connections,
             router,
             settings,
             stop,
@@ -454,19 +519,44 @@ impl Connection {
         let requests = activity.clone();
         let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
             slot.give_back();
+            let client = client_of(&trusted, peer.ip(), request.headers());
             request.extensions_mut().insert(ConnectInfo(peer));
+            request.extensions_mut().insert(client);
             let refused = reserved && !may_use_the_reserve(&request);
+            // A forwarded request holds a place under its client's cap; past it, it is refused
+            // before it costs anything, as a direct connection past it would be.
+            let held = (from_proxy && !refused).then(|| connections.hold_for(client));
             let busy = requests.begin();
             let router = router.clone();
+            let upgraded_client = upgraded_client.clone();
             async move {
                 if refused {
                     return Ok::<_, Infallible>(reserve_refusal());
                 }
+                let client_place = match held {
+                    Some(Some(place)) => Some(place),
+                    Some(None) => return Ok(too_many_from_client()),
+                    None => None,
+                };
                 let response = router
                     .oneshot(request)
                     .await
                     .unwrap_or_else(|never| match never {});
-                Ok(response.map(|body| Body::new(InFlight { body, _busy: busy })))
+                let client_place = if response.status() == StatusCode::SWITCHING_PROTOCOLS {
+                    *upgraded_client
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = client_place;
+                    None
+                } else {
+                    client_place
+                };
+                Ok(response.map(|body| {
+                    Body::new(InFlight {
+                        body,
+                        _busy: busy,
+                        _client_place: client_place,
+                    })
+                }))
             }
         });
         let mut builder = hyper::server::conn::http1::Builder::new();
@@ -506,6 +596,43 @@ fn may_use_the_reserve<B>(request: &Request<B>) -> bool {
         || bearer_token(headers).is_some()
         || cookie_token(headers).is_some()
         || headers.contains_key(SIGNATURE_HEADER)
+}
+
+/// The client address of a request that came over a connection from `peer` with `headers`
+/// (`domain/proxies.rs`): read from the forwarding headers only when `peer` is trusted.
+fn client_of(trusted: &TrustedProxies, peer: IpAddr, headers: &HeaderMap) -> ClientAddress {
+    if !trusted.contains(peer) {
+        return ClientAddress::new(peer);
+    }
+    let lines = |name: header::HeaderName| -> Vec<&[u8]> {
+        headers
+            .get_all(name)
+            .iter()
+            .map(HeaderValue::as_bytes)
+            .collect()
+    };
+    let forwarded = lines(header::FORWARDED);
+    let x_forwarded_for = lines(header::HeaderName::from_static("x-forwarded-for"));
+    ClientAddress::new(trusted.client_of(
+        peer,
+        ForwardingHeaders {
+            forwarded: &forwarded,
+            x_forwarded_for: &x_forwarded_for,
+        },
+    ))
+}
+
+/// The answer to a forwarded request whose client holds as many connections as it may (the
+/// same words a direct connection past its cap is answered with).
+fn too_many_from_client() -> Response<Body> {
+    let mut response = Response::new(Body::from(
+        "askloop holds as many connections from this address as it may",
+    ));
+    *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    let headers = response.headers_mut();
+    headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    response
 }
 
 fn reserve_refusal() -> Response<Body> {
@@ -584,10 +711,12 @@ impl Drop for Busy {
     }
 }
 
-/// A response body that keeps its request in flight until it ends (or is dropped).
+/// A response body that keeps its request in flight until it ends (or is dropped), and with
+/// it, a forwarded request's place under its client's cap.
 struct InFlight {
     body: Body,
     _busy: Busy,
+    _client_place: Option<OpenSlot>,
 }
 
 impl http_body::Body for InFlight {
@@ -616,6 +745,8 @@ struct Watched {
     stream: TcpStream,
     activity: Arc<Activity>,
     _place: ConnectionPlace,
+    /// A forwarded websocket's place under its client's cap ([`Connection::serve`]).
+    _upgraded_client: Arc<Mutex<Option<OpenSlot>>>,
     /// The connection's place among those starting, until its first read finds nothing yet.
     start: Option<Arc<StartSlot>>,
 }
@@ -767,6 +898,85 @@ mod tests {
             connections.admit(from(2)),
             Admission::Admitted { .. }
         ));
+    }
+
+    #[test]
+    fn a_proxys_connections_hold_no_place_under_its_address_but_its_requests_hold_their_clients() {
+        let connections = Connections::new(&settings(2, 0, 1), 20_000);
+        let proxy = from(1);
+        let _a = connections.admit_from_proxy();
+        let _b = connections.admit_from_proxy();
+        assert_eq!(
+            connections.held_by(proxy),
+            0,
+            "more than its cap of one, uncounted"
+        );
+        assert!(
+            matches!(connections.admit_from_proxy(), Admission::Full),
+            "the instance-wide cap still holds"
+        );
+        let client = from(7);
+        let place = connections.hold_for(client).expect("a place");
+        assert!(
+            connections.hold_for(client).is_none(),
+            "past the client's cap"
+        );
+        assert!(connections.hold_for(from(8)).is_some(), "another client");
+        drop(place);
+        assert!(
+            connections.hold_for(client).is_some(),
+            "the place came back"
+        );
+    }
+
+    #[test]
+    fn forwarding_headers_are_read_from_a_trusted_peer_only_and_unreadable_ones_leave_the_peer() {
+        let trusted: TrustedProxies = "198.51.100.1".parse().expect("a list");
+        let proxy: IpAddr = "198.51.100.1".parse().expect("an address");
+        let stranger: IpAddr = "198.51.100.2".parse().expect("an address");
+        let client = |peer: IpAddr, headers: &[(&str, &[u8])]| {
+            let mut map = HeaderMap::new();
+            for (name, value) in headers {
+                map.append(
+                    header::HeaderName::from_bytes(name.as_bytes()).expect("a name"),
+                    HeaderValue::from_bytes(value).expect("a value"),
+                );
+            }
+            client_of(&trusted, peer, &map)
+                .ip()
+                .map(|ip| ip.to_string())
+        };
+        let forwarded_for: &[(&str, &[u8])] = &[("x-forwarded-for", b"203.0.113.5")];
+        assert_eq!(client(proxy, forwarded_for).as_deref(), Some("203.0.113.5"));
+        assert_eq!(
+            client(stranger, forwarded_for).as_deref(),
+            Some("198.51.100.2")
+        );
+        assert_eq!(
+            client(
+                proxy,
+                &[
+                    ("x-forwarded-for", b"203.0.113.5"),
+                    ("forwarded", b"for=203.0.113.6"),
+                ]
+            )
+            .as_deref(),
+            Some("203.0.113.6"),
+            "Forwarded first"
+        );
+        assert_eq!(
+            client(
+                proxy,
+                &[
+                    ("x-forwarded-for", b"203.0.113.5"),
+                    ("x-forwarded-for", b"\xff")
+                ]
+            )
+            .as_deref(),
+            Some("198.51.100.1"),
+            "a line that is not text"
+        );
+        assert_eq!(client(proxy, &[]).as_deref(), Some("198.51.100.1"));
     }
 
     #[test]

@@ -161,12 +161,14 @@ impl Application {
             let _ = stopping_tx.send(());
         };
         // askloop's own accept loop (`serve.rs`): hyper with a timer, so the header and idle
-        // timeouts apply, and the connection caps; the peer's address still reaches handlers.
+        // timeouts apply, and the connection caps; each request's client address (the peer, or
+        // the client a trusted proxy forwards for) reaches handlers.
         let serve = serve::serve(
             self.listener,
             self.router,
             self.connections.clone(),
             self.state.config.connections,
+            self.state.config.trusted_proxies.clone(),
             connections,
         );
         let serving = tokio::spawn(async move {

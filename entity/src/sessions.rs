@@ -22,7 +22,8 @@ pub struct Model {
     pub last_seen_at: DateTimeUtc,
     /// The browser's `User-Agent` at sign-in, shortened; shown back to the person, never trusted.
     pub user_agent: Option<String>,
-    /// The connection's peer address at sign-in (see `ClientAddress`), as text.
+    /// The client's address at sign-in (see `ClientAddress`: behind a trusted proxy, the client
+    /// it forwarded for), as text.
     pub client_address: Option<String>,
 }
 

@@ -8,6 +8,7 @@ mod agents;
 mod agents_page;
 mod answering;
 mod authorization;
+mod behind_proxy;
 mod cli;
 mod connection_limits;
 mod dashboard;

@@ -17,6 +17,7 @@
 //! - [`browser`]: headless Chromium over the DevTools protocol.
 //! - [`pages`]: what every dashboard page object does alike (notices, errors, secrets shown once).
 //! - [`axe`]: axe-core's accessibility checks on the page a browser shows.
+//! - [`proxy`]: a real nginx in front of a test app, forwarding the client's address.
 //! - [`wait`]: waiting for a fact (a row, a request, a gauge) with a deadline, never for time.
 //! - [`on_both_backends!`]: one storage test per backend.
 
@@ -33,6 +34,7 @@ pub mod outbox;
 pub mod outside_client;
 pub mod pages;
 pub mod people;
+pub mod proxy;
 pub mod receiver;
 pub mod resolver;
 pub mod served;

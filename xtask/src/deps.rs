@@ -20,7 +20,7 @@ pub(crate) struct Package {
 /// Which system packages a command needs.
 #[derive(Clone, Copy)]
 pub(crate) struct Needs {
-    /// The test suite's: Chromium and npm.
+    /// The test suite's: Chromium, npm and nginx.
     suite: bool,
     /// The API fuzzer's: Python with `venv`.
     fuzz: bool,
@@ -65,6 +65,12 @@ fn missing_test_packages(needs: Needs) -> Vec<Package> {
             why: "the browser tests drive it over the DevTools protocol",
         });
     }
+    if !nginx_runs() {
+        missing.push(Package {
+            name: "nginx",
+            why: "the proxy tests (tests/suite/behind_proxy.rs) run askloop behind a real nginx",
+        });
+    }
     let installed = [
         BINARYEN_JS,
         AXE_CORE,
@@ -92,6 +98,22 @@ fn chromium() -> String {
     std::env::var("CHROMIUM").unwrap_or_else(|_| "chromium".into())
 }
 
+/// Whether nginx starts (`nginx -v`): the binary in `NGINX`, else Debian's `/usr/sbin/nginx`,
+/// which is not on every `PATH`, else `nginx` (as the suite's `tests/support/proxy.rs` looks).
+fn nginx_runs() -> bool {
+    let binary = std::env::var("NGINX").unwrap_or_else(|_| {
+        if std::path::Path::new("/usr/sbin/nginx").is_file() {
+            "/usr/sbin/nginx".into()
+        } else {
+            "nginx".into()
+        }
+    });
+    Command::new(binary)
+        .arg("-v")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 /// Whether `program --version` starts and succeeds.
 pub(crate) fn runs(program: &str) -> bool {
     Command::new(program)
@@ -115,7 +137,7 @@ pub(crate) fn ensure_test_packages(install: bool, needs: Needs) -> anyhow::Resul
         bail!(
             "the tests need system packages that are missing:\n{}\ninstall them \
              (`apt-get install {}`), or run `cargo xtask test {INSTALL_DEPS}` to have apt-get \
-             install them (set CHROMIUM to use another browser binary)",
+             install them (set CHROMIUM to use another browser binary, NGINX another nginx)",
             reasons.join("\n"),
             names.join(" ")
         );

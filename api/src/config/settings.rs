@@ -18,6 +18,7 @@ use super::{
     ConfigError, DEFAULT_BIND, DEFAULT_DATABASE_URL, DEFAULT_MAX_NODES, DEFAULT_WEB_DIR, LogFormat,
     MAX_LISTEN_BACKLOG,
 };
+use crate::domain::proxies::TrustedProxies;
 use crate::domain::sealing::DataKey;
 
 /// The log filter while `RUST_LOG` is unset.
@@ -165,6 +166,12 @@ pub struct Settings {
     /// past it loses handshakes until clients retry
     #[arg(long, env = "ASKLOOP_LISTEN_BACKLOG", default_value = "4096", value_parser = backlog)]
     pub listen_backlog: u32,
+    /// The reverse proxies in front of askloop, as addresses and CIDR ranges separated by commas
+    /// (10.0.0.5,10.1.0.0/16); only for a connection from one of them is the client read from
+    /// Forwarded or X-Forwarded-For, and every per-address limit and the audit log use that
+    /// client. Unset: none; every client is its connection's peer
+    #[arg(long, env = "ASKLOOP_TRUSTED_PROXIES", value_parser = trusted_proxies)]
+    pub trusted_proxies: Option<TrustedProxies>,
     /// How long a request's line and headers may take to arrive, from when the connection waits
     /// for them, in milliseconds; then the connection is closed
     #[arg(long, env = "ASKLOOP_HEADER_TIMEOUT_MS", default_value = "10000", value_parser = millis)]
@@ -446,6 +453,12 @@ fn refill(raw: &str) -> Result<Duration, String> {
         ));
     }
     Ok(refill)
+}
+
+/// A list of trusted proxies, each item an address or a CIDR range.
+fn trusted_proxies(raw: &str) -> Result<TrustedProxies, String> {
+    raw.parse()
+        .map_err(|e: crate::domain::proxies::TrustedProxiesError| e.to_string())
 }
 
 /// A listen backlog the kernel can take.

@@ -105,7 +105,7 @@ pub struct SignInSession {
     /// The browser and system its `User-Agent` names, as people read them ("Chrome on Linux");
     /// "Unknown browser" when it names none askloop knows.
     pub device: String,
-    /// The address the sign-in came from (the connection's peer; behind a proxy, the proxy's).
+    /// The address the sign-in came from (behind a trusted proxy, the client it forwarded for).
     pub client_address: Option<String>,
     /// Whether this is the session making this request.
     pub current: bool,

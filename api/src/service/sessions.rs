@@ -48,7 +48,8 @@ pub const USER_AGENT_MAX_CHARS: usize = 200;
 pub struct SignInPlace {
     /// The browser's `User-Agent`, if it sent one.
     pub user_agent: Option<String>,
-    /// The connection's peer address, if known.
+    /// The client's address (`ClientAddress`: the peer, or the client a trusted proxy forwards
+    /// for), if known.
     pub client_address: Option<String>,
 }
 
@@ -124,7 +125,7 @@ pub async fn login(
         expires_at: Set(expires_at),
         last_seen_at: Set(now),
         user_agent: Set(place.user_agent),
-        client_address: Set(place.client_address),
+        client_address: Set(place.client_address.clone()),
     })
     .exec_with_returning(&txn)
     .await?;
@@ -136,7 +137,13 @@ pub async fn login(
             subject_type: "session",
             subject_id: session.id,
             niche_id: None,
-            detail: json!({ "user": user.handle, "expiresAt": expires_at }),
+            // Where the sign-in came from: the client address (behind a trusted proxy, the client
+            // it forwards for), as the session keeps it.
+            detail: json!({
+                "user": user.handle,
+                "expiresAt": expires_at,
+                "clientAddress": place.client_address,
+            }),
         },
         now,
     )
