@@ -6,8 +6,9 @@
 //! the keyboard's focus is.
 
 use askloop_tests::answers::early_access;
-use askloop_tests::browser::{Browser, button, button_in, labelled, labelled_in, link_in, role};
+use askloop_tests::browser::{Browser, button, button_in, labelled, labelled_in, link_in};
 use askloop_tests::fixtures::open_niche;
+use askloop_tests::pages::assert_secret_shown_once;
 use askloop_tests::people::{operator, person};
 use askloop_tests::receiver::{Receiver, reserve_port};
 use askloop_tests::{Backend, TestApp};
@@ -165,32 +166,8 @@ async fn registering_shows_the_secret_once(browser: &mut Browser, endpoint: Sock
     assert!(first.starts_with("whsec_"), "{first}");
     assert!(AgentsPage(browser).shows(&first).await);
     let field = labelled("Signing secret of research-bot");
-    assert_eq!(
-        browser
-            .eval(&format!(
-                "[{field}.readOnly, document.activeElement === {field}]"
-            ))
-            .await,
-        json!([true, true]),
-        "read-only, and focused"
-    );
-    let warning = browser
-        .text("document.querySelector('section.secret-once')")
-        .await;
-    assert!(warning.contains("It will not be shown again."), "{warning}");
-    // Copying says what happened (a headless browser may refuse the clipboard) and keeps the
-    // secret on the page.
-    browser.click(&button("Copy secret")).await;
-    browser
-        .wait_for(
-            &format!(
-                "{} || {}",
-                role("status", "Copied to the clipboard."),
-                role("status", "The browser did not let the page copy it")
-            ),
-            "what copying did",
-        )
-        .await;
+    // Copying says what happened and keeps the secret on the page.
+    assert_secret_shown_once(browser, &field, "Copy secret").await;
     assert!(AgentsPage(browser).shows(&first).await);
     assert_accessible(browser, "the agents page showing a new secret").await;
     first

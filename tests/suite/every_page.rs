@@ -114,14 +114,10 @@ async fn check_everywhere(browser: &mut Browser, route: &str, inside: &str) -> V
 
 /// Ask `external_id` in games titled `title`; its id.
 async fn ask_titled(app: &TestApp, external_id: &str, title: &str) -> i64 {
-    let mut body = question_body("games", external_id);
-    body["payload"]["title"] = json!(title);
-    let response = app
-        .post_signed("/api/v1/internal/expert-questions", &body.to_string())
-        .await;
-    assert!(response.status().is_success(), "{}", response.status());
-    let body: Value = response.json().await.expect("JSON");
-    body["question"]["id"].as_i64().expect("an id")
+    app.ask_with(question_body("games", external_id), |payload| {
+        payload["title"] = json!(title);
+    })
+    .await
 }
 
 /// `query` as `who`, which must succeed.

@@ -37,15 +37,11 @@ const ENTRY: &str = r#"query($id: ID!) {
 
 /// Ask `external_id` in `slug` with a context holding [`CONTEXT_ONLY`]; the question's id.
 async fn ask(app: &TestApp, slug: &str, external_id: &str, title: &str) -> i64 {
-    let mut body = question_body(slug, external_id);
-    body["payload"]["title"] = json!(title);
-    body["payload"]["context"] = json!(format!("The agent read this {CONTEXT_ONLY} somewhere."));
-    let response = app
-        .post_signed("/api/v1/internal/expert-questions", &body.to_string())
-        .await;
-    assert!(response.status().is_success(), "{}", response.status());
-    let body: Value = response.json().await.expect("JSON");
-    body["question"]["id"].as_i64().expect("an id")
+    app.ask_with(question_body(slug, external_id), |payload| {
+        payload["title"] = json!(title);
+        payload["context"] = json!(format!("The agent read this {CONTEXT_ONLY} somewhere."));
+    })
+    .await
 }
 
 /// Ask `external_id` in `slug` titled `title`, have `expert` answer it with `option` and `words`

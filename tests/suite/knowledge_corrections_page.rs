@@ -38,15 +38,11 @@ const NOTE: &str = "The store's own list uses the 1.0 date";
 
 /// Ask `external_id` in games titled [`TITLE`] with `options`; the question's id.
 async fn ask(app: &TestApp, external_id: &str, options: Value) -> i64 {
-    let mut body = question_body("games", external_id);
-    body["payload"]["title"] = json!(TITLE);
-    body["payload"]["options"] = options;
-    let response = app
-        .post_signed("/api/v1/internal/expert-questions", &body.to_string())
-        .await;
-    assert!(response.status().is_success(), "{}", response.status());
-    let body: Value = response.json().await.expect("JSON");
-    body["question"]["id"].as_i64().expect("an id")
+    app.ask_with(question_body("games", external_id), |payload| {
+        payload["title"] = json!(TITLE);
+        payload["options"] = options;
+    })
+    .await
 }
 
 /// The options every question of these tests offers, but the mismatched one.

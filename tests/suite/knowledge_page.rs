@@ -81,14 +81,10 @@ impl KnowledgePage<'_> {
 
 /// Ask `external_id` in games titled `title` through the signed intake; the question's id.
 async fn ask(app: &TestApp, external_id: &str, title: &str) -> i64 {
-    let mut body = question_body("games", external_id);
-    body["payload"]["title"] = json!(title);
-    let response = app
-        .post_signed("/api/v1/internal/expert-questions", &body.to_string())
-        .await;
-    assert!(response.status().is_success(), "{}", response.status());
-    let body: Value = response.json().await.expect("JSON");
-    body["question"]["id"].as_i64().expect("an id")
+    app.ask_with(question_body("games", external_id), |payload| {
+        payload["title"] = json!(title);
+    })
+    .await
 }
 
 /// `token` answers `question` with option `option` and `words`; `admin` verifies it unless it

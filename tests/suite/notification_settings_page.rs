@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use askloop_tests::browser::{Browser, button, button_in, labelled, labelled_in, role};
 use askloop_tests::fixtures::open_niche;
-use askloop_tests::pages::button_starting;
+use askloop_tests::pages::{assert_secret_shown_once, button_starting};
 use askloop_tests::people::{member, operator, person};
 use askloop_tests::receiver::{Receiver, reserve_port};
 use askloop_tests::smtp::SmtpServer;
@@ -321,37 +321,8 @@ async fn registering_a_webhook_shows_its_secret_once(
     browser
         .wait_for(&format!("{field}.value"), "the secret shown once")
         .await;
-    let secret = browser
-        .eval(&format!("{field}.value"))
-        .await
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let secret = assert_secret_shown_once(browser, &field, "Copy secret").await;
     assert!(secret.starts_with("whsec_"), "{secret}");
-    assert_eq!(
-        browser
-            .eval(&format!(
-                "[{field}.readOnly, document.activeElement === {field}]"
-            ))
-            .await,
-        json!([true, true]),
-        "read-only, and focused"
-    );
-    let warning = browser
-        .text("document.querySelector('section.secret-once')")
-        .await;
-    assert!(warning.contains("It will not be shown again."), "{warning}");
-    browser.click(&button("Copy secret")).await;
-    browser
-        .wait_for(
-            &format!(
-                "{} || {}",
-                role("status", "Copied to the clipboard."),
-                role("status", "The browser did not let the page copy it")
-            ),
-            "what copying did",
-        )
-        .await;
     assert_accessible(browser, "the settings page showing a webhook's secret").await;
     (addr, hook_url, secret)
 }

@@ -510,3 +510,40 @@ impl QuestionPage<'_> {
             .await
     }
 }
+
+/// Check a secret shown once the way every page shows one: the field labelled `label` (a
+/// locator from [`labelled`]) is read-only and focused, the page warns that it will not be shown
+/// again, and the button named `copy` says what copying did (a headless browser may refuse the
+/// clipboard). Returns the secret.
+pub async fn assert_secret_shown_once(browser: &mut Browser, field: &str, copy: &str) -> String {
+    assert_eq!(
+        browser
+            .eval(&format!(
+                "[{field}.readOnly, document.activeElement === {field}]"
+            ))
+            .await,
+        serde_json::json!([true, true]),
+        "read-only, and focused"
+    );
+    let warning = browser
+        .text("document.querySelector('section.secret-once')")
+        .await;
+    assert!(warning.contains("It will not be shown again."), "{warning}");
+    browser.click(&button(copy)).await;
+    browser
+        .wait_for(
+            &format!(
+                "{} || {}",
+                role("status", "Copied to the clipboard."),
+                role("status", "The browser did not let the page copy it")
+            ),
+            "what copying did",
+        )
+        .await;
+    browser
+        .eval(&format!("{field}.value"))
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}

@@ -44,9 +44,20 @@ impl TestApp {
 
     /// Ask a question through the signed intake route; returns its id.
     pub async fn ask(&self, slug: &str, external_id: &str) -> i64 {
-        let body = fixtures::question_body(slug, external_id).to_string();
+        self.ask_with(fixtures::question_body(slug, external_id), |_| {})
+            .await
+    }
+
+    /// Ask `body` (an intake body, e.g. [`fixtures::question_body`]) after `change` has altered
+    /// its payload, through the signed intake route, which must take it; returns its id.
+    pub async fn ask_with(
+        &self,
+        mut body: serde_json::Value,
+        change: impl FnOnce(&mut serde_json::Value),
+    ) -> i64 {
+        change(&mut body["payload"]);
         let response = self
-            .post_signed("/api/v1/internal/expert-questions", &body)
+            .post_signed("/api/v1/internal/expert-questions", &body.to_string())
             .await;
         assert!(
             response.status().is_success(),
