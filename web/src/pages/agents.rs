@@ -12,7 +12,6 @@
 
 use leptos::prelude::*;
 use leptos_router::components::A;
-use leptos_router::{LazyRoute, lazy_route};
 
 use crate::api::{self, ApiError};
 use crate::components::loaded::Loaded;
@@ -210,19 +209,10 @@ impl Command {
 /// The page's one way to change things: its pending state disables every button.
 type Act = Action<Command, Result<String, ApiError>>;
 
-/// `/admin/agents` as a lazily loaded route: its own wasm chunk, fetched the first time an admin
-/// opens the page.
-pub struct AgentsRoute;
-
-#[lazy_route]
-impl LazyRoute for AgentsRoute {
-    fn data() -> Self {
-        Self
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <AgentsPage/> }.into_any()
-    }
+lazy_page! {
+    /// `/admin/agents` as a lazily loaded route: its own wasm chunk, fetched the first time an admin
+    /// opens the page.
+    AgentsRoute => AgentsPage
 }
 
 /// What the admin has typed into the registration form: kept by the page, so a re-read of the

@@ -33,7 +33,6 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_params, use_query_map};
 use leptos_router::params::Params;
-use leptos_router::{LazyRoute, lazy_route};
 
 use self::filters::{Filters, View, with_view};
 use self::keys::{KeyList, close_focus_target};
@@ -72,19 +71,10 @@ pub fn niche_slug() -> Memo<String> {
     Memo::new(move |_| params.get().ok().and_then(|p| p.slug).unwrap_or_default())
 }
 
-/// The queue as a lazily loaded route: its code (and the card's) is fetched the first time
-/// someone opens a queue.
-pub struct QueueRoute;
-
-#[lazy_route]
-impl LazyRoute for QueueRoute {
-    fn data() -> Self {
-        Self
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <QueueRouteView/> }.into_any()
-    }
+lazy_page! {
+    /// The queue as a lazily loaded route: its code (and the card's) is fetched the first time
+    /// someone opens a queue.
+    QueueRoute => QueueRouteView
 }
 
 /// A fresh page (and subscription) for each niche and view.

@@ -9,7 +9,7 @@
 use leptos::html;
 use leptos::prelude::*;
 
-use super::{FieldError, Outcome, described_by, refusal};
+use super::{Confirm, FieldError, Outcome, described_by, refusal};
 use crate::api::{self, ApiError};
 use crate::components::loaded::Loaded;
 use crate::components::question_card::visible_controls;
@@ -336,7 +336,10 @@ fn HookItem(
             <FieldError id=test_error_id error=test_error/>
             {move || test_said.get().map(|text| view! { <p class="notice" role="status">{text}</p> })}
             <Show when=move || asking.get()>
-                <ConfirmRemove which=confirm_which.clone() busy=busy.into() on_yes=remove.clone() on_no=cancel/>
+                <Confirm label=format!("Remove the webhook for {confirm_which}?") hidden=format!(" the webhook for {confirm_which}") busy=busy.into()
+                    yes="Yes, remove" no="Keep it" on_yes=remove.clone() on_no=cancel>
+                    "Remove this webhook? Nothing more is sent to it, and its secret stops mattering."
+                </Confirm>
             </Show>
             <div class="hook-deliveries">
                 <Loaded loading="Reading its deliveries…">
@@ -349,36 +352,6 @@ fn HookItem(
                 </button>
             </div>
         </li>
-    }
-}
-
-/// "Remove it?": the question and its two answers; the first takes the focus when asked.
-#[component]
-fn ConfirmRemove(
-    which: String,
-    busy: Signal<bool>,
-    on_yes: impl Fn(leptos::ev::MouseEvent) + 'static,
-    on_no: impl Fn(leptos::ev::MouseEvent) + 'static,
-) -> impl IntoView {
-    let yes = NodeRef::<html::Button>::new();
-    Effect::new(move |_| {
-        if let Some(button) = yes.get() {
-            let _ = button.focus();
-        }
-    });
-    let label = format!("Remove the webhook for {which}?");
-    view! {
-        <div class="confirm" role="group" aria-label=label>
-            <p>"Remove this webhook? Nothing more is sent to it, and its secret stops mattering."</p>
-            <div class="actions">
-                <button type="button" class="danger" node_ref=yes disabled=busy on:click=on_yes>
-                    "Yes, remove"<span class="visually-hidden">" the webhook for "{which.clone()}</span>
-                </button>
-                <button type="button" class="secondary" on:click=on_no>
-                    "Keep it"<span class="visually-hidden">" the webhook for "{which}</span>
-                </button>
-            </div>
-        </div>
     }
 }
 
