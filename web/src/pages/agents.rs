@@ -17,6 +17,7 @@ use leptos_router::components::A;
 
 use self::commands::{Command, Revealed};
 use crate::api::{self, ApiError};
+use crate::components::deliveries::DeliveriesTable;
 use crate::components::loaded::Loaded;
 use crate::components::question_card::visible_controls;
 use crate::components::secret_once::{HeadingLevel, SecretIds, SecretOnce};
@@ -381,7 +382,8 @@ fn AgentCard(agent: Agent, niches: Vec<Niche>, act: Act) -> impl IntoView {
                 <dt>"Previous secret"</dt><dd data-fact="previous-secret">{previous}</dd>
                 <dt>"Registered"</dt><dd><TimeAgo at=a.created_at.clone()/>", changed "<TimeAgo at=a.updated_at.clone()/></dd>
             </dl>
-            <Deliveries slug=slug.clone() deliveries=a.recent_deliveries.clone()/>
+            <DeliveriesTable caption=format!("Recent deliveries to {slug}") when="When"
+                rows=a.recent_deliveries.iter().cloned().map(|d| view! { <DeliveryRow delivery=d/> }.into_any()).collect()/>
             <div class="actions">
                 <Show when=move || !confirming.get()>
                     <button type="button" class="secondary" data-action="toggle" disabled=busy on:click={
@@ -435,31 +437,7 @@ fn previous_secret(retires_at: Option<String>) -> AnyView {
     }
 }
 
-/// The newest deliveries to an agent's endpoint.
-#[component]
-fn Deliveries(slug: String, deliveries: Vec<Delivery>) -> impl IntoView {
-    if deliveries.is_empty() {
-        return view! { <p class="empty">"Nothing has been sent to it yet."</p> }.into_any();
-    }
-    let caption = format!("Recent deliveries to {slug}");
-    let region = caption.clone();
-    view! {
-        <div class="table-wrap" tabindex="0" role="region" aria-label=region>
-            <table class="deliveries">
-                <caption>{caption}</caption>
-                <thead><tr>
-                    <th scope="col">"Event"</th><th scope="col">"Status"</th><th scope="col" class="num">"Attempts"</th>
-                    <th scope="col">"Last response"</th><th scope="col">"When"</th>
-                </tr></thead>
-                <tbody>
-                    {deliveries.into_iter().map(|d| view! { <DeliveryRow delivery=d/> }).collect_view()}
-                </tbody>
-            </table>
-        </div>
-    }
-    .into_any()
-}
-
+/// One delivery to an agent's endpoint.
 #[component]
 fn DeliveryRow(delivery: Delivery) -> impl IntoView {
     let d = delivery;

@@ -11,6 +11,7 @@ use leptos::prelude::*;
 
 use super::{Confirm, FieldError, Outcome, described_by, refusal};
 use crate::api::{self, ApiError};
+use crate::components::deliveries::DeliveriesTable;
 use crate::components::loaded::Loaded;
 use crate::components::question_card::visible_controls;
 use crate::components::secret_once::{HeadingLevel, SecretIds, SecretOnce};
@@ -344,7 +345,8 @@ fn HookItem(
             <div class="hook-deliveries">
                 <Loaded loading="Reading its deliveries…">
                     {move || deliveries.get().map(|result| result.map(|data| view! {
-                        <Deliveries caption=caption.get_value() deliveries=data.operator_webhook_deliveries/>
+                        <DeliveriesTable caption=caption.get_value() when="Written"
+                            rows=data.operator_webhook_deliveries.into_iter().map(|d| view! { <DeliveryRow delivery=d/> }.into_any()).collect()/>
                     }))}
                 </Loaded>
                 <button type="button" class="secondary small" on:click=move |_| refresh.update(|n| *n += 1)>
@@ -355,30 +357,7 @@ fn HookItem(
     }
 }
 
-/// A webhook's most recent deliveries, newest first.
-#[component]
-fn Deliveries(caption: String, deliveries: Vec<Delivery>) -> impl IntoView {
-    if deliveries.is_empty() {
-        return view! { <p class="empty">"Nothing has been sent to it yet."</p> }.into_any();
-    }
-    let region = caption.clone();
-    view! {
-        <div class="table-wrap" tabindex="0" role="region" aria-label=region>
-            <table class="deliveries">
-                <caption>{caption}</caption>
-                <thead><tr>
-                    <th scope="col">"Event"</th><th scope="col">"Status"</th><th scope="col" class="num">"Attempts"</th>
-                    <th scope="col">"Last response"</th><th scope="col">"Written"</th>
-                </tr></thead>
-                <tbody>
-                    {deliveries.into_iter().map(|d| view! { <DeliveryRow delivery=d/> }).collect_view()}
-                </tbody>
-            </table>
-        </div>
-    }
-    .into_any()
-}
-
+/// One delivery to a webhook.
 #[component]
 fn DeliveryRow(delivery: Delivery) -> impl IntoView {
     let d = delivery;
