@@ -4,6 +4,7 @@ pub mod account;
 pub mod clipboard;
 pub mod correction;
 pub mod countdown;
+pub mod deliveries;
 pub mod drafts;
 pub mod held;
 pub mod keys;

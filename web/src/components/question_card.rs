@@ -3,18 +3,24 @@
 //! is isolated (`<bdi>`), and the invisible characters that could reorder or hide what a person
 //! reads (bidirectional overrides, zero-width characters) are shown as visible marks instead of
 //! being obeyed.
+//!
+//! This module renders the card; what the card sends lives in `actions`, the "mara is
+//! answering" mark it keeps in `presence`, and the "Already answered?" entries it reads in
+//! `already_answered`.
+
+mod actions;
+mod already_answered;
+mod presence;
 
 use leptos::prelude::*;
 
-use crate::api::{self, ApiError, ErrorCode};
+pub use self::actions::{Acted, refusal};
+use self::already_answered::AlreadyAnswered;
 use crate::components::drafts::{self, Draft};
-use crate::components::held::{Held, Sent};
-use crate::components::money::{money, parse_money};
+use crate::components::held::Held;
+use crate::components::money::money;
 use crate::components::time_ago::TimeAgo;
-use crate::operations::{
-    AnswerQuestion, DismissQuestion, MarkAnswering, SimilarKnowledge, answer_question,
-    dismiss_question, mark_answering, queue_page::QuestionCard as Question, similar_knowledge,
-};
+use crate::operations::queue_page::QuestionCard as Question;
 use crate::vocab::{AnswerKind, ExchangeKind, QuestionStatus};
 
 /// `text` with every character that could reorder or hide what is read (bidirectional embeddings,
@@ -191,118 +197,6 @@ pub fn shorten(text: &str, max: usize) -> String {
     format!("{}…", cut.trim_end())
 }
 
-/// What a refused answer means for the person who sent it, by the server's code and reason.
-pub fn refusal(err: &ApiError) -> String {
-    match (&err.code, err.reason.as_deref()) {
-        (ErrorCode::Unauthenticated, _) => {
-            "Your session has ended. Sign in again in another tab; what you typed is still here."
-                .to_owned()
-        }
-        (ErrorCode::Conflict, Some("KNOWLEDGE_NOT_CURRENT")) => {
-            format!("{err} That entry was replaced or withdrawn; answer in your own words.")
-        }
-        (ErrorCode::Conflict, _) => format!("{err} It may already be settled."),
-        _ => err.to_string(),
-    }
-}
-
-/// "Already answered?": up to two current knowledge entries of the niche like waiting question
-/// `question_id` (read once, when this is shown), each with a link to its page and, when it can
-/// answer this question, "Use this answer", which hands the entry's id to `on_use` (the card
-/// holds it ten seconds with "Undo" before it is sent). An entry can answer it when the question
-/// has no options, or when the entry's chosen option is one of them by label (ignoring case and
-/// surrounding spaces): the option the agent will receive is named beside the button. An entry
-/// that cannot says why instead. Nothing is shown when there are none, or when they could not be
-/// read (it is a shortcut, not the way to answer).
-#[component]
-pub fn AlreadyAnswered(
-    question_id: String,
-    busy: Signal<bool>,
-    on_use: Callback<String>,
-) -> impl IntoView {
-    let heading_id = format!("already-answered-{question_id}");
-    let entries = LocalResource::new(move || {
-        let id = question_id.clone();
-        async move {
-            api::run::<SimilarKnowledge>(similar_knowledge::Variables { id })
-                .await
-                .map(|data| {
-                    let options: Vec<String> =
-                        data.question.options.into_iter().map(|o| o.label).collect();
-                    (options, data.question.similar_knowledge)
-                })
-                .unwrap_or_default()
-        }
-    });
-    move || {
-        let heading_id = heading_id.clone();
-        entries.get().filter(|(_, list)| !list.is_empty()).map(|(options, list)| {
-            let items = list
-                .into_iter()
-                .map(|entry| {
-                    let href = format!("/dashboard/niches/{}/knowledge/{}", entry.niche_slug, entry.id);
-                    let title = visible_controls(&shorten(&entry.title, 120));
-                    let entry_id = entry.id.clone();
-                    let receives = receives(&options, entry.option_label.as_deref());
-                    let offer = match receives {
-                        Some(label) => view! {
-                            <p class="receives" data-receives="">
-                                {match label {
-                                    Some(label) => view! { "The agent will receive the option "<strong><bdi>{visible_controls(&label)}</bdi></strong>" with these words." }.into_any(),
-                                    None => view! { "The agent will receive these words." }.into_any(),
-                                }}
-                            </p>
-                            <button type="button" class="secondary small" data-kind="from_knowledge" disabled=busy on:click=move |_| on_use.run(entry_id.clone())>
-                                "Use this answer"<span class="visually-hidden">" — "{title.clone()}</span>
-                            </button>
-                        }.into_any(),
-                        None => view! {
-                            <p class="muted" data-cannot-use="">"Its chosen option is not one of this question's options, so it cannot settle this question."</p>
-                        }.into_any(),
-                    };
-                    view! {
-                        <li data-entry-id=entry.id.clone()>
-                            <a href=href><bdi>{title.clone()}</bdi></a>
-                            {entry.option_label.map(|label| view! {
-                                <p><strong>"Chosen: "</strong><bdi>{visible_controls(&shorten(&label, 120))}</bdi></p>
-                            })}
-                            {entry.answer.filter(|a| !a.trim().is_empty()).map(|answer| view! {
-                                <p class="answer-words"><bdi>{visible_controls(&shorten(&answer, 200))}</bdi></p>
-                            })}
-                            {offer}
-                        </li>
-                    }
-                })
-                .collect_view();
-            let labelled_by = heading_id.clone();
-            view! {
-                <section class="already-answered" aria-labelledby=labelled_by>
-                    <h3 id=heading_id>"Already answered?"</h3>
-                    <p class="muted">"Verified answers to similar questions. Using one settles this question with it, after ten seconds in which you can undo it."</p>
-                    <ul>{items}</ul>
-                </section>
-            }
-        })
-    }
-}
-
-/// What an entry whose chosen option is `chosen` gives a question offering `options` (labels):
-/// `Some(Some(label))` the question's option of the same label, `Some(None)` words only (the
-/// question has no options), `None` when it cannot answer it.
-fn receives(options: &[String], chosen: Option<&str>) -> Option<Option<String>> {
-    if options.is_empty() {
-        return Some(None);
-    }
-    let chosen = chosen.map(str::trim).filter(|c| !c.is_empty())?;
-    options
-        .iter()
-        .find(|o| o.trim().to_lowercase() == chosen.to_lowercase())
-        .map(|o| Some(o.clone()))
-}
-
-/// What acting on a card did: the question, its research round, and the server's result.
-pub type Acted = (String, i64, answer_question::AnswerQuestionAnswerQuestion);
-
 /// A question settled by someone else while this person had its card open or a draft on it:
 /// what happened, who did it, and when (RFC 3339, as the browser saw it).
 #[derive(Clone, PartialEq)]
@@ -333,36 +227,64 @@ impl SettledElsewhere {
     }
 }
 
-thread_local! {
-    /// The question whose form this tab has said it has open (`answering`), if any.
-    static MARKED: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+/// What a card's form holds: what the person chose and typed (kept as a draft), and what the
+/// card says back.
+#[derive(Clone, Copy)]
+struct Fields {
+    /// The option chosen.
+    choice: RwSignal<Option<String>>,
+    /// The words (a task: its result).
+    body: RwSignal<String>,
+    /// A task's cost.
+    cost: RwSignal<String>,
+    /// What the agent should find out (research).
+    note: RwSignal<String>,
+    /// How sure, in percent.
+    sure: RwSignal<String>,
+    /// Why it is dismissed (optional; not kept as a draft).
+    reason: RwSignal<String>,
+    /// Why the last action was refused, announced.
+    error: RwSignal<Option<String>>,
+    /// Why the research request cannot be sent yet.
+    note_error: RwSignal<Option<String>>,
 }
 
-/// Tell the server (best effort) that this person has question `id`'s form open, or none.
-fn mark_answering(id: Option<String>) {
-    let changed = MARKED.with(|m| {
-        let mut m = m.borrow_mut();
-        let changed = *m != id;
-        m.clone_from(&id);
-        changed
-    });
-    if !changed && id.is_none() {
-        return;
+impl Fields {
+    /// The form as `draft` left it.
+    fn from_draft(draft: &Draft) -> Self {
+        Self {
+            choice: RwSignal::new(draft.option.clone()),
+            body: RwSignal::new(draft.body.clone()),
+            cost: RwSignal::new(draft.cost.clone()),
+            note: RwSignal::new(draft.note.clone()),
+            sure: RwSignal::new(draft.confidence.clone()),
+            reason: RwSignal::new(String::new()),
+            error: RwSignal::new(None),
+            note_error: RwSignal::new(None),
+        }
     }
-    let variables = match id {
-        Some(question_id) => mark_answering::Variables {
-            question_id,
-            open: true,
-        },
-        None => mark_answering::Variables {
-            question_id: "0".to_owned(),
-            open: false,
-        },
-    };
-    leptos::task::spawn_local(async move {
-        // Presence is a courtesy: a refusal or a dropped request changes nothing.
-        let _ = api::run::<MarkAnswering>(variables).await;
-    });
+
+    /// What is typed and chosen, as a draft to keep (tracked: an effect reruns as it changes).
+    fn draft(&self) -> Draft {
+        Draft {
+            body: self.body.get(),
+            option: self.choice.get(),
+            cost: self.cost.get(),
+            note: self.note.get(),
+            confidence: self.sure.get(),
+            saved: 0.0,
+        }
+    }
+
+    /// What an answer sends, as typed now.
+    fn typed_untracked(&self) -> actions::Typed {
+        actions::Typed {
+            choice: self.choice.get_untracked(),
+            body: self.body.get_untracked(),
+            cost: self.cost.get_untracked(),
+            sure: self.sure.get_untracked(),
+        }
+    }
 }
 
 /// One waiting question with the three ways to act on it and a Dismiss control.
@@ -392,7 +314,6 @@ pub fn QuestionCard(
 ) -> impl IntoView {
     let held = Held::get();
     let id = question.id.clone();
-    let dismiss_id = question.id.clone();
     let reason_id = format!("dismiss-reason-{id}");
     let round = question.research_round;
     let body_id = format!("body-{id}");
@@ -403,14 +324,25 @@ pub fn QuestionCard(
     let title = visible_controls(&question.title);
     let task_limit = (question.kind == ExchangeKind::Task)
         .then(|| question.budget_limit_minor.unwrap_or(question.bounty_minor));
+    let target = actions::Target {
+        id: id.clone(),
+        round,
+        task_limit,
+    };
     let cost_id = format!("cost-{id}");
 
     let draft = drafts::load(&id).unwrap_or_default();
-    let (choice, set_choice) = signal(draft.option.clone());
-    let (body, set_body) = signal(draft.body.clone());
-    let (cost, set_cost) = signal(draft.cost.clone());
-    let (note, set_note) = signal(draft.note.clone());
-    let (sure, set_sure) = signal(draft.confidence.clone());
+    let fields = Fields::from_draft(&draft);
+    let Fields {
+        choice,
+        body,
+        cost,
+        note,
+        sure,
+        reason,
+        error,
+        note_error,
+    } = fields;
     let sure_id = format!("sure-{id}");
     let sure_name = format!("sure-value-{id}");
     let other_field = sure_name.clone();
@@ -419,8 +351,6 @@ pub fn QuestionCard(
     let several =
         (question.answers_wanted > 1).then_some((question.answers_in, question.answers_wanted));
     let asking_research = RwSignal::new(!draft.note.trim().is_empty());
-    let (error, set_error) = signal(None::<String>);
-    let (note_error, set_note_error) = signal(None::<String>);
     let note_error_id = format!("research-note-error-{id}");
     let restored = !draft.is_empty();
     let sent = RwSignal::new(false);
@@ -428,170 +358,41 @@ pub fn QuestionCard(
     // Keep the draft as it is typed; forget it once the answer is sent.
     let draft_id = id.clone();
     Effect::new(move |_| {
-        let draft = Draft {
-            body: body.get(),
-            option: choice.get(),
-            cost: cost.get(),
-            note: note.get(),
-            confidence: sure.get(),
-            saved: 0.0,
-        };
+        let draft = fields.draft();
         if !sent.get() {
             drafts::save(&draft_id, &draft);
         }
     });
 
-    // Presence: this person has the form open while the card is shown; renewed every 10 s.
-    let mark_id = id.clone();
+    // Presence: this person has the form open while the card is shown.
+    let settled_now = Signal::derive(move || settled.with(Option::is_some));
     let is_settled = move || settled.with(Option::is_some);
-    mark_answering(Some(mark_id.clone()));
-    if let Ok(handle) = set_interval_with_handle(
-        {
-            let mark_id = mark_id.clone();
-            move || {
-                if !is_settled() && MARKED.with(|m| m.borrow().as_deref() == Some(&mark_id)) {
-                    MARKED.with(|m| *m.borrow_mut() = None);
-                    mark_answering(Some(mark_id.clone()));
-                }
-            }
-        },
-        std::time::Duration::from_secs(10),
-    ) {
-        let mark_id = mark_id.clone();
-        on_cleanup(move || {
-            handle.clear();
-            if MARKED.with(|m| m.borrow().as_deref() == Some(&mark_id)) {
-                mark_answering(None);
-            }
-        });
-    }
-    let claim_id = mark_id.clone();
-    let claim = move |_| {
-        if !is_settled() && MARKED.with(|m| m.borrow().as_deref() != Some(&claim_id)) {
-            mark_answering(Some(claim_id.clone()));
-        }
-    };
+    let claim_mark = presence::mark_while_shown(id.clone(), settled_now);
+    let claim = move |_| claim_mark();
 
-    let act_id = id.clone();
-    let act = Action::new_local(move |(kind, entry): &(AnswerKind, Option<String>)| {
-        // Completing a task says what it cost; the server checks it against the limit again.
-        let actual_cost = match (task_limit, kind) {
-            (Some(limit), AnswerKind::Answered) => match parse_money(&cost.get_untracked()) {
-                Some(minor) if minor <= limit => Ok(Some(minor)),
-                _ => Err(format!(
-                    "Say what it cost: an amount from 0.00 up to the task's limit of {}.",
-                    money(limit, "USD")
-                )),
-            },
-            _ => Ok(None),
-        };
-        // How sure: optional; 50 to 100 when given.
-        let confidence = match (kind, sure.get_untracked().trim()) {
-            (AnswerKind::Answered, "") | (AnswerKind::FromKnowledge, _) => Ok(None),
-            (AnswerKind::Answered, typed) => {
-                match typed.trim_end_matches('%').trim().parse::<i64>() {
-                    Ok(value) if (50..=100).contains(&value) => Ok(Some(value)),
-                    _ => Err(
-                        "Say how sure you are as a percentage from 50 to 100, or leave it empty."
-                            .to_owned(),
-                    ),
-                }
-            }
-            _ => Ok(None),
-        };
-        let actual_cost = actual_cost.and_then(|cost| confidence.map(|sure| (cost, sure)));
-        let input =
-            actual_cost.map(
-                |(actual_cost_minor, confidence)| answer_question::AnswerInput {
-                    confidence,
-                    question_id: act_id.clone(),
-                    option_id: choice
-                        .get_untracked()
-                        .filter(|_| *kind == AnswerKind::Answered),
-                    body: Some(body.get_untracked())
-                        .filter(|b| entry.is_none() && !b.trim().is_empty()),
-                    actual_cost_minor,
-                    entry_id: entry.clone(),
-                    kind: kind.clone(),
-                },
-            );
-        let id = act_id.clone();
-        async move {
-            set_error.set(None);
-            let input = match input {
-                Ok(input) => input,
-                Err(refusal) => return set_error.set(Some(refusal)),
-            };
-            match api::run::<AnswerQuestion>(answer_question::Variables { input }).await {
-                Ok(data) => {
-                    sent.set(true);
-                    drafts::forget(&id);
-                    on_done.run((id, round, data.answer_question));
-                }
-                Err(err) => set_error.set(Some(refusal(&err))),
-            }
-        }
-    });
-    let (reason, set_reason) = signal(String::new());
-    let dismiss = Action::new_local(move |_: &()| {
-        let id = dismiss_id.clone();
-        let reason = Some(reason.get_untracked()).filter(|r| !r.trim().is_empty());
-        async move {
-            set_error.set(None);
-            let variables = dismiss_question::Variables {
-                id: id.clone(),
-                reason,
-            };
-            match api::send::<DismissQuestion>(variables).await {
-                Ok(()) => {
-                    sent.set(true);
-                    drafts::forget(&id);
-                    on_dismissed.run(id);
-                }
-                Err(err) => set_error.set(Some(err.to_string())),
-            }
-        }
-    });
+    let act = actions::answer(target.clone(), fields, sent, on_done);
+    let dismiss = actions::dismiss(id.clone(), fields, sent, on_dismissed);
     let busy = Signal::derive(move || act.pending().get() || dismiss.pending().get());
     // Nothing may be sent from a card someone else settled.
     let locked = Signal::derive(move || busy.get() || is_settled());
 
     // Decline and research wait ten seconds for "Undo".
-    let hold_id = id.clone();
-    let decline = move |_| {
-        if locked.get_untracked() {
-            return;
+    let decline = {
+        let target = target.clone();
+        move |_| {
+            if !locked.get_untracked() {
+                actions::decline(&target, fields);
+            }
         }
-        set_error.set(None);
-        held.hold(
-            hold_id.clone(),
-            round,
-            AnswerKind::InsufficientContext,
-            None,
-        );
     };
-    let research_id = id.clone();
-    let note_field = note_id.clone();
-    let send_research = move |_| {
-        if locked.get_untracked() {
-            return;
+    let send_research = {
+        let target = target.clone();
+        let note_field = note_id.clone();
+        move |_| {
+            if !locked.get_untracked() {
+                actions::send_back(&target, fields, &note_field);
+            }
         }
-        let written = note.get_untracked().trim().to_owned();
-        if written.is_empty() {
-            set_note_error.set(Some(
-                "Say what the agent should find out: it is sent with the question.".to_owned(),
-            ));
-            focus_by_id(&note_field);
-            return;
-        }
-        set_error.set(None);
-        set_note_error.set(None);
-        held.hold(
-            research_id.clone(),
-            round,
-            AnswerKind::NeedsResearch,
-            Some(written),
-        );
     };
     let ask_note_field = note_id.clone();
     let ask_research = move |_| {
@@ -605,23 +406,14 @@ pub fn QuestionCard(
 
     let holding_id = id.clone();
     let holding = Memo::new(move |_| held.waiting_on(&holding_id));
-    let refused_id = id.clone();
     // A held action the server refused comes back here as an error.
-    Effect::new(move |_| {
-        if let Some((r, Sent::Refused(why))) = held.ended_on(&refused_id)
-            && r == round
-        {
-            set_error.set(Some(why));
-        }
-    });
+    actions::show_held_refusals(&target, fields);
 
     let from_knowledge = (task_limit.is_none()).then(|| {
         // Held ten seconds with "Undo", as decline and research are.
-        let use_id = id.clone();
         let on_use = Callback::new(move |entry: String| {
             if !locked.get_untracked() {
-                set_error.set(None);
-                held.hold_entry(use_id.clone(), round, entry);
+                actions::use_entry(&target, fields, entry);
             }
         });
         view! { <AlreadyAnswered question_id=question.id.clone() busy=locked on_use=on_use/> }
@@ -642,7 +434,7 @@ pub fn QuestionCard(
                         value=option.id
                         prop:checked=move || choice.get().as_deref() == Some(checked_value.as_str())
                         prop:disabled=is_settled
-                        on:change=move |_| { if !is_settled() { set_choice.set(Some(value.clone())) } }
+                        on:change=move |_| { if !is_settled() { choice.set(Some(value.clone())) } }
                     />
                     " "
                     <bdi>{visible_controls(&option.label)}</bdi>
@@ -660,7 +452,7 @@ pub fn QuestionCard(
                 <div class="settled-here" role="status">
                     <p>
                         <strong>{s.headline()}</strong>" "<TimeAgo at=s.at.clone()/>
-                        {(!drafts_empty(body, choice, cost, note)).then_some(" — your draft is kept below.")}
+                        {(!untrack(|| fields.draft()).is_empty()).then_some(" — your draft is kept below.")}
                     </p>
                     <button type="button" class="secondary small" on:click=move |_| on_close.run(close_id.clone())>
                         "Close"<span class="visually-hidden">" this question"</span>
@@ -740,7 +532,7 @@ pub fn QuestionCard(
                         rows="3"
                         prop:readOnly=is_settled
                         prop:value=body
-                        on:input=move |ev| set_body.set(event_target_value(&ev))
+                        on:input=move |ev| body.set(event_target_value(&ev))
                     ></textarea>
                     {task_limit.map(|limit| view! {
                         <label for=cost_id.clone()>"What it cost (0.00 to "{money(limit, "USD")}")"</label>
@@ -753,7 +545,7 @@ pub fn QuestionCard(
                             placeholder="0.00"
                             prop:readOnly=is_settled
                             prop:value=cost
-                            on:input=move |ev| set_cost.set(event_target_value(&ev))
+                            on:input=move |ev| cost.set(event_target_value(&ev))
                         />
                     })}
                     {{
@@ -777,12 +569,12 @@ pub fn QuestionCard(
                                         let picked = event_target_value(&ev);
                                         if picked == "other" {
                                             set_other.set(true);
-                                            set_sure.set(String::new());
+                                            sure.set(String::new());
                                             let field = other_field.clone();
                                             request_animation_frame(move || focus_by_id(&field));
                                         } else {
                                             set_other.set(false);
-                                            set_sure.set(picked);
+                                            sure.set(picked);
                                         }
                                     }
                                 >
@@ -805,7 +597,7 @@ pub fn QuestionCard(
                                         autocomplete="off"
                                         prop:readOnly=is_settled
                                         prop:value=sure
-                                        on:input=move |ev| set_sure.set(event_target_value(&ev))
+                                        on:input=move |ev| sure.set(event_target_value(&ev))
                                     />
                                 </Show>
                             </div>
@@ -820,7 +612,7 @@ pub fn QuestionCard(
                     <Show when=move || asking_research.get()>
                         <div class="research-note">
                             <label for=note_id.clone()>"What should the agent find out? (required; the agent is told)"</label>
-                            <textarea id=note_id.clone() name="note" maxlength="2000" rows="2" aria-describedby=note_error_id.clone() aria-invalid=move || note_error.with(Option::is_some).to_string() prop:readOnly=is_settled prop:value=note on:input=move |ev| { set_note_error.set(None); set_note.set(event_target_value(&ev)) }></textarea>
+                            <textarea id=note_id.clone() name="note" maxlength="2000" rows="2" aria-describedby=note_error_id.clone() aria-invalid=move || note_error.with(Option::is_some).to_string() prop:readOnly=is_settled prop:value=note on:input=move |ev| { note_error.set(None); note.set(event_target_value(&ev)) }></textarea>
                             <p class="error field-error" id=note_error_id.clone() role="alert">{move || note_error.get()}</p>
                             <div class="actions">
                                 <button type="button" data-kind="send_research" aria-disabled=move || locked.get().to_string() on:click=send_research.clone()>"Send back for research"</button>
@@ -833,7 +625,7 @@ pub fn QuestionCard(
                         <summary>"Dismiss…"</summary>
                         <p class="muted">"Dismissing ends the question for everyone: nobody is asked about it again and the agent is told. “Not enough context” only takes it off your own queue; others can still answer it."</p>
                         <label for=reason_id.clone()>"Why (optional; the agent is told)"</label>
-                        <input id=reason_id type="text" maxlength="500" prop:readOnly=is_settled prop:value=reason on:input=move |ev| set_reason.set(event_target_value(&ev))/>
+                        <input id=reason_id type="text" maxlength="500" prop:readOnly=is_settled prop:value=reason on:input=move |ev| reason.set(event_target_value(&ev))/>
                         <button type="button" class="secondary" data-kind="dismiss" aria-disabled=move || locked.get().to_string() on:click=move |_| { if !locked.get_untracked() { dismiss.dispatch(()); } }>"Dismiss question"</button>
                     </details>
                 </form>
@@ -842,23 +634,6 @@ pub fn QuestionCard(
             </div>
         </div>
     }
-}
-
-fn drafts_empty(
-    body: ReadSignal<String>,
-    choice: ReadSignal<Option<String>>,
-    cost: ReadSignal<String>,
-    note: ReadSignal<String>,
-) -> bool {
-    Draft {
-        body: body.get_untracked(),
-        option: choice.get_untracked(),
-        cost: cost.get_untracked(),
-        note: note.get_untracked(),
-        confidence: String::new(),
-        saved: 0.0,
-    }
-    .is_empty()
 }
 
 /// "mara is answering", "mara and ben are answering".

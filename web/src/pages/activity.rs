@@ -4,7 +4,6 @@
 
 use leptos::prelude::*;
 use leptos_router::components::A;
-use leptos_router::{LazyRoute, lazy_route};
 
 use crate::api::{self, ApiError};
 use crate::components::loaded::Loaded;
@@ -17,18 +16,9 @@ use crate::vocab::{AnswerKind, ContributionStatus, ExchangeKind, QuestionStatus}
 
 type Item = my_activity::MyActivityMyActivityNodes;
 
-/// The page as a lazily loaded route.
-pub struct ActivityRoute;
-
-#[lazy_route]
-impl LazyRoute for ActivityRoute {
-    fn data() -> Self {
-        Self
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <ActivityPage/> }.into_any()
-    }
+lazy_page! {
+    /// The page as a lazily loaded route.
+    ActivityRoute => ActivityPage
 }
 
 /// What I did, in words.

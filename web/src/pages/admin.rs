@@ -16,7 +16,6 @@ mod signals;
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_location;
-use leptos_router::{LazyRoute, lazy_route};
 
 use crate::api::{self, ApiError, ErrorCode};
 use crate::components::title::page_title;
@@ -135,19 +134,10 @@ impl ReviewPulse {
     }
 }
 
-/// `/admin/*` as a lazily loaded route: the desk's code is its own wasm chunk, fetched the first
-/// time someone opens one of its sections, so the operators' dashboard never downloads it.
-pub struct AdminRoute;
-
-#[lazy_route]
-impl LazyRoute for AdminRoute {
-    fn data() -> Self {
-        Self
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <AdminPage/> }.into_any()
-    }
+lazy_page! {
+    /// `/admin/*` as a lazily loaded route: the desk's code is its own wasm chunk, fetched the first
+    /// time someone opens one of its sections, so the operators' dashboard never downloads it.
+    AdminRoute => AdminPage
 }
 
 /// The admin desk: its tabs, then the section the URL names.

@@ -10,20 +10,19 @@
 //! on the server; this page only decides what to show. What an agent's endpoint answered (a
 //! delivery's last error) comes from a remote server: shown as isolated text only.
 
+mod commands;
+
 use leptos::prelude::*;
 use leptos_router::components::A;
-use leptos_router::{LazyRoute, lazy_route};
 
+use self::commands::{Command, Revealed};
 use crate::api::{self, ApiError};
+use crate::components::deliveries::DeliveriesTable;
 use crate::components::loaded::Loaded;
 use crate::components::question_card::visible_controls;
 use crate::components::secret_once::{HeadingLevel, SecretIds, SecretOnce};
 use crate::components::time_ago::{TimeAgo, exact};
-use crate::operations::{
-    AgentRegistry, CreateAgent, DisableAgent, EnableAgent, RotateAgentSecret, SetAgentEndpoint,
-    SetAgentNiches, agent_registry, create_agent, disable_agent, enable_agent, rotate_agent_secret,
-    set_agent_endpoint, set_agent_niches,
-};
+use crate::operations::{AgentRegistry, agent_registry};
 use crate::vocab::{AgentStatus, DeliveryStatus, WebhookScheme};
 
 type Agent = agent_registry::AgentRegistryAgents;
@@ -56,173 +55,13 @@ const RETIREMENTS: [(i64, &str); 5] = [
 /// The retirement window chosen unless the admin picks another.
 const DEFAULT_RETIREMENT: i64 = 86_400;
 
-/// Something an admin does on this page: one mutation each.
-#[derive(Clone)]
-enum Command {
-    Register {
-        slug: String,
-        name: String,
-        niches: Vec<String>,
-        url: Option<String>,
-        scheme: WebhookScheme,
-    },
-    Rotate {
-        slug: String,
-        retire_in_seconds: i64,
-    },
-    Disable {
-        slug: String,
-    },
-    Enable {
-        slug: String,
-    },
-    SetNiches {
-        slug: String,
-        niches: Vec<String>,
-    },
-    SetEndpoint {
-        slug: String,
-        url: Option<String>,
-        scheme: WebhookScheme,
-        events: Vec<String>,
-    },
-}
-
-/// A secret just made, to show this once.
-#[derive(Clone)]
-struct Revealed {
-    /// The agent it signs for.
-    slug: String,
-    /// `whsec_…`.
-    secret: String,
-}
-
-/// What a command did: the words for the notice, and the secret it made, if it made one.
-struct Done {
-    said: String,
-    secret: Option<Revealed>,
-}
-
-impl Done {
-    fn said(said: String) -> Self {
-        Self { said, secret: None }
-    }
-}
-
-impl Command {
-    /// Send the mutation; what to tell the admin when it worked.
-    async fn run(self) -> Result<Done, ApiError> {
-        Ok(match self {
-            Self::Register {
-                slug,
-                name,
-                niches,
-                url,
-                scheme,
-            } => {
-                let input = create_agent::CreateAgentInput {
-                    slug,
-                    name,
-                    niches,
-                    endpoint: Some(create_agent::AgentEndpointInput {
-                        url,
-                        scheme,
-                        events: Vec::new(),
-                    }),
-                };
-                let made = api::run::<CreateAgent>(create_agent::Variables { input })
-                    .await?
-                    .create_agent;
-                let slug = made.agent.slug;
-                Done {
-                    said: format!(
-                        "{slug} is registered. Copy its signing secret now: it is shown only this once."
-                    ),
-                    secret: Some(Revealed {
-                        slug,
-                        secret: made.secret,
-                    }),
-                }
-            }
-            Self::Rotate {
-                slug,
-                retire_in_seconds,
-            } => {
-                let made = api::run::<RotateAgentSecret>(rotate_agent_secret::Variables {
-                    slug,
-                    retire_previous_in_seconds: retire_in_seconds,
-                })
-                .await?
-                .rotate_agent_secret;
-                let slug = made.agent.slug;
-                let previous = match made.agent.previous_secret_retires_at {
-                    Some(at) if retire_in_seconds > 0 => {
-                        format!("the previous one is still accepted until {}", exact(&at))
-                    }
-                    _ => "the previous one is retired".to_owned(),
-                };
-                Done {
-                    said: format!(
-                        "{slug} has a new signing secret and {previous}. Copy the new one now: it is shown only this once."
-                    ),
-                    secret: Some(Revealed {
-                        slug,
-                        secret: made.secret,
-                    }),
-                }
-            }
-            Self::Disable { slug } => {
-                let done =
-                    format!("{slug} is disabled: its signed requests get 403 and its events wait.");
-                api::send::<DisableAgent>(disable_agent::Variables { slug }).await?;
-                Done::said(done)
-            }
-            Self::Enable { slug } => {
-                let done = format!("{slug} is active again: its waiting events are sent.");
-                api::send::<EnableAgent>(enable_agent::Variables { slug }).await?;
-                Done::said(done)
-            }
-            Self::SetNiches { slug, niches } => {
-                let done = format!("The niches of {slug} are saved.");
-                api::send::<SetAgentNiches>(set_agent_niches::Variables { slug, niches }).await?;
-                Done::said(done)
-            }
-            Self::SetEndpoint {
-                slug,
-                url,
-                scheme,
-                events,
-            } => {
-                let done = format!("The endpoint of {slug} is saved.");
-                let endpoint = set_agent_endpoint::AgentEndpointInput {
-                    url,
-                    scheme,
-                    events,
-                };
-                api::send::<SetAgentEndpoint>(set_agent_endpoint::Variables { slug, endpoint })
-                    .await?;
-                Done::said(done)
-            }
-        })
-    }
-}
-
 /// The page's one way to change things: its pending state disables every button.
 type Act = Action<Command, Result<String, ApiError>>;
 
-/// `/admin/agents` as a lazily loaded route: its own wasm chunk, fetched the first time an admin
-/// opens the page.
-pub struct AgentsRoute;
-
-#[lazy_route]
-impl LazyRoute for AgentsRoute {
-    fn data() -> Self {
-        Self
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <AgentsPage/> }.into_any()
-    }
+lazy_page! {
+    /// `/admin/agents` as a lazily loaded route: its own wasm chunk, fetched the first time an admin
+    /// opens the page.
+    AgentsRoute => AgentsPage
 }
 
 /// What the admin has typed into the registration form: kept by the page, so a re-read of the
@@ -543,7 +382,8 @@ fn AgentCard(agent: Agent, niches: Vec<Niche>, act: Act) -> impl IntoView {
                 <dt>"Previous secret"</dt><dd data-fact="previous-secret">{previous}</dd>
                 <dt>"Registered"</dt><dd><TimeAgo at=a.created_at.clone()/>", changed "<TimeAgo at=a.updated_at.clone()/></dd>
             </dl>
-            <Deliveries slug=slug.clone() deliveries=a.recent_deliveries.clone()/>
+            <DeliveriesTable caption=format!("Recent deliveries to {slug}") when="When"
+                rows=a.recent_deliveries.iter().cloned().map(|d| view! { <DeliveryRow delivery=d/> }.into_any()).collect()/>
             <div class="actions">
                 <Show when=move || !confirming.get()>
                     <button type="button" class="secondary" data-action="toggle" disabled=busy on:click={
@@ -597,31 +437,7 @@ fn previous_secret(retires_at: Option<String>) -> AnyView {
     }
 }
 
-/// The newest deliveries to an agent's endpoint.
-#[component]
-fn Deliveries(slug: String, deliveries: Vec<Delivery>) -> impl IntoView {
-    if deliveries.is_empty() {
-        return view! { <p class="empty">"Nothing has been sent to it yet."</p> }.into_any();
-    }
-    let caption = format!("Recent deliveries to {slug}");
-    let region = caption.clone();
-    view! {
-        <div class="table-wrap" tabindex="0" role="region" aria-label=region>
-            <table class="deliveries">
-                <caption>{caption}</caption>
-                <thead><tr>
-                    <th scope="col">"Event"</th><th scope="col">"Status"</th><th scope="col" class="num">"Attempts"</th>
-                    <th scope="col">"Last response"</th><th scope="col">"When"</th>
-                </tr></thead>
-                <tbody>
-                    {deliveries.into_iter().map(|d| view! { <DeliveryRow delivery=d/> }).collect_view()}
-                </tbody>
-            </table>
-        </div>
-    }
-    .into_any()
-}
-
+/// One delivery to an agent's endpoint.
 #[component]
 fn DeliveryRow(delivery: Delivery) -> impl IntoView {
     let d = delivery;

@@ -15,7 +15,6 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::hooks::use_params;
 use leptos_router::params::Params;
-use leptos_router::{LazyRoute, lazy_route};
 
 use crate::api::{self, ApiError};
 use crate::components::loaded::Loaded;
@@ -50,19 +49,10 @@ pub struct QuestionParams {
     pub id: Option<String>,
 }
 
-/// The question page as a lazily loaded route: its code is fetched the first time someone
-/// opens a question, so the queue never downloads it.
-pub struct QuestionRoute;
-
-#[lazy_route]
-impl LazyRoute for QuestionRoute {
-    fn data() -> Self {
-        Self
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <QuestionRouteView/> }.into_any()
-    }
+lazy_page! {
+    /// The question page as a lazily loaded route: its code is fetched the first time someone
+    /// opens a question, so the queue never downloads it.
+    QuestionRoute => QuestionRouteView
 }
 
 /// A fresh page (and read) for each question in the path.

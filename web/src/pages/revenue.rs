@@ -5,7 +5,6 @@
 
 use leptos::prelude::*;
 use leptos_router::components::A;
-use leptos_router::{LazyRoute, lazy_route};
 
 use crate::api;
 use crate::components::loaded::Loaded;
@@ -54,32 +53,14 @@ fn time_ms(at: &str) -> f64 {
     js_sys::Date::parse(at)
 }
 
-/// `/dashboard/revenue` and `/dashboard/payouts`, loaded when first opened.
-pub struct MyRevenueRoute;
-
-#[lazy_route]
-impl LazyRoute for MyRevenueRoute {
-    fn data() -> Self {
-        Self
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <MyRevenuePage/> }.into_any()
-    }
+lazy_page! {
+    /// `/dashboard/revenue` and `/dashboard/payouts`, loaded when first opened.
+    MyRevenueRoute => MyRevenuePage
 }
 
-/// `/dashboard/niches/:slug/revenue`, loaded when first opened.
-pub struct NicheMoneyRoute;
-
-#[lazy_route]
-impl LazyRoute for NicheMoneyRoute {
-    fn data() -> Self {
-        Self
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <NicheMoneyRouteView/> }.into_any()
-    }
+lazy_page! {
+    /// `/dashboard/niches/:slug/revenue`, loaded when first opened.
+    NicheMoneyRoute => NicheMoneyRouteView
 }
 
 /// My revenue.

@@ -23,7 +23,6 @@
 
 use leptos::html;
 use leptos::prelude::*;
-use leptos_router::{LazyRoute, lazy_route};
 
 use crate::api::{self, ApiError};
 use crate::components::loaded::Loaded;
@@ -42,19 +41,10 @@ mod webhooks;
 type Key = my_api_keys::MyApiKeysMyApiKeys;
 type SignIn = my_sessions::MySessionsMySessions;
 
-/// `/dashboard/settings` as a lazily loaded route: its own wasm chunk, fetched the first time
-/// someone opens the page.
-pub struct SettingsRoute;
-
-#[lazy_route]
-impl LazyRoute for SettingsRoute {
-    fn data() -> Self {
-        Self
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <SettingsPage/> }.into_any()
-    }
+lazy_page! {
+    /// `/dashboard/settings` as a lazily loaded route: its own wasm chunk, fetched the first time
+    /// someone opens the page.
+    SettingsRoute => SettingsPage
 }
 
 /// The settings page: its sections, each standing alone.
@@ -352,39 +342,17 @@ fn KeyItem(
                 </button>
             </div>
             <Show when=move || asking.get()>
-                <ConfirmRevoke name=confirm_name.clone() busy=busy.into() on_yes=revoke.clone() on_no=cancel/>
+                {
+                    let name = confirm_name.clone();
+                    view! {
+                        <Confirm label=format!("Revoke the key {name}?") hidden=format!(" key {name}") busy=busy.into()
+                            yes="Yes, revoke" no="Keep it" on_yes=revoke.clone() on_no=cancel>
+                            "Revoke “"<bdi>{name}</bdi>"”? Whatever uses it stops working at once, and it cannot be undone."
+                        </Confirm>
+                    }
+                }
             </Show>
         </li>
-    }
-}
-
-/// "Revoke it?": the question and its two answers; the first takes the focus when asked.
-#[component]
-fn ConfirmRevoke(
-    name: String,
-    busy: Signal<bool>,
-    on_yes: impl Fn(leptos::ev::MouseEvent) + 'static,
-    on_no: impl Fn(leptos::ev::MouseEvent) + 'static,
-) -> impl IntoView {
-    let yes = NodeRef::<html::Button>::new();
-    Effect::new(move |_| {
-        if let Some(button) = yes.get() {
-            let _ = button.focus();
-        }
-    });
-    let label = format!("Revoke the key {name}?");
-    view! {
-        <div class="confirm" role="group" aria-label=label>
-            <p>"Revoke “"<bdi>{name.clone()}</bdi>"”? Whatever uses it stops working at once, and it cannot be undone."</p>
-            <div class="actions">
-                <button type="button" class="danger" node_ref=yes disabled=busy on:click=on_yes>
-                    "Yes, revoke"<span class="visually-hidden">" key "{name.clone()}</span>
-                </button>
-                <button type="button" class="secondary" on:click=on_no>
-                    "Keep it"<span class="visually-hidden">" key "{name}</span>
-                </button>
-            </div>
-        </div>
     }
 }
 
@@ -461,8 +429,9 @@ fn SignInSessions() -> impl IntoView {
             </div>
             <Show when=asking_others>
                 <Confirm label="Sign out everywhere else?".to_owned() busy=busy.into()
-                    question="Sign out of every other session? Each of them has to sign in again.".to_owned()
-                    yes="Yes, sign out the others" no="Keep them" on_yes=end_others on_no=keep_others/>
+                    yes="Yes, sign out the others" no="Keep them" on_yes=end_others on_no=keep_others>
+                    "Sign out of every other session? Each of them has to sign in again."
+                </Confirm>
             </Show>
         </section>
     }
@@ -483,16 +452,19 @@ fn SessionList(
     }
 }
 
-/// "End it?": a question and its two answers; the first takes the focus when asked.
+/// A question asked before something that cannot be undone, and its two answers; the first
+/// takes the focus when asked. `hidden` ends both answers for screen readers, saying which thing
+/// they are about when a page lists several.
 #[component]
 fn Confirm(
     label: String,
-    question: String,
     yes: &'static str,
     no: &'static str,
+    #[prop(optional)] hidden: Option<String>,
     busy: Signal<bool>,
     on_yes: impl Fn(leptos::ev::MouseEvent) + 'static,
     on_no: impl Fn(leptos::ev::MouseEvent) + 'static,
+    children: Children,
 ) -> impl IntoView {
     let yes_button = NodeRef::<html::Button>::new();
     Effect::new(move |_| {
@@ -500,12 +472,17 @@ fn Confirm(
             let _ = button.focus();
         }
     });
+    let which = move || {
+        hidden
+            .clone()
+            .map(|which| view! { <span class="visually-hidden">{which}</span> })
+    };
     view! {
         <div class="confirm" role="group" aria-label=label>
-            <p>{question}</p>
+            <p>{children()}</p>
             <div class="actions">
-                <button type="button" class="danger" node_ref=yes_button disabled=busy on:click=on_yes>{yes}</button>
-                <button type="button" class="secondary" on:click=on_no>{no}</button>
+                <button type="button" class="danger" node_ref=yes_button disabled=busy on:click=on_yes>{yes}{which()}</button>
+                <button type="button" class="secondary" on:click=on_no>{no}{which()}</button>
             </div>
         </div>
     }
@@ -570,8 +547,14 @@ fn SessionItem(
                 </button>
             </div>
             <Show when=asking_too.clone()>
-                <Confirm label=label.clone() question=question.clone() busy=busy.into()
-                    yes="Yes, end it" no="Keep it" on_yes=yes.clone() on_no=no/>
+                {
+                    let question = question.clone();
+                    view! {
+                        <Confirm label=label.clone() busy=busy.into() yes="Yes, end it" no="Keep it" on_yes=yes.clone() on_no=no>
+                            {question}
+                        </Confirm>
+                    }
+                }
             </Show>
         }
         .into_any()

@@ -9,8 +9,9 @@
 use leptos::html;
 use leptos::prelude::*;
 
-use super::{FieldError, Outcome, described_by, refusal};
+use super::{Confirm, FieldError, Outcome, described_by, refusal};
 use crate::api::{self, ApiError};
+use crate::components::deliveries::DeliveriesTable;
 use crate::components::loaded::Loaded;
 use crate::components::question_card::visible_controls;
 use crate::components::secret_once::{HeadingLevel, SecretIds, SecretOnce};
@@ -336,12 +337,16 @@ fn HookItem(
             <FieldError id=test_error_id error=test_error/>
             {move || test_said.get().map(|text| view! { <p class="notice" role="status">{text}</p> })}
             <Show when=move || asking.get()>
-                <ConfirmRemove which=confirm_which.clone() busy=busy.into() on_yes=remove.clone() on_no=cancel/>
+                <Confirm label=format!("Remove the webhook for {confirm_which}?") hidden=format!(" the webhook for {confirm_which}") busy=busy.into()
+                    yes="Yes, remove" no="Keep it" on_yes=remove.clone() on_no=cancel>
+                    "Remove this webhook? Nothing more is sent to it, and its secret stops mattering."
+                </Confirm>
             </Show>
             <div class="hook-deliveries">
                 <Loaded loading="Reading its deliveries…">
                     {move || deliveries.get().map(|result| result.map(|data| view! {
-                        <Deliveries caption=caption.get_value() deliveries=data.operator_webhook_deliveries/>
+                        <DeliveriesTable caption=caption.get_value() when="Written"
+                            rows=data.operator_webhook_deliveries.into_iter().map(|d| view! { <DeliveryRow delivery=d/> }.into_any()).collect()/>
                     }))}
                 </Loaded>
                 <button type="button" class="secondary small" on:click=move |_| refresh.update(|n| *n += 1)>
@@ -352,60 +357,7 @@ fn HookItem(
     }
 }
 
-/// "Remove it?": the question and its two answers; the first takes the focus when asked.
-#[component]
-fn ConfirmRemove(
-    which: String,
-    busy: Signal<bool>,
-    on_yes: impl Fn(leptos::ev::MouseEvent) + 'static,
-    on_no: impl Fn(leptos::ev::MouseEvent) + 'static,
-) -> impl IntoView {
-    let yes = NodeRef::<html::Button>::new();
-    Effect::new(move |_| {
-        if let Some(button) = yes.get() {
-            let _ = button.focus();
-        }
-    });
-    let label = format!("Remove the webhook for {which}?");
-    view! {
-        <div class="confirm" role="group" aria-label=label>
-            <p>"Remove this webhook? Nothing more is sent to it, and its secret stops mattering."</p>
-            <div class="actions">
-                <button type="button" class="danger" node_ref=yes disabled=busy on:click=on_yes>
-                    "Yes, remove"<span class="visually-hidden">" the webhook for "{which.clone()}</span>
-                </button>
-                <button type="button" class="secondary" on:click=on_no>
-                    "Keep it"<span class="visually-hidden">" the webhook for "{which}</span>
-                </button>
-            </div>
-        </div>
-    }
-}
-
-/// A webhook's most recent deliveries, newest first.
-#[component]
-fn Deliveries(caption: String, deliveries: Vec<Delivery>) -> impl IntoView {
-    if deliveries.is_empty() {
-        return view! { <p class="empty">"Nothing has been sent to it yet."</p> }.into_any();
-    }
-    let region = caption.clone();
-    view! {
-        <div class="table-wrap" tabindex="0" role="region" aria-label=region>
-            <table class="deliveries">
-                <caption>{caption}</caption>
-                <thead><tr>
-                    <th scope="col">"Event"</th><th scope="col">"Status"</th><th scope="col" class="num">"Attempts"</th>
-                    <th scope="col">"Last response"</th><th scope="col">"Written"</th>
-                </tr></thead>
-                <tbody>
-                    {deliveries.into_iter().map(|d| view! { <DeliveryRow delivery=d/> }).collect_view()}
-                </tbody>
-            </table>
-        </div>
-    }
-    .into_any()
-}
-
+/// One delivery to a webhook.
 #[component]
 fn DeliveryRow(delivery: Delivery) -> impl IntoView {
     let d = delivery;
