@@ -426,7 +426,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
 
 async fn serve(config: Config, demo: bool) -> anyhow::Result<()> {
     // Before anything is opened: the connection cap is set from the limit found at start.
-    crate::serve::raise_file_limit();
+    crate::net::serve::raise_file_limit();
     let database = redact_url(&config.database_url);
     let db = startup::connect_and_migrate(&config).await?;
     if demo {

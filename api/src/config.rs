@@ -15,9 +15,9 @@ use std::time::Duration;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 use crate::domain::delivery::{BreakerPolicy, TestSendLimits};
-use crate::domain::proxies::TrustedProxies;
 use crate::domain::sealing::DataKey;
 use crate::domain::signing::SigningKeys;
+use crate::net::client_address::TrustedProxies;
 
 mod settings;
 

@@ -11,7 +11,6 @@ pub mod intake;
 pub mod knowledge;
 pub mod ledger;
 pub mod placement;
-pub mod proxies;
 pub mod research;
 pub mod revenue;
 pub mod scoring;

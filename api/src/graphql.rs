@@ -13,11 +13,11 @@ use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::routing::get;
 use tokio::sync::Semaphore;
 
-use crate::admission::{OpenPerAddress, RatePerAddress};
 use crate::auth::Caller;
 use crate::config::Config;
 use crate::live::{ChangeHint, CredentialsEnded, LiveHub};
-use crate::login_throttle::LoginThrottle;
+use crate::net::admission::{OpenPerAddress, RatePerAddress};
+use crate::net::login_throttle::LoginThrottle;
 
 mod accounts;
 mod admin;

@@ -5,7 +5,6 @@
 //! load generator start exactly the same server.
 
 pub mod a2a;
-pub mod admission;
 pub mod auth;
 pub mod cli;
 pub mod config;
@@ -14,13 +13,11 @@ pub mod domain;
 pub mod error;
 pub mod graphql;
 pub mod live;
-pub mod login_throttle;
 pub mod mcp;
 pub mod metrics;
+pub mod net;
 pub mod outbound;
 pub mod rest;
-pub mod security_headers;
-pub mod serve;
 pub mod service;
 pub mod startup;
 pub mod state;

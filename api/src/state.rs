@@ -10,8 +10,8 @@ use axum::extract::FromRef;
 
 use crate::config::Config;
 use crate::live::{ChangeHint, LiveHub};
-use crate::login_throttle::LoginThrottle;
 use crate::metrics::Metrics;
+use crate::net::login_throttle::LoginThrottle;
 
 /// What every REST handler can reach: one shared [`StateParts`]. Every request clones the state
 /// (axum hands each handler and middleware its own), so a clone is one reference count, not one

@@ -144,7 +144,7 @@ async fn with_graphiql_on_its_page_is_served_under_its_own_policy() {
         .expect("a policy");
     assert_eq!(
         policy,
-        askloop::security_headers::GRAPHIQL_CONTENT_SECURITY_POLICY
+        askloop::net::security_headers::GRAPHIQL_CONTENT_SECURITY_POLICY
     );
     assert_eq!(page.headers()["x-frame-options"], "DENY");
     assert!(page.text().await.expect("text").contains("graphiql"));

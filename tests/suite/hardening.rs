@@ -313,7 +313,7 @@ async fn every_page_carries_the_security_headers_and_no_inline_script() {
         let headers = response.headers();
         assert_eq!(
             headers["content-security-policy"],
-            askloop::security_headers::CONTENT_SECURITY_POLICY,
+            askloop::net::security_headers::CONTENT_SECURITY_POLICY,
             "{path}"
         );
         assert_eq!(headers["x-frame-options"], "DENY", "{path}");
@@ -329,7 +329,7 @@ async fn every_page_carries_the_security_headers_and_no_inline_script() {
             }
         }
     }
-    let policy = askloop::security_headers::CONTENT_SECURITY_POLICY;
+    let policy = askloop::net::security_headers::CONTENT_SECURITY_POLICY;
     assert!(!policy.contains("'unsafe-inline'") && !policy.contains("'unsafe-eval'"));
     assert!(policy.contains("frame-ancestors 'none'"));
 }

@@ -6,7 +6,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
-use askloop::login_throttle::LoginThrottle;
+use askloop::net::login_throttle::LoginThrottle;
 use askloop_tests::people::{PASSWORD, person};
 use askloop_tests::socket::{GqlSocket, Received};
 use askloop_tests::{TestApp, error_code, on_both_backends};

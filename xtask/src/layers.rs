@@ -64,20 +64,22 @@ pub const LAYERS: &[(&str, Layer)] = &[
     ("main", Layer::Assembly),
     ("cli", Layer::Assembly),
     ("startup", Layer::Assembly),
-    ("serve", Layer::Assembly),
+    ("net", Layer::Assembly),
+    ("net::serve", Layer::Assembly),
     ("rest", Layer::Transports),
     ("graphql", Layer::Transports),
     ("mcp", Layer::Transports),
     ("a2a", Layer::Transports),
-    ("security_headers", Layer::Transports),
+    ("net::security_headers", Layer::Transports),
     ("state", Layer::RequestContext),
     ("auth", Layer::RequestContext),
-    ("login_throttle", Layer::RequestContext),
-    ("admission", Layer::RequestContext),
+    ("net::login_throttle", Layer::RequestContext),
+    ("net::admission", Layer::RequestContext),
     ("service", Layer::Services),
     ("error", Layer::Services),
     ("domain", Layer::RulesAndData),
     ("db", Layer::RulesAndData),
+    ("net::client_address", Layer::RulesAndData),
     ("live", Layer::Infrastructure),
     ("outbound", Layer::Infrastructure),
     ("worker", Layer::Background),
@@ -116,12 +118,18 @@ pub fn may_import(from: Layer, to: Layer) -> Result<(), &'static str> {
     }
 }
 
-/// The layer of a module path like `service::outbox`, by its first segment.
+/// The layer of a module path like `service::outbox`: the layer of its longest prefix in
+/// [`LAYERS`] (`net::serve` is placed on its own; `service::outbox` by `service`).
 fn layer_of(module: &str) -> Option<Layer> {
-    let top = module.split("::").next().unwrap_or(module);
     LAYERS
         .iter()
-        .find(|(name, _)| *name == top)
+        .filter(|(name, _)| {
+            module == *name
+                || module
+                    .strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with("::"))
+        })
+        .max_by_key(|(name, _)| name.len())
         .map(|(_, layer)| *layer)
 }
 
@@ -691,6 +699,15 @@ mod tests {
         assert!(may_import(Layer::Assembly, Layer::Background).is_ok());
         assert!(may_import(Layer::PlainValues, Layer::Transports).is_err());
         assert!(may_import(Layer::RulesAndData, Layer::Services).is_err());
+    }
+
+    #[test]
+    fn a_module_placed_on_its_own_wins_over_its_folder() {
+        assert_eq!(layer_of("net::serve"), Some(Layer::Assembly));
+        assert_eq!(layer_of("net::admission"), Some(Layer::RequestContext));
+        assert_eq!(layer_of("net::client_address"), Some(Layer::RulesAndData));
+        assert_eq!(layer_of("service::outbox"), Some(Layer::Services));
+        assert_eq!(layer_of("network"), None, "a prefix is a whole segment");
     }
 
     #[test]

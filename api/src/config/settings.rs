@@ -18,8 +18,8 @@ use super::{
     ConfigError, DEFAULT_BIND, DEFAULT_DATABASE_URL, DEFAULT_MAX_NODES, DEFAULT_WEB_DIR, LogFormat,
     MAX_LISTEN_BACKLOG,
 };
-use crate::domain::proxies::TrustedProxies;
 use crate::domain::sealing::DataKey;
+use crate::net::client_address::TrustedProxies;
 
 /// The log filter while `RUST_LOG` is unset.
 pub const DEFAULT_LOG_FILTER: &str = "info,sqlx=warn,sea_orm=warn,tower_http=info";
@@ -458,7 +458,7 @@ fn refill(raw: &str) -> Result<Duration, String> {
 /// A list of trusted proxies, each item an address or a CIDR range.
 fn trusted_proxies(raw: &str) -> Result<TrustedProxies, String> {
     raw.parse()
-        .map_err(|e: crate::domain::proxies::TrustedProxiesError| e.to_string())
+        .map_err(|e: crate::net::client_address::TrustedProxiesError| e.to_string())
 }
 
 /// A listen backlog the kernel can take.

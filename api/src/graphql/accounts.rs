@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::domain::handle::Handle;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
-use crate::login_throttle::{LoginThrottle, Refused, ThrottleKey};
+use crate::net::login_throttle::{LoginThrottle, Refused, ThrottleKey};
 use crate::service::access;
 use crate::service::accounts;
 use crate::service::audit::Actor;

@@ -410,7 +410,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::graphql::shared::{Serving, SharedPayloads};
-    use crate::login_throttle::LoginThrottle;
+    use crate::net::login_throttle::LoginThrottle;
 
     /// The hand-overs of one connection, and the gauge they count in.
     fn adoptions() -> (Adoptions, Arc<SharedPayloads>) {

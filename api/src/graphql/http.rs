@@ -149,7 +149,7 @@ pub async fn graphiql(State(endpoint): State<GraphqlEndpoint>) -> axum::response
     (
         [(
             header::CONTENT_SECURITY_POLICY,
-            crate::security_headers::GRAPHIQL_CONTENT_SECURITY_POLICY,
+            crate::net::security_headers::GRAPHIQL_CONTENT_SECURITY_POLICY,
         )],
         Html(page),
     )

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use crate::admission::next_waiting;
+use crate::net::admission::next_waiting;
 
 /// How many sockets do their set-up reads at once.
 pub const HANDSHAKES_AT_ONCE: usize = 64;

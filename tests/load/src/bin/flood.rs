@@ -175,7 +175,7 @@ struct FloodOutcome {
 async fn run(config: Config, args: FloodArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.subscribes > 0, "--subscribes must be at least 1");
     // Thousands of connections on this side too (and the child inherits the raised limit).
-    askloop::serve::raise_file_limit();
+    askloop::net::serve::raise_file_limit();
     anyhow::ensure!(args.seconds >= 2, "--seconds must be at least 2");
     anyhow::ensure!(
         args.flood_after < args.seconds,

@@ -55,11 +55,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-use crate::admission::{OpenPerAddress, OpenSlot, next_waiting};
 use crate::auth::{ClientAddress, bearer_token, cookie_token};
 use crate::config::ConnectionSettings;
-use crate::domain::proxies::{ForwardingHeaders, TrustedProxies};
 use crate::domain::signing::SIGNATURE_HEADER;
+use crate::net::admission::{OpenPerAddress, OpenSlot, next_waiting};
+use crate::net::client_address::{ForwardingHeaders, TrustedProxies};
 
 /// The instance-wide and per-address caps on open connections.
 #[derive(Debug)]
