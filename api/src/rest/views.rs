@@ -12,7 +12,6 @@ use entity::contribution_events::ContributionStatus;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::domain::intake::QuestionOption;
 use crate::domain::ledger::{Budget, BudgetState, resets_at};
 use crate::error::ErrorCode;
 
@@ -166,75 +165,13 @@ impl BudgetView {
     }
 }
 
-/// One answer the agent offers to choose from.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct OptionBody {
-    /// Echoed back in the answer; unique within the question, at most 200 characters.
-    pub id: String,
-    /// What a person reads; cut to 300 characters.
-    pub label: String,
-}
+/// One answer the agent offers to choose from: the wire crate's checked option, one shape for
+/// the ask body and the answers shown.
+pub use crate::domain::intake::QuestionOption as OptionBody;
 
-impl From<QuestionOption> for OptionBody {
-    fn from(option: QuestionOption) -> Self {
-        OptionBody {
-            id: option.id,
-            label: option.label,
-        }
-    }
-}
-
-/// `POST /api/v1/internal/expert-questions`: an agent asks. The fields may also come wrapped as
-/// `{"id": …, "payload": {…}}` (an event envelope), whose `id` then stands for `externalId`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AskBody {
-    /// The niche (lowercased). `niche` is accepted as another name for it.
-    #[schema(example = "roofing")]
-    pub niche_slug: Option<String>,
-    /// The niche by its number, instead of its slug.
-    pub niche_id: Option<i64>,
-    /// The agent's own id for the question (string or number; at most 200 characters). Asking
-    /// again with the same one is the same question (200, `duplicate: true`).
-    #[schema(value_type = Option<String>, example = "job-4711-q1")]
-    pub external_id: Option<serde_json::Value>,
-    /// Which of the agent's runs asked (at most 200 characters).
-    pub agent_id: Option<String>,
-    /// Required; cut to 300 characters.
-    #[schema(example = "Can I re-roof over one layer of asphalt shingles?")]
-    pub title: String,
-    /// Required; cut to 8000 characters.
-    pub question: String,
-    /// What the agent found so far: untrusted; cut to 20000 characters.
-    pub context: Option<String>,
-    /// Answers to choose from; the first 12 are kept.
-    pub options: Option<Vec<OptionBody>>,
-    /// `low`, `normal` or `high`; any other word counts as `normal`.
-    #[schema(example = "normal")]
-    pub urgency: Option<String>,
-    /// Ids of what the question is about; the first 50 are kept.
-    pub related_resource_ids: Option<Vec<String>>,
-    /// The bounty in minor units (≥ 0, at most the niche's maximum); defaults to the niche's.
-    #[schema(minimum = 0)]
-    pub bounty_minor: Option<i64>,
-    /// How long the question may wait, 60 s to 30 days; defaults to the niche's lifetime.
-    #[schema(minimum = 60, maximum = 2_592_000)]
-    pub expires_in_seconds: Option<i64>,
-    /// `question` (the default) or `task`: a sub-task handed to people, charged what it
-    /// actually cost (docs/contract.md#delegated-tasks). A task has no options and no
-    /// `bountyMinor`.
-    #[schema(example = "question")]
-    pub kind: Option<String>,
-    /// A task's budget limit in minor units: required for a task (more than 0, at most the
-    /// niche's maximum bounty), refused for a question. Reserved like a bounty (402 the same way).
-    #[schema(minimum = 1)]
-    pub budget_limit_minor: Option<i64>,
-    /// What a task should deliver (at most 500 characters); tasks only.
-    pub deliverable: Option<String>,
-    /// Also answer with up to three current knowledge entries like the question
-    /// (docs/contract.md#knowledge); the question is stored either way.
-    pub similar: Option<bool>,
-}
+/// The intake's body (`POST /api/v1/internal/expert-questions`): the wire crate's typed request,
+/// documented as `AskBody`.
+pub use crate::domain::intake::AskRequest as AskBody;
 
 /// A question, briefly: which one and where it is.
 #[derive(Debug, Serialize, ToSchema)]

@@ -1,0 +1,154 @@
+//! [`Field`]: one field of a request as it was sent — absent, `null`, a value of its type, or a
+//! value of the wrong type kept as it came — so that reading a body never fails on a field and
+//! the validation, not serde, words the refusal (docs/contract.md#errors).
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, DeserializeOwned, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+/// One field of a request as sent.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Field<T> {
+    /// Not in the body.
+    #[default]
+    Absent,
+    /// Sent as `null` (for most fields the same as absent).
+    Null,
+    /// A value of the field's type.
+    Given(T),
+    /// A value of another type, kept for the refusal (and sent on unchanged when serialised).
+    Wrong(Value),
+}
+
+impl<T> Field<T> {
+    /// Whether the body left it out (serde's `skip_serializing_if`).
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Field::Absent)
+    }
+
+    /// Absent or `null`: the field says nothing.
+    pub fn is_unset(&self) -> bool {
+        matches!(self, Field::Absent | Field::Null)
+    }
+
+    /// The value: `None` when absent or `null`, and `Err(())` when it has the wrong type, for
+    /// the caller to word.
+    #[expect(
+        clippy::result_unit_err,
+        reason = "the caller words the refusal, naming its field"
+    )]
+    pub fn value(self) -> Result<Option<T>, ()> {
+        match self {
+            Field::Absent | Field::Null => Ok(None),
+            Field::Given(value) => Ok(Some(value)),
+            Field::Wrong(_) => Err(()),
+        }
+    }
+}
+
+impl<T> From<Option<T>> for Field<T> {
+    fn from(value: Option<T>) -> Self {
+        value.map_or(Field::Absent, Field::Given)
+    }
+}
+
+impl<T> From<T> for Field<T> {
+    fn from(value: T) -> Self {
+        Field::Given(value)
+    }
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Field<T> {
+    /// Read through `deserialize_option`, so a field left out of a struct reads as
+    /// [`Field::Null`] without `#[serde(default)]` (which would put `"default": null` in every
+    /// documented schema); a struct that must tell a left-out field from `null` gives that one
+    /// field `#[serde(default)]`, which makes it [`Field::Absent`].
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_option(FieldVisitor(PhantomData))
+    }
+}
+
+struct FieldVisitor<T>(PhantomData<T>);
+
+impl<'de, T: DeserializeOwned> Visitor<'de> for FieldVisitor<T> {
+    type Value = Field<T>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Field::Null)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Field::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        // Read as a JSON value first, then try the field's type: a mismatch is kept, not
+        // thrown, so one wrong field never hides behind serde's message for it.
+        let value = Value::deserialize(deserializer)?;
+        if value.is_null() {
+            return Ok(Field::Null);
+        }
+        Ok(match T::deserialize(&value) {
+            Ok(typed) => Field::Given(typed),
+            Err(_) => Field::Wrong(value),
+        })
+    }
+}
+
+impl<T: Serialize> Serialize for Field<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Field::Absent | Field::Null => serializer.serialize_none(),
+            Field::Given(value) => value.serialize(serializer),
+            Field::Wrong(value) => value.serialize(serializer),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(Debug, Default, Deserialize, Serialize)]
+    struct Probe {
+        #[serde(skip_serializing_if = "Field::is_unset")]
+        count: Field<i64>,
+        #[serde(default, skip_serializing_if = "Field::is_absent")]
+        envelope: Field<i64>,
+    }
+
+    #[test]
+    fn a_field_keeps_whether_it_was_absent_null_typed_or_wrong() {
+        let read = |body: Value| serde_json::from_value::<Probe>(body).expect("never fails");
+        assert_eq!(read(json!({})).count, Field::Null);
+        assert_eq!(read(json!({"count": null})).count, Field::Null);
+        assert_eq!(read(json!({})).envelope, Field::Absent);
+        assert_eq!(read(json!({"envelope": null})).envelope, Field::Null);
+        assert_eq!(read(json!({"count": 3})).count, Field::Given(3));
+        assert_eq!(read(json!({"count": 1.5})).count, Field::Wrong(json!(1.5)));
+        assert_eq!(read(json!({"count": "3"})).count, Field::Wrong(json!("3")));
+    }
+
+    #[test]
+    fn a_field_is_sent_as_it_was_read_and_an_unset_one_not_at_all() {
+        let sent = |count: Field<i64>| {
+            serde_json::to_value(Probe {
+                count,
+                envelope: Field::Absent,
+            })
+            .expect("a value")
+        };
+        assert_eq!(sent(Field::Absent), json!({}));
+        assert_eq!(sent(Field::Null), json!({}));
+        assert_eq!(sent(Field::Given(3)), json!({"count": 3}));
+        assert_eq!(sent(Field::Wrong(json!("x"))), json!({"count": "x"}));
+    }
+}
