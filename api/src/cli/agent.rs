@@ -5,12 +5,13 @@ use std::path::PathBuf;
 
 use askloop_wire::Field;
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::config::Config;
 use crate::domain::agents::AGENT_HEADER;
-use crate::domain::intake::{AnswersRequest, AskOption, AskRequest, ExchangeKind};
+use crate::domain::intake::{AnswersRequest, AskOption, AskRequest, ExchangeKind, Identifier};
 use crate::domain::signing::SIGNATURE_HEADER;
+use crate::domain::withdraw::WithdrawRequest;
 
 /// Arguments of `askloop sign`.
 #[derive(Debug, Args)]
@@ -155,16 +156,15 @@ pub struct WithdrawArgs {
 /// Sign and post a withdrawal; print the answer; fail unless askloop took it (a question
 /// already settled or withdrawn is taken: the printed outcome says which).
 pub async fn withdraw(config: &Config, args: WithdrawArgs) -> anyhow::Result<()> {
-    let mut body = json!({ "reason": args.reason });
-    if let Some(id) = args.question_id {
-        body["questionId"] = json!(id);
-    }
-    if let Some(external_id) = &args.external_id {
-        body["externalId"] = json!(external_id);
-    }
-    if let Some(niche) = &args.niche {
-        body["nicheSlug"] = json!(niche);
-    }
+    let body = WithdrawRequest {
+        question_id: args
+            .question_id
+            .map(|id| Identifier::Number(id.into()))
+            .into(),
+        external_id: args.external_id,
+        niche_slug: args.niche,
+        reason: args.reason,
+    };
     post_signed(
         config,
         &args.url,

@@ -107,6 +107,42 @@ mod tests {
     }
 
     #[test]
+    fn a_list_where_an_object_belongs_is_refused_as_before() {
+        let refused = |body: Value| parse_new_question(&body).map_err(|e| e.0);
+        assert_eq!(
+            refused(json!({"payload": ["games", "t", "q"]})),
+            Err("payload must be an object".into())
+        );
+        assert_eq!(
+            refused(json!({"payload": null})),
+            Err("payload must be an object".into())
+        );
+        assert_eq!(
+            refused(json!(["games", "t", "q"])),
+            Err("the body must be a JSON object".into())
+        );
+        let mut body = minimal();
+        body["options"] = json!([["a", "A"]]);
+        assert_eq!(
+            refused(body.clone()),
+            Err("options[0] needs an id and a label".into())
+        );
+        body["options"] = json!([{"id": "a", "label": "A"}, {"id": "b", "label": "B"}]);
+        body["answers"] = json!([2, 0.5]);
+        assert_eq!(
+            refused(body.clone()),
+            Err("answers must be an object: {wanted, agreement}".into())
+        );
+        body["answers"] = json!({"wanted": 2, "quorum": 1});
+        assert_eq!(
+            refused(body.clone()),
+            Err("answers takes wanted and agreement; 'quorum' is not one of them".into())
+        );
+        body["answers"] = json!({"wanted": "2"});
+        assert_eq!(refused(body), Err("wanted must be a whole number".into()));
+    }
+
+    #[test]
     fn missing_title_or_question_is_refused() {
         for key in ["title", "question"] {
             let mut body = minimal();

@@ -365,7 +365,7 @@ mod tests {
             (
                 "WithdrawBody",
                 json!({"questionId": "7", "reason": "not needed"}),
-                |v| crate::service::withdrawal::parse(v).map(drop),
+                |v| crate::rest::withdraw::parse(v).map(drop),
             ),
             (
                 "LookupBody",

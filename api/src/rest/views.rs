@@ -213,20 +213,8 @@ pub struct AskResponse {
     pub similar: Option<Vec<KnowledgeResult>>,
 }
 
-/// `POST /api/v1/internal/research-results`: research comes back for a waiting question.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ResearchBody {
-    /// The question's niche (`niche` and `nicheId` are accepted too).
-    pub niche_slug: Option<String>,
-    /// The niche by its number, instead of its slug.
-    pub niche_id: Option<i64>,
-    /// The agent's id for the question (at most 200 characters).
-    #[schema(value_type = String)]
-    pub external_id: serde_json::Value,
-    /// The findings, appended under a dated heading (untrusted).
-    pub context: String,
-}
+/// The research route's body: the wire crate's typed request, documented as `ResearchBody`.
+pub use crate::domain::research::ResearchRequest as ResearchBody;
 
 /// The research route's answer.
 #[derive(Debug, Serialize, ToSchema)]
@@ -235,21 +223,8 @@ pub struct ResearchResponse {
     pub question: QuestionRef,
 }
 
-/// `POST /api/v1/internal/expert-questions/withdraw`: the agent withdraws a question it no
-/// longer needs. Name it with `questionId` or `externalId` (exactly one).
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WithdrawBody {
-    /// askloop's id of the question, as a number or a string of digits.
-    #[schema(value_type = Option<String>, example = "42")]
-    pub question_id: Option<serde_json::Value>,
-    /// The agent's id for the question (at most 200 characters).
-    pub external_id: Option<String>,
-    /// The question's niche, needed only when the agent used that external id in several.
-    pub niche_slug: Option<String>,
-    /// Why (at most 500 characters): kept in the audit log and sent with the event.
-    pub reason: Option<String>,
-}
+/// The withdrawal route's body: the wire crate's typed request, documented as `WithdrawBody`.
+pub use crate::domain::withdraw::WithdrawRequest as WithdrawBody;
 
 /// What a withdrawal did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
@@ -301,19 +276,8 @@ impl WithdrawalResponse {
     }
 }
 
-/// `POST /api/v1/internal/expert-questions/lookup`: read the agent's own questions.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct LookupBody {
-    /// The questions' niche.
-    pub niche_slug: String,
-    /// The agent's ids for them, 1 to 100 (repeated ones count once).
-    #[schema(min_items = 1, max_items = 100)]
-    pub external_ids: Vec<String>,
-    /// Hold the request up to this long until one of them changes (long polling).
-    #[schema(minimum = 0, maximum = 55)]
-    pub wait_seconds: Option<u64>,
-}
+/// The lookup route's body: the wire crate's typed request, documented as `LookupBody`.
+pub use crate::service::lookup::LookupRequest as LookupBody;
 
 /// The lookup's answer: one entry per external id asked, in order.
 #[derive(Debug, Serialize, ToSchema)]

@@ -95,10 +95,53 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for FieldVisitor<T> {
         if value.is_null() {
             return Ok(Field::Null);
         }
-        Ok(match T::deserialize(&value) {
+        Ok(match T::deserialize(ObjectsOnly(&value)) {
             Ok(typed) => Field::Given(typed),
             Err(_) => Field::Wrong(value),
         })
+    }
+}
+
+/// A JSON value read as serde reads `&Value`, except that a struct must be an object: serde's
+/// derive also reads a struct from a list of its fields in order, which no agent means (a
+/// `payload` or an option sent as a list is refused, as the contract says).
+struct ObjectsOnly<'de>(&'de Value);
+
+impl<'de> Deserializer<'de> for ObjectsOnly<'de> {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        self.0.deserialize_any(visitor)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        self.0.deserialize_option(visitor)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.0.deserialize_enum(name, variants, visitor)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        if !self.0.is_object() {
+            return Err(de::Error::custom("a struct is an object"));
+        }
+        self.0.deserialize_struct(name, fields, visitor)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct newtype_struct seq tuple tuple_struct map identifier ignored_any
     }
 }
 
@@ -116,6 +159,23 @@ impl<T: Serialize> Serialize for Field<T> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+    struct Pair {
+        id: Field<String>,
+        label: Field<String>,
+    }
+
+    #[test]
+    fn a_struct_field_is_an_object_never_a_list_of_its_fields() {
+        let read =
+            |value: Value| serde_json::from_value::<Field<Pair>>(value).expect("never fails");
+        assert!(matches!(
+            read(json!({"id": "a", "label": "A"})),
+            Field::Given(_)
+        ));
+        assert_eq!(read(json!(["a", "A"])), Field::Wrong(json!(["a", "A"])));
+    }
 
     #[derive(Debug, Default, Deserialize, Serialize)]
     struct Probe {

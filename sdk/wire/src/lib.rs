@@ -11,5 +11,13 @@
 pub mod ask;
 pub mod field;
 pub mod limits;
+pub mod lookup;
+pub mod research;
+pub mod withdraw;
 
 pub use field::Field;
+
+/// Why a request was refused (a 400, `BAD_USER_INPUT`, with this text).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadRequest(pub String);
