@@ -14,8 +14,9 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::domain::intake::{
-    AnswersRequest, AskOption, AskRequest, ExchangeKind, NewQuestion, option_label,
+    AnswersRequest, AskOption, AskRequest, ExchangeKind, Identifier, NewQuestion, option_label,
 };
+use crate::domain::knowledge::{AgentSearch, KnowledgeSearchRequest, NewReuse, ReuseRequest};
 use crate::domain::text::{CONTEXT_MAX, cap, first_control_character};
 use crate::error::ServiceError;
 use crate::rest::views::{
@@ -599,12 +600,12 @@ async fn search_knowledge(
     asker: &Asker,
     input: SearchKnowledge,
 ) -> Result<Value, ServiceError> {
-    // The signed route's own parser: the same checks and the same defaults.
-    let request = knowledge::parse_agent_search(&json!({
-        "nicheSlug": input.niche,
-        "query": input.query,
-        "first": input.first,
-    }))?;
+    // The signed route's typed request: the same checks and the same defaults.
+    let request = AgentSearch::try_from(KnowledgeSearchRequest::new(
+        input.niche,
+        input.query,
+        input.first,
+    ))?;
     let found = knowledge::for_agent(&state.db, asker, &request).await?;
     Ok(json!({
         "results": found
@@ -620,10 +621,14 @@ async fn use_knowledge(
     input: UseKnowledge,
 ) -> Result<Value, ServiceError> {
     // The signed route's own parser and service: the same checks, the same reuse.
-    let request = reuse::parse(&json!({
-        "entryId": input.entry_id,
-        "externalId": input.external_id,
-    }))?;
+    let request = NewReuse::try_from(ReuseRequest {
+        entry_id: Field::Given(match input.entry_id {
+            IdArg::Number(id) => Identifier::Number(id.into()),
+            IdArg::Text(text) => Identifier::Text(text),
+        }),
+        external_id: Field::Given(input.external_id),
+        payload: Field::Absent,
+    })?;
     let reused = reuse::reuse(&state.db, asker, &request, chrono::Utc::now()).await?;
     serde_json::to_value(KnowledgeReuseResponse::of(reused))
         .map_err(|err| ServiceError::Internal(anyhow::anyhow!("use_knowledge result: {err}")))

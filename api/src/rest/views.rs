@@ -714,18 +714,9 @@ impl From<AnswerKind> for AnswerKindWord {
     }
 }
 
-/// `POST /api/v1/internal/knowledge/search`: an agent searches a niche's knowledge.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct KnowledgeSearchBody {
-    /// The niche, one the agent may ask in.
-    pub niche_slug: String,
-    /// What to look for (at most 1000 characters): entries holding any of its words, best first.
-    pub query: String,
-    /// How many results, 1 to 20 (default 5).
-    #[schema(minimum = 1, maximum = 20)]
-    pub first: Option<u64>,
-}
+/// The knowledge search's body: the wire crate's typed request, documented as
+/// `KnowledgeSearchBody`.
+pub use crate::domain::knowledge::KnowledgeSearchRequest as KnowledgeSearchBody;
 
 /// The search's answer: the niche's current entries, best first.
 #[derive(Debug, Serialize, ToSchema)]
@@ -776,16 +767,9 @@ impl KnowledgeResult {
     }
 }
 
-/// `POST /api/v1/internal/knowledge/reuse`: an agent relies on a knowledge entry.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct KnowledgeReuseBody {
-    /// The entry (a number, or a string of digits), current and of a niche the agent may ask in.
-    pub entry_id: i64,
-    /// The agent's id for this reuse, unique in the niche (at most 200 characters): the same id
-    /// again records nothing more and answers with the first reuse.
-    pub external_id: String,
-}
+/// The reuse route's body: the wire crate's typed request, documented as
+/// `KnowledgeReuseBody`.
+pub use crate::domain::knowledge::ReuseRequest as KnowledgeReuseBody;
 
 /// Where an entry is in its life.
 #[derive(Debug, Clone, Copy, Serialize, ToSchema)]

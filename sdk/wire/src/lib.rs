@@ -10,6 +10,7 @@
 
 pub mod ask;
 pub mod field;
+pub mod knowledge;
 pub mod limits;
 pub mod lookup;
 pub mod research;
