@@ -337,8 +337,8 @@ async fn ask(
         bounty_minor: data.bounty_minor,
         expires_in_seconds: data.expires_in_seconds,
         external_id: Some(external_id),
-        check_similar: None,
-        answers: None,
+        // An argument the data part does not carry is left to ask_expert's default.
+        ..AskExpert::default()
     };
     let asked = crate::mcp::tools::ask_expert(state, asker, input)
         .await

@@ -69,7 +69,7 @@ pub struct OptionArg {
 }
 
 /// `ask_expert`'s arguments.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AskExpert {
     /// The niche's slug; one of the niches this agent may ask in.
