@@ -609,10 +609,7 @@ impl QuestionView {
             title: q.title.clone(),
             question: q.question.clone(),
             context: q.context.clone(),
-            options: crate::service::answering::options_of(q)
-                .into_iter()
-                .map(OptionBody::from)
-                .collect(),
+            options: crate::service::answering::options_of(q),
             urgency: q.urgency.into(),
             status: q.status.into(),
             bounty_minor: q.bounty_minor,

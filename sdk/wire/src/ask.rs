@@ -216,10 +216,7 @@ impl AskRequest {
 
     /// The question's fields: the envelope's payload when there is one, else the body itself.
     fn fields(&self) -> &AskRequest {
-        match &self.payload {
-            Field::Given(payload) => payload,
-            _ => self,
-        }
+        self.payload.payload_or(self)
     }
 
     /// Whether the body asks for similar entries: `similar` (beside the fields or inside

@@ -49,6 +49,26 @@ impl<T> Field<T> {
     }
 }
 
+impl Field<String> {
+    /// The string trimmed, when it is given and not blank; anything else reads as left out.
+    pub fn nonblank(&self) -> Option<&str> {
+        match self {
+            Field::Given(text) => Some(text.trim()).filter(|text| !text.is_empty()),
+            _ => None,
+        }
+    }
+}
+
+impl<T> Field<Box<T>> {
+    /// An envelope's fields: its `payload` when that is an object, else `body` itself.
+    pub fn payload_or<'a>(&'a self, body: &'a T) -> &'a T {
+        match self {
+            Field::Given(payload) => payload,
+            _ => body,
+        }
+    }
+}
+
 impl<T> From<Option<T>> for Field<T> {
     fn from(value: Option<T>) -> Self {
         value.map_or(Field::Absent, Field::Given)

@@ -75,27 +75,21 @@ pub struct AgentSearch {
     pub first: u64,
 }
 
-/// A non-blank string, trimmed; anything else reads as left out.
-fn text(field: &Field<String>) -> Option<&str> {
-    match field {
-        Field::Given(s) => Some(s.trim()).filter(|s| !s.is_empty()),
-        _ => None,
-    }
-}
-
 impl TryFrom<KnowledgeSearchRequest> for AgentSearch {
     type Error = BadRequest;
 
     fn try_from(body: KnowledgeSearchRequest) -> Result<Self, BadRequest> {
-        let fields = match &body.payload {
-            Field::Given(payload) => payload.as_ref(),
-            _ => &body,
-        };
+        let fields = body.payload.payload_or(&body);
         let bad = |m: String| BadRequest(m);
-        let niche_slug = text(&fields.niche_slug)
+        let niche_slug = fields
+            .niche_slug
+            .nonblank()
             .ok_or_else(|| bad("nicheSlug is required".into()))?
             .to_lowercase();
-        let query = text(&fields.query).ok_or_else(|| bad("query is required".into()))?;
+        let query = fields
+            .query
+            .nonblank()
+            .ok_or_else(|| bad("query is required".into()))?;
         if char_len(query) > QUERY_MAX {
             return Err(bad(format!("a search is at most {QUERY_MAX} characters")));
         }
@@ -159,10 +153,7 @@ impl TryFrom<ReuseRequest> for NewReuse {
 
     /// An id may come as a number or as a string of digits, as GraphQL spells ids.
     fn try_from(body: ReuseRequest) -> Result<Self, BadRequest> {
-        let fields = match &body.payload {
-            Field::Given(payload) => payload.as_ref(),
-            _ => &body,
-        };
+        let fields = body.payload.payload_or(&body);
         let bad = |m: &str| BadRequest(m.to_owned());
         let entry_id = match &fields.entry_id {
             Field::Given(Identifier::Number(n)) => n.as_i64(),

@@ -80,17 +80,13 @@ impl TryFrom<LookupRequest> for Lookup {
     type Error = BadRequest;
 
     fn try_from(body: LookupRequest) -> Result<Self, BadRequest> {
-        let fields = match &body.payload {
-            Field::Given(payload) => payload.as_ref(),
-            _ => &body,
-        };
+        let fields = body.payload.payload_or(&body);
         let bad = |m: String| BadRequest(m);
-        let niche_slug = match &fields.niche_slug {
-            Field::Given(s) => Some(s.trim()).filter(|s| !s.is_empty()),
-            _ => None,
-        }
-        .ok_or_else(|| bad("nicheSlug is required".into()))?
-        .to_lowercase();
+        let niche_slug = fields
+            .niche_slug
+            .nonblank()
+            .ok_or_else(|| bad("nicheSlug is required".into()))?
+            .to_lowercase();
         let Field::Given(ids) = &fields.external_ids else {
             return Err(bad("externalIds must be a list of strings".into()));
         };

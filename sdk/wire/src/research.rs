@@ -76,32 +76,24 @@ pub struct ResearchResult {
     pub context: String,
 }
 
-/// A non-blank string, trimmed; anything else reads as left out.
-fn text(field: &Field<String>) -> Option<&str> {
-    match field {
-        Field::Given(s) => Some(s.trim()).filter(|s| !s.is_empty()),
-        _ => None,
-    }
-}
-
 impl TryFrom<ResearchRequest> for ResearchResult {
     type Error = BadRequest;
 
     fn try_from(body: ResearchRequest) -> Result<Self, BadRequest> {
-        let fields = match &body.payload {
-            Field::Given(payload) => payload.as_ref(),
-            _ => &body,
-        };
+        let fields = body.payload.payload_or(&body);
         let bad = |m: &str| BadRequest(m.to_owned());
         let niche = match (
-            text(&fields.niche_slug).or(text(&fields.niche)),
+            fields.niche_slug.nonblank().or(fields.niche.nonblank()),
             &fields.niche_id,
         ) {
             (Some(slug), _) => NicheRef::Slug(slug.to_lowercase()),
             (None, Field::Given(id)) => NicheRef::Id(*id),
             (None, _) => return Err(bad("nicheSlug is required")),
         };
-        let external_id = text(&fields.external_id).ok_or_else(|| bad("externalId is required"))?;
+        let external_id = fields
+            .external_id
+            .nonblank()
+            .ok_or_else(|| bad("externalId is required"))?;
         // No question's id is longer (intake refuses those); refused here rather than looked up
         // and echoed back in a 404.
         if char_len(external_id) > IDENTIFIER_MAX {
@@ -113,7 +105,10 @@ impl TryFrom<ResearchRequest> for ResearchResult {
             niche,
             external_id: external_id.to_owned(),
             context: cap(
-                text(&fields.context).ok_or_else(|| bad("context is required"))?,
+                fields
+                    .context
+                    .nonblank()
+                    .ok_or_else(|| bad("context is required"))?,
                 CONTEXT_MAX,
             ),
         })
