@@ -21,3 +21,4 @@ pub mod text;
 pub mod tokens;
 pub mod user_agent;
 pub mod weighing;
+pub mod withdraw;

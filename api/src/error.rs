@@ -338,6 +338,13 @@ impl Conflict {
     ];
 }
 
+impl From<askloop_wire::BadRequest> for ServiceError {
+    /// A request the wire crate's check refused: a 400 with its words.
+    fn from(refused: askloop_wire::BadRequest) -> Self {
+        ServiceError::BadInput(refused.0)
+    }
+}
+
 impl From<Conflict> for ServiceError {
     fn from(conflict: Conflict) -> Self {
         ServiceError::Conflict(conflict)

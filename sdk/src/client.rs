@@ -7,7 +7,10 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use rand::Rng;
-use serde_json::json;
+
+use askloop_wire::lookup::LookupRequest;
+use askloop_wire::research::ResearchRequest;
+use askloop_wire::withdraw::WithdrawRequest;
 
 use crate::error::Error;
 use crate::question::{
@@ -289,9 +292,9 @@ impl Client {
         external_id: &str,
         findings: &str,
     ) -> Result<ResearchAdded, Error> {
-        let body = json!({"nicheSlug": niche, "externalId": external_id, "context": findings})
-            .to_string()
-            .into_bytes();
+        // The wire crate's typed request; only strings, so serialising it cannot fail.
+        let body = serde_json::to_vec(&ResearchRequest::new(niche, external_id, findings))
+            .unwrap_or_default();
         let bytes = self
             .post_retrying(RESEARCH_PATH, &body, self.request_timeout, never_arrived)
             .await?;
@@ -311,9 +314,15 @@ impl Client {
         external_id: &str,
         reason: Option<&str>,
     ) -> Result<Withdrawn, Error> {
-        let body = json!({"nicheSlug": niche, "externalId": external_id, "reason": reason})
-            .to_string()
-            .into_bytes();
+        // The wire crate's typed request: the body askloop's withdrawal route parses.
+        let request = WithdrawRequest {
+            niche_slug: Some(niche.to_owned()),
+            external_id: Some(external_id.to_owned()),
+            reason: reason.map(str::to_owned),
+            ..WithdrawRequest::default()
+        };
+        // Only strings: serialising them cannot fail.
+        let body = serde_json::to_vec(&request).unwrap_or_default();
         let bytes = self
             .post_retrying(
                 WITHDRAW_PATH,
@@ -416,15 +425,11 @@ fn lookup_request(
     let wait_seconds = wait
         .map(|w| w.min(LOOKUP_MAX_WAIT).as_secs())
         .filter(|&s| s > 0);
-    let mut body = json!({"nicheSlug": niche, "externalIds": external_ids});
-    if let Some(seconds) = wait_seconds {
-        body["waitSeconds"] = json!(seconds);
-    }
+    // The wire crate's typed request; only strings and a number, so serialising cannot fail.
+    let body = serde_json::to_vec(&LookupRequest::new(niche, external_ids, wait_seconds))
+        .unwrap_or_default();
     let held = Duration::from_secs(wait_seconds.unwrap_or(0));
-    (
-        body.to_string().into_bytes(),
-        request_timeout.max(held + RESPONSE_MARGIN),
-    )
+    (body, request_timeout.max(held + RESPONSE_MARGIN))
 }
 
 fn read_lookup(bytes: &[u8]) -> Result<Vec<LookedUp>, Error> {

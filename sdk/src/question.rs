@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use askloop_wire::Field;
+use askloop_wire::ask::{AnswersRequest, AskOption, AskRequest};
 use chrono::{DateTime, Utc};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -48,26 +50,12 @@ pub struct Question {
     pub answers: Option<(u8, Option<u16>)>,
 }
 
-/// One answer people may choose.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AnswerOption {
-    /// Its id, unique in the question (at most 200 characters).
-    pub id: String,
-    /// What people read (cut to 300 characters).
-    pub label: String,
-}
+/// One answer people may choose: its id (unique in the question, at most 200 characters) and
+/// what people read (cut to 300 characters). The wire crate's type, as askloop reads it.
+pub use askloop_wire::ask::QuestionOption as AnswerOption;
 
-/// How soon a question matters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Urgency {
-    /// `low`.
-    Low,
-    /// `normal`.
-    Normal,
-    /// `high`.
-    High,
-}
+/// How soon a question matters (`low`, `normal`, `high`). The wire crate's type.
+pub use askloop_wire::ask::Urgency;
 
 /// A fresh external id: `sdk-` and 128 random bits in hex.
 pub fn new_external_id() -> String {
@@ -170,47 +158,57 @@ impl Question {
         self
     }
 
-    /// The intake body (docs/contract.md#asking-a-question), with the unset optional fields left
-    /// out so that askloop applies its defaults.
-    pub(crate) fn to_body(&self) -> Value {
-        let mut body = json!({
-            "nicheSlug": self.niche,
-            "externalId": self.external_id,
-            "title": self.title,
-            "question": self.question,
-        });
-        if let Some(context) = &self.context {
-            body["context"] = json!(context);
-        }
+    /// The intake's typed request (docs/contract.md#asking-a-question), the one askloop parses,
+    /// with the unset optional fields left out so that askloop applies its defaults.
+    pub fn to_request(&self) -> AskRequest {
+        // An amount past i64 cannot be a valid one; sent as it is, askloop refuses it by name.
+        let amount =
+            |minor: u64| i64::try_from(minor).map_or(Field::Wrong(json!(minor)), Field::Given);
+        let mut request = AskRequest::new(&self.niche, &self.title, &self.question);
+        request.external_id = Field::Given(self.external_id.as_str().into());
+        request.context = self.context.clone().into();
         if !self.options.is_empty() {
-            body["options"] = json!(self.options);
+            request.options = Field::Given(
+                self.options
+                    .iter()
+                    .map(|option| Field::Given(AskOption::new(&option.id, &option.label)))
+                    .collect(),
+            );
         }
-        if let Some(urgency) = self.urgency {
-            body["urgency"] = json!(urgency);
-        }
+        request.urgency = self.urgency.map(|u| u.as_str().to_owned()).into();
         if let Some(bounty) = self.bounty_minor {
-            body["bountyMinor"] = json!(bounty);
+            request.bounty_minor = amount(bounty);
         }
         if let Some(lifetime) = self.expires_in {
-            body["expiresInSeconds"] = json!(lifetime.as_secs());
+            request.expires_in_seconds = amount(lifetime.as_secs());
         }
         if !self.related_resource_ids.is_empty() {
-            body["relatedResourceIds"] = json!(self.related_resource_ids);
+            request.related_resource_ids = Field::Given(
+                self.related_resource_ids
+                    .iter()
+                    .map(|id| Field::Given(id.as_str().into()))
+                    .collect(),
+            );
         }
         if let Some(limit) = self.budget_limit_minor {
-            body["kind"] = json!("task");
-            body["budgetLimitMinor"] = json!(limit);
+            request.kind = Field::Given("task".to_owned());
+            request.budget_limit_minor = amount(limit);
         }
         if let Some((wanted, agreement)) = self.answers {
-            body["answers"] = json!({ "wanted": wanted });
-            if let Some(bps) = agreement {
-                body["answers"]["agreement"] = json!(f64::from(bps) / 10_000.0);
-            }
+            request.answers = Field::Given(AnswersRequest {
+                wanted: Field::Given(i64::from(wanted)),
+                agreement: agreement.map(|bps| f64::from(bps) / 10_000.0).into(),
+                ..AnswersRequest::default()
+            });
         }
-        if let Some(deliverable) = &self.deliverable {
-            body["deliverable"] = json!(deliverable);
-        }
-        body
+        request.deliverable = self.deliverable.clone().into();
+        request
+    }
+
+    /// The intake body: [`Question::to_request`] as JSON.
+    pub(crate) fn to_body(&self) -> Value {
+        // Strings, whole numbers and fractions of one: serialising them to a value cannot fail.
+        serde_json::to_value(self.to_request()).unwrap_or_else(|_| json!({}))
     }
 }
 
@@ -496,6 +494,45 @@ mod tests {
                    "urgency": "high", "bountyMinor": 300, "expiresInSeconds": 3600,
                    "relatedResourceIds": ["doc-1"]})
         );
+    }
+
+    #[test]
+    fn what_the_sdk_sends_is_what_askloop_checks_it_into() {
+        use askloop_wire::ask::{ExchangeKind, NewQuestion, NicheRef};
+        let asked = NewQuestion::try_from(
+            Question::new("Games", "T", "Q?")
+                .external_id("q-1")
+                .option("ea", "Early access")
+                .option("full", "1.0")
+                .urgency(Urgency::Low)
+                .several_answers(3, Some(7000))
+                .to_request(),
+        )
+        .expect("the sdk's question is valid");
+        assert_eq!(asked.niche, NicheRef::Slug("games".into()));
+        assert_eq!(asked.external_id.as_deref(), Some("q-1"));
+        assert_eq!(asked.options.len(), 2);
+        assert_eq!(asked.urgency, Urgency::Low);
+        assert_eq!(
+            (asked.answers.wanted, asked.answers.agreement_bps),
+            (3, 7000)
+        );
+        let task = NewQuestion::try_from(
+            Question::task("games", "T", "do it", 900)
+                .deliverable("a list")
+                .to_request(),
+        )
+        .expect("the sdk's task is valid");
+        assert_eq!(task.kind, ExchangeKind::Task);
+        assert_eq!(task.budget_limit_minor, Some(900));
+        // An amount no signed number holds is sent as it is, and refused by name.
+        let refused = NewQuestion::try_from(
+            Question::new("games", "T", "Q?")
+                .bounty_minor(u64::MAX)
+                .to_request(),
+        )
+        .expect_err("refused");
+        assert_eq!(refused.0, "bountyMinor must be a whole number");
     }
 
     #[test]

@@ -18,12 +18,13 @@
 
 use chrono::Utc;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::task::{self, TaskState, task_json};
 use super::{RpcError, codes, cut};
 use crate::domain::text::{CONTEXT_MAX, cap, first_control_character};
 use crate::error::ServiceError;
+use crate::mcp::tools::{AskExpert, OptionArg, UrgencyArg};
 use crate::service::a2a_tasks::{self, NewPushConfig};
 use crate::service::agents::Asker;
 use crate::service::lookup::{self, OwnCursor, OwnQuestion, QuestionRef};
@@ -140,7 +141,8 @@ struct SendMessageParams {
     configuration: Option<ConfigurationIn>,
 }
 
-/// The data part of a question: the fields of `ask_expert` besides the question itself.
+/// The data part of a question: the fields of `ask_expert` besides the question itself, typed
+/// as `ask_expert`'s own arguments.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct QuestionData {
@@ -149,15 +151,15 @@ struct QuestionData {
     #[serde(default)]
     title: Option<String>,
     #[serde(default)]
-    context: Option<Value>,
+    context: Option<String>,
     #[serde(default)]
-    options: Option<Value>,
+    options: Option<Vec<OptionArg>>,
     #[serde(default)]
-    urgency: Option<Value>,
+    urgency: Option<UrgencyArg>,
     #[serde(default)]
-    bounty_minor: Option<Value>,
+    bounty_minor: Option<i64>,
     #[serde(default)]
-    expires_in_seconds: Option<Value>,
+    expires_in_seconds: Option<i64>,
     #[serde(default)]
     external_id: Option<String>,
 }
@@ -323,24 +325,22 @@ async fn ask(
         .map(|id| id.trim().to_owned())
         .filter(|id| !id.is_empty())
         .unwrap_or_else(|| message_external_id(message_id.trim()));
-    let mut arguments = Map::new();
-    arguments.insert("niche".into(), json!(niche));
-    arguments.insert("title".into(), json!(title));
-    arguments.insert("question".into(), json!(text));
-    arguments.insert("externalId".into(), json!(external_id));
-    for (name, value) in [
-        ("context", data.context),
-        ("options", data.options),
-        ("urgency", data.urgency),
-        ("bountyMinor", data.bounty_minor),
-        ("expiresInSeconds", data.expires_in_seconds),
-    ] {
-        if let Some(value) = value {
-            arguments.insert(name.into(), value);
-        }
-    }
-    // ask_expert's own path: the intake's parser, caps, niche rule, budget and idempotency.
-    let asked = crate::mcp::tools::call(state, asker, "ask_expert", arguments)
+    // ask_expert's own path: the intake's typed request, caps, niche rule, budget and
+    // idempotency.
+    let input = AskExpert {
+        niche,
+        title,
+        question: text,
+        context: data.context,
+        options: data.options,
+        urgency: data.urgency,
+        bounty_minor: data.bounty_minor,
+        expires_in_seconds: data.expires_in_seconds,
+        external_id: Some(external_id),
+        // An argument the data part does not carry is left to ask_expert's default.
+        ..AskExpert::default()
+    };
+    let asked = crate::mcp::tools::ask_expert(state, asker, input)
         .await
         .map_err(|err| match err {
             // A niche the agent may not use is a parameter it chose, not a missing task.

@@ -3,12 +3,15 @@
 use std::io::Read;
 use std::path::PathBuf;
 
+use askloop_wire::Field;
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::config::Config;
 use crate::domain::agents::AGENT_HEADER;
+use crate::domain::intake::{AnswersRequest, AskOption, AskRequest, ExchangeKind, Identifier};
 use crate::domain::signing::SIGNATURE_HEADER;
+use crate::domain::withdraw::WithdrawRequest;
 
 /// Arguments of `askloop sign`.
 #[derive(Debug, Args)]
@@ -153,16 +156,15 @@ pub struct WithdrawArgs {
 /// Sign and post a withdrawal; print the answer; fail unless askloop took it (a question
 /// already settled or withdrawn is taken: the printed outcome says which).
 pub async fn withdraw(config: &Config, args: WithdrawArgs) -> anyhow::Result<()> {
-    let mut body = json!({ "reason": args.reason });
-    if let Some(id) = args.question_id {
-        body["questionId"] = json!(id);
-    }
-    if let Some(external_id) = &args.external_id {
-        body["externalId"] = json!(external_id);
-    }
-    if let Some(niche) = &args.niche {
-        body["nicheSlug"] = json!(niche);
-    }
+    let body = WithdrawRequest {
+        question_id: args
+            .question_id
+            .map(|id| Identifier::Number(id.into()))
+            .into(),
+        external_id: args.external_id,
+        niche_slug: args.niche,
+        reason: args.reason,
+    };
     post_signed(
         config,
         &args.url,
@@ -211,40 +213,39 @@ async fn post_signed(
     }
 }
 
-fn body_from_flags(args: &AskArgs) -> Value {
-    let options: Vec<Value> = args
-        .options
-        .iter()
-        .map(|(id, label)| json!({ "id": id, "label": label }))
-        .collect();
-    let mut payload = json!({
-        "nicheSlug": args.niche,
-        "title": args.title,
-        "question": args.question,
-        "options": options,
-    });
-    let extra = [
-        ("context", args.context.clone().map(Value::from)),
-        ("externalId", args.external_id.clone().map(Value::from)),
-        ("agentId", args.agent_id.clone().map(Value::from)),
-        ("urgency", args.urgency.clone().map(Value::from)),
-        ("bountyMinor", args.bounty_minor.map(Value::from)),
-        ("expiresInSeconds", args.expires_in.map(Value::from)),
-        ("kind", args.task.then(|| Value::from("task"))),
-        ("budgetLimitMinor", args.budget_limit_minor.map(Value::from)),
-        ("deliverable", args.deliverable.clone().map(Value::from)),
-        (
-            "answers",
-            args.answers.map(|wanted| match args.agreement {
-                Some(agreement) => json!({ "wanted": wanted, "agreement": agreement }),
-                None => json!({ "wanted": wanted }),
-            }),
+/// The flags as the intake's typed request, in an event envelope (`{"payload": …}`), which
+/// the intake reads like the bare fields.
+fn body_from_flags(args: &AskArgs) -> AskRequest {
+    let mut request = AskRequest {
+        niche_slug: args.niche.clone().into(),
+        title: args.title.clone().into(),
+        question: args.question.clone().into(),
+        options: Field::Given(
+            args.options
+                .iter()
+                .map(|(id, label)| Field::Given(AskOption::new(id, label)))
+                .collect(),
         ),
-    ];
-    for (key, value) in extra {
-        if let Some(value) = value {
-            payload[key] = value;
-        }
+        context: args.context.clone().into(),
+        external_id: args.external_id.clone().map(Into::into).into(),
+        agent_id: args.agent_id.clone().map(Into::into).into(),
+        urgency: args.urgency.clone().into(),
+        bounty_minor: args.bounty_minor.into(),
+        expires_in_seconds: args.expires_in.into(),
+        budget_limit_minor: args.budget_limit_minor.into(),
+        deliverable: args.deliverable.clone().into(),
+        answers: args
+            .answers
+            .map(|wanted| AnswersRequest {
+                wanted: Field::Given(wanted),
+                agreement: args.agreement.into(),
+                ..AnswersRequest::default()
+            })
+            .into(),
+        ..AskRequest::default()
+    };
+    if args.task {
+        request.kind = Field::Given(ExchangeKind::Task.as_str().to_owned());
     }
-    json!({ "payload": payload })
+    request.in_envelope()
 }

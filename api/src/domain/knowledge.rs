@@ -16,7 +16,9 @@ use std::collections::{BTreeSet, HashMap};
 use entity::knowledge_entries::KnowledgeStatus;
 
 /// The longest search text, in characters; a longer one is refused.
-pub const QUERY_MAX: usize = 1000;
+pub use askloop_wire::knowledge::QUERY_MAX;
+
+pub use askloop_wire::knowledge::{AgentSearch, KnowledgeSearchRequest, NewReuse, ReuseRequest};
 
 /// The most terms a query keeps; words after these are ignored.
 pub const TERMS_MAX: usize = 32;

@@ -3,27 +3,13 @@
 
 use chrono::{DateTime, Datelike, TimeZone, Utc};
 
-/// The largest amount in minor units that one revenue event (or one of its costs), one bounty or
-/// one budget setting may carry: 10^15, ten trillion in a two-decimal currency. Anything larger
-/// is refused at the edge with a 400, so no sum askloop keeps can come near `i64::MAX`.
-pub const MAX_AMOUNT_MINOR: i64 = 1_000_000_000_000_000;
+pub use askloop_wire::limits::MAX_AMOUNT_MINOR;
 
 /// The largest gross revenue one niche may book over its life (half of `i64::MAX`): a revenue
 /// event that would pass it is refused, so the database's sums of a niche's events always fit.
 pub const MAX_NICHE_GROSS_MINOR: i64 = i64::MAX / 2;
 
-/// Why an amount is refused, if it is: negative, or above [`MAX_AMOUNT_MINOR`].
-pub fn amount_problem(field: &str, amount: i64) -> Option<String> {
-    if amount < 0 {
-        Some(format!("{field} cannot be negative"))
-    } else if amount > MAX_AMOUNT_MINOR {
-        Some(format!(
-            "{field} is above the largest amount askloop keeps ({MAX_AMOUNT_MINOR} minor units)"
-        ))
-    } else {
-        None
-    }
-}
+pub use askloop_wire::limits::amount_problem;
 
 /// All of something, in basis points.
 pub const WHOLE_BPS: u32 = 10_000;

@@ -1,62 +1,18 @@
 //! The signed research route's body (docs/contract.md#research-results), parsed and checked
-//! before anything is looked up, and how findings join a question's context: pure, like intake's
-//! and revenue's parsers beside it.
+//! before anything is looked up (the typed request and its check live in `askloop-wire`), and
+//! how findings join a question's context: pure.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::domain::intake::NicheRef;
-use crate::domain::text::{CONTEXT_MAX, IDENTIFIER_MAX, cap, char_len};
+pub use askloop_wire::research::{ResearchRequest, ResearchResult};
 
-/// Research results as the agent sent them.
-#[derive(Debug, Clone)]
-pub struct ResearchResult {
-    /// The niche.
-    pub niche: NicheRef,
-    /// The agent's id for the question.
-    pub external_id: String,
-    /// The new context (untrusted; capped).
-    pub context: String,
-}
-
-/// Parse `{nicheSlug, externalId, context}` (or inside `payload`).
+/// Parse `{nicheSlug, externalId, context}` (or inside `payload`) as the wire crate's typed
+/// request, then check it.
 pub fn parse(body: &Value) -> Result<ResearchResult, String> {
-    let fields = body
-        .get("payload")
-        .filter(|p| p.is_object())
-        .unwrap_or(body);
-    let bad = |m: &str| m.to_owned();
-    let text = |key: &str| {
-        fields
-            .get(key)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-    };
-    let niche = match (
-        text("nicheSlug").or(text("niche")),
-        fields.get("nicheId").and_then(Value::as_i64),
-    ) {
-        (Some(slug), _) => NicheRef::Slug(slug.to_lowercase()),
-        (None, Some(id)) => NicheRef::Id(id),
-        (None, None) => return Err(bad("nicheSlug is required")),
-    };
-    let external_id = text("externalId").ok_or_else(|| bad("externalId is required"))?;
-    // No question's id is longer (intake refuses those); refused here rather than looked up
-    // and echoed back in a 404.
-    if char_len(external_id) > IDENTIFIER_MAX {
-        return Err(format!(
-            "externalId is longer than {IDENTIFIER_MAX} characters"
-        ));
-    }
-    Ok(ResearchResult {
-        niche,
-        external_id: external_id.to_owned(),
-        context: cap(
-            text("context").ok_or_else(|| bad("context is required"))?,
-            CONTEXT_MAX,
-        ),
-    })
+    ResearchRequest::from_json(body)
+        .and_then(ResearchResult::try_from)
+        .map_err(|refused| refused.0)
 }
 
 /// `context` with `findings` appended as a section headed by the time they came back.

@@ -3,41 +3,17 @@
 
 use serde_json::Value;
 
-/// The longest title a question keeps.
-pub const TITLE_MAX: usize = 300;
-/// The longest question text a question keeps.
-pub const QUESTION_MAX: usize = 8_000;
-/// The longest agent research (context) a question keeps.
-pub const CONTEXT_MAX: usize = 20_000;
+pub use askloop_wire::limits::{
+    CONTEXT_MAX, DELIVERABLE_MAX, IDENTIFIER_MAX, OPTION_LABEL_MAX, OPTIONS_MAX, QUESTION_MAX,
+    RELATED_MAX, TITLE_MAX, cap, char_len,
+};
+
 /// The longest answer body.
 pub const ANSWER_BODY_MAX: usize = 8_000;
 /// The longest result completing a task may carry.
 pub const TASK_RESULT_MAX: usize = 20_000;
-/// The longest deliverable hint a task may carry.
-pub const DELIVERABLE_MAX: usize = 500;
 /// The longest anomaly finding.
 pub const FINDING_MAX: usize = 4_000;
-/// How many options a question keeps; later ones are dropped.
-pub const OPTIONS_MAX: usize = 12;
-/// The longest option label.
-pub const OPTION_LABEL_MAX: usize = 300;
-/// The longest identifier an agent may send (external ids, agent ids, option ids).
-pub const IDENTIFIER_MAX: usize = 200;
-/// How many related resource ids a question keeps.
-pub const RELATED_MAX: usize = 50;
-
-/// `text` cut to at most `max` chars, on a char boundary.
-pub fn cap(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((byte, _)) => text[..byte].to_owned(),
-        None => text.to_owned(),
-    }
-}
-
-/// The number of chars in `text`, the unit every cap is counted in.
-pub fn char_len(text: &str) -> usize {
-    text.chars().count()
-}
 
 /// Which control characters a kind of text may hold: the one text rule
 /// (docs/security.md#text), applied at every transport's edge and, for one-line texts, again

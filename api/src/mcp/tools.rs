@@ -13,7 +13,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::domain::intake::{option_label, parse_new_question};
+use crate::domain::intake::{
+    AnswersRequest, AskOption, AskRequest, ExchangeKind, Identifier, NewQuestion, option_label,
+};
+use crate::domain::knowledge::{AgentSearch, KnowledgeSearchRequest, NewReuse, ReuseRequest};
 use crate::domain::text::{CONTEXT_MAX, cap, first_control_character};
 use crate::error::ServiceError;
 use crate::rest::views::{
@@ -29,6 +32,7 @@ use crate::service::queue::page_size;
 use crate::service::research::add_findings;
 use crate::service::{knowledge, reuse, weighing, withdrawal};
 use crate::state::AppState;
+use askloop_wire::Field;
 
 /// The tools' names, in the order they are listed.
 pub const TOOL_NAMES: [&str; 8] = [
@@ -65,7 +69,7 @@ pub struct OptionArg {
 }
 
 /// `ask_expert`'s arguments.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AskExpert {
     /// The niche's slug; one of the niches this agent may ask in.
@@ -117,6 +121,73 @@ pub struct AnswersArg {
     /// (0.6 when not given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agreement: Option<f64>,
+}
+
+impl UrgencyArg {
+    /// The intake's word for it.
+    fn word(self) -> String {
+        match self {
+            Self::Low => "low",
+            Self::Normal => "normal",
+            Self::High => "high",
+        }
+        .to_owned()
+    }
+}
+
+/// `ask_expert`'s arguments as the intake's typed request: MCP names the slug `niche` (the
+/// request's other name for `nicheSlug`); `checkSimilar` is the tool's, not the question's.
+impl From<AskExpert> for AskRequest {
+    fn from(input: AskExpert) -> Self {
+        AskRequest {
+            niche: Field::Given(input.niche),
+            title: Field::Given(input.title),
+            question: Field::Given(input.question),
+            context: input.context.into(),
+            options: input
+                .options
+                .map(|options| {
+                    options
+                        .into_iter()
+                        .map(|o| Field::Given(AskOption::new(o.id, o.label)))
+                        .collect()
+                })
+                .into(),
+            urgency: input.urgency.map(UrgencyArg::word).into(),
+            bounty_minor: input.bounty_minor.into(),
+            expires_in_seconds: input.expires_in_seconds.into(),
+            external_id: input.external_id.map(Into::into).into(),
+            answers: input
+                .answers
+                .map(|answers| AnswersRequest {
+                    wanted: Field::Given(answers.wanted),
+                    agreement: answers.agreement.into(),
+                    unknown: Map::new(),
+                })
+                .into(),
+            ..AskRequest::default()
+        }
+    }
+}
+
+/// `delegate_task`'s arguments as the intake's typed request: a task (`kind`), whose words
+/// (`task`) are the request's `question`.
+impl From<DelegateTask> for AskRequest {
+    fn from(input: DelegateTask) -> Self {
+        AskRequest {
+            niche: Field::Given(input.niche),
+            title: Field::Given(input.title),
+            question: Field::Given(input.task),
+            kind: Field::Given(ExchangeKind::Task.as_str().to_owned()),
+            budget_limit_minor: Field::Given(input.budget_limit_minor),
+            deliverable: input.deliverable.into(),
+            context: input.context.into(),
+            urgency: input.urgency.map(UrgencyArg::word).into(),
+            expires_in_seconds: input.expires_in_seconds.into(),
+            external_id: input.external_id.map(Into::into).into(),
+            ..AskRequest::default()
+        }
+    }
 }
 
 /// `search_knowledge`'s arguments.
@@ -486,7 +557,9 @@ fn with_external_id<T: Serialize>(
     input
 }
 
-async fn ask_expert(
+/// `ask_expert`: store the question (under a derived external id when it names none) and, when
+/// asked, find similar knowledge. The A2A door asks through here too.
+pub async fn ask_expert(
     state: &AppState,
     asker: &Asker,
     mut input: AskExpert,
@@ -494,10 +567,8 @@ async fn ask_expert(
     // Whether to look for similar entries is not part of what the question is.
     let check_similar = input.check_similar.take().unwrap_or(false);
     let input = with_external_id(asker, input, |i| &mut i.external_id);
-    // The REST body's own field names: the same parser, so the same validation and caps.
-    let body = serde_json::to_value(&input)
-        .map_err(|err| ServiceError::Internal(anyhow::anyhow!("ask_expert body: {err}")))?;
-    let mut asked = intake(state, asker, body).await?;
+    // The intake's typed request: the same validation and caps as the signed route.
+    let mut asked = intake(state, asker, input.into()).await?;
     if check_similar {
         let stored = asked["questionId"]
             .as_i64()
@@ -529,12 +600,12 @@ async fn search_knowledge(
     asker: &Asker,
     input: SearchKnowledge,
 ) -> Result<Value, ServiceError> {
-    // The signed route's own parser: the same checks and the same defaults.
-    let request = knowledge::parse_agent_search(&json!({
-        "nicheSlug": input.niche,
-        "query": input.query,
-        "first": input.first,
-    }))?;
+    // The signed route's typed request: the same checks and the same defaults.
+    let request = AgentSearch::try_from(KnowledgeSearchRequest::new(
+        input.niche,
+        input.query,
+        input.first,
+    ))?;
     let found = knowledge::for_agent(&state.db, asker, &request).await?;
     Ok(json!({
         "results": found
@@ -550,10 +621,14 @@ async fn use_knowledge(
     input: UseKnowledge,
 ) -> Result<Value, ServiceError> {
     // The signed route's own parser and service: the same checks, the same reuse.
-    let request = reuse::parse(&json!({
-        "entryId": input.entry_id,
-        "externalId": input.external_id,
-    }))?;
+    let request = NewReuse::try_from(ReuseRequest {
+        entry_id: Field::Given(match input.entry_id {
+            IdArg::Number(id) => Identifier::Number(id.into()),
+            IdArg::Text(text) => Identifier::Text(text),
+        }),
+        external_id: Field::Given(input.external_id),
+        payload: Field::Absent,
+    })?;
     let reused = reuse::reuse(&state.db, asker, &request, chrono::Utc::now()).await?;
     serde_json::to_value(KnowledgeReuseResponse::of(reused))
         .map_err(|err| ServiceError::Internal(anyhow::anyhow!("use_knowledge result: {err}")))
@@ -565,22 +640,17 @@ async fn delegate_task(
     input: DelegateTask,
 ) -> Result<Value, ServiceError> {
     let input = with_external_id(asker, input, |i| &mut i.external_id);
-    let mut body = serde_json::to_value(&input)
-        .map_err(|err| ServiceError::Internal(anyhow::anyhow!("delegate_task body: {err}")))?;
-    // The REST body names the task's words `question`, and says it is a task.
-    if let Some(fields) = body.as_object_mut() {
-        if let Some(task) = fields.remove("task") {
-            fields.insert("question".into(), task);
-        }
-        fields.insert("kind".into(), json!("task"));
-    }
-    intake(state, asker, body).await
+    intake(state, asker, input.into()).await
 }
 
-/// Store what an agent asked or delegated, given as the REST intake body: the same parser and
-/// service as the signed route, counted in the same metric.
-async fn intake(state: &AppState, asker: &Asker, body: Value) -> Result<Value, ServiceError> {
-    let new = match parse_new_question(&body) {
+/// Store what an agent asked or delegated, given as the intake's typed request: the same
+/// validation and service as the signed route, counted in the same metric.
+async fn intake(
+    state: &AppState,
+    asker: &Asker,
+    request: AskRequest,
+) -> Result<Value, ServiceError> {
+    let new = match NewQuestion::try_from(request) {
         Ok(new) => new,
         Err(err) => {
             state.metrics.intake_outcome("bad_input");
@@ -801,13 +871,42 @@ mod tests {
             "answers": {"wanted": 3, "agreement": 0.6},
         }))
         .expect("valid arguments");
-        let body = serde_json::to_value(&asked).expect("a body");
+        let request = AskRequest::from(asked);
+        let body = serde_json::to_value(&request).expect("a body");
         assert_eq!(body["answers"], json!({"wanted": 3, "agreement": 0.6}));
+        assert_eq!(body["niche"], "games");
         let unknown = serde_json::from_value::<AskExpert>(json!({
             "niche": "games", "title": "T", "question": "Q?",
             "answers": {"wanted": 3, "quorum": 2},
         }));
         assert!(unknown.is_err(), "an unknown field of answers is refused");
+    }
+
+    #[test]
+    fn delegate_task_is_a_task_whose_words_are_the_question() {
+        let delegated: DelegateTask = serde_json::from_value(json!({
+            "niche": "Games", "title": "Prices", "task": "check three prices",
+            "budgetLimitMinor": 900, "deliverable": "a table", "externalId": "t-1",
+        }))
+        .expect("valid arguments");
+        let new = NewQuestion::try_from(AskRequest::from(delegated)).expect("a valid task");
+        assert_eq!(new.kind, ExchangeKind::Task);
+        assert_eq!(new.question, "check three prices");
+        assert_eq!(new.budget_limit_minor, Some(900));
+        assert_eq!(new.deliverable.as_deref(), Some("a table"));
+        assert_eq!(new.external_id.as_deref(), Some("t-1"));
+        assert_eq!(
+            new.niche,
+            crate::domain::intake::NicheRef::Slug("games".into())
+        );
+        let free: DelegateTask = serde_json::from_value(json!({
+            "niche": "games", "title": "Prices", "task": "check", "budgetLimitMinor": 0,
+        }))
+        .expect("valid arguments");
+        assert_eq!(
+            NewQuestion::try_from(AskRequest::from(free)).map_err(|e| e.0),
+            Err("budgetLimitMinor must be more than 0".to_owned())
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::views::{
     AskBody, AskResponse, BudgetView, ErrorBody, KnowledgeResult, OverBudgetBody, StoredQuestion,
     seconds,
 };
-use crate::domain::intake::parse_new_question;
+use crate::domain::intake::{AskRequest, NewQuestion};
 use crate::error::ServiceError;
 use crate::service::intake::{IntakeOutcome, receive_question as receive, refusal_reason};
 use crate::service::knowledge;
@@ -58,18 +58,20 @@ pub async fn receive_question(
             return refusal.error.into_response();
         }
     };
-    let mut new = match parse_new_question(&signed.value) {
-        Ok(new) => new,
-        Err(err) => {
+    // Read once as the typed request; a refused field is the first in the contract's order,
+    // and `similar` is checked only after the question's own fields.
+    let checked = AskRequest::from_json(&signed.value).and_then(|request| {
+        let similar = request.wants_similar();
+        NewQuestion::try_from(request).map(|new| (new, similar))
+    });
+    let (mut new, similar) = match checked {
+        Ok((new, Ok(wanted))) => {
+            let similar = wanted.then(|| (new.title.clone(), new.question.clone()));
+            (new, similar)
+        }
+        Ok((_, Err(err))) | Err(err) => {
             state.metrics.intake_outcome("bad_input");
             return ServiceError::BadInput(err.0).into_response();
-        }
-    };
-    let similar = match wants_similar(&signed.value) {
-        Ok(wanted) => wanted.then(|| (new.title.clone(), new.question.clone())),
-        Err(err) => {
-            state.metrics.intake_outcome("bad_input");
-            return err.into_response();
         }
     };
     // Without an id of its own, a question is named by its signed request, so the same bytes
@@ -119,22 +121,6 @@ pub async fn receive_question(
 /// The external id given to a question that came without one: `signed:<request digest>`.
 pub fn signed_request_id(digest: &str) -> String {
     format!("signed:{digest}")
-}
-
-/// Whether the body asks for similar entries: `similar` (beside the fields or inside `payload`)
-/// is `true`, or absent or `false`; anything else is refused.
-fn wants_similar(body: &serde_json::Value) -> Result<bool, ServiceError> {
-    let fields = body
-        .get("payload")
-        .filter(|p| p.is_object())
-        .unwrap_or(body);
-    match fields.get("similar") {
-        None | Some(serde_json::Value::Null) => Ok(false),
-        Some(serde_json::Value::Bool(wanted)) => Ok(*wanted),
-        Some(_) => Err(ServiceError::BadInput(
-            "similar must be true or false".into(),
-        )),
-    }
 }
 
 fn intake_response(outcome: &IntakeOutcome, similar: Option<Vec<KnowledgeResult>>) -> Response {

@@ -17,6 +17,7 @@ use super::views::{
 };
 use crate::auth::Caller;
 use crate::domain::chain::Sealer;
+use crate::domain::knowledge::{AgentSearch, KnowledgeSearchRequest, NewReuse, ReuseRequest};
 use crate::error::ServiceError;
 use crate::service::{knowledge, reuse};
 use crate::state::AppState;
@@ -104,13 +105,7 @@ pub async fn search(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let (request, asker) = match agent_signed_and_parsed(
-        &state,
-        &headers,
-        body,
-        knowledge::parse_agent_search,
-    )
-    .await
+    let (request, asker) = match agent_signed_and_parsed(&state, &headers, body, parse_search).await
     {
         Ok(parsed) => parsed,
         Err(refused) => return refused.into_response(),
@@ -159,7 +154,7 @@ pub async fn reuse(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let (request, asker) = match agent_signed_and_parsed(&state, &headers, body, reuse::parse).await
+    let (request, asker) = match agent_signed_and_parsed(&state, &headers, body, parse_reuse).await
     {
         Ok(parsed) => parsed,
         Err(refused) => return refused.into_response(),
@@ -175,4 +170,16 @@ pub async fn reuse(
         }
         Err(err) => err.into_response(),
     }
+}
+
+/// The search body as the typed request, checked: 400 with what is wrong.
+pub fn parse_search(body: &serde_json::Value) -> Result<AgentSearch, ServiceError> {
+    Ok(AgentSearch::try_from(KnowledgeSearchRequest::from_json(
+        body,
+    )?)?)
+}
+
+/// The reuse body as the typed request, checked: 400 with what is wrong.
+pub fn parse_reuse(body: &serde_json::Value) -> Result<NewReuse, ServiceError> {
+    Ok(NewReuse::try_from(ReuseRequest::from_json(body)?)?)
 }

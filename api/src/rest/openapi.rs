@@ -293,6 +293,7 @@ mod tests {
         let documented = properties(&doc, "AskBody");
         let mut expected = vec![
             "agentId",
+            "answers",
             "bountyMinor",
             "budgetLimitMinor",
             "context",
@@ -317,6 +318,7 @@ mod tests {
             "title": "t", "question": "q", "context": "c",
             "options": [{"id": "a", "label": "A"}], "urgency": "high",
             "relatedResourceIds": ["r"], "bountyMinor": 5, "expiresInSeconds": 3600,
+            "answers": {"wanted": 1, "agreement": 0.75},
         });
         let parsed = parse_new_question(&full).expect("a full documented body parses");
         assert_eq!(parsed.external_id.as_deref(), Some("q-1"));
@@ -326,6 +328,10 @@ mod tests {
         assert_eq!(parsed.bounty_minor, Some(5));
         assert_eq!(parsed.expires_in_seconds, Some(3600));
         assert_eq!(parsed.context.as_deref(), Some("c"));
+        assert_eq!(
+            (parsed.answers.wanted, parsed.answers.agreement_bps),
+            (1, 7500)
+        );
         // The task fields, which a question may not carry, land on a task.
         let task = json!({
             "nicheSlug": "roofing", "title": "t", "question": "q", "kind": "task",
@@ -359,7 +365,7 @@ mod tests {
             (
                 "WithdrawBody",
                 json!({"questionId": "7", "reason": "not needed"}),
-                |v| crate::service::withdrawal::parse(v).map(drop),
+                |v| crate::rest::withdraw::parse(v).map(drop),
             ),
             (
                 "LookupBody",

@@ -12,7 +12,6 @@ use entity::contribution_events::ContributionStatus;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::domain::intake::QuestionOption;
 use crate::domain::ledger::{Budget, BudgetState, resets_at};
 use crate::error::ErrorCode;
 
@@ -166,75 +165,13 @@ impl BudgetView {
     }
 }
 
-/// One answer the agent offers to choose from.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct OptionBody {
-    /// Echoed back in the answer; unique within the question, at most 200 characters.
-    pub id: String,
-    /// What a person reads; cut to 300 characters.
-    pub label: String,
-}
+/// One answer the agent offers to choose from: the wire crate's checked option, one shape for
+/// the ask body and the answers shown.
+pub use crate::domain::intake::QuestionOption as OptionBody;
 
-impl From<QuestionOption> for OptionBody {
-    fn from(option: QuestionOption) -> Self {
-        OptionBody {
-            id: option.id,
-            label: option.label,
-        }
-    }
-}
-
-/// `POST /api/v1/internal/expert-questions`: an agent asks. The fields may also come wrapped as
-/// `{"id": …, "payload": {…}}` (an event envelope), whose `id` then stands for `externalId`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AskBody {
-    /// The niche (lowercased). `niche` is accepted as another name for it.
-    #[schema(example = "roofing")]
-    pub niche_slug: Option<String>,
-    /// The niche by its number, instead of its slug.
-    pub niche_id: Option<i64>,
-    /// The agent's own id for the question (string or number; at most 200 characters). Asking
-    /// again with the same one is the same question (200, `duplicate: true`).
-    #[schema(value_type = Option<String>, example = "job-4711-q1")]
-    pub external_id: Option<serde_json::Value>,
-    /// Which of the agent's runs asked (at most 200 characters).
-    pub agent_id: Option<String>,
-    /// Required; cut to 300 characters.
-    #[schema(example = "Can I re-roof over one layer of asphalt shingles?")]
-    pub title: String,
-    /// Required; cut to 8000 characters.
-    pub question: String,
-    /// What the agent found so far: untrusted; cut to 20000 characters.
-    pub context: Option<String>,
-    /// Answers to choose from; the first 12 are kept.
-    pub options: Option<Vec<OptionBody>>,
-    /// `low`, `normal` or `high`; any other word counts as `normal`.
-    #[schema(example = "normal")]
-    pub urgency: Option<String>,
-    /// Ids of what the question is about; the first 50 are kept.
-    pub related_resource_ids: Option<Vec<String>>,
-    /// The bounty in minor units (≥ 0, at most the niche's maximum); defaults to the niche's.
-    #[schema(minimum = 0)]
-    pub bounty_minor: Option<i64>,
-    /// How long the question may wait, 60 s to 30 days; defaults to the niche's lifetime.
-    #[schema(minimum = 60, maximum = 2_592_000)]
-    pub expires_in_seconds: Option<i64>,
-    /// `question` (the default) or `task`: a sub-task handed to people, charged what it
-    /// actually cost (docs/contract.md#delegated-tasks). A task has no options and no
-    /// `bountyMinor`.
-    #[schema(example = "question")]
-    pub kind: Option<String>,
-    /// A task's budget limit in minor units: required for a task (more than 0, at most the
-    /// niche's maximum bounty), refused for a question. Reserved like a bounty (402 the same way).
-    #[schema(minimum = 1)]
-    pub budget_limit_minor: Option<i64>,
-    /// What a task should deliver (at most 500 characters); tasks only.
-    pub deliverable: Option<String>,
-    /// Also answer with up to three current knowledge entries like the question
-    /// (docs/contract.md#knowledge); the question is stored either way.
-    pub similar: Option<bool>,
-}
+/// The intake's body (`POST /api/v1/internal/expert-questions`): the wire crate's typed request,
+/// documented as `AskBody`.
+pub use crate::domain::intake::AskRequest as AskBody;
 
 /// A question, briefly: which one and where it is.
 #[derive(Debug, Serialize, ToSchema)]
@@ -276,20 +213,8 @@ pub struct AskResponse {
     pub similar: Option<Vec<KnowledgeResult>>,
 }
 
-/// `POST /api/v1/internal/research-results`: research comes back for a waiting question.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ResearchBody {
-    /// The question's niche (`niche` and `nicheId` are accepted too).
-    pub niche_slug: Option<String>,
-    /// The niche by its number, instead of its slug.
-    pub niche_id: Option<i64>,
-    /// The agent's id for the question (at most 200 characters).
-    #[schema(value_type = String)]
-    pub external_id: serde_json::Value,
-    /// The findings, appended under a dated heading (untrusted).
-    pub context: String,
-}
+/// The research route's body: the wire crate's typed request, documented as `ResearchBody`.
+pub use crate::domain::research::ResearchRequest as ResearchBody;
 
 /// The research route's answer.
 #[derive(Debug, Serialize, ToSchema)]
@@ -298,21 +223,8 @@ pub struct ResearchResponse {
     pub question: QuestionRef,
 }
 
-/// `POST /api/v1/internal/expert-questions/withdraw`: the agent withdraws a question it no
-/// longer needs. Name it with `questionId` or `externalId` (exactly one).
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WithdrawBody {
-    /// askloop's id of the question, as a number or a string of digits.
-    #[schema(value_type = Option<String>, example = "42")]
-    pub question_id: Option<serde_json::Value>,
-    /// The agent's id for the question (at most 200 characters).
-    pub external_id: Option<String>,
-    /// The question's niche, needed only when the agent used that external id in several.
-    pub niche_slug: Option<String>,
-    /// Why (at most 500 characters): kept in the audit log and sent with the event.
-    pub reason: Option<String>,
-}
+/// The withdrawal route's body: the wire crate's typed request, documented as `WithdrawBody`.
+pub use crate::domain::withdraw::WithdrawRequest as WithdrawBody;
 
 /// What a withdrawal did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
@@ -364,19 +276,8 @@ impl WithdrawalResponse {
     }
 }
 
-/// `POST /api/v1/internal/expert-questions/lookup`: read the agent's own questions.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct LookupBody {
-    /// The questions' niche.
-    pub niche_slug: String,
-    /// The agent's ids for them, 1 to 100 (repeated ones count once).
-    #[schema(min_items = 1, max_items = 100)]
-    pub external_ids: Vec<String>,
-    /// Hold the request up to this long until one of them changes (long polling).
-    #[schema(minimum = 0, maximum = 55)]
-    pub wait_seconds: Option<u64>,
-}
+/// The lookup route's body: the wire crate's typed request, documented as `LookupBody`.
+pub use crate::service::lookup::LookupRequest as LookupBody;
 
 /// The lookup's answer: one entry per external id asked, in order.
 #[derive(Debug, Serialize, ToSchema)]
@@ -708,10 +609,7 @@ impl QuestionView {
             title: q.title.clone(),
             question: q.question.clone(),
             context: q.context.clone(),
-            options: crate::service::answering::options_of(q)
-                .into_iter()
-                .map(OptionBody::from)
-                .collect(),
+            options: crate::service::answering::options_of(q),
             urgency: q.urgency.into(),
             status: q.status.into(),
             bounty_minor: q.bounty_minor,
@@ -813,18 +711,9 @@ impl From<AnswerKind> for AnswerKindWord {
     }
 }
 
-/// `POST /api/v1/internal/knowledge/search`: an agent searches a niche's knowledge.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct KnowledgeSearchBody {
-    /// The niche, one the agent may ask in.
-    pub niche_slug: String,
-    /// What to look for (at most 1000 characters): entries holding any of its words, best first.
-    pub query: String,
-    /// How many results, 1 to 20 (default 5).
-    #[schema(minimum = 1, maximum = 20)]
-    pub first: Option<u64>,
-}
+/// The knowledge search's body: the wire crate's typed request, documented as
+/// `KnowledgeSearchBody`.
+pub use crate::domain::knowledge::KnowledgeSearchRequest as KnowledgeSearchBody;
 
 /// The search's answer: the niche's current entries, best first.
 #[derive(Debug, Serialize, ToSchema)]
@@ -875,16 +764,9 @@ impl KnowledgeResult {
     }
 }
 
-/// `POST /api/v1/internal/knowledge/reuse`: an agent relies on a knowledge entry.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct KnowledgeReuseBody {
-    /// The entry (a number, or a string of digits), current and of a niche the agent may ask in.
-    pub entry_id: i64,
-    /// The agent's id for this reuse, unique in the niche (at most 200 characters): the same id
-    /// again records nothing more and answers with the first reuse.
-    pub external_id: String,
-}
+/// The reuse route's body: the wire crate's typed request, documented as
+/// `KnowledgeReuseBody`.
+pub use crate::domain::knowledge::ReuseRequest as KnowledgeReuseBody;
 
 /// Where an entry is in its life.
 #[derive(Debug, Clone, Copy, Serialize, ToSchema)]

@@ -11,6 +11,8 @@ use chrono::Utc;
 
 use super::signed::agent_signed_and_parsed;
 use super::views::{ErrorBody, WithdrawBody, WithdrawalResponse};
+use crate::domain::withdraw::{Withdraw, WithdrawRequest};
+use crate::error::ServiceError;
 use crate::service::withdrawal;
 use crate::state::AppState;
 
@@ -43,11 +45,10 @@ pub async fn withdraw(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let (request, asker) =
-        match agent_signed_and_parsed(&state, &headers, body, withdrawal::parse).await {
-            Ok(parsed) => parsed,
-            Err(refused) => return refused.into_response(),
-        };
+    let (request, asker) = match agent_signed_and_parsed(&state, &headers, body, parse).await {
+        Ok(parsed) => parsed,
+        Err(refused) => return refused.into_response(),
+    };
     match withdrawal::withdraw(
         &state.db,
         &state.hint(),
@@ -61,4 +62,9 @@ pub async fn withdraw(
         Ok(withdrawn) => Json(WithdrawalResponse::of(&withdrawn)).into_response(),
         Err(err) => err.into_response(),
     }
+}
+
+/// The body as the typed request, checked: 400 with what is wrong.
+pub fn parse(body: &serde_json::Value) -> Result<Withdraw, ServiceError> {
+    Ok(Withdraw::try_from(WithdrawRequest::from_json(body)?)?)
 }

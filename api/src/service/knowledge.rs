@@ -42,7 +42,7 @@ use std::collections::{BTreeMap, HashMap};
 /// The most results one page of a search holds.
 pub const MAX_PAGE: u64 = 50;
 /// An agent's search returns at most this many.
-pub const MAX_AGENT_RESULTS: u64 = 20;
+pub use askloop_wire::knowledge::MAX_AGENT_RESULTS;
 
 /// An entry found, with how well it matched (higher is better; 0 without a search).
 #[derive(Debug, Clone)]
@@ -907,53 +907,8 @@ pub async fn entry(
     Ok((entry, versions))
 }
 
-/// An agent's search, as the signed route and MCP receive it.
-#[derive(Debug, Clone)]
-pub struct AgentSearch {
-    /// The niche, by slug.
-    pub niche_slug: String,
-    /// What to look for: any of its words, ranked.
-    pub query: String,
-    /// How many, 1 to [`MAX_AGENT_RESULTS`] (default 5).
-    pub first: u64,
-}
-
-/// Parse `{nicheSlug, query, first?}` (or inside `payload`): 400 with what is wrong.
-pub fn parse_agent_search(body: &serde_json::Value) -> Result<AgentSearch, ServiceError> {
-    let fields = body
-        .get("payload")
-        .filter(|p| p.is_object())
-        .unwrap_or(body);
-    let bad = |m: String| ServiceError::BadInput(m);
-    let text = |key: &str| {
-        fields
-            .get(key)
-            .and_then(serde_json::Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-    };
-    let niche_slug = text("nicheSlug")
-        .ok_or_else(|| bad("nicheSlug is required".into()))?
-        .to_lowercase();
-    let query = text("query").ok_or_else(|| bad("query is required".into()))?;
-    check_length(query)?;
-    let first = match fields.get("first") {
-        None | Some(serde_json::Value::Null) => 5,
-        Some(value) => match value.as_u64() {
-            Some(n) if (1..=MAX_AGENT_RESULTS).contains(&n) => n,
-            _ => {
-                return Err(bad(format!(
-                    "first must be a whole number from 1 to {MAX_AGENT_RESULTS}"
-                )));
-            }
-        },
-    };
-    Ok(AgentSearch {
-        niche_slug,
-        query: query.to_owned(),
-        first,
-    })
-}
+/// An agent's search, checked at the edge (the wire crate's typed request).
+pub use askloop_wire::knowledge::AgentSearch;
 
 /// An agent searches a niche it may ask in (403 otherwise; 404 for no such niche): the current
 /// entries holding any of the query's content words, best first.

@@ -24,74 +24,12 @@ use crate::service::agents::Asker;
 use crate::service::niches::find_niche;
 use crate::service::weighing;
 
-/// The most external ids one lookup may name.
-pub const MAX_IDS: usize = 100;
-/// The longest a lookup may wait.
-pub const MAX_WAIT_SECS: u64 = 55;
+pub use askloop_wire::lookup::{Lookup, LookupRequest, MAX_IDS, MAX_WAIT_SECS};
 
-/// A parsed lookup.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lookup {
-    /// The niche's slug.
-    pub niche_slug: String,
-    /// The questions, by the agent's ids, in the order asked (duplicates dropped).
-    pub external_ids: Vec<String>,
-    /// How long to wait for a change, if at all.
-    pub wait: Option<Duration>,
-}
-
-/// Parse `{nicheSlug, externalIds, waitSeconds?}` (also inside `payload`).
+/// Parse `{nicheSlug, externalIds, waitSeconds?}` (also inside `payload`) as the wire crate's
+/// typed request, then check it.
 pub fn parse(body: &Value) -> Result<Lookup, ServiceError> {
-    let fields = body
-        .get("payload")
-        .filter(|p| p.is_object())
-        .unwrap_or(body);
-    let bad = |m: String| ServiceError::BadInput(m);
-    let niche_slug = fields
-        .get("nicheSlug")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| bad("nicheSlug is required".into()))?
-        .to_lowercase();
-    let ids = fields
-        .get("externalIds")
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad("externalIds must be a list of strings".into()))?;
-    if ids.is_empty() || ids.len() > MAX_IDS {
-        return Err(bad(format!(
-            "externalIds must name 1 to {MAX_IDS} questions"
-        )));
-    }
-    let mut seen = HashSet::new();
-    let mut external_ids = Vec::with_capacity(ids.len());
-    for id in ids {
-        let id = id
-            .as_str()
-            .map(str::trim)
-            .filter(|s| !s.is_empty() && s.len() <= 200)
-            .ok_or_else(|| bad("each externalId must be a string of 1 to 200 characters".into()))?;
-        if seen.insert(id.to_owned()) {
-            external_ids.push(id.to_owned());
-        }
-    }
-    let wait = match fields.get("waitSeconds") {
-        None | Some(Value::Null) => None,
-        Some(value) => match value.as_u64() {
-            Some(0) => None,
-            Some(secs) if secs <= MAX_WAIT_SECS => Some(Duration::from_secs(secs)),
-            _ => {
-                return Err(bad(format!(
-                    "waitSeconds must be a whole number from 0 to {MAX_WAIT_SECS}"
-                )));
-            }
-        },
-    };
-    Ok(Lookup {
-        niche_slug,
-        external_ids,
-        wait,
-    })
+    Ok(Lookup::try_from(LookupRequest::from_json(body)?)?)
 }
 
 /// The questions `asker` asked: its own id, or none for the default agent.
@@ -299,33 +237,12 @@ fn render(external_ids: &[String], found: &Found) -> Vec<Looked> {
         .collect()
 }
 
-/// Which of its questions an agent means: askloop's id for it, or the agent's own external id
-/// (with the niche's slug, needed only when the agent used that external id in several niches).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum QuestionRef {
-    /// askloop's id.
-    Id(i64),
-    /// The agent's external id.
-    External {
-        /// The external id.
-        external_id: String,
-        /// The niche's slug, lowercased.
-        niche: Option<String>,
-    },
-}
+/// Which of its questions an agent means (the wire crate's type, shared with every door).
+pub use askloop_wire::withdraw::QuestionRef;
 
 /// An id given as text (a string of digits, as GraphQL spells ids), or a refusal naming `field`.
 pub fn id_from_text(field: &str, text: &str) -> Result<i64, ServiceError> {
-    let text = text.trim();
-    text.parse::<i64>()
-        .ok()
-        .filter(|_| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
-        .ok_or_else(|| {
-            ServiceError::BadInput(format!(
-                "{field} must be a whole number, as a number or a string of digits (not '{}')",
-                text.chars().take(40).collect::<String>()
-            ))
-        })
+    Ok(askloop_wire::withdraw::id_from_text(field, text)?)
 }
 
 /// Which question `questionId` or `externalId` (exactly one) names, `niche` narrowing an
@@ -335,33 +252,11 @@ pub fn question_ref(
     external_id: Option<String>,
     niche: Option<String>,
 ) -> Result<QuestionRef, ServiceError> {
-    let external_id = external_id
-        .map(|id| id.trim().to_owned())
-        .filter(|id| !id.is_empty());
-    match (question_id, external_id) {
-        (Some(id), None) => Ok(QuestionRef::Id(id)),
-        (None, Some(external_id)) => {
-            // No question's id is longer (intake refuses those).
-            if crate::domain::text::char_len(&external_id) > crate::domain::text::IDENTIFIER_MAX {
-                return Err(ServiceError::BadInput(format!(
-                    "externalId is longer than {} characters",
-                    crate::domain::text::IDENTIFIER_MAX
-                )));
-            }
-            Ok(QuestionRef::External {
-                external_id,
-                niche: niche
-                    .map(|n| n.trim().to_lowercase())
-                    .filter(|n| !n.is_empty()),
-            })
-        }
-        (Some(_), Some(_)) => Err(ServiceError::BadInput(
-            "name the question with questionId or externalId, not both".into(),
-        )),
-        (None, None) => Err(ServiceError::BadInput(
-            "name the question with questionId or externalId".into(),
-        )),
-    }
+    Ok(askloop_wire::withdraw::question_ref(
+        question_id,
+        external_id,
+        niche,
+    )?)
 }
 
 /// One of an agent's questions with its winning answer, when it has one.

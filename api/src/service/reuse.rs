@@ -16,63 +16,18 @@ use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, NotSet, QueryFilter, QueryOrder,
     QuerySelect, TryInsertResult,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 use std::collections::HashMap;
 
 use crate::db::{Db, WriteTxn};
 use crate::domain::ledger::month_of;
-use crate::domain::text::{IDENTIFIER_MAX, char_len};
 use crate::error::{Conflict, ServiceError};
 use crate::service::agents::Asker;
 use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::{budget, revenue, scores, standing};
 
-/// A reuse as an agent sends it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewReuse {
-    /// The entry relied on.
-    pub entry_id: i64,
-    /// The agent's id for this reuse: the same id again records nothing more.
-    pub external_id: String,
-}
-
-/// Parse `{entryId, externalId}` (or inside `payload`): 400 with what is wrong. An id may come
-/// as a number or as a string of digits, as GraphQL spells ids.
-pub fn parse(body: &Value) -> Result<NewReuse, ServiceError> {
-    let fields = body
-        .get("payload")
-        .filter(|p| p.is_object())
-        .unwrap_or(body);
-    let bad = |m: &str| ServiceError::BadInput(m.to_owned());
-    let entry_id = match fields.get("entryId") {
-        Some(Value::Number(n)) => n.as_i64(),
-        Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
-        None | Some(Value::Null) => return Err(bad("entryId is required")),
-        Some(_) => None,
-    }
-    .filter(|id| *id > 0)
-    .ok_or_else(|| bad("entryId must be a positive whole number"))?;
-    let external_id = match fields.get("externalId") {
-        Some(Value::String(s)) => s.trim(),
-        None | Some(Value::Null) => return Err(bad("externalId is required")),
-        Some(_) => return Err(bad("externalId must be a string")),
-    };
-    if external_id.is_empty() {
-        return Err(bad("externalId is required"));
-    }
-    if char_len(external_id) > IDENTIFIER_MAX {
-        return Err(ServiceError::BadInput(format!(
-            "externalId is longer than {IDENTIFIER_MAX} characters"
-        )));
-    }
-    if external_id.chars().any(char::is_control) {
-        return Err(bad("externalId holds a control character"));
-    }
-    Ok(NewReuse {
-        entry_id,
-        external_id: external_id.to_owned(),
-    })
-}
+/// A reuse as an agent sends it, checked at the edge (the wire crate's typed request).
+pub use askloop_wire::knowledge::NewReuse;
 
 /// A reuse as recorded, with the entry it relied on as it is now.
 #[derive(Debug, Clone)]
