@@ -370,6 +370,50 @@ pub const COUNTED_MAX: usize = 400;
 /// A word held by at most this many of a niche's entries is always worth asking for.
 pub const RARE_FLOOR: i64 = 200;
 
+/// What of an entry is searched, the one definition every index and likeness reads: its title,
+/// its question, and its answer's words (the chosen option's label, then the words). Never the
+/// agent's context, which is untrusted and not copied into an entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Searchable<'a> {
+    /// The question's title (weighted highest).
+    pub title: &'a str,
+    /// The question as asked.
+    pub question: &'a str,
+    /// The chosen option's label and the answer's words, space-separated.
+    pub answer: String,
+}
+
+impl<'a> Searchable<'a> {
+    /// An entry's searchable text from its parts.
+    pub fn of(
+        title: &'a str,
+        question: &'a str,
+        option_label: Option<&str>,
+        answer: Option<&str>,
+    ) -> Self {
+        let answer = [option_label, answer]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+        Self {
+            title,
+            question,
+            answer,
+        }
+    }
+
+    /// The words it is counted under in its niche ([`counted_terms`]).
+    pub fn terms(&self) -> Vec<String> {
+        counted_terms(&[self.title, self.question, &self.answer])
+    }
+
+    /// All of it as one text, for likeness ([`likeness_bps`]).
+    pub fn joined(&self) -> String {
+        format!("{} {} {}", self.title, self.question, self.answer)
+    }
+}
+
 /// The words an entry is counted under (`knowledge_terms`): the rough stems of the content words
 /// of `texts`, each once, at most [`COUNTED_MAX`].
 pub fn counted_terms(texts: &[&str]) -> Vec<String> {
@@ -698,5 +742,26 @@ mod tests {
             assert!(other < first || other > last, "{other}");
             assert_eq!(other & SEARCH_ID_MAX, 7);
         }
+    }
+
+    #[test]
+    fn an_entrys_searchable_text_is_its_title_question_and_answer_words_never_more() {
+        let text = Searchable::of(
+            "Roof pitch",
+            "Which pitch?",
+            Some("Steep"),
+            Some("over 30°"),
+        );
+        assert_eq!(text.answer, "Steep over 30°");
+        assert_eq!(text.joined(), "Roof pitch Which pitch? Steep over 30°");
+        assert_eq!(
+            Searchable::of("t", "q", None, Some("words")).answer,
+            "words"
+        );
+        assert_eq!(Searchable::of("t", "q", Some("A"), None).answer, "A");
+        assert_eq!(
+            text.terms(),
+            counted_terms(&["Roof pitch", "Which pitch?", "Steep over 30°"])
+        );
     }
 }

@@ -219,8 +219,13 @@ pub async fn entries(
                 })
                 .collect();
             for (title, question, option, answer) in &texts {
-                let answer = format!("{} {answer}", OPTIONS[*option].1);
-                for term in knowledge::counted_terms(&[title, question, &answer]) {
+                let text = knowledge::Searchable::of(
+                    title,
+                    question,
+                    Some(OPTIONS[*option].1),
+                    Some(answer),
+                );
+                for term in text.terms() {
                     *terms.entry(term).or_insert(0) += 1;
                 }
             }
@@ -443,8 +448,8 @@ async fn write_batch(
     .exec_without_returning(txn)
     .await?;
     if txn.get_database_backend() == DbBackend::Sqlite {
-        // The words `service::knowledge` indexes: title, question, and the option's label then
-        // the answer's words (both are present on every seeded entry).
+        // The words an entry is searched by (`domain::knowledge::Searchable`): title, question,
+        // and the option's label then the answer's words (both present on every seeded entry).
         txn.execute_raw(Statement::from_sql_and_values(
             DbBackend::Sqlite,
             "INSERT INTO knowledge_search (rowid, title, question, answer) \
