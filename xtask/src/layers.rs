@@ -170,6 +170,8 @@ struct Collector<'a> {
     inline_depth: usize,
     /// Every path found, resolved to absolute segments, with its line.
     found: Vec<(Vec<String>, usize)>,
+    /// The lines that name sea-orm's `EntityTrait`, without which no entity is read.
+    entity_reads: Vec<usize>,
     _file: &'a Path,
 }
 
@@ -206,6 +208,11 @@ impl Collector<'_> {
     }
 
     fn record(&mut self, segments: &[String], line: usize) {
+        if segments.first().is_some_and(|s| s == "sea_orm")
+            && segments.iter().any(|s| s == "EntityTrait")
+        {
+            self.entity_reads.push(line);
+        }
         if let Some(absolute) = self.resolve(segments) {
             self.found.push((absolute, line));
         }
@@ -352,11 +359,17 @@ impl<'ast> Visit<'ast> for Collector<'_> {
 }
 
 /// The crate paths a file's source names, as absolute segments with their lines.
-pub fn paths_in(
+#[cfg(test)]
+fn paths_in(
     source: &str,
     module: &str,
     file: &Path,
 ) -> anyhow::Result<Vec<(Vec<String>, usize)>> {
+    Ok(collect(source, module, file)?.found)
+}
+
+/// What one file names: its crate paths and the lines where it reads an entity itself.
+fn collect<'a>(source: &str, module: &str, file: &'a Path) -> anyhow::Result<Collector<'a>> {
     let parsed = syn::parse_file(source).with_context(|| format!("parsing {}", file.display()))?;
     let module = if module == "crate" {
         Vec::new()
@@ -367,10 +380,11 @@ pub fn paths_in(
         module,
         inline_depth: 0,
         found: Vec::new(),
+        entity_reads: Vec::new(),
         _file: file,
     };
     collector.visit_file(&parsed);
-    Ok(collector.found)
+    Ok(collector)
 }
 
 /// The module a resolved path lands in: its longest prefix that is a known module.
@@ -389,14 +403,27 @@ pub struct Report {
     pub cycles: Vec<Vec<String>>,
     pub upward: Vec<(Edge, &'static str)>,
     pub unplaced: Vec<String>,
+    /// Transport files that read an entity through sea-orm themselves (file, line), where a
+    /// service should: the same rule on every surface needs the read in the service.
+    pub transport_reads: Vec<(PathBuf, usize)>,
 }
 
 /// Builds the report from each module's source (module name, file, text).
 pub fn check(files: &[(String, PathBuf, String)]) -> anyhow::Result<Report> {
     let modules: BTreeSet<String> = files.iter().map(|(module, _, _)| module.clone()).collect();
     let mut edges = Vec::new();
+    let mut transport_reads = Vec::new();
     for (module, file, source) in files {
-        for (path, line) in paths_in(source, module, file)? {
+        let collected = collect(source, module, file)?;
+        if layer_of(module) == Some(Layer::Transports) {
+            transport_reads.extend(
+                collected
+                    .entity_reads
+                    .iter()
+                    .map(|line| (file.clone(), *line)),
+            );
+        }
+        for (path, line) in collected.found {
             let Some(to) = target_module(&modules, &path) else {
                 continue;
             };
@@ -421,6 +448,7 @@ pub fn check(files: &[(String, PathBuf, String)]) -> anyhow::Result<Report> {
     }
     let mut report = Report {
         modules: modules.len(),
+        transport_reads,
         ..Report::default()
     };
     for module in &modules {
@@ -583,14 +611,26 @@ pub fn run(root: &Path) -> anyhow::Result<()> {
             layer_of(&edge.to).map_or("?", Layer::name),
         );
     }
+    for (file, line) in &report.transport_reads {
+        println!(
+            "layers: {}:{line}: a transport reads an entity itself (sea_orm::EntityTrait); ask a \
+             service instead",
+            file.display()
+        );
+    }
     println!(
-        "layers: {} cycles, {} upward imports ({} modules, {} edges)",
+        "layers: {} cycles, {} upward imports, {} entity reads in transports ({} modules, {} edges)",
         report.cycles.len(),
         report.upward.len(),
+        report.transport_reads.len(),
         report.modules,
         report.edges.len()
     );
-    if !report.cycles.is_empty() || !report.upward.is_empty() || !report.unplaced.is_empty() {
+    if !report.cycles.is_empty()
+        || !report.upward.is_empty()
+        || !report.unplaced.is_empty()
+        || !report.transport_reads.is_empty()
+    {
         bail!("the layer order is broken (see docs/architecture.md, \"Layers\")");
     }
     Ok(())
@@ -708,6 +748,27 @@ mod tests {
         assert_eq!(layer_of("net::client_address"), Some(Layer::RulesAndData));
         assert_eq!(layer_of("service::outbox"), Some(Layer::Services));
         assert_eq!(layer_of("network"), None, "a prefix is a whole segment");
+    }
+
+    #[test]
+    fn a_transport_that_reads_an_entity_itself_is_named_and_a_service_may() {
+        let read =
+            "use sea_orm::EntityTrait;\nfn f() { let _ = <E as sea_orm::EntityTrait>::find(); }";
+        let report =
+            check(&files(&[("rest::views", read), ("service::outbox", read)])).expect("parsed");
+        assert_eq!(
+            report.transport_reads,
+            vec![
+                (PathBuf::from("rest/views.rs"), 1),
+                (PathBuf::from("rest/views.rs"), 2)
+            ]
+        );
+        let enum_value = "fn f() { let _ = sea_orm::ActiveEnum::to_value(&x); }";
+        let report = check(&files(&[("graphql::knowledge", enum_value)])).expect("parsed");
+        assert!(
+            report.transport_reads.is_empty(),
+            "a value conversion reads nothing"
+        );
     }
 
     #[test]

@@ -8,7 +8,6 @@ use std::time::Duration;
 use chrono::Utc;
 use entity::agent_questions::{self, QuestionStatus};
 use schemars::JsonSchema;
-use sea_orm::EntityTrait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -573,18 +572,7 @@ pub async fn ask_expert(
         let stored = asked["questionId"]
             .as_i64()
             .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("intake gave no question id")))?;
-        let question = agent_questions::Entity::find_by_id(stored)
-            .one(&state.db)
-            .await?
-            .ok_or_else(|| ServiceError::Internal(anyhow::anyhow!("question {stored} vanished")))?;
-        let similar = knowledge::similar(
-            &state.db,
-            question.niche_id,
-            (&question.title, &question.question),
-            None,
-            knowledge::SIMILAR_MAX,
-        )
-        .await?;
+        let similar = knowledge::similar_to_question(&state.db, stored).await?;
         asked["similar"] = json!(
             similar
                 .into_iter()

@@ -29,4 +29,5 @@ pub use export::{export, export_for};
 pub use search::{
     AgentSearch, Found, FoundPage, Looking, MAX_AGENT_RESULTS, MAX_PAGE, SIMILAR_MAX, Similar,
     entry, for_agent, for_members, narrowed, of_question, search, search_statement, similar,
+    similar_to_question,
 };

@@ -1,6 +1,7 @@
 //! Searching knowledge with each store's own full-text index: members' search, agents' search,
 //! one entry by id, a question's entries, and the similar entries shown at intake.
 
+use entity::agent_questions;
 use entity::knowledge_entries::{self, KnowledgeStatus};
 use entity::niches;
 use sea_orm::{
@@ -397,6 +398,29 @@ pub struct Similar {
     pub found: Found,
     /// The share of the question's content words the entry holds, in basis points.
     pub likeness_bps: i32,
+}
+
+/// The entries like stored question `question_id` (its niche, title and question; it is left
+/// out of its own results), at most [`SIMILAR_MAX`]: what an agent asking with `checkSimilar`
+/// gets back.
+pub async fn similar_to_question<C: ConnectionTrait>(
+    conn: &C,
+    question_id: i64,
+) -> Result<Vec<Similar>, ServiceError> {
+    let question = agent_questions::Entity::find_by_id(question_id)
+        .one(conn)
+        .await?
+        .ok_or_else(|| {
+            ServiceError::Internal(anyhow::anyhow!("question {question_id} vanished"))
+        })?;
+    similar(
+        conn,
+        question.niche_id,
+        (&question.title, &question.question),
+        None,
+        SIMILAR_MAX,
+    )
+    .await
 }
 
 /// Up to `limit` current entries of `niche_id` like a question of `title` and `question` (its
