@@ -360,11 +360,7 @@ impl<'ast> Visit<'ast> for Collector<'_> {
 
 /// The crate paths a file's source names, as absolute segments with their lines.
 #[cfg(test)]
-fn paths_in(
-    source: &str,
-    module: &str,
-    file: &Path,
-) -> anyhow::Result<Vec<(Vec<String>, usize)>> {
+fn paths_in(source: &str, module: &str, file: &Path) -> anyhow::Result<Vec<(Vec<String>, usize)>> {
     Ok(collect(source, module, file)?.found)
 }
 
