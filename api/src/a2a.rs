@@ -9,7 +9,7 @@
 //!   `/mcp` is (missing, unknown or revoked token → 401, a disabled agent → 403, before the body
 //!   is read). Its methods are in [`methods`]; the task a question is, in [`task`]; push
 //!   notification configs and their pushes, which are outbox deliveries, in
-//!   [`crate::service::a2a_tasks`].
+//!   [`crate::service::agents::a2a_tasks`].
 //!
 //! Every JSON-RPC answer, success or error, is HTTP 200 with `application/json` — except a
 //! database out of reach (503 with `Retry-After`, the error still JSON-RPC) and a body over the
@@ -32,8 +32,8 @@ use serde_json::{Value, json};
 
 use crate::error::ServiceError;
 use crate::mcp::McpAgent;
-use crate::service::agent_tokens::{self, TokenHolder};
-use crate::service::agents::Asker;
+use crate::service::agents::agent_tokens::{self, TokenHolder};
+use crate::service::agents::registry::Asker;
 use crate::state::AppState;
 
 pub mod methods;
@@ -354,7 +354,7 @@ async fn card(
     headers: &HeaderMap,
     asker: Option<&Asker>,
 ) -> Result<Value, ServiceError> {
-    let niches = crate::service::niches::list_public_niches(&state.db).await?;
+    let niches = crate::service::people::niches::list_public_niches(&state.db).await?;
     let skills: Vec<Value> = niches
         .iter()
         .filter(|niche| asker.is_none_or(|asker| asker.may_use_niche(niche.id)))

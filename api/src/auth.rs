@@ -15,8 +15,8 @@ use chrono::{DateTime, Utc};
 
 use crate::config::Config;
 use crate::error::ServiceError;
-use crate::service::access::Viewer;
-use crate::service::sessions::{self, Credential, Lookup};
+use crate::service::people::access::Viewer;
+use crate::service::people::sessions::{self, Credential, Lookup};
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "askloop_session";

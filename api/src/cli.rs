@@ -12,9 +12,9 @@ use entity::niches::NicheStatus;
 use crate::config::Config;
 use crate::domain::slug::Slug;
 use crate::live::ChangeHint;
-use crate::service::accounts::{self, NewUser};
 use crate::service::audit::Actor;
-use crate::service::{demo, niches};
+use crate::service::people::accounts::{self, NewUser};
+use crate::service::{demo, people::niches};
 use crate::startup::{self, Application};
 use crate::{graphql, telemetry};
 
@@ -276,11 +276,11 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
                 },
         } => {
             let db = startup::connect_for_a_command(&config).await?;
-            let niche = crate::service::niches::set_weighing(
+            let niche = crate::service::people::niches::set_weighing(
                 &db,
                 &Actor::Cli,
                 &slug,
-                crate::service::niches::Weighing {
+                crate::service::people::niches::Weighing {
                     trust_lower_bound,
                     first_wave: match (first_wave, broadcast) {
                         (Some(k), _) => Some(Some(k)),
@@ -313,8 +313,8 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
                 },
         } => {
             let db = startup::connect_for_a_command(&config).await?;
-            let niche = crate::service::queue::niche_by_slug(&db, &slug).await?;
-            let settings = crate::service::ledger_views::NicheBudget {
+            let niche = crate::service::questions::queue::niche_by_slug(&db, &slug).await?;
+            let settings = crate::service::money::ledger_views::NicheBudget {
                 monthly_budget_minor: match (monthly, unlimited) {
                     (Some(limit), _) => Some(limit),
                     (None, true) => None,
@@ -324,7 +324,7 @@ async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
                 max_bounty_minor: max_bounty.unwrap_or(niche.max_bounty_minor),
                 reuse_price_minor: reuse_price,
             };
-            let view = crate::service::ledger_views::apply_niche_budget(
+            let view = crate::service::money::ledger_views::apply_niche_budget(
                 &db,
                 &Actor::Cli,
                 &niche.slug,

@@ -196,7 +196,9 @@ pub fn build_schema(
     .data(config)
     .data(throttle)
     .data(shared)
-    .data(Arc::new(crate::service::presence::Presence::default()));
+    .data(Arc::new(
+        crate::service::questions::presence::Presence::default(),
+    ));
     if let Some(hub) = hub {
         builder = builder.data(hub);
     }

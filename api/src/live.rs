@@ -2,7 +2,7 @@
 //! change feed per instance tails the audit log — the record every question and membership change
 //! already writes in its own transaction — and the anomaly-signal log, and broadcasts each change,
 //! read once from the database, to that instance's subscribers. This is infrastructure: who may
-//! see what is decided in `service::subscriptions` and `service::signals`.
+//! see what is decided in `service::reach::subscriptions` and `service::money::signals`.
 //!
 //! Wake-ups are only hints: a local one after every write here, PostgreSQL `NOTIFY` from writes
 //! on other instances, and a short poll as the floor. A lost hint costs latency, never an event,

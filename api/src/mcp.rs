@@ -55,10 +55,10 @@ use serde_json::{Value, json};
 use crate::auth::bearer_token;
 use crate::error::ServiceError;
 use crate::rest::views::seconds;
-use crate::service::agent_tokens::{self, TokenHolder};
-use crate::service::agents::Asker;
-use crate::service::lookup::{self, QuestionRef};
-use crate::service::research::add_findings;
+use crate::service::agents::agent_tokens::{self, TokenHolder};
+use crate::service::agents::registry::Asker;
+use crate::service::questions::lookup::{self, QuestionRef};
+use crate::service::questions::research::add_findings;
 use crate::state::AppState;
 
 pub mod tools;
@@ -326,13 +326,13 @@ async fn task_state(
             },
         ),
         QuestionStatus::Dismissed if question.withdrawn_at.is_some() => (
-            task.with_status_message(crate::service::withdrawal::WITHDRAWN_REASON),
+            task.with_status_message(crate::service::questions::withdrawal::WITHDRAWN_REASON),
             TaskPayload::Cancelled,
         ),
         QuestionStatus::Answered | QuestionStatus::Dismissed | QuestionStatus::Expired => {
             let mut result = tools::answer_json(&own);
             if let Some(several) =
-                crate::service::consensus::several_json(&state.db, question).await?
+                crate::service::questions::consensus::several_json(&state.db, question).await?
             {
                 result["several"] = several;
             }
@@ -563,7 +563,7 @@ impl ServerHandler for AskloopMcp {
     ) -> Result<(), ErrorData> {
         let asker = self.asker(&context)?;
         let id = task_question(&request.task_id)?;
-        crate::service::withdrawal::withdraw(
+        crate::service::questions::withdrawal::withdraw(
             &self.state.db,
             &self.state.hint(),
             &asker,

@@ -1,43 +1,15 @@
-//! Use-cases, one module per area. Services own their transactions and accept only validated
-//! input; they know nothing of HTTP or GraphQL.
+//! Use-cases, grouped by area. Services own their transactions and accept only validated input;
+//! they know nothing of HTTP or GraphQL. Each area is a folder: `questions` (a question's life),
+//! `knowledge` (verified answers and their reuse), `money` (budgets, scores, revenue, payouts),
+//! `people` (accounts, rights, niches, admin decisions), `agents` (registry, tokens, A2A tasks,
+//! the outbox) and `reach` (mail, operator webhooks, the live feed's filtering, notifications).
+//! `audit` and `demo` serve every area.
 
-pub mod a2a_tasks;
-pub mod access;
-pub mod accounts;
-pub mod admin;
-pub mod admin_desk;
-pub mod agent_tokens;
 pub mod agents;
-pub mod answering;
 pub mod audit;
-pub mod budget;
-pub mod consensus;
 pub mod demo;
-pub mod escalation;
-pub mod expiry;
-pub mod intake;
 pub mod knowledge;
-pub mod ledger_views;
-pub mod lookup;
-pub mod mail;
-pub mod names;
-pub mod niches;
-pub mod operator_hooks;
-pub mod outbox;
-pub mod passwords;
-pub mod payouts;
-pub mod presence;
-pub mod queue;
+pub mod money;
+pub mod people;
+pub mod questions;
 pub mod reach;
-pub mod research;
-pub mod reuse;
-pub mod revenue;
-pub mod routing;
-pub mod scores;
-pub mod sessions;
-pub mod signals;
-pub mod standing;
-pub mod subscriptions;
-pub mod triage;
-pub mod weighing;
-pub mod withdrawal;

@@ -23,7 +23,7 @@ use crate::metrics::{self, Metrics};
 use crate::net::login_throttle::LoginThrottle;
 use crate::net::security_headers;
 use crate::net::serve::{self, Connections};
-use crate::service::passwords;
+use crate::service::people::passwords;
 use crate::state::{AppState, StateParts};
 use crate::worker::{self, WorkerContext};
 use crate::{a2a, db, mcp, rest};

@@ -4,7 +4,7 @@
 //!
 //! - `agent_answers(contribution_event_id, confidence)`: an answerer's record joins their
 //!   contributions to their answers by it for the confidence each stated
-//!   (`service::weighing::history`), read from the index alone, and a verdict finds its answer
+//!   (`service::people::weighing::history`), read from the index alone, and a verdict finds its answer
 //!   by it; without it each contribution scanned every answer.
 //! - `contribution_events(niche_id, user_id, status, type_id, points, created_at, id)`: a
 //!   person's record and score in a niche are added up from this index alone, without reading

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use askloop::domain::agents::AgentSlug;
 use askloop::domain::delivery::EventType;
-use askloop::service::agents::{self, Endpoint, NewAgent};
+use askloop::service::agents::registry::{self, Endpoint, NewAgent};
 use askloop::service::audit::Actor;
 use askloop_tests::answers::early_access;
 use askloop_tests::fixtures::{niche, open_niche};
@@ -468,7 +468,7 @@ async fn a2a_refuses_a_request_without_a_live_agent_token(app: TestApp) {
         let body: Value = response.json().await.expect("JSON");
         assert_eq!(body["code"], code, "{body}");
     }
-    agents::set_status(
+    registry::set_status(
         &app.db,
         "agent-a",
         AgentStatus::Disabled,
@@ -612,7 +612,7 @@ async fn malformed_requests_get_the_json_rpc_errors_and_change_nothing(app: Test
 /// Register `slug` for "games" with its endpoint on `endpoint`'s host (hearing only an event
 /// these tests never cause), and issue it a token: its token and its signing secret.
 async fn agent_with_endpoint(app: &TestApp, slug: &str, endpoint: &str) -> (String, String) {
-    let created = agents::create(
+    let created = registry::create(
         &app.db,
         app.config().data_key.as_ref(),
         NewAgent {

@@ -228,7 +228,7 @@ async fn repeated_failed_sign_ins_are_slowed_down() {
 
 #[tokio::test]
 async fn an_expired_session_cookie_is_anonymous() {
-    use askloop::service::accounts::{new_token, token_hash};
+    use askloop::service::people::accounts::{new_token, token_hash};
     use entity::sessions;
     use sea_orm::{ActiveModelTrait, ActiveValue::Set, NotSet};
 

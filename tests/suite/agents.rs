@@ -11,7 +11,7 @@ use askloop::config::Config;
 use askloop::domain::agents::AGENT_HEADER;
 use askloop::domain::sealing::{DataKey, SEALED_PREFIX};
 use askloop::domain::signing::{SIGNATURE_HEADER, sign};
-use askloop::service::agents::{self, Endpoint, NewAgent};
+use askloop::service::agents::registry::{self, Endpoint, NewAgent};
 use askloop::service::audit::Actor;
 use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::people::{operator, person};
@@ -47,7 +47,7 @@ pub(crate) async fn register(
     url: Option<&str>,
     scheme: WebhookScheme,
 ) -> String {
-    let created = agents::create(
+    let created = registry::create(
         &app.db,
         app.config().data_key.as_ref(),
         NewAgent {
@@ -139,7 +139,7 @@ async fn two_agents_each_ask_only_in_their_own_niche(app: TestApp) {
         .await
         .expect("query")
         .expect("the question");
-    let b_row = agents::find(&app.db, "agent-b").await.expect("agent-b");
+    let b_row = registry::find(&app.db, "agent-b").await.expect("agent-b");
     assert_eq!(
         row.registered_agent_id,
         Some(b_row.id),
@@ -356,7 +356,7 @@ async fn the_previous_secret_works_until_it_retires_without_a_failed_delivery_or
     assert_eq!(got[0].signature.matches("v1=").count(), 2);
 
     // Time passes: the previous secret retires.
-    let row = agents::find(&app.db, "agent-a").await.expect("agent-a");
+    let row = registry::find(&app.db, "agent-a").await.expect("agent-a");
     let mut retired: entity::agents::ActiveModel = row.into();
     retired.previous_retires_at = Set(Some(chrono::Utc::now() - chrono::Duration::seconds(1)));
     retired.update(&app.db).await.expect("retired");
@@ -588,7 +588,7 @@ async fn registry_state(app: &TestApp) -> (u64, u64, Value) {
         .count(&app.db)
         .await
         .expect("count");
-    let listed = agents::list(&app.db).await.expect("list");
+    let listed = registry::list(&app.db).await.expect("list");
     let summary = json!(
         listed
             .iter()
@@ -820,7 +820,7 @@ fn with_data_key(config: &mut Config) {
 async fn with_a_data_key_secrets_are_sealed_at_rest_and_still_verify(app: TestApp) {
     open_niche(&app.db, "games").await;
     let secret = register(&app, "agent-a", &["games"], None, WebhookScheme::Chovy).await;
-    let row = agents::find(&app.db, "agent-a").await.expect("agent-a");
+    let row = registry::find(&app.db, "agent-a").await.expect("agent-a");
     assert!(
         row.secret_current.starts_with(SEALED_PREFIX),
         "{}",

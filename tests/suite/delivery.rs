@@ -299,7 +299,7 @@ async fn killed_mid_send_the_delivery_goes_out_again_with_the_same_envelope_id()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_instances_share_a_thousand_deliveries_without_sending_any_twice() {
-    use askloop::service::outbox::{self, EventType, NewEvent};
+    use askloop::service::agents::outbox::{self, EventType, NewEvent};
 
     let Some(app) = TestApp::spawn(Backend::Postgres).await else {
         return eprintln!("skipped: TEST_DATABASE_URL is not set");
@@ -877,7 +877,7 @@ async fn shutting_down_answers_a_waiting_lookup_instead_of_dropping_it() {
 
 #[tokio::test]
 async fn a_delivery_being_sent_cannot_be_redelivered_under_its_sender() {
-    use askloop::service::outbox;
+    use askloop::service::agents::outbox;
     let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
     answered_question(&app).await;
     let root = person(&app.db, "root", true).await;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use askloop::config::Config;
 use askloop::domain::addresses::NOT_PUBLIC;
-use askloop::service::operator_hooks::OWNER_DEPARTED;
+use askloop::service::reach::operator_hooks::OWNER_DEPARTED;
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{Person, operator, person, verified_address};
 use askloop_tests::receiver::{Receiver, Reply, reserve_port};
@@ -548,7 +548,7 @@ async fn a_delivery_due_for_a_departed_members_hook_is_dropped_when_it_is_sent(a
 }
 
 async fn mail_is_checked_again_when_it_is_sent(app: TestApp) {
-    use askloop::service::mail;
+    use askloop::service::reach::mail;
     open_niche(&app.db, "games").await;
     let ana = operator(&app.db, "games", "ana").await;
     verified_address(&app.db, &ana).await;

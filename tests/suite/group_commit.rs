@@ -208,8 +208,8 @@ macro_rules! on_sqlite_and_postgres {
 async fn every_intake_of_a_mixed_batch_gets_its_own_answer(backend: Backend) {
     use askloop::domain::intake::parse_new_question;
     use askloop::error::{Conflict, ServiceError};
-    use askloop::service::agents::Asker;
-    use askloop::service::intake::receive_question;
+    use askloop::service::agents::registry::Asker;
+    use askloop::service::questions::intake::receive_question;
     use askloop_tests::fixtures::niche;
     use entity::niches::NicheStatus;
 
@@ -324,8 +324,8 @@ async fn every_intake_of_a_mixed_batch_gets_its_own_answer(backend: Backend) {
 /// in the questions' order; and a question asked again afterwards is the one stored.
 async fn a_plain_batch_leaves_the_rows_a_transaction_leaves(backend: Backend) {
     use askloop::domain::intake::parse_new_question;
-    use askloop::service::agents::Asker;
-    use askloop::service::intake::receive_question;
+    use askloop::service::agents::registry::Asker;
+    use askloop::service::questions::intake::receive_question;
     use askloop_tests::fixtures::niche;
     use entity::audit_log;
     use entity::niches::NicheStatus;
@@ -443,8 +443,8 @@ async fn a_plain_batch_leaves_the_rows_a_transaction_leaves(backend: Backend) {
 async fn a_niche_changed_after_a_batch_read_it_is_read_again(backend: Backend) {
     use askloop::domain::intake::parse_new_question;
     use askloop::error::{Conflict, ServiceError};
-    use askloop::service::agents::Asker;
-    use askloop::service::intake::{IntakeOutcome, receive_question};
+    use askloop::service::agents::registry::Asker;
+    use askloop::service::questions::intake::{IntakeOutcome, receive_question};
     use askloop_tests::people::person;
     use entity::niches::{self, NicheStatus};
     use entity::{deliveries, notifications, operator_webhooks};

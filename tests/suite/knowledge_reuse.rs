@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use askloop::service::payouts;
+use askloop::service::money::payouts;
 use askloop_tests::answers::answer_input;
 use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::mcp::{McpClient, agent_with_token};

@@ -25,8 +25,8 @@
 use std::collections::HashMap;
 
 use askloop::error::{Conflict, ServiceError};
-use askloop::service::admin::{self, Decision};
-use askloop::service::{expiry, payouts};
+use askloop::service::people::admin::{self, Decision};
+use askloop::service::{money::payouts, questions::expiry};
 use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::{Backend, TestApp};
@@ -207,7 +207,7 @@ async fn check_rules(app: &TestApp, seed: u64, step: usize) {
                 ReuseKind::Refund => -r.amount_minor,
             })
             .sum();
-        let balance = askloop::service::budget::balance_of(&niche, chrono::Utc::now());
+        let balance = askloop::service::money::budget::balance_of(&niche, chrono::Utc::now());
         assert_eq!(
             (balance.reserved, balance.spent),
             (reserved, spent + reused),

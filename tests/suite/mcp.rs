@@ -12,8 +12,8 @@ use askloop_tests::answers::early_access;
 use std::process::Stdio;
 use std::time::Duration;
 
-use askloop::service::agent_tokens;
-use askloop::service::agents;
+use askloop::service::agents::agent_tokens;
+use askloop::service::agents::registry;
 use askloop::service::audit::Actor;
 use askloop_tests::fixtures::{niche, open_niche};
 use askloop_tests::mcp::{McpClient, agent_with_token, sdk_check_script, sdk_prefix};
@@ -191,7 +191,7 @@ async fn a_body_over_256_kib_is_refused_unread(app: TestApp) {
 async fn a_disabled_agents_token_is_forbidden_until_it_is_enabled(app: TestApp) {
     open_niche(&app.db, "games").await;
     let token = agent_with_token(&app, "agent-a", &["games"]).await;
-    agents::set_status(
+    registry::set_status(
         &app.db,
         "agent-a",
         AgentStatus::Disabled,
@@ -206,7 +206,7 @@ async fn a_disabled_agents_token_is_forbidden_until_it_is_enabled(app: TestApp) 
         "FORBIDDEN",
     )
     .await;
-    agents::set_status(
+    registry::set_status(
         &app.db,
         "agent-a",
         AgentStatus::Active,
@@ -406,7 +406,7 @@ async fn asking_twice_with_one_external_id_stores_one_question(app: TestApp) {
         .await
         .expect("query")
         .expect("the question");
-    let agent_a = agents::find(&app.db, "agent-a").await.expect("agent-a");
+    let agent_a = registry::find(&app.db, "agent-a").await.expect("agent-a");
     assert_eq!(row.registered_agent_id, Some(agent_a.id));
     assert_eq!(row.title, "Which date?");
     assert_eq!(row.options.as_array().map(Vec::len), Some(2));

@@ -133,10 +133,10 @@ async fn rows_without_claws_back(app: &TestApp) -> u64 {
 on_both_backends!(the_held_money_migration_goes_down_and_up_on_a_populated_database);
 
 async fn the_agents_migration_goes_down_and_up_on_a_populated_database(app: TestApp) {
-    use askloop::service::agents::{self, Endpoint, NewAgent};
+    use askloop::service::agents::registry::{self, Endpoint, NewAgent};
 
     open_niche(&app.db, "games").await;
-    let registered = agents::create(
+    let registered = registry::create(
         &app.db,
         None,
         NewAgent {
@@ -213,12 +213,12 @@ async fn the_agent_tokens_migration_goes_down_and_up_on_a_populated_database(app
     askloop::db::migrate(&app.db).await.expect("up again");
     // The tokens went with their table: the old one no longer resolves.
     assert_eq!(
-        askloop::service::agent_tokens::resolve(&app.db, &token)
+        askloop::service::agents::agent_tokens::resolve(&app.db, &token)
             .await
             .expect("resolve"),
         None
     );
-    let agent = askloop::service::agents::find(&app.db, "agent-a")
+    let agent = askloop::service::agents::registry::find(&app.db, "agent-a")
         .await
         .expect("agent-a");
     let insert = |hash: &str, agent_id: i64| {
@@ -374,7 +374,7 @@ on_both_backends!(the_delegated_tasks_migration_goes_down_only_without_tasks_and
 async fn the_delivery_lanes_migration_goes_down_only_without_dropped_deliveries_and_up_again(
     app: TestApp,
 ) {
-    use askloop::service::outbox::{self, EventType, NewEvent};
+    use askloop::service::agents::outbox::{self, EventType, NewEvent};
     let niche = open_niche(&app.db, "games").await;
     let txn = app.db.begin_write().await.expect("begin");
     let delivery = outbox::enqueue(

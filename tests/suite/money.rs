@@ -177,7 +177,7 @@ async fn three_settled_bounties(app: &TestApp) -> Bounties {
         .exec(&app.db)
         .await
         .expect("moved");
-    askloop::service::expiry::sweep(
+    askloop::service::questions::expiry::sweep(
         &app.db,
         &askloop::live::ChangeHint::none(),
         100,
@@ -1421,7 +1421,7 @@ async fn money_in_two_currencies_is_never_added_up(app: TestApp) {
 }
 
 async fn settling_a_payout_twice_at_once_settles_it_once(app: TestApp) {
-    use askloop::service::payouts;
+    use askloop::service::money::payouts;
     let (ana, root) = owed_in_two_currencies(&app).await;
     let now = chrono::Utc::now();
     payouts::set_address(&app.db, &ana.viewer(), "acct", now)
@@ -1465,7 +1465,7 @@ async fn settling_a_payout_twice_at_once_settles_it_once(app: TestApp) {
 }
 
 async fn a_reservation_from_last_month_still_counts_until_it_settles(app: TestApp) {
-    use askloop::service::budget;
+    use askloop::service::money::budget;
     use chrono::TimeZone;
     let niche_id = budgeted_niche(&app, "games", Some(1000), 0).await;
     let niche = niches::Entity::find_by_id(niche_id)

@@ -21,8 +21,8 @@ use askloop::domain::text::{
     CONTEXT_MAX, IDENTIFIER_MAX, OPTION_LABEL_MAX, OPTIONS_MAX, QUESTION_MAX, RELATED_MAX,
     TITLE_MAX, control_character_at,
 };
-use askloop::service::revenue::{BOUNTY_SOURCE, NewRevenue, SOURCE_TYPES};
-use askloop::service::{research, revenue};
+use askloop::service::money::revenue::{BOUNTY_SOURCE, NewRevenue, SOURCE_TYPES};
+use askloop::service::{money::revenue, questions::research};
 use chrono::{DateTime, Datelike, Duration, Timelike, Utc};
 use proptest::prelude::*;
 use proptest::sample::select;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use askloop::config::{Config, MailSettings};
 use askloop::live::ChangeHint;
-use askloop::service::{escalation, expiry};
+use askloop::service::{questions::escalation, questions::expiry};
 use askloop_tests::fixtures::{open_niche, question_body};
 use askloop_tests::people::{Person, operator, person, verified_address};
 use askloop_tests::receiver::{Receiver, Reply, reserve_port};

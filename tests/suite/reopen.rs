@@ -4,7 +4,7 @@
 //! question at once instead of being refused with a stale 409.
 
 use askloop::error::Conflict;
-use askloop::service::answering;
+use askloop::service::questions::answering;
 use askloop_tests::fixtures::open_niche;
 use askloop_tests::people::{Person, operator, person};
 use askloop_tests::{TestApp, on_both_backends};

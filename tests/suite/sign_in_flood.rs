@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use askloop::service::passwords::{self, Lane, Share};
+use askloop::service::people::passwords::{self, Lane, Share};
 use askloop_tests::people::{PASSWORD, person};
 use askloop_tests::{Backend, TestApp, error_code, on_both_backends};
 use entity::sessions;

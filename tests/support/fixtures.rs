@@ -4,7 +4,7 @@
 use askloop::db::Db;
 use askloop::domain::slug::Slug;
 use askloop::service::audit::Actor;
-use askloop::service::niches::{NewNiche, create_niche};
+use askloop::service::people::niches::{NewNiche, create_niche};
 use entity::niches::{self, NicheStatus};
 use serde_json::{Value, json};
 

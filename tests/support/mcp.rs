@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use askloop::domain::agents::AgentSlug;
-use askloop::service::agent_tokens;
-use askloop::service::agents::{self, Endpoint, NewAgent};
+use askloop::service::agents::agent_tokens;
+use askloop::service::agents::registry::{self, Endpoint, NewAgent};
 use askloop::service::audit::Actor;
 use entity::agents::WebhookScheme;
 use serde_json::{Value, json};
@@ -25,7 +25,7 @@ pub const SDK_VERSION: &str = "1.32.2";
 
 /// Register `slug` for `niches` (no endpoint) and issue it an agent token; the token.
 pub async fn agent_with_token(app: &TestApp, slug: &str, niches: &[&str]) -> String {
-    agents::create(
+    registry::create(
         &app.db,
         app.config().data_key.as_ref(),
         NewAgent {

@@ -2,10 +2,10 @@
 //! status), and the password they sign in with.
 
 use askloop::db::Db;
-use askloop::service::access::Viewer;
-use askloop::service::accounts::{self, NewUser, new_token, token_hash};
 use askloop::service::audit::Actor;
-use askloop::service::sessions::SESSION_PREFIX;
+use askloop::service::people::access::Viewer;
+use askloop::service::people::accounts::{self, NewUser, new_token, token_hash};
+use askloop::service::people::sessions::SESSION_PREFIX;
 use chrono::{Duration, Utc};
 use entity::niche_members::{self, MemberRole, MemberStatus};
 use entity::{notification_settings, sessions};

@@ -13,7 +13,7 @@
 //!   withdraws the question; a settled one is `-32002`). Another agent's task is not found
 //!   (`-32001`), exactly like one that does not exist.
 //! - Push notification configs (`Create`/`Get`/`List`/`DeleteTaskPushNotificationConfig`, and
-//!   one given with `SendMessage`): see [`crate::service::a2a_tasks`]. A config's credentials
+//!   one given with `SendMessage`): see [`crate::service::agents::a2a_tasks`]. A config's credentials
 //!   are never echoed back.
 
 use chrono::Utc;
@@ -25,11 +25,11 @@ use super::{RpcError, codes, cut};
 use crate::domain::text::{CONTEXT_MAX, cap, first_control_character};
 use crate::error::ServiceError;
 use crate::mcp::tools::{AskExpert, OptionArg, UrgencyArg};
-use crate::service::a2a_tasks::{self, NewPushConfig};
-use crate::service::agents::Asker;
-use crate::service::lookup::{self, OwnCursor, OwnQuestion, QuestionRef};
-use crate::service::research::add_findings;
-use crate::service::withdrawal::{WithdrawOutcome, withdraw};
+use crate::service::agents::a2a_tasks::{self, NewPushConfig};
+use crate::service::agents::registry::Asker;
+use crate::service::questions::lookup::{self, OwnCursor, OwnQuestion, QuestionRef};
+use crate::service::questions::research::add_findings;
+use crate::service::questions::withdrawal::{WithdrawOutcome, withdraw};
 use crate::state::AppState;
 
 /// Whether push notification configs are offered (the card's `pushNotifications`).
@@ -364,7 +364,7 @@ async fn ask(
 /// name one.
 async fn only_niche(state: &AppState, asker: &Asker) -> Result<String, RpcError> {
     let slugs = match asker.agent_id() {
-        Some(id) => crate::service::agents::niche_slugs(&state.db, &[id])
+        Some(id) => crate::service::agents::registry::niche_slugs(&state.db, &[id])
             .await
             .map_err(RpcError::from)?
             .remove(&id)

@@ -17,9 +17,9 @@ use entity::agent_questions;
 use serde_json::{Value, json};
 
 use crate::mcp::tools::answer_json;
-use crate::service::lookup::OwnQuestion;
+use crate::service::questions::lookup::OwnQuestion;
 
-pub use crate::service::a2a_tasks::{TaskState, task_id, timestamp};
+pub use crate::service::agents::a2a_tasks::{TaskState, task_id, timestamp};
 
 /// The question a task id names, if it names one.
 pub fn question_of(task_id: &str) -> Option<i64> {

@@ -9,8 +9,8 @@ use entity::agents::{AgentStatus, WebhookScheme};
 
 use crate::config::Config;
 use crate::domain::agents::AgentSlug;
-use crate::service::agent_tokens;
-use crate::service::agents::{
+use crate::service::agents::agent_tokens;
+use crate::service::agents::registry::{
     self, AgentSummary, DEFAULT_RETIRE_PREVIOUS_SECS, Endpoint, NewAgent, parse_events,
     wanted_events,
 };
@@ -145,7 +145,7 @@ pub async fn run(config: Config, command: AgentCommand) -> anyhow::Result<()> {
                     events: parse_events(&events)?,
                 },
             };
-            let created = agents::create(&db, key, new, &Actor::Cli, now).await?;
+            let created = registry::create(&db, key, new, &Actor::Cli, now).await?;
             eprintln!("registered {}", describe(&created.summary));
             eprintln!("its signing secret (shown once; keep it safe):");
             println!("{}", created.secret);
@@ -155,7 +155,7 @@ pub async fn run(config: Config, command: AgentCommand) -> anyhow::Result<()> {
             retire_previous_in,
         } => {
             let rotated =
-                agents::rotate(&db, key, &slug, retire_previous_in, &Actor::Cli, now).await?;
+                registry::rotate(&db, key, &slug, retire_previous_in, &Actor::Cli, now).await?;
             let retires = rotated
                 .summary
                 .agent
@@ -167,12 +167,12 @@ pub async fn run(config: Config, command: AgentCommand) -> anyhow::Result<()> {
         }
         AgentCommand::Disable { slug } => {
             let agent =
-                agents::set_status(&db, &slug, AgentStatus::Disabled, &Actor::Cli, now).await?;
+                registry::set_status(&db, &slug, AgentStatus::Disabled, &Actor::Cli, now).await?;
             println!("disabled {}", describe(&agent));
         }
         AgentCommand::Enable { slug } => {
             let agent =
-                agents::set_status(&db, &slug, AgentStatus::Active, &Actor::Cli, now).await?;
+                registry::set_status(&db, &slug, AgentStatus::Active, &Actor::Cli, now).await?;
             println!("enabled {}", describe(&agent));
         }
         AgentCommand::Token { slug } => {
@@ -200,7 +200,7 @@ pub async fn run(config: Config, command: AgentCommand) -> anyhow::Result<()> {
             );
         }
         AgentCommand::List => {
-            for agent in agents::list(&db).await? {
+            for agent in registry::list(&db).await? {
                 println!("{}", describe(&agent));
             }
         }

@@ -15,7 +15,7 @@
 //!
 //! The size matters: the driver does not set `TCP_NODELAY`, so a statement larger than one TLS
 //! record (16 KiB) waits for the server's delayed acknowledgement, about 40 ms (see
-//! `service::intake::batch::MOST_POSTGRES`). Rows keyed by column name (`json_populate_recordset`)
+//! `service::questions::intake::batch::MOST_POSTGRES`). Rows keyed by column name (`json_populate_recordset`)
 //! were twice the size and crossed it at 32 loadgen questions.
 //!
 //! The rows keep their order (`WITH ORDINALITY`): identities are drawn in it, so an append-only

@@ -16,12 +16,12 @@ use crate::domain::handle::Handle;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
 use crate::net::login_throttle::{LoginThrottle, Refused, ThrottleKey};
-use crate::service::access;
-use crate::service::accounts;
 use crate::service::audit::Actor;
-use crate::service::passwords::Share;
-use crate::service::sessions::SignInPlace;
-use crate::service::{sessions, standing};
+use crate::service::people::access;
+use crate::service::people::accounts;
+use crate::service::people::passwords::Share;
+use crate::service::people::sessions::SignInPlace;
+use crate::service::{money::standing, people::sessions};
 
 /// The signed-in person and where they stand.
 #[derive(SimpleObject)]
@@ -150,7 +150,7 @@ impl AccountQuery {
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn waiting_to_join(&self, ctx: &Context<'_>) -> Result<Vec<WaitingPerson>> {
         let db = ctx.data::<Db>()?;
-        let waiting = crate::service::admin::waiting_to_join(db, caller_of(ctx)?.viewer())
+        let waiting = crate::service::people::admin::waiting_to_join(db, caller_of(ctx)?.viewer())
             .await
             .gql()?;
         Ok(waiting

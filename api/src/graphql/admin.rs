@@ -14,10 +14,10 @@ use super::{caller_of, writer};
 use crate::domain::slug::Slug;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
-use crate::service::admin::{self, Decision, NicheChanges};
-use crate::service::admin_desk;
-use crate::service::queue::page_size;
-use crate::service::{niches, standing};
+use crate::service::people::admin::{self, Decision, NicheChanges};
+use crate::service::people::admin_desk;
+use crate::service::questions::queue::page_size;
+use crate::service::{money::standing, people::niches};
 
 /// A niche to create.
 #[derive(InputObject)]
@@ -262,7 +262,7 @@ impl AdminMutation {
         routing: Option<RoutingInput>,
     ) -> Result<Niche> {
         let (db, caller) = writer(ctx)?;
-        let admin = crate::service::access::admin(caller.viewer()).gql()?;
+        let admin = crate::service::people::access::admin(caller.viewer()).gql()?;
         let first_wave = match routing {
             None => None,
             Some(RoutingInput {

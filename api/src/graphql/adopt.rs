@@ -36,7 +36,7 @@ use super::AskloopSchema;
 use super::queue_change::kind_of;
 use super::shared::{Class, Resolved, Roots, Sharing};
 use crate::error::ServiceError;
-use crate::service::subscriptions::Change;
+use crate::service::reach::subscriptions::Change;
 
 /// The most subscription templates [`Adoptable`] keeps; when full, it starts over.
 const TEMPLATES: usize = 256;

@@ -15,11 +15,11 @@ use crate::config::Config;
 use crate::domain::agents::AgentSlug;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
-use crate::service::agents::{
+use crate::service::agents::registry::{
     self, AgentSummary, DEFAULT_RETIRE_PREVIOUS_SECS, Endpoint, NewAgent, WithSecret, parse_events,
     wanted_events,
 };
-use crate::service::queue::page_size;
+use crate::service::questions::queue::page_size;
 
 /// Whether an agent is in service.
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
@@ -130,7 +130,7 @@ impl Agent {
     ) -> Result<Vec<Delivery>> {
         let db = ctx.data::<Db>()?;
         let first = page_size(first).gql()?;
-        Ok(agents::recent_deliveries(db, self.row_id, first)
+        Ok(registry::recent_deliveries(db, self.row_id, first)
             .await
             .gql()?
             .into_iter()
@@ -207,7 +207,7 @@ impl AgentQuery {
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn agents(&self, ctx: &Context<'_>) -> Result<Vec<Agent>> {
         let db = ctx.data::<Db>()?;
-        Ok(agents::list_for_admin(db, caller_of(ctx)?.viewer())
+        Ok(registry::list_for_admin(db, caller_of(ctx)?.viewer())
             .await
             .gql()?
             .into_iter()
@@ -229,7 +229,7 @@ impl AgentMutation {
         input: CreateAgentInput,
     ) -> Result<AgentWithSecret> {
         let (db, caller) = writer(ctx)?;
-        let actor = agents::admin_actor(caller.viewer()).gql()?;
+        let actor = registry::admin_actor(caller.viewer()).gql()?;
         let new = NewAgent {
             slug: AgentSlug::parse(&input.slug)
                 .map_err(|e| ServiceError::BadInput(e.to_string()))
@@ -245,10 +245,12 @@ impl AgentMutation {
                 },
             },
         };
-        Ok(agents::create(db, data_key(ctx)?, new, &actor, Utc::now())
-            .await
-            .gql()?
-            .into())
+        Ok(
+            registry::create(db, data_key(ctx)?, new, &actor, Utc::now())
+                .await
+                .gql()?
+                .into(),
+        )
     }
 
     /// Give an agent a new signing secret, returned here once; the previous one stays accepted
@@ -260,8 +262,8 @@ impl AgentMutation {
         #[graphql(default_with = "DEFAULT_RETIRE_PREVIOUS_SECS")] retire_previous_in_seconds: i64,
     ) -> Result<AgentWithSecret> {
         let (db, caller) = writer(ctx)?;
-        let actor = agents::admin_actor(caller.viewer()).gql()?;
-        Ok(agents::rotate(
+        let actor = registry::admin_actor(caller.viewer()).gql()?;
+        Ok(registry::rotate(
             db,
             data_key(ctx)?,
             &slug,
@@ -277,9 +279,9 @@ impl AgentMutation {
     /// Disable an agent: its signed requests get 403, its events wait.
     async fn disable_agent(&self, ctx: &Context<'_>, slug: String) -> Result<Agent> {
         let (db, caller) = writer(ctx)?;
-        let actor = agents::admin_actor(caller.viewer()).gql()?;
+        let actor = registry::admin_actor(caller.viewer()).gql()?;
         Ok(
-            agents::set_status(db, &slug, Stored::Disabled, &actor, Utc::now())
+            registry::set_status(db, &slug, Stored::Disabled, &actor, Utc::now())
                 .await
                 .gql()?
                 .into(),
@@ -289,9 +291,9 @@ impl AgentMutation {
     /// Enable an agent; its waiting events are sent.
     async fn enable_agent(&self, ctx: &Context<'_>, slug: String) -> Result<Agent> {
         let (db, caller) = writer(ctx)?;
-        let actor = agents::admin_actor(caller.viewer()).gql()?;
+        let actor = registry::admin_actor(caller.viewer()).gql()?;
         Ok(
-            agents::set_status(db, &slug, Stored::Active, &actor, Utc::now())
+            registry::set_status(db, &slug, Stored::Active, &actor, Utc::now())
                 .await
                 .gql()?
                 .into(),
@@ -306,8 +308,8 @@ impl AgentMutation {
         niches: Vec<String>,
     ) -> Result<Agent> {
         let (db, caller) = writer(ctx)?;
-        let actor = agents::admin_actor(caller.viewer()).gql()?;
-        Ok(agents::set_niches(db, &slug, &niches, &actor, Utc::now())
+        let actor = registry::admin_actor(caller.viewer()).gql()?;
+        Ok(registry::set_niches(db, &slug, &niches, &actor, Utc::now())
             .await
             .gql()?
             .into())
@@ -321,10 +323,10 @@ impl AgentMutation {
         endpoint: AgentEndpointInput,
     ) -> Result<Agent> {
         let (db, caller) = writer(ctx)?;
-        let actor = agents::admin_actor(caller.viewer()).gql()?;
+        let actor = registry::admin_actor(caller.viewer()).gql()?;
         let endpoint = endpoint.parse().gql()?;
         Ok(
-            agents::set_endpoint(db, &slug, endpoint, &actor, Utc::now())
+            registry::set_endpoint(db, &slug, endpoint, &actor, Utc::now())
                 .await
                 .gql()?
                 .into(),

@@ -12,9 +12,9 @@ use super::writer;
 use crate::config::Config;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
-use crate::service::agents;
-use crate::service::outbox::{self, EventType};
-use crate::service::queue::page_size;
+use crate::service::agents::outbox::{self, EventType};
+use crate::service::agents::registry;
+use crate::service::questions::queue::page_size;
 use std::sync::Arc;
 
 /// Where a delivery is.
@@ -158,7 +158,7 @@ impl Delivery {
             return Ok(ctx.data::<Arc<Config>>()?.webhook_url.is_none());
         };
         let db = ctx.data::<Db>()?;
-        agents::reads_by_lookup(db, agent_id).await.gql()
+        registry::reads_by_lookup(db, agent_id).await.gql()
     }
 
     /// Every attempt, oldest first.

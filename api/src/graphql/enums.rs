@@ -181,10 +181,10 @@ mod tests {
 
     #[test]
     fn every_stored_word_the_services_write_reads_back() {
-        for word in crate::service::signals::SEVERITIES {
+        for word in crate::service::money::signals::SEVERITIES {
             assert!(Severity::from_stored(word).is_some(), "{word}");
         }
-        for word in crate::service::signals::SUBJECT_TYPES {
+        for word in crate::service::money::signals::SUBJECT_TYPES {
             assert!(SignalSubject::from_stored(word).is_some(), "{word}");
         }
         for word in ["delivered", "retry", "exhausted"] {

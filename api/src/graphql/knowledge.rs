@@ -15,7 +15,7 @@ use crate::db::Db;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
 use crate::service::knowledge::{self, MAX_PAGE};
-use crate::service::{names, reuse};
+use crate::service::{knowledge::reuse, people::names};
 
 /// The default page of a knowledge search.
 const DEFAULT_PAGE: u64 = 20;
@@ -381,7 +381,7 @@ impl KnowledgeMutation {
     ) -> Result<KnowledgeCorrection> {
         let db = ctx.data::<Db>()?;
         let caller = caller_of(ctx)?;
-        crate::service::access::signed_in(caller.viewer()).gql()?;
+        crate::service::people::access::signed_in(caller.viewer()).gql()?;
         caller.check_write().gql()?;
         let entry_id: i64 = input
             .entry_id

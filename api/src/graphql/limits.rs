@@ -30,7 +30,7 @@ use async_graphql::parser::types::{
 use async_graphql::{Request, ServerError, ServerResult, ValidationResult, Value};
 
 use super::error_door::{TOO_COMPLEX, TOO_DEEP};
-use crate::service::queue::{DEFAULT_PAGE, MAX_PAGE};
+use crate::service::questions::queue::{DEFAULT_PAGE, MAX_PAGE};
 
 /// How deep a query may nest, outside introspection.
 pub const MAX_DEPTH: usize = 12;

@@ -16,8 +16,8 @@ use super::shared::{Serving, Sharing};
 use super::socket::gate::{Class, HandshakeGate, Turn};
 use crate::graphql::error_door::GqlResultExt;
 use crate::live::LiveHub;
-use crate::service::admin_desk;
-use crate::service::subscriptions::{self, Change};
+use crate::service::people::admin_desk;
+use crate::service::reach::subscriptions::{self, Change};
 
 /// How many of one connection's subscriptions may be starting (reading the database to check
 /// the subscriber's rights) at once.

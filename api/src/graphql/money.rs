@@ -16,9 +16,11 @@ use crate::domain::ledger::BudgetState as LedgerState;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
 use crate::live::LiveHub;
-use crate::service::ledger_views::{self, AllocationRow, BudgetView, NicheBudget, PayoutRow};
-use crate::service::queue::page_size;
-use crate::service::{access, admin_desk, payouts, signals};
+use crate::service::money::ledger_views::{
+    self, AllocationRow, BudgetView, NicheBudget, PayoutRow,
+};
+use crate::service::questions::queue::page_size;
+use crate::service::{money::payouts, money::signals, people::access, people::admin_desk};
 
 /// How a budget stands.
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]

@@ -17,7 +17,9 @@ impl NicheQuery {
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn niches(&self, ctx: &Context<'_>) -> Result<Vec<Niche>> {
         let db = ctx.data::<Db>()?;
-        let found = service::niches::list_public_niches(db).await.gql()?;
+        let found = service::people::niches::list_public_niches(db)
+            .await
+            .gql()?;
         Ok(found.into_iter().map(Niche::from).collect())
     }
 }

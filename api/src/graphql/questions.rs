@@ -9,9 +9,9 @@ use super::enums::ContributionStatus;
 use super::types::{Answer, AnswerKind, Niche, Question, QuestionConnection, connection};
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
-use crate::service::answering::{self, AnswerRequest};
-use crate::service::queue::{self, Cursor, QueueFilter};
-use crate::service::{access, niches};
+use crate::service::questions::answering::{self, AnswerRequest};
+use crate::service::questions::queue::{self, Cursor, QueueFilter};
+use crate::service::{people::access, people::niches};
 
 fn question_id(id: &ID) -> Result<i64, ServiceError> {
     id.parse()

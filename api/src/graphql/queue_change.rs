@@ -6,7 +6,7 @@ use async_graphql::{ComplexObject, Context, Enum, Result, SimpleObject};
 
 use super::types::Question;
 use crate::graphql::error_door::GqlResultExt;
-use crate::service::subscriptions::{Change, ChangeKind};
+use crate::service::reach::subscriptions::{Change, ChangeKind};
 
 /// How a question changed for the subscriber.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
@@ -40,7 +40,9 @@ impl QueueChange {
             return Ok(None);
         };
         let db = ctx.data::<crate::db::Db>()?;
-        let handles = crate::service::names::handles(db, [id]).await.gql()?;
+        let handles = crate::service::people::names::handles(db, [id])
+            .await
+            .gql()?;
         Ok(handles.get(&id).cloned())
     }
 }

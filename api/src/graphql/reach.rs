@@ -12,8 +12,8 @@ use super::enums::Urgency;
 use crate::config::Config;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
-use crate::service::access::{self, Viewer};
-use crate::service::{operator_hooks, reach};
+use crate::service::people::access::{self, Viewer};
+use crate::service::{reach, reach::operator_hooks};
 
 /// How the urgencies not mailed at once are gathered.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
@@ -354,7 +354,7 @@ impl ReachMutation {
         let caller = caller_of(ctx)?;
         caller.check_write().gql()?;
         let db = ctx.data::<Db>()?;
-        Ok(crate::service::escalation::set_waits(
+        Ok(crate::service::questions::escalation::set_waits(
             db,
             caller.viewer(),
             &niche_slug,

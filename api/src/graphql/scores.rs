@@ -6,8 +6,8 @@ use async_graphql::{Context, Object, Result};
 use super::caller_of;
 use super::types::{Contribution, Tier};
 use crate::graphql::error_door::GqlResultExt;
-use crate::service::queue::page_size;
-use crate::service::{access, scores, standing};
+use crate::service::questions::queue::page_size;
+use crate::service::{money::scores, money::standing, people::access};
 
 /// Score queries.
 #[derive(Default)]

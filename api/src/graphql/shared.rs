@@ -13,7 +13,7 @@
 //! - **Class.** What a class-determined field shows depends only on how the question changed for
 //!   the subscriber (ADDED / UPDATED / REMOVED) and whether they administer askloop (a question's
 //!   `deliveries` are for admins). Who may receive the event at all is decided before, per
-//!   subscriber, by `service::subscriptions`; sharing never widens it.
+//!   subscriber, by `service::reach::subscriptions`; sharing never widens it.
 //! - **Once.** The first subscriber of a key resolves it; the others wait for that result. A
 //!   resolution that raised any error (a field refused, a query failed) is not shared: each
 //!   subscriber then resolves its own, with its own errors.

@@ -53,7 +53,7 @@ use super::adopt::{Adoptions, Served, Ticket};
 use super::live::SubscriptionStarts;
 use crate::auth::{Caller, ClientAddress, OriginCheck, bearer_token, cookie_token, resolve_caller};
 use crate::net::admission::OpenSlot;
-use crate::service::sessions::{self, Lookup};
+use crate::service::people::sessions::{self, Lookup};
 use gate::{Class, HandshakeGate, Turn};
 use protocol::{AT_CAPACITY, InitRefusal, Input, Protocol, Step};
 

@@ -17,9 +17,9 @@ use crate::db::Db;
 use crate::error::ServiceError;
 use crate::graphql::error_door::GqlResultExt;
 use crate::live::LiveHub;
-use crate::service::presence::{Answering, Presence};
-use crate::service::triage;
-use crate::service::{access, queue, subscriptions};
+use crate::service::questions::presence::{Answering, Presence};
+use crate::service::questions::triage;
+use crate::service::{people::access, questions::queue, reach::subscriptions};
 
 /// One thing I did to a question.
 #[derive(SimpleObject)]

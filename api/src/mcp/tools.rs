@@ -22,14 +22,14 @@ use crate::rest::views::{
     KnowledgeRef, KnowledgeResult, KnowledgeReuseResponse, ReviewWord, StatusWord,
     WithdrawalResponse, seconds,
 };
-use crate::service::agents::Asker;
-use crate::service::intake::{receive_question, refusal_reason};
-use crate::service::lookup::{
+use crate::service::agents::registry::Asker;
+use crate::service::questions::intake::{receive_question, refusal_reason};
+use crate::service::questions::lookup::{
     self, FoundAnswer, MAX_WAIT_SECS, OwnCursor, OwnQuestion, question_ref,
 };
-use crate::service::queue::page_size;
-use crate::service::research::add_findings;
-use crate::service::{knowledge, reuse, weighing, withdrawal};
+use crate::service::questions::queue::page_size;
+use crate::service::questions::research::add_findings;
+use crate::service::{knowledge, knowledge::reuse, people::weighing, questions::withdrawal};
 use crate::state::AppState;
 use askloop_wire::Field;
 
@@ -749,7 +749,8 @@ async fn get_answer(
     };
     let own = lookup::await_own(&state.db, &state.live, asker, &which, wait).await?;
     let mut result = answer_json(&own);
-    if let Some(several) = crate::service::consensus::several_json(&state.db, &own.question).await?
+    if let Some(several) =
+        crate::service::questions::consensus::several_json(&state.db, &own.question).await?
     {
         result["several"] = several;
     }
@@ -837,7 +838,7 @@ async fn list_questions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::lookup::QuestionRef;
+    use crate::service::questions::lookup::QuestionRef;
 
     fn asker(id: i64) -> Asker {
         Asker::Registered {

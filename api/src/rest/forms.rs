@@ -14,7 +14,7 @@ use super::edge::{FormRefusal, TextForm};
 use super::views::ErrorBody;
 use crate::auth::Caller;
 use crate::error::ServiceError;
-use crate::service::answering::{self, AnswerRequest};
+use crate::service::questions::answering::{self, AnswerRequest};
 use crate::state::AppState;
 
 /// Where to go when `next` is missing or unsafe.
@@ -103,7 +103,7 @@ fn outcome(next: &str, result: Result<String, ServiceError>) -> Response {
 /// The question a form acts on, once the caller may write: signed in, and (with the session
 /// cookie) posting from askloop's own pages.
 fn writable_question(caller: &Caller, id: &str) -> Result<i64, ServiceError> {
-    crate::service::access::signed_in(caller.viewer())?;
+    crate::service::people::access::signed_in(caller.viewer())?;
     caller.check_write()?;
     id.parse()
         .map_err(|_| ServiceError::NotFound("no such question".into()))

@@ -15,8 +15,10 @@ use super::views::{
 };
 use crate::domain::intake::{AskRequest, NewQuestion};
 use crate::error::ServiceError;
-use crate::service::intake::{IntakeOutcome, receive_question as receive, refusal_reason};
 use crate::service::knowledge;
+use crate::service::questions::intake::{
+    IntakeOutcome, receive_question as receive, refusal_reason,
+};
 use crate::state::AppState;
 
 /// Verify, parse and store an agent's question.

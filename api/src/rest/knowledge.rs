@@ -19,7 +19,7 @@ use crate::auth::Caller;
 use crate::domain::chain::Sealer;
 use crate::domain::knowledge::{AgentSearch, KnowledgeSearchRequest, NewReuse, ReuseRequest};
 use crate::error::ServiceError;
-use crate::service::{knowledge, reuse};
+use crate::service::{knowledge, knowledge::reuse};
 use crate::state::AppState;
 
 /// The header naming an export's head: the last line's hash.

@@ -14,7 +14,7 @@ use super::views::{
     AnswererView, ErrorBody, FoundQuestion, KnowledgeRef, LookedUp, LookedUpAnswer, LookupBody,
     LookupResponse, MissingQuestion,
 };
-use crate::service::lookup::{self, Looked};
+use crate::service::questions::lookup::{self, Looked};
 use crate::state::AppState;
 
 /// Verify, parse and answer a lookup.
@@ -58,7 +58,8 @@ pub async fn lookup(
     for looked in found {
         let several = match &looked.found {
             Some((question, _)) => {
-                match crate::service::consensus::several_json(&state.db, question).await {
+                match crate::service::questions::consensus::several_json(&state.db, question).await
+                {
                     Ok(several) => several,
                     Err(err) => return err.into_response(),
                 }

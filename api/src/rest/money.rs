@@ -14,7 +14,7 @@ use super::views::{
     AllocationView, ErrorBody, RevenueBody, RevenueEventView, RevenueResponse, SignalBody,
     SignalRef, SignalResponse,
 };
-use crate::service::{revenue, signals};
+use crate::service::{money::revenue, money::signals};
 use crate::state::AppState;
 
 /// Book a revenue event: 201 with its allocations, 200 for an external id booked before.

@@ -370,25 +370,25 @@ mod tests {
             (
                 "LookupBody",
                 json!({"nicheSlug": "roofing", "externalIds": ["a"], "waitSeconds": 0}),
-                |v| crate::service::lookup::parse(v).map(drop),
+                |v| crate::service::questions::lookup::parse(v).map(drop),
             ),
             (
                 "ResearchBody",
                 json!({"nicheSlug": "roofing", "externalId": "a", "context": "found"}),
-                |v| crate::service::research::parse(v).map(drop),
+                |v| crate::service::questions::research::parse(v).map(drop),
             ),
             (
                 "RevenueBody",
                 json!({"nicheSlug": "roofing", "externalId": "e", "sourceType": "usage",
                        "grossMinor": 100, "processingMinor": 1, "networkMinor": 1,
                        "infraMinor": 1, "refundMinor": 0, "currency": "EUR"}),
-                |v| crate::service::revenue::parse(v).map(drop),
+                |v| crate::service::money::revenue::parse(v).map(drop),
             ),
             (
                 "SignalBody",
                 json!({"signalId": "s", "subjectType": "question", "subjectId": "7",
                        "kind": "k", "severity": "low", "finding": "f"}),
-                |v| crate::service::signals::parse(v).map(drop),
+                |v| crate::service::money::signals::parse(v).map(drop),
             ),
         ];
         for (name, full, parse) in cases {

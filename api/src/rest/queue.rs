@@ -15,8 +15,8 @@ use super::views::{
 };
 use crate::auth::Caller;
 use crate::error::ServiceError;
-use crate::service::answering::{self, AnswerRequest};
-use crate::service::queue::{self, Cursor, QueueFilter};
+use crate::service::questions::answering::{self, AnswerRequest};
+use crate::service::questions::queue::{self, Cursor, QueueFilter};
 use crate::state::AppState;
 
 /// Query string of the queue route.
@@ -133,7 +133,7 @@ pub async fn answer(
     body: Result<TextJson<AnswerBody>, ServiceError>,
 ) -> Result<Response, ServiceError> {
     // Who, then whether from here, then what: an anonymous caller hears 401 whatever they sent.
-    crate::service::access::signed_in(caller.viewer())?;
+    crate::service::people::access::signed_in(caller.viewer())?;
     caller.check_write()?;
     let question_id: i64 = id
         .parse()

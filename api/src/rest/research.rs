@@ -10,7 +10,7 @@ use chrono::Utc;
 
 use super::signed::agent_signed_and_parsed;
 use super::views::{ErrorBody, QuestionRef, ResearchBody, ResearchResponse};
-use crate::service::research;
+use crate::service::questions::research;
 use crate::state::AppState;
 
 /// Verify, parse and apply research results.

@@ -17,7 +17,7 @@ use crate::domain::agents::{AGENT_HEADER, new_secret};
 use crate::domain::signing::{SIGNATURE_HEADER, SignatureError, SigningKeys, request_digest};
 use crate::domain::text::first_control_character;
 use crate::error::ServiceError;
-use crate::service::agents::{self, Asker};
+use crate::service::agents::registry::{self, Asker};
 use crate::state::AppState;
 
 /// Why a signed request was refused, with a short label for the metrics.
@@ -124,7 +124,7 @@ pub async fn verified_agent_json(
     // seconds: "retire at once" must not leave a second's grace.
     let at = chrono::Utc::now();
     let found = match named.to_str() {
-        Ok(slug) => agents::signer(&state.db, state.config.data_key.as_ref(), slug, at)
+        Ok(slug) => registry::signer(&state.db, state.config.data_key.as_ref(), slug, at)
             .await
             .map_err(|error| Refusal {
                 error,

@@ -258,8 +258,8 @@ pub struct WithdrawalResponse {
 
 impl WithdrawalResponse {
     /// A withdrawal as the signed route and the MCP tool return it.
-    pub fn of(withdrawal: &crate::service::withdrawal::Withdrawal) -> Self {
-        use crate::service::withdrawal::WithdrawOutcome;
+    pub fn of(withdrawal: &crate::service::questions::withdrawal::Withdrawal) -> Self {
+        use crate::service::questions::withdrawal::WithdrawOutcome;
         let question = &withdrawal.question;
         Self {
             question_id: question.id,
@@ -277,7 +277,7 @@ impl WithdrawalResponse {
 }
 
 /// The lookup route's body: the wire crate's typed request, documented as `LookupBody`.
-pub use crate::service::lookup::LookupRequest as LookupBody;
+pub use crate::service::questions::lookup::LookupRequest as LookupBody;
 
 /// The lookup's answer: one entry per external id asked, in order.
 #[derive(Debug, Serialize, ToSchema)]
@@ -389,7 +389,7 @@ pub struct AnswererView {
 impl AnswererView {
     /// The view of a record, rates rounded to four places.
     pub fn of(record: &crate::domain::weighing::Record) -> Self {
-        use crate::service::weighing::round4;
+        use crate::service::people::weighing::round4;
         AnswererView {
             verified_rate: round4(record.verified_rate),
             lower_bound: round4(record.lower_bound),
@@ -609,7 +609,7 @@ impl QuestionView {
             title: q.title.clone(),
             question: q.question.clone(),
             context: q.context.clone(),
-            options: crate::service::answering::options_of(q),
+            options: crate::service::questions::answering::options_of(q),
             urgency: q.urgency.into(),
             status: q.status.into(),
             bounty_minor: q.bounty_minor,
@@ -827,7 +827,7 @@ pub struct KnowledgeReuseResponse {
 
 impl KnowledgeReuseResponse {
     /// A recorded reuse as the agent reads it.
-    pub fn of(reused: crate::service::reuse::Reused) -> Self {
+    pub fn of(reused: crate::service::knowledge::reuse::Reused) -> Self {
         let entry = reused.entry;
         Self {
             reuse_id: reused.reuse.id,

@@ -13,7 +13,7 @@ use super::signed::agent_signed_and_parsed;
 use super::views::{ErrorBody, WithdrawBody, WithdrawalResponse};
 use crate::domain::withdraw::{Withdraw, WithdrawRequest};
 use crate::error::ServiceError;
-use crate::service::withdrawal;
+use crate::service::questions::withdrawal;
 use crate::state::AppState;
 
 /// Verify, parse and withdraw.

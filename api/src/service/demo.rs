@@ -12,9 +12,9 @@ use crate::domain::slug::Slug;
 use crate::domain::tokens::new_token;
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
-use crate::service::accounts::{self, NewUser};
 use crate::service::audit::Actor;
-use crate::service::niches::{NewNiche, create_niche};
+use crate::service::people::accounts::{self, NewUser};
+use crate::service::people::niches::{NewNiche, create_niche};
 
 /// How to sign in to the demo.
 #[derive(Debug, Clone)]

@@ -16,6 +16,7 @@
 mod corrections;
 mod entries;
 mod export;
+pub mod reuse;
 mod search;
 
 pub use corrections::{

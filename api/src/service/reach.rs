@@ -9,9 +9,12 @@
 //! intake transaction does no more than one `INSERT … SELECT`.
 
 pub mod links;
+pub mod mail;
+pub mod operator_hooks;
 pub mod planning;
 pub mod preferences;
 pub mod settings;
+pub mod subscriptions;
 
 pub use crate::domain::placement::{Digest, Placement, Recipient, Wanted, place, urgency_name};
 pub use links::{

@@ -30,8 +30,8 @@ use crate::domain::agents::standard_signature_header;
 use crate::domain::delivery::{RetryPolicy, parse_retry_after};
 use crate::domain::signing::{SIGNATURE_HEADER, SigningKeys};
 use crate::outbound;
-use crate::service::outbox::{Class, Lane};
-use crate::service::{a2a_tasks, agents, operator_hooks, outbox};
+use crate::service::agents::outbox::{Class, Lane};
+use crate::service::{agents::a2a_tasks, agents::outbox, agents::registry, reach::operator_hooks};
 
 /// The two HTTP clients: one for agents and admins' webhooks, which may be on private networks,
 /// and one for members' webhooks, which reaches only public addresses.
@@ -63,7 +63,7 @@ impl Clients {
 
 /// Where one claimed delivery goes now.
 struct Target {
-    destination: agents::Destination,
+    destination: registry::Destination,
     /// A member's webhook, or an A2A push to a host other than its agent's endpoint's: public
     /// addresses only.
     public_only: bool,
@@ -226,7 +226,7 @@ async fn plan_for(state: &WorkerContext, claimed: &outbox::Claimed) -> Plan {
         return match operator_hooks::destination(&state.db, key, webhook_id).await {
             Ok(Some(hook)) if !hook.owner_may_hear => Plan::Drop(operator_hooks::OWNER_DEPARTED),
             Ok(Some(hook)) => Plan::Send(Target {
-                destination: agents::Destination {
+                destination: registry::Destination {
                     url: hook.url,
                     scheme: WebhookScheme::Chovy,
                     secrets: vec![hook.secret],
@@ -243,7 +243,7 @@ async fn plan_for(state: &WorkerContext, claimed: &outbox::Claimed) -> Plan {
     }
     let destination = match claimed.delivery.agent_id {
         Some(agent_id) => {
-            match agents::destinations(&state.db, key, &[agent_id], Utc::now()).await {
+            match registry::destinations(&state.db, key, &[agent_id], Utc::now()).await {
                 Ok(mut found) => found.remove(&agent_id),
                 Err(err) => {
                     tracing::warn!(error = %err, "reading an agent's endpoint failed");
@@ -255,7 +255,7 @@ async fn plan_for(state: &WorkerContext, claimed: &outbox::Claimed) -> Plan {
             .config
             .webhook_url
             .clone()
-            .map(|url| agents::Destination {
+            .map(|url| registry::Destination {
                 url,
                 scheme: WebhookScheme::Chovy,
                 secrets: Vec::new(),

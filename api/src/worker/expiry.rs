@@ -6,7 +6,7 @@
 use chrono::Utc;
 
 use super::WorkerContext;
-use crate::service::{escalation, expiry};
+use crate::service::{questions::escalation, questions::expiry};
 
 /// How many questions one sweep expires at most; the next tick takes the rest.
 const SWEEP_LIMIT: u64 = 100;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::LaneSettings;
 use crate::domain::delivery::{Breaker, BreakerState};
-use crate::service::outbox::{ClaimRequest, Class, Lane};
+use crate::service::agents::outbox::{ClaimRequest, Class, Lane};
 
 /// How a send went, as far as its endpoint's breaker is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

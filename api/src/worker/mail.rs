@@ -19,9 +19,9 @@ use crate::config::MailSettings;
 use crate::domain::delivery::RetryPolicy;
 use crate::domain::html::escape;
 use crate::domain::text::cap;
-use crate::service::mail::{self, Facts};
-use crate::service::operator_hooks::{plain, question_path};
 use crate::service::reach;
+use crate::service::reach::mail::{self, Facts};
+use crate::service::reach::operator_hooks::{plain, question_path};
 
 /// How many people's due mail one claim takes.
 const PEOPLE_PER_CLAIM: u64 = 20;

@@ -30,8 +30,8 @@ use serde_json::json;
 
 use askloop::db::{Db, WriteTxn};
 use askloop::domain::knowledge;
-use askloop::service::accounts::{self, NewUser, new_token};
 use askloop::service::audit::Actor;
+use askloop::service::people::accounts::{self, NewUser, new_token};
 
 /// How many words the vocabulary holds.
 pub const VOCABULARY: usize = 5_000;

@@ -9,10 +9,10 @@ use askloop::db::Db;
 use askloop::domain::handle::Handle;
 use askloop::domain::slug::Slug;
 use askloop::live::ChangeHint;
-use askloop::service::accounts::{self, NewUser, new_token};
 use askloop::service::audit::Actor;
-use askloop::service::niches::{NewNiche, create_niche};
-use askloop::service::sessions;
+use askloop::service::people::accounts::{self, NewUser, new_token};
+use askloop::service::people::niches::{NewNiche, create_niche};
+use askloop::service::people::sessions;
 
 /// A fresh niche and its operator.
 pub struct Seeded {
@@ -87,7 +87,7 @@ async fn signed_in(db: &Db, handle: &str, operator_of: Option<&str>) -> anyhow::
         &Handle::parse(&handle)?,
         &password,
         sessions::SignInPlace::default(),
-        askloop::service::passwords::Share::local(),
+        askloop::service::people::passwords::Share::local(),
         now,
     )
     .await?

@@ -12,9 +12,9 @@ use super::{Answer, Calibration, Question, QuestionOption, Tier};
 use crate::graphql::caller_of;
 use crate::graphql::enums::ContributionStatus;
 use crate::graphql::error_door::GqlResultExt;
-use crate::service::names;
-use crate::service::queue::{self};
-use crate::service::standing::{self, ContributionView, ContributorRecord};
+use crate::service::money::standing::{self, ContributionView, ContributorRecord};
+use crate::service::people::names;
+use crate::service::questions::queue::{self};
 
 /// A scored contribution. For an answer to an agent's question it also carries what a
 /// reviewer weighs: the question, the answer, the contributor's record and how long the answer
@@ -143,7 +143,7 @@ impl Contribution {
     async fn review_note(&self, ctx: &Context<'_>) -> Result<Option<String>> {
         let db = ctx.data::<Db>()?;
         let viewer = caller_of(ctx)?.viewer();
-        crate::service::admin_desk::review_note(db, viewer, self.row_id, self.user_id)
+        crate::service::people::admin_desk::review_note(db, viewer, self.row_id, self.user_id)
             .await
             .gql()
     }

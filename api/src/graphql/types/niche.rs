@@ -20,8 +20,8 @@ use crate::error::ServiceError;
 use crate::graphql::caller_of;
 use crate::graphql::enums::Urgency;
 use crate::graphql::error_door::GqlResultExt;
-use crate::service::queue::{self, Cursor, Page, QueueFilter as ServiceFilter};
-use crate::service::{consensus, names};
+use crate::service::questions::queue::{self, Cursor, Page, QueueFilter as ServiceFilter};
+use crate::service::{people::names, questions::consensus};
 
 /// Which questions to list.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
@@ -313,9 +313,10 @@ impl Niche {
     #[graphql(complexity = "crate::graphql::limits::list(child_complexity)")]
     async fn members(&self, ctx: &Context<'_>) -> Result<Vec<Member>> {
         let db = ctx.data::<Db>()?;
-        let members = crate::service::admin::members_of(db, caller_of(ctx)?.viewer(), self.id)
-            .await
-            .gql()?;
+        let members =
+            crate::service::people::admin::members_of(db, caller_of(ctx)?.viewer(), self.id)
+                .await
+                .gql()?;
         Ok(members
             .into_iter()
             .map(|(m, handle)| member_view(&handle, &self.slug, m.role, m.status, m.share_cap_bps))

@@ -7,7 +7,7 @@ use entity::users;
 use super::Niche;
 use crate::domain::scoring;
 use crate::graphql::enums::MemberStatus;
-use crate::service::standing::MembershipStanding;
+use crate::service::money::standing::MembershipStanding;
 
 /// A member's role in a niche.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]

@@ -17,8 +17,8 @@ use crate::graphql::enums::{ContributionStatus, Urgency};
 use crate::graphql::error_door::GqlResultExt;
 use crate::graphql::knowledge::{KnowledgeEntry, known_of};
 use crate::graphql::money::BudgetEntry;
-use crate::service::queue::{self};
-use crate::service::{consensus, knowledge, names};
+use crate::service::questions::queue::{self};
+use crate::service::{knowledge, people::names, questions::consensus};
 
 /// The three kinds of answer.
 #[derive(Enum, Copy, Clone, Eq, PartialEq, Debug)]
@@ -42,7 +42,7 @@ impl AnswerKind {
             AnswerKind::Answered => "answered",
             AnswerKind::InsufficientContext => "insufficient_context",
             AnswerKind::NeedsResearch => "needs_research",
-            AnswerKind::FromKnowledge => crate::service::answering::FROM_KNOWLEDGE,
+            AnswerKind::FromKnowledge => crate::service::questions::answering::FROM_KNOWLEDGE,
         }
     }
 }
@@ -284,7 +284,9 @@ impl Question {
         }
         let db = ctx.data::<Db>()?;
         let id: i64 = self.id.parse()?;
-        let rows = crate::service::routing::routes_of(db, id).await.gql()?;
+        let rows = crate::service::questions::routing::routes_of(db, id)
+            .await
+            .gql()?;
         let handles = names::handles(db, rows.iter().map(|r| r.user_id))
             .await
             .gql()?;

@@ -10,8 +10,8 @@ use crate::graphql::caller_of;
 use crate::graphql::enums::ExchangeKind;
 use crate::graphql::enums::Urgency;
 use crate::graphql::error_door::GqlResultExt;
-use crate::service::queue;
-use crate::service::triage::{self, TriageCursor, TriageFilter, TriageSort};
+use crate::service::questions::queue;
+use crate::service::questions::triage::{self, TriageCursor, TriageFilter, TriageSort};
 use async_graphql::OutputType;
 use async_graphql::connection::{ConnectionNameType, EdgeNameType, EmptyFields};
 

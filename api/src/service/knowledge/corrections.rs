@@ -17,8 +17,8 @@ use serde_json::json;
 use crate::db::{Db, WriteTxn};
 use crate::domain::text::char_len;
 use crate::error::{Conflict, ServiceError};
-use crate::service::access::{self, Viewer};
 use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::people::access::{self, Viewer};
 
 use super::entries::{Version, end, insert_version, tell_superseded};
 
@@ -145,7 +145,7 @@ pub async fn propose_correction(
             already_pending: true,
         });
     }
-    let kind = crate::service::scores::contribution_type(&txn, CORRECTION_TYPE).await?;
+    let kind = crate::service::money::scores::contribution_type(&txn, CORRECTION_TYPE).await?;
     let contribution = contribution_events::Entity::insert(contribution_events::ActiveModel {
         id: NotSet,
         niche_id: Set(niche.id),

@@ -18,9 +18,9 @@ use crate::db::WriteTxn;
 use crate::domain::intake::option_label;
 use crate::domain::knowledge;
 use crate::error::ServiceError;
+use crate::service::agents::outbox::{self, EventType, NewEvent};
 use crate::service::audit::{self, Actor, AuditEntry};
-use crate::service::outbox::{self, EventType, NewEvent};
-use crate::service::reuse;
+use crate::service::knowledge::reuse;
 use std::collections::{BTreeMap, HashMap};
 
 use super::search::searchable;
@@ -100,8 +100,8 @@ pub async fn record_concluded(
     {
         return Ok(Some(current.clone()));
     }
-    let standing = crate::service::consensus::standing_answers(txn, &question).await?;
-    let wanted = match crate::service::consensus::consensus_of(&question, &standing) {
+    let standing = crate::service::questions::consensus::standing_answers(txn, &question).await?;
+    let wanted = match crate::service::questions::consensus::consensus_of(&question, &standing) {
         Some(consensus) if consensus.reached => Some(Some(consensus.option_id)),
         Some(_) => None,
         None => Some(None),
@@ -109,7 +109,7 @@ pub async fn record_concluded(
     let Some(wanted) = wanted else {
         return Ok(None);
     };
-    let verified = |s: &&crate::service::consensus::Standing| {
+    let verified = |s: &&crate::service::questions::consensus::Standing| {
         s.review == ContributionStatus::Verified
             && s.answer.kind == AnswerKind::Answered
             && wanted

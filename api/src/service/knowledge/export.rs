@@ -8,7 +8,7 @@ use sea_orm::{
 use serde_json::json;
 
 use crate::error::ServiceError;
-use crate::service::access::{self, Viewer};
+use crate::service::people::access::{self, Viewer};
 
 use super::search::status_word;
 
@@ -59,7 +59,7 @@ where
             return Ok(written);
         };
         after = last.id;
-        let handles = crate::service::names::handles(
+        let handles = crate::service::people::names::handles(
             conn,
             batch
                 .iter()

@@ -13,8 +13,8 @@ use crate::db::Db;
 use crate::domain::knowledge::{self, QUERY_MAX};
 use crate::domain::text::char_len;
 use crate::error::ServiceError;
-use crate::service::access::{self, Viewer};
-use crate::service::agents::Asker;
+use crate::service::agents::registry::Asker;
+use crate::service::people::access::{self, Viewer};
 use std::collections::HashMap;
 
 /// The most results one page of a search holds.
@@ -279,7 +279,7 @@ pub(super) async fn readable_niche(
     viewer: Option<&Viewer>,
     slug: &str,
 ) -> Result<niches::Model, ServiceError> {
-    let niche = crate::service::queue::niche_by_slug(db, slug).await?;
+    let niche = crate::service::questions::queue::niche_by_slug(db, slug).await?;
     access::can_read_questions(db, viewer, &niche).await?;
     Ok(niche)
 }
@@ -353,7 +353,7 @@ pub async fn for_agent(
     asker: &Asker,
     request: &AgentSearch,
 ) -> Result<Vec<Found>, ServiceError> {
-    let niche = crate::service::queue::niche_by_slug(db, &request.niche_slug).await?;
+    let niche = crate::service::questions::queue::niche_by_slug(db, &request.niche_slug).await?;
     if !asker.may_use_niche(niche.id) {
         return Err(Asker::not_your_niche(&niche.slug));
     }

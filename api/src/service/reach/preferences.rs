@@ -9,7 +9,7 @@ use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, NotSet, QueryFilter};
 use crate::db::{Db, WriteTxn};
 use crate::domain::placement::{Digest, parse_urgencies, rank, urgency_name};
 use crate::error::ServiceError;
-use crate::service::access::Viewer;
+use crate::service::people::access::Viewer;
 
 /// How a person wants to hear about one niche.
 #[derive(Debug, Clone, PartialEq, Eq)]

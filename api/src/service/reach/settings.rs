@@ -8,7 +8,7 @@ use sea_orm::{ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, NotSe
 
 use crate::db::{Db, WriteTxn};
 use crate::error::{Conflict, ServiceError};
-use crate::service::access::Viewer;
+use crate::service::people::access::Viewer;
 
 /// How long an address-verification link works.
 pub const VERIFY_LINK_HOURS: i64 = 48;
@@ -169,7 +169,7 @@ pub async fn set_email(
     mail_on: bool,
     now: DateTime<Utc>,
 ) -> Result<MailSettings, ServiceError> {
-    let email = crate::service::accounts::normalise_email(email)?;
+    let email = crate::service::people::accounts::normalise_email(email)?;
     let txn = db.begin_write().await?;
     let taken = users::Entity::find()
         .filter(users::Column::Email.eq(email.clone()))

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use askloop::config::Config;
 use askloop::db::Db;
 use askloop::domain::signing::{SIGNATURE_HEADER, SigningKeys};
-use askloop::service::accounts::new_token;
+use askloop::service::people::accounts::new_token;
 use askloop::startup::{self, Application};
 use askloop_load::knowledge_seed::{self, Rng, Vocabulary};
 use askloop_load::seed;

@@ -11,7 +11,7 @@ use sea_orm::{ActiveValue::Set, DbBackend, EntityTrait, NotSet};
 use serde_json::json;
 
 use askloop::config::Config;
-use askloop::service::queue::{self, Cursor};
+use askloop::service::questions::queue::{self, Cursor};
 use askloop::startup::{self, Application};
 
 #[global_allocator]

@@ -18,7 +18,7 @@ use tokio::sync::Barrier;
 
 use askloop::config::Config;
 use askloop::domain::signing::{SIGNATURE_HEADER, SigningKeys, sign};
-use askloop::service::accounts::new_token;
+use askloop::service::people::accounts::new_token;
 use askloop::startup;
 
 #[global_allocator]

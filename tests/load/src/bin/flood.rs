@@ -32,7 +32,7 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 
 use askloop::config::Config;
 use askloop::domain::signing::{SIGNATURE_HEADER, sign};
-use askloop::service::accounts::new_token;
+use askloop::service::people::accounts::new_token;
 use askloop::startup;
 
 #[global_allocator]

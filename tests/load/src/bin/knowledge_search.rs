@@ -19,9 +19,9 @@ use askloop::db::Db;
 use askloop::domain::knowledge;
 use askloop::domain::signing::{SIGNATURE_HEADER, SigningKeys};
 use askloop::domain::slug::Slug;
-use askloop::service::accounts::new_token;
 use askloop::service::audit::Actor;
-use askloop::service::niches::{NewNiche, create_niche};
+use askloop::service::people::accounts::new_token;
+use askloop::service::people::niches::{NewNiche, create_niche};
 use askloop::startup::{self, Application};
 use askloop_load::knowledge_seed::{self, Rng, Vocabulary};
 

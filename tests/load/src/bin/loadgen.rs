@@ -24,9 +24,9 @@ use serde_json::json;
 use askloop::config::Config;
 use askloop::domain::signing::SIGNATURE_HEADER;
 use askloop::domain::slug::Slug;
-use askloop::service::accounts::new_token;
 use askloop::service::audit::Actor;
-use askloop::service::niches::{NewNiche, create_niche};
+use askloop::service::people::accounts::new_token;
+use askloop::service::people::niches::{NewNiche, create_niche};
 use askloop::startup;
 use askloop_load::knowledge_seed::{self, Rng, Vocabulary};
 
