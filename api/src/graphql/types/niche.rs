@@ -208,7 +208,10 @@ impl Niche {
                     handle: handles.get(&user).cloned().unwrap_or_default(),
                     answers: count(answers),
                     agreed: count(agreed),
-                    #[allow(clippy::cast_precision_loss)]
+                    #[expect(
+                        clippy::cast_precision_loss,
+                        reason = "counts of answers are far below 2^52"
+                    )]
                     agreement: if answers == 0 {
                         0.0
                     } else {
@@ -253,7 +256,10 @@ impl Niche {
     /// default: high first, then expiring soonest; `EXPIRING`, `NEWEST`, `BOUNTY`), with `totalCount` of what the filters match. A
     /// cursor reads back only in the sort it was given in. Only for its active members and
     /// admins.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one argument per filter of the GraphQL field"
+    )]
     #[graphql(complexity = "crate::graphql::limits::page(first, child_complexity)")]
     async fn queue(
         &self,

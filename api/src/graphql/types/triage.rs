@@ -126,7 +126,10 @@ pub struct MyPartIn {
 }
 
 /// A page of `niche`'s triage queue, for `Niche.queue`.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the GraphQL field's arguments: the niche, the page and each filter"
+)]
 pub async fn queue_of(
     ctx: &Context<'_>,
     niche: &entity::niches::Model,
