@@ -1,7 +1,8 @@
 //! The GraphQL API (docs/contract.md#graphql): the schema is merged from one part per area;
 //! resolvers are thin (parse → service → map) and return GraphQL types, never entities. The
-//! HTTP and websocket handlers that serve it live apart, in `http` and `socket`; the endpoint
-//! state they share and the router that mounts them are here, so neither imports the other.
+//! HTTP handlers that serve it are in `http`, and the websocket that serves it over
+//! `graphql-transport-ws` is the live subsystem's (`live::socket`); the endpoint state both share
+//! and the HTTP routes are here, so neither handler imports the other.
 
 use std::sync::Arc;
 
@@ -15,13 +16,15 @@ use tokio::sync::Semaphore;
 
 use crate::auth::Caller;
 use crate::config::Config;
+use crate::live::adopt::ticket::Adoptable;
+use crate::live::shared::SharedPayloads;
+use crate::live::socket::gate::{HANDSHAKES_AT_ONCE, HandshakeGate, OVERLOADED_AFTER};
 use crate::live::{ChangeHint, CredentialsEnded, LiveHub};
 use crate::net::admission::{OpenPerAddress, RatePerAddress};
 use crate::net::login_throttle::LoginThrottle;
 
 mod accounts;
 mod admin;
-pub mod adopt;
 mod agents;
 mod deliveries;
 pub mod enums;
@@ -29,16 +32,14 @@ pub mod error_door;
 pub mod http;
 pub(crate) mod knowledge;
 pub mod limits;
-mod live;
+pub(crate) mod live;
 mod money;
 mod niches;
 pub mod one_login;
 mod questions;
-mod queue_change;
+pub(crate) mod queue_change;
 mod reach;
 mod scores;
-pub mod shared;
-pub mod socket;
 pub mod text_rule;
 pub mod triage;
 pub mod types;
@@ -109,8 +110,8 @@ pub struct GraphqlEndpoint {
     pub anonymous: Arc<OpenPerAddress>,
     /// Anonymous upgrades per address, at `ASKLOOP_WEBSOCKET_HANDSHAKES_PER_SECOND`.
     pub handshakes: Arc<RatePerAddress>,
-    /// Turns for the credential lookups of websocket handshakes (`socket/gate.rs`).
-    pub handshake_gate: Arc<socket::gate::HandshakeGate>,
+    /// Turns for the credential lookups of websocket handshakes (`live/socket/gate.rs`).
+    pub handshake_gate: Arc<HandshakeGate>,
 }
 
 impl GraphqlEndpoint {
@@ -121,10 +122,7 @@ impl GraphqlEndpoint {
             uninitialised: Arc::new(Semaphore::new(config.live.max_uninitialised)),
             anonymous: OpenPerAddress::new(config.live.max_anonymous_per_address),
             handshakes: Arc::new(RatePerAddress::new(config.live.handshakes_per_second)),
-            handshake_gate: socket::gate::HandshakeGate::new(
-                socket::gate::HANDSHAKES_AT_ONCE,
-                socket::gate::OVERLOADED_AFTER,
-            ),
+            handshake_gate: HandshakeGate::new(HANDSHAKES_AT_ONCE, OVERLOADED_AFTER),
             schema,
             db,
             config,
@@ -145,7 +143,7 @@ impl FromRef<GraphqlEndpoint> for Arc<Config> {
     }
 }
 
-/// `/graphql` and `/graphql/ws`, ready to merge into any router.
+/// `/graphql`, ready to merge into any router (`/graphql/ws` is `live::socket::routes`).
 pub fn routes<S>(endpoint: GraphqlEndpoint) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
@@ -160,7 +158,6 @@ where
                 .post(http::execute)
                 .layer(DefaultBodyLimit::max(limit)),
         )
-        .route("/graphql/ws", get(socket::upgrade))
         .with_state(endpoint)
 }
 
@@ -172,7 +169,7 @@ pub fn build_schema(
     config: Arc<Config>,
     throttle: Arc<LoginThrottle>,
     hub: Option<LiveHub>,
-    shared: Arc<shared::SharedPayloads>,
+    shared: Arc<SharedPayloads>,
 ) -> AskloopSchema {
     let max_nodes = config.graphql_max_nodes;
     let mut builder = Schema::build(
@@ -187,7 +184,7 @@ pub fn build_schema(
     // Before anything runs, so no resolver (and no database) sees a refused character.
     .extension(text_rule::TextRule)
     .extension(limits::QueryLimits::new(max_nodes))
-    .extension(adopt::Adoptable::default())
+    .extension(Adoptable::default())
     .data(DataLoader::new(
         types::NicheLoader { db: db.clone() },
         tokio::spawn,
@@ -212,7 +209,7 @@ pub fn sdl() -> String {
         Arc::new(Config::defaults()),
         Arc::new(LoginThrottle::default()),
         None,
-        Arc::new(shared::SharedPayloads::new(Default::default())),
+        Arc::new(SharedPayloads::new(Default::default())),
     )
     .sdl()
 }

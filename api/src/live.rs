@@ -7,6 +7,12 @@
 //! Wake-ups are only hints: a local one after every write here, PostgreSQL `NOTIFY` from writes
 //! on other instances, and a short poll as the floor. A lost hint costs latency, never an event,
 //! because the feed always reads everything after the last audit row it saw.
+//!
+//! The rest of the live subsystem lives beside the hub, one layer up (docs/architecture.md#layers):
+//! the websocket that serves subscriptions over `graphql-transport-ws` ([`socket`]), the
+//! hand-over of a subscription to its socket ([`adopt`]) and the payloads resolved once for every
+//! subscriber of a change ([`shared`]). Those are a transport; this module, the feed and the
+//! listener import none of them.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -15,8 +21,11 @@ use entity::{agent_questions, anomaly_signals};
 use sea_orm::{DatabaseConnection, DbBackend};
 use tokio::sync::{Notify, broadcast};
 
+pub mod adopt;
 mod feed;
 mod listen;
+pub mod shared;
+pub mod socket;
 
 /// The channel askloop's instances notify each other on.
 pub const CHANNEL: &str = "askloop_changes";

@@ -17,8 +17,9 @@ use tower_http::services::{ServeDir, ServeFile};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 
 use crate::config::Config;
-use crate::graphql::{self, GraphqlEndpoint, shared::SharedPayloads};
+use crate::graphql::{self, GraphqlEndpoint};
 use crate::live::LiveHub;
+use crate::live::shared::SharedPayloads;
 use crate::metrics::{self, Metrics};
 use crate::net::login_throttle::LoginThrottle;
 use crate::net::security_headers;
@@ -26,7 +27,7 @@ use crate::net::serve::{self, Connections};
 use crate::service::people::passwords;
 use crate::state::{AppState, StateParts};
 use crate::worker::{self, WorkerContext};
-use crate::{a2a, db, mcp, rest};
+use crate::{a2a, db, live, mcp, rest};
 
 /// A bound, migrated, ready-to-serve askloop.
 pub struct Application {
@@ -230,7 +231,8 @@ pub fn router(state: AppState, graphql: GraphqlEndpoint) -> Router {
     let body_limit = state.config.max_body_bytes;
     let routes = Router::new()
         .merge(rest::router())
-        .merge(graphql::routes(graphql))
+        .merge(graphql::routes(graphql.clone()))
+        .merge(live::socket::routes(graphql))
         .merge(mcp::router(&state))
         .merge(a2a::router(&state))
         .route_layer(axum::middleware::from_fn_with_state(

@@ -3,7 +3,7 @@
 //! It parses every file under `api/src` with `syn`, collects every path that names another part
 //! of the crate (`use crate::…` including grouped trees, `crate::…`, `super::…` and `self::…`
 //! paths in code, and the same inside macro bodies, read token by token), and builds the graph
-//! of file-level modules (`service::outbox`, `graphql::adopt`). It reports every cycle between
+//! of file-level modules (`service::outbox`, `live::adopt`). It reports every cycle between
 //! modules and every import that points up the layer order, each with file:line and the rule it
 //! breaks. The layers and what each may import are `LAYERS` and `may_import` below, and they are
 //! the rule list of `docs/architecture.md` ("Layers"); this check is what enforces it.
@@ -81,6 +81,9 @@ pub const LAYERS: &[(&str, Layer)] = &[
     ("db", Layer::RulesAndData),
     ("net::client_address", Layer::RulesAndData),
     ("live", Layer::Infrastructure),
+    ("live::socket", Layer::Transports),
+    ("live::adopt", Layer::Transports),
+    ("live::shared", Layer::Transports),
     ("outbound", Layer::Infrastructure),
     ("worker", Layer::Background),
     ("config", Layer::PlainValues),

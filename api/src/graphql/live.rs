@@ -9,13 +9,13 @@ use futures::{Stream, StreamExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::admin::ReviewInboxChange;
-use super::adopt;
 use super::caller_of;
 use super::queue_change::QueueChange;
-use super::shared::{Serving, Sharing};
-use super::socket::gate::{Class, HandshakeGate, Turn};
 use crate::graphql::error_door::GqlResultExt;
 use crate::live::LiveHub;
+use crate::live::adopt;
+use crate::live::shared::{Serving, Sharing};
+use crate::live::socket::gate::{Class, HandshakeGate, Turn};
 use crate::service::people::admin_desk;
 use crate::service::reach::subscriptions::{self, Change};
 
@@ -27,7 +27,7 @@ pub const STARTS_AT_ONCE: usize = 2;
 /// them [`STARTS_AT_ONCE`] at a time, so it holds that many pooled connections at most: were the
 /// socket closed mid-burst, only those queries are cut off (a connection cut off mid-query is
 /// closed and must be opened again), and everyone else's requests never wait for the pool.
-/// Each start also takes a turn through the instance's handshake gate (`socket/gate.rs`), so
+/// Each start also takes a turn through the instance's handshake gate (`live/socket/gate.rs`), so
 /// the subscriptions of a reconnect storm's thousands of sockets do not queue for the pool ahead
 /// of a socket signing in now.
 #[derive(Clone)]

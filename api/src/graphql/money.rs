@@ -882,7 +882,7 @@ impl MoneySubscription {
             .await
             .gql()?;
         // Registered with the hub: counted in askloop_live_subscriptions_served from now.
-        let serving = super::shared::Serving::of(ctx);
+        let serving = crate::live::shared::Serving::of(ctx);
         Ok(signals.map(move |signal| {
             let _held = &serving;
             signal

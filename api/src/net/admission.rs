@@ -4,7 +4,7 @@
 //! ([`ClientAddress::throttle_address`]): IPv4 as is, IPv6 by its /64, so that one subscriber
 //! cannot multiply itself by picking fresh addresses from its own network.
 //!
-//! Both are used by the connection layer (`serve.rs`) and the websocket (`graphql/socket.rs`);
+//! Both are used by the connection layer (`serve.rs`) and the websocket (`live/socket.rs`);
 //! what they refuse and with which answer is in `docs/security.md`. So is the order in which
 //! waiting connections and handshakes are served when more arrive than can be served at once
 //! ([`next_waiting`]).

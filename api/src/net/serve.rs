@@ -14,7 +14,8 @@
 //!   is closed (kept-alive and never-used connections alike); a request in flight — a long poll,
 //!   a streamed response — keeps it open until its response body ends;
 //! - websocket upgrades go through hyper's upgrades; the upgraded socket keeps the connection's
-//!   place in the caps until it closes, and keeps its own pings and timeouts (`graphql/socket.rs`);
+//!   place in the caps until it closes, and keeps its own pings and timeouts
+//!   (`live/socket/connection.rs`);
 //! - accepting runs on a thread of its own, with a listen backlog asked for explicitly
 //!   (`ASKLOOP_LISTEN_BACKLOG`), and hands connections to the runtime a bounded number at a time,
 //!   the newest first once the oldest have waited too long, so a reconnect storm is accepted

@@ -6,7 +6,8 @@
 //!
 //! - **Ticket.** The socket puts a [`Ticket`] into the data of every `subscribe` it runs (the
 //!   operation's id and the socket's serial number for that subscribe); [`Adoptable`] adds the
-//!   request's [`Roots`] (read from its parsed document) and its template. Only the socket makes
+//!   request's [`Roots`](super::shared::Roots) (read from its parsed document) and its template
+//!   ([`ticket`]). Only the socket makes
 //!   a ticket: a client has no way to write into a request's data.
 //! - **Hand-over.** A queue resolver that finds a ticket, the connection's [`Adoptions`] and a
 //!   shareable single-field operation gives its stream of changes (already registered with the
@@ -20,128 +21,24 @@
 //!   through the library, with the connection's data, for that one change ([`OneShot`]): the
 //!   same fields, errors, codes and error door as a subscription the library serves.
 
-use std::collections::HashMap;
+pub mod ticket;
+
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use async_graphql::Variables;
-use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextPrepareRequest,
-};
-use async_graphql::{Context, Data, Name, Request, Response, ServerError, ServerResult, Value};
+use async_graphql::{Context, Data, Name, Request, Response, ServerError, Value};
 use futures::future::{self, BoxFuture, Either, Ready};
 use futures::{FutureExt, Stream, StreamExt};
 
-use super::AskloopSchema;
-use super::queue_change::kind_of;
 use super::shared::{Class, Resolved, Roots, Sharing};
 use crate::error::ServiceError;
+use crate::graphql::AskloopSchema;
+use crate::graphql::error_door::INTERNAL;
+use crate::graphql::queue_change::kind_of;
 use crate::service::reach::subscriptions::Change;
-
-/// The most subscription templates [`Adoptable`] keeps; when full, it starts over.
-const TEMPLATES: usize = 256;
-
-/// What the socket writes into the data of each `subscribe` it runs: the operation's id and the
-/// socket's serial number for that subscribe.
-pub struct Ticket {
-    /// The operation's id on the connection.
-    pub id: String,
-    /// The socket's serial number for the subscribe.
-    pub serial: u64,
-}
-
-/// What a subscription needs to run again for one change: its document and variables.
-struct Template {
-    query: String,
-    variables: Variables,
-    operation_name: Option<String>,
-}
-
-/// A ticketed request's operation: its id on the connection, the socket's serial number for
-/// the subscribe that started it, and its template.
-struct Tag {
-    id: String,
-    serial: u64,
-    template: Arc<Template>,
-}
-
-/// Templates by (query text, variables, operation name).
-type Templates = Mutex<HashMap<(String, String, Option<String>), Arc<Template>>>;
-
-/// The extension that gives a subscription request its [`Roots`], and one with the socket's
-/// [`Ticket`] its [`Tag`].
-#[derive(Default)]
-pub struct Adoptable {
-    templates: Arc<Templates>,
-}
-
-impl ExtensionFactory for Adoptable {
-    fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(AdoptableExtension {
-            templates: self.templates.clone(),
-        })
-    }
-}
-
-struct AdoptableExtension {
-    templates: Arc<Templates>,
-}
-
-impl AdoptableExtension {
-    /// The template of `request`: every subscriber with the same text and variables shares one.
-    fn template(&self, request: &Request) -> Arc<Template> {
-        let variables = serde_json::to_string(&request.variables).unwrap_or_default();
-        let key = (
-            request.query.clone(),
-            variables,
-            request.operation_name.clone(),
-        );
-        let mut kept = self.templates.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(template) = kept.get(&key) {
-            return template.clone();
-        }
-        if kept.len() >= TEMPLATES {
-            kept.clear();
-        }
-        let template = Arc::new(Template {
-            query: request.query.clone(),
-            variables: request.variables.clone(),
-            operation_name: request.operation_name.clone(),
-        });
-        kept.insert(key, template.clone());
-        template
-    }
-}
-
-#[async_graphql::async_trait::async_trait]
-impl Extension for AdoptableExtension {
-    async fn prepare_request(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        mut request: Request,
-        next: NextPrepareRequest<'_>,
-    ) -> ServerResult<Request> {
-        // Queries and mutations carry nothing more: only a subscription has roots.
-        let Some(roots) = Roots::of(&mut request) else {
-            return next.run(ctx, request).await;
-        };
-        request.data.insert(roots);
-        let ticket = request
-            .data
-            .get(&std::any::TypeId::of::<Ticket>())
-            .and_then(|ticket| ticket.downcast_ref::<Ticket>())
-            .map(|ticket| (ticket.id.clone(), ticket.serial));
-        if let Some((id, serial)) = ticket {
-            let template = self.template(&request);
-            request.data.insert(Tag {
-                id,
-                serial,
-                template,
-            });
-        }
-        next.run(ctx, request).await
-    }
-}
+#[cfg(doc)]
+use ticket::{Adoptable, Ticket};
+use ticket::{Tag, Template};
 
 /// A handed-over subscription as the socket serves it: the protocol messages to send.
 pub type Served = Pin<Box<dyn Stream<Item = String> + Send>>;
@@ -206,21 +103,21 @@ impl Adoptions {
 struct OneShot(Mutex<Option<Result<Change, ServiceError>>>);
 
 /// When this resolver runs as a one-shot: the change it is to resolve, once.
-pub(super) fn one_shot(ctx: &Context<'_>) -> Option<Result<Change, ServiceError>> {
+pub(crate) fn one_shot(ctx: &Context<'_>) -> Option<Result<Change, ServiceError>> {
     let shot = ctx.data_opt::<OneShot>()?;
     shot.0.lock().unwrap_or_else(|p| p.into_inner()).take()
 }
 
 /// Whether this resolver runs as a one-shot (whose payload is never shared: the adopted
 /// stream that asked for it does the sharing).
-pub(super) fn is_one_shot(ctx: &Context<'_>) -> bool {
+pub(crate) fn is_one_shot(ctx: &Context<'_>) -> bool {
     ctx.data_opt::<OneShot>().is_some()
 }
 
 /// Hand `changes` over to the connection when the subscription `ctx` is starting may be
 /// adopted: started over a websocket with a tag, a shareable selection, and this field the
 /// operation's only root selection. Otherwise `changes` comes back.
-pub(super) fn hand_over<S>(
+pub(crate) fn hand_over<S>(
     ctx: &Context<'_>,
     sharing: Option<&Sharing>,
     changes: S,
@@ -361,7 +258,7 @@ impl Plan {
                 error
                     .extensions
                     .get_or_insert_with(Default::default)
-                    .set("code", Value::from(super::error_door::INTERNAL));
+                    .set("code", Value::from(INTERNAL));
                 Response::from_errors(vec![error])
             }
         }
@@ -409,13 +306,13 @@ fn quoted(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::graphql::shared::{Serving, SharedPayloads};
+    use crate::live::shared::{Serving, SharedPayloads};
     use crate::net::login_throttle::LoginThrottle;
 
     /// The hand-overs of one connection, and the gauge they count in.
     fn adoptions() -> (Adoptions, Arc<SharedPayloads>) {
         let payloads = Arc::new(SharedPayloads::new(Default::default()));
-        let schema = super::super::build_schema(
+        let schema = crate::graphql::build_schema(
             crate::db::Db::disconnected(),
             Arc::new(Config::defaults()),
             Arc::new(LoginThrottle::default()),

@@ -1,7 +1,7 @@
 //! The `graphql-transport-ws` protocol as a state machine, and nothing else: what a
 //! connection has agreed so far (initialised or not), which operations run under which ids, and
 //! what to answer each client message and each event with. No I/O: the socket
-//! (`graphql::socket`) feeds it frames and events ([`Input`]) and carries out what it says
+//! (`live::socket`) feeds it frames and events ([`Input`]) and carries out what it says
 //! ([`Step`]) — send a frame, close, start or stop an operation, decide a `connection_init`.
 //!
 //! It follows the protocol's own document (graphql-ws's `PROTOCOL.md`) for the close codes:
@@ -41,7 +41,7 @@ pub enum Input<'a> {
     InitTimedOut,
     /// The stream of operation `id`, started as the subscribe numbered `serial`, has ended;
     /// `handed_over` when the socket holds a hand-over of exactly that subscribe to serve
-    /// instead (`graphql::adopt`).
+    /// instead (`live::adopt`).
     Ended {
         /// The operation's id.
         id: &'a str,
