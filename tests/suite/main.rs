@@ -36,6 +36,7 @@ mod ledger_properties;
 mod live;
 mod mcp;
 mod migrations;
+mod missing_rows;
 mod money;
 mod money_pages;
 mod newcomers;

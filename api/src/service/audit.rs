@@ -2,7 +2,7 @@
 //! records commit (or vanish) together.
 
 use chrono::{DateTime, Utc};
-use entity::audit_log;
+use entity::{agent_questions, audit_log};
 use sea_orm::{ActiveValue::Set, ConnectionTrait, DbBackend, DbErr, EntityTrait, NotSet};
 
 use crate::db::{WriteTxn, bulk};
@@ -47,6 +47,25 @@ pub struct AuditEntry<'a> {
     pub niche_id: Option<i64>,
     /// Details worth keeping.
     pub detail: Value,
+}
+
+impl<'a> AuditEntry<'a> {
+    /// `actor` did `action` to `question`.
+    pub fn about_question(
+        actor: &'a Actor,
+        action: &'a str,
+        question: &agent_questions::Model,
+        detail: Value,
+    ) -> Self {
+        Self {
+            actor,
+            action,
+            subject_type: "question",
+            subject_id: question.id,
+            niche_id: Some(question.niche_id),
+            detail,
+        }
+    }
 }
 
 /// Append `entry` at `at`.

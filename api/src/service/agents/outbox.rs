@@ -46,6 +46,33 @@ pub struct NewEvent {
     pub payload: Value,
 }
 
+impl NewEvent {
+    /// `event` about `question`, caused by `user_id` (none: the agent or askloop itself). Its
+    /// payload names the question as every question event does (`questionId`, `externalId`),
+    /// then carries `fields`.
+    pub fn about_question(
+        event: EventType,
+        question: &agent_questions::Model,
+        user_id: Option<i64>,
+        fields: Value,
+    ) -> Self {
+        let mut payload = json!({
+            "questionId": question.id,
+            "externalId": question.external_id,
+        });
+        if let (Some(payload), Value::Object(fields)) = (payload.as_object_mut(), fields) {
+            payload.extend(fields);
+        }
+        Self {
+            event,
+            niche_id: question.niche_id,
+            question_id: Some(question.id),
+            user_id,
+            payload,
+        }
+    }
+}
+
 /// The envelope of docs/contract.md#events-for-the-agent.
 pub fn envelope(id: &str, event: &NewEvent, now: DateTime<Utc>) -> Value {
     json!({

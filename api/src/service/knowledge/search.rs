@@ -402,17 +402,17 @@ pub struct Similar {
 
 /// The entries like stored question `question_id` (its niche, title and question; it is left
 /// out of its own results), at most [`SIMILAR_MAX`]: what an agent asking with `checkSimilar`
-/// gets back.
+/// gets back. None for an id no question has: nothing is like a question that is not there.
 pub async fn similar_to_question<C: ConnectionTrait>(
     conn: &C,
     question_id: i64,
 ) -> Result<Vec<Similar>, ServiceError> {
-    let question = agent_questions::Entity::find_by_id(question_id)
+    let Some(question) = agent_questions::Entity::find_by_id(question_id)
         .one(conn)
         .await?
-        .ok_or_else(|| {
-            ServiceError::Internal(anyhow::anyhow!("question {question_id} vanished"))
-        })?;
+    else {
+        return Ok(Vec::new());
+    };
     similar(
         conn,
         question.niche_id,

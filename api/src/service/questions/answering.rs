@@ -10,6 +10,7 @@ mod decline;
 mod dismiss;
 mod from_knowledge;
 mod several;
+mod telling;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -41,6 +42,7 @@ use decline::decline;
 pub use dismiss::dismiss_question;
 use from_knowledge::{pointed_entry, settle_from_knowledge};
 use several::settle_one_of_several;
+pub use telling::{audit_and_tell, record_closing};
 
 /// An answer as a surface received it; checked here, after the caller's rights.
 #[derive(Debug, Clone)]

@@ -16,8 +16,9 @@ use crate::db::WriteTxn;
 use crate::domain::intake::option_label;
 use crate::domain::weighing::{self, Consensus, Record, Vote};
 use crate::error::ServiceError;
-use crate::service::agents::outbox::{self, EventType, NewEvent};
-use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::agents::outbox::{EventType, NewEvent};
+use crate::service::audit::{Actor, AuditEntry};
+use crate::service::questions::answering::audit_and_tell;
 use crate::service::{people::names, questions::queue, reach};
 
 /// One of a question's standing answers, with what weighs it.
@@ -204,43 +205,28 @@ pub async fn conclude(
     } else {
         (EventType::Disagreement, "question.disagreement")
     };
-    let mut payload = json!({
-        "questionId": question.id,
-        "externalId": question.external_id,
-        "answersWanted": question.answers_wanted,
-        "answers": answers,
-        "complete": question.status == QuestionStatus::Answered,
-    });
+    let mut told = NewEvent::about_question(
+        event,
+        question,
+        None,
+        json!({
+            "answersWanted": question.answers_wanted,
+            "answers": answers,
+            "complete": question.status == QuestionStatus::Answered,
+        }),
+    );
     let summary = consensus_json(question, &consensus);
     if consensus.reached {
         for key in ["optionId", "optionLabel", "agreement", "weightedAgreement"] {
-            payload[key] = summary[key].clone();
+            told.payload[key] = summary[key].clone();
         }
     } else {
-        payload["plurality"] = summary.clone();
+        told.payload["plurality"] = summary.clone();
     }
-    audit::record(
+    audit_and_tell(
         txn,
-        AuditEntry {
-            actor: &Actor::System,
-            action,
-            subject_type: "question",
-            subject_id: question.id,
-            niche_id: Some(question.niche_id),
-            detail: summary,
-        },
-        now,
-    )
-    .await?;
-    outbox::enqueue(
-        txn,
-        NewEvent {
-            event,
-            niche_id: question.niche_id,
-            question_id: Some(question.id),
-            user_id: None,
-            payload,
-        },
+        AuditEntry::about_question(&Actor::System, action, question, summary),
+        told,
         now,
     )
     .await?;

@@ -23,8 +23,9 @@ use serde_json::json;
 
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
-use crate::service::agents::outbox::{self, EventType, NewEvent};
+use crate::service::agents::outbox::{EventType, NewEvent};
 use crate::service::audit::{self, Actor, AuditEntry};
+use crate::service::questions::answering::audit_and_tell;
 use crate::service::{reach, reach::operator_hooks};
 
 /// The wait before step 1 for `urgency` in `niche`, if it escalates at all.
@@ -206,32 +207,20 @@ async fn step(
         txn.rollback().await?;
         return Ok(false);
     }
-    audit::record(
+    audit_and_tell(
         &txn,
-        AuditEntry {
-            actor: &Actor::System,
-            action: "question.escalated",
-            subject_type: "question",
-            subject_id: question.id,
-            niche_id: Some(question.niche_id),
-            detail: json!({ "step": step, "round": question.research_round }),
-        },
-        now,
-    )
-    .await?;
-    outbox::enqueue(
-        &txn,
-        NewEvent {
-            event: EventType::QuestionEscalated,
-            niche_id: question.niche_id,
-            question_id: Some(question.id),
-            user_id: None,
-            payload: json!({
-                "questionId": question.id,
-                "externalId": question.external_id,
-                "step": step,
-            }),
-        },
+        AuditEntry::about_question(
+            &Actor::System,
+            "question.escalated",
+            question,
+            json!({ "step": step, "round": question.research_round }),
+        ),
+        NewEvent::about_question(
+            EventType::QuestionEscalated,
+            question,
+            None,
+            json!({ "step": step }),
+        ),
         now,
     )
     .await?;

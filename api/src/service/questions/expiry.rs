@@ -6,16 +6,14 @@
 use crate::db::Db;
 use chrono::{DateTime, Utc};
 use entity::agent_questions;
-use entity::budget_entries::BudgetEntryKind;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use serde_json::json;
 
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
-use crate::service::agents::outbox::{self, EventType, NewEvent};
-use crate::service::audit::{self, Actor, AuditEntry};
-use crate::service::money::budget;
-use crate::service::questions::answering::{Closing, budget_audit, close_if_waiting};
+use crate::service::agents::outbox::{EventType, NewEvent};
+use crate::service::audit::{Actor, AuditEntry};
+use crate::service::questions::answering::{Closing, close_if_waiting, record_closing};
 use entity::agent_questions::WAITING;
 
 /// Expire up to `limit` waiting questions whose time passed by `now`; how many this call
@@ -40,51 +38,21 @@ pub async fn sweep(
             txn.rollback().await?;
             continue;
         };
-        audit::record(
+        record_closing(
             &txn,
-            AuditEntry {
-                actor: &Actor::System,
-                action: "question.expired",
-                subject_type: "question",
-                subject_id: question.id,
-                niche_id: Some(question.niche_id),
-                detail: json!({ "expiresAt": question.expires_at }),
-            },
-            now,
-        )
-        .await?;
-        if let Some(amount) = budget::settle(
-            &txn,
-            question.niche_id,
-            question.id,
-            BudgetEntryKind::Release,
-            now,
-        )
-        .await?
-        {
-            budget_audit(
-                &txn,
+            &question,
+            AuditEntry::about_question(
                 &Actor::System,
+                "question.expired",
                 &question,
-                "budget.released",
-                amount,
-                now,
-            )
-            .await?;
-        }
-        outbox::enqueue(
-            &txn,
-            NewEvent {
-                event: EventType::QuestionExpired,
-                niche_id: question.niche_id,
-                question_id: Some(question.id),
-                user_id: None,
-                payload: json!({
-                    "questionId": question.id,
-                    "externalId": question.external_id,
-                    "expiredAt": now,
-                }),
-            },
+                json!({ "expiresAt": question.expires_at }),
+            ),
+            NewEvent::about_question(
+                EventType::QuestionExpired,
+                &question,
+                None,
+                json!({ "expiredAt": now }),
+            ),
             now,
         )
         .await?;

@@ -13,18 +13,16 @@
 
 use chrono::{DateTime, Utc};
 use entity::agent_questions::{self, QuestionStatus};
-use entity::budget_entries::BudgetEntryKind;
 use sea_orm::EntityTrait;
 use serde_json::json;
 
 use crate::db::Db;
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
-use crate::service::agents::outbox::{self, EventType, NewEvent};
+use crate::service::agents::outbox::{EventType, NewEvent};
 use crate::service::agents::registry::Asker;
-use crate::service::audit::{self, Actor, AuditEntry};
-use crate::service::money::budget;
-use crate::service::questions::answering::{Closing, budget_audit, close_if_waiting};
+use crate::service::audit::{Actor, AuditEntry};
+use crate::service::questions::answering::{Closing, close_if_waiting, record_closing};
 use crate::service::questions::lookup::{QuestionRef, find_own};
 
 /// The reason a withdrawn question carries, whatever the agent adds.
@@ -117,46 +115,26 @@ pub async fn withdraw(
         return Ok(settled(current, now));
     };
     let actor = Actor::Agent(question.agent_id.clone());
-    audit::record(
+    let released = record_closing(
         &txn,
-        AuditEntry {
-            actor: &actor,
-            action: "question.withdrawn",
-            subject_type: "question",
-            subject_id: question.id,
-            niche_id: Some(question.niche_id),
-            detail: json!({ "reason": WITHDRAWN_REASON, "agentReason": reason }),
-        },
-        now,
-    )
-    .await?;
-    let released = budget::settle(
-        &txn,
-        question.niche_id,
-        question.id,
-        BudgetEntryKind::Release,
-        now,
-    )
-    .await?;
-    if let Some(amount) = released {
-        budget_audit(&txn, &actor, &question, "budget.released", amount, now).await?;
-    }
-    outbox::enqueue(
-        &txn,
-        NewEvent {
-            event: EventType::QuestionDismissed,
-            niche_id: question.niche_id,
-            question_id: Some(question.id),
-            user_id: None,
-            payload: json!({
-                "questionId": question.id,
-                "externalId": question.external_id,
+        &question,
+        AuditEntry::about_question(
+            &actor,
+            "question.withdrawn",
+            &question,
+            json!({ "reason": WITHDRAWN_REASON, "agentReason": reason }),
+        ),
+        NewEvent::about_question(
+            EventType::QuestionDismissed,
+            &question,
+            None,
+            json!({
                 "dismissedBy": null,
                 "withdrawn": true,
                 "reason": WITHDRAWN_REASON,
                 "agentReason": reason,
             }),
-        },
+        ),
         now,
     )
     .await?;
@@ -165,6 +143,6 @@ pub async fn withdraw(
     Ok(Withdrawal {
         question: closed,
         outcome: WithdrawOutcome::Withdrawn,
-        released_minor: released.unwrap_or(0),
+        released_minor: released,
     })
 }

@@ -310,14 +310,11 @@ pub(super) async fn tell_the_agent(
         }));
     let answerer = crate::service::people::weighing::answerer_json(&record);
     let event = if question.kind == ExchangeKind::Task {
-        NewEvent {
-            event: EventType::TaskCompleted,
-            niche_id: question.niche_id,
-            question_id: Some(question.id),
-            user_id: Some(viewer.user_id),
-            payload: json!({
-                "questionId": question.id,
-                "externalId": question.external_id,
+        NewEvent::about_question(
+            EventType::TaskCompleted,
+            question,
+            Some(viewer.user_id),
+            json!({
                 "answerId": answer.id,
                 "result": valid.body,
                 "actualCostMinor": valid.actual_cost_minor,
@@ -327,16 +324,13 @@ pub(super) async fn tell_the_agent(
                 "confidence": answer.confidence,
                 "answerer": answerer,
             }),
-        }
+        )
     } else {
-        NewEvent {
-            event: EventType::AnswerCreated,
-            niche_id: question.niche_id,
-            question_id: Some(question.id),
-            user_id: Some(viewer.user_id),
-            payload: json!({
-                "questionId": question.id,
-                "externalId": question.external_id,
+        NewEvent::about_question(
+            EventType::AnswerCreated,
+            question,
+            Some(viewer.user_id),
+            json!({
                 "answerId": answer.id,
                 "answer": valid.body,
                 "optionId": valid.option_id,
@@ -353,7 +347,7 @@ pub(super) async fn tell_the_agent(
                     "in": question.answers_in.max(1),
                 },
             }),
-        }
+        )
     };
     outbox::enqueue_to(txn, event, question.registered_agent_id, now).await?;
     Ok(())

@@ -17,7 +17,7 @@ use crate::service::audit::{self, Actor, AuditEntry};
 use crate::service::people::access::Viewer;
 
 use super::booking::{Stored, store_answer};
-use super::{AnswerOutcome, find_question, niche_of, not_waiting};
+use super::{AnswerOutcome, audit_and_tell, find_question, niche_of, not_waiting};
 use entity::agent_questions::WAITING;
 
 /// "Not enough context" or "ask the agent to research more": free, recorded, one row per person.
@@ -57,16 +57,11 @@ pub(super) async fn decline(
             "Noted. It stays open for someone else.",
         ),
     };
+    let actor = Actor::User(viewer.user_id);
+    let detail = json!({ "answerId": answer.id });
     audit::record(
         txn,
-        AuditEntry {
-            actor: &Actor::User(viewer.user_id),
-            action,
-            subject_type: "question",
-            subject_id: question.id,
-            niche_id: Some(question.niche_id),
-            detail: json!({ "answerId": answer.id }),
-        },
+        AuditEntry::about_question(&actor, action, question, detail),
         now,
     )
     .await?;
@@ -76,17 +71,12 @@ pub(super) async fn decline(
     if valid.kind == Kind::NeedsResearch {
         outbox::enqueue(
             txn,
-            NewEvent {
-                event: EventType::ResearchRequested,
-                niche_id: question.niche_id,
-                question_id: Some(question.id),
-                user_id: Some(viewer.user_id),
-                payload: json!({
-                    "questionId": question.id,
-                    "externalId": question.external_id,
-                    "note": valid.body,
-                }),
-            },
+            NewEvent::about_question(
+                EventType::ResearchRequested,
+                question,
+                Some(viewer.user_id),
+                json!({ "note": valid.body }),
+            ),
             now,
         )
         .await?;
@@ -147,35 +137,17 @@ pub(super) async fn tell_if_context_is_needed(
     if claimed.rows_affected == 0 {
         return Ok(());
     }
-    audit::record(
+    let said = json!({ "round": round, "declines": declines });
+    audit_and_tell(
         txn,
-        AuditEntry {
-            actor: &Actor::System,
-            action: "question.needs_context",
-            subject_type: "question",
-            subject_id: question.id,
-            niche_id: Some(question.niche_id),
-            detail: json!({ "round": round, "declines": declines }),
-        },
+        AuditEntry::about_question(
+            &Actor::System,
+            "question.needs_context",
+            question,
+            said.clone(),
+        ),
+        NewEvent::about_question(EventType::NeedsContext, question, None, said),
         now,
     )
-    .await?;
-    outbox::enqueue(
-        txn,
-        NewEvent {
-            event: EventType::NeedsContext,
-            niche_id: question.niche_id,
-            question_id: Some(question.id),
-            user_id: None,
-            payload: json!({
-                "questionId": question.id,
-                "externalId": question.external_id,
-                "round": round,
-                "declines": declines,
-            }),
-        },
-        now,
-    )
-    .await?;
-    Ok(())
+    .await
 }

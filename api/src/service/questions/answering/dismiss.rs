@@ -2,19 +2,18 @@
 
 use chrono::{DateTime, Utc};
 use entity::agent_questions;
-use entity::budget_entries::BudgetEntryKind;
 use serde_json::json;
 
 use crate::db::Db;
 use crate::error::ServiceError;
 use crate::live::ChangeHint;
-use crate::service::agents::outbox::{self, EventType, NewEvent};
-use crate::service::audit::{self, Actor, AuditEntry};
-use crate::service::money::budget;
+use crate::service::agents::outbox::{EventType, NewEvent};
+use crate::service::audit::{Actor, AuditEntry};
 use crate::service::people::access::{self, Viewer};
 
-use super::booking::budget_audit;
-use super::{Closing, close_if_waiting, find_question, is_waiting, niche_of, not_waiting};
+use super::{
+    Closing, close_if_waiting, find_question, is_waiting, niche_of, not_waiting, record_closing,
+};
 
 /// The longest reason for a dismissal, in characters.
 pub const DISMISS_REASON_MAX: usize = 500;
@@ -62,45 +61,22 @@ pub async fn dismiss_question(
         txn.rollback().await?;
         return Err(not_waiting(&current));
     };
-    audit::record(
+    let actor = Actor::User(viewer.user_id);
+    record_closing(
         &txn,
-        AuditEntry {
-            actor: &Actor::User(viewer.user_id),
-            action: "question.dismissed",
-            subject_type: "question",
-            subject_id: question.id,
-            niche_id: Some(question.niche_id),
-            detail: json!({ "reason": reason }),
-        },
-        now,
-    )
-    .await?;
-    if let Some(amount) = budget::settle(
-        &txn,
-        question.niche_id,
-        question.id,
-        BudgetEntryKind::Release,
-        now,
-    )
-    .await?
-    {
-        let actor = Actor::User(viewer.user_id);
-        budget_audit(&txn, &actor, &question, "budget.released", amount, now).await?;
-    }
-    outbox::enqueue(
-        &txn,
-        NewEvent {
-            event: EventType::QuestionDismissed,
-            niche_id: question.niche_id,
-            question_id: Some(question.id),
-            user_id: Some(viewer.user_id),
-            payload: json!({
-                "questionId": question.id,
-                "externalId": question.external_id,
-                "dismissedBy": viewer.handle,
-                "reason": reason,
-            }),
-        },
+        &question,
+        AuditEntry::about_question(
+            &actor,
+            "question.dismissed",
+            &question,
+            json!({ "reason": reason }),
+        ),
+        NewEvent::about_question(
+            EventType::QuestionDismissed,
+            &question,
+            Some(viewer.user_id),
+            json!({ "dismissedBy": viewer.handle, "reason": reason }),
+        ),
         now,
     )
     .await?;

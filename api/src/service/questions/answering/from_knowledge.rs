@@ -199,14 +199,11 @@ pub(super) async fn settle_from_knowledge(
         )
         .await?;
     }
-    let event = NewEvent {
-        event: EventType::AnswerCreated,
-        niche_id: question.niche_id,
-        question_id: Some(question.id),
-        user_id: Some(viewer.user_id),
-        payload: json!({
-            "questionId": question.id,
-            "externalId": question.external_id,
+    let event = NewEvent::about_question(
+        EventType::AnswerCreated,
+        question,
+        Some(viewer.user_id),
+        json!({
             "answerId": answer.id,
             "answer": entry.answer,
             "optionId": valid.option_id,
@@ -218,7 +215,7 @@ pub(super) async fn settle_from_knowledge(
             "verdict": knowledge::verdict_word(&entry),
             "verifiedAt": entry.verified_at,
         }),
-    };
+    );
     outbox::enqueue_to(txn, event, question.registered_agent_id, now).await?;
     let notice = if verified {
         format!(
