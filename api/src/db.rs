@@ -25,13 +25,17 @@ pub use migrate::migrate_down;
 pub use turns::{Turn, Turns};
 pub use write::WriteTxn;
 
-use write::{database_key, write_options, writer_gate};
+use write::write_options;
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbBackend, DbErr, ExecResult, QueryResult, Statement,
     TransactionTrait,
 };
-use tokio::sync::OwnedMutexGuard;
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 /// The database as services see it: reads (it is a [`ConnectionTrait`] for them) and
 /// [`Db::begin_write`], nothing else — it has no `begin`.
@@ -46,19 +50,73 @@ use tokio::sync::OwnedMutexGuard;
 /// write transaction; the writers' start them read-write, so [`Db::begin_write`] sends a bare
 /// `BEGIN` (a `BEGIN` followed by `SET TRANSACTION READ WRITE` on a read-only connection would
 /// be one more round trip in every write).
+///
+/// What the process keeps per database beside the pools ([`Db::kept`], the turn to write) is
+/// held here too, shared by every clone: one `Db` is connected per database and handed down, so
+/// its clones are every pool of the process that writes it, and nothing is kept in a
+/// process-wide map.
 #[derive(Debug, Clone)]
 pub struct Db {
     reads: DatabaseConnection,
     writes: DatabaseConnection,
+    kept: Arc<Kept>,
+}
+
+/// What a process keeps for one database beside its pools, shared by the clones of its `Db`.
+#[derive(Default)]
+struct Kept {
+    /// The turn to write an SQLite file: its writers queue here (see [`Db::begin_write`]).
+    writer: Arc<Mutex<()>>,
+    /// One value of each type the layers above keep per database ([`Db::kept`]).
+    above: std::sync::Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kept").finish_non_exhaustive()
+    }
 }
 
 impl Db {
     /// A `Db` connected to nothing, for what needs one only to exist (printing the schema).
     pub fn disconnected() -> Self {
+        Self::with_pools(DatabaseConnection::default(), DatabaseConnection::default())
+    }
+
+    /// A `Db` on these pools, keeping nothing yet.
+    fn with_pools(reads: DatabaseConnection, writes: DatabaseConnection) -> Self {
         Self {
-            reads: DatabaseConnection::default(),
-            writes: DatabaseConnection::default(),
+            reads,
+            writes,
+            kept: Arc::default(),
         }
+    }
+
+    /// The `T` this process keeps for the database, made with `T::default()` on first use and
+    /// shared by every clone of this `Db` (and by the test harness's handle on it): state of
+    /// the layers above that belongs to one database, such as the intake queue and the turns to
+    /// answer each question (two databases have questions with the same ids).
+    pub fn kept<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut above = self
+            .kept
+            .above
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let kept = above
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()))
+            .clone();
+        // Stored under its own type's id, so it is always a `T`; a fresh one otherwise.
+        kept.downcast::<T>().unwrap_or_else(|_| {
+            let fresh = Arc::new(T::default());
+            above.insert(TypeId::of::<T>(), fresh.clone());
+            fresh
+        })
+    }
+
+    /// The turn to write the database's file (SQLite), shared by every clone of this `Db`.
+    pub(super) fn writer_turn(&self) -> Arc<Mutex<()>> {
+        self.kept.writer.clone()
     }
 
     /// Call `callback` with every statement either pool runs from now on (in transactions too),
@@ -97,12 +155,6 @@ impl Db {
         self.writes.close().await
     }
 
-    /// Which database it opens — its SQLite file, or its PostgreSQL server and database — so
-    /// that what is kept per database in this process is shared by every pool that opens it.
-    pub fn key(&self) -> String {
-        database_key(&self.writes)
-    }
-
     /// Begin a transaction that will write.
     ///
     /// On SQLite it starts `IMMEDIATE`, taking the write lock up front: a deferred transaction
@@ -132,24 +184,11 @@ impl Db {
         Fut: std::future::Future<Output = Result<(), E>>,
     {
         let turn = match self.get_database_backend() {
-            DbBackend::Sqlite => Some(writer_gate(&self.writes).lock_owned().await),
+            DbBackend::Sqlite => Some(self.writer_turn().lock_owned().await),
             _ => None,
         };
         check().await?;
         Ok(self.begin_in_turn(turn).await?)
-    }
-
-    /// One statement that writes, as a transaction of its own (no `BEGIN`, no `COMMIT`: the
-    /// database commits it when it ends, all of it or nothing), on a writer's connection; the
-    /// rows it returns. For a write that is whole in one statement and worth the two round
-    /// trips a transaction adds (PostgreSQL's plain intake batches). On SQLite it waits for this
-    /// process's turn to write, as [`Db::begin_write`] does.
-    pub async fn write_alone(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
-        let _turn = match self.get_database_backend() {
-            DbBackend::Sqlite => Some(writer_gate(&self.writes).lock_owned().await),
-            _ => None,
-        };
-        self.writes.query_all_raw(stmt).await
     }
 
     /// [`Db::begin_write`] if nobody is writing in this process now, else `None` at once: for a
@@ -157,7 +196,7 @@ impl Db {
     /// PostgreSQL, which has no turn, it always begins.
     pub async fn try_begin_write(&self) -> Result<Option<WriteTxn>, DbErr> {
         let turn = match self.get_database_backend() {
-            DbBackend::Sqlite => match writer_gate(&self.writes).try_lock_owned() {
+            DbBackend::Sqlite => match self.writer_turn().try_lock_owned() {
                 Ok(turn) => Some(turn),
                 Err(_) => return Ok(None),
             },

@@ -73,7 +73,7 @@ async fn a_database_with_games(backend: Backend) -> Option<(TestDatabase, Db)> {
         .await
         .expect("closed");
     // The harness's own handle: it sets the niche up with a plain insert.
-    let db = askloop::db::connect_for_tests(&database.url)
+    let db = askloop::db::connect_for_tests(&database.url, None)
         .await
         .expect("connected");
     open_niche(&db, "games").await;
@@ -317,12 +317,11 @@ async fn every_intake_of_a_mixed_batch_gets_its_own_answer(backend: Backend) {
     assert_eq!(elsewhere, 0, "nothing refused was stored");
 }
 
-/// A batch with nothing to reserve and no one to tell (on PostgreSQL written as one statement,
-/// with no transaction around it) leaves the rows a batch written in a transaction leaves (here,
-/// one with bounties to reserve): each new question exactly one `question.created` row — its
-/// actor, its id and niche, its external id, bounty and kind, the question's own time — appended
-/// in the questions' order; and a question asked again afterwards is the one stored.
-async fn a_plain_batch_leaves_the_rows_a_transaction_leaves(backend: Backend) {
+/// A batch with nothing to reserve and no one to tell leaves the rows a batch with bounties to
+/// reserve leaves: each new question exactly one `question.created` row — its actor, its id and
+/// niche, its external id, bounty and kind, the question's own time — appended in the questions'
+/// order; and a question asked again afterwards is the one stored.
+async fn every_new_question_of_a_batch_has_one_audit_row_in_order(backend: Backend) {
     use askloop::domain::intake::parse_new_question;
     use askloop::service::agents::registry::Asker;
     use askloop::service::questions::intake::receive_question;
@@ -370,8 +369,7 @@ async fn a_plain_batch_leaves_the_rows_a_transaction_leaves(backend: Backend) {
             receive_question(&db, &hint, &Asker::Default, new, now).await
         }
     };
-    // The plain ones together first (on PostgreSQL a batch with one bounty among them is
-    // written in a transaction whole), then those with bounties.
+    // Those without bounties together first, then those with bounties.
     let mut ids = Vec::new();
     for asked in [0..20, 20..30] {
         let outcomes = futures::future::join_all(asked.map(|i| tokio::spawn(ask(i)))).await;
@@ -436,11 +434,11 @@ async fn a_plain_batch_leaves_the_rows_a_transaction_leaves(backend: Backend) {
     assert_eq!(reserved, 10, "each bounty reserved once");
 }
 
-/// A niche changed after a batch read it is read again before anything relies on it (on
-/// PostgreSQL a batch of niches read before skips the read, and its statement checks that they
-/// are unchanged): archived, it refuses; opened again, it takes questions; given a default
-/// bounty, the bounty is reserved; given a webhook, its operator hears of the question.
-async fn a_niche_changed_after_a_batch_read_it_is_read_again(backend: Backend) {
+/// A niche changed between two batches is seen by the next, which reads its niches inside its
+/// own transaction: archived, it refuses; opened again, it takes questions; given a default
+/// bounty, the bounty is reserved; given a webhook, its operator hears of the question; given a
+/// reader to mail, the reader is to be mailed.
+async fn a_niche_changed_between_batches_is_seen_by_the_next(backend: Backend) {
     use askloop::domain::intake::parse_new_question;
     use askloop::error::{Conflict, ServiceError};
     use askloop::service::agents::registry::Asker;
@@ -515,7 +513,7 @@ async fn a_niche_changed_after_a_batch_read_it_is_read_again(backend: Backend) {
     niche.update(&db).await.expect("no bounty again");
     stored(ask("seen-5").await);
 
-    // A webhook is no change to the niche's row: the statement asks whether the niche has one.
+    // A webhook is no change to the niche's row: the batch asks whether the niche has one.
     let admin = person(&db, "root", true).await;
     let games_id = *games(&db).await.id.as_ref();
     operator_webhooks::ActiveModel {
@@ -560,9 +558,59 @@ async fn a_niche_changed_after_a_batch_read_it_is_read_again(backend: Backend) {
     assert_eq!(planned, 1, "the new reader is to be mailed of the question");
 }
 
+/// Large questions are stored whole, each once, however many arrive together: on PostgreSQL a
+/// batch of them is inserted in several statements, each within `INSERT_BYTES`
+/// (docs/architecture.md#intake-group-commit).
+async fn a_batch_of_large_questions_stores_each_whole_and_once(backend: Backend) {
+    use askloop::domain::intake::parse_new_question;
+    use askloop::service::agents::registry::Asker;
+    use askloop::service::questions::intake::receive_question;
+
+    let Some((_database, db)) = a_database_with_games(backend).await else {
+        return;
+    };
+    let context = |i: usize| format!("{i:04} {}", "research notes ".repeat(140));
+    let now = chrono::Utc::now();
+    let asks = (0..40).map(|i| {
+        let db = db.clone();
+        let mut body = question_body("games", &format!("large-{i}"));
+        body["payload"]["context"] = context(i).into();
+        tokio::spawn(async move {
+            let new = parse_new_question(&body).expect("a valid question");
+            let hint = askloop::live::ChangeHint::none();
+            receive_question(&db, &hint, &Asker::Default, new, now).await
+        })
+    });
+    let outcomes = futures::future::join_all(asks.collect::<Vec<_>>()).await;
+    let mut ids = HashSet::new();
+    for outcome in outcomes {
+        let outcome = outcome.expect("the intake ran").expect("stored");
+        assert!(!outcome.duplicate, "{outcome:?}");
+        ids.insert(outcome.question_id);
+    }
+    assert_eq!(ids.len(), 40, "forty questions, each its own");
+    let questions = agent_questions::Entity::find()
+        .filter(agent_questions::Column::ExternalId.starts_with("large-"))
+        .all(&db)
+        .await
+        .expect("questions read");
+    assert_eq!(questions.len(), 40, "each stored once");
+    for question in questions {
+        let i: usize = question
+            .external_id
+            .as_deref()
+            .and_then(|id| id.strip_prefix("large-"))
+            .and_then(|n| n.parse().ok())
+            .expect("numbered");
+        assert!(ids.contains(&question.id));
+        assert_eq!(question.context.as_deref(), Some(context(i).as_str()));
+    }
+}
+
 on_sqlite_and_postgres!(
-    a_niche_changed_after_a_batch_read_it_is_read_again,
-    a_plain_batch_leaves_the_rows_a_transaction_leaves,
+    a_niche_changed_between_batches_is_seen_by_the_next,
+    every_new_question_of_a_batch_has_one_audit_row_in_order,
+    a_batch_of_large_questions_stores_each_whole_and_once,
     a_batch_killed_before_its_commit_acknowledged_nothing,
     every_intake_acknowledged_before_a_kill_9_is_in_the_database,
     every_intake_of_a_mixed_batch_gets_its_own_answer,

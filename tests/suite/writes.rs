@@ -83,7 +83,7 @@ async fn on_postgres_a_database_read_only_by_default_takes_writes_through_begin_
         eprintln!("skipped: TEST_DATABASE_URL is not set");
         return;
     };
-    let setup = db::connect_for_tests(&database.url)
+    let setup = db::connect_for_tests(&database.url, None)
         .await
         .expect("connected");
     setup

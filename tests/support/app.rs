@@ -29,7 +29,8 @@ pub struct TestApp {
     /// A client with a cookie store.
     pub client: reqwest::Client,
     /// The test's own handle on the app's database, for setting up and checking: its reads may
-    /// write (the app's refuse to, on SQLite), and its `begin_write` takes the app's turn.
+    /// write (the app's refuse to, on SQLite), its `begin_write` takes the app's turn, and it
+    /// shares what the app's `Db` keeps for the database.
     pub db: Db,
     /// The app's own database handle, to take the database away from it.
     app_db: Db,
@@ -156,10 +157,12 @@ impl TestApp {
             .await
             .expect("askloop starts");
         let addr = app.local_addr();
-        let db = askloop::db::connect_for_tests(&config.database_url)
+        let app_db = app.state().db.clone();
+        // Beside the app's own: its writes take the app's turn, and it sees what the app keeps
+        // for the database (the intake queue, the question turns).
+        let db = askloop::db::connect_for_tests(&config.database_url, Some(&app_db))
             .await
             .expect("the harness connects to the app's database");
-        let app_db = app.state().db.clone();
         let login_throttle = app.state().login_throttle.clone();
         let live = app.state().live.clone();
         let connections = app.connections();

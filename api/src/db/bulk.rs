@@ -14,9 +14,10 @@
 //! batch as `json` took ten times as long as `jsonb`.
 //!
 //! The size matters: the driver does not set `TCP_NODELAY`, so a statement larger than one TLS
-//! record (16 KiB) waits for the server's delayed acknowledgement, about 40 ms (see
-//! `service::questions::intake::batch::MOST_POSTGRES`). Rows keyed by column name (`json_populate_recordset`)
-//! were twice the size and crossed it at 32 loadgen questions.
+//! record (16 KiB) waits for the server's delayed acknowledgement, about 40 ms
+//! (docs/benchmarks.md#intake); [`insert_rows_within`] splits rows where their JSON, as written,
+//! would cross a bound. Rows keyed by column name (`json_populate_recordset`) were twice the
+//! size and crossed it at 32 loadgen questions.
 //!
 //! The rows keep their order (`WITH ORDINALITY`): identities are drawn in it, so an append-only
 //! log such as the audit log reads back in the order its rows were given.
@@ -33,16 +34,20 @@ use serde_json::Value as Json;
 /// `tail` (an `ON CONFLICT` clause, a `RETURNING` list, or nothing). Every row must set the same
 /// columns; a column left unset in all of them takes its default (an identity, say).
 pub fn insert_rows<A: ActiveModelTrait>(rows: &[A], tail: &str) -> Result<Statement, DbErr> {
-    insert_rows_where(rows, None, tail)
+    let mut statements = insert_rows_within(rows, usize::MAX, tail)?;
+    statements
+        .pop()
+        .ok_or_else(|| DbErr::Custom("a bulk insert needs at least one row".into()))
 }
 
-/// As [`insert_rows`], inserting the rows only where `filter` (an SQL condition, which may read
-/// the row as `r.v`) holds.
-pub fn insert_rows_where<A: ActiveModelTrait>(
+/// As [`insert_rows`], split into as few statements as keep each one's parameter within
+/// `most_bytes` of JSON, as written (a row larger than that goes alone), in the rows' order:
+/// to run one after another, and their returned rows read together.
+pub fn insert_rows_within<A: ActiveModelTrait>(
     rows: &[A],
-    filter: Option<&str>,
+    most_bytes: usize,
     tail: &str,
-) -> Result<Statement, DbErr> {
+) -> Result<Vec<Statement>, DbErr> {
     let columns: Vec<<A::Entity as EntityTrait>::Column> =
         <<A::Entity as EntityTrait>::Column as Iterable>::iter()
             .filter(|column| rows.first().is_some_and(|row| row.get(*column).is_set()))
@@ -51,20 +56,6 @@ pub fn insert_rows_where<A: ActiveModelTrait>(
         return Err(DbErr::Custom(
             "a bulk insert needs at least one row and one column".into(),
         ));
-    }
-    let mut array = Vec::with_capacity(rows.len());
-    for row in rows {
-        let mut values = Vec::with_capacity(columns.len());
-        for column in &columns {
-            let value = row.get(*column).into_value().ok_or_else(|| {
-                DbErr::Custom(format!(
-                    "every row of a bulk insert sets the same columns; one leaves {} unset",
-                    column.as_str()
-                ))
-            })?;
-            values.push(json_of(value, column.as_str())?);
-        }
-        array.push(Json::Array(values));
     }
     let table = A::Entity::default().table_name().to_owned();
     let mut names = Vec::with_capacity(columns.len());
@@ -79,18 +70,49 @@ pub fn insert_rows_where<A: ActiveModelTrait>(
         })?;
         reads.push(format!("(r.v->>{i})::{pg_type}"));
     }
-    let filter = filter.map(|f| format!("WHERE {f} ")).unwrap_or_default();
     let sql = format!(
         "INSERT INTO \"{table}\" ({}) SELECT {} \
-         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(v, n) {filter}ORDER BY r.n {tail}",
+         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS r(v, n) ORDER BY r.n {tail}",
         names.join(", "),
         reads.join(", "),
     );
-    Ok(Statement::from_sql_and_values(
-        DbBackend::Postgres,
-        sql.trim_end(),
-        [Value::String(Some(Json::Array(array).to_string()))],
-    ))
+    let sql = sql.trim_end();
+    let statement = |array: &str| {
+        Statement::from_sql_and_values(
+            DbBackend::Postgres,
+            sql,
+            [Value::String(Some(format!("[{array}]")))],
+        )
+    };
+    let mut statements = Vec::new();
+    // The rows written so far for the next statement, comma-separated: its array's contents.
+    let mut array = String::new();
+    for row in rows {
+        let mut values = Vec::with_capacity(columns.len());
+        for column in &columns {
+            let value = row.get(*column).into_value().ok_or_else(|| {
+                DbErr::Custom(format!(
+                    "every row of a bulk insert sets the same columns; one leaves {} unset",
+                    column.as_str()
+                ))
+            })?;
+            values.push(json_of(value, column.as_str())?);
+        }
+        let written = Json::Array(values).to_string();
+        // `[`, `]` and a comma besides the rows.
+        if !array.is_empty() && array.len() + written.len() + 3 > most_bytes {
+            statements.push(statement(&array));
+            array.clear();
+        }
+        if !array.is_empty() {
+            array.push(',');
+        }
+        array.push_str(&written);
+    }
+    if !array.is_empty() {
+        statements.push(statement(&array));
+    }
+    Ok(statements)
 }
 
 /// The PostgreSQL type a column's text is cast to (text goes into `varchar` columns as it is).
@@ -111,7 +133,7 @@ fn pg_type(column: &ColumnType) -> Option<&'static str> {
 /// A value as its column reads it back from text: SQL `NULL` is JSON `null`, and a JSON value
 /// travels as its text (so a JSON `null` stays apart from SQL `NULL`). Timestamps are written to
 /// the microsecond, truncated, as the driver binds them.
-pub(crate) fn json_of(value: Value, column: &str) -> Result<Json, DbErr> {
+fn json_of(value: Value, column: &str) -> Result<Json, DbErr> {
     Ok(match value {
         Value::Bool(v) => v.map_or(Json::Null, Json::from),
         Value::TinyInt(v) => v.map_or(Json::Null, Json::from),
@@ -195,6 +217,33 @@ mod tests {
         assert_eq!(rows[1][4], Json::Null);
         assert_eq!(rows[0][5], r#"{"externalId":"a\"b"}"#);
         assert_eq!(rows[0][6], "2025-12-05T02:00:00.123456Z");
+    }
+
+    #[test]
+    fn rows_are_split_where_a_statement_would_outgrow_its_bytes_and_keep_their_order() {
+        let rows: Vec<_> = (0..10).map(|i| entry(&format!("a{i}"), Some(i))).collect();
+        let whole = insert_rows(&rows, "").expect("ten rows");
+        let parameter = |stmt: &Statement| match stmt.values.as_ref().map(|v| &v.0[..]) {
+            Some([Value::String(Some(text))]) => text.clone(),
+            other => panic!("one JSON text: {other:?}"),
+        };
+        let one_row = parameter(&insert_rows(&rows[..1], "").expect("a row")).len();
+        let split = insert_rows_within(&rows, 3 * one_row, "").expect("split");
+        assert!(split.len() > 1, "ten rows do not fit in three rows' bytes");
+        let mut actions = Vec::new();
+        for stmt in &split {
+            assert_eq!(stmt.sql, whole.sql, "the same statement text");
+            let text = parameter(stmt);
+            assert!(text.len() <= 3 * one_row, "{} bytes", text.len());
+            let array: Json = serde_json::from_str(&text).expect("valid JSON");
+            for row in array.as_array().expect("an array") {
+                actions.push(row[1].as_str().expect("an action").to_owned());
+            }
+        }
+        let expected: Vec<String> = (0..10).map(|i| format!("a{i}")).collect();
+        assert_eq!(actions, expected, "every row once, in order");
+        let alone = insert_rows_within(&rows[..2], 1, "").expect("tiny bound");
+        assert_eq!(alone.len(), 2, "a row larger than the bound goes alone");
     }
 
     #[test]

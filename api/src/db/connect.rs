@@ -50,7 +50,7 @@ pub async fn connect(url: &str, size: PoolSize) -> Result<Db, DbErr> {
         // `query_only` connection could not.
         let writes = Database::connect(sqlite_options(url, 1, min, false)).await?;
         let reads = Database::connect(sqlite_options(url, readers, min, true)).await?;
-        return Ok(Db { reads, writes });
+        return Ok(Db::with_pools(reads, writes));
     }
     let (max, min, name) = match size {
         // Kept open all the time: a burst never waits for a connection to be opened on its
@@ -80,7 +80,7 @@ pub async fn connect(url: &str, size: PoolSize) -> Result<Db, DbErr> {
         ReadOnly::No,
     ))
     .await?;
-    Ok(Db { reads, writes })
+    Ok(Db::with_pools(reads, writes))
 }
 
 /// How many connections a server's pool on `url` holds, given `ASKLOOP_DB_MAX_CONNECTIONS`
@@ -112,19 +112,21 @@ pub fn postgres_writers(max: u32) -> u32 {
 
 /// A [`Db`] for the test harness, which sets up and checks rows directly: on SQLite its reads
 /// may write too (they race the server's writer through the busy timeout, as any other process
-/// on the file does), and its [`Db::begin_write`] takes the same turn as the server's writers.
-/// Only a build with the `test-hooks` feature has it.
+/// on the file does). Opened `beside` the app's `Db`, it shares what that one keeps for the
+/// database: its [`Db::begin_write`] takes the same turn as the app's writers, and it sees the
+/// same intake queue and question turns. Only a build with the `test-hooks` feature has it.
 #[cfg(feature = "test-hooks")]
-pub async fn connect_for_tests(url: &str) -> Result<Db, DbErr> {
+pub async fn connect_for_tests(url: &str, beside: Option<&Db>) -> Result<Db, DbErr> {
     let pool = if is_sqlite(url) {
         Database::connect(sqlite_options(url, 2, 0, false)).await?
     } else {
         Database::connect(postgres_options(url, 2, 0, "askloop-tests", ReadOnly::No)).await?
     };
-    Ok(Db {
-        reads: pool.clone(),
-        writes: pool,
-    })
+    let mut db = Db::with_pools(pool.clone(), pool);
+    if let Some(app) = beside {
+        db.kept = app.kept.clone();
+    }
+    Ok(db)
 }
 
 fn is_sqlite(url: &str) -> bool {

@@ -1,7 +1,7 @@
 //! Migrating: the schema brought up to date one process at a time, under the database's lock.
 
 use super::Db;
-use super::write::{is_busy, write_options, writer_gate};
+use super::write::{is_busy, write_options};
 
 use migration::{Migrator, MigratorTrait};
 use sea_orm::{ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, TransactionTrait};
@@ -50,7 +50,7 @@ async fn begin_migrating(
 ) -> Result<(DatabaseTransaction, Option<OwnedMutexGuard<()>>), DbErr> {
     match db.get_database_backend() {
         DbBackend::Sqlite => {
-            let turn = writer_gate(&db.writes).lock_owned().await;
+            let turn = db.writer_turn().lock_owned().await;
             loop {
                 match db.writes.begin_with_options(write_options(true)).await {
                     Ok(txn) => return Ok((txn, Some(turn))),

@@ -1,14 +1,13 @@
-//! Writing: the one kind of write transaction, and on SQLite the process's turn to write.
+//! Writing: the one kind of write transaction, which on SQLite holds the process's turn to write
+//! (kept by the database's [`Db`](super::Db)).
 
 use super::fixed_limits;
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
 
 use sea_orm::{
-    ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr, ExecResult,
-    QueryResult, RuntimeErr, SqliteTransactionMode, Statement, TransactionOptions,
+    ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, ExecResult, QueryResult, RuntimeErr,
+    SqliteTransactionMode, Statement, TransactionOptions,
 };
-use tokio::sync::{Mutex, OwnedMutexGuard};
+use tokio::sync::OwnedMutexGuard;
 
 /// How a write transaction begins: `IMMEDIATE` on SQLite (where `sqlite` says this is SQLite
 /// and the process's turn is held); a bare `BEGIN` on PostgreSQL, whose writers' connections
@@ -92,34 +91,5 @@ impl ConnectionTrait for WriteTxn {
 
     fn support_returning(&self) -> bool {
         self.txn.support_returning()
-    }
-}
-
-/// The turn to write one SQLite file, shared by every pool of this process that opens it.
-pub(super) fn writer_gate(db: &DatabaseConnection) -> Arc<Mutex<()>> {
-    static GATES: OnceLock<std::sync::Mutex<HashMap<String, Arc<Mutex<()>>>>> = OnceLock::new();
-    let mut gates = GATES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    gates.entry(database_key(db)).or_default().clone()
-}
-
-/// Which database a pool opens: its SQLite file, or its PostgreSQL server and database.
-pub(super) fn database_key(db: &DatabaseConnection) -> String {
-    match db.get_database_backend() {
-        DbBackend::Postgres => {
-            let options = db.get_postgres_connection_pool().connect_options();
-            format!(
-                "postgres://{}:{}/{}",
-                options.get_host(),
-                options.get_port(),
-                options.get_database().unwrap_or_default()
-            )
-        }
-        _ => {
-            let options = db.get_sqlite_connection_pool().connect_options();
-            format!("sqlite:{}", options.get_filename().display())
-        }
     }
 }

@@ -12,8 +12,7 @@ mod from_knowledge;
 mod several;
 mod telling;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use entity::agent_answers;
@@ -270,19 +269,12 @@ pub async fn answer_in_niche(
     answer_question(db, hint, viewer, request, now).await
 }
 
-/// The turns of this process's writers to each question of the database `db` opens; a turn that
-/// settles its question leaves the refusal for the writers queued behind it, and one that
-/// reopens it clears that (`admin::review`). (Per database: two databases have questions with
-/// the same ids.)
+/// The turns of this process's writers to each question of the database `db` opens, kept by its
+/// `Db` (two databases have questions with the same ids); a turn that settles its question
+/// leaves the refusal for the writers queued behind it, and one that reopens it clears that
+/// (`admin::review`).
 pub fn question_turns(db: &Db) -> Arc<Turns<Conflict>> {
-    static TURNS: OnceLock<Mutex<HashMap<String, Arc<Turns<Conflict>>>>> = OnceLock::new();
-    TURNS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .entry(db.key())
-        .or_default()
-        .clone()
+    db.kept()
 }
 
 /// Answer, decline or send back a question, in the order of docs/contract.md#answering: signed in

@@ -26,8 +26,6 @@ use crate::service::reach::operator_hooks::{self, HookEvent, QuestionFacts};
 use crate::service::{questions::escalation, reach};
 
 mod batch;
-mod known;
-mod plain;
 
 /// What became of an intake.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,9 +65,8 @@ pub fn refusal_reason(err: &ServiceError) -> &'static str {
 /// A registered agent asks only in its niches: another niche is refused (403) before anything is
 /// stored. The question records which agent asked, so its events go to that agent's endpoint.
 ///
-/// The niche is read, and the question checked against it, as part of the write that stores the
-/// question (inside its transaction on SQLite; on PostgreSQL, under read committed, just before
-/// it, which sees no less): a niche archived or re-limited a moment before is seen as it is.
+/// The niche is read, and the question checked against it, inside the transaction that stores
+/// the question: a niche archived or re-limited a moment before is seen as it is.
 pub async fn receive_question(
     db: &Db,
     hint: &ChangeHint,
@@ -95,56 +92,6 @@ pub(crate) struct Request {
     asker: Asker,
     new: NewQuestion,
     now: DateTime<Utc>,
-}
-
-impl Request {
-    /// About how many bytes the intake adds to its batch's largest statement, the insert of its
-    /// question as one row of JSON (`db::bulk`) and, in a plain batch ([`plain`]), its audit row
-    /// beside it: its texts as JSON writes them, its options and the audit row's detail twice
-    /// escaped (a JSON text inside the row), and a fixed share for the other columns (numbers,
-    /// timestamps, nulls: about 200 bytes as written; the audit row's, about 90).
-    fn bytes(&self) -> usize {
-        const FIXED: usize = 224 + 96;
-        let new = &self.new;
-        let text = |s: &Option<String>| s.as_deref().map_or(0, json_len);
-        let actor = match &self.asker {
-            Asker::Default => text(&new.agent_id),
-            Asker::Registered { slug, .. } => json_len(slug),
-        };
-        FIXED
-            + actor
-            + 2 * text(&new.external_id)
-            + json_len(&new.title)
-            + json_len(&new.question)
-            + text(&new.context)
-            + text(&new.deliverable)
-            + text(&new.external_id)
-            + text(&new.agent_id)
-            + new
-                .options
-                .iter()
-                .map(|o| 2 * (json_len(&o.id) + json_len(&o.label)) + 32)
-                .sum::<usize>()
-            + new
-                .related_resource_ids
-                .iter()
-                .map(|id| 2 * json_len(id) + 8)
-                .sum::<usize>()
-    }
-}
-
-/// How many bytes `text` takes as a JSON string's contents: a quote, a backslash or a common
-/// control character is escaped in two, any other control character in six.
-fn json_len(text: &str) -> usize {
-    text.len()
-        + text
-            .bytes()
-            .map(|b| match b {
-                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
-                0..0x20 => 5,
-                _ => 0,
-            })
-            .sum::<usize>()
 }
 
 /// Check `request` against its niche (`None`: no such niche): what to store, or why nothing is.
@@ -228,7 +175,7 @@ async fn store_alone(
 ) -> Result<IntakeOutcome, ServiceError> {
     let txn = db.begin_write().await?;
     let mut created = Vec::with_capacity(1);
-    let outcome = match write_all(&txn, &[request], None, &mut created).await {
+    let outcome = match write_all(&txn, &[request], &mut created).await {
         Ok(mut outcomes) => outcomes.pop().unwrap_or_else(|| {
             Err(ServiceError::Internal(anyhow::anyhow!(
                 "an intake written alone had no outcome"
@@ -259,23 +206,17 @@ async fn store_alone(
 /// questions (the first of each external id in the batch) are inserted in one statement. What
 /// that statement did not insert — a question stored before, or a second copy in the same batch
 /// — then goes through [`write`], which finds it (or, if the first copy was refused, stores it).
-///
-/// `read` is the batch's niches when they were read before the transaction began (PostgreSQL's
-/// batches, see [`plain`]); otherwise they are read here, inside it.
+/// The niches are read inside the transaction, so each intake is checked against its niche as
+/// the write finds it.
 async fn write_all(
     txn: &WriteTxn,
     requests: &[&Request],
-    read: Option<Niches>,
     created: &mut Vec<audit_log::ActiveModel>,
 ) -> Result<Vec<Result<IntakeOutcome, ServiceError>>, ServiceError> {
     let Niches {
         rows: niches,
         reach,
-        ..
-    } = match read {
-        Some(read) => read,
-        None => load_niches(txn, requests).await?,
-    };
+    } = load_niches(txn, requests).await?;
     let checked: Vec<Result<Store, ServiceError>> = requests
         .iter()
         .map(|request| check(niche_named(&niches, &request.new.niche), request))
@@ -360,22 +301,15 @@ fn urgency_of(urgency: intake::Urgency) -> Urgency {
     }
 }
 
-/// The niches a batch names, as one query read them (or as the batch writer last read them, see
-/// [`batch`]).
-#[derive(Clone, Default)]
+/// The niches a batch names, as one query read them.
+#[derive(Default)]
 struct Niches {
     rows: Vec<niches::Model>,
     reach: Reach,
-    /// Each niche's row version when it was read (PostgreSQL's `xmin`: any change to the row
-    /// gives it another): what a plain batch's statement checks is still so ([`plain`]).
-    versions: HashMap<i64, String>,
 }
 
 /// The niches `requests` name, read in one query.
-async fn load_niches<C: ConnectionTrait>(
-    txn: &C,
-    requests: &[&Request],
-) -> Result<Niches, ServiceError> {
+async fn load_niches(txn: &WriteTxn, requests: &[&Request]) -> Result<Niches, ServiceError> {
     let (mut slugs, mut ids) = (Vec::new(), Vec::new());
     for request in requests {
         match &request.new.niche {
@@ -398,15 +332,10 @@ async fn load_niches<C: ConnectionTrait>(
     if !ids.is_empty() {
         named = named.add(niches::Column::Id.is_in(ids));
     }
-    let version = match txn.get_database_backend() {
-        DbBackend::Postgres => ROW_VERSION,
-        _ => "NULL",
-    };
     let rows = niches::Entity::find()
         .filter(named)
         .column_as(Expr::cust(HAS_HOOKS), "reach_hooks")
         .column_as(Expr::cust(HAS_READERS), "reach_mail")
-        .column_as(Expr::cust(version), "row_version")
         .into_model::<NicheRow>()
         .all(txn)
         .await?;
@@ -418,16 +347,10 @@ async fn load_niches<C: ConnectionTrait>(
         if row.mail {
             read.reach.mail.insert(row.niche.id);
         }
-        if let Some(version) = row.version {
-            read.versions.insert(row.niche.id, version);
-        }
         read.rows.push(row.niche);
     }
     Ok(read)
 }
-
-/// A niche row's version on PostgreSQL: the transaction that wrote it last.
-const ROW_VERSION: &str = "niches.xmin::text";
 
 /// Whether a niche has a live operator webhook: the batch writes its events only then.
 const HAS_HOOKS: &str = "EXISTS (SELECT 1 FROM operator_webhooks w \
@@ -440,7 +363,7 @@ const HAS_READERS: &str = "EXISTS (SELECT 1 FROM niche_members m \
      WHERE m.niche_id = niches.id AND m.status = 'active' AND s.verified_email IS NOT NULL)";
 
 /// Which of a batch's niches someone is to hear of (by mail, by webhook).
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 struct Reach {
     hooks: HashSet<i64>,
     mail: HashSet<i64>,
@@ -451,7 +374,6 @@ struct NicheRow {
     niche: niches::Model,
     hooks: bool,
     mail: bool,
-    version: Option<String>,
 }
 
 impl sea_orm::FromQueryResult for NicheRow {
@@ -460,7 +382,6 @@ impl sea_orm::FromQueryResult for NicheRow {
             niche: niches::Model::from_query_result(row, pre)?,
             hooks: row.try_get(pre, "reach_hooks")?,
             mail: row.try_get(pre, "reach_mail")?,
-            version: row.try_get(pre, "row_version")?,
         })
     }
 }
@@ -494,13 +415,18 @@ async fn insert_new<'a>(
         return Ok(HashMap::new());
     }
     let inserted = if txn.get_database_backend() == DbBackend::Postgres {
-        // One statement whatever the batch's size (see `db::bulk`); the same conflict target
-        // and returned columns as below.
-        txn.query_all_raw(bulk::insert_rows(
+        // One statement whatever the batch's size (see `db::bulk`), unless its questions are
+        // large: then as many as keep each within `INSERT_BYTES`. The same conflict target and
+        // returned columns as below.
+        let mut inserted = Vec::with_capacity(rows.len());
+        for statement in bulk::insert_rows_within(
             &rows,
+            INSERT_BYTES,
             &format!("{ON_EXTERNAL_ID} RETURNING id, niche_id, external_id"),
-        )?)
-        .await?
+        )? {
+            inserted.extend(txn.query_all_raw(statement).await?);
+        }
+        inserted
     } else {
         let mut insert = agent_questions::Entity::insert_many(rows)
             .on_conflict(on_external_id())
@@ -521,10 +447,7 @@ fn stored_ids(
 ) -> Result<HashMap<(i64, String), i64>, sea_orm::DbErr> {
     let mut ids = HashMap::with_capacity(rows.len());
     for row in rows {
-        // A row with no question: the plain statement's answer when it stored none.
-        let Some(id) = row.try_get::<Option<i64>>("", "id")? else {
-            continue;
-        };
+        let id: i64 = row.try_get("", "id")?;
         let niche_id: i64 = row.try_get("", "niche_id")?;
         let external_id: Option<String> = row.try_get("", "external_id")?;
         if let Some(external_id) = external_id {
@@ -533,6 +456,13 @@ fn stored_ids(
     }
     Ok(ids)
 }
+
+/// The most bytes of questions, as their JSON parameter is written, that one insert carries on
+/// PostgreSQL; a batch of larger ones is inserted in several statements. The driver sends a
+/// statement over TLS one 16 KiB record a write and does not set `TCP_NODELAY`, so a larger
+/// one waits out the server's delayed acknowledgement, about 40 ms: batches of 1 KiB questions
+/// took a fifth of the rate they took kept under 12 KiB (docs/benchmarks.md#intake).
+const INSERT_BYTES: usize = 12 * 1024;
 
 /// The bulk insert's conflict clause on PostgreSQL: stop at the unique (niche, external id)
 /// index, as [`on_external_id`] does.
