@@ -15,7 +15,7 @@
 //!
 //! What stays hand-written, and the goal each part serves:
 //!
-//! - [`accept`]: accepting on a thread of its own, from a listen backlog asked for explicitly
+//! - [`accept`] and [`starting`]: accepting on a thread of its own, from a listen backlog asked for explicitly
 //!   (`startup`, `ASKLOOP_LISTEN_BACKLOG`), handing connections to the runtime a bounded number at
 //!   a time and the newest first once the oldest have waited too long. Goal: the reconnect storm,
 //!   10,000 sockets opened at once all served, and a socket opened in the middle of it served at
@@ -47,6 +47,7 @@
 mod accept;
 mod connection;
 mod idle;
+mod starting;
 
 use std::sync::Arc;
 
@@ -60,7 +61,8 @@ use crate::config::ConnectionSettings;
 use crate::net::client_address::TrustedProxies;
 
 use crate::net::admission::Connections;
-use accept::{STARTING_AT_ONCE, Served};
+use accept::Served;
+use starting::STARTING_AT_ONCE;
 
 /// The open-file limit in force (the soft limit), or 1,024 where it cannot be read.
 pub fn file_limit() -> u64 {

@@ -7,23 +7,23 @@
 //! dropped silently and the client waits out its retransmission. On its own thread the queue is
 //! emptied as fast as connections arrive. Each connection is admitted there ([`Connections`]),
 //! answered and closed when it is not, and otherwise handed to the serving runtime at most
-//! [`STARTING_AT_ONCE`] starting at a time, the newest first when the oldest has waited too long
+//! [`STARTING_AT_ONCE`](super::starting::STARTING_AT_ONCE) starting at a time, the newest first when the oldest has waited too long
 //! ([`next_waiting`]): in the runtime's queue they would all start in arrival order.
 
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::Connection;
+use super::starting::StartSlot;
 use crate::auth::ClientAddress;
 use crate::config::ConnectionSettings;
 use crate::net::admission::{Admission, ConnectionPlace, Connections, next_waiting};
@@ -40,7 +40,7 @@ pub(super) struct Served {
     pub(super) trusted: Arc<TrustedProxies>,
     /// Watches every connection started, to shut them down together.
     pub(super) shutdown: GracefulShutdown,
-    /// Places among the connections starting ([`STARTING_AT_ONCE`]).
+    /// Places among the connections starting ([`STARTING_AT_ONCE`](super::starting::STARTING_AT_ONCE)).
     pub(super) starting: Arc<Semaphore>,
 }
 
@@ -115,11 +115,6 @@ pub(super) fn accept_loop(
     });
 }
 
-/// How many accepted connections may be starting at once: handed to the serving runtime and not
-/// yet through their first read. The rest wait in the accept loop, where the newest can be
-/// started first; in the runtime's queue they would all be started in arrival order.
-pub(super) const STARTING_AT_ONCE: usize = 128;
-
 /// How long the oldest accepted connection may wait to start before the accept loop counts as
 /// overloaded and starts the newest first.
 const START_OVERLOADED_AFTER: Duration = Duration::from_millis(50);
@@ -175,36 +170,6 @@ fn start(accepted: Accepted, slot: Arc<StartSlot>, served: &Served) {
 fn without_delay(stream: &std::net::TcpStream) {
     if let Err(err) = stream.set_nodelay(true) {
         tracing::debug!(error = %err, "TCP_NODELAY could not be set on a connection");
-    }
-}
-
-/// A connection's place among those starting: given back once, at its first read that finds
-/// nothing to read yet, its first request, or its end, whichever comes first.
-pub(super) struct StartSlot {
-    starting: Arc<Semaphore>,
-    given_back: AtomicBool,
-}
-
-impl StartSlot {
-    fn holding(permit: OwnedSemaphorePermit) -> Arc<Self> {
-        let starting = permit.semaphore().clone();
-        permit.forget();
-        Arc::new(Self {
-            starting,
-            given_back: AtomicBool::new(false),
-        })
-    }
-
-    pub(super) fn give_back(&self) {
-        if !self.given_back.swap(true, Ordering::AcqRel) {
-            self.starting.add_permits(1);
-        }
-    }
-}
-
-impl Drop for StartSlot {
-    fn drop(&mut self) {
-        self.give_back();
     }
 }
 

@@ -29,8 +29,8 @@ use hyper_util::server::graceful::Watcher;
 use tokio::net::TcpStream;
 use tower::ServiceExt;
 
-use super::accept::StartSlot;
 use super::idle::{Busy, Watched};
+use super::starting::StartSlot;
 use crate::auth::{ClientAddress, bearer_token, cookie_token};
 use crate::config::ConnectionSettings;
 use crate::domain::signing::SIGNATURE_HEADER;

@@ -22,7 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
-use super::accept::StartSlot;
+use super::starting::StartSlot;
 use crate::net::admission::{ConnectionPlace, OpenSlot};
 
 /// When a connection last moved a byte, how many of its requests are in flight, and whether it
