@@ -21,9 +21,10 @@ use crate::graphql::{self, GraphqlEndpoint};
 use crate::live::LiveHub;
 use crate::live::shared::SharedPayloads;
 use crate::metrics::{self, Metrics};
+use crate::net::admission::Connections;
 use crate::net::login_throttle::LoginThrottle;
 use crate::net::security_headers;
-use crate::net::serve::{self, Connections};
+use crate::net::serve;
 use crate::service::people::passwords;
 use crate::state::{AppState, StateParts};
 use crate::worker::{self, WorkerContext};
@@ -161,9 +162,9 @@ impl Application {
             stop_serving.cancel();
             let _ = stopping_tx.send(());
         };
-        // askloop's own accept loop (`serve.rs`): hyper with a timer, so the header and idle
-        // timeouts apply, and the connection caps; each request's client address (the peer, or
-        // the client a trusted proxy forwards for) reaches handlers.
+        // Served by hyper-util (`net/serve.rs`) behind askloop's accept thread: the header and
+        // idle timeouts apply, and the connection caps; each request's client address (the peer,
+        // or the client a trusted proxy forwards for) reaches handlers.
         let serve = serve::serve(
             self.listener,
             self.router,

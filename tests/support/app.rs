@@ -10,8 +10,8 @@ use askloop::config::Config;
 use askloop::db::Db;
 use askloop::domain::signing::SigningKeys;
 use askloop::live::LiveHub;
+use askloop::net::admission::Connections;
 use askloop::net::login_throttle::LoginThrottle;
-use askloop::net::serve::Connections;
 use askloop::startup::Application;
 use tokio::sync::oneshot;
 

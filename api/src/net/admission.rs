@@ -4,17 +4,20 @@
 //! ([`ClientAddress::throttle_address`]): IPv4 as is, IPv6 by its /64, so that one subscriber
 //! cannot multiply itself by picking fresh addresses from its own network.
 //!
-//! Both are used by the connection layer (`serve.rs`) and the websocket (`live/socket.rs`);
-//! what they refuse and with which answer is in `docs/security.md`. So is the order in which
-//! waiting connections and handshakes are served when more arrive than can be served at once
-//! ([`next_waiting`]).
+//! Both are used by the connection layer (`net/serve.rs`) and the websocket
+//! (`live/socket.rs`); what they refuse and with which answer is in `docs/security.md`. So
+//! are the instance-wide cap on connections and its reserve ([`Connections`], which admits
+//! each connection before it is served) and the order in which waiting connections and
+//! handshakes are served when more arrive than can be served at once ([`next_waiting`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::auth::ClientAddress;
+use crate::config::ConnectionSettings;
 
 /// Take the next of `line` (oldest first) to serve: the oldest, unless it has waited (since
 /// `since` says) longer than `overloaded_after` — then the newest ("adaptive LIFO"). When more
@@ -32,6 +35,119 @@ pub fn next_waiting<T>(
         line.pop_back()
     } else {
         line.pop_front()
+    }
+}
+
+/// The instance-wide and per-address caps on open connections.
+#[derive(Debug)]
+pub struct Connections {
+    max: usize,
+    /// Connections admitted from this count on are in the reserve.
+    reserve_from: usize,
+    open: Arc<AtomicUsize>,
+    per_address: Arc<OpenPerAddress>,
+}
+
+/// What admitting a connection decided.
+#[derive(Debug)]
+pub enum Admission {
+    /// Served; in the reserve when `reserved`.
+    Admitted {
+        /// Its place in the caps, given back when the connection (or its websocket) closes.
+        place: ConnectionPlace,
+        /// Only health checks and requests with a credential are served on it.
+        reserved: bool,
+    },
+    /// Its address holds as many connections as it may.
+    AddressFull,
+    /// The instance holds as many connections as it may.
+    Full,
+}
+
+/// One connection's place in the caps.
+#[derive(Debug)]
+pub struct ConnectionPlace {
+    /// Its place under its address's cap; none for a trusted proxy's connection, whose
+    /// requests hold places under their clients' addresses instead.
+    _address: Option<OpenSlot>,
+    open: Arc<AtomicUsize>,
+}
+
+impl Drop for ConnectionPlace {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Connections {
+    /// The caps of `settings` for a process allowed `file_limit` open files.
+    pub fn new(settings: &ConnectionSettings, file_limit: u64) -> Arc<Self> {
+        let max = settings.max_connections_for(file_limit);
+        Arc::new(Self {
+            max,
+            reserve_from: max - settings.reserved_of(max),
+            open: Arc::new(AtomicUsize::new(0)),
+            per_address: OpenPerAddress::new(settings.max_per_address),
+        })
+    }
+
+    /// Admit a connection from `client`, or say why not.
+    pub fn admit(&self, client: ClientAddress) -> Admission {
+        let before = self.open.fetch_add(1, Ordering::AcqRel);
+        if before >= self.max {
+            self.open.fetch_sub(1, Ordering::AcqRel);
+            return Admission::Full;
+        }
+        let Some(address) = self.per_address.try_open(client) else {
+            self.open.fetch_sub(1, Ordering::AcqRel);
+            return Admission::AddressFull;
+        };
+        Admission::Admitted {
+            place: ConnectionPlace {
+                _address: Some(address),
+                open: self.open.clone(),
+            },
+            reserved: before >= self.reserve_from,
+        }
+    }
+
+    /// Admit a connection from a trusted proxy: under the instance-wide cap only. Its address is
+    /// every forwarded client's, so a cap on it would be one cap for all of them; each request
+    /// it forwards is held to its client's cap instead ([`Connections::hold_for`]).
+    pub fn admit_from_proxy(&self) -> Admission {
+        let before = self.open.fetch_add(1, Ordering::AcqRel);
+        if before >= self.max {
+            self.open.fetch_sub(1, Ordering::AcqRel);
+            return Admission::Full;
+        }
+        Admission::Admitted {
+            place: ConnectionPlace {
+                _address: None,
+                open: self.open.clone(),
+            },
+            reserved: before >= self.reserve_from,
+        }
+    }
+
+    /// A place under `client`'s per-address cap for a request a trusted proxy forwards, unless
+    /// that address holds as many as it may.
+    pub fn hold_for(&self, client: ClientAddress) -> Option<OpenSlot> {
+        self.per_address.try_open(client)
+    }
+
+    /// How many places `client`'s address holds under the per-address cap.
+    pub fn held_by(&self, client: ClientAddress) -> usize {
+        self.per_address.held_by(client)
+    }
+
+    /// How many connections are open.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Acquire)
+    }
+
+    /// The instance-wide cap.
+    pub fn max(&self) -> usize {
+        self.max
     }
 }
 
@@ -275,5 +391,83 @@ mod tests {
         let later = start + Duration::from_secs(2);
         assert_eq!(rate.take(v4(9), later), Ok(()), "refilled buckets swept");
         assert_eq!(lock(&rate.buckets).by_address.len(), 1);
+    }
+
+    fn from(last: u8) -> ClientAddress {
+        ClientAddress::new(IpAddr::V4(Ipv4Addr::new(198, 51, 100, last)))
+    }
+
+    fn settings(max: usize, reserved: usize, per_address: usize) -> ConnectionSettings {
+        ConnectionSettings {
+            max_connections: Some(max),
+            reserved: Some(reserved),
+            max_per_address: per_address,
+            ..ConnectionSettings::default()
+        }
+    }
+
+    #[test]
+    fn the_last_connections_under_the_cap_are_the_reserve_and_past_it_none_is_admitted() {
+        let connections = Connections::new(&settings(3, 1, 10), 20_000);
+        let mut held = Vec::new();
+        for (n, expect_reserved) in [(1, false), (2, false), (3, true)] {
+            match connections.admit(from(n)) {
+                Admission::Admitted { place, reserved } => {
+                    assert_eq!(reserved, expect_reserved, "connection {n}");
+                    held.push(place);
+                }
+                other => panic!("connection {n}: {other:?}"),
+            }
+        }
+        assert!(matches!(connections.admit(from(4)), Admission::Full));
+        assert_eq!(connections.open(), 3);
+        held.pop();
+        assert_eq!(connections.open(), 2);
+        assert!(matches!(
+            connections.admit(from(4)),
+            Admission::Admitted { reserved: true, .. }
+        ));
+    }
+
+    #[test]
+    fn one_address_cannot_take_more_than_its_share_and_a_refusal_holds_no_place() {
+        let connections = Connections::new(&settings(100, 0, 2), 20_000);
+        let _a = connections.admit(from(1));
+        let _b = connections.admit(from(1));
+        assert!(matches!(connections.admit(from(1)), Admission::AddressFull));
+        assert_eq!(connections.open(), 2, "the refused one is not counted");
+        assert!(matches!(
+            connections.admit(from(2)),
+            Admission::Admitted { .. }
+        ));
+    }
+
+    #[test]
+    fn a_proxys_connections_hold_no_place_under_its_address_but_its_requests_hold_their_clients() {
+        let connections = Connections::new(&settings(2, 0, 1), 20_000);
+        let proxy = from(1);
+        let _a = connections.admit_from_proxy();
+        let _b = connections.admit_from_proxy();
+        assert_eq!(
+            connections.held_by(proxy),
+            0,
+            "more than its cap of one, uncounted"
+        );
+        assert!(
+            matches!(connections.admit_from_proxy(), Admission::Full),
+            "the instance-wide cap still holds"
+        );
+        let client = from(7);
+        let place = connections.hold_for(client).expect("a place");
+        assert!(
+            connections.hold_for(client).is_none(),
+            "past the client's cap"
+        );
+        assert!(connections.hold_for(from(8)).is_some(), "another client");
+        drop(place);
+        assert!(
+            connections.hold_for(client).is_some(),
+            "the place came back"
+        );
     }
 }
