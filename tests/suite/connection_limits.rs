@@ -476,3 +476,27 @@ fn rlimit_of_self() -> (u64, u64) {
         .collect();
     (numbers[0], numbers[1])
 }
+
+// askloop serves HTTP/1.1 only: the connection builder also understands HTTP/2, and a client
+// that opens with HTTP/2's preface is answered 505 on every request, and nothing is routed.
+#[tokio::test]
+async fn a_request_over_http2_is_answered_505() {
+    let app = TestApp::spawn(Backend::Sqlite).await.expect("an app");
+    let stream = connect_from(&app.base, STRANGER).await;
+    let (mut client, connection) = h2::client::handshake(stream)
+        .await
+        .expect("the HTTP/2 handshake");
+    tokio::spawn(connection);
+    for path in ["/healthz", "/graphql"] {
+        let request = http::Request::get(format!("{}{path}", app.base))
+            .body(())
+            .expect("a request");
+        let (response, _) = client.send_request(request, true).expect("sent");
+        let response = response.await.expect("an answer");
+        assert_eq!(
+            response.status(),
+            http::StatusCode::HTTP_VERSION_NOT_SUPPORTED,
+            "{path}"
+        );
+    }
+}
